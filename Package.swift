@@ -1,0 +1,69 @@
+// swift-tools-version:6.0
+// tipsd — TipKit's eligibility engine as a JSON-RPC daemon.
+// Dependencies flow one way:
+//   TipsJSON ← TipsEngine ← TipsStore ─┐
+//   TipsJSON ← TipsProtocol ───────────┼─ TipsServer ← tipsd
+//   TipsFraming, TipsTransport(CLibUV) ┘
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+  .enableUpcomingFeature("ExistentialAny"),
+  .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+  name: "tipsd",
+  products: [
+    .executable(name: "tipsd", targets: ["tipsd"]),
+    .library(name: "TipsEngine", targets: ["TipsEngine"]),
+  ],
+  targets: [
+    // MARK: C system libraries
+    .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
+    .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+    // MARK: TipsJSON — byte-level JSON value, parser and writer (no I/O)
+    .target(name: "TipsJSON", swiftSettings: swiftSettings),
+    .testTarget(name: "TipsJSONTests", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
+
+    // MARK: TipsEngine — pure rule engine with an injected clock
+    .target(name: "TipsEngine", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
+    .testTarget(name: "TipsEngineTests", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+
+    // MARK: TipsStore — SQLite persistence of engine state
+    .target(name: "TipsStore", dependencies: ["TipsEngine", "TipsJSON", "CSQLite"], swiftSettings: swiftSettings),
+    .testTarget(name: "TipsStoreTests", dependencies: ["TipsStore", "TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+
+    // MARK: TipsFraming — newline and Content-Length framing (pure)
+    .target(name: "TipsFraming", swiftSettings: swiftSettings),
+    .testTarget(name: "TipsFramingTests", dependencies: ["TipsFraming"], swiftSettings: swiftSettings),
+
+    // MARK: TipsProtocol — JSON-RPC 2.0 messages, errors and method names
+    .target(name: "TipsProtocol", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
+    .testTarget(name: "TipsProtocolTests", dependencies: ["TipsProtocol", "TipsJSON"], swiftSettings: swiftSettings),
+
+    // MARK: TipsTransport — libuv event loop, sockets, pipes, timers, signals
+    .target(name: "TipsTransport", dependencies: ["CLibUV"], swiftSettings: swiftSettings),
+    .testTarget(name: "TipsTransportTests", dependencies: ["TipsTransport"], swiftSettings: swiftSettings),
+
+    // MARK: TipsServer — wires engine, store, protocol, framing and transport
+    .target(
+      name: "TipsServer",
+      dependencies: ["TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON"],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(name: "TipsServerTests", dependencies: ["TipsServer", "TipsJSON", "TipsFraming"], swiftSettings: swiftSettings),
+
+    // MARK: tipsd — thin executable
+    .executableTarget(name: "tipsd", dependencies: ["TipsServer"], swiftSettings: swiftSettings),
+
+    // MARK: benchmarks (make bench)
+    .executableTarget(
+      name: "tipsd-bench",
+      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming"],
+      path: "Benchmarks/tipsd-bench",
+      swiftSettings: swiftSettings
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)

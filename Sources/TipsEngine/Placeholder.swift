@@ -1,0 +1,1 @@
+// TipsEngine — placeholder, replaced by the module's real sources.

@@ -1,0 +1,1 @@
+// TipsFraming — placeholder, replaced by the module's real sources.

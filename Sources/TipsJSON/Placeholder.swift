@@ -1,0 +1,1 @@
+// TipsJSON — placeholder, replaced by the module's real sources.

@@ -1,0 +1,1 @@
+// TipsProtocol — placeholder, replaced by the module's real sources.

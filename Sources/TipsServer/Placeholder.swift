@@ -1,0 +1,1 @@
+// TipsServer — placeholder, replaced by the module's real sources.

@@ -1,0 +1,1 @@
+// TipsStore — placeholder, replaced by the module's real sources.

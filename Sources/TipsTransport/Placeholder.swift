@@ -1,0 +1,1 @@
+// TipsTransport — placeholder, replaced by the module's real sources.
