@@ -32,7 +32,18 @@ let package = Package(
 
     // MARK: TipsStore — SQLite persistence of engine state
     .target(name: "TipsStore", dependencies: ["TipsEngine", "TipsJSON", "CSQLite"], swiftSettings: swiftSettings),
-    .testTarget(name: "TipsStoreTests", dependencies: ["TipsStore", "TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsStoreTests",
+      dependencies: ["TipsStore", "TipsEngine", "TipsJSON", "tipsd-crash-child"],
+      swiftSettings: swiftSettings
+    ),
+    /// Child process for the store's SIGKILL crash test: applies mutations and reports each acknowledged one.
+    .executableTarget(
+      name: "tipsd-crash-child",
+      dependencies: ["TipsStore", "TipsEngine", "TipsJSON"],
+      path: "Tests/CrashChild",
+      swiftSettings: swiftSettings
+    ),
 
     // MARK: TipsFraming — newline and Content-Length framing (pure)
     .target(name: "TipsFraming", swiftSettings: swiftSettings),

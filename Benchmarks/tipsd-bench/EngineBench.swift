@@ -1,0 +1,1 @@
+func runEngineBenchmarks() throws {}  // replaced by the engine benchmarks

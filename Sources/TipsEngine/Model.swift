@@ -1,0 +1,225 @@
+public import TipsJSON
+
+/// Seconds since the Unix epoch. The engine never reads a clock itself: every instant comes from an injected
+/// ``EngineClock``, so tests drive time deterministically.
+public typealias Timestamp = Double
+
+/// Where the engine gets "now" from. Injected so that tests and `tipsd serve --clock virtual` control time.
+public protocol EngineClock: AnyObject, Sendable {
+  /// The current instant.
+  func now() -> Timestamp
+}
+
+// MARK: - Tips
+
+/// A tip's plain-data definition: what a frontend registers or a catalog declares.
+///
+/// Status and rules are keyed by ``id``: a renamed id is a brand-new tip with fresh state.
+public struct TipDefinition: Sendable, Hashable {
+  /// Stable identifier, e.g. `filter.tip`, `NewTrailTip-42` or `filter.tip.friendly` (an A/B variant).
+  public var id: String
+  public var title: String
+  public var message: String?
+  /// An image name the frontend resolves (e.g. an SF Symbol or an asset name).
+  public var image: String?
+  /// Ordered actions; on the wire every payload carries them as an array with their index.
+  public var actions: [TipAction]
+  /// All must hold (AND).
+  public var rules: [Rule]
+  public var options: TipOptions
+
+  public init(
+    id: String, title: String, message: String? = nil, image: String? = nil, actions: [TipAction] = [],
+    rules: [Rule] = [], options: TipOptions = TipOptions()
+  ) {
+    self.id = id
+    self.title = title
+    self.message = message
+    self.image = image
+    self.actions = actions
+    self.rules = rules
+    self.options = options
+  }
+}
+
+/// A button on a tip. Ids are required on the wire (TipKit falls back to the index; we do not).
+public struct TipAction: Sendable, Hashable {
+  public var id: String
+  public var title: String
+  public init(id: String, title: String) {
+    self.id = id
+    self.title = title
+  }
+}
+
+/// TipKit's `options`.
+public struct TipOptions: Sendable, Hashable {
+  /// `MaxDisplayCount(n)`: after n recorded displays the tip becomes `invalidated(displayCountExceeded)`.
+  public var maxDisplayCount: Int?
+  /// `MaxDisplayDuration(seconds)`: cumulative displayed time; at the limit, `invalidated(displayDurationExceeded)`.
+  public var maxDisplayDuration: Double?
+  /// `IgnoresDisplayFrequency(true)`: not held back by the global display-frequency cooldown.
+  public var ignoresDisplayFrequency: Bool
+
+  public init(maxDisplayCount: Int? = nil, maxDisplayDuration: Double? = nil, ignoresDisplayFrequency: Bool = false) {
+    self.maxDisplayCount = maxDisplayCount
+    self.maxDisplayDuration = maxDisplayDuration
+    self.ignoresDisplayFrequency = ignoresDisplayFrequency
+  }
+}
+
+// MARK: - Rules
+
+/// Comparison operators of rule JSON: `eq ne lt lte gt gte`.
+public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
+  case eq, ne, lt, lte, gt, gte
+}
+
+/// One eligibility rule. A tip's top-level rule list is an implicit `allOf`.
+///
+/// JSON shapes (exactly these keys):
+/// - `{"event": "search.opened", "count": {"gte": 3}}`
+/// - `{"event": "search.opened", "within": {"days": 1}, "count": {"gte": 1}}` (`minutes`, `hours`, `days`, `weeks`)
+/// - `{"event": "trail.visited", "where": {"region": "north"}, "count": {"gt": 3}}`
+/// - `{"event": "trail.visited", "largestGroupBy": "region", "count": {"gte": 2}}`
+/// - `{"parameter": "isLoggedIn", "eq": true}`
+/// - `{"allOf": [...]}`, `{"anyOf": [...]}`, `{"not": {...}}`
+public indirect enum Rule: Sendable, Hashable {
+  case event(EventRule)
+  case parameter(ParameterRule)
+  case allOf([Rule])
+  case anyOf([Rule])
+  case not(Rule)
+}
+
+/// A rule over an event's donations.
+public struct EventRule: Sendable, Hashable {
+  public var eventID: String
+  /// Only donations with `now - donatedAt < within` count. Seconds.
+  public var within: Double?
+  /// Only donations whose associated values contain each of these key/value pairs (JSON equality) count.
+  public var matching: JSONObject?
+  /// Count only the largest group of donations sharing a value for this key (TipKit's `largestSubset(groupedBy:)`).
+  /// Donations without the key are ignored; no group counts 0.
+  public var largestGroupBy: String?
+  public var countOperator: ComparisonOperator
+  public var countValue: Int
+
+  public init(
+    eventID: String, within: Double? = nil, matching: JSONObject? = nil, largestGroupBy: String? = nil,
+    countOperator: ComparisonOperator, countValue: Int
+  ) {
+    self.eventID = eventID
+    self.within = within
+    self.matching = matching
+    self.largestGroupBy = largestGroupBy
+    self.countOperator = countOperator
+    self.countValue = countValue
+  }
+}
+
+/// A rule comparing a parameter's current value with a constant.
+/// A parameter that was never defined reads as `null`, so only `ne` can hold for it.
+public struct ParameterRule: Sendable, Hashable {
+  public var parameterID: String
+  public var op: ComparisonOperator
+  public var value: JSONValue
+
+  public init(parameterID: String, op: ComparisonOperator, value: JSONValue) {
+    self.parameterID = parameterID
+    self.op = op
+    self.value = value
+  }
+}
+
+// MARK: - Parameters, groups, frequency
+
+/// A declared parameter: Bool, Int, Double or String, with a default.
+public struct ParameterDefinition: Sendable, Hashable {
+  public var id: String
+  public var defaultValue: JSONValue
+  /// Back to the default at every start; never persisted.
+  public var transient: Bool
+
+  public init(id: String, defaultValue: JSONValue, transient: Bool = false) {
+    self.id = id
+    self.defaultValue = defaultValue
+    self.transient = transient
+  }
+}
+
+/// TipKit's `TipGroup` priority.
+public enum GroupPriority: String, Sendable, Hashable {
+  /// The current tip is the first non-invalidated tip, shown only when it is eligible.
+  case ordered
+  /// The current tip is the first eligible tip in declared order.
+  case firstAvailable
+}
+
+/// An iOS 18 `TipGroup`: at most one of its tips is current at a time.
+public struct TipGroupDefinition: Sendable, Hashable {
+  public var id: String
+  public var priority: GroupPriority
+  public var tipIDs: [String]
+
+  public init(id: String, priority: GroupPriority, tipIDs: [String]) {
+    self.id = id
+    self.priority = priority
+    self.tipIDs = tipIDs
+  }
+}
+
+/// Global display frequency: no more than one new tip per period.
+public enum DisplayFrequency: String, Sendable, Hashable, CaseIterable {
+  case immediate, hourly, daily, weekly, monthly
+
+  /// The cooldown in seconds (`monthly` is 30 days).
+  public var period: Double {
+    switch self {
+    case .immediate: 0
+    case .hourly: 3_600
+    case .daily: 86_400
+    case .weekly: 604_800
+    case .monthly: 2_592_000
+    }
+  }
+}
+
+// MARK: - Status
+
+/// Why a tip was invalidated. Invalidation is permanent until `resetEligibility` or a datastore reset.
+public enum InvalidationReason: String, Sendable, Hashable, CaseIterable {
+  case actionPerformed, tipClosed, displayCountExceeded, displayDurationExceeded
+}
+
+/// TipKit's `Tip.Status`.
+public enum TipStatus: Sendable, Hashable {
+  case pending
+  case available
+  case invalidated(InvalidationReason)
+}
+
+/// What a subscriber sees of a tip.
+public struct TipState: Sendable, Hashable {
+  public var id: String
+  public var status: TipStatus
+  /// True exactly when the tip is available and nothing (display frequency, a group, a testing override) holds it
+  /// back.
+  public var shouldDisplay: Bool
+
+  public init(id: String, status: TipStatus, shouldDisplay: Bool) {
+    self.id = id
+    self.status = status
+    self.shouldDisplay = shouldDisplay
+  }
+}
+
+/// Testing overrides, TipKit's precedence: show these > hide these > show all > hide all.
+public enum TestingOverride: Sendable, Hashable {
+  case showAll
+  case hideAll
+  case show([String])
+  case hide([String])
+  /// Clears every override.
+  case clear
+}

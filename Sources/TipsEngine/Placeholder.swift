@@ -1,1 +1,0 @@
-// TipsEngine — placeholder, replaced by the module's real sources.

@@ -1,0 +1,113 @@
+public import TipsJSON
+
+// MARK: - Durable state
+//
+// Everything the datastore keeps is plain data defined here. Definitions (tips, groups, parameter declarations)
+// are not durable: frontends and catalogs register them at every start, as TipKit's tips live in code.
+
+/// One donation of an event.
+public struct Donation: Sendable, Hashable {
+  public var at: Timestamp
+  /// Flat associated values (TipKit's `DonationInfo`), or nil.
+  public var info: JSONObject?
+
+  public init(at: Timestamp, info: JSONObject? = nil) {
+    self.at = at
+    self.info = info
+  }
+}
+
+/// Per-tip durable record. `pending`/`available` are derived from rules; only invalidation is stored.
+public struct TipRecord: Sendable, Hashable {
+  public var invalidationReason: InvalidationReason?
+  public var invalidatedAt: Timestamp?
+  public var displayCount: Int
+  /// Cumulative seconds displayed.
+  public var displayedDuration: Double
+  public var firstDisplayedAt: Timestamp?
+  public var lastDisplayedAt: Timestamp?
+
+  public init(
+    invalidationReason: InvalidationReason? = nil, invalidatedAt: Timestamp? = nil, displayCount: Int = 0,
+    displayedDuration: Double = 0, firstDisplayedAt: Timestamp? = nil, lastDisplayedAt: Timestamp? = nil
+  ) {
+    self.invalidationReason = invalidationReason
+    self.invalidatedAt = invalidatedAt
+    self.displayCount = displayCount
+    self.displayedDuration = displayedDuration
+    self.firstDisplayedAt = firstDisplayedAt
+    self.lastDisplayedAt = lastDisplayedAt
+  }
+
+  /// True when the record holds nothing worth storing.
+  public var isEmpty: Bool { self == TipRecord() }
+}
+
+/// Everything loaded from the datastore at start, handed to ``Engine/restore(_:)``.
+public struct EngineSnapshot: Sendable, Equatable {
+  /// Donations per event id, oldest first.
+  public var donations: [String: [Donation]]
+  /// Persisted (non-transient) parameter values.
+  public var parameters: [String: JSONValue]
+  public var tipRecords: [String: TipRecord]
+  /// The instant the display-frequency cooldown started (the last display of a tip that does not ignore it).
+  public var cooldownStartedAt: Timestamp?
+  public var displayFrequency: DisplayFrequency
+  /// Per-event cap on stored donations (newest kept); events not listed use the engine's default (1000).
+  public var donationLimits: [String: Int]
+
+  public init(
+    donations: [String: [Donation]] = [:], parameters: [String: JSONValue] = [:],
+    tipRecords: [String: TipRecord] = [:], cooldownStartedAt: Timestamp? = nil,
+    displayFrequency: DisplayFrequency = .immediate, donationLimits: [String: Int] = [:]
+  ) {
+    self.donations = donations
+    self.parameters = parameters
+    self.tipRecords = tipRecords
+    self.cooldownStartedAt = cooldownStartedAt
+    self.displayFrequency = displayFrequency
+    self.donationLimits = donationLimits
+  }
+}
+
+/// A durable effect of a mutation, in order. The store applies a batch of these in one transaction; applying
+/// every write an engine produced, in order, to an empty store and loading it reproduces the engine's durable
+/// state.
+public enum StateWrite: Sendable, Hashable {
+  /// Append a donation; then keep only the newest `keepNewest` donations of that event.
+  case donation(eventID: String, Donation, keepNewest: Int)
+  /// A persisted parameter's new value.
+  case parameter(id: String, value: JSONValue)
+  /// Forget a parameter's stored value (it became transient, or was reset).
+  case deleteParameter(id: String)
+  /// Replace a tip's record (an empty record may be deleted).
+  case tipRecord(id: String, TipRecord)
+  /// The cooldown start instant (nil clears it).
+  case cooldown(Timestamp?)
+  case displayFrequency(DisplayFrequency)
+  /// A new per-event donation cap; the store trims to it.
+  case donationLimit(eventID: String, limit: Int)
+  /// Clear everything (datastore reset).
+  case reset
+}
+
+/// What a subscriber must be told after a mutation.
+public enum Change: Sendable, Hashable {
+  /// A tip's status or shouldDisplay changed (it is reported only when one of them differs from the last report).
+  case tip(TipState)
+  /// A group's current tip changed (nil: no current tip).
+  case groupCurrentTip(groupID: String, tipID: String?)
+}
+
+/// The outcome of a mutation: the changes to notify and the writes to persist (before acknowledging).
+public struct Mutation: Sendable, Hashable {
+  public var changes: [Change]
+  public var writes: [StateWrite]
+
+  public init(changes: [Change] = [], writes: [StateWrite] = []) {
+    self.changes = changes
+    self.writes = writes
+  }
+
+  public static let none = Mutation()
+}
