@@ -1,1 +1,0 @@
-// TipsTransport — placeholder, replaced by the module's real sources.

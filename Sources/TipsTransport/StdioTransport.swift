@@ -1,0 +1,113 @@
+// StdioTransport: stdin/stdout as a Connection; ProcessSignals.
+import CLibUV
+import Glibc
+import Synchronization
+
+/// JSON-RPC over the process's standard streams.
+public enum StdioTransport {
+  private static let opened = Atomic<Bool>(false)
+
+  /// Wraps stdin (fd 0) and stdout as one `Connection`, reading fd 0 and
+  /// writing to a private duplicate of fd 1. Fd 1 is then pointed at stderr
+  /// (`dup2(2, 1)`), so a stray `print` can never corrupt the protocol stream.
+  ///
+  /// stdin/stdout may be pipes, sockets or terminals; regular files are
+  /// refused. End of input on stdin closes the connection with `.eof` (after
+  /// flushing replies queued in that turn). Can be called once per process.
+  public static func open(loop: EventLoop) throws(TransportError) -> Connection {
+    loop.assertUsable()
+    guard opened.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else {
+      throw TransportError("StdioTransport.open was already called; stdin/stdout can be wrapped only once")
+    }
+    let protocolOut = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)
+    if protocolOut < 0 {
+      let cause = UVError(code: -errno, operation: "fcntl(1, F_DUPFD_CLOEXEC)")
+      opened.store(false, ordering: .relaxed)
+      throw TransportError("cannot duplicate stdout; is it open?", cause: cause)
+    }
+    let connection: Connection
+    do {
+      connection = try open(loop: loop, inputFD: STDIN_FILENO, outputFD: protocolOut)
+    } catch {
+      Glibc.close(protocolOut)
+      opened.store(false, ordering: .relaxed)
+      throw error
+    }
+    // From now on fd 1 is stderr: only `connection` reaches the real stdout.
+    // (Output still buffered in `stdout` also lands on stderr, which is the point.)
+    _ = dup2(STDERR_FILENO, STDOUT_FILENO)
+    return connection
+  }
+
+  /// Wraps already-open descriptors as a `Connection` (pipes, sockets or ttys).
+  /// The connection owns them from now on: closing it closes both (fds 0–2 are
+  /// never closed by libuv). `inputFD == outputFD` (e.g. one end of a
+  /// socketpair) uses a single handle for both directions.
+  public static func open(loop: EventLoop, inputFD: Int32, outputFD: Int32) throws(TransportError) -> Connection {
+    loop.assertUsable()
+    let input = try openStream(loop: loop, fd: inputFD, readable: true, writable: inputFD == outputFD, role: "input")
+    if inputFD == outputFD {
+      return Connection(loop: loop, input: input, output: input, isUnixSocket: false)
+    }
+    let output: UnsafeMutablePointer<uv_stream_t>
+    do {
+      output = try openStream(loop: loop, fd: outputFD, readable: false, writable: true, role: "output")
+    } catch {
+      closeOrphanStream(input)
+      throw error
+    }
+    return Connection(loop: loop, input: input, output: output, isUnixSocket: false)
+  }
+
+  /// Opens `fd` as a pipe, tty or TCP stream depending on `uv_guess_handle`.
+  static func openStream(loop: EventLoop, fd: Int32, readable: Bool, writable: Bool, role: String)
+    throws(TransportError) -> UnsafeMutablePointer<uv_stream_t>
+  {
+    func failure(_ rc: Int32, _ op: String) -> TransportError {
+      TransportError("cannot use fd \(fd) as the protocol \(role)", cause: UVError(code: rc, operation: op))
+    }
+    let kind = uv_guess_handle(fd)
+    switch kind {
+    case UV_NAMED_PIPE:  // pipes, FIFOs and Unix-domain sockets
+      let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
+      pipe.initialize(to: uv_pipe_t())
+      let rc = uv_pipe_init(loop.uvLoop, pipe, 0)
+      if rc < 0 { pipe.deallocate(); throw failure(rc, "uv_pipe_init") }
+      let opened = uv_pipe_open(pipe, fd)
+      if opened < 0 { closeOrphanStream(asStream(pipe)); throw failure(opened, "uv_pipe_open") }
+      return asStream(pipe)
+    case UV_TTY:
+      let tty = UnsafeMutablePointer<uv_tty_t>.allocate(capacity: 1)
+      tty.initialize(to: uv_tty_t())
+      // On failure uv_tty_init returns before registering the handle.
+      let rc = uv_tty_init(loop.uvLoop, tty, fd, readable ? 1 : 0)
+      if rc < 0 { tty.deallocate(); throw failure(rc, "uv_tty_init") }
+      return asStream(tty)
+    case UV_TCP:
+      let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+      tcp.initialize(to: uv_tcp_t())
+      let rc = uv_tcp_init(loop.uvLoop, tcp)
+      if rc < 0 { tcp.deallocate(); throw failure(rc, "uv_tcp_init") }
+      let opened = uv_tcp_open(tcp, uv_os_sock_t(fd))
+      if opened < 0 { closeOrphanStream(asStream(tcp)); throw failure(opened, "uv_tcp_open") }
+      return asStream(tcp)
+    case UV_FILE:
+      throw TransportError(
+        "the protocol \(role) (fd \(fd)) is a regular file or device; tipsd needs a pipe, socket or terminal "
+          + "(e.g. use `cat requests.jsonl | tipsd` instead of `tipsd < requests.jsonl`)")
+    case UV_UDP:
+      throw TransportError("the protocol \(role) (fd \(fd)) is a datagram socket; tipsd needs a stream")
+    default:
+      throw TransportError("the protocol \(role) (fd \(fd)) is not open or of an unsupported kind")
+    }
+  }
+}
+
+/// Process-wide signal dispositions.
+public enum ProcessSignals {
+  /// Ignores SIGPIPE so a write to a vanished peer fails with `EPIPE` (reported
+  /// as `CloseReason.error`) instead of killing the process. Call once at startup.
+  public static func ignoreSIGPIPE() {
+    tipsd_ignore_sigpipe()
+  }
+}

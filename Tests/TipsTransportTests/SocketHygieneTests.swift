@@ -1,0 +1,101 @@
+import Glibc
+import Testing
+import TipsTransport
+
+@Suite struct SocketHygieneTests {
+  private func expectRefusal(_ path: String, containing text: String,
+                             sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let loop = try EventLoop()
+    defer { loop.close() }
+    #expect(sourceLocation: sourceLocation) {
+      _ = try UnixSocketServer(loop: loop, path: path)
+    } throws: { error in
+      guard let error = error as? TransportError else { return false }
+      return error.message.contains(text) && error.message.contains(path)
+    }
+  }
+
+  @Test func socketIsCreatedWithMode0600() throws {
+    let loop = try EventLoop()
+    defer { loop.close() }
+    let path = temporarySocketPath("mode")
+    let server = try UnixSocketServer(loop: loop, path: path)
+    var info = stat()
+    #expect(lstat(path, &info) == 0)
+    #expect(info.st_mode & S_IFMT == S_IFSOCK)
+    #expect(info.st_mode & 0o7777 == 0o600)
+    server.close()
+    #expect(access(path, F_OK) != 0)
+  }
+
+  @Test func staleSocketIsReplaced() throws {
+    let path = temporarySocketPath("stale")
+    // Leave a bound-but-dead socket file behind, as a crashed server would.
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = makeUnixAddress(path)
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    #expect(bound == 0)
+    close(fd)
+    #expect(access(path, F_OK) == 0)
+
+    let loop = try EventLoop()
+    defer { loop.close() }
+    let server = try UnixSocketServer(loop: loop, path: path)
+    var accepted = 0
+    server.onConnection = { connection in
+      accepted += 1
+      connection.close(after: false)
+      server.close()
+    }
+    let client = onNewThread {
+      let client = connectClient(path)
+      if client >= 0 { _ = readToEnd(client); close(client) }
+    }
+    run(loop)
+    #expect(client.join())
+    #expect(accepted == 1)
+  }
+
+  @Test func liveSocketIsRefused() throws {
+    let loop = try EventLoop()
+    defer { loop.close() }
+    let path = temporarySocketPath("live")
+    let server = try UnixSocketServer(loop: loop, path: path)
+    try expectRefusal(path, containing: "another tipsd is serving")
+    var info = stat()
+    #expect(lstat(path, &info) == 0, "the live socket is left alone")
+    server.close()
+  }
+
+  @Test func symlinkIsRefused() throws {
+    let target = temporarySocketPath("target")
+    let path = temporarySocketPath("link")
+    #expect(symlink(target, path) == 0)
+    defer { unlink(path) }
+    try expectRefusal(path, containing: "is a symbolic link")
+    var info = stat()
+    #expect(lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
+  }
+
+  @Test func regularFileIsRefused() throws {
+    let path = temporarySocketPath("regular")
+    let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
+    #expect(fd >= 0)
+    close(fd)
+    defer { unlink(path) }
+    try expectRefusal(path, containing: "exists and is not a socket; refusing to replace it")
+    #expect(access(path, F_OK) == 0)
+  }
+
+  @Test func overlongPathIsRefused() throws {
+    let path = "/tmp/" + String(repeating: "x", count: UnixSocketServer.maximumPathLength)
+    try expectRefusal(path, containing: "bytes long")
+  }
+
+  @Test func missingDirectoryIsReported() throws {
+    let path = temporarySocketPath("dir") + "/nested/tipsd.sock"
+    try expectRefusal(path, containing: "exist?")
+  }
+}
