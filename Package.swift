@@ -63,7 +63,11 @@ let package = Package(
       dependencies: ["TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON"],
       swiftSettings: swiftSettings
     ),
-    .testTarget(name: "TipsServerTests", dependencies: ["TipsServer", "TipsJSON", "TipsFraming"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsServerTests",
+      dependencies: ["TipsServer", "TipsJSON", "TipsFraming", "tipsd"],
+      swiftSettings: swiftSettings
+    ),
 
     // MARK: tipsd — thin executable
     .executableTarget(name: "tipsd", dependencies: ["TipsServer"], swiftSettings: swiftSettings),

@@ -1,1 +1,16 @@
-print("tipsd")
+// tipsd — thin executable: everything lives in TipsServer.
+#if canImport(Glibc)
+  import Glibc
+#endif
+import TipsServer
+
+var environment: [String: String] = [:]
+var entry = environ
+while let pointer = entry.pointee {
+  let pair = String(cString: pointer)
+  if let equals = pair.firstIndex(of: "=") {
+    environment[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+  }
+  entry += 1
+}
+exit(TipsdCommand.main(CommandLine.arguments, environment: environment))

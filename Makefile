@@ -1,0 +1,64 @@
+# tipsd — make run starts the daemon, make test installs what is missing and runs every test.
+SHELL := /bin/bash
+SWIFT ?= swift
+SWIFT_FLAGS ?=
+PYTHON ?= python3
+APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript
+PIP_PACKAGES := pytest jsonschema
+BIN_DEBUG := .build/debug/tipsd
+BIN_RELEASE := .build/release/tipsd
+SOCKET ?= $(or $(XDG_RUNTIME_DIR),/tmp)/tipsd-demo/tipsd.sock
+
+.PHONY: all build release run test test-swift test-clients test-protocol bench deps deps-apt deps-pip clean help
+
+all: build
+
+help:
+	@echo "make run    — build and start tipsd serve --socket with the default datastore and the demo catalog"
+	@echo "make test   — install missing system/Python packages, then run every test suite"
+	@echo "make bench  — release build, print benchmark figures as name: value lines"
+	@echo "make clean  — remove build products"
+
+## deps: install what a fresh Debian machine lacks (needs root or sudo for apt).
+deps: deps-apt deps-pip
+
+deps-apt:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+deps-pip:
+	@$(PYTHON) -c "import pytest, jsonschema" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
+
+build: deps-apt
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+release: deps-apt
+	$(SWIFT) build -c release $(SWIFT_FLAGS)
+
+run: release
+	@mkdir -p -m 700 "$(dir $(SOCKET))"
+	@echo "tipsd: serving on $(SOCKET) — try: $(BIN_RELEASE) call --socket $(SOCKET) tips/status"
+	$(BIN_RELEASE) serve --socket "$(SOCKET)" --catalog catalog/demo.json
+
+test: deps test-swift test-clients test-protocol
+
+test-swift:
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build $(SWIFT_FLAGS) 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
+
+test-clients:
+	@if [ -x clients/run-tests ]; then clients/run-tests; else echo "clients: no suites yet"; fi
+
+test-protocol:
+	@if [ -x protocol/run-tests ]; then protocol/run-tests; else echo "protocol: no suites yet"; fi
+
+bench: deps-apt
+	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	.build/release/tipsd-bench
+
+clean:
+	rm -rf .build

@@ -1,0 +1,211 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+import TipsJSON
+import TipsStore
+
+/// `tipsd` — the command line. The executable only calls ``TipsdCommand/main(_:environment:)``.
+public enum TipsdCommand {
+  public static let usage = """
+    tipsd — TipKit's eligibility engine as a JSON-RPC 2.0 daemon
+
+    USAGE
+      tipsd serve [--stdio | --socket PATH] [options]   run the daemon
+      tipsd call [--socket PATH] METHOD [PARAMS-JSON]   send one request, print the result as JSON
+      tipsd help | --help                               this text
+      tipsd version | --version
+
+    SERVE OPTIONS
+      --stdio                  serve one client on stdin/stdout (logs go to stderr); exit when stdin closes
+      --socket PATH            serve many clients on a Unix socket (mode 0600); default:
+                               $XDG_RUNTIME_DIR/tipsd/tipsd.sock, else /tmp/tipsd-UID/tipsd.sock
+      --datastore PATH         SQLite datastore; default $XDG_DATA_HOME/tipsd/default.sqlite
+                               (else ~/.local/share/tipsd/default.sqlite); ":memory:" keeps nothing
+      --fsync                  commit with synchronous=FULL: acknowledged writes survive power loss,
+                               not only a crash of the daemon (slower)
+      --datastore-recover      if the datastore is unreadable, move it aside (timestamped) and start fresh
+      --catalog FILE           register the tips, parameters and groups of a catalog file at start
+      --clock system|virtual   virtual: time moves only through clock/advance and clock/set (tests)
+      --clock-start SECONDS    the virtual clock's first instant (default: now)
+      --log-level LEVEL        trace, debug, info (default), notice, warning, error
+      --max-connections N      default 256
+      --max-message-size BYTES default 1048576
+      --partial-timeout SECONDS  close a connection whose message stays incomplete this long (default 30)
+      --queue-limit BYTES      per-connection outgoing queue bound (default 4194304)
+
+    EXAMPLES
+      tipsd serve --socket /tmp/tipsd.sock --catalog catalog/demo.json
+      tipsd call --socket /tmp/tipsd.sock events/donate '{"id": "search.opened"}'
+      tipsd call --socket /tmp/tipsd.sock tips/explain '{"id": "filter.tip"}'
+    """
+
+  /// Runs the command line; returns the process exit status.
+  public static func main(_ arguments: [String], environment: [String: String]) -> Int32 {
+    var args = Array(arguments.dropFirst())
+    guard let command = args.first else {
+      writeStderr(usage + "\n")
+      return 2
+    }
+    args.removeFirst()
+    switch command {
+    case "serve": return serve(args, environment: environment)
+    case "call": return CallCommand.run(args, environment: environment)
+    case "help", "--help", "-h":
+      print(usage)
+      return 0
+    case "version", "--version":
+      print("tipsd \(TipsdVersion.server) (protocol \(TipsdVersion.protocolVersion))")
+      return 0
+    default:
+      writeStderr("tipsd: unknown command \"\(command)\"\n\n\(usage)\n")
+      return 2
+    }
+  }
+
+  /// Parses `serve` options into a configuration (separate from running, for tests).
+  public static func parseServe(_ args: [String], environment: [String: String]) throws(ServerError)
+    -> ServerConfiguration
+  {
+    var configuration = ServerConfiguration()
+    configuration.listen = .socket(path: defaultSocketPath(environment: environment))
+    configuration.datastorePath = Datastore.defaultPath(environment: environment)
+    var virtualStart: Double?
+    var clockName = "system"
+    var index = 0
+    func value(_ flag: String) throws(ServerError) -> String {
+      index += 1
+      guard index < args.count else { throw ServerError("\(flag) needs a value (see tipsd --help)") }
+      return args[index]
+    }
+    func number(_ flag: String) throws(ServerError) -> Double {
+      let text = try value(flag)
+      guard let n = Double(text), n.isFinite else { throw ServerError("\(flag): \"\(text)\" is not a number") }
+      return n
+    }
+    func positive(_ flag: String) throws(ServerError) -> Int {
+      let text = try value(flag)
+      guard let n = Int(text), n > 0 else { throw ServerError("\(flag): \"\(text)\" is not a positive integer") }
+      return n
+    }
+    while index < args.count {
+      let flag = args[index]
+      switch flag {
+      case "--stdio": configuration.listen = .stdio
+      case "--socket": configuration.listen = .socket(path: try value(flag))
+      case "--datastore": configuration.datastorePath = try value(flag)
+      case "--fsync": configuration.fsync = true
+      case "--datastore-recover": configuration.recoverDatastore = true
+      case "--catalog": configuration.catalogPath = try value(flag)
+      case "--clock": clockName = try value(flag)
+      case "--clock-start": virtualStart = try number(flag)
+      case "--log-level":
+        let name = try value(flag)
+        guard let level = LogLevel(name: name) else {
+          throw ServerError("--log-level: unknown level \"\(name)\" (trace, debug, info, notice, warning, error)")
+        }
+        configuration.logLevel = level
+      case "--max-connections": configuration.maxConnections = try positive(flag)
+      case "--max-message-size": configuration.maxMessageSize = try positive(flag)
+      case "--partial-timeout": configuration.partialMessageTimeout = try number(flag)
+      case "--queue-limit": configuration.outgoingQueueLimit = try positive(flag)
+      case "--help", "-h": throw ServerError(usage)
+      default: throw ServerError("unknown option \"\(flag)\" (see tipsd --help)")
+      }
+      index += 1
+    }
+    switch clockName {
+    case "system":
+      if virtualStart != nil { throw ServerError("--clock-start needs --clock virtual") }
+    case "virtual": configuration.clock = .virtual(start: virtualStart ?? SystemTime.now())
+    default: throw ServerError("--clock: expected system or virtual (got \"\(clockName)\")")
+    }
+    return configuration
+  }
+
+  static func serve(_ args: [String], environment: [String: String]) -> Int32 {
+    let configuration: ServerConfiguration
+    do {
+      configuration = try parseServe(args, environment: environment)
+    } catch {
+      writeStderr("tipsd serve: \(error)\n")
+      return 2
+    }
+    let logger = Logger(level: configuration.logLevel)
+    if case .socket(let path) = configuration.listen {
+      do {
+        try prepareSocketDirectory(for: path)
+      } catch {
+        logger.error("\(error)")
+        return 1
+      }
+    }
+    logger.info(
+      "starting tipsd \(TipsdVersion.server)",
+      [
+        ("datastore", configuration.datastorePath == ":memory:" ? ":memory:" : absolutePath(configuration.datastorePath)),
+        ("catalog", configuration.catalogPath.map(absolutePath) ?? "none"),
+        ("clock", configuration.clock == .system ? "system" : "virtual"),
+      ])
+    do {
+      let server = try Server(configuration: configuration, logger: logger)
+      let exit = try server.run()
+      logger.info("stopped")
+      return exit == .clean ? 0 : 1
+    } catch {
+      logger.error("\(error)")
+      return 1
+    }
+  }
+
+  /// `$XDG_RUNTIME_DIR/tipsd/tipsd.sock`, else `/tmp/tipsd-UID/tipsd.sock`.
+  public static func defaultSocketPath(environment: [String: String]) -> String {
+    if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+      return "\(runtime)/tipsd/tipsd.sock"
+    }
+    return "/tmp/tipsd-\(getuid())/tipsd.sock"
+  }
+
+  /// Creates the socket's directory (mode 0700) when missing; refuses one that another user owns.
+  static func prepareSocketDirectory(for path: String) throws(ServerError) {
+    guard let slash = path.lastIndex(of: "/") else { return }
+    let directory = String(path[..<slash])
+    guard !directory.isEmpty else { return }
+    var info = stat()
+    if stat(directory, &info) != 0 {
+      guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+        throw ServerError("cannot create the socket directory \(directory): \(String(cString: strerror(errno)))")
+      }
+      return
+    }
+    guard info.st_uid == getuid() || info.st_mode & S_ISVTX != 0 else {
+      throw ServerError("the socket directory \(directory) belongs to another user; choose another --socket path")
+    }
+  }
+
+  static func absolutePath(_ path: String) -> String {
+    if path.hasPrefix("/") { return path }
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    guard getcwd(&buffer, buffer.count) != nil else { return path }
+    return String(cString: buffer) + "/" + path
+  }
+}
+
+/// Real time, for defaults.
+enum SystemTime {
+  static func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+  }
+}
+
+func writeStderr(_ text: String) {
+  var bytes = Array(text.utf8)
+  var offset = 0
+  while offset < bytes.count {
+    let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+    if n <= 0 { break }
+    offset += n
+  }
+  bytes.removeAll()
+}

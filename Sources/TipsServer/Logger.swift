@@ -1,0 +1,133 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Severity of a log record, lowest first.
+public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
+  case trace, debug, info, notice, warning, error
+
+  public init?(name: String) {
+    guard let level = LogLevel.allCases.first(where: { $0.description == name.lowercased() }) else { return nil }
+    self = level
+  }
+
+  public var description: String {
+    switch self {
+    case .trace: "trace"
+    case .debug: "debug"
+    case .info: "info"
+    case .notice: "notice"
+    case .warning: "warning"
+    case .error: "error"
+    }
+  }
+
+  public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Where log records go (the shape of swift-log's `LogHandler`).
+public protocol LogHandler: AnyObject {
+  func log(level: LogLevel, message: String, metadata: [(String, String)])
+}
+
+/// A small structured logger value: `logger.info("client connected", [("connection", "3")])`.
+public struct Logger {
+  public var level: LogLevel
+  public let handler: any LogHandler
+
+  public init(level: LogLevel = .info, handler: any LogHandler = StderrLogHandler()) {
+    self.level = level
+    self.handler = handler
+  }
+
+  public func log(_ level: LogLevel, _ message: @autoclosure () -> String, _ metadata: [(String, String)] = []) {
+    guard level >= self.level else { return }
+    handler.log(level: level, message: message(), metadata: metadata)
+  }
+
+  public func trace(_ message: @autoclosure () -> String, _ metadata: [(String, String)] = []) {
+    log(.trace, message(), metadata)
+  }
+  public func debug(_ message: @autoclosure () -> String, _ metadata: [(String, String)] = []) {
+    log(.debug, message(), metadata)
+  }
+  public func info(_ message: @autoclosure () -> String, _ metadata: [(String, String)] = []) {
+    log(.info, message(), metadata)
+  }
+  public func notice(_ message: @autoclosure () -> String, _ metadata: [(String, String)] = []) {
+    log(.notice, message(), metadata)
+  }
+  public func warning(_ message: @autoclosure () -> String, _ metadata: [(String, String)] = []) {
+    log(.warning, message(), metadata)
+  }
+  public func error(_ message: @autoclosure () -> String, _ metadata: [(String, String)] = []) {
+    log(.error, message(), metadata)
+  }
+}
+
+/// Writes one logfmt line per record to stderr: `ts=… level=info msg="…" key=value`.
+/// stdout is never touched: in stdio mode it belongs to the protocol.
+public final class StderrLogHandler: LogHandler {
+  public init() {}
+
+  public func log(level: LogLevel, message: String, metadata: [(String, String)]) {
+    var line = "ts=\(Self.timestamp()) level=\(level) msg=\(Self.quote(message))"
+    for (key, value) in metadata { line += " \(key)=\(Self.quote(value))" }
+    line += "\n"
+    var bytes = Array(line.utf8)
+    var offset = 0
+    while offset < bytes.count {
+      let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+      if n <= 0 { break }
+      offset += n
+    }
+    bytes.removeAll()
+  }
+
+  static func quote(_ s: String) -> String {
+    if !s.isEmpty, s.utf8.allSatisfy({ $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 < 0x7F }) {
+      return s
+    }
+    var out = "\""
+    for scalar in s.unicodeScalars {
+      switch scalar {
+      case "\"": out += "\\\""
+      case "\\": out += "\\\\"
+      case "\n": out += "\\n"
+      case "\r": out += "\\r"
+      case "\t": out += "\\t"
+      default: out.unicodeScalars.append(scalar)
+      }
+    }
+    return out + "\""
+  }
+
+  static func timestamp() -> String {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    var t = ts.tv_sec
+    var tmv = tm()
+    gmtime_r(&t, &tmv)
+    func pad(_ v: Int32, _ width: Int) -> String {
+      let s = String(v)
+      return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+    let millis = Int32(ts.tv_nsec / 1_000_000)
+    return "\(pad(tmv.tm_year + 1900, 4))-\(pad(tmv.tm_mon + 1, 2))-\(pad(tmv.tm_mday, 2))T"
+      + "\(pad(tmv.tm_hour, 2)):\(pad(tmv.tm_min, 2)):\(pad(tmv.tm_sec, 2)).\(pad(millis, 3))Z"
+  }
+}
+
+/// Keeps records in memory, for tests.
+public final class MemoryLogHandler: LogHandler {
+  public struct Record: Sendable {
+    public var level: LogLevel
+    public var message: String
+    public var metadata: [(String, String)]
+  }
+  public private(set) var records: [Record] = []
+  public init() {}
+  public func log(level: LogLevel, message: String, metadata: [(String, String)]) {
+    records.append(Record(level: level, message: message, metadata: metadata))
+  }
+}

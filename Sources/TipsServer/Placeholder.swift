@@ -1,1 +1,0 @@
-// TipsServer — placeholder, replaced by the module's real sources.

@@ -1,0 +1,45 @@
+/// How the daemon keeps time.
+public enum ClockMode: Sendable, Equatable {
+  /// The system's real-time clock; time-driven changes fire from a libuv timer.
+  case system
+  /// A clock that moves only through `clock/advance` and `clock/set` (for tests), starting at `start`.
+  case virtual(start: Double)
+}
+
+/// Where `tipsd serve` listens.
+public enum Listen: Sendable, Equatable {
+  case stdio
+  case socket(path: String)
+}
+
+/// Everything `tipsd serve` can be told. Defaults are what `tipsd serve` uses with no flags.
+public struct ServerConfiguration: Sendable {
+  public var listen: Listen = .stdio
+  /// A datastore file path, or `:memory:`.
+  public var datastorePath: String = ":memory:"
+  /// `synchronous=FULL`: survive power loss, not only a process crash.
+  public var fsync = false
+  /// Move a corrupt datastore aside and start fresh.
+  public var recoverDatastore = false
+  /// A catalog file registered at start.
+  public var catalogPath: String?
+  public var clock: ClockMode = .system
+  public var logLevel: LogLevel = .info
+  /// Largest accepted message, in bytes.
+  public var maxMessageSize = 1 << 20
+  /// Seconds a partial message may stay incomplete before the connection is closed.
+  public var partialMessageTimeout: Double = 30
+  public var maxConnections = 256
+  /// Bytes a connection may have waiting to be written before it is disconnected.
+  public var outgoingQueueLimit = 4 << 20
+  /// Bytes handed to the kernel above which further output waits in our queue (where notifications coalesce).
+  public var outgoingHighWater = 256 << 10
+
+  public init() {}
+}
+
+/// The daemon's identity, reported by `initialize` and `tipsd --version`.
+public enum TipsdVersion {
+  public static let server = "0.1.0"
+  public static let protocolVersion = "1.0"
+}

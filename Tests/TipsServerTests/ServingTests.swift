@@ -1,0 +1,248 @@
+import Foundation
+import TipsFraming
+import TipsJSON
+import Testing
+
+/// Time-driven notifications, vanishing and slow clients, socket hygiene, signals and durability.
+@Suite struct ServingTests {
+  static let recentSearchTip: JSONValue = [
+    "id": "recent", "title": "Recent",
+    "rules": [["event": "search.opened", "within": ["minutes": 10], "count": ["gte": 1]]],
+  ]
+
+  @Test func aWindowExpiringUnderTheVirtualClockNotifiesWithNoDonation() throws {
+    let daemon = try Daemon(["--clock", "virtual", "--clock-start", "5000"])
+    defer { daemon.stop() }
+    let watcher = try daemon.connect()
+    let driver = try daemon.connect()
+    try watcher.initialize()
+    try driver.initialize()
+    try driver.result("tips/register", ["tips": [Self.recentSearchTip]])
+    try watcher.result("tips/observe", ["ids": ["recent"]])
+    try driver.result("events/donate", ["id": "search.opened"])
+    #expect(try watcher.nextNotification("tips/shouldDisplayChanged")?["params"]?["shouldDisplay"] == true)
+    #expect(try driver.result("clock/advance", ["seconds": 599])["now"] == 5599)
+    #expect(try watcher.nextNotification("tips/shouldDisplayChanged", timeout: 0.3) == nil)
+    try driver.result("clock/advance", ["seconds": 1])
+    let expired = try #require(try watcher.nextNotification("tips/shouldDisplayChanged"))
+    #expect(expired["params"]?["shouldDisplay"] == false)
+    #expect(expired["params"]?["seq"] == 2)
+    let explained = try driver.result("tips/explain", ["id": "recent"])
+    #expect(explained["shouldDisplay"] == false)
+  }
+
+  @Test func aWindowExpiringOnTheSystemClockNotifiesFromATimer() throws {
+    let daemon = try Daemon([])
+    defer { daemon.stop() }
+    let client = try daemon.connect()
+    try client.initialize()
+    // 0.02 minutes = 1.2 s.
+    try client.result(
+      "tips/register",
+      ["tips": [["id": "brief", "title": "B", "rules": [["event": "tap", "within": ["minutes": 0.02], "count": ["gte": 1]]]]]])
+    try client.result("tips/observe", ["ids": ["brief"]])
+    try client.result("events/donate", ["id": "tap"])
+    #expect(try client.nextNotification("tips/shouldDisplayChanged")?["params"]?["shouldDisplay"] == true)
+    let started = Date()
+    let expired = try #require(try client.nextNotification("tips/shouldDisplayChanged", timeout: 5))
+    #expect(expired["params"]?["shouldDisplay"] == false)
+    #expect(Date().timeIntervalSince(started) > 0.5)
+  }
+
+  @Test func vanishingSubscribersCostTheOthersNothing() throws {
+    let daemon = try Daemon([])
+    defer { daemon.stop() }
+    let healthy = try daemon.connect()
+    try healthy.initialize()
+    try healthy.result("parameters/define", ["parameters": [["id": "flag", "default": false]]])
+    try healthy.result(
+      "tips/register", ["tips": [["id": "flagged", "title": "F", "rules": [["parameter": "flag", "eq": true]]]]])
+    try healthy.result("tips/observe", ["ids": ["flagged"]])
+    var lastSeq: Int64 = 0
+    var last = false
+    for round in 0..<40 {
+      // A client observes, fires requests without reading any reply and vanishes (half of them abruptly),
+      // leaving responses and notifications queued for it.
+      let doomed = try daemon.connect()
+      try doomed.initialize()
+      try doomed.result("tips/observe", [:])
+      for i in 0..<20 {
+        try doomed.notify("events/donate", ["id": "noise"])
+        try doomed.send(["jsonrpc": "2.0", "id": 99, "method": "parameters/set", "params": ["id": "flag", "value": .bool(i % 2 == 0)]])
+      }
+      if round % 2 == 0 { doomed.reset() } else { doomed.close() }
+      // The healthy client sees each of the 20 changes, in order, with increasing seq, never a repeated value.
+      for _ in 0..<20 {
+        let note = try #require(try healthy.nextNotification("tips/shouldDisplayChanged"))
+        let seq = try #require(note["params"]?["seq"]?.intValue)
+        #expect(seq == lastSeq + 1)
+        lastSeq = seq
+        let value = try #require(note["params"]?["shouldDisplay"]?.boolValue)
+        #expect(value != last)
+        last = value
+      }
+    }
+    #expect(last == false)
+    #expect(try healthy.result("events/donate", ["id": "noise"])["count"] == 801)
+    #expect(!daemon.log.contains("level=warning"), "\(daemon.log)")
+    #expect(!daemon.log.contains("level=error"), "\(daemon.log)")
+  }
+
+  @Test func aClientThatNeverReadsIsBoundedAndTheOthersKeepGoing() throws {
+    let daemon = try Daemon(["--queue-limit", "65536"])
+    defer { daemon.stop() }
+    let stalled = try daemon.connect()
+    try stalled.initialize()
+    let driver = try daemon.connect()
+    try driver.initialize()
+    try driver.result("parameters/define", ["parameters": [["id": "flag", "default": false]]])
+    var tips: [JSONValue] = []
+    for i in 0..<50 {
+      tips.append(["id": .string("t\(i)"), "title": .string(String(repeating: "long title ", count: 40)), "rules": [["parameter": "flag", "eq": true]]])
+    }
+    try driver.result("tips/register", ["tips": .array(tips)])
+    try stalled.result("tips/observe", [:])
+    // The stalled client now stops reading while thousands of notifications are produced for it.
+    for i in 0..<2_000 {
+      try driver.result("parameters/set", ["id": "flag", "value": .bool(i % 2 == 0)])
+    }
+    #expect(try driver.result("events/donate", ["id": "still.here"])["count"] == 1)
+    // Either coalescing kept it under the bound or it was disconnected with a logged reason; both keep memory
+    // bounded. The stalled client must find its stream consistent (strictly increasing seq) until it ends.
+    var lastSeq: [String: Int64] = [:]
+    while let note = try stalled.nextNotification("tips/shouldDisplayChanged", timeout: 1) {
+      let id = try #require(note["params"]?["id"]?.stringValue)
+      let seq = try #require(note["params"]?["seq"]?.intValue)
+      #expect(seq > lastSeq[id, default: 0])
+      lastSeq[id] = seq
+    }
+  }
+
+  @Test func socketHygiene() throws {
+    let directory = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let path = "\(directory)/tipsd.sock"
+    // A live daemon refuses a second one on the same path.
+    let first = try Daemon([], directory: directory)
+    var info = stat()
+    #expect(stat(path, &info) == 0)
+    #expect(info.st_mode & 0o777 == 0o600)
+    let second = Process()
+    second.executableURL = URL(fileURLWithPath: tipsdBinary())
+    second.arguments = ["serve", "--socket", path, "--datastore", ":memory:"]
+    let errors = Pipe()
+    second.standardError = errors
+    try second.run()
+    second.waitUntilExit()
+    #expect(second.terminationStatus != 0)
+    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(message.contains("another tipsd is serving"), "\(message)")
+
+    // SIGTERM: exit 0 and the socket is removed.
+    first.signal(SIGTERM)
+    #expect(try first.wait() == 0)
+    #expect(!FileManager.default.fileExists(atPath: path))
+
+    // A stale socket left by a killed daemon is replaced.
+    let killed = try Daemon([], directory: directory)
+    killed.signal(SIGKILL)
+    _ = try killed.wait()
+    #expect(FileManager.default.fileExists(atPath: path))
+    let replacement = try Daemon([], directory: directory)
+    let client = try replacement.connect()
+    try client.initialize()
+    replacement.stop(removeDirectory: false)
+
+    // A regular file or a symlink at the path is refused and left alone.
+    FileManager.default.createFile(atPath: path, contents: Data("keep".utf8))
+    let refused = Process()
+    refused.executableURL = URL(fileURLWithPath: tipsdBinary())
+    refused.arguments = ["serve", "--socket", path, "--datastore", ":memory:"]
+    refused.standardError = Pipe()
+    try refused.run()
+    refused.waitUntilExit()
+    #expect(refused.terminationStatus != 0)
+    #expect(try String(contentsOfFile: path, encoding: .utf8) == "keep")
+  }
+
+  @Test func stdioExitsCleanlyWhenStdinCloses() throws {
+    let daemon = try Daemon([], socket: false)
+    defer { daemon.stop() }
+    let client = daemon.stdioClient()
+    try client.initialize()
+    try client.send(["jsonrpc": "2.0", "id": 5, "method": "events/donate", "params": ["id": "last"]])
+    try daemon.stdin.fileHandleForWriting.close()
+    // The reply to the last request still arrives before the exit.
+    #expect(try client.awaitReply(id: 5)["result"]?["count"] == 1)
+    #expect(try daemon.wait() == 0)
+    #expect(!daemon.log.isEmpty)  // logs went to stderr, never to stdout
+  }
+
+  @Test func stateSurvivesARestart() throws {
+    let directory = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let datastore = "\(directory)/state.sqlite"
+    do {
+      let daemon = try Daemon([], directory: directory, datastore: datastore)
+      let client = try daemon.connect()
+      try client.initialize()
+      try client.result("tips/register", ["tips": [filterTip]])
+      for _ in 0..<3 { try client.result("events/donate", ["id": "search.opened", "info": ["n": 1]]) }
+      try client.result("tips/displayed", ["id": "filter.tip", "duration": 4.5])
+      try client.result("tips/invalidate", ["id": "filter.tip", "reason": "tipClosed"])
+      // SIGKILL: nothing acknowledged may be lost.
+      daemon.signal(SIGKILL)
+      _ = try daemon.wait()
+      daemon.stop(removeDirectory: false)
+    }
+    let daemon = try Daemon([], directory: directory, datastore: datastore)
+    defer { daemon.stop() }
+    let client = try daemon.connect()
+    try client.initialize()
+    try client.result("tips/register", ["tips": [filterTip]])
+    let state = try client.result("tips/status", ["ids": ["filter.tip"]])["tips"]?[0]
+    #expect(state?["status"] == "invalidated")
+    #expect(state?["reason"] == "tipClosed")
+    #expect(state?["displayCount"] == 1)
+    #expect(state?["displayedDuration"] == 4.5)
+    #expect(try client.result("events/donate", ["id": "search.opened"])["count"] == 4)
+  }
+
+  @Test func tipsdCallPrintsTheResult() throws {
+    let daemon = try Daemon(["--catalog", demoCatalogPath()])
+    defer { daemon.stop() }
+    let call = Process()
+    call.executableURL = URL(fileURLWithPath: tipsdBinary())
+    call.arguments = ["call", "--socket", daemon.socketPath!, "events/donate", #"{"id": "search.opened"}"#]
+    let output = Pipe()
+    call.standardOutput = output
+    try call.run()
+    call.waitUntilExit()
+    #expect(call.terminationStatus == 0)
+    let printed = try JSONParser.parse(Array(output.fileHandleForReading.readDataToEndOfFile()))
+    #expect(printed["count"] == 1)
+
+    let failing = Process()
+    failing.executableURL = URL(fileURLWithPath: tipsdBinary())
+    failing.arguments = ["call", "--socket", daemon.socketPath!, "tips/explain", #"{"id": "nope"}"#]
+    let errors = Pipe()
+    failing.standardError = errors
+    failing.standardOutput = Pipe()
+    try failing.run()
+    failing.waitUntilExit()
+    #expect(failing.terminationStatus == 1)
+    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(message.contains("-32001"), "\(message)")
+  }
+}
+
+/// `catalog/demo.json` in the package.
+func demoCatalogPath() -> String {
+  var url = URL(fileURLWithPath: #filePath)
+  while url.path != "/" {
+    url.deleteLastPathComponent()
+    let candidate = url.appendingPathComponent("catalog/demo.json")
+    if FileManager.default.fileExists(atPath: candidate.path) { return candidate.path }
+  }
+  return "catalog/demo.json"
+}
