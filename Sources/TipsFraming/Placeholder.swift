@@ -1,1 +1,0 @@
-// TipsFraming — placeholder, replaced by the module's real sources.

@@ -1,1 +1,0 @@
-// TipsJSON — placeholder, replaced by the module's real sources.

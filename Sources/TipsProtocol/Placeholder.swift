@@ -1,1 +1,0 @@
-// TipsProtocol — placeholder, replaced by the module's real sources.

@@ -1,0 +1,128 @@
+import Testing
+import TipsJSON
+import TipsProtocol
+
+/// Bytes as text.
+func text(_ bytes: [UInt8]) -> String {
+  String(decoding: bytes, as: UTF8.self)
+}
+
+@Suite struct EncodeTests {
+  @Test func result() {
+    #expect(text(OutgoingMessage.encodeResult(id: 1, result: 19)) == #"{"jsonrpc":"2.0","id":1,"result":19}"#)
+    #expect(
+      text(OutgoingMessage.encodeResult(id: "a\"b", result: ["x": [true, nil]]))
+        == #"{"jsonrpc":"2.0","id":"a\"b","result":{"x":[true,null]}}"#)
+    #expect(text(OutgoingMessage.encodeResult(id: nil, result: nil)) == #"{"jsonrpc":"2.0","id":null,"result":null}"#)
+  }
+
+  @Test func resultWrittenInPlace() {
+    let bytes = OutgoingMessage.encodeResult(id: 9) { writer in
+      writer.beginObject()
+      writer.key("now")
+      writer.writeDouble(1.5)
+      writer.endObject()
+    }
+    #expect(text(bytes) == #"{"jsonrpc":"2.0","id":9,"result":{"now":1.5}}"#)
+  }
+
+  @Test func error() {
+    #expect(
+      text(OutgoingMessage.encodeError(id: nil, error: .parseError("bad")))
+        == #"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: bad"}}"#)
+    #expect(
+      text(OutgoingMessage.encodeError(id: 3, error: .methodNotFound("x/y")))
+        == #"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"unknown method \"x/y\""}}"#)
+    #expect(
+      text(OutgoingMessage.encodeError(id: "q", error: ResponseError(code: 7, message: "m", data: ["k": 1])))
+        == #"{"jsonrpc":"2.0","id":"q","error":{"code":7,"message":"m","data":{"k":1}}}"#)
+  }
+
+  @Test func notification() {
+    #expect(
+      text(OutgoingMessage.encodeNotification(method: Method.tipsShouldDisplayChanged, params: ["id": "t", "shouldDisplay": true]))
+        == #"{"jsonrpc":"2.0","method":"tips/shouldDisplayChanged","params":{"id":"t","shouldDisplay":true}}"#)
+    #expect(text(OutgoingMessage.encodeNotification(method: "m", params: nil)) == #"{"jsonrpc":"2.0","method":"m"}"#)
+  }
+
+  @Test func request() {
+    #expect(
+      text(OutgoingMessage.encodeRequest(id: 1, method: "initialize", params: ["protocolVersion": "1.0"]))
+        == #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.0"}}"#)
+  }
+
+  @Test func batch() {
+    let parts = [OutgoingMessage.encodeResult(id: 1, result: 7), OutgoingMessage.encodeError(id: 2, error: .methodNotFound("m"))]
+    #expect(
+      text(OutgoingMessage.encodeBatch(parts))
+        == #"[{"jsonrpc":"2.0","id":1,"result":7},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"unknown method \"m\""}}]"#)
+    #expect(text(OutgoingMessage.encodeBatch([])) == "[]")
+  }
+
+  @Test func encodedRequestsDecodeBack() {
+    let bytes = OutgoingMessage.encodeRequest(id: "r1", method: Method.eventsDonate, params: ["id": "e"])
+    #expect(IncomingPayload.decode(bytes) == .single(.request(id: "r1", method: "events/donate", params: ["id": "e"])))
+  }
+
+  @Test func encodedRepliesDecodeAsResponses() {
+    let bytes = OutgoingMessage.encodeError(id: 5, error: .unknownTip("t"))
+    #expect(IncomingPayload.decode(bytes) == .single(.response(id: 5, result: .failure(.unknownTip("t")))))
+  }
+}
+
+@Suite struct ErrorTests {
+  @Test func codes() {
+    let expected: [(ErrorCode, Int)] = [
+      (.parseError, -32700), (.invalidRequest, -32600), (.methodNotFound, -32601), (.invalidParams, -32602),
+      (.internalError, -32603), (.serverNotInitialized, -32002), (.requestCancelled, -32800),
+      (.unknownTip, -32001), (.unknownSubscription, -32003), (.virtualClockDisabled, -32004),
+      (.datastoreFailure, -32005), (.shuttingDown, -32006), (.unknownGroup, -32007), (.unknownAction, -32008),
+      (.invalidRule, -32009), (.tooManyConnections, -32010),
+    ]
+    for (code, raw) in expected { #expect(code.rawValue == raw) }
+    #expect(Set(expected.map(\.0)).count == expected.count)
+  }
+
+  @Test func factories() {
+    #expect(ResponseError.methodNotFound("x").message == #"unknown method "x""#)
+    #expect(ResponseError.invalidParams("p").code == .invalidParams)
+    #expect(ResponseError.unknownTip("t").message == #"unknown tip "t""#)
+    #expect(ResponseError.unknownGroup("g").code == .unknownGroup)
+    #expect(ResponseError.unknownAction("a", tip: "t").message == #"unknown action "a" for tip "t""#)
+    #expect(ResponseError.serverNotInitialized().code == .serverNotInitialized)
+    #expect(ResponseError.shuttingDown().code == .shuttingDown)
+    #expect(ResponseError.virtualClockDisabled().code == .virtualClockDisabled)
+    #expect(ResponseError.datastoreFailure("disk").message == "datastore failure: disk")
+    #expect(ResponseError.invalidRule("r").code == .invalidRule)
+    #expect(ResponseError.requestCancelled().code == .requestCancelled)
+    #expect(ResponseError.tooManyConnections(limit: 2).code == .tooManyConnections)
+  }
+
+  @Test func json() {
+    #expect(ResponseError(code: .internalError, message: "boom").json == ["code": -32603, "message": "boom"])
+    #expect(ResponseError(code: .internalError, message: "boom", data: [1]).json == ["code": -32603, "message": "boom", "data": [1]])
+    #expect(ResponseError(json: ["code": -32603, "message": "boom"]) == ResponseError(code: .internalError, message: "boom"))
+    #expect(ResponseError(json: ["code": 1.5, "message": "boom"]) == nil)
+  }
+}
+
+@Suite struct MethodTests {
+  @Test func registryIsSortedAndUnique() {
+    #expect(Method.all == Method.all.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+    #expect(Set(Method.all).count == Method.all.count)
+    #expect(Method.all.count == 37)
+  }
+
+  @Test func names() {
+    #expect(Method.cancelRequest == "$/cancelRequest")
+    #expect(Method.rpcDiscover == "rpc.discover")
+    #expect(Method.tipsResetEligibility == "tips/resetEligibility")
+    #expect(Method.clockNow == "clock/now")
+    #expect(Method.all.contains(Method.groupsCurrentTipChanged))
+  }
+
+  @Test func serverNotifications() {
+    #expect(Method.serverNotifications == ["tips/shouldDisplayChanged", "groups/currentTipChanged", "tips/actionPerformed"])
+    #expect(Method.serverNotifications.isSubset(of: Set(Method.all)))
+  }
+}
