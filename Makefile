@@ -51,14 +51,17 @@ test-swift:
 	$(SWIFT) test --skip-build $(SWIFT_FLAGS) 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
 
 test-clients:
-	@if [ -x clients/run-tests ]; then clients/run-tests; else echo "clients: no suites yet"; fi
+	clients/run-tests-typescript.sh
+	clients/run-tests-python.sh
 
 test-protocol:
 	@if [ -x protocol/run-tests ]; then protocol/run-tests; else echo "protocol: no suites yet"; fi
 
 bench: deps-apt
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
-	.build/release/tipsd-bench
+	@mkdir -p .build/bench
+	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
+	.build/release/tipsd-bench $(BENCH)
 
 clean:
 	rm -rf .build

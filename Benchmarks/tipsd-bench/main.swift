@@ -4,6 +4,8 @@
 let suites: [(name: String, run: () throws -> Void)] = [
   ("engine", runEngineBenchmarks),
   ("store", runStoreBenchmarks),
+  ("json", runJSONBenchmarks),
+  ("serve", runServeBenchmarks),
 ]
 
 let selected = Set(CommandLine.arguments.dropFirst())

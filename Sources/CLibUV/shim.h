@@ -35,4 +35,14 @@ static inline void tipsd_ignore_sigpipe(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
+/// Unblocks SIGTERM and SIGINT, which a parent (e.g. a test runner's thread) may have left blocked in the mask
+/// the daemon inherited; blocked, they would never reach the libuv signal watchers.
+static inline void tipsd_unblock_termination_signals(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 #endif

@@ -88,7 +88,12 @@ extension Server {
     case Method.initialized, Method.cancelRequest:
       break
     default:
-      logger.debug("ignored a notification", [("method", method)])
+      // Any other method sent as a notification runs like a request whose reply is discarded (JSON-RPC 2.0 §4.1).
+      do {
+        _ = try call(method, params: params, on: session)
+      } catch {
+        logger.debug("a notification failed", [("method", method), ("error", error.message)])
+      }
     }
   }
 

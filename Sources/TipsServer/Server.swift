@@ -46,6 +46,7 @@ public final class Server {
   var signalWatchers: [SignalWatcher] = []
   var scheduledWakeup: Timestamp?
   var stopping = false
+  var finished = false
   var exitStatus = ServerExit.clean
 
   /// Opens the datastore, loads it into a new engine and registers the catalog. Nothing listens yet.
@@ -109,6 +110,7 @@ public final class Server {
   /// Listens, runs the loop until the daemon stops, and closes everything.
   public func run() throws(ServerError) -> ServerExit {
     ProcessSignals.ignoreSIGPIPE()
+    ProcessSignals.unblockTerminationSignals()
     switch configuration.listen {
     case .stdio:
       do {
@@ -172,6 +174,8 @@ public final class Server {
   }
 
   func finish() {
+    guard !finished else { return }
+    finished = true
     timeTimer?.close()
     housekeeping?.close()
     for watcher in signalWatchers { watcher.close() }
@@ -235,12 +239,11 @@ public final class Server {
     sessions[session.id] = nil
     dirtySessions.remove(session.id)
     if session === stdioSession {
-      // stdin closed: commit, then stop.
+      // stdin closed (or `exit`): commit, then stop.
       stdioSession = nil
       beginStop()
-    } else if stopping && sessions.isEmpty {
-      finish()
     }
+    if stopping && sessions.isEmpty { finish() }
   }
 
   func received(_ bytes: UnsafeRawBufferPointer, on session: Session) {
@@ -476,8 +479,17 @@ public final class Server {
   /// request).
   func scheduleTimeDrivenWakeup() {
     guard virtualClock == nil, !stopping, let timer = timeTimer else { return }
+    if let due = scheduledWakeup, due <= engine.clock.now() {
+      // The instant has passed but another callback ran before the timer: catch up now, or the engine (which
+      // only reports future instants) would make us cancel a change that is due.
+      timer.stop()
+      scheduledWakeup = nil
+      timePassed()
+      return
+    }
     guard let next = engine.nextChangeTime() else {
       if scheduledWakeup != nil {
+        logger.trace("time-driven wake-up cancelled")
         timer.stop()
         scheduledWakeup = nil
       }
@@ -488,6 +500,7 @@ public final class Server {
     let delay = max(0, next - engine.clock.now())
     // Round up so the timer never fires just before the instant and finds nothing to do.
     let milliseconds = UInt64(min(delay * 1000, 86_400_000).rounded(.up)) + 1
+    logger.trace("time-driven wake-up armed", [("at", String(next)), ("ms", String(milliseconds))])
     timer.start(afterMilliseconds: milliseconds) { [unowned self] in
       self.scheduledWakeup = nil
       self.timePassed()
@@ -495,6 +508,7 @@ public final class Server {
   }
 
   func timePassed() {
+    logger.trace("time-driven wake-up")
     apply(engine.advanceTime())
     endOfTurn()
   }

@@ -110,4 +110,10 @@ public enum ProcessSignals {
   public static func ignoreSIGPIPE() {
     tipsd_ignore_sigpipe()
   }
+
+  /// Unblocks SIGTERM and SIGINT in case the parent left them blocked in the inherited mask. Call once at
+  /// startup, before watching them.
+  public static func unblockTerminationSignals() {
+    tipsd_unblock_termination_signals()
+  }
 }

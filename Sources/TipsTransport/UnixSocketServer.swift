@@ -10,7 +10,8 @@ import Glibc
 ///  * an existing socket is probed with a non-blocking `connect()`: if anyone
 ///    answers, another server is live and we refuse; if refused (stale
 ///    leftover of a crashed process) it is unlinked and replaced;
-///  * the socket is created with mode 0600 (umask 077 around bind, then chmod).
+///  * the socket is created with mode 0600 (umask 077 around bind, then chmod), bound and listening under a
+///    staging name and renamed into place, so its path never exists without a listener behind it.
 /// The umask change is process-wide for the instant of `bind`; create servers
 /// before starting threads that create files if that matters.
 ///
@@ -46,31 +47,47 @@ public final class UnixSocketServer: LoopHandleOwner {
     mustSucceed(uv_pipe_init(loop.uvLoop, handle, 0), "uv_pipe_init")
     retainOwner(self, in: asHandle(handle))
 
+    // Bind and listen under a private staging name, then rename into place: a client that sees the socket file
+    // can always connect (no window between bind and listen where it would get ECONNREFUSED).
+    let staging = Self.stagingPath(for: path)
     let oldMask = umask(0o077)
-    let bound = uv_pipe_bind(handle, path)
+    let bound = uv_pipe_bind(handle, staging)
     umask(oldMask)
     if bound < 0 {
       close(unlinking: false)
       let cause = UVError(code: bound, operation: "uv_pipe_bind")
       throw TransportError("cannot bind Unix socket \(path)\(Self.bindHint(path, bound))", cause: cause)
     }
-    var info = stat()
-    guard chmod(path, 0o600) == 0, lstat(path, &info) == 0 else {
+    guard chmod(staging, 0o600) == 0 else {
       let cause = UVError(code: -errno, operation: "chmod")
       close(unlinking: false)
-      unlink(path)
+      unlink(staging)
       throw TransportError("cannot restrict Unix socket \(path) to mode 0600", cause: cause)
     }
-    identity = (UInt64(info.st_dev), UInt64(info.st_ino))
-
     let listening = uv_listen(asStream(handle), backlog) { server, status in
       guard let server, let listener = owner(of: asHandle(server), as: UnixSocketServer.self) else { return }
       listener.accept(status: status)
     }
     if listening < 0 {
-      close()
+      close(unlinking: false)
+      unlink(staging)
       throw TransportError("cannot listen on Unix socket \(path)", cause: UVError(code: listening, operation: "uv_listen"))
     }
+    var info = stat()
+    guard staging == path || rename(staging, path) == 0, lstat(path, &info) == 0 else {
+      let cause = UVError(code: -errno, operation: "rename")
+      close(unlinking: false)
+      unlink(staging)
+      throw TransportError("cannot move Unix socket into place at \(path)", cause: cause)
+    }
+    identity = (UInt64(info.st_dev), UInt64(info.st_ino))
+  }
+
+  /// A name beside `path` to bind before renaming into place, or `path` itself when that name would be too long.
+  private static func stagingPath(for path: String) -> String {
+    let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+    let staging = "\(directory)/.tipsd-\(getpid()).sock.tmp"
+    return staging.utf8.count <= maximumPathLength ? staging : path
   }
 
   private func accept(status: Int32) {

@@ -167,7 +167,8 @@ import Testing
     defer { daemon.stop() }
     let client = daemon.stdioClient()
     let hello = try client.initialize()
-    let methods = try #require(hello["capabilities"]?["methods"]?.arrayValue?.compactMap(\.stringValue))
+    let list = try #require(hello["capabilities"]?["methods"]?.arrayValue)
+    let methods = list.compactMap { $0.stringValue }
     #expect(methods.contains("events/donate"))
     #expect(methods.contains("tips/observe"))
     let document = try client.result("rpc.discover")

@@ -25,6 +25,25 @@ struct TestFailure: Error, CustomStringConvertible {
   init(_ description: String) { self.description = description }
 }
 
+/// The daemon's stderr, appended from FileHandle's reader thread.
+/// `@unchecked Sendable`: every access holds `lock`.
+final class LogBuffer: @unchecked Sendable {
+  private var data = Data()
+  private let lock = NSLock()
+
+  func append(_ more: Data) {
+    lock.lock()
+    data.append(more)
+    lock.unlock()
+  }
+
+  var text: String {
+    lock.lock()
+    defer { lock.unlock() }
+    return String(decoding: data, as: UTF8.self)
+  }
+}
+
 /// A real `tipsd serve` process.
 final class Daemon {
   let process = Process()
@@ -33,8 +52,7 @@ final class Daemon {
   let stderr = Pipe()
   let directory: String
   let socketPath: String?
-  private var stderrBuffer = Data()
-  private let stderrLock = NSLock()
+  private let stderrBuffer = LogBuffer()
 
   /// Starts `tipsd serve` with the given arguments. In socket mode (no `--stdio`), waits for the socket.
   init(
@@ -55,30 +73,22 @@ final class Daemon {
     process.standardInput = stdin
     process.standardOutput = stdout
     process.standardError = stderr
-    stderr.fileHandleForReading.readabilityHandler = { [weak self] handle in
-      let data = handle.availableData
-      guard let self else { return }
-      self.stderrLock.lock()
-      self.stderrBuffer.append(data)
-      self.stderrLock.unlock()
-    }
+    let buffer = stderrBuffer
+    stderr.fileHandleForReading.readabilityHandler = { handle in buffer.append(handle.availableData) }
     try process.run()
     if let socketPath {
+      // Ready when this daemon accepts a connection (a stale socket file from a killed one may still be there).
       let deadline = Date().addingTimeInterval(testTimeout)
-      while !FileManager.default.fileExists(atPath: socketPath) {
+      while (try? RPCClient(socketPath: socketPath, framing: .newline)) == nil || !log.contains("level=info msg=serving") {
         guard process.isRunning else { throw TestFailure("tipsd exited early: \(log)") }
-        guard Date() < deadline else { throw TestFailure("tipsd did not create \(socketPath): \(log)") }
+        guard Date() < deadline else { throw TestFailure("tipsd did not start serving \(socketPath): \(log)") }
         usleep(5_000)
       }
     }
   }
 
   /// Everything the daemon wrote to stderr so far.
-  var log: String {
-    stderrLock.lock()
-    defer { stderrLock.unlock() }
-    return String(decoding: stderrBuffer, as: UTF8.self)
-  }
+  var log: String { stderrBuffer.text }
 
   /// A client over the daemon's stdin/stdout (stdio mode).
   func stdioClient(framing: Framing = .newline) -> RPCClient {
@@ -160,7 +170,7 @@ final class RPCClient {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
     guard rc == 0 else {
-      close(fd)
+      Foundation.close(fd)
       throw TestFailure("connect to \(socketPath) failed: \(String(cString: strerror(errno)))")
     }
     self.init(readFD: fd, writeFD: fd, framing: framing, ownsDescriptors: true)

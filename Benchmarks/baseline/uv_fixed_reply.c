@@ -1,0 +1,82 @@
+/*
+ * The practical limit for `make bench`: a minimal libuv server on a Unix socket that answers every
+ * newline-terminated line with one fixed reply. No parsing, no state, no durability — what tipsd is
+ * compared against.
+ *
+ * usage: uv_fixed_reply SOCKET_PATH
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+static const char REPLY[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"count\":1}}\n";
+
+typedef struct {
+  uv_write_t req;
+  char *data;
+} write_req_t;
+
+static void on_close(uv_handle_t *handle) { free(handle); }
+
+static void on_write(uv_write_t *req, int status) {
+  (void)status;
+  write_req_t *w = (write_req_t *)req;
+  free(w->data);
+  free(w);
+}
+
+static void alloc_buffer(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
+  (void)handle;
+  static char slab[65536];
+  (void)suggested;
+  buf->base = slab;
+  buf->len = sizeof(slab);
+}
+
+static void on_read(uv_stream_t *client, ssize_t nread, const uv_buf_t *buf) {
+  if (nread < 0) {
+    uv_close((uv_handle_t *)client, on_close);
+    return;
+  }
+  size_t lines = 0;
+  for (ssize_t i = 0; i < nread; i++)
+    if (buf->base[i] == '\n') lines++;
+  if (lines == 0) return;
+  size_t len = lines * (sizeof(REPLY) - 1);
+  write_req_t *w = malloc(sizeof(write_req_t));
+  w->data = malloc(len);
+  for (size_t i = 0; i < lines; i++) memcpy(w->data + i * (sizeof(REPLY) - 1), REPLY, sizeof(REPLY) - 1);
+  uv_buf_t out = uv_buf_init(w->data, (unsigned)len);
+  uv_write(&w->req, client, &out, 1, on_write);
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+  if (status < 0) return;
+  uv_pipe_t *client = malloc(sizeof(uv_pipe_t));
+  uv_pipe_init(server->loop, client, 0);
+  if (uv_accept(server, (uv_stream_t *)client) == 0) {
+    uv_read_start((uv_stream_t *)client, alloc_buffer, on_read);
+  } else {
+    uv_close((uv_handle_t *)client, on_close);
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s SOCKET_PATH\n", argv[0]);
+    return 2;
+  }
+  uv_loop_t *loop = uv_default_loop();
+  uv_pipe_t server;
+  uv_pipe_init(loop, &server, 0);
+  unlink(argv[1]);
+  int rc = uv_pipe_bind(&server, argv[1]);
+  if (rc == 0) rc = uv_listen((uv_stream_t *)&server, 128, on_connection);
+  if (rc != 0) {
+    fprintf(stderr, "%s: %s\n", argv[1], uv_strerror(rc));
+    return 1;
+  }
+  return uv_run(loop, UV_RUN_DEFAULT);
+}

@@ -1,0 +1,82 @@
+import Foundation
+import TipsJSON
+import TipsProtocol
+
+// The JSON hot path: parse one small request and write its reply, with TipsJSON (what tipsd uses) and with
+// Foundation's JSONSerialization and Codable, in one run.
+
+private let request = Array(
+  #"{"jsonrpc":"2.0","id":42,"method":"events/donate","params":{"id":"trail.visited","info":{"region":"north","n":3}}}"#
+    .utf8)
+
+private func measure(_ label: String, iterations: Int, _ body: () throws -> Int) rethrows -> Double {
+  var sink = 0
+  for _ in 0..<(iterations / 10) { sink &+= try body() }
+  var ts = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &ts)
+  let start = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+  for _ in 0..<iterations { sink &+= try body() }
+  clock_gettime(CLOCK_MONOTONIC, &ts)
+  let elapsed = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9 - start
+  precondition(sink != 0, label)
+  return elapsed / Double(iterations) * 1e6
+}
+
+private struct DonateRequest: Codable {
+  struct Params: Codable {
+    var id: String
+    var info: [String: AnyCodableValue]?
+  }
+  var jsonrpc: String
+  var id: Int
+  var method: String
+  var params: Params
+}
+
+private enum AnyCodableValue: Codable {
+  case string(String), int(Int)
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.singleValueContainer()
+    if let i = try? container.decode(Int.self) { self = .int(i) } else { self = .string(try container.decode(String.self)) }
+  }
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    switch self {
+    case .string(let s): try container.encode(s)
+    case .int(let i): try container.encode(i)
+    }
+  }
+}
+
+private struct DonateReply: Codable {
+  struct Result: Codable { var count: Int }
+  var jsonrpc = "2.0"
+  var id: Int
+  var result: Result
+}
+
+func runJSONBenchmarks() throws {
+  let tips = measure("tipsjson", iterations: 200_000) {
+    guard case .single(.request(let id, _, let params)) = IncomingPayload.decode(request) else { return 0 }
+    let count = params?["info"]?["n"]?.intValue ?? 0
+    return OutgoingMessage.encodeResult(id: id, result: .object(["count": .int(count)])).count
+  }
+  let data = Data(request)
+  let serialization = try measure("serialization", iterations: 20_000) {
+    let object = try JSONSerialization.jsonObject(with: data) as! [String: Any]
+    let id = object["id"] as! Int
+    let reply: [String: Any] = ["jsonrpc": "2.0", "id": id, "result": ["count": 3]]
+    return try JSONSerialization.data(withJSONObject: reply).count
+  }
+  let decoder = JSONDecoder()
+  let encoder = JSONEncoder()
+  let codable = try measure("codable", iterations: 20_000) {
+    let decoded = try decoder.decode(DonateRequest.self, from: data)
+    return try encoder.encode(DonateReply(id: decoded.id, result: .init(count: 3))).count
+  }
+  print("json.tipsjson_parse_and_reply_us: \(String(format: "%.3f", tips))")
+  print("json.foundation_serialization_parse_and_reply_us: \(String(format: "%.3f", serialization))")
+  print("json.foundation_codable_parse_and_reply_us: \(String(format: "%.3f", codable))")
+  print("json.speedup_vs_serialization: \(String(format: "%.1f", serialization / tips))")
+  print("json.speedup_vs_codable: \(String(format: "%.1f", codable / tips))")
+}

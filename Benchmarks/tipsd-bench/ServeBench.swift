@@ -1,0 +1,211 @@
+import Foundation
+
+// `tipsd serve` over a Unix socket against the practical limit: a minimal C libuv server that answers each line
+// with a fixed reply (Benchmarks/baseline/uv_fixed_reply.c, built by `make bench`). Both run as separate
+// processes; the load comes from this process on one connection.
+
+/// A spawned server process and its socket.
+private final class ServerProcess {
+  let process = Process()
+  let socketPath: String
+  let directory: String
+
+  init(executable: String, arguments: [String], directory: String, socketPath: String) throws {
+    self.directory = directory
+    self.socketPath = socketPath
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+    process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+    try process.run()
+    let deadline = Date().addingTimeInterval(10)
+    while !FileManager.default.fileExists(atPath: socketPath) {
+      guard process.isRunning, Date() < deadline else { throw BenchError("\(executable) did not start") }
+      usleep(2_000)
+    }
+  }
+
+  /// Resident memory in KiB (VmRSS).
+  var residentKiB: Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8) else {
+      return 0
+    }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+      return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+    }
+    return 0
+  }
+
+  func stop() {
+    process.terminate()
+    process.waitUntilExit()
+  }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// A blocking socket client that counts newline-terminated replies.
+private final class LineConnection {
+  let fd: Int32
+  var pendingNewlines = 0
+  var buffer = [UInt8](repeating: 0, count: 1 << 16)
+
+  init(path: String) throws {
+    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (i, byte) in bytes.enumerated() { raw[i] = byte }
+    }
+    let rc = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    guard rc == 0 else { throw BenchError("connect \(path): \(String(cString: strerror(errno)))") }
+  }
+
+  deinit { close(fd) }
+
+  func send(_ bytes: [UInt8]) {
+    var offset = 0
+    while offset < bytes.count {
+      let n = bytes.withUnsafeBytes { Foundation.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+      precondition(n > 0, "send failed")
+      offset += n
+    }
+  }
+
+  /// Reads until at least `count` more lines have arrived; returns how many arrived.
+  func readLines(atLeast count: Int) -> Int {
+    var got = 0
+    while got < count {
+      let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      precondition(n > 0, "connection closed")
+      for i in 0..<n where buffer[i] == UInt8(ascii: "\n") { got += 1 }
+    }
+    return got
+  }
+}
+
+private func monotonic() -> Double {
+  var ts = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &ts)
+  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+private func donateRequest(_ id: Int) -> [UInt8] {
+  Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"search.opened"}}"#.utf8) + [10]
+}
+
+private let initializeRequest = Array(
+  #"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1.0","clientInfo":{"name":"bench"}}}"#
+    .utf8) + [10]
+
+/// Requests per second with up to `window` requests in flight.
+private func pipelined(_ path: String, requests: Int, window: Int = 512, batch: Int = 64) throws -> Double {
+  let connection = try LineConnection(path: path)
+  connection.send(initializeRequest)
+  _ = connection.readLines(atLeast: 1)
+  let start = monotonic()
+  var sent = 0
+  var received = 0
+  while received < requests {
+    while sent < requests && sent - received < window {
+      var chunk: [UInt8] = []
+      for _ in 0..<min(batch, requests - sent) {
+        chunk += donateRequest(sent + 1)
+        sent += 1
+      }
+      connection.send(chunk)
+    }
+    received += connection.readLines(atLeast: 1)
+  }
+  return Double(requests) / (monotonic() - start)
+}
+
+/// Median and 99th percentile round trip of one request at a time, in microseconds.
+private func oneAtATime(_ path: String, requests: Int) throws -> (median: Double, p99: Double) {
+  let connection = try LineConnection(path: path)
+  connection.send(initializeRequest)
+  _ = connection.readLines(atLeast: 1)
+  var samples: [Double] = []
+  samples.reserveCapacity(requests)
+  for i in 0..<requests {
+    let request = donateRequest(i + 1)
+    let start = monotonic()
+    connection.send(request)
+    _ = connection.readLines(atLeast: 1)
+    samples.append((monotonic() - start) * 1e6)
+  }
+  samples.sort()
+  return (samples[samples.count / 2], samples[samples.count * 99 / 100])
+}
+
+private func format(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
+
+func runServeBenchmarks() throws {
+  let executableDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+  let tipsd = ProcessInfo.processInfo.environment["TIPSD_BIN"] ?? "\(executableDirectory)/tipsd"
+  let baseline = ProcessInfo.processInfo.environment["BASELINE_BIN"] ?? ".build/bench/uv_fixed_reply"
+  guard FileManager.default.isExecutableFile(atPath: baseline) else {
+    print("serve.skipped: baseline server \(baseline) not built (run `make bench`)")
+    return
+  }
+  let directory = NSTemporaryDirectory() + "tipsd-bench-\(getpid())"
+  try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+  defer { try? FileManager.default.removeItem(atPath: directory) }
+  let catalog = ProcessInfo.processInfo.environment["TIPSD_CATALOG"] ?? "catalog/demo.json"
+
+  let base = try ServerProcess(
+    executable: baseline, arguments: ["\(directory)/base.sock"], directory: directory,
+    socketPath: "\(directory)/base.sock")
+  _ = try pipelined(base.socketPath, requests: 20_000)  // warm-up
+  let baseThroughput = try pipelined(base.socketPath, requests: 200_000)
+  let baseLatency = try oneAtATime(base.socketPath, requests: 5_000)
+  base.stop()
+
+  let server = try ServerProcess(
+    executable: tipsd,
+    arguments: [
+      "serve", "--socket", "\(directory)/tipsd.sock", "--datastore", "\(directory)/bench.sqlite", "--catalog", catalog,
+      "--log-level", "warning",
+    ],
+    directory: directory, socketPath: "\(directory)/tipsd.sock")
+  usleep(200_000)
+  let idleKiB = server.residentKiB
+  _ = try pipelined(server.socketPath, requests: 20_000)  // warm-up
+  let throughput = try pipelined(server.socketPath, requests: 200_000)
+  let latency = try oneAtATime(server.socketPath, requests: 5_000)
+
+  // Idle connections: each initialized, then left alone.
+  let before = server.residentKiB
+  var idle: [LineConnection] = []
+  for _ in 0..<500 {
+    let connection = try LineConnection(path: server.socketPath)
+    connection.send(initializeRequest)
+    _ = connection.readLines(atLeast: 1)
+    idle.append(connection)
+  }
+  usleep(100_000)
+  let perConnection = Double(server.residentKiB - before) * 1024 / Double(idle.count)
+  idle.removeAll()
+  server.stop()
+
+  print("serve.baseline_pipelined_req_per_sec: \(format(baseThroughput, 0))")
+  print("serve.tipsd_pipelined_donate_per_sec: \(format(throughput, 0))")
+  print("serve.pipelined_ratio: \(format(throughput / baseThroughput, 3))")
+  print("serve.pipelined_ratio_target: 0.5")
+  print("serve.baseline_one_at_a_time_median_us: \(format(baseLatency.median))")
+  print("serve.tipsd_one_at_a_time_median_us: \(format(latency.median))")
+  print("serve.baseline_one_at_a_time_p99_us: \(format(baseLatency.p99))")
+  print("serve.tipsd_one_at_a_time_p99_us: \(format(latency.p99))")
+  print("serve.latency_ratio: \(format(latency.median / baseLatency.median, 3))")
+  print("serve.latency_ratio_target: 2.0")
+  print("serve.idle_rss_mb_demo_catalog: \(format(Double(idleKiB) / 1024))")
+  print("serve.idle_rss_mb_target: 64")
+  print("serve.bytes_per_idle_connection: \(format(perConnection, 0))")
+  print("serve.bytes_per_idle_connection_target: 65536")
+}
