@@ -1,0 +1,203 @@
+"""Shapes of protocol 1.0, for type checkers and readers.
+
+Results are returned as plain ``dict``s with the wire's (camelCase) member
+names, so members added by a newer minor version pass through untouched;
+the ``TypedDict``s below document them. Notifications are small frozen
+dataclasses with snake_case attributes and the raw ``params`` kept.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal, NotRequired, TypedDict, Union
+
+
+class Reason(StrEnum):
+    ACTION_PERFORMED = "actionPerformed"
+    TIP_CLOSED = "tipClosed"
+    DISPLAY_COUNT_EXCEEDED = "displayCountExceeded"
+    DISPLAY_DURATION_EXCEEDED = "displayDurationExceeded"
+
+
+class Status(StrEnum):
+    PENDING = "pending"
+    AVAILABLE = "available"
+    INVALIDATED = "invalidated"
+
+
+class DisplayFrequency(StrEnum):
+    IMMEDIATE = "immediate"
+    HOURLY = "hourly"
+    DAILY = "daily"
+    WEEKLY = "weekly"
+    MONTHLY = "monthly"
+
+
+class GroupPriority(StrEnum):
+    ORDERED = "ordered"
+    FIRST_AVAILABLE = "firstAvailable"
+
+
+class Action(TypedDict):
+    id: str
+    title: str
+    index: int
+
+
+class TipContent(TypedDict):
+    id: str
+    title: str
+    message: str | None
+    image: str | None
+    actions: list[Action]
+
+
+class TipState(TypedDict):
+    id: str
+    shouldDisplay: bool
+    status: Literal["pending", "available", "invalidated"]
+    reason: NotRequired[str]
+    displayCount: int
+    displayedDuration: float
+    tip: TipContent
+
+
+class GroupState(TypedDict):
+    group: str
+    tipId: str | None
+
+
+class ObserveResult(TypedDict):
+    subscription: Any
+    tips: list[TipState]
+    groups: list[GroupState]
+
+
+class Explanation(TypedDict, total=False):
+    id: str
+    status: str
+    shouldDisplay: bool
+    rules: list[dict[str, Any]]
+    heldBy: list[dict[str, Any]]
+    displayCount: int
+    displayedDuration: float
+    nextChangeAt: float | None
+    lines: list[str]
+
+
+class InitializeResult(TypedDict):
+    protocolVersion: str
+    serverInfo: dict[str, Any]
+    capabilities: dict[str, Any]
+
+
+# A tip definition (protocol/schemas/tip.json); kept loose on purpose.
+TipDefinition = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ShouldDisplayChanged:
+    """``tips/shouldDisplayChanged``: a tip's eligibility flipped."""
+
+    subscription: Any
+    seq: int
+    id: str
+    should_display: bool
+    status: str
+    reason: str | None
+    tip: dict[str, Any] | None
+    params: dict[str, Any] = field(repr=False, compare=False)
+    method: str = field(default="tips/shouldDisplayChanged", repr=False)
+
+    @property
+    def tip_id(self) -> str:
+        return self.id
+
+
+@dataclass(frozen=True)
+class CurrentTipChanged:
+    """``groups/currentTipChanged``: the tip a group would show changed."""
+
+    subscription: Any
+    seq: int
+    group: str
+    tip_id: str | None
+    params: dict[str, Any] = field(repr=False, compare=False)
+    method: str = field(default="groups/currentTipChanged", repr=False)
+
+
+@dataclass(frozen=True)
+class ActionPerformed:
+    """``tips/actionPerformed``: an action button of a tip was used.
+
+    ``actions`` is always a list (seed 000: model the payload as an array
+    from day one); ``action_id`` is the first one's id, for convenience.
+    """
+
+    subscription: Any
+    seq: int
+    tip_id: str
+    actions: list[dict[str, Any]]
+    params: dict[str, Any] = field(repr=False, compare=False)
+    method: str = field(default="tips/actionPerformed", repr=False)
+
+    @property
+    def action_id(self) -> str | None:
+        if self.actions and isinstance(self.actions[0], dict):
+            return self.actions[0].get("id")
+        return None
+
+    @property
+    def action_ids(self) -> list[str]:
+        return [a.get("id") for a in self.actions if isinstance(a, dict)]
+
+
+@dataclass(frozen=True)
+class UnknownNotification:
+    """A notification this client version does not know (a newer minor)."""
+
+    method: str
+    params: Any
+    subscription: Any = None
+    seq: int | None = None
+
+
+Notification = Union[ShouldDisplayChanged, CurrentTipChanged, ActionPerformed, UnknownNotification]
+
+
+def parse_notification(method: str, params: Any) -> Notification:
+    """Turn a notification's ``method``/``params`` into a dataclass."""
+    p = params if isinstance(params, dict) else {}
+    if method == "tips/shouldDisplayChanged" and isinstance(params, dict):
+        return ShouldDisplayChanged(
+            subscription=p.get("subscription"),
+            seq=p.get("seq"),
+            id=p.get("id"),
+            should_display=bool(p.get("shouldDisplay")),
+            status=p.get("status"),
+            reason=p.get("reason"),
+            tip=p.get("tip"),
+            params=params,
+        )
+    if method == "groups/currentTipChanged" and isinstance(params, dict):
+        return CurrentTipChanged(
+            subscription=p.get("subscription"),
+            seq=p.get("seq"),
+            group=p.get("group"),
+            tip_id=p.get("tipId"),
+            params=params,
+        )
+    if method == "tips/actionPerformed" and isinstance(params, dict):
+        actions = p.get("actions")
+        if actions is None:
+            actions = []
+        elif not isinstance(actions, list):
+            actions = [actions]
+        return ActionPerformed(
+            subscription=p.get("subscription"),
+            seq=p.get("seq"),
+            tip_id=p.get("tipId"),
+            actions=actions,
+            params=params,
+        )
+    return UnknownNotification(method=method, params=params, subscription=p.get("subscription"), seq=p.get("seq"))

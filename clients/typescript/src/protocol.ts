@@ -1,0 +1,451 @@
+/**
+ * The tipsd wire protocol, version 1.0, as TypeScript types.
+ *
+ * Written by hand from `protocol/README.md` (the human contract) and the engine's model. Every shape here is
+ * what travels on the wire; the client adds nothing to it. Per the versioning policy, a daemon with a newer
+ * minor version may add members: the types are open in that direction (unknown members are ignored, never
+ * rejected).
+ */
+
+/** The protocol version this client speaks (`MAJOR.MINOR`). */
+export const PROTOCOL_VERSION = "1.0";
+
+// ─── Core shapes ────────────────────────────────────────────────────────────────────────────────────────────
+
+export type Status = "pending" | "available" | "invalidated";
+
+export type Reason = "actionPerformed" | "tipClosed" | "displayCountExceeded" | "displayDurationExceeded";
+
+export type DisplayFrequency = "immediate" | "hourly" | "daily" | "weekly" | "monthly";
+
+export type GroupPriority = "ordered" | "firstAvailable";
+
+/** A button on a tip. `index` is its position in the tip's actions. */
+export interface Action {
+  id: string;
+  title: string;
+  index: number;
+}
+
+/** What a frontend needs to draw a tip. */
+export interface TipContent {
+  id: string;
+  title: string;
+  message: string | null;
+  image: string | null;
+  actions: Action[];
+}
+
+/** A tip's current state as the daemon reports it. */
+export interface TipState {
+  id: string;
+  shouldDisplay: boolean;
+  status: Status;
+  /** Present when `status` is `"invalidated"`. */
+  reason?: Reason;
+  displayCount: number;
+  /** Seconds of recorded display time. */
+  displayedDuration: number;
+  tip: TipContent;
+}
+
+/** Any JSON value. */
+export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
+export type JSONObject = { [key: string]: JSONValue };
+
+// ─── Tip definitions and rules (schemas/tip.json) ───────────────────────────────────────────────────────────
+
+export type ComparisonOperator = "eq" | "ne" | "lt" | "lte" | "gt" | "gte";
+
+/** A count comparison, e.g. `{gte: 3}`. Exactly one operator. */
+export type CountComparison = { [op in ComparisonOperator]?: number };
+
+/** A time window: one of `minutes`, `hours`, `days`, `weeks`. */
+export type TimeWindow = { minutes?: number; hours?: number; days?: number; weeks?: number };
+
+/**
+ * A rule over an event's donations:
+ * `{"event": "search.opened", "count": {"gte": 3}}`,
+ * `{"event": "search.opened", "within": {"days": 1}, "count": {"gte": 1}}`,
+ * `{"event": "trail.visited", "where": {"region": "north"}, "count": {"gt": 3}}`,
+ * `{"event": "trail.visited", "largestGroupBy": "region", "count": {"gte": 2}}`.
+ */
+export interface EventRule {
+  event: string;
+  count: CountComparison;
+  within?: TimeWindow;
+  where?: JSONObject;
+  largestGroupBy?: string;
+}
+
+/** A rule comparing a parameter with a constant, e.g. `{"parameter": "isLoggedIn", "eq": true}`. */
+export type ParameterRule = { parameter: string } & { [op in ComparisonOperator]?: JSONValue };
+
+export type Rule = EventRule | ParameterRule | { allOf: Rule[] } | { anyOf: Rule[] } | { not: Rule };
+
+/** TipKit's `options`. */
+export interface TipOptions {
+  maxDisplayCount?: number;
+  /** Seconds. */
+  maxDisplayDuration?: number;
+  ignoresDisplayFrequency?: boolean;
+}
+
+/** A tip as a frontend registers it (`tips/register`). Rules are AND-evaluated. */
+export interface TipDefinition {
+  id: string;
+  title: string;
+  message?: string | null;
+  image?: string | null;
+  actions?: { id: string; title: string }[];
+  rules?: Rule[];
+  options?: TipOptions;
+}
+
+export type ParameterValue = boolean | number | string | null;
+
+export interface ParameterDefinition {
+  id: string;
+  default: ParameterValue;
+  /** Back to the default at every daemon start; never persisted. */
+  transient?: boolean;
+}
+
+export interface GroupDefinition {
+  id: string;
+  priority: GroupPriority;
+  /** Tip ids in declared order. */
+  tips: string[];
+}
+
+// ─── Lifecycle ──────────────────────────────────────────────────────────────────────────────────────────────
+
+export interface ClientInfo {
+  name: string;
+  version?: string;
+}
+
+export interface InitializeParams {
+  protocolVersion: string;
+  clientInfo: ClientInfo;
+  locale?: string;
+}
+
+export interface Capabilities {
+  framings: ("newline" | "contentLength")[];
+  virtualClock: boolean;
+  maxMessageSize: number;
+  notifications: string[];
+  methods: string[];
+  [extra: string]: unknown;
+}
+
+export interface InitializeResult {
+  protocolVersion: string;
+  serverInfo: { name: string; version: string };
+  capabilities: Capabilities;
+}
+
+// ─── Params and results ─────────────────────────────────────────────────────────────────────────────────────
+
+export interface ConfigureParams {
+  displayFrequency: DisplayFrequency;
+}
+export interface ConfigureResult {
+  displayFrequency: DisplayFrequency;
+}
+
+export interface RegisterParams {
+  tips: TipDefinition[];
+}
+export interface RegisterResult {
+  tips: TipState[];
+}
+
+export interface UnregisterParams {
+  ids: string[];
+}
+/** The ids that were registered. */
+export interface UnregisterResult {
+  ids: string[];
+}
+
+export type GroupRegisterParams = GroupDefinition;
+export interface GroupRegisterResult {
+  id: string;
+  currentTip: string | null;
+}
+export interface GroupUnregisterParams {
+  id: string;
+}
+
+export interface ParametersDefineParams {
+  parameters: ParameterDefinition[];
+}
+export interface ParametersDefineResult {
+  ids: string[];
+}
+export interface ParametersSetParams {
+  id: string;
+  value: ParameterValue;
+}
+export interface ParametersSetResult {
+  id: string;
+  value: ParameterValue;
+}
+
+export interface DonateParams {
+  id: string;
+  info?: JSONObject;
+}
+/** `count`: stored donations of that event. */
+export interface DonateResult {
+  count: number;
+}
+
+export interface EventConfigureParams {
+  id: string;
+  maxDonations: number;
+}
+export interface EventConfigureResult {
+  id: string;
+  maxDonations: number;
+}
+
+export interface InvalidateParams {
+  id: string;
+  /** Default `tipClosed`. */
+  reason?: Reason;
+}
+export interface TipIdParams {
+  id: string;
+}
+export interface DisplayedParams {
+  id: string;
+  /** Seconds the tip was on screen. */
+  duration?: number;
+}
+export interface StatusParams {
+  ids?: string[];
+}
+export interface StatusResult {
+  tips: TipState[];
+}
+
+export interface RuleExplanation {
+  rule: Rule;
+  holds: boolean;
+  detail: string;
+  [extra: string]: unknown;
+}
+export interface Hold {
+  kind: string;
+  until?: number | null;
+  [extra: string]: unknown;
+}
+/** `tips/explain`: why is my tip (not) showing? */
+export interface Explanation {
+  id: string;
+  status: Status;
+  reason?: Reason;
+  shouldDisplay: boolean;
+  rules: RuleExplanation[];
+  heldBy: Hold[];
+  displayCount: number;
+  displayedDuration: number;
+  /** Seconds since the epoch of the next time-caused change, if any. */
+  nextChangeAt: number | null;
+  lines: string[];
+  [extra: string]: unknown;
+}
+
+export interface ObserveParams {
+  ids?: string[];
+  groups?: string[];
+}
+export interface GroupCurrentTip {
+  group: string;
+  tipId: string | null;
+}
+export interface ObserveResult {
+  subscription: string | number;
+  tips: TipState[];
+  groups: GroupCurrentTip[];
+}
+export interface SubscriptionParams {
+  subscription: string | number;
+}
+export interface RemovedResult {
+  removed: boolean;
+}
+
+export interface PerformActionParams {
+  id: string;
+  actionId: string;
+  /** Default true: performing an action invalidates the tip with `actionPerformed`. */
+  invalidate?: boolean;
+}
+
+export interface ActionsSubscribeParams {
+  tipIds?: string[];
+}
+export interface ActionsSubscribeResult {
+  subscription: string | number;
+}
+
+export interface TipIdsParams {
+  ids: string[];
+}
+
+export interface ClockNowResult {
+  /** Seconds since the Unix epoch. */
+  now: number;
+  virtual: boolean;
+}
+export interface ClockAdvanceParams {
+  seconds: number;
+}
+export interface ClockSetParams {
+  now: number;
+}
+export interface ClockResult {
+  now: number;
+}
+
+export interface CancelRequestParams {
+  id: number | string;
+}
+
+// ─── Notifications (server → client) ────────────────────────────────────────────────────────────────────────
+
+export interface ShouldDisplayChangedParams {
+  subscription: string | number;
+  seq: number;
+  id: string;
+  shouldDisplay: boolean;
+  status: Status;
+  reason?: Reason;
+  tip: TipContent;
+}
+
+export interface CurrentTipChangedParams {
+  subscription: string | number;
+  seq: number;
+  group: string;
+  tipId: string | null;
+}
+
+export interface ActionPerformedParams {
+  subscription: string | number;
+  seq: number;
+  tipId: string;
+  /** Always an array, even for one action. */
+  actions: Action[];
+}
+
+export interface NotificationMap {
+  "tips/shouldDisplayChanged": ShouldDisplayChangedParams;
+  "groups/currentTipChanged": CurrentTipChangedParams;
+  "tips/actionPerformed": ActionPerformedParams;
+}
+export type NotificationMethod = keyof NotificationMap;
+
+// ─── The method table ───────────────────────────────────────────────────────────────────────────────────────
+
+/** Every request method: its params (`void` when it takes none) and its result. */
+export interface MethodMap {
+  initialize: { params: InitializeParams; result: InitializeResult };
+  shutdown: { params: void; result: null };
+  "rpc.discover": { params: void; result: JSONObject };
+  "tips/configure": { params: ConfigureParams; result: ConfigureResult };
+  "tips/register": { params: RegisterParams; result: RegisterResult };
+  "tips/unregister": { params: UnregisterParams; result: UnregisterResult };
+  "groups/register": { params: GroupRegisterParams; result: GroupRegisterResult };
+  "groups/unregister": { params: GroupUnregisterParams; result: null };
+  "parameters/define": { params: ParametersDefineParams; result: ParametersDefineResult };
+  "parameters/set": { params: ParametersSetParams; result: ParametersSetResult };
+  "events/donate": { params: DonateParams; result: DonateResult };
+  "events/configure": { params: EventConfigureParams; result: EventConfigureResult };
+  "tips/invalidate": { params: InvalidateParams; result: TipState };
+  "tips/resetEligibility": { params: TipIdParams; result: TipState };
+  "tips/displayed": { params: DisplayedParams; result: TipState };
+  "tips/status": { params: StatusParams; result: StatusResult };
+  "tips/explain": { params: TipIdParams; result: Explanation };
+  "tips/observe": { params: ObserveParams; result: ObserveResult };
+  "tips/unobserve": { params: SubscriptionParams; result: RemovedResult };
+  "tips/performAction": { params: PerformActionParams; result: TipState };
+  "actions/subscribe": { params: ActionsSubscribeParams; result: ActionsSubscribeResult };
+  "actions/unsubscribe": { params: SubscriptionParams; result: RemovedResult };
+  "testing/showAllTips": { params: void; result: null };
+  "testing/hideAllTips": { params: void; result: null };
+  "testing/clear": { params: void; result: null };
+  "testing/showTips": { params: TipIdsParams; result: null };
+  "testing/hideTips": { params: TipIdsParams; result: null };
+  "datastore/reset": { params: void; result: null };
+  "clock/now": { params: void; result: ClockNowResult };
+  "clock/advance": { params: ClockAdvanceParams; result: ClockResult };
+  "clock/set": { params: ClockSetParams; result: ClockResult };
+}
+export type Method = keyof MethodMap;
+export type ParamsOf<M extends Method> = MethodMap[M]["params"];
+export type ResultOf<M extends Method> = MethodMap[M]["result"];
+
+/** Client → server notifications. */
+export interface ClientNotificationMap {
+  exit: void;
+  "$/cancelRequest": CancelRequestParams;
+}
+
+// ─── Errors ─────────────────────────────────────────────────────────────────────────────────────────────────
+
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  UnknownTip: -32001,
+  ServerNotInitialized: -32002,
+  UnknownSubscription: -32003,
+  VirtualClockDisabled: -32004,
+  DatastoreFailure: -32005,
+  ShuttingDown: -32006,
+  UnknownGroup: -32007,
+  UnknownAction: -32008,
+  InvalidRule: -32009,
+  TooManyConnections: -32010,
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+// ─── JSON-RPC 2.0 envelopes ─────────────────────────────────────────────────────────────────────────────────
+
+export type RequestId = number | string;
+
+export interface JsonRpcRequest {
+  jsonrpc: "2.0";
+  id: RequestId;
+  method: string;
+  params?: unknown;
+}
+export interface JsonRpcNotification {
+  jsonrpc: "2.0";
+  method: string;
+  params?: unknown;
+}
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+export interface JsonRpcSuccess {
+  jsonrpc: "2.0";
+  id: RequestId;
+  result: unknown;
+}
+export interface JsonRpcFailure {
+  jsonrpc: "2.0";
+  id: RequestId | null;
+  error: JsonRpcErrorObject;
+}
+export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
+export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse;

@@ -1,0 +1,510 @@
+"use strict";
+// Client logic against an in-process fake daemon (test-support/fake.js): correlation, notifications,
+// subscriptions, no-op and strict modes, reconnection. The real daemon is exercised in *.integration.test.js.
+const test = require("node:test");
+const assert = require("node:assert/strict");
+const { createClient, connect, TipsdError, ConnectionError, TipsClient } = require("../dist/index");
+const { FakeDaemon, recordingLogger, tick, until } = require("../test-support/fake");
+
+const fast = { initialDelayMs: 5, maxDelayMs: 20, jitter: 0 };
+
+async function setup(options = {}) {
+  const daemon = new FakeDaemon();
+  const logger = recordingLogger();
+  const client = await connect({ transport: daemon.factory, logger, reconnect: fast, ...options });
+  return { daemon, logger, client };
+}
+
+test("initialize is sent first, with the protocol version and client info", async (t) => {
+  const { daemon, client } = await setup({ clientInfo: { name: "app", version: "2" }, locale: "fr" });
+  t.after(() => client.close());
+  assert.equal(client.state, "connected");
+  assert.deepEqual(daemon.log[0], { jsonrpc: "2.0", id: daemon.log[0].id, method: "initialize", params: { protocolVersion: "1.0", clientInfo: { name: "app", version: "2" }, locale: "fr" } });
+  assert.equal(client.initializeResult.serverInfo.name, "tipsd");
+});
+
+test("every typed method sends its protocol method and params", async (t) => {
+  const { daemon, client } = await setup({ strict: true });
+  t.after(() => client.close());
+  const echo = (params, conn, message) => ({ echoed: message.method, params: params === undefined ? "absent" : params });
+  const calls = [
+    [() => client.donate("search.opened"), "events/donate", { id: "search.opened" }],
+    [() => client.donate("trail.visited", { region: "north" }), "events/donate", { id: "trail.visited", info: { region: "north" } }],
+    [() => client.configureEvent("e", 5), "events/configure", { id: "e", maxDonations: 5 }],
+    [() => client.invalidate("t"), "tips/invalidate", { id: "t" }],
+    [() => client.invalidate("t", "actionPerformed"), "tips/invalidate", { id: "t", reason: "actionPerformed" }],
+    [() => client.resetEligibility("t"), "tips/resetEligibility", { id: "t" }],
+    [() => client.configure("daily"), "tips/configure", { displayFrequency: "daily" }],
+    [() => client.configure({ displayFrequency: "weekly" }), "tips/configure", { displayFrequency: "weekly" }],
+    [() => client.register([{ id: "t", title: "T" }]), "tips/register", { tips: [{ id: "t", title: "T" }] }],
+    [() => client.unregister(["t"]), "tips/unregister", { ids: ["t"] }],
+    [() => client.registerGroup({ id: "g", priority: "ordered", tips: ["a", "b"] }), "groups/register", { id: "g", priority: "ordered", tips: ["a", "b"] }],
+    [() => client.unregisterGroup("g"), "groups/unregister", { id: "g" }],
+    [() => client.defineParameters([{ id: "p", default: false, transient: true }]), "parameters/define", { parameters: [{ id: "p", default: false, transient: true }] }],
+    [() => client.setParameter("p", true), "parameters/set", { id: "p", value: true }],
+    [() => client.displayed("t"), "tips/displayed", { id: "t" }],
+    [() => client.displayed("t", 2.5), "tips/displayed", { id: "t", duration: 2.5 }],
+    [() => client.status(), "tips/status", {}],
+    [() => client.status(["a"]), "tips/status", { ids: ["a"] }],
+    [() => client.explain("t"), "tips/explain", { id: "t" }],
+    [() => client.performAction("t", "learn-more"), "tips/performAction", { id: "t", actionId: "learn-more" }],
+    [() => client.performAction("t", "x", { invalidate: false }), "tips/performAction", { id: "t", actionId: "x", invalidate: false }],
+    [() => client.showAllTipsForTesting(), "testing/showAllTips", "absent"],
+    [() => client.hideAllTipsForTesting(), "testing/hideAllTips", "absent"],
+    [() => client.showTipsForTesting(["a"]), "testing/showTips", { ids: ["a"] }],
+    [() => client.hideTipsForTesting(["a"]), "testing/hideTips", { ids: ["a"] }],
+    [() => client.clearTestingOverrides(), "testing/clear", "absent"],
+    [() => client.datastoreReset(), "datastore/reset", "absent"],
+    [() => client.clockNow(), "clock/now", "absent"],
+    [() => client.clockAdvance(60), "clock/advance", { seconds: 60 }],
+    [() => client.clockSet(1767225600), "clock/set", { now: 1767225600 }],
+    [() => client.discover(), "rpc.discover", "absent"],
+    [() => client.request("tips/status", { ids: ["z"] }), "tips/status", { ids: ["z"] }],
+    [() => client.shutdown(), "shutdown", "absent"],
+  ];
+  for (const [, method] of calls) daemon.handlers[method] = echo;
+  for (const [call, method, params] of calls) {
+    assert.deepEqual(await call(), { echoed: method, params }, method);
+  }
+  client.notify("$/cancelRequest", { id: 12345 });
+  client.exit();
+  await until(() => daemon.methods("exit").length === 1, { what: "exit notification" });
+  assert.deepEqual(daemon.methods("$/cancelRequest")[0], { jsonrpc: "2.0", method: "$/cancelRequest", params: { id: 12345 } });
+  assert.equal(daemon.methods("exit")[0].id, undefined);
+});
+
+test("responses are correlated by id, whatever their order, including batch arrays", async (t) => {
+  const { daemon, client } = await setup({ strict: true });
+  t.after(() => client.close());
+  const waiting = [];
+  daemon.handlers["events/donate"] = (params, conn, message) => {
+    waiting.push({ conn, id: message.id, count: params.info.n });
+    return FakeDaemon.NO_REPLY;
+  };
+  const promises = [1, 2, 3, 4].map((n) => client.donate("e", { n }));
+  await until(() => waiting.length === 4);
+  const [a, b, c, d] = waiting;
+  a.conn.deliver({ jsonrpc: "2.0", id: c.id, result: { count: c.count } });
+  a.conn.deliver([
+    { jsonrpc: "2.0", id: d.id, result: { count: d.count } },
+    { jsonrpc: "2.0", id: a.id, result: { count: a.count } },
+  ]);
+  a.conn.deliver({ jsonrpc: "2.0", id: 999999, result: "stray" }); // unknown id: ignored
+  a.conn.deliver({ jsonrpc: "2.0", id: b.id, result: { count: b.count } });
+  assert.deepEqual(await Promise.all(promises), [1, 2, 3, 4].map((n) => ({ count: n })));
+});
+
+test("a server→client request is answered with -32601; garbage is logged and ignored", async (t) => {
+  const { daemon, client, logger } = await setup();
+  t.after(() => client.close());
+  const conn = [...daemon.connections][0];
+  conn.onMessage("not json");
+  conn.deliver({ jsonrpc: "2.0", id: "srv-1", method: "client/doSomething", params: {} });
+  await until(() => conn.sent.some((m) => m.id === "srv-1"));
+  assert.equal(conn.sent.find((m) => m.id === "srv-1").error.code, -32601);
+  assert.ok(logger.warnings.some((w) => w.includes("not JSON")));
+  assert.equal(client.state, "connected");
+});
+
+test("errors: strict rejects with TipsdError; lenient resolves undefined and logs each failure", async (t) => {
+  const daemon = new FakeDaemon();
+  daemon.handlers["tips/invalidate"] = () => {
+    throw { code: -32001, message: "unknown tip nope" };
+  };
+  const strict = await connect({ transport: daemon.factory, strict: true, logger: null });
+  const lenientLog = recordingLogger();
+  const lenient = await connect({ transport: daemon.factory, logger: lenientLog });
+  t.after(() => Promise.all([strict.close(), lenient.close()]));
+  await assert.rejects(strict.invalidate("nope"), (e) => e instanceof TipsdError && e.code === -32001 && e.method === "tips/invalidate");
+  assert.equal(await lenient.invalidate("nope"), undefined);
+  assert.equal(await lenient.invalidate("nope"), undefined);
+  assert.equal(lenientLog.warnings.filter((w) => w.includes("unknown tip nope")).length, 2);
+});
+
+test("daemon absent: lenient calls are no-ops resolving undefined, with one warning; the client keeps retrying", async (t) => {
+  const daemon = new FakeDaemon();
+  daemon.down = true;
+  const logger = recordingLogger();
+  const client = await connect({ transport: daemon.factory, logger, reconnect: fast });
+  t.after(() => client.close());
+  assert.equal(client.state, "disconnected");
+  assert.equal(await client.donate("search.opened"), undefined);
+  assert.equal(await client.invalidate("filter.tip"), undefined);
+  assert.equal(await client.status(), undefined);
+  const unsubscribe = client.onAction(() => {});
+  assert.equal(typeof unsubscribe, "function");
+  unsubscribe();
+  await tick(50); // several failed attempts
+  assert.equal(logger.warnings.length, 1, logger.warnings.join("\n"));
+  assert.match(logger.warnings[0], /cannot reach tipsd/);
+  daemon.down = false;
+  assert.equal(await client.waitUntilConnected(1000), true);
+  assert.deepEqual(await client.donate("search.opened"), { count: 1 });
+});
+
+test("daemon absent, strict: connect rejects with ENOTCONNECTED; createClient calls reject", async () => {
+  const daemon = new FakeDaemon();
+  daemon.down = true;
+  await assert.rejects(connect({ transport: daemon.factory, strict: true, logger: null }), (e) => e instanceof ConnectionError && e.code === "ENOTCONNECTED");
+  const client = createClient({ transport: daemon.factory, strict: true, logger: null, reconnect: false });
+  await assert.rejects(client.donate("x"), (e) => e instanceof ConnectionError && e.code === "ENOTCONNECTED");
+  await client.close();
+  await assert.rejects(client.donate("x"), (e) => e instanceof ConnectionError && e.code === "ECLOSED");
+});
+
+test("the default logger is console.warn, once per outage", async () => {
+  const daemon = new FakeDaemon();
+  daemon.down = true;
+  const original = console.warn;
+  const seen = [];
+  console.warn = (...a) => seen.push(a.join(" "));
+  try {
+    const client = await connect({ transport: daemon.factory, reconnect: false });
+    await client.donate("a");
+    await client.donate("b");
+    await client.close();
+  } finally {
+    console.warn = original;
+  }
+  assert.equal(seen.length, 1);
+  assert.match(seen[0], /^\[tipsd\] .*cannot reach tipsd/);
+});
+
+test("calls made while the first connection is being established wait for it", async (t) => {
+  const daemon = new FakeDaemon();
+  let release;
+  const gate = new Promise((r) => (release = r));
+  const slowFactory = async () => {
+    await gate;
+    return daemon.factory();
+  };
+  const client = createClient({ transport: slowFactory, logger: null });
+  t.after(() => client.close());
+  assert.equal(client.state, "connecting");
+  const donation = client.donate("search.opened");
+  release();
+  assert.deepEqual(await donation, { count: 1 });
+  assert.deepEqual(daemon.log.map((m) => m.method), ["initialize", "events/donate"]);
+});
+
+test("in-flight requests when the connection drops: lenient → undefined, strict → ECONNCLOSED", async () => {
+  for (const strict of [false, true]) {
+    const daemon = new FakeDaemon();
+    daemon.handlers["events/donate"] = () => FakeDaemon.NO_REPLY;
+    const client = await connect({ transport: daemon.factory, strict, logger: null, reconnect: false });
+    const p = client.donate("x");
+    await until(() => daemon.methods("events/donate").length === 1);
+    daemon.crash();
+    if (strict) await assert.rejects(p, (e) => e.code === "ECONNCLOSED");
+    else assert.equal(await p, undefined);
+    await client.close();
+  }
+});
+
+test("requests time out after requestTimeoutMs", async (t) => {
+  const daemon = new FakeDaemon();
+  daemon.handlers["tips/status"] = () => FakeDaemon.NO_REPLY;
+  const client = await connect({ transport: daemon.factory, strict: true, logger: null, requestTimeoutMs: 30 });
+  t.after(() => client.close());
+  await assert.rejects(client.status(), (e) => e instanceof ConnectionError && e.code === "ETIMEDOUT");
+});
+
+test("a daemon with another major protocol version is refused", async () => {
+  const daemon = new FakeDaemon();
+  daemon.handlers.initialize = () => ({ protocolVersion: "2.0", serverInfo: { name: "tipsd", version: "9" }, capabilities: {} });
+  await assert.rejects(connect({ transport: daemon.factory, strict: true, logger: null }), (e) => e.code === "EPROTOCOL");
+  const refusing = new FakeDaemon();
+  refusing.handlers.initialize = () => {
+    throw { code: -32602, message: "unsupported protocol version" };
+  };
+  await assert.rejects(connect({ transport: refusing.factory, strict: true, logger: null }), (e) => e.code === "EPROTOCOL");
+});
+
+test("observe: initial state, then changes, never the same value twice, never after unsubscribe", async (t) => {
+  const { daemon, client } = await setup();
+  t.after(() => client.close());
+  await client.register([{ id: "filter.tip", title: "Filter" }]);
+  const seen = [];
+  const unsubscribe = client.observe("filter.tip", (change) => seen.push([change.id, change.shouldDisplay, change.cause]));
+  await until(() => seen.length === 1);
+  assert.deepEqual(seen, [["filter.tip", false, "initial"]]);
+  daemon.setShouldDisplay("filter.tip", true);
+  daemon.setShouldDisplay("filter.tip", true); // a duplicate (e.g. after coalescing) is not delivered twice
+  daemon.setShouldDisplay("other.tip", true); // another tip: not this subscription
+  await until(() => seen.length === 2);
+  unsubscribe();
+  unsubscribe(); // idempotent
+  daemon.setShouldDisplay("filter.tip", false);
+  await tick(10);
+  assert.deepEqual(seen, [["filter.tip", false, "initial"], ["filter.tip", true, "notification"]]);
+  await until(() => daemon.methods("tips/unobserve").length === 1);
+  assert.equal(daemon.subs.size, 0);
+});
+
+test("unsubscribing while a notification is in flight: the listener is never called", async (t) => {
+  const { daemon, client } = await setup();
+  t.after(() => client.close());
+  await client.register([{ id: "filter.tip", title: "Filter" }]);
+  const calls = [];
+  const unsubscribe = client.observe("filter.tip", (c) => calls.push(c.shouldDisplay));
+  const actionCalls = [];
+  const offAction = client.onAction((e) => actionCalls.push(e));
+  await until(() => calls.length === 1 && daemon.subs.size === 2);
+  const conn = [...daemon.connections][0];
+  conn.held = []; // the daemon has written the notifications; the client has not read them yet
+  daemon.setShouldDisplay("filter.tip", true);
+  daemon.performAction("filter.tip", "learn-more");
+  assert.equal(conn.held.length, 2);
+  unsubscribe();
+  offAction();
+  conn.release();
+  await tick(10);
+  assert.deepEqual(calls, [false]);
+  assert.deepEqual(actionCalls, []);
+});
+
+test("a listener unsubscribing another listener during one dispatch: the other is not called", async (t) => {
+  const { daemon, client } = await setup();
+  t.after(() => client.close());
+  await client.register([{ id: "filter.tip", title: "Filter" }]);
+  const order = [];
+  let offB;
+  const offA = client.observe("filter.tip", (c) => {
+    order.push(`a:${c.shouldDisplay}`);
+    if (c.shouldDisplay) offB();
+  });
+  offB = client.observe("filter.tip", (c) => order.push(`b:${c.shouldDisplay}`));
+  await until(() => order.length === 2 && daemon.subs.size === 2);
+  const conn = [...daemon.connections][0];
+  conn.held = [];
+  daemon.setShouldDisplay("filter.tip", true); // two notifications, one per subscription, delivered in one run
+  conn.release();
+  await tick(10);
+  assert.deepEqual(order.slice(2), ["a:true"]);
+  offA();
+});
+
+test("unsubscribing before the observe result arrives unobserves the returned subscription", async (t) => {
+  const { daemon, client } = await setup();
+  t.after(() => client.close());
+  const calls = [];
+  const unsubscribe = client.observe({}, (c) => calls.push(c));
+  unsubscribe(); // tips/observe already sent, not answered yet
+  await until(() => daemon.methods("tips/unobserve").length === 1);
+  const observed = daemon.methods("tips/observe");
+  assert.equal(observed.length, 1);
+  assert.equal(daemon.subs.size, 0);
+  assert.deepEqual(calls, []);
+});
+
+test("a notification in the same read as the observe result is not lost", async (t) => {
+  const { daemon, client } = await setup();
+  t.after(() => client.close());
+  await client.register([{ id: "filter.tip", title: "Filter" }]);
+  const conn = [...daemon.connections][0];
+  const real = daemon.builtin.bind(daemon);
+  daemon.handlers["tips/observe"] = (params, c, message) => {
+    const result = real(c, "tips/observe", params);
+    c.held = [];
+    c.deliver({ jsonrpc: "2.0", id: message.id, result });
+    daemon.setShouldDisplay("filter.tip", true);
+    c.release(); // response and notification arrive together
+    return FakeDaemon.NO_REPLY;
+  };
+  const seen = [];
+  client.observe("filter.tip", (c) => seen.push([c.shouldDisplay, c.cause]));
+  await until(() => seen.length === 2);
+  assert.deepEqual(seen, [[false, "initial"], [true, "notification"]]);
+  assert.ok(conn);
+});
+
+test("observing a tip before it is registered subscribes once it is registered", async (t) => {
+  const { daemon, client } = await setup();
+  t.after(() => client.close());
+  daemon.handlers["tips/observe"] = (params, conn) => {
+    if (params.ids && params.ids.some((id) => !daemon.tips.has(id))) throw { code: -32001, message: "unknown tip" };
+    delete daemon.handlers["tips/observe"];
+    return daemon.builtin(conn, "tips/observe", params);
+  };
+  const seen = [];
+  client.observe("late.tip", (c) => seen.push(c.shouldDisplay));
+  await until(() => daemon.methods("tips/observe").length === 1);
+  await tick(5);
+  assert.deepEqual(seen, []);
+  await client.register([{ id: "late.tip", title: "Late" }]);
+  await until(() => seen.length === 1);
+  daemon.setShouldDisplay("late.tip", true);
+  await until(() => seen.length === 2);
+  assert.deepEqual(seen, [false, true]);
+});
+
+test("observe with ids and groups delivers tip and group changes", async (t) => {
+  const { daemon, client } = await setup();
+  t.after(() => client.close());
+  daemon.handlers["tips/observe"] = (params, conn) => {
+    const r = daemon.builtin(conn, "tips/observe", params);
+    return { ...r, groups: [{ group: "g", tipId: null }] };
+  };
+  const seen = [];
+  client.observe({ groups: ["g"] }, (c) => seen.push(c.type === "group" ? [c.group, c.tipId, c.cause] : [c.id, c.shouldDisplay]));
+  await until(() => seen.length === 1);
+  const [[subscription]] = [...daemon.subs];
+  const conn = [...daemon.connections][0];
+  conn.deliver({ jsonrpc: "2.0", method: "groups/currentTipChanged", params: { subscription, seq: 1, group: "g", tipId: "a" } });
+  conn.deliver({ jsonrpc: "2.0", method: "groups/currentTipChanged", params: { subscription, seq: 2, group: "g", tipId: "a" } });
+  conn.deliver({ jsonrpc: "2.0", method: "groups/currentTipChanged", params: { subscription, seq: 3, group: "g", tipId: null } });
+  await until(() => seen.length === 3);
+  assert.deepEqual(seen, [["g", null, "initial"], ["g", "a", "notification"], ["g", null, "notification"]]);
+});
+
+test("onAction: array-shaped payloads, filtered by tipIds, listener errors are contained", async (t) => {
+  const { daemon, client, logger } = await setup();
+  t.after(() => client.close());
+  const all = [];
+  const filtered = [];
+  client.onAction(() => {
+    throw new Error("boom");
+  });
+  client.onAction((e) => all.push(e));
+  client.onAction((e) => filtered.push(e), { tipIds: ["filter.tip"] });
+  await until(() => daemon.subs.size === 3);
+  const subscribeParams = daemon.methods("actions/subscribe").map((m) => m.params);
+  assert.deepEqual(subscribeParams, [{}, {}, { tipIds: ["filter.tip"] }]);
+  await client.performAction("filter.tip", "learn-more");
+  await client.performAction("other.tip", "ok");
+  await until(() => all.length === 2);
+  assert.deepEqual(all[0], { tipId: "filter.tip", actions: [{ id: "learn-more", title: "Learn more", index: 0 }] });
+  assert.deepEqual(filtered.map((e) => e.tipId), ["filter.tip"]);
+  assert.ok(logger.errors.some((e) => e.includes("listener threw")));
+});
+
+test("reconnection: backoff, registrations replayed, subscriptions re-established, listeners resynchronised", async (t) => {
+  const { daemon, client, logger } = await setup();
+  t.after(() => client.close());
+  const states = [];
+  client.onConnectionChange((s) => states.push(s));
+  await client.configure("immediate");
+  await client.defineParameters([{ id: "isLoggedIn", default: false, transient: true }, { id: "plan", default: "free" }]);
+  await client.setParameter("isLoggedIn", true);
+  await client.setParameter("plan", "pro"); // persisted by the daemon: not replayed
+  await client.register([{ id: "a", title: "A" }, { id: "b", title: "B" }, { id: "gone", title: "Gone" }]);
+  await client.unregister(["gone"]);
+  await client.registerGroup({ id: "g", priority: "firstAvailable", tips: ["a", "b"] });
+  await client.configureEvent("search.opened", 100);
+  const seenA = [];
+  const seenB = [];
+  const actions = [];
+  client.observe("a", (c) => seenA.push([c.shouldDisplay, c.cause]));
+  client.observe("b", (c) => seenB.push([c.shouldDisplay, c.cause]));
+  client.onAction((e) => actions.push(e.tipId));
+  await until(() => seenA.length === 1 && seenB.length === 1 && daemon.subs.size === 3);
+
+  // The daemon restarts with a fresh in-memory state in which "a" is now displayable.
+  daemon.down = true;
+  daemon.crash();
+  daemon.tips.clear();
+  await until(() => client.state === "disconnected");
+  assert.equal(await client.donate("while-down"), undefined);
+  await tick(40);
+  daemon.down = false;
+  daemon.handlers["tips/register"] = (params, conn) => {
+    const r = daemon.builtin(conn, "tips/register", params);
+    daemon.tips.get("a").shouldDisplay = true;
+    delete daemon.handlers["tips/register"];
+    return r;
+  };
+  await until(() => client.state === "connected", { what: "reconnection" });
+  await until(() => seenA.length === 2 && daemon.subs.size === 3, { what: "resync" });
+  assert.deepEqual(seenA, [[false, "initial"], [true, "resync"]]);
+  assert.deepEqual(seenB, [[false, "initial"]]); // unchanged: no call
+
+  const second = daemon.log.slice(daemon.log.findLastIndex((m) => m.method === "initialize"));
+  assert.deepEqual(second.slice(0, 10).map((m) => [m.method, m.params]), [
+    ["initialize", second[0].params],
+    ["tips/configure", { displayFrequency: "immediate" }],
+    ["parameters/define", { parameters: [{ id: "isLoggedIn", default: false, transient: true }, { id: "plan", default: "free" }] }],
+    ["parameters/set", { id: "isLoggedIn", value: true }],
+    ["tips/register", { tips: [{ id: "a", title: "A" }, { id: "b", title: "B" }] }],
+    ["groups/register", { id: "g", priority: "firstAvailable", tips: ["a", "b"] }],
+    ["events/configure", { id: "search.opened", maxDonations: 100 }],
+    ["tips/observe", { ids: ["a"] }],
+    ["tips/observe", { ids: ["b"] }],
+    ["actions/subscribe", {}],
+  ]);
+  daemon.setShouldDisplay("b", true);
+  await client.performAction("a", "learn-more");
+  await until(() => seenB.length === 2 && actions.length === 1);
+  assert.deepEqual(seenB[1], [true, "notification"]);
+  assert.equal(states[0], "disconnected");
+  assert.equal(states[states.length - 1], "connected");
+  // One warning for the outage, whatever the number of failed attempts and no-op calls.
+  assert.equal(logger.warnings.filter((w) => /lost the connection|cannot reach|no-ops/.test(w)).length, 1, logger.warnings.join("\n"));
+});
+
+test("backoff grows by the factor and is capped", async () => {
+  const daemon = new FakeDaemon();
+  daemon.down = true;
+  const times = [];
+  const factory = () => {
+    times.push(Date.now());
+    return daemon.factory();
+  };
+  const client = createClient({ transport: factory, logger: null, reconnect: { initialDelayMs: 20, factor: 2, maxDelayMs: 80, jitter: 0 } });
+  await until(() => times.length >= 7, { timeoutMs: 3000 });
+  await client.close();
+  const gaps = times.slice(1).map((t, i) => t - times[i]);
+  // Expected 20, 40, 80, 80, 80, 80 (timers may fire late, never early).
+  const expected = [20, 40, 80, 80, 80, 80];
+  gaps.slice(0, 6).forEach((gap, i) => {
+    assert.ok(gap >= expected[i] - 2, `gap ${i} = ${gap} < ${expected[i]}`);
+    assert.ok(gap < expected[i] + 60, `gap ${i} = ${gap} much larger than ${expected[i]}`);
+  });
+  const count = times.length;
+  await tick(150);
+  assert.equal(times.length, count, "no attempts after close()");
+});
+
+test("maxAttempts stops retrying; reconnect: false never retries; reconnectNow skips the wait", async () => {
+  const daemon = new FakeDaemon();
+  daemon.down = true;
+  let attempts = 0;
+  const factory = () => {
+    attempts++;
+    return daemon.factory();
+  };
+  const logger = recordingLogger();
+  const client = createClient({ transport: factory, logger, reconnect: { initialDelayMs: 1, maxAttempts: 3, jitter: 0 } });
+  await tick(80);
+  assert.equal(attempts, 3);
+  assert.ok(logger.warnings.some((w) => w.includes("giving up")));
+  daemon.down = false;
+  assert.equal(await client.reconnectNow(), true);
+  assert.equal(client.state, "connected");
+  await client.close();
+
+  let attempts2 = 0;
+  const none = createClient({ transport: () => (attempts2++, Promise.reject(new Error("nope"))), logger: null, reconnect: false });
+  await tick(30);
+  assert.equal(attempts2, 1);
+  assert.equal(none.state, "disconnected");
+  await none.close();
+});
+
+test("close(): pending calls settle, no reconnection, close({shutdown}) sends shutdown then exit", async () => {
+  const { daemon, client } = await setup();
+  daemon.handlers["events/donate"] = () => FakeDaemon.NO_REPLY;
+  const pending = client.donate("x");
+  await until(() => daemon.methods("events/donate").length === 1);
+  await client.close({ shutdown: true });
+  assert.equal(await pending, undefined);
+  assert.equal(client.state, "closed");
+  assert.deepEqual(daemon.log.slice(-2).map((m) => m.method), ["shutdown", "exit"]);
+  const connects = daemon.connects;
+  await tick(40);
+  assert.equal(daemon.connects, connects);
+  assert.equal(await client.donate("y"), undefined);
+});
+
+test("TipsClient requires a transport factory", () => {
+  assert.throws(() => new TipsClient({}), TypeError);
+});
