@@ -1,0 +1,604 @@
+public import TipsJSON
+
+/// TipKit's eligibility engine: registered tips, their rules, events, parameters, groups, display frequency and
+/// testing overrides, evaluated incrementally.
+///
+/// Not thread-safe: an engine has one owner (the server's loop thread), which makes every call. It does no I/O and
+/// reads time only from its injected ``clock``. Every mutation returns a ``Mutation``: the ``Change``s to notify
+/// (a tip is reported only when its `(status, shouldDisplay)` differs from its last report; a newly registered tip
+/// is reported once; group current-tip changes are reported) and the ``StateWrite``s that persist it — applying
+/// every write in order to an empty store and loading it reproduces ``snapshot()``.
+///
+/// Incremental evaluation: an index from event id and parameter id to dependent tips means a donation or a
+/// parameter change re-evaluates only the tips that read it (and the groups holding them). Plain counts are O(1),
+/// `within` counts O(log n). Time-driven changes (a donation leaving a `within` window, a cooldown ending) are
+/// applied by ``advanceTime()``, at the instant ``nextChangeTime()`` announces; other mutations do not look for
+/// them.
+///
+/// Cooldown: a tip is *cooldown-sensitive* when it is not invalidated, its rules hold, it was never displayed and
+/// it does not ignore display frequency. Only those tips can change when the cooldown starts or ends, so the engine
+/// keeps them in a set and touches only them.
+public final class Engine {
+  /// Where "now" comes from.
+  public let clock: any EngineClock
+  public let configuration: EngineConfiguration
+
+  // Tips
+  var slots: [TipSlot?] = []
+  /// `slots` again, unretained, for the hot loops of `settle` (the slots array owns them).
+  @exclusivity(unchecked) var slotRefs: [Unmanaged<TipSlot>?] = []
+  var slotIndex: [String: Int] = [:]
+  /// Durable records of tips that are not registered (restored before registration, or unregistered).
+  var orphanRecords: [String: TipRecord] = [:]
+
+  // Events and parameters
+  var logs: [String: EventLog] = [:]
+  var logList: [EventLog] = []
+  var parameters: [String: ParameterSlot] = [:]
+  var windows: [WindowKey: WindowWatch] = [:]
+
+  // Groups
+  var groups: [String: GroupState] = [:]
+  var groupsByTip: [String: [String]] = [:]
+  var nextGroupPosition = 0
+
+  // Display frequency
+  var frequency: DisplayFrequency = .immediate
+  var cooldownStartedAt: Timestamp?
+  /// Whether the cooldown was gating when the sensitive tips were last brought up to date.
+  var cooldownGate = false
+  var sensitive: Set<Int> = []
+
+  // Testing overrides
+  var showAll = false { didSet { updateOverridesActive() } }
+  var hideAll = false { didSet { updateOverridesActive() } }
+  var showIDs: Set<String> = [] { didSet { updateOverridesActive() } }
+  var hideIDs: Set<String> = [] { didSet { updateOverridesActive() } }
+  /// Whether any override is set, cached: checked for every tip evaluated.
+  @exclusivity(unchecked) var hasOverrides = false
+  @exclusivity(unchecked) var epochCounter = 0
+
+  // Time bookkeeping
+  var lastNow: Timestamp = -.infinity
+  var timeWentBack = false
+  /// Changes found by `restore`, delivered with the next mutation.
+  var deferredChanges: [Change] = []
+
+  public init(clock: any EngineClock, configuration: EngineConfiguration = .init()) {
+    self.clock = clock
+    self.configuration = configuration
+  }
+
+  // MARK: - Durable state
+
+  /// Replaces the durable state with a snapshot loaded from the store (called at start, before registrations).
+  /// Changes it causes to already registered tips are delivered with the next mutation.
+  public func restore(_ snapshot: EngineSnapshot) {
+    let now = tick()
+    for log in logList {
+      log.removeAll()
+      log.limit = nil
+    }
+    for (id, limit) in snapshot.donationLimits { eventLog(id).limit = max(1, limit) }
+    for (id, donations) in snapshot.donations {
+      let log = eventLog(id)
+      log.replace(with: donations, limit: limit(of: log))
+    }
+    for parameter in parameters.values { parameter.stored = nil }
+    for (id, value) in snapshot.parameters {
+      let parameter = parameterSlot(id)
+      if parameter.isPersisted { parameter.stored = value }
+    }
+    orphanRecords = [:]
+    for (id, record) in snapshot.tipRecords where !record.isEmpty {
+      if let slot = slot(id) { slot.record = record } else { orphanRecords[id] = record }
+    }
+    for case let slot? in slots where snapshot.tipRecords[slot.id] == nil { slot.record = TipRecord() }
+    cooldownStartedAt = snapshot.cooldownStartedAt
+    frequency = snapshot.displayFrequency
+    deferredChanges += settleEverything(now: now)
+  }
+
+  /// The current durable state, as the store would load it.
+  public func snapshot() -> EngineSnapshot {
+    var snapshot = EngineSnapshot(cooldownStartedAt: cooldownStartedAt, displayFrequency: frequency)
+    for log in logList {
+      if log.count > 0 { snapshot.donations[log.id] = log.donations }
+      if let limit = log.limit { snapshot.donationLimits[log.id] = limit }
+    }
+    for parameter in parameters.values where parameter.isPersisted {
+      if let value = parameter.stored { snapshot.parameters[parameter.id] = value }
+    }
+    snapshot.tipRecords = orphanRecords
+    for case let slot? in slots where !slot.record.isEmpty { snapshot.tipRecords[slot.id] = slot.record }
+    return snapshot
+  }
+
+  // MARK: - Tips
+
+  /// Registers tips; a registered id has its definition replaced and keeps its state. A new tip is always
+  /// reported once.
+  public func register(_ tips: [TipDefinition]) -> Mutation {
+    let now = tick()
+    var touched: [Int] = []
+    for definition in tips {
+      let slot: TipSlot
+      if let existing = self.slot(definition.id) {
+        slot = existing
+        detach(slot)
+        slot.definition = definition
+      } else {
+        let record = orphanRecords.removeValue(forKey: definition.id) ?? TipRecord()
+        slot = TipSlot(index: slots.count, definition: definition, record: record)
+        slots.append(slot)
+        slotRefs.append(.passUnretained(slot))
+        slotIndex[definition.id] = slot.index
+        slot.groups = groupsByTip[definition.id] ?? []
+      }
+      attach(slot, now: now)
+      touched.append(slot.index)
+    }
+    return finish(settle(rules: touched, now: now))
+  }
+
+  /// Unregisters tips (unknown ids are ignored). A tip whose last report said `shouldDisplay: true` is reported
+  /// once more with `shouldDisplay: false`. Records stay in the store.
+  public func unregister(_ ids: [String]) -> Mutation {
+    let now = tick()
+    var changes: [Change] = []
+    var affectedGroups: [String] = []
+    for id in ids {
+      guard let slot = slot(id) else { continue }
+      detach(slot)
+      if slot.reported?.shouldDisplay == true {
+        changes.append(.tip(TipState(id: id, status: slot.status, shouldDisplay: false)))
+      }
+      if !slot.record.isEmpty { orphanRecords[id] = slot.record }
+      if slot.sensitive { sensitive.remove(slot.index) }
+      slots[slot.index] = nil
+      slotRefs[slot.index] = nil
+      slotIndex[id] = nil
+      affectedGroups += slot.groups
+    }
+    changes += settle(groups: affectedGroups, now: now)
+    return finish(changes)
+  }
+
+  /// Registered tip ids in registration order.
+  public var registeredTipIDs: [String] { slots.compactMap { $0?.id } }
+
+  /// A registered tip's definition.
+  public func definition(of tipID: String) -> TipDefinition? { slot(tipID)?.definition }
+
+  /// A tip's durable record (empty when it has none), registered or not.
+  public func record(of tipID: String) -> TipRecord {
+    slot(tipID)?.record ?? orphanRecords[tipID] ?? TipRecord()
+  }
+
+  /// A registered tip's current state.
+  public func state(of tipID: String) -> TipState? { slot(tipID)?.state }
+
+  /// States of the given tips (unknown ids skipped), or of every registered tip in registration order.
+  public func states(_ ids: [String]? = nil) -> [TipState] {
+    guard let ids else { return slots.compactMap { $0?.state } }
+    return ids.compactMap { slot($0)?.state }
+  }
+
+  /// Invalidates a tip. An already invalidated tip keeps its first reason and nothing changes.
+  public func invalidate(_ tipID: String, reason: InvalidationReason) throws(EngineError) -> Mutation {
+    guard let slot = slot(tipID) else { throw .unknownTip(tipID) }
+    let now = tick()
+    guard slot.record.invalidationReason == nil else { return finish([]) }
+    slot.record.invalidationReason = reason
+    slot.record.invalidatedAt = now
+    return finish(settle(state: [slot.index], now: now), writes: [.tipRecord(id: tipID, slot.record)])
+  }
+
+  /// iOS 26's `resetEligibility()`: clears the tip's invalidation and its display history (count, duration,
+  /// first/last display), so its budgets start afresh. Donations are untouched.
+  public func resetEligibility(_ tipID: String) throws(EngineError) -> Mutation {
+    guard let slot = slot(tipID) else { throw .unknownTip(tipID) }
+    let now = tick()
+    guard !slot.record.isEmpty else { return finish([]) }
+    slot.record = TipRecord()
+    return finish(settle(state: [slot.index], now: now), writes: [.tipRecord(id: tipID, slot.record)])
+  }
+
+  /// Records an impression reported by a frontend that draws its own UI: increments the display count, adds the
+  /// duration, stamps first/last display and restarts the cooldown (unless the tip ignores display frequency).
+  /// Then, if the tip is not already invalidated, checks its budgets: count first, then duration.
+  public func recordDisplay(_ tipID: String, duration: Double = 0) throws(EngineError) -> Mutation {
+    guard let slot = slot(tipID) else { throw .unknownTip(tipID) }
+    guard duration.isFinite, duration >= 0 else {
+      throw .invalidArgument("display duration must be a non-negative number of seconds")
+    }
+    let now = tick()
+    var record = slot.record
+    record.displayCount += 1
+    record.displayedDuration += duration
+    if record.firstDisplayedAt == nil { record.firstDisplayedAt = now }
+    record.lastDisplayedAt = now
+    if record.invalidationReason == nil {
+      let options = slot.definition.options
+      if let maxCount = options.maxDisplayCount, record.displayCount >= maxCount {
+        record.invalidationReason = .displayCountExceeded
+        record.invalidatedAt = now
+      } else if let maxDuration = options.maxDisplayDuration, record.displayedDuration >= maxDuration {
+        record.invalidationReason = .displayDurationExceeded
+        record.invalidatedAt = now
+      }
+    }
+    slot.record = record
+    var writes: [StateWrite] = [.tipRecord(id: tipID, record)]
+    var state = [slot.index]
+    if !slot.ignoresFrequency {
+      let before = cooldownActive(now)
+      cooldownStartedAt = now
+      writes.append(.cooldown(now))
+      state += cooldownGateChanged(before: before, now: now)
+    }
+    return finish(settle(state: state, now: now), writes: writes)
+  }
+
+  // MARK: - Groups
+
+  /// Registers a group, replacing one with the same id (its position is kept). Its tips may be registered later.
+  /// A new group's current tip is always reported once.
+  public func registerGroup(_ group: TipGroupDefinition) -> Mutation {
+    let now = tick()
+    var isNew = false
+    var affected: [Int] = []
+    if let existing = groups[group.id] {
+      for tipID in existing.definition.tipIDs { removeMembership(tipID, group: group.id, affected: &affected) }
+      existing.definition = group
+    } else {
+      groups[group.id] = GroupState(definition: group, position: nextGroupPosition)
+      nextGroupPosition += 1
+      isNew = true
+    }
+    for tipID in group.tipIDs where !(groupsByTip[tipID] ?? []).contains(group.id) {
+      groupsByTip[tipID, default: []].append(group.id)
+      if let slot = slot(tipID) {
+        slot.groups.append(group.id)
+        affected.append(slot.index)
+      }
+    }
+    var changes = settle(state: affected, groups: [group.id], now: now)
+    if isNew, let state = groups[group.id] {
+      let report = Change.groupCurrentTip(groupID: group.id, tipID: state.current)
+      if !changes.contains(report) { changes.append(report) }
+    }
+    return finish(changes)
+  }
+
+  /// Unregisters a group; its tips are no longer constrained by it.
+  public func unregisterGroup(_ id: String) throws(EngineError) -> Mutation {
+    guard let group = groups[id] else { throw .unknownGroup(id) }
+    let now = tick()
+    groups[id] = nil
+    var affected: [Int] = []
+    for tipID in group.definition.tipIDs { removeMembership(tipID, group: id, affected: &affected) }
+    return finish(settle(state: affected, now: now))
+  }
+
+  /// A registered group's definition.
+  public func group(_ id: String) -> TipGroupDefinition? { groups[id]?.definition }
+
+  /// Registered group ids in registration order.
+  public var groupIDs: [String] { groups.values.sorted { $0.position < $1.position }.map(\.definition.id) }
+
+  /// The group's current tip (nil when none).
+  public func currentTip(ofGroup id: String) throws(EngineError) -> String? {
+    guard let group = groups[id] else { throw .unknownGroup(id) }
+    return group.current
+  }
+
+  // MARK: - Parameters
+
+  /// Declares parameters (Bool, Int, Double or String defaults). A transient parameter goes back to its default
+  /// (and its stored value is deleted); a stored value of another type than the new default's is dropped.
+  public func defineParameters(_ definitions: [ParameterDefinition]) throws(EngineError) -> Mutation {
+    for definition in definitions {
+      guard !definition.id.isEmpty else { throw .invalidArgument("parameter id must be a non-empty string") }
+      guard JSONDecoding.isScalar(definition.defaultValue) else {
+        throw .invalidArgument(
+          "parameter \"\(definition.id)\": default must be a boolean, number or string, got "
+            + parameterTypeName(definition.defaultValue))
+      }
+    }
+    let now = tick()
+    var writes: [StateWrite] = []
+    var dirty: [Int] = []
+    for definition in definitions {
+      let parameter = parameterSlot(definition.id)
+      let old = parameter.value
+      parameter.definition = definition
+      if definition.transient {
+        parameter.stored = nil
+        writes.append(.deleteParameter(id: definition.id))
+      } else if let stored = parameter.stored {
+        if let converted = Self.coerce(stored, to: definition.defaultValue) {
+          parameter.stored = converted
+        } else {
+          parameter.stored = nil
+          writes.append(.deleteParameter(id: definition.id))
+        }
+      }
+      if parameter.value != old { dirty += parameter.dependents }
+    }
+    return finish(settle(rules: dirty, now: now), writes: writes)
+  }
+
+  /// Sets a defined parameter. The value's type must be the default's (an Int is accepted, as a Double, where a
+  /// Double is declared). Transient parameters are not persisted.
+  public func setParameter(_ id: String, _ value: JSONValue) throws(EngineError) -> Mutation {
+    guard let parameter = parameters[id], let definition = parameter.definition else { throw .unknownParameter(id) }
+    guard let converted = Self.coerce(value, to: definition.defaultValue) else {
+      throw .parameterTypeMismatch(
+        id: id, expected: parameterTypeName(definition.defaultValue), got: parameterTypeName(value))
+    }
+    let now = tick()
+    let old = parameter.value
+    if parameter.stored == converted { return finish([]) }
+    parameter.stored = converted
+    let writes: [StateWrite] = parameter.isPersisted ? [.parameter(id: id, value: converted)] : []
+    let dirty = parameter.value != old ? parameter.dependents : []
+    return finish(settle(rules: dirty, now: now), writes: writes)
+  }
+
+  /// A parameter's current value; `.null` when it is not defined.
+  public func parameterValue(_ id: String) -> JSONValue { parameters[id]?.value ?? .null }
+
+  /// The value converted to the type of `model` (Int → Double allowed), or nil when the types differ.
+  static func coerce(_ value: JSONValue, to model: JSONValue) -> JSONValue? {
+    switch (value, model) {
+    case (.bool, .bool), (.int, .int), (.double, .double), (.string, .string): value
+    case (.int(let i), .double): .double(Double(i))
+    default: nil
+    }
+  }
+
+  // MARK: - Display frequency
+
+  /// Sets the global display frequency (a cooldown after any display, gating tips never displayed).
+  public func configure(displayFrequency: DisplayFrequency) -> Mutation {
+    let now = tick()
+    guard displayFrequency != frequency else { return finish([]) }
+    let before = cooldownActive(now)
+    frequency = displayFrequency
+    let state = cooldownGateChanged(before: before, now: now)
+    return finish(settle(state: state, now: now), writes: [.displayFrequency(displayFrequency)])
+  }
+
+  /// The global display frequency.
+  public var displayFrequency: DisplayFrequency { frequency }
+
+  // MARK: - Events
+
+  /// Caps the donations kept for an event (newest kept; at least 1).
+  public func setDonationLimit(_ eventID: String, _ limit: Int) throws(EngineError) -> Mutation {
+    guard !eventID.isEmpty else { throw .invalidArgument("event id must be a non-empty string") }
+    guard limit >= 1 else { throw .invalidArgument("donation limit must be at least 1, got \(limit)") }
+    let now = tick()
+    let log = eventLog(eventID)
+    guard log.limit != limit else { return finish([]) }
+    log.limit = limit
+    let dirty = log.trim(to: limit) ? log.dependents : []
+    return finish(settle(rules: dirty, now: now), writes: [.donationLimit(eventID: eventID, limit: limit)])
+  }
+
+  /// Donates an event now. Returns the number of stored donations of the event after this one.
+  public func donate(_ eventID: String, info: JSONObject? = nil) -> (count: Int, mutation: Mutation) {
+    let now = tick()
+    let log = eventLog(eventID)
+    let limit = limit(of: log)
+    let donation = Donation(at: now, info: info)
+    log.append(donation, limit: limit)
+    let mutation = finish(
+      settle(rules: log.dependents, now: now), writes: [.donation(eventID: eventID, donation, keepNewest: limit)])
+    return (log.count, mutation)
+  }
+
+  /// Stored donations of an event.
+  public func donationCount(_ eventID: String) -> Int { logs[eventID]?.count ?? 0 }
+
+  /// The stored donations of an event, oldest first.
+  public func donations(_ eventID: String) -> [Donation] { logs[eventID]?.donations ?? [] }
+
+  // MARK: - Testing overrides
+
+  /// Applies a testing override: `show(ids)`/`hide(ids)` add to their sets, `showAll`/`hideAll` set a flag,
+  /// `clear` clears all four. Precedence: show these > hide these > show all > hide all. Not durable.
+  public func setTestingOverride(_ override: TestingOverride) -> Mutation {
+    let now = tick()
+    var state: [Int] = []
+    var everything = false
+    switch override {
+    case .showAll:
+      everything = !showAll
+      showAll = true
+    case .hideAll:
+      everything = !hideAll
+      hideAll = true
+    case .show(let ids):
+      for id in ids where showIDs.insert(id).inserted { if let slot = slot(id) { state.append(slot.index) } }
+    case .hide(let ids):
+      for id in ids where hideIDs.insert(id).inserted { if let slot = slot(id) { state.append(slot.index) } }
+    case .clear:
+      everything = showAll || hideAll
+      if !everything { state = showIDs.union(hideIDs).compactMap { slot($0)?.index } }
+      showAll = false
+      hideAll = false
+      showIDs = []
+      hideIDs = []
+    }
+    if everything { state = slots.compactMap { $0?.index } }
+    return finish(settle(state: state, now: now))
+  }
+
+  // MARK: - Reset
+
+  /// Datastore reset: clears donations, parameter values (back to their defaults), tip records and the cooldown.
+  /// Definitions, display frequency, donation limits and testing overrides stay; they are written again after the
+  /// `.reset` write.
+  public func reset() -> Mutation {
+    let now = tick()
+    for log in logList { log.removeAll() }
+    for parameter in parameters.values { parameter.stored = nil }
+    for case let slot? in slots { slot.record = TipRecord() }
+    orphanRecords = [:]
+    cooldownStartedAt = nil
+    var writes: [StateWrite] = [.reset, .displayFrequency(frequency)]
+    for log in logList.sorted(by: { $0.id < $1.id }) {
+      if let limit = log.limit { writes.append(.donationLimit(eventID: log.id, limit: limit)) }
+    }
+    return finish(settleEverything(now: now), writes: writes)
+  }
+
+  // MARK: - Time
+
+  /// Applies what time changed since the last look, at `clock.now()`: donations that left a `within` window, a
+  /// cooldown that ended. If the clock went backwards since, every tip is re-evaluated.
+  public func advanceTime() -> Mutation {
+    let now = clock.now()
+    if timeWentBack || now < lastNow {
+      timeWentBack = false
+      lastNow = now
+      return finish(settleEverything(now: now))
+    }
+    lastNow = now
+    var rules: [Int] = []
+    for (key, watch) in windows {
+      let start = logList[key.event].windowStartSeq(within: key.within, now: now)
+      if start != watch.startSeq {
+        watch.startSeq = start
+        rules += watch.dependents
+      }
+    }
+    var state: [Int] = []
+    let gate = cooldownActive(now)
+    if gate != cooldownGate {
+      cooldownGate = gate
+      state = Array(sensitive)
+    }
+    return finish(settle(rules: rules, state: state, now: now))
+  }
+
+  /// The earliest instant after now at which a tip's state or a group's current tip can change with no other
+  /// input: the oldest in-window donation of a watched `within` window leaving it, or the cooldown ending while it
+  /// holds back a tip. Conservative: at that instant nothing may change. Nil if nothing is pending.
+  /// Costs O(distinct (event, window) pairs × log donations), independent of the number of tips.
+  public func nextChangeTime() -> Timestamp? {
+    let now = clock.now()
+    var next: Timestamp?
+    for (key, watch) in windows where !watch.dependents.isEmpty {
+      if let exit = logList[key.event].nextExit(within: key.within, now: now) { next = min(next ?? exit, exit) }
+    }
+    if !sensitive.isEmpty, let end = cooldownEnd(now) { next = min(next ?? end, end) }
+    return next
+  }
+
+  // MARK: - Internals: lookups
+
+  func slot(_ id: String) -> TipSlot? {
+    guard let index = slotIndex[id] else { return nil }
+    return slots[index]
+  }
+
+  func eventLog(_ id: String) -> EventLog {
+    if let log = logs[id] { return log }
+    let log = EventLog(id: id, number: logList.count)
+    logs[id] = log
+    logList.append(log)
+    return log
+  }
+
+  func parameterSlot(_ id: String) -> ParameterSlot {
+    if let parameter = parameters[id] { return parameter }
+    let parameter = ParameterSlot(id: id)
+    parameters[id] = parameter
+    return parameter
+  }
+
+  func limit(of log: EventLog) -> Int { log.limit ?? configuration.defaultDonationLimit }
+
+  /// Reads the clock for a mutation and notes a clock that went backwards.
+  func tick() -> Timestamp {
+    let now = clock.now()
+    if now < lastNow { timeWentBack = true }
+    lastNow = max(lastNow, now)
+    return now
+  }
+
+  /// Prepends changes deferred by `restore`.
+  func finish(_ changes: [Change], writes: [StateWrite] = []) -> Mutation {
+    if deferredChanges.isEmpty { return Mutation(changes: changes, writes: writes) }
+    let all = deferredChanges + changes
+    deferredChanges = []
+    return Mutation(changes: all, writes: writes)
+  }
+
+  // MARK: - Internals: cooldown
+
+  func cooldownEnd(_ now: Timestamp) -> Timestamp? {
+    guard frequency.period > 0, let start = cooldownStartedAt else { return nil }
+    let end = start + frequency.period
+    return end > now ? end : nil
+  }
+
+  func cooldownActive(_ now: Timestamp) -> Bool { cooldownEnd(now) != nil }
+
+  /// After the cooldown start or period changed: the sensitive tips to re-evaluate (see the type's notes).
+  func cooldownGateChanged(before: Bool, now: Timestamp) -> [Int] {
+    let after = cooldownActive(now)
+    defer { cooldownGate = after }
+    return after != before || after != cooldownGate ? Array(sensitive) : []
+  }
+
+  // MARK: - Internals: groups
+
+  func removeMembership(_ tipID: String, group: String, affected: inout [Int]) {
+    guard var list = groupsByTip[tipID], let position = list.firstIndex(of: group) else { return }
+    list.remove(at: position)
+    groupsByTip[tipID] = list.isEmpty ? nil : list
+    if let slot = slot(tipID) {
+      slot.groups.removeAll { $0 == group }
+      affected.append(slot.index)
+    }
+  }
+
+  func computeCurrent(_ group: GroupState) -> String? {
+    switch group.definition.priority {
+    case .ordered:
+      for id in group.definition.tipIDs {
+        guard let slot = slot(id), !slot.status.isInvalidated else { continue }
+        return slot.eligible ? id : nil
+      }
+      return nil
+    case .firstAvailable:
+      for id in group.definition.tipIDs {
+        if let slot = slot(id), slot.eligible { return id }
+      }
+      return nil
+    }
+  }
+
+  // MARK: - Internals: overrides
+
+  func updateOverridesActive() {
+    hasOverrides = showAll || hideAll || !showIDs.isEmpty || !hideIDs.isEmpty
+  }
+
+  func overrideEffect(_ slot: TipSlot) -> OverrideEffect {
+    hasOverrides ? overrideEffect(slot.id) : .none
+  }
+
+  func overrideEffect(_ id: String) -> OverrideEffect {
+    if !hasOverrides { return .none }
+    if showIDs.contains(id) { return .show }
+    if hideIDs.contains(id) { return .hide }
+    if showAll { return .showAll }
+    if hideAll { return .hideAll }
+    return .none
+  }
+}

@@ -1,0 +1,37 @@
+/// Everything the engine refuses, with a message a client can show as is.
+public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// No tip with this id is registered.
+  case unknownTip(String)
+  /// No group with this id is registered.
+  case unknownGroup(String)
+  /// No parameter with this id is defined.
+  case unknownParameter(String)
+  /// A parameter was set to a value of another type than its default's.
+  case parameterTypeMismatch(id: String, expected: String, got: String)
+  /// A definition (tip, rule, parameter, group) is malformed; `path` names the offending JSON location.
+  case invalidDefinition(path: String, message: String)
+  /// An argument is out of range (a negative duration, a donation limit below 1, …).
+  case invalidArgument(String)
+
+  public var description: String {
+    switch self {
+    case .unknownTip(let id): "unknown tip \"\(id)\""
+    case .unknownGroup(let id): "unknown group \"\(id)\""
+    case .unknownParameter(let id): "unknown parameter \"\(id)\""
+    case .parameterTypeMismatch(let id, let expected, let got):
+      "parameter \"\(id)\" is declared \(expected), got \(got)"
+    case .invalidDefinition(let path, let message): "\(path): \(message)"
+    case .invalidArgument(let message): message
+    }
+  }
+}
+
+/// Engine-wide settings that are not durable state.
+public struct EngineConfiguration: Sendable {
+  /// How many donations of an event are kept (newest first) when no per-event limit is set. TipKit keeps 1000.
+  public var defaultDonationLimit: Int
+
+  public init(defaultDonationLimit: Int = 1000) {
+    self.defaultDonationLimit = max(1, defaultDonationLimit)
+  }
+}

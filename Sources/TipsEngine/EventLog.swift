@@ -1,0 +1,196 @@
+import TipsJSON
+
+/// The donations of one event, oldest first, plus the indexes the engine keeps about it.
+///
+/// Donations live in a contiguous buffer with a moving head, so trimming the oldest is amortised O(1).
+/// Every donation gets a sequence number that only grows (`firstSeq` is the number of the oldest kept one), which
+/// lets the engine tell cheaply whether a `within` window's first donation moved since the last look.
+/// Fields are `@exclusivity(unchecked)` for the same reason as ``TipSlot``'s.
+final class EventLog {
+  let id: String
+  /// Position in the engine's list of logs (the key of ``WindowKey/event``).
+  let number: Int
+  @exclusivity(unchecked) private(set) var buffer: ContiguousArray<Donation> = []
+  @exclusivity(unchecked) private(set) var head = 0
+  /// Sequence number of `buffer[head]`.
+  @exclusivity(unchecked) private(set) var firstSeq = 0
+  /// The explicit per-event cap, if one was set.
+  @exclusivity(unchecked) var limit: Int?
+  /// Registered tips (slot numbers, ascending) whose rules read this event.
+  @exclusivity(unchecked) var dependents: [Int] = []
+  /// Cached counts of filtered rules (`where`, `largestGroupBy`, …) valid at `memoNow` for the current contents.
+  @exclusivity(unchecked) private var memo: [FilterKey: Int] = [:]
+  @exclusivity(unchecked) private var memoNow: Timestamp = -.infinity
+
+  init(id: String, number: Int) {
+    self.id = id
+    self.number = number
+  }
+
+  /// Number of stored donations.
+  var count: Int { buffer.count - head }
+
+  /// Sequence number one past the newest donation.
+  var endSeq: Int { firstSeq + count }
+
+  /// The stored donations, oldest first.
+  var donations: [Donation] { Array(buffer[head...]) }
+
+  /// The `i`-th stored donation, oldest first.
+  subscript(i: Int) -> Donation { buffer[head + i] }
+
+  /// Appends a donation and trims to `limit` (keeping the newest).
+  func append(_ donation: Donation, limit: Int) {
+    buffer.append(donation)
+    if !memo.isEmpty { memo.removeAll(keepingCapacity: true) }
+    trim(to: limit)
+  }
+
+  /// Keeps only the newest `limit` donations; returns whether any were dropped.
+  @discardableResult
+  func trim(to limit: Int) -> Bool {
+    let excess = count - limit
+    guard excess > 0 else { return false }
+    head += excess
+    firstSeq += excess
+    if !memo.isEmpty { memo.removeAll(keepingCapacity: true) }
+    if head >= 64 && head * 2 >= buffer.count {
+      buffer.removeFirst(head)
+      head = 0
+    }
+    return true
+  }
+
+  /// Drops every donation (sequence numbers keep growing).
+  func removeAll() {
+    firstSeq += count
+    buffer.removeAll()
+    head = 0
+    memo.removeAll()
+  }
+
+  /// Replaces the contents (oldest first), trimmed to `limit`.
+  func replace(with donations: [Donation], limit: Int) {
+    removeAll()
+    buffer.append(contentsOf: donations)
+    trim(to: limit)
+  }
+
+  /// Index (0-based from the oldest) of the first donation inside a window of `within` seconds at `now`, i.e. the
+  /// first with `at + within > now`. Donations are assumed to be stored in non-decreasing time order.
+  func windowStart(within: Double, now: Timestamp) -> Int {
+    var low = head
+    var high = buffer.count
+    buffer.withUnsafeBufferPointer { items in
+      while low < high {
+        let mid = (low + high) / 2
+        if items[mid].at + within > now { high = mid } else { low = mid + 1 }
+      }
+    }
+    return low - head
+  }
+
+  /// Sequence number of the first donation inside the window (`endSeq` when none is).
+  func windowStartSeq(within: Double, now: Timestamp) -> Int {
+    firstSeq + windowStart(within: within, now: now)
+  }
+
+  /// The instant the oldest in-window donation leaves the window, if any donation is inside it.
+  func nextExit(within: Double, now: Timestamp) -> Timestamp? {
+    let start = windowStart(within: within, now: now)
+    guard start < count else { return nil }
+    return self[start].at + within
+  }
+
+  /// The count an event rule measures: donations inside the window (if any) matching `where` (if any), or the
+  /// largest group by `largestGroupBy` (if set). Plain counts are O(1), windows O(log n); filtered counts scan once
+  /// per contents and instant (memoised, so many tips sharing a filter pay once).
+  func measure(_ key: FilterKey, now: Timestamp) -> Int {
+    if key.matching == nil && key.groupBy == nil {
+      guard let within = key.within else { return count }
+      return count - windowStart(within: within, now: now)
+    }
+    if memoNow != now {
+      memo.removeAll(keepingCapacity: true)
+      memoNow = now
+    }
+    if let cached = memo[key] { return cached }
+    let start = key.within.map { windowStart(within: $0, now: now) } ?? 0
+    var result = 0
+    if let groupBy = key.groupBy {
+      var groups: [JSONValue: Int] = [:]
+      for i in start..<count {
+        guard let info = self[i].info, let value = info[groupBy] else { continue }
+        if let matching = key.matching, !Self.matches(info, matching) { continue }
+        groups[value, default: 0] += 1
+      }
+      result = groups.values.max() ?? 0
+    } else if let matching = key.matching {
+      for i in start..<count where Self.matches(self[i].info, matching) { result += 1 }
+    }
+    memo[key] = result
+    return result
+  }
+
+  /// Whether associated values contain every pair of `matching` (JSON equality; numbers compare by value).
+  static func matches(_ info: JSONObject?, _ matching: JSONObject) -> Bool {
+    for (key, value) in matching {
+      guard let info, let actual = info[key], actual == value else { return false }
+    }
+    return true
+  }
+}
+
+/// What an event rule counts, minus the comparison: the memo key of ``EventLog/measure(_:now:)``.
+struct FilterKey: Hashable {
+  var within: Double?
+  var matching: JSONObject?
+  var groupBy: String?
+}
+
+/// A `(event, window)` pair some tip reads; the engine watches when its first in-window donation moves.
+struct WindowKey: Hashable {
+  var event: Int
+  var within: Double
+}
+
+/// The tips reading a window, and the window's first donation when they were last brought up to date.
+final class WindowWatch {
+  var dependents: [Int] = []
+  var startSeq: Int
+
+  init(startSeq: Int) {
+    self.startSeq = startSeq
+  }
+}
+
+// MARK: - Sorted slot lists
+
+extension Array where Element == Int {
+  /// Inserts into an ascending array, keeping it sorted and unique (appending is the fast path).
+  mutating func insertSorted(_ value: Int) {
+    if let last, last < value {
+      append(value)
+      return
+    }
+    let index = lowerBound(value)
+    if index < count && self[index] == value { return }
+    insert(value, at: index)
+  }
+
+  /// Removes a value from an ascending array, if present.
+  mutating func removeSorted(_ value: Int) {
+    let index = lowerBound(value)
+    if index < count && self[index] == value { remove(at: index) }
+  }
+
+  private func lowerBound(_ value: Int) -> Int {
+    var low = 0
+    var high = count
+    while low < high {
+      let mid = (low + high) / 2
+      if self[mid] < value { low = mid + 1 } else { high = mid }
+    }
+    return low
+  }
+}

@@ -1,0 +1,206 @@
+import TipsJSON
+
+extension Engine {
+  // MARK: - Dependencies
+
+  /// Compiles a slot's rules and adds it to the indexes of what they read.
+  func attach(_ slot: TipSlot, now: Timestamp) {
+    var dependencies = Dependencies()
+    var program = RuleProgram()
+    for rule in slot.definition.rules { compile(rule, into: &program, &dependencies) }
+    slot.rules = program
+    slot.dependencies = dependencies
+    for log in dependencies.events { log.dependents.insertSorted(slot.index) }
+    for parameter in dependencies.parameters { parameter.dependents.insertSorted(slot.index) }
+    for key in dependencies.windows {
+      let watch: WindowWatch
+      if let existing = windows[key] {
+        watch = existing
+      } else {
+        watch = WindowWatch(startSeq: logList[key.event].windowStartSeq(within: key.within, now: now))
+        windows[key] = watch
+      }
+      watch.dependents.insertSorted(slot.index)
+    }
+  }
+
+  /// Removes a slot from the indexes of what its rules read.
+  func detach(_ slot: TipSlot) {
+    let dependencies = slot.dependencies
+    for log in dependencies.events { log.dependents.removeSorted(slot.index) }
+    for parameter in dependencies.parameters { parameter.dependents.removeSorted(slot.index) }
+    for key in dependencies.windows {
+      guard let watch = windows[key] else { continue }
+      watch.dependents.removeSorted(slot.index)
+      if watch.dependents.isEmpty { windows[key] = nil }
+    }
+    slot.dependencies = Dependencies()
+    slot.rules = RuleProgram()
+  }
+
+  /// Appends a rule's subtree to a program.
+  func compile(_ rule: Rule, into program: inout RuleProgram, _ dependencies: inout Dependencies) {
+    switch rule {
+    case .event(let rule):
+      let log = eventLog(rule.eventID)
+      dependencies.add(log)
+      if let within = rule.within { dependencies.add(WindowKey(event: log.number, within: within)) }
+      var op = RuleProgram.Op(kind: .count, op: rule.countOperator, value: rule.countValue, log: .passUnretained(log))
+      if rule.matching != nil || rule.largestGroupBy != nil {
+        op.kind = .filtered
+        op.extra = program.filters.count
+        program.filters.append(FilterKey(within: rule.within, matching: rule.matching, groupBy: rule.largestGroupBy))
+      } else if let within = rule.within {
+        op.kind = .window
+        op.within = within
+      }
+      program.ops.append(op)
+    case .parameter(let rule):
+      let parameter = parameterSlot(rule.parameterID)
+      dependencies.add(parameter)
+      program.ops.append(
+        RuleProgram.Op(
+          kind: .parameter, op: rule.op, parameter: .passUnretained(parameter), extra: program.constants.count))
+      program.constants.append(rule.value)
+    case .allOf(let rules), .anyOf(let rules):
+      let start = program.ops.count
+      program.ops.append(RuleProgram.Op(kind: { if case .allOf = rule { .all } else { .any } }()))
+      for child in rules { compile(child, into: &program, &dependencies) }
+      program.ops[start].value = program.ops.count
+    case .not(let child):
+      let start = program.ops.count
+      program.ops.append(RuleProgram.Op(kind: .not))
+      compile(child, into: &program, &dependencies)
+      program.ops[start].value = program.ops.count
+    }
+  }
+
+  // MARK: - Settling
+
+  /// Re-evaluates every tip and group (reset, restore, a clock that went backwards).
+  func settleEverything(now: Timestamp) -> [Change] {
+    for (key, watch) in windows {
+      watch.startSeq = logList[key.event].windowStartSeq(within: key.within, now: now)
+    }
+    cooldownGate = cooldownActive(now)
+    let all = slots.compactMap { $0?.index }
+    return settle(rules: all, groups: Array(groups.keys), now: now)
+  }
+
+  /// Brings tips and groups up to date and returns what changed: tip changes in registration order, then group
+  /// current-tip changes in group registration order.
+  ///
+  /// - Parameters:
+  ///   - rules: slots whose rules must be re-evaluated (their inputs changed).
+  ///   - state: slots whose status must be recomputed (invalidation, overrides, cooldown, display count).
+  ///   - groups: groups to recompute even if none of their touched tips changed (membership changes).
+  func settle(rules: [Int] = [], state: [Int] = [], groups extraGroups: [String] = [], now: Timestamp) -> [Change] {
+    // Slots are handled unretained (`slotRefs`): `slots` owns them and nothing here removes one.
+    epochCounter &+= 1
+    let epoch = epochCounter
+    var touched: [Unmanaged<TipSlot>] = []
+    touched.reserveCapacity(rules.count + state.count)
+    for index in rules {
+      guard let ref = slotRefs[index] else { continue }
+      unowned(unsafe) let slot = ref.takeUnretainedValue()
+      guard slot.mark != epoch else { continue }
+      slot.mark = epoch
+      slot.rulesHold = slot.rules.holds(now: now)
+      touched.append(ref)
+    }
+    for index in state {
+      guard let ref = slotRefs[index] else { continue }
+      unowned(unsafe) let slot = ref.takeUnretainedValue()
+      guard slot.mark != epoch else { continue }
+      slot.mark = epoch
+      touched.append(ref)
+    }
+    var needsGroups = !extraGroups.isEmpty
+    let gate = cooldownActive(now)
+    for ref in touched {
+      unowned(unsafe) let slot = ref.takeUnretainedValue()
+      updateStatus(slot, cooldownGating: gate)
+      if slot.inGroups { needsGroups = true }
+    }
+
+    var groupChanges: [Change] = []
+    if needsGroups {
+      var groupIDs = Set(extraGroups)
+      for ref in touched { groupIDs.formUnion(ref.takeUnretainedValue().groups) }
+      let ordered = groupIDs.compactMap { self.groups[$0] }.sorted { $0.position < $1.position }
+      for group in ordered {
+        let current = computeCurrent(group)
+        guard current != group.current else { continue }
+        for id in [group.current, current] {
+          if let id, let slot = slot(id), slot.mark != epoch {
+            slot.mark = epoch
+            touched.append(.passUnretained(slot))
+          }
+        }
+        group.current = current
+        groupChanges.append(.groupCurrentTip(groupID: group.definition.id, tipID: current))
+      }
+    }
+
+    if touched.count > 1 && !Self.isSorted(touched) {
+      touched.sort { $0.takeUnretainedValue().index < $1.takeUnretainedValue().index }
+    }
+    var changes: [Change] = []
+    for ref in touched {
+      unowned(unsafe) let slot = ref.takeUnretainedValue()
+      let shouldDisplay = computeShouldDisplay(slot)
+      slot.shouldDisplay = shouldDisplay
+      if let reported = slot.reported, reported.shouldDisplay == shouldDisplay, reported.status == slot.status {
+        continue
+      }
+      slot.reported = (slot.status, shouldDisplay)
+      changes.append(.tip(slot.state))
+    }
+    return groupChanges.isEmpty ? changes : changes + groupChanges
+  }
+
+  static func isSorted(_ slots: [Unmanaged<TipSlot>]) -> Bool {
+    for i in 1..<slots.count where slots[i - 1].takeUnretainedValue().index > slots[i].takeUnretainedValue().index {
+      return false
+    }
+    return true
+  }
+
+  /// Status from the cached rule value, invalidation, the cooldown and overrides; also group eligibility and
+  /// cooldown sensitivity.
+  func updateStatus(_ slot: TipSlot, cooldownGating: Bool) {
+    let effect = overrideEffect(slot)
+    let record = slot.record
+    let fresh = record.displayCount == 0 && !slot.ignoresFrequency
+    if effect.shows {
+      slot.status = .available
+    } else if let reason = record.invalidationReason {
+      slot.status = .invalidated(reason)
+    } else if slot.rulesHold && !(fresh && cooldownGating) {
+      slot.status = .available
+    } else {
+      slot.status = .pending
+    }
+    if effect.hides {
+      slot.eligible = false
+    } else {
+      slot.eligible = slot.status == .available
+    }
+    let isSensitive = record.invalidationReason == nil && slot.rulesHold && fresh
+    if isSensitive != slot.sensitive {
+      slot.sensitive = isSensitive
+      if isSensitive { sensitive.insert(slot.index) } else { sensitive.remove(slot.index) }
+    }
+  }
+
+  /// Overrides first (shown: true, hidden: false); otherwise available and current in every group holding it.
+  func computeShouldDisplay(_ slot: TipSlot) -> Bool {
+    let effect = overrideEffect(slot)
+    if effect.shows { return true }
+    if effect.hides { return false }
+    guard slot.status == .available else { return false }
+    guard slot.inGroups else { return true }
+    for id in slot.groups where groups[id]?.current != slot.id { return false }
+    return true
+  }
+}

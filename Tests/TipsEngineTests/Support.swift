@@ -1,0 +1,203 @@
+import Testing
+import TipsEngine
+import TipsJSON
+
+/// A fixed start instant for every test clock.
+let t0: Timestamp = 1_700_000_000
+
+/// Parses JSON text (test inputs are always valid JSON).
+func json(_ text: String) -> JSONValue {
+  do { return try JSONParser.parse(text) } catch { fatalError("bad test JSON: \(error) in \(text)") }
+}
+
+/// Decodes a tip definition from JSON text.
+func tip(_ text: String) throws -> TipDefinition {
+  try TipDefinition(json: json(text), path: "tip")
+}
+
+/// Decodes a rule from JSON text.
+func rule(_ text: String) throws -> Rule {
+  try Rule(json: json(text), path: "rule")
+}
+
+/// The error message a decoding attempt produces, or nil when it succeeds.
+func decodingError(_ text: String, path: String = "tips[2]") -> String? {
+  do {
+    _ = try TipDefinition(json: json(text), path: path)
+    return nil
+  } catch {
+    return error.description
+  }
+}
+
+/// A model of the datastore: applies ``StateWrite``s exactly as documented and loads them back as a snapshot.
+struct FakeStore {
+  var snapshot = EngineSnapshot()
+
+  mutating func apply(_ write: StateWrite) {
+    switch write {
+    case .donation(let eventID, let donation, let keepNewest):
+      var list = snapshot.donations[eventID] ?? []
+      list.append(donation)
+      if list.count > keepNewest { list.removeFirst(list.count - keepNewest) }
+      snapshot.donations[eventID] = list
+    case .parameter(let id, let value):
+      snapshot.parameters[id] = value
+    case .deleteParameter(let id):
+      snapshot.parameters[id] = nil
+    case .tipRecord(let id, let record):
+      snapshot.tipRecords[id] = record.isEmpty ? nil : record
+    case .cooldown(let instant):
+      snapshot.cooldownStartedAt = instant
+    case .displayFrequency(let frequency):
+      snapshot.displayFrequency = frequency
+    case .donationLimit(let eventID, let limit):
+      snapshot.donationLimits[eventID] = limit
+      if var list = snapshot.donations[eventID], list.count > limit {
+        list.removeFirst(list.count - limit)
+        snapshot.donations[eventID] = list
+      }
+    case .reset:
+      snapshot = EngineSnapshot()
+    }
+  }
+
+  static func replaying(_ writes: [StateWrite]) -> EngineSnapshot {
+    var store = FakeStore()
+    for write in writes { store.apply(write) }
+    return store.snapshot
+  }
+}
+
+/// An engine on a virtual clock, with a subscriber that checks every mutation: no tip is reported twice in a row
+/// with the same state, the subscriber's view always matches the engine, and replaying every write into a fresh
+/// store reproduces `snapshot()`.
+final class Harness {
+  let clock: VirtualClock
+  let engine: Engine
+  /// Every write so far (the store's log).
+  var writes: [StateWrite] = []
+  /// What a subscriber believes: the last reported state per tip and current tip per group.
+  var view: [String: TipState] = [:]
+  var groupView: [String: String?] = [:]
+  /// The changes of the last mutation.
+  var last: [Change] = []
+  /// Every change so far.
+  var allChanges: [Change] = []
+  /// Check replay after every mutation (switched off by very large tests).
+  var checkReplay = true
+
+  init(now: Timestamp = t0, configuration: EngineConfiguration = .init(), snapshot: EngineSnapshot? = nil) {
+    clock = VirtualClock(now: now)
+    engine = Engine(clock: clock, configuration: configuration)
+    if let snapshot {
+      engine.restore(snapshot)
+      writes = Self.writes(reproducing: snapshot)
+    }
+  }
+
+  /// Writes that load back as `snapshot` (to seed the replay log of a restored engine).
+  static func writes(reproducing snapshot: EngineSnapshot) -> [StateWrite] {
+    var writes: [StateWrite] = [.displayFrequency(snapshot.displayFrequency)]
+    for (id, limit) in snapshot.donationLimits { writes.append(.donationLimit(eventID: id, limit: limit)) }
+    for (id, list) in snapshot.donations {
+      for donation in list { writes.append(.donation(eventID: id, donation, keepNewest: Int.max)) }
+    }
+    for (id, value) in snapshot.parameters { writes.append(.parameter(id: id, value: value)) }
+    for (id, record) in snapshot.tipRecords { writes.append(.tipRecord(id: id, record)) }
+    writes.append(.cooldown(snapshot.cooldownStartedAt))
+    return writes
+  }
+
+  /// Records a mutation and checks the invariants.
+  @discardableResult
+  func apply(_ mutation: Mutation, sourceLocation: SourceLocation = #_sourceLocation) -> [Change] {
+    last = mutation.changes
+    allChanges += mutation.changes
+    writes += mutation.writes
+    for change in mutation.changes {
+      switch change {
+      case .tip(let state):
+        #expect(view[state.id] != state, "duplicate report of \(state)", sourceLocation: sourceLocation)
+        view[state.id] = state
+      case .groupCurrentTip(let group, let tipID):
+        if let known = groupView[group] {
+          #expect(known != tipID, "duplicate group report \(group)", sourceLocation: sourceLocation)
+        }
+        groupView[group] = tipID
+      }
+    }
+    // An unregistered tip or group is forgotten: registering it again is a new registration, reported afresh.
+    for id in view.keys where engine.state(of: id) == nil { view[id] = nil }
+    for id in groupView.keys where engine.group(id) == nil { groupView[id] = nil }
+    for state in engine.states() {
+      #expect(view[state.id] == state, "subscriber view out of date for \(state.id)", sourceLocation: sourceLocation)
+    }
+    for group in engine.groupIDs {
+      let current = try? engine.currentTip(ofGroup: group)
+      #expect(groupView[group] == .some(current ?? nil), "group view of \(group)", sourceLocation: sourceLocation)
+    }
+    if checkReplay {
+      #expect(
+        FakeStore.replaying(writes) == engine.snapshot(), "writes do not replay to the snapshot",
+        sourceLocation: sourceLocation)
+    }
+    return mutation.changes
+  }
+
+  // MARK: Shorthands
+
+  @discardableResult
+  func register(_ texts: String..., sourceLocation: SourceLocation = #_sourceLocation) throws -> [Change] {
+    apply(engine.register(try texts.map(tip)), sourceLocation: sourceLocation)
+  }
+
+  @discardableResult
+  func donate(_ event: String, _ info: JSONObject? = nil, sourceLocation: SourceLocation = #_sourceLocation)
+    -> [Change]
+  {
+    apply(engine.donate(event, info: info).mutation, sourceLocation: sourceLocation)
+  }
+
+  @discardableResult
+  func donate(_ event: String, times: Int, sourceLocation: SourceLocation = #_sourceLocation) -> [Change] {
+    var changes: [Change] = []
+    for _ in 0..<times { changes += donate(event, sourceLocation: sourceLocation) }
+    return changes
+  }
+
+  @discardableResult
+  func advance(_ seconds: Double, sourceLocation: SourceLocation = #_sourceLocation) -> [Change] {
+    clock.advance(by: seconds)
+    return apply(engine.advanceTime(), sourceLocation: sourceLocation)
+  }
+
+  func state(_ id: String) -> TipState? { engine.state(of: id) }
+  func shows(_ id: String) -> Bool { engine.state(of: id)?.shouldDisplay ?? false }
+  func status(_ id: String) -> TipStatus? { engine.state(of: id)?.status }
+
+  /// The tip changes of the last mutation.
+  var lastTipChanges: [TipState] {
+    last.compactMap { if case .tip(let state) = $0 { state } else { nil } }
+  }
+
+  /// The group changes of the last mutation.
+  var lastGroupChanges: [String: String?] {
+    var result: [String: String?] = [:]
+    for case .groupCurrentTip(let group, let tipID) in last { result[group] = tipID }
+    return result
+  }
+}
+
+/// A deterministic random generator for property tests.
+struct SplitMix64: RandomNumberGenerator {
+  var state: UInt64
+
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
