@@ -1,0 +1,132 @@
+"""Multi-connection behaviour and limits over the Unix socket (things one transcript connection cannot show)."""
+import json
+import socket
+import time
+
+import pytest
+
+import harness
+
+INIT = {"protocolVersion": "1.0", "clientInfo": {"name": "limits"}}
+
+
+def init(conn):
+    r = conn.request("initialize", INIT)
+    assert "result" in r, r
+    return r["result"]
+
+
+def test_too_many_connections(daemon_factory):
+    d = daemon_factory("socket", "--max-connections", "1")
+    first = d.connect()
+    init(first)
+    second = d.connect()
+    m = second.receive()
+    assert m["id"] is None and m["error"]["code"] == -32010, m
+    with pytest.raises(EOFError):
+        second.receive()
+    assert first.request("clock/now")["result"]["virtual"] is True
+
+
+@pytest.mark.parametrize("framing", ["newline", "content-length"])
+def test_every_client_sees_every_change(daemon_factory, framing):
+    d = daemon_factory("socket")
+    a, b = d.connect(framing), d.connect("newline")
+    init(a), init(b)
+    a.request("tips/register", {"tips": [harness.FILTER_TIP]})
+    sub = b.request("tips/observe", {"ids": ["filter.tip"]})["result"]["subscription"]
+    act = b.request("actions/subscribe")["result"]["subscription"]
+    for _ in range(3):
+        a.request("events/donate", {"id": "search.opened"})
+    n = b.receive()
+    assert n["method"] == "tips/shouldDisplayChanged" and n["params"]["subscription"] == sub and n["params"]["seq"] == 1
+    assert n["params"]["shouldDisplay"] is True
+    a.request("tips/performAction", {"id": "filter.tip", "actionId": "learn-more"})
+    got = sorted((b.receive(), b.receive()), key=lambda m: m["method"])
+    assert got[0]["method"] == "tips/actionPerformed" and got[0]["params"]["subscription"] == act
+    assert got[0]["params"]["actions"] == [{"id": "learn-more", "title": "Learn more", "index": 0}]
+    assert got[1]["params"]["seq"] == 2 and got[1]["params"]["reason"] == "actionPerformed"
+    a.quiet()
+
+
+def test_subscriptions_are_per_connection_and_dropped_on_disconnect(daemon_factory):
+    d = daemon_factory("socket")
+    a, b = d.connect(), d.connect()
+    init(a), init(b)
+    a.request("tips/register", {"tips": [harness.FILTER_TIP]})
+    sub = a.request("tips/observe")["result"]["subscription"]
+    # another connection cannot remove it
+    assert b.request("tips/unobserve", {"subscription": sub})["result"] == {"removed": False}
+    a.close()
+    time.sleep(0.1)
+    for _ in range(3):
+        b.request("events/donate", {"id": "search.opened"})
+    assert b.request("tips/status", {"ids": ["filter.tip"]})["result"]["tips"][0]["shouldDisplay"] is True
+    b.quiet()
+
+
+def test_exit_over_socket_closes_only_that_connection(daemon_factory):
+    d = daemon_factory("socket")
+    a, b = d.connect(), d.connect("content-length")
+    init(a), init(b)
+    a.send({"jsonrpc": "2.0", "method": "exit"})
+    with pytest.raises(EOFError):
+        a.receive()
+    assert b.request("clock/now")["result"]["now"] == 1000000
+    assert d.proc.poll() is None
+
+
+def test_shutdown_is_per_connection(daemon_factory):
+    d = daemon_factory("socket")
+    a, b = d.connect(), d.connect()
+    init(a), init(b)
+    assert a.request("shutdown")["result"] is None
+    assert a.request("clock/now")["error"]["code"] == -32006
+    assert b.request("clock/now")["result"]["virtual"] is True
+
+
+@pytest.mark.parametrize("framing", ["newline", "content-length"])
+def test_oversized_message_gets_32600_and_close(daemon_factory, framing):
+    d = daemon_factory("socket", "--max-message-size", "1024")
+    c = d.connect(framing)
+    init(c)
+    c.send({"jsonrpc": "2.0", "id": 2, "method": "events/donate", "params": {"id": "x" * 2000}})
+    m = c.receive()
+    assert m["id"] is None and m["error"]["code"] == -32600, m
+    with pytest.raises(EOFError):
+        c.receive()
+
+
+def test_unrecognized_framing_is_refused(daemon_factory):
+    d = daemon_factory("socket")
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(d.socket_path)
+    s.sendall(b"hello\n")
+    s.settimeout(harness.TIMEOUT)
+    data = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    m = json.loads(data.decode().strip())
+    assert m["id"] is None and m["error"]["code"] == -32600, m
+
+
+def test_partial_message_times_out(daemon_factory):
+    d = daemon_factory("socket", "--partial-timeout", "1")
+    c = d.connect()
+    init(c)
+    c._write(b'{"jsonrpc":"2.0","id":2,')
+    m = c.receive(timeout=4)
+    assert m["id"] is None and m["error"]["code"] == -32600, m
+    with pytest.raises(EOFError):
+        c.receive()
+
+
+def test_stdin_closing_stops_the_daemon(daemon_factory):
+    d = daemon_factory("stdio")
+    c = d.connect()
+    init(c)
+    c.close()
+    assert d.wait() == 0
