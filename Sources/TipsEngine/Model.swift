@@ -27,10 +27,13 @@ public struct TipDefinition: Sendable, Hashable {
   /// All must hold (AND).
   public var rules: [Rule]
   public var options: TipOptions
+  /// Copy per locale (`"ja"`, `"zh-Hans"`, `"pt-BR"`), chosen per client by ``localized(for:)``. Presentation only:
+  /// status, rules and counts are shared by every locale.
+  public var localizations: [String: TipLocalization]
 
   public init(
     id: String, title: String, message: String? = nil, image: String? = nil, actions: [TipAction] = [],
-    rules: [Rule] = [], options: TipOptions = TipOptions()
+    rules: [Rule] = [], options: TipOptions = TipOptions(), localizations: [String: TipLocalization] = [:]
   ) {
     self.id = id
     self.title = title
@@ -39,6 +42,56 @@ public struct TipDefinition: Sendable, Hashable {
     self.actions = actions
     self.rules = rules
     self.options = options
+    self.localizations = localizations
+  }
+}
+
+/// A tip's copy in one locale; what it leaves out falls back to the tip's own copy.
+public struct TipLocalization: Sendable, Hashable {
+  public var title: String?
+  public var message: String?
+  /// Action titles by action id.
+  public var actionTitles: [String: String]
+
+  public init(title: String? = nil, message: String? = nil, actionTitles: [String: String] = [:]) {
+    self.title = title
+    self.message = message
+    self.actionTitles = actionTitles
+  }
+}
+
+extension TipDefinition {
+  /// The locale key of ``localizations`` that best matches a client's locale (BCP 47, `_` or `-`): an exact match
+  /// (case-insensitive), else the longest matching prefix (`zh-Hans-CN` → `zh-Hans` → `zh`); nil when none does.
+  public func localizationKey(for locale: String?) -> String? {
+    guard let locale, !localizations.isEmpty else { return nil }
+    var parts = locale.replacingUnderscores().lowercased().split(separator: "-").map(String.init)
+    while !parts.isEmpty {
+      let candidate = parts.joined(separator: "-")
+      if let key = localizations.keys.first(where: { $0.replacingUnderscores().lowercased() == candidate }) {
+        return key
+      }
+      parts.removeLast()
+    }
+    return nil
+  }
+
+  /// This tip with its copy in the best-matching locale (see ``localizationKey(for:)``), or unchanged.
+  public func localized(for locale: String?) -> TipDefinition {
+    guard let key = localizationKey(for: locale), let copy = localizations[key] else { return self }
+    var tip = self
+    if let title = copy.title { tip.title = title }
+    if let message = copy.message { tip.message = message }
+    tip.actions = actions.map { action in
+      TipAction(id: action.id, title: copy.actionTitles[action.id] ?? action.title)
+    }
+    return tip
+  }
+}
+
+extension String {
+  fileprivate func replacingUnderscores() -> String {
+    String(unicodeScalars.map { $0 == "_" ? "-" : Character($0) })
   }
 }
 

@@ -98,7 +98,7 @@ func parameterTypeName(_ value: JSONValue) -> String {
 // MARK: - Tips
 
 extension TipDefinition {
-  static let jsonKeys = ["id", "title", "message", "image", "actions", "rules", "options"]
+  static let jsonKeys = ["id", "title", "message", "image", "actions", "rules", "options", "localizations"]
 
   /// Decodes `{id, title, message?, image?, actions?: [{id, title}], rules?: [...], options?: {...}}`.
   /// Unknown keys, malformed rules and duplicate action ids are rejected with the offending path.
@@ -139,7 +139,22 @@ extension TipDefinition {
     if let value = D.optional(object, "options") {
       options = try TipOptions(json: value, path: D.join(path, "options"))
     }
-    self.init(id: id, title: title, message: message, image: image, actions: actions, rules: rules, options: options)
+
+    var localizations: [String: TipLocalization] = [:]
+    if let value = D.optional(object, "localizations") {
+      let localizationsPath = D.join(path, "localizations")
+      let actionIDs = Set(actions.map(\.id))
+      for (locale, copy) in try D.object(value, localizationsPath) {
+        let localePath = D.join(localizationsPath, locale)
+        guard !locale.isEmpty, locale.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) else {
+          throw D.fail(localePath, "a locale must be a BCP 47 tag such as \"ja\" or \"zh-Hans\"")
+        }
+        localizations[locale] = try TipLocalization(json: copy, path: localePath, actionIDs: actionIDs)
+      }
+    }
+    self.init(
+      id: id, title: title, message: message, image: image, actions: actions, rules: rules, options: options,
+      localizations: localizations)
   }
 
   /// The definition as JSON, in the shape ``init(json:path:)`` reads (`actions` and `rules` always present).
@@ -150,6 +165,49 @@ extension TipDefinition {
     object["actions"] = .array(actions.map(\.json))
     object["rules"] = .array(rules.map(\.json))
     object["options"] = options.json
+    if !localizations.isEmpty {
+      var copies = JSONObject()
+      for locale in localizations.keys.sorted() { copies[locale] = localizations[locale]!.json }
+      object["localizations"] = .object(copies)
+    }
+    return .object(object)
+  }
+}
+
+extension TipLocalization {
+  static let jsonKeys = ["title", "message", "actions"]
+
+  /// Decodes `{title?, message?, actions?: {actionId: title}}`; action ids must be the tip's own.
+  public init(json: JSONValue, path: String, actionIDs: Set<String>) throws(EngineError) {
+    typealias D = JSONDecoding
+    let object = try D.object(json, path)
+    try D.checkKeys(object, Self.jsonKeys, path)
+    var title: String?
+    if let value = D.optional(object, "title") { title = try D.string(value, D.join(path, "title")) }
+    var message: String?
+    if let value = D.optional(object, "message") { message = try D.string(value, D.join(path, "message")) }
+    var actionTitles: [String: String] = [:]
+    if let value = D.optional(object, "actions") {
+      let actionsPath = D.join(path, "actions")
+      for (actionID, actionTitle) in try D.object(value, actionsPath) {
+        guard actionIDs.contains(actionID) else {
+          throw D.fail(D.join(actionsPath, actionID), "no action \"\(actionID)\" in this tip's actions")
+        }
+        actionTitles[actionID] = try D.string(actionTitle, D.join(actionsPath, actionID))
+      }
+    }
+    self.init(title: title, message: message, actionTitles: actionTitles)
+  }
+
+  public var json: JSONValue {
+    var object = JSONObject()
+    if let title { object["title"] = .string(title) }
+    if let message { object["message"] = .string(message) }
+    if !actionTitles.isEmpty {
+      var actions = JSONObject()
+      for id in actionTitles.keys.sorted() { actions[id] = .string(actionTitles[id]!) }
+      object["actions"] = .object(actions)
+    }
     return .object(object)
   }
 }

@@ -27,7 +27,8 @@ public enum IncomingMessage: Sendable, Equatable {
   /// - an object without `method` but with `result` or `error` and an `id`
   ///   is a response (exactly one of the two; `error` well-formed);
   /// - `method` must be a string;
-  /// - `params`, when present, must be an array or an object;
+  /// - `params`, when present, must be an array or an object; `null` counts as absent (clients such as pygls
+  ///   send `"params": null` for a call without params);
   /// - without an `id` member it is a notification, otherwise a request.
   ///
   /// Every error after the id check keeps the recovered id.
@@ -76,10 +77,12 @@ public enum IncomingMessage: Sendable, Equatable {
       return
     }
 
-    let params = object["params"]
+    var params = object["params"]
     switch params {
     case nil, .array?, .object?:
       break
+    case .null?:
+      params = nil
     case let other?:
       self = .invalid(
         id: id, error: .invalidRequest("\"params\" must be an array or an object (got \(other.typeName))"))

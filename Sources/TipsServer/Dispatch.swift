@@ -108,7 +108,16 @@ extension Server {
     default:
       break
     }
+    servingLocale = session.locale
     let p = try Params(params, method: method, positional: Server.positionalParams[method] ?? [])
+    if method != Method.initialize, let allowed = OpenRPCDocument.paramNames[method] {
+      // A misspelt param would otherwise be silently ignored (`tips/status {"id": …}` answering for every tip).
+      // `initialize` stays open to members newer clients may send.
+      for key in p.object.keys where !allowed.contains(key) {
+        let expected = allowed.isEmpty ? "it takes no params" : "expected " + allowed.sorted().joined(separator: ", ")
+        throw ResponseError(code: .invalidParams, message: "\(method): unknown param \"\(key)\" (\(expected))")
+      }
+    }
     switch method {
     case Method.initialize: return try initialize(p, session)
     case Method.shutdown:

@@ -18,22 +18,26 @@ enum Encoding {
     })
   }
 
-  /// `TipContent`: what a frontend draws.
-  static func content(_ definition: TipDefinition?, id: String) -> JSONValue {
+  /// `TipContent`: what a frontend draws, in the copy best matching `locale` (`locale` names the localization
+  /// used, or is null when the tip's own copy is shown).
+  static func content(_ definition: TipDefinition?, id: String, locale: String?) -> JSONValue {
     guard let definition else {
-      return .object(["id": .string(id), "title": "", "message": nil, "image": nil, "actions": []])
+      return .object(["id": .string(id), "title": "", "message": nil, "image": nil, "actions": [], "locale": nil])
     }
+    let key = definition.localizationKey(for: locale)
+    let copy = key == nil ? definition : definition.localized(for: locale)
     return .object([
-      "id": .string(definition.id),
-      "title": .string(definition.title),
-      "message": definition.message.map(JSONValue.string) ?? .null,
-      "image": definition.image.map(JSONValue.string) ?? .null,
-      "actions": actions(definition.actions),
+      "id": .string(copy.id),
+      "title": .string(copy.title),
+      "message": copy.message.map(JSONValue.string) ?? .null,
+      "image": copy.image.map(JSONValue.string) ?? .null,
+      "actions": actions(copy.actions),
+      "locale": key.map(JSONValue.string) ?? .null,
     ])
   }
 
   /// `TipState`: status, shouldDisplay, budgets and content.
-  static func tipState(_ state: TipState, engine: Engine) -> JSONValue {
+  static func tipState(_ state: TipState, engine: Engine, locale: String?) -> JSONValue {
     let (name, reason) = status(state.status)
     let record = engine.record(of: state.id)
     var object: JSONObject = [
@@ -44,7 +48,7 @@ enum Encoding {
     if let reason { object["reason"] = .string(reason) }
     object["displayCount"] = .int(Int64(record.displayCount))
     object["displayedDuration"] = .double(record.displayedDuration)
-    object["tip"] = content(engine.definition(of: state.id), id: state.id)
+    object["tip"] = content(engine.definition(of: state.id), id: state.id, locale: locale)
     return .object(object)
   }
 }

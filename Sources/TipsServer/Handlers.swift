@@ -40,7 +40,7 @@ extension Server {
 
   func tipStateJSON(_ id: String) throws(ResponseError) -> JSONValue {
     guard let state = engine.state(of: id) else { throw ResponseError(EngineError.unknownTip(id), method: "") }
-    return Encoding.tipState(state, engine: engine)
+    return Encoding.tipState(state, engine: engine, locale: servingLocale)
   }
 
   // MARK: Lifecycle
@@ -99,7 +99,7 @@ extension Server {
       tips.append(tip)
     }
     apply(engine.register(tips))
-    return .wrote(.object(["tips": .array(tips.map { Encoding.tipState(engine.state(of: $0.id)!, engine: engine) })]))
+    return .wrote(.object(["tips": .array(tips.map { Encoding.tipState(engine.state(of: $0.id)!, engine: engine, locale: servingLocale) })]))
   }
 
   func unregisterTips(_ p: Params) throws(ResponseError) -> Handled {
@@ -205,7 +205,7 @@ extension Server {
         throw ResponseError(EngineError.unknownTip(id), method: p.method)
       }
     }
-    return .read(.object(["tips": .array(engine.states(ids).map { Encoding.tipState($0, engine: engine) })]))
+    return .read(.object(["tips": .array(engine.states(ids).map { Encoding.tipState($0, engine: engine, locale: servingLocale) })]))
   }
 
   func explain(_ p: Params) throws(ResponseError) -> Handled {
@@ -236,9 +236,9 @@ extension Server {
     observers[subscription.id] = subscription
     session.subscriptions.insert(subscription.id)
     var tips: [JSONValue] = []
-    for state in engine.states(ids) {
+    for state in tipIDs == nil ? engine.states() : engine.states(ids ?? []) {
       subscription.given(state.id, state.shouldDisplay)
-      tips.append(Encoding.tipState(state, engine: engine))
+      tips.append(Encoding.tipState(state, engine: engine, locale: servingLocale))
     }
     var groupStates: [JSONValue] = []
     for group in groups ?? [] {
@@ -250,8 +250,20 @@ extension Server {
     ]))
   }
 
+  /// Throws -32003 for an id this daemon never issued (a typo, or an id from another daemon run); an issued id
+  /// that is already gone is fine (unsubscribing is idempotent).
+  func checkIssued(_ id: String, _ method: String) throws(ResponseError) {
+    guard id.hasPrefix("sub-"), let number = Int(id.dropFirst(4)), number >= 1, number <= nextSubscription else {
+      throw ResponseError(
+        code: .unknownSubscription,
+        message: "\(method): unknown subscription \"\(id)\": use the id returned by tips/observe or actions/subscribe",
+        data: .object(["subscription": .string(id)]))
+    }
+  }
+
   func unobserve(_ p: Params, _ session: Session) throws(ResponseError) -> Handled {
     let id = try p.string("subscription")
+    try checkIssued(id, p.method)
     let removed = observers[id].map { $0.session === session } ?? false
     if removed {
       observers[id] = nil
@@ -270,6 +282,7 @@ extension Server {
 
   func unsubscribeActions(_ p: Params, _ session: Session) throws(ResponseError) -> Handled {
     let id = try p.string("subscription")
+    try checkIssued(id, p.method)
     let removed = actionSubscribers[id].map { $0.session === session } ?? false
     if removed {
       actionSubscribers[id] = nil
@@ -296,11 +309,12 @@ extension Server {
     if shouldInvalidate {
       apply(try engineCall(p.method) { () throws(EngineError) in try engine.invalidate(id, reason: .actionPerformed) })
     }
-    let action = definition.actions[index]
-    let actions: JSONValue = .array([
-      .object(["id": .string(action.id), "title": .string(action.title), "index": .int(Int64(index))])
-    ])
     for subscriber in actionSubscribers.values where subscriber.tipIDs?.contains(id) ?? true {
+      // The performed action, always as an array, titled in the subscriber's locale.
+      let action = definition.localized(for: subscriber.session.locale).actions[index]
+      let actions: JSONValue = .array([
+        .object(["id": .string(action.id), "title": .string(action.title), "index": .int(Int64(index))])
+      ])
       stage(
         .notification(OutgoingNotification(subscription: subscriber.id, kind: .actionPerformed(tipID: id, actions: actions))),
         on: subscriber.session)

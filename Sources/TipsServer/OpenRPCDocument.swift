@@ -13,3 +13,15 @@ enum OpenRPCDocument {
     }
   }()
 }
+
+extension OpenRPCDocument {
+  /// The names of each method's params, as the document declares them: anything else is rejected.
+  static let paramNames: [String: Set<String>] = {
+    var names: [String: Set<String>] = [:]
+    for method in value["methods"]?.arrayValue ?? [] {
+      guard let name = method["name"]?.stringValue, let params = method["params"]?.arrayValue else { continue }
+      names[name] = Set(params.compactMap { $0["name"]?.stringValue })
+    }
+    return names
+  }()
+}

@@ -47,6 +47,8 @@ public final class Server {
   var scheduledWakeup: Timestamp?
   var stopping = false
   var finished = false
+  /// The locale of the client whose request is being handled (tip copy in results is chosen by it).
+  var servingLocale: String?
   var exitStatus = ServerExit.clean
 
   /// Opens the datastore, loads it into a new engine and registers the catalog. Nothing listens yet.
@@ -444,14 +446,17 @@ public final class Server {
     for change in mutation.changes {
       switch change {
       case .tip(let state):
-        var value: JSONValue?
+        // Built once per locale among the subscribers.
+        var values: [String: JSONValue] = [:]
         for observer in observers.values where observer.watches(tip: state.id) {
           guard observer.lastAnnounced[state.id] != state.shouldDisplay else { continue }
-          if value == nil { value = notificationValue(state) }
+          let locale = observer.session.locale
+          let value = values[locale ?? ""] ?? notificationValue(state, locale: locale)
+          values[locale ?? ""] = value
           observer.lastAnnounced[state.id] = state.shouldDisplay
           stage(
             .notification(OutgoingNotification(
-              subscription: observer.id, kind: .shouldDisplay(tipID: state.id, value: value!))),
+              subscription: observer.id, kind: .shouldDisplay(tipID: state.id, value: value))),
             on: observer.session)
         }
       case .groupCurrentTip(let group, let tipID):
@@ -465,11 +470,11 @@ public final class Server {
   }
 
   /// The params of `tips/shouldDisplayChanged` without `subscription` and `seq`.
-  func notificationValue(_ state: TipState) -> JSONValue {
+  func notificationValue(_ state: TipState, locale: String?) -> JSONValue {
     let (name, reason) = Encoding.status(state.status)
     var object: JSONObject = ["id": .string(state.id), "shouldDisplay": .bool(state.shouldDisplay), "status": .string(name)]
     if let reason { object["reason"] = .string(reason) }
-    object["tip"] = Encoding.content(engine.definition(of: state.id), id: state.id)
+    object["tip"] = Encoding.content(engine.definition(of: state.id), id: state.id, locale: locale)
     return .object(object)
   }
 

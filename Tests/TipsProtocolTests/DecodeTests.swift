@@ -176,11 +176,14 @@ func errorID(_ message: IncomingMessage?) -> RequestID?? {
   }
 
   @Test func paramsMustBeStructured() {
-    for params in ["1", #""x""#, "true", "null"] {
+    for params in ["1", #""x""#, "true"] {
       let message = single(#"{"jsonrpc":"2.0","id":4,"method":"m","params":\#(params)}"#)
       #expect(errorCode(message) == .invalidRequest, "params \(params)")
       #expect(errorID(message) == .some(.int(4)))
     }
+    // null params count as absent.
+    #expect(single(#"{"jsonrpc":"2.0","id":4,"method":"m","params":null}"#) == .request(id: .int(4), method: "m", params: nil))
+    #expect(single(#"{"jsonrpc":"2.0","method":"exit","params":null}"#) == .notification(method: "exit", params: nil))
     // A malformed notification is still answered, with id null.
     let notification = single(#"{"jsonrpc":"2.0","method":"m","params":1}"#)
     #expect(errorCode(notification) == .invalidRequest)
