@@ -1,1 +1,167 @@
-func runStoreBenchmarks() throws {}  // replaced by the store benchmarks
+// Datastore benchmarks: group commit versus one transaction per mutation, and startup with 1,000,000 stored
+// donations. Everything runs on real files in a fresh directory under /tmp, with the default synchronous=NORMAL
+// unless the figure's name ends in _fsync (synchronous=FULL).
+//
+// A mutation here is one donation with small associated values to one of 50 events bounded at 1000, so after the
+// first 50,000 every donation also deletes its event's oldest one (the steady state of a long-running app).
+import TipsEngine
+import TipsJSON
+import TipsStore
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Monotonic seconds.
+private func storeNow() -> Double {
+  var time = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &time)
+  return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
+/// A fresh directory under /tmp.
+private func makeBenchDirectory() -> String {
+  var template = Array("/tmp/tipsd-store-bench-XXXXXX".utf8CString)
+  let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+  precondition(created != nil, "mkdtemp failed")
+  return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// Removes a datastore and its companions.
+private func removeDatastore(_ path: String) {
+  for suffix in ["", "-wal", "-shm", ".lock"] { unlink(path + suffix) }
+}
+
+/// The write of mutation `k`: one donation with small associated values, bounded like the engine's default.
+private func benchDonation(_ k: Int) -> StateWrite {
+  .donation(
+    eventID: "event.\(k % 50)",
+    Donation(at: 1_700_000_000 + Double(k), info: ["n": .int(Int64(k)), "region": "north"]),
+    keepNewest: 1000)
+}
+
+/// Mutations per second applying `count` donations in transactions of `groupSize`.
+private func mutationsPerSecond(path: String, count: Int, groupSize: Int, fsync: Bool = false) throws -> Double {
+  removeDatastore(path)
+  let store = try Datastore(path: path, options: DatastoreOptions(fsync: fsync))
+  defer {
+    store.close()
+    removeDatastore(path)
+  }
+  // Warm up: create the events and their counters, fill the page cache.
+  try store.apply((0..<200).map(benchDonation))
+  var batches: [[StateWrite]] = []
+  var k = 200
+  while k < 200 + count {
+    let end = min(k + groupSize, 200 + count)
+    batches.append((k..<end).map(benchDonation))
+    k = end
+  }
+  let start = storeNow()
+  for batch in batches { try store.apply(batch) }
+  return Double(count) / (storeNow() - start)
+}
+
+/// Builds a datastore holding `events` × `perEvent` donations, in one transaction per 100,000 writes.
+/// `uniqueInfo`: every donation carries distinct associated values (worst case for the load); otherwise half
+/// carry none and most of the rest repeat a few typical objects.
+private func buildLargeDatastore(path: String, events: Int, perEvent: Int, uniqueInfo: Bool) throws {
+  removeDatastore(path)
+  let store = try Datastore(path: path)
+  defer { store.close() }
+  let regions: [JSONObject] = [
+    ["region": "north"], ["region": "south"], ["region": "east", "difficulty": 2], ["region": "west"],
+    ["trail": "ridge", "paved": false],
+  ]
+  let total = events * perEvent
+  var batch: [StateWrite] = []
+  batch.reserveCapacity(100_000)
+  for k in 0..<total {
+    let info: JSONObject?
+    if uniqueInfo {
+      info = ["n": .int(Int64(k)), "region": "north"]
+    } else {
+      switch k % 10 {
+      case 0..<5: info = nil
+      case 5..<9: info = regions[k % regions.count]
+      default: info = ["n": .int(Int64(k))]
+      }
+    }
+    batch.append(
+      .donation(
+        eventID: "event.\(k % events)", Donation(at: 1_600_000_000 + Double(k), info: info), keepNewest: perEvent))
+    if batch.count == 100_000 {
+      try store.apply(batch)
+      batch.removeAll(keepingCapacity: true)
+    }
+  }
+  try store.apply(batch)
+  try store.apply([.parameter(id: "isLoggedIn", value: true), .displayFrequency(.daily), .cooldown(1_700_000_000)])
+}
+
+/// Median milliseconds of `Datastore(path:)` + `load()` over `runs` (the open reads and checks the whole file; the
+/// load then hands over what it read).
+private func startupMilliseconds(path: String, expected: Int, runs: Int) throws -> Double {
+  var totals: [Double] = []
+  for _ in 0..<runs {
+    let start = storeNow()
+    let store = try Datastore(path: path)
+    let snapshot = try store.load()
+    let loaded = storeNow()
+    let count = snapshot.donations.values.reduce(0) { $0 + $1.count }
+    precondition(count == expected, "loaded \(count) donations, expected \(expected)")
+    store.close()
+    totals.append((loaded - start) * 1000)
+  }
+  return totals.sorted()[totals.count / 2]
+}
+
+private func format(_ value: Double, decimals: Int = 1) -> String {
+  var scale = 1.0
+  for _ in 0..<decimals { scale *= 10 }
+  let rounded = (value * scale).rounded() / scale
+  return decimals == 0 ? String(Int(rounded)) : String(rounded)
+}
+
+func runStoreBenchmarks() throws {
+  let directory = makeBenchDirectory()
+  defer { rmdir(directory) }
+
+  // Group commit: what the server does (all writes of an event-loop turn in one transaction).
+  let throughputPath = "\(directory)/throughput.sqlite"
+  let grouped = try mutationsPerSecond(path: throughputPath, count: 200_000, groupSize: 100)
+  let single = try mutationsPerSecond(path: throughputPath, count: 20_000, groupSize: 1)
+  print("store.mutations_per_sec_group_commit: \(format(grouped, decimals: 0))")
+  print("store.mutations_per_sec_per_mutation_txn: \(format(single, decimals: 0))")
+  print("store.group_commit_speedup: \(format(grouped / single, decimals: 2))")
+  print("store.group_commit_speedup_target: 10")
+
+  // The same with --fsync (synchronous=FULL: one fsync per commit), where group commit matters most.
+  let groupedFsync = try mutationsPerSecond(path: throughputPath, count: 20_000, groupSize: 100, fsync: true)
+  let singleFsync = try mutationsPerSecond(path: throughputPath, count: 1_000, groupSize: 1, fsync: true)
+  print("store.mutations_per_sec_group_commit_fsync: \(format(groupedFsync, decimals: 0))")
+  print("store.mutations_per_sec_per_mutation_txn_fsync: \(format(singleFsync, decimals: 0))")
+  print("store.group_commit_speedup_fsync: \(format(groupedFsync / singleFsync, decimals: 2))")
+
+  // Startup with 1,000,000 donations: 1000 events at the default bound of 1000 each.
+  let largePath = "\(directory)/large.sqlite"
+  let buildStart = storeNow()
+  try buildLargeDatastore(path: largePath, events: 1000, perEvent: 1000, uniqueInfo: false)
+  let buildSeconds = storeNow() - buildStart
+  var info = stat()
+  stat(largePath, &info)
+  let startup = try startupMilliseconds(path: largePath, expected: 1_000_000, runs: 3)
+  print("store.startup_ms_1000000_donations: \(format(startup))")
+  print("store.startup_ms_1000000_donations_target: 1000")
+  print("store.file_mb_1000000_donations: \(format(Double(info.st_size) / 1_048_576))")
+  print("store.build_s_1000000_donations: \(format(buildSeconds, decimals: 2))")
+  removeDatastore(largePath)
+
+  // Worst case: every donation carries distinct associated values, all parsed.
+  try buildLargeDatastore(path: largePath, events: 1000, perEvent: 1000, uniqueInfo: true)
+  let unique = try startupMilliseconds(path: largePath, expected: 1_000_000, runs: 3)
+  print("store.startup_ms_1000000_donations_unique_info: \(format(unique))")
+  removeDatastore(largePath)
+}

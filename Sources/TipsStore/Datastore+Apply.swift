@@ -1,0 +1,135 @@
+import CSQLite
+public import TipsEngine
+import TipsJSON
+
+extension Datastore {
+  /// Applies `writes`, in order, in ONE transaction (`BEGIN IMMEDIATE` … `COMMIT`), and returns once it is
+  /// committed: only then may the mutations be acknowledged. On failure nothing of the batch is kept.
+  ///
+  /// The server groups every write of an event-loop turn into one call (group commit).
+  public func apply(_ writes: [StateWrite]) throws(DatastoreError) {
+    guard !writes.isEmpty else { return }
+    let connection = try openConnection()
+    preloaded = nil
+    try sqlite("cannot write to") { () throws(SQLiteError) in
+      do throws(SQLiteError) {
+        if histories == nil { histories = try readHistories(connection) }
+        try connection.prepare(SQL.begin).run()
+        for write in writes { try apply(write, connection) }
+        try connection.prepare(SQL.commit).run()
+      } catch {
+        if connection.inTransaction { try? connection.execute(SQL.rollback) }
+        // The in-memory histories may hold row ids of the rolled-back batch: rebuild them from the file.
+        self.histories = nil
+        throw error
+      }
+    }
+  }
+
+  private func apply(_ write: StateWrite, _ connection: Connection) throws(SQLiteError) {
+    switch write {
+    case .donation(let eventID, let donation, let keepNewest):
+      let history = try self.history(eventID, connection)
+      let insert = try connection.prepare(SQL.insertDonation)
+      insert.bind(1, history.rowID)
+      insert.bind(2, donation.at)
+      if let info = donation.info {
+        insert.bindText(3, JSONValue.object(info).serialized())
+      } else {
+        insert.bindNull(3)
+      }
+      try insert.run()
+      history.append(connection.lastInsertRowID)
+      try trim(history, to: keepNewest, connection)
+
+    case .parameter(let id, let value):
+      let upsert = try connection.prepare(SQL.upsertParameter)
+      upsert.bind(1, id)
+      upsert.bindText(2, value.serialized())
+      try upsert.run()
+
+    case .deleteParameter(let id):
+      let delete = try connection.prepare(SQL.deleteParameter)
+      delete.bind(1, id)
+      try delete.run()
+
+    case .tipRecord(let id, let record):
+      if record.isEmpty {
+        let delete = try connection.prepare(SQL.deleteTipRecord)
+        delete.bind(1, id)
+        try delete.run()
+      } else {
+        let upsert = try connection.prepare(SQL.upsertTipRecord)
+        upsert.bind(1, id)
+        upsert.bind(2, record.invalidationReason?.rawValue)
+        upsert.bind(3, record.invalidatedAt)
+        upsert.bind(4, record.displayCount)
+        upsert.bind(5, record.displayedDuration)
+        upsert.bind(6, record.firstDisplayedAt)
+        upsert.bind(7, record.lastDisplayedAt)
+        try upsert.run()
+      }
+
+    case .cooldown(let start):
+      if let start {
+        let upsert = try connection.prepare(SQL.upsertMeta)
+        upsert.bind(1, MetaKey.cooldownStartedAt)
+        upsert.bind(2, start)
+        try upsert.run()
+      } else {
+        let delete = try connection.prepare(SQL.deleteMeta)
+        delete.bind(1, MetaKey.cooldownStartedAt)
+        try delete.run()
+      }
+
+    case .displayFrequency(let frequency):
+      let upsert = try connection.prepare(SQL.upsertMeta)
+      upsert.bind(1, MetaKey.displayFrequency)
+      upsert.bind(2, frequency.rawValue)
+      try upsert.run()
+
+    case .donationLimit(let eventID, let limit):
+      let upsert = try connection.prepare(SQL.upsertLimit)
+      upsert.bind(1, eventID)
+      upsert.bind(2, limit)
+      try upsert.run()
+      if let history = histories?[eventID] {
+        try trim(history, to: limit, connection)
+      }
+
+    case .reset:
+      for table in Schema.dataTables {
+        try connection.prepare("DELETE FROM \(table)").run()
+      }
+      histories = [:]
+    }
+  }
+
+  /// The event's history, inserting the event's name on its first donation.
+  private func history(_ eventID: String, _ connection: Connection) throws(SQLiteError) -> EventHistory {
+    if let history = histories?[eventID] { return history }
+    let insert = try connection.prepare(SQL.insertEvent)
+    insert.bind(1, eventID)
+    try insert.run()
+    let history = EventHistory(rowID: connection.lastInsertRowID)
+    histories?[eventID] = history
+    return history
+  }
+
+  /// Deletes an event's oldest donations beyond `limit`, by primary key (nothing to do unless over the limit).
+  private func trim(_ history: EventHistory, to limit: Int, _ connection: Connection) throws(SQLiteError) {
+    let excess = history.count - max(limit, 0)
+    guard excess > 0 else { return }
+    let delete = try connection.prepare(SQL.deleteDonation)
+    for id in history.removeOldest(excess) {
+      delete.bind(1, id)
+      try delete.run()
+      guard connection.changes == 1 else {
+        // The in-memory history disagrees with the file (it never should): fail the batch, rebuild from the file.
+        throw SQLiteError(
+          code: SQLITE_INTERNAL, message: "donation \(id) of event id \(history.rowID) was not found", fromSQLite: false
+        )
+      }
+    }
+  }
+}

@@ -1,1 +1,0 @@
-// TipsStore — placeholder, replaced by the module's real sources.
