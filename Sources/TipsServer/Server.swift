@@ -155,6 +155,7 @@ public final class Server {
     commit()
     store.close()
     loop.close()
+    StdioTransport.finishPumps()
     return exitStatus
   }
 

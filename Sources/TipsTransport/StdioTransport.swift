@@ -11,8 +11,8 @@ public enum StdioTransport {
   /// writing to a private duplicate of fd 1. Fd 1 is then pointed at stderr
   /// (`dup2(2, 1)`), so a stray `print` can never corrupt the protocol stream.
   ///
-  /// stdin/stdout may be pipes, sockets or terminals; regular files are
-  /// refused. End of input on stdin closes the connection with `.eof` (after
+  /// stdin/stdout may be pipes, sockets or terminals, or regular files (bridged
+  /// through a pipe by a thread; call `finishPumps()` before exiting). End of input on stdin closes the connection with `.eof` (after
   /// flushing replies queued in that turn). Can be called once per process.
   public static func open(loop: EventLoop) throws(TransportError) -> Connection {
     loop.assertUsable()
@@ -25,9 +25,19 @@ public enum StdioTransport {
       opened.store(false, ordering: .relaxed)
       throw TransportError("cannot duplicate stdout; is it open?", cause: cause)
     }
+    // libuv cannot poll regular files (`tipsd serve --stdio < requests.jsonl > replies.jsonl`): such an end is
+    // bridged through a pipe pumped by a thread of its own.
+    var inputFD = STDIN_FILENO
+    var outputFD = protocolOut
+    if uv_guess_handle(STDIN_FILENO) == UV_FILE, let pipeEnd = FilePump.start(from: STDIN_FILENO, intoPipe: true) {
+      inputFD = pipeEnd
+    }
+    if uv_guess_handle(protocolOut) == UV_FILE, let pipeEnd = FilePump.start(from: protocolOut, intoPipe: false) {
+      outputFD = pipeEnd
+    }
     let connection: Connection
     do {
-      connection = try open(loop: loop, inputFD: STDIN_FILENO, outputFD: protocolOut)
+      connection = try open(loop: loop, inputFD: inputFD, outputFD: outputFD)
     } catch {
       Glibc.close(protocolOut)
       opened.store(false, ordering: .relaxed)
@@ -100,6 +110,75 @@ public enum StdioTransport {
     default:
       throw TransportError("the protocol \(role) (fd \(fd)) is not open or of an unsupported kind")
     }
+  }
+}
+
+/// Copies between a regular file and a pipe on a thread of its own, for stdio ends libuv cannot poll.
+enum FilePump {
+  /// Threads copying the protocol output into a file; joined by ``StdioTransport/finishPumps()``.
+  nonisolated(unsafe) static var outputThreads: [pthread_t] = []
+
+  /// Context handed to the thread: `(source, destination)`.
+  final class Job {
+    let source: Int32
+    let destination: Int32
+    init(source: Int32, destination: Int32) {
+      self.source = source
+      self.destination = destination
+    }
+  }
+
+  /// `intoPipe`: the file is read into a new pipe whose read end is returned; otherwise the returned write end
+  /// of a new pipe is copied into the file.
+  static func start(from file: Int32, intoPipe: Bool) -> Int32? {
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { return nil }
+    _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+    _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+    let job = intoPipe ? Job(source: file, destination: fds[1]) : Job(source: fds[0], destination: file)
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(job).toOpaque()
+    let rc = pthread_create(&thread, nil, { raw in
+      let job = Unmanaged<FilePump.Job>.fromOpaque(raw!).takeRetainedValue()
+      var buffer = [UInt8](repeating: 0, count: 65_536)
+      copying: while true {
+        let n = buffer.withUnsafeMutableBytes { read(job.source, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        var offset = 0
+        while offset < n {
+          let m = buffer.withUnsafeBytes { write(job.destination, $0.baseAddress! + offset, n - offset) }
+          if m < 0 && errno == EINTR { continue }
+          if m <= 0 { break copying }
+          offset += m
+        }
+      }
+      // Closing the pipe's write end is the reader's end of input; a file destination is left to the process.
+      if job.destination != STDOUT_FILENO && job.destination > 2 { close(job.destination) }
+      if job.source > 2 { close(job.source) }
+      return nil
+    }, context)
+    guard rc == 0 else {
+      Unmanaged<Job>.fromOpaque(context).release()
+      close(fds[0])
+      close(fds[1])
+      return nil
+    }
+    if intoPipe {
+      pthread_detach(thread)
+      return fds[0]
+    }
+    outputThreads.append(thread)
+    return fds[1]
+  }
+}
+
+extension StdioTransport {
+  /// Waits until protocol output bridged into a regular file has been written out. Call after the loop is
+  /// closed (its connection closed the pipe), before the process exits.
+  public static func finishPumps() {
+    for thread in FilePump.outputThreads { pthread_join(thread, nil) }
+    FilePump.outputThreads.removeAll()
   }
 }
 

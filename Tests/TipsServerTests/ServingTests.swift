@@ -182,6 +182,31 @@ import Testing
     #expect(!daemon.log.isEmpty)  // logs went to stderr, never to stdout
   }
 
+  @Test func stdioWorksWithRegularFiles() throws {
+    let directory = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let requests = """
+      {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.0","clientInfo":{"name":"file"}}}
+      {"jsonrpc":"2.0","id":2,"method":"events/donate","params":{"id":"e"}}
+      {"jsonrpc":"2.0","id":3,"method":"events/donate","params":{"id":"e"}}
+
+      """
+    FileManager.default.createFile(atPath: "\(directory)/in.jsonl", contents: Data(requests.utf8))
+    FileManager.default.createFile(atPath: "\(directory)/out.jsonl", contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tipsdBinary())
+    process.arguments = ["serve", "--stdio", "--datastore", ":memory:"]
+    process.standardInput = FileHandle(forReadingAtPath: "\(directory)/in.jsonl")
+    process.standardOutput = FileHandle(forWritingAtPath: "\(directory)/out.jsonl")
+    process.standardError = Pipe()
+    try process.run()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    let lines = try String(contentsOfFile: "\(directory)/out.jsonl", encoding: .utf8).split(separator: "\n")
+    #expect(lines.count == 3)
+    #expect(try JSONParser.parse(String(lines[2]))["result"]?["count"] == 2)
+  }
+
   @Test func stateSurvivesARestart() throws {
     let directory = temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
