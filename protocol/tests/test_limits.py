@@ -49,6 +49,49 @@ def test_every_client_sees_every_change(daemon_factory, framing):
     a.quiet()
 
 
+LOCALIZED_TIP = dict(harness.FILTER_TIP, rules=[{"event": "search.opened", "count": {"gte": 1}}], localizations={
+    "ja": {"title": "もっと絞り込めます", "actions": {"learn-more": "詳しく見る"}},
+    "zh-Hans": {"title": "可以进一步筛选"},
+})
+
+
+def test_each_client_gets_tip_copy_in_its_locale(daemon_factory):
+    """TipContent and tips/actionPerformed follow each receiving connection's initialize locale."""
+    d = daemon_factory("socket")
+    ja, zh, fr, none = d.connect(), d.connect("content-length"), d.connect(), d.connect()
+    for conn, locale in ((ja, "ja_JP"), (zh, "zh-Hans-CN"), (fr, "fr"), (none, None)):
+        params = dict(INIT, locale=locale) if locale else INIT
+        assert "result" in conn.request("initialize", params)
+    registered = ja.request("tips/register", {"tips": [LOCALIZED_TIP]})["result"]["tips"][0]["tip"]
+    assert (registered["title"], registered["locale"]) == ("もっと絞り込めます", "ja")
+    assert registered["actions"][0]["title"] == "詳しく見る"
+    expected = {  # (title, action title, locale): zh-Hans has no action title, so the tip's own is used
+        "ja": ("もっと絞り込めます", "詳しく見る", "ja"),
+        "zh": ("可以进一步筛选", "Learn more", "zh-Hans"),
+        "fr": ("You can narrow this down", "Learn more", None),
+        "none": ("You can narrow this down", "Learn more", None),
+    }
+    clients = {"ja": ja, "zh": zh, "fr": fr, "none": none}
+    for name, conn in clients.items():
+        tip = conn.request("tips/observe", {"ids": ["filter.tip"]})["result"]["tips"][0]["tip"]
+        assert (tip["title"], tip["actions"][0]["title"], tip["locale"]) == expected[name], name
+        conn.request("actions/subscribe")
+    early = {name: [] for name in clients}  # notifications the requesting client got before its reply
+    fr.request("events/donate", {"id": "search.opened"}, notifications=early["fr"])
+    for name, conn in clients.items():
+        n = early[name].pop() if early[name] else conn.receive()
+        assert n["method"] == "tips/shouldDisplayChanged" and n["params"]["shouldDisplay"] is True, n
+        tip = n["params"]["tip"]
+        assert (tip["title"], tip["actions"][0]["title"], tip["locale"]) == expected[name], name
+    zh.request("tips/performAction", {"id": "filter.tip", "actionId": "learn-more", "invalidate": False},
+               notifications=early["zh"])
+    for name, conn in clients.items():
+        n = early[name].pop() if early[name] else conn.receive()
+        assert n["method"] == "tips/actionPerformed", n
+        assert n["params"]["actions"] == [{"id": "learn-more", "title": expected[name][1], "index": 0}], name
+        conn.quiet()
+
+
 def test_subscriptions_are_per_connection_and_dropped_on_disconnect(daemon_factory):
     d = daemon_factory("socket")
     a, b = d.connect(), d.connect()
@@ -57,6 +100,8 @@ def test_subscriptions_are_per_connection_and_dropped_on_disconnect(daemon_facto
     sub = a.request("tips/observe")["result"]["subscription"]
     # another connection cannot remove it
     assert b.request("tips/unobserve", {"subscription": sub})["result"] == {"removed": False}
+    # (an id no connection was ever given is an error, not {removed: false})
+    assert b.request("tips/unobserve", {"subscription": "sub-99"})["error"]["code"] == -32003
     a.close()
     time.sleep(0.1)
     for _ in range(3):

@@ -1,6 +1,7 @@
 """The OpenRPC document: valid against the OpenRPC meta-schema, embedded in the daemon, complete, and self-consistent."""
 import json
 import pathlib
+import re
 import subprocess
 
 import jsonschema
@@ -198,3 +199,78 @@ def test_rule_schema_accepts_and_rejects_like_the_daemon(daemon_factory):
         reply = c.request("tips/register", {"tips": [{"id": f"t{i}", "title": "T", "rules": [rule]}]})
         daemon_ok = "result" in reply
         assert schema_ok == daemon_ok == (rule in RULES_OK), (rule, schema_ok, reply)
+
+
+# ---- params: the document's params[].name lists are what the daemon accepts
+
+
+REQUEST_METHODS = [m["name"] for m in DOC["methods"] if not m.get("x-notification") and m["name"] != "initialize"]
+
+
+def test_unknown_params_are_rejected_naming_the_documented_ones(daemon_factory, contract):
+    """Every method but initialize rejects a param its document entry does not list, listing the ones it does."""
+    d = daemon_factory("stdio")
+    c = d.connect()
+    c.request("initialize", {"protocolVersion": "1.0", "clientInfo": {"name": "params"}})
+    for method in REQUEST_METHODS:
+        names = sorted(p["name"] for p in contract.methods[method]["params"])
+        expected = f"expected {', '.join(names)}" if names else "it takes no params"
+        reply = c.request(method, {"zzUnknown": 1})
+        assert reply.get("error", {}).get("code") == -32602, (method, reply)
+        assert reply["error"]["message"] == f'{method}: unknown param "zzUnknown" ({expected})', (method, reply)
+
+
+def test_params_read_by_handlers_are_documented(contract):
+    """Static check of the Swift sources: every params member a method's handler reads (`p.string("id")`,
+    `p.optionalBool("invalidate")`, …) is one of that method's documented params; otherwise the daemon, which
+    takes the accepted names from this document, would reject the very param it reads."""
+    sources = harness.REPO / "Sources"
+    constants = dict(re.findall(r'static let (\w+) = "([^"]+)"', (sources / "TipsProtocol" / "Method.swift").read_text()))
+    handlers = (sources / "TipsServer" / "Handlers.swift").read_text()
+    bodies = dict(zip(re.findall(r"\bfunc (\w+)\(", handlers), re.split(r"\bfunc \w+\(", handlers)[1:]))
+    dispatch = (sources / "TipsServer" / "Dispatch.swift").read_text()
+
+    def reads(code):
+        return {name for accessor, name in re.findall(r'\bp\.(\w+)\("([^"]+)"', code) if accessor != "invalid"}
+
+    checked = 0
+    for constant, rest in re.findall(r"case Method\.(\w+): (.*)", dispatch):
+        method = constants[constant]
+        read = reads(rest)
+        for handler in re.findall(r"\btry (\w+)\(p\b", rest):
+            read |= reads(bodies[handler])
+        documented = {p["name"] for p in contract.methods[method]["params"]}
+        assert read <= documented, f"{method} reads undocumented params {sorted(read - documented)}"
+        checked += len(read)
+    assert checked >= 30  # the parsing above found the handlers
+
+
+LOCALIZATIONS_OK = [
+    {"ja": {"title": "T", "message": "M", "actions": {"a": "A"}}},
+    {"zh-Hans": {}, "pt_BR": {"title": "T"}, "EN": {"message": None}},
+    None,
+]
+LOCALIZATIONS_BAD = [
+    {"ja": {"subtitle": "x"}},       # unknown key
+    {"ja JP": {"title": "x"}},       # not a locale tag
+    {"": {"title": "x"}},
+    {"ja": None},
+    {"ja": {"title": 1}},
+    {"ja": {"actions": {"a": None}}},
+    ["ja"],
+]
+
+
+def test_tip_schema_localizations_accept_and_reject_like_the_daemon(daemon_factory):
+    """tip.json's `localizations` and the daemon's decoder agree (action ids being the tip's own is the daemon's
+    check alone: a schema cannot express it)."""
+    v = schema_file_validator("tip.json")
+    d = daemon_factory("stdio")
+    c = d.connect()
+    c.request("initialize", {"protocolVersion": "1.0", "clientInfo": {"name": "localizations"}, "locale": "ja"})
+    for i, localizations in enumerate(LOCALIZATIONS_OK + LOCALIZATIONS_BAD):
+        tip = {"id": f"t{i}", "title": "T", "actions": [{"id": "a", "title": "A"}], "localizations": localizations}
+        schema_ok = not list(v.iter_errors(tip))
+        reply = c.request("tips/register", {"tips": [tip]})
+        daemon_ok = "result" in reply
+        assert schema_ok == daemon_ok == (localizations in LOCALIZATIONS_OK), (localizations, schema_ok, reply)

@@ -194,7 +194,7 @@ def test_pygls_json_rpc_client_over_stdio(contract):
             assert (await call("initialize", INIT))["capabilities"]["virtualClock"] is True
             await call("tips/register", {"tips": [harness.FILTER_TIP]})
             sub = (await call("tips/observe", {"ids": ["filter.tip"]}))["subscription"]
-            act = (await call("actions/subscribe", {}))["subscription"]
+            act = (await call("actions/subscribe"))["subscription"]
             for _ in range(3):
                 await call("events/donate", {"id": "search.opened"})
             method, params = await note()
@@ -207,9 +207,9 @@ def test_pygls_json_rpc_client_over_stdio(contract):
             with pytest.raises(JsonRpcException) as err:
                 await call("tips/status", {"ids": ["nope"]})
             assert err.value.code == -32001
-            # pygls sends "params": null when params is None, which JSON-RPC 2.0 does not allow (tipsd: -32600)
-            assert await call("shutdown", {}) is None
-            client.protocol.notify("exit", {})  # (with None, pygls sends "params": null: see above)
+            # pygls sends "params": null when params is None; tipsd takes it as absent params
+            assert await call("shutdown") is None
+            client.protocol.notify("exit")  # also "params": null
             assert await asyncio.wait_for(client._server.wait(), harness.TIMEOUT) == 0
         finally:
             if client._server and client._server.returncode is None:
