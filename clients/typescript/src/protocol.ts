@@ -34,6 +34,8 @@ export interface TipContent {
   message: string | null;
   image: string | null;
   actions: Action[];
+  /** The `localizations` key whose copy is shown (chosen by the client's `locale`), or null for the tip's own copy. */
+  locale: string | null;
 }
 
 /** A tip's current state as the daemon reports it. */
@@ -100,6 +102,16 @@ export interface TipDefinition {
   actions?: { id: string; title: string }[];
   rules?: Rule[];
   options?: TipOptions;
+  /** Copy per locale (`"ja"`, `"zh-Hans"`); each client gets the best match for the `locale` it connected with. */
+  localizations?: { [locale: string]: TipLocalization };
+}
+
+/** A tip's copy in one locale; what it leaves out falls back to the tip's own copy. */
+export interface TipLocalization {
+  title?: string;
+  message?: string;
+  /** Action titles by action id. */
+  actions?: { [actionId: string]: string };
 }
 
 export type ParameterValue = boolean | number | string | null;

@@ -50,6 +50,8 @@ class TipContent(TypedDict):
     message: str | None
     image: str | None
     actions: list[Action]
+    #: The ``localizations`` key whose copy is shown (from the client's locale), or None for the tip's own copy.
+    locale: str | None
 
 
 class TipState(TypedDict):
