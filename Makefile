@@ -9,7 +9,7 @@ BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
 SOCKET ?= $(or $(XDG_RUNTIME_DIR),/tmp)/tipsd-demo/tipsd.sock
 
-.PHONY: all build release run test test-swift test-clients test-protocol bench deps deps-apt deps-pip clean help
+.PHONY: all build release run test test-swift test-clients test-protocol bench deps deps-apt deps-pip clean help fuzz leakcheck
 
 all: build
 
@@ -62,6 +62,14 @@ bench: deps-apt
 	@mkdir -p .build/bench
 	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
 	.build/release/tipsd-bench $(BENCH)
+
+## fuzz: libFuzzer targets (Fuzz/), FUZZ_SECONDS each (default 30); prints exec/s and total executions per target.
+fuzz: deps-apt
+	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),30) scripts/fuzz $(FUZZ_TARGETS)
+
+## leakcheck: the chaos and abuse suites against a tipsd built with AddressSanitizer/LeakSanitizer.
+leakcheck: deps-apt
+	scripts/leakcheck
 
 clean:
 	rm -rf .build

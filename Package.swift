@@ -35,6 +35,7 @@ let package = Package(
     .testTarget(
       name: "TipsStoreTests",
       dependencies: ["TipsStore", "TipsEngine", "TipsJSON", "tipsd-crash-child"],
+      exclude: ["Fixtures"],
       swiftSettings: swiftSettings
     ),
     /// Child process for the store's SIGKILL crash test: applies mutations and reports each acknowledged one.
@@ -65,6 +66,12 @@ let package = Package(
     ),
     .testTarget(
       name: "TipsServerTests",
+      dependencies: ["TipsServer", "TipsJSON", "TipsFraming", "tipsd"],
+      swiftSettings: swiftSettings
+    ),
+
+    .testTarget(
+      name: "TipsHardeningTests",
       dependencies: ["TipsServer", "TipsJSON", "TipsFraming", "tipsd"],
       swiftSettings: swiftSettings
     ),

@@ -212,10 +212,12 @@ public struct Framer: Sendable {
       if end > start && buffer[end - 1] == 0x0D { end -= 1 }
       readIndex = newline + 1
       scanIndex = readIndex
-      if buffer[start..<end].allSatisfy(Self.isWhitespace) { continue }
+      // The size check comes first so that an over-long blank line fails the same way whether it arrives in
+      // one read or in pieces (where the limit is crossed before its newline is seen).
       if end - start > maxMessageSize {
         return fail(.messageTooLarge(limit: maxMessageSize, size: end - start))
       }
+      if buffer[start..<end].allSatisfy(Self.isWhitespace) { continue }
       return .message(Array(buffer[start..<end]))
     }
   }

@@ -32,6 +32,8 @@ public enum TipsdCommand {
       --max-message-size BYTES default 1048576
       --partial-timeout SECONDS  close a connection whose message stays incomplete this long (default 30)
       --queue-limit BYTES      per-connection outgoing queue bound (default 4194304)
+      --allow-uid UID          also accept socket clients running as UID (repeatable); by default only
+                               the daemon's own uid may connect (checked with SO_PEERCRED)
 
     EXAMPLES
       tipsd serve --socket /tmp/tipsd.sock --catalog catalog/demo.json
@@ -108,6 +110,10 @@ public enum TipsdCommand {
       case "--max-message-size": configuration.maxMessageSize = try positive(flag)
       case "--partial-timeout": configuration.partialMessageTimeout = try number(flag)
       case "--queue-limit": configuration.outgoingQueueLimit = try positive(flag)
+      case "--allow-uid":
+        let text = try value(flag)
+        guard let uid = UInt32(text) else { throw ServerError("--allow-uid: \"\(text)\" is not a uid") }
+        configuration.allowedPeerUIDs.insert(uid)
       case "--help", "-h": throw ServerError(usage)
       default: throw ServerError("unknown option \"\(flag)\" (see tipsd --help)")
       }
@@ -182,11 +188,29 @@ public enum TipsdCommand {
     }
   }
 
+  /// The path resolved for the startup log: symlinks and `..` resolved (`realpath`), or for a file that does not
+  /// exist yet (a new datastore) its resolved directory plus its name; else made absolute against the cwd.
   static func absolutePath(_ path: String) -> String {
+    if let resolved = realPath(path) { return resolved }
+    if let slash = path.lastIndex(of: "/") {
+      let directory = slash == path.startIndex ? "/" : String(path[..<slash])
+      if let resolved = realPath(directory) {
+        return (resolved == "/" ? "" : resolved) + "/" + path[path.index(after: slash)...]
+      }
+    } else if let cwd = realPath(".") {
+      return (cwd == "/" ? "" : cwd) + "/" + path
+    }
     if path.hasPrefix("/") { return path }
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
     guard getcwd(&buffer, buffer.count) != nil else { return path }
-    return String(cString: buffer) + "/" + path
+    let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return cwd + "/" + path
+  }
+
+  static func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
   }
 }
 

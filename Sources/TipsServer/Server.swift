@@ -5,7 +5,7 @@ import TipsEngine
 import TipsFraming
 import TipsJSON
 import TipsProtocol
-public import TipsStore
+import TipsStore
 import TipsTransport
 
 /// Why the daemon stopped, for the process exit status.
@@ -203,8 +203,10 @@ public final class Server {
       connection.close(after: false)
       return
     }
-    if let creds = connection.peerCredentials, creds.uid != getuid() {
-      logger.warning("refused a connection from another user", [("uid", String(creds.uid))])
+    // Fail closed: a peer whose SO_PEERCRED cannot be read is refused too.
+    let peerUID = connection.peerCredentials?.uid
+    guard configuration.allowsPeer(uid: peerUID, ownUID: getuid()) else {
+      logger.warning("refused a connection from another user", [("uid", peerUID.map { String($0) } ?? "unknown")])
       connection.close(after: false)
       return
     }
@@ -238,6 +240,7 @@ public final class Server {
     }
     session.subscriptions.removeAll()
     session.staged.removeAll()
+    session.stagedBytes = 0
     session.clearQueue()
     sessions[session.id] = nil
     dirtySessions.remove(session.id)
@@ -266,6 +269,14 @@ public final class Server {
       if session.partialSince == nil { session.partialSince = loop.now }
     } else {
       session.partialSince = nil
+    }
+    // Input back-pressure: while this client's output is backed up, stop reading its requests (the kernel holds
+    // them) rather than queueing their replies until the queue limit disconnects a client that does read, only
+    // more slowly than it pipelines. flush() resumes reading once the output has drained.
+    if session.stagedBytes + session.queuedBytes + session.connection.pendingWriteBytes > configuration.outgoingHighWater {
+      session.inputPaused = true
+      session.connection.stopReading()
+      dirtySessions.insert(session.id)
     }
   }
 
@@ -298,6 +309,7 @@ public final class Server {
 
   func stage(_ item: Session.Item, on session: Session) {
     session.staged.append(item)
+    session.stagedBytes += session.estimatedSize(item)
     dirtySessions.insert(session.id)
   }
 
@@ -308,7 +320,7 @@ public final class Server {
       guard let session = sessions[id] else { continue }
       flush(session, committed: committed)
     }
-    dirtySessions = dirtySessions.filter { sessions[$0].map { $0.pendingCount > 0 } ?? false }
+    dirtySessions = dirtySessions.filter { sessions[$0].map { $0.pendingCount > 0 || $0.inputPaused } ?? false }
     scheduleTimeDrivenWakeup()
   }
 
@@ -331,6 +343,7 @@ public final class Server {
     if !session.staged.isEmpty {
       let staged = session.staged
       session.staged.removeAll(keepingCapacity: true)
+      session.stagedBytes = 0
       for var item in staged {
         if case .reply(let reply) = item, !committed {
           var failed = reply
@@ -347,6 +360,12 @@ public final class Server {
     drain(session)
     if session.closing && session.pendingCount == 0 && !session.connection.isClosed {
       session.connection.close(after: true)
+    }
+    if session.inputPaused, session.pendingCount == 0,
+      session.connection.pendingWriteBytes < configuration.outgoingHighWater
+    {
+      session.inputPaused = false
+      if !session.closing { session.connection.startReading() }
     }
   }
 

@@ -34,6 +34,15 @@ public struct ServerConfiguration: Sendable {
   public var outgoingQueueLimit = 4 << 20
   /// Bytes handed to the kernel above which further output waits in our queue (where notifications coalesce).
   public var outgoingHighWater = 256 << 10
+  /// Peer uids (`SO_PEERCRED`) accepted on the Unix socket besides the daemon's own (`--allow-uid`, repeatable).
+  public var allowedPeerUIDs: Set<UInt32> = []
+
+  /// Whether a Unix-socket peer may connect: its uid is the daemon's own or on the allow-list. A peer whose
+  /// credentials cannot be read (`nil`) is refused.
+  public func allowsPeer(uid: UInt32?, ownUID: UInt32) -> Bool {
+    guard let uid else { return false }
+    return uid == ownUID || allowedPeerUIDs.contains(uid)
+  }
 
   public init() {}
 }

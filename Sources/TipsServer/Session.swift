@@ -48,6 +48,10 @@ final class Session {
     var tipID: String
   }
   var closing = false
+  /// Estimated bytes of ``staged``.
+  var stagedBytes = 0
+  /// Reading from this client is paused until its output drains (input back-pressure).
+  var inputPaused = false
   /// When the framer last started holding a partial message (loop milliseconds), for the partial-message timeout.
   var partialSince: UInt64?
   /// Subscriptions owned by this connection, dropped when it closes.

@@ -1,0 +1,130 @@
+import Foundation
+import TipsEngine
+import TipsFraming
+import TipsJSON
+import TipsProtocol
+import Testing
+
+/// The fuzz harnesses' oracles, replayed in-process over every committed seed (Fuzz/corpus/<target>/) and every
+/// crash the fuzzers found (Fuzz/regressions/<target>/).
+enum FuzzOracle {
+  static func inputs(_ target: String) -> [(String, [UInt8])] {
+    var found: [(String, [UInt8])] = []
+    for kind in ["corpus", "regressions"] {
+      let directory = repositoryRoot.appendingPathComponent("Fuzz/\(kind)/\(target)")
+      for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.sorted() ?? [] {
+        if let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) {
+          found.append(("\(kind)/\(target)/\(name)", Array(data)))
+        }
+      }
+    }
+    return found
+  }
+
+  static func framerEvents(_ input: [UInt8], chunks: [Int], limit: Int) -> [FramerEvent] {
+    var framer = Framer(maxMessageSize: limit)
+    var out: [FramerEvent] = []
+    var offset = 0
+    var k = 0
+    while offset < input.count {
+      let size = chunks.isEmpty ? input.count : max(1, chunks[k % chunks.count])
+      k += 1
+      let end = min(input.count, offset + size)
+      input[offset..<end].withUnsafeBytes { framer.feed($0) }
+      offset = end
+      while let event = framer.next() {
+        if case .message(let bytes) = event { #expect(bytes.count <= limit) }
+        if case .error(.messageTooLarge(let limit, _)) = event {
+          out.append(.error(.messageTooLarge(limit: limit, size: nil)))
+        } else {
+          out.append(event)
+        }
+      }
+    }
+    return out
+  }
+
+  /// The framer harness: chunking never changes the events.
+  static func framer(_ data: [UInt8], prefix: [UInt8]) -> Bool {
+    guard data.count >= 2 else { return true }
+    let body = prefix + data.dropFirst(2)
+    let limit = data[0] & 0x80 != 0 ? 1 << 20 : Int(data[0] & 0x7F) + 1
+    let chunks = [Int(data[1] & 0x0F) + 1, Int(data[1] >> 4) + 1, 1]
+    return framerEvents(body, chunks: [], limit: limit) == framerEvents(body, chunks: chunks, limit: limit)
+  }
+}
+
+extension Hardening {
+  @Suite struct FuzzRegressions {
+    @Test func framerNewlineSeedsAndCrashes() {
+      let inputs = FuzzOracle.inputs("framer_newline")
+      #expect(inputs.count >= 5)
+      for (name, data) in inputs { #expect(FuzzOracle.framer(data, prefix: []), "\(name)") }
+    }
+
+    @Test func framerContentLengthSeedsAndCrashes() {
+      let inputs = FuzzOracle.inputs("framer_content_length")
+      #expect(inputs.count >= 5)
+      for (name, data) in inputs { #expect(FuzzOracle.framer(data, prefix: Array("Content-Length: ".utf8)), "\(name)") }
+    }
+
+    /// Found by fuzz-framer_newline: a whitespace-only line longer than the limit was skipped when it arrived in one
+    /// read but failed with messageTooLarge when it arrived in pieces. Now it fails both ways.
+    @Test func overLongBlankLineFailsTheSameWayWholeOrInPieces() {
+      let input = Array("{}\n".utf8) + Array(repeating: UInt8(ascii: " "), count: 40) + [0x0A] + Array("{}\n".utf8)
+      let whole = FuzzOracle.framerEvents(input, chunks: [], limit: 33)
+      let pieces = FuzzOracle.framerEvents(input, chunks: [7], limit: 33)
+      #expect(whole == pieces)
+      #expect(whole == [.message(Array("{}".utf8)), .error(.messageTooLarge(limit: 33, size: nil))])
+      // Blank lines within the limit are still skipped.
+      let short = Array("   \r\n{}\n".utf8)
+      #expect(FuzzOracle.framerEvents(short, chunks: [], limit: 33) == [.message(Array("{}".utf8))])
+    }
+
+    @Test func jsonSeedsRoundTrip() throws {
+      for (name, data) in FuzzOracle.inputs("json") {
+        guard let value = try? JSONParser.parse(data, maxDepth: 64) else { continue }
+        let once = value.serialized()
+        let twice = try JSONParser.parse(once).serialized()
+        #expect(once == twice, "\(name)")
+      }
+    }
+
+    @Test func jsonrpcSeedsDecodeAndErrorRepliesAreJSON() {
+      for (name, data) in FuzzOracle.inputs("jsonrpc") {
+        let messages: [IncomingMessage]
+        switch IncomingPayload.decode(data) {
+        case .single(let message): messages = [message]
+        case .batch(let batch): messages = batch
+        case .emptyBatch: messages = []
+        }
+        for case .invalid(let id, let error) in messages {
+          #expect((try? JSONParser.parse(OutgoingMessage.encodeError(id: id, error: error))) != nil, "\(name)")
+        }
+      }
+    }
+
+    @Test func ruleSeedsRoundTrip() {
+      for (name, data) in FuzzOracle.inputs("rule") {
+        guard let json = try? JSONParser.parse(data, maxDepth: 64) else { continue }
+        if let rule = try? Rule(json: json, path: "rule") {
+          #expect((try? Rule(json: rule.json, path: "rule")) == rule, "\(name)")
+        }
+        if let tip = try? TipDefinition(json: json, path: "tips[0]") {
+          #expect((try? TipDefinition(json: tip.json, path: "tips[0]")) == tip, "\(name)")
+        }
+      }
+    }
+
+    /// Catalog seeds (the loader itself is internal to TipsServer): every tip of a valid seed decodes.
+    @Test func catalogSeedsDecode() {
+      for (name, data) in FuzzOracle.inputs("catalog") {
+        guard let json = try? JSONParser.parse(data), let tips = json["tips"]?.arrayValue else { continue }
+        for (index, tip) in tips.enumerated() {
+          _ = try? TipDefinition(json: tip, path: "tips[\(index)]")
+        }
+        #expect(!name.isEmpty)
+      }
+    }
+  }
+}

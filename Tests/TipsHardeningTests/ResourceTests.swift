@@ -1,0 +1,142 @@
+import Foundation
+import TipsFraming
+import TipsJSON
+import Testing
+
+extension Hardening {
+  @Suite struct Resources {
+    /// A client that stops reading: its pipelined requests are no longer read (input back-pressure), and the
+    /// notifications it is owed (tips/actionPerformed, never coalesced) pile up until the queue passes `--queue-limit`
+    /// and it is disconnected. The daemon's peak memory stays within that bound plus a margin.
+    @Test func aClientThatStopsReadingIsBoundedByTheQueueLimit() throws {
+      let queueLimit = 4 << 20  // the documented default
+      let fixture = try Fixture()
+      let stalled = try fixture.daemon.connect()
+      try stalled.initialize(name: "stalled")
+      try stalled.result("actions/subscribe", [:])
+      fixture.rebaseline()
+      let peakBefore = procStatus(fixture.pid, "VmHWM") ?? 0
+      // 8 MB of pipelined requests it will never read the replies of.
+      var requests: [UInt8] = []
+      for id in 0..<100_000 { requests += bytes("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"clock/now\",\"params\":{}}\n") }
+      let pipelined = requests
+      let writer = Thread { stalled.writeIgnoringErrors(pipelined) }
+      writer.start()
+      // Another client's actions produce ~250-byte notifications for the stalled subscriber.
+      let donor = fixture.healthy
+      var peak = 0
+      var sent = 0
+      while !fixture.daemon.log.contains("disconnecting a client that is not reading") && sent < 60_000 {
+        var batch: [UInt8] = []
+        for i in 0..<1_000 {
+          batch += bytes("{\"jsonrpc\":\"2.0\",\"id\":\(100_000 + sent + i),\"method\":\"tips/performAction\",\"params\":{\"id\":\"filter.tip\",\"actionId\":\"learn-more\",\"invalidate\":false}}\n")
+        }
+        try donor.write(batch)
+        for i in 0..<1_000 { _ = try donor.awaitReply(id: .int(Int64(100_000 + sent + i))) }
+        sent += 1_000
+        peak = max(peak, fixture.rss)
+      }
+      let hwm = procStatus(fixture.pid, "VmHWM") ?? 0
+      if hwm > peakBefore { peak = max(peak, hwm) }
+      print("hardening.queue_limit: \(sent) notifications owed; peak RSS +\((peak - fixture.baselineRSS) / 1024) MiB over baseline")
+      #expect(fixture.daemon.log.contains("disconnecting a client that is not reading"), "the stalled client was never disconnected")
+      #expect(peak < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB, "peak VmRSS \(peak) KiB vs baseline \(fixture.baselineRSS) KiB")
+      let (_, eof) = stalled.readUntilEOF(timeout: 10)
+      #expect(eof)
+      stalled.close()
+      try fixture.checkRecovered("stalled reader")
+    }
+
+    /// A slow reader of notifications is coalesced, not disconnected, and still sees a gap-free sequence whose last
+    /// value is the current one.
+    @Test func aSlowObserverIsCoalescedWithoutGaps() throws {
+      let fixture = try Fixture()
+      let donor = fixture.healthy
+      try donor.result("parameters/define", ["parameters": [["id": "flag", "default": false]]])
+      try donor.result("tips/register", ["tips": [toggleTip]])
+      let slow = try fixture.daemon.connect()
+      try slow.initialize(name: "slow")
+      try slow.result("tips/observe", ["ids": ["toggle.tip"]])
+      var small: Int32 = 4096
+      setsockopt(slow.readFD, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+      let toggles = 3_001
+      var batch: [UInt8] = []
+      for i in 0..<toggles {
+        batch += bytes("{\"jsonrpc\":\"2.0\",\"id\":\(i + 1000),\"method\":\"parameters/set\",\"params\":{\"id\":\"flag\",\"value\":\(i % 2 == 0)}}\n")
+      }
+      try donor.write(batch)
+      for i in 0..<toggles { _ = try donor.awaitReply(id: .int(Int64(i + 1000))) }
+      var notes: [JSONValue] = []
+      while let note = try slow.nextNotification("tips/shouldDisplayChanged", timeout: 1) { notes.append(note) }
+      print("hardening.coalescing: \(toggles) changes, \(notes.count) notifications delivered")
+      #expect(!notes.isEmpty && notes.count <= toggles)
+      for (index, note) in notes.enumerated() {
+        #expect(note["params"]?["seq"]?.intValue == Int64(index + 1))
+        #expect(note["params"]?["shouldDisplay"]?.boolValue == (index % 2 == 0), "never the same value twice in a row")
+      }
+      #expect(notes.last?["params"]?["shouldDisplay"] == true, "the last notification is the current value")
+      slow.close()
+      try fixture.checkRecovered("slow observer")
+    }
+
+    @Test func theConnectionLimitHolds() throws {
+      let fixture = try Fixture(["--max-connections", "8"])
+      var held: [RPCClient] = []
+      for i in 0..<7 {
+        let client = try fixture.daemon.connect()
+        try client.initialize(name: "held-\(i)")
+        held.append(client)
+      }
+      for _ in 0..<3 {
+        let extra = try fixture.daemon.connect()
+        let (messages, eof) = extra.readUntilEOF(timeout: 5)
+        #expect(eof)
+        #expect(messages.count == 1 && errorCode(messages.first) == -32010, "\(messages)")
+        extra.close()
+      }
+      held.removeLast().close()
+      let admitted = waitUntil(timeout: 5) {
+        guard let client = try? fixture.daemon.connect(), (try? client.initialize(name: "admitted")) != nil else { return false }
+        held.append(client)
+        return true
+      }
+      #expect(admitted)
+      held.forEach { $0.close() }
+      try fixture.checkRecovered("connection limit")
+    }
+
+    /// 200 idle connections held open and 2,000 connect/close cycles do not starve an existing client.
+    @Test func aConnectionFloodDoesNotStarveAnExistingClient() throws {
+      let fixture = try Fixture()
+      var held: [RPCClient] = []
+      for _ in 0..<200 { held.append(try fixture.daemon.connect()) }
+      let socketPath = fixture.daemon.socketPath!
+      let shared = Shared()
+      let flood = Thread {
+        onThreads(2) { worker in
+          for k in 0..<1_000 {
+            guard let client = try? RPCClient(socketPath: socketPath, framing: .newline) else { shared.add("failed"); continue }
+            if k % 2 == 0 { client.writeIgnoringErrors(bytes("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"1.0\",\"clientInfo\":{\"name\":\"flood\"}}}\n")) }
+            if k % 3 == 0 { client.reset() } else { client.close() }
+            shared.add("cycles")
+          }
+        }
+        shared.add("done")
+      }
+      flood.start()
+      var latencies: [Double] = []
+      while shared["done"] == 0 || latencies.count < 20 {
+        latencies.append(try fixture.checkHealthy())
+      }
+      latencies.sort()
+      let p50 = latencies[latencies.count / 2], worst = latencies.last ?? 0
+      print("hardening.flood: \(shared["cycles"]) cycles, \(latencies.count) healthy round trips, p50 \(Int(p50 * 1000)) ms, max \(Int(worst * 1000)) ms")
+      #expect(shared["cycles"] == 2_000)
+      #expect(shared["failed"] == 0)
+      #expect(latencies.count >= 20)
+      #expect(worst < 1.0, "the healthy client waited \(worst) s")
+      held.forEach { $0.close() }
+      try fixture.checkRecovered("connection flood")
+    }
+  }
+}

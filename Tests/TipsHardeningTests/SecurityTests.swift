@@ -1,0 +1,205 @@
+import Foundation
+import TipsJSON
+import TipsServer
+import Testing
+
+/// Runs a process to completion, returning its exit status and output (stdout + stderr).
+func run(_ executable: String, _ arguments: [String], timeout: Double = 20) throws -> (status: Int32, output: String) {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: executable)
+  process.arguments = arguments
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  process.standardError = pipe
+  process.standardInput = FileHandle.nullDevice
+  try process.run()
+  let data = pipe.fileHandleForReading.readDataToEndOfFile()
+  let deadline = Date().addingTimeInterval(timeout)
+  while process.isRunning && Date() < deadline { usleep(5_000) }
+  if process.isRunning { process.terminate() }
+  process.waitUntilExit()
+  return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+func fileMode(_ path: String) -> mode_t? {
+  var info = stat()
+  return lstat(path, &info) == 0 ? info.st_mode : nil
+}
+
+extension Hardening {
+  @Suite struct Security {
+    @Test func socketIs0600InA0700DirectoryTipsdCreates() throws {
+      let base = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(atPath: base) }
+      let directory = "\(base)/run"
+      let daemon = try Daemon([], directory: base, socketPath: "\(directory)/tipsd.sock")
+      defer { daemon.stop(removeDirectory: false) }
+      #expect(fileMode(directory).map { $0 & 0o7777 } == 0o700)
+      #expect(fileMode(directory).map { $0 & S_IFMT } == S_IFDIR)
+      #expect(fileMode("\(directory)/tipsd.sock").map { $0 & 0o7777 } == 0o600)
+      #expect(fileMode("\(directory)/tipsd.sock").map { $0 & S_IFMT } == S_IFSOCK)
+    }
+
+    @Test func aSocketDirectoryOwnedByAnotherUserIsRefused() throws {
+      guard getuid() == 0 else { return }  // needs chown
+      let base = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(atPath: base) }
+      let directory = "\(base)/theirs"
+      mkdir(directory, 0o755)
+      chown(directory, 65534, 65534)
+      let (status, output) = try run(tipsdBinary(), ["serve", "--socket", "\(directory)/tipsd.sock", "--datastore", ":memory:"])
+      #expect(status != 0)
+      #expect(output.contains("belongs to another user"), "\(output)")
+    }
+
+    @Test func peerUIDDecision() throws {
+      var configuration = ServerConfiguration()
+      #expect(configuration.allowsPeer(uid: 1000, ownUID: 1000))
+      #expect(!configuration.allowsPeer(uid: 1001, ownUID: 1000))
+      #expect(!configuration.allowsPeer(uid: 0, ownUID: 1000), "root is refused like any other uid")
+      #expect(!configuration.allowsPeer(uid: nil, ownUID: 1000), "unreadable credentials fail closed")
+      configuration.allowedPeerUIDs = [1001]
+      #expect(configuration.allowsPeer(uid: 1001, ownUID: 1000))
+      #expect(configuration.allowsPeer(uid: 1000, ownUID: 1000))
+      #expect(!configuration.allowsPeer(uid: 1002, ownUID: 1000))
+      let parsed = try TipsdCommand.parseServe(["--allow-uid", "65534", "--allow-uid", "1001"], environment: [:])
+      #expect(parsed.allowedPeerUIDs == [65534, 1001])
+      for bad in ["-1", "abc", "4294967296", ""] {
+        #expect(throws: ServerError.self) { try TipsdCommand.parseServe(["--allow-uid", bad], environment: [:]) }
+      }
+      #expect(throws: ServerError.self) { try TipsdCommand.parseServe(["--allow-uid"], environment: [:]) }
+    }
+
+    /// A client running as another uid (setpriv to nobody) reaches the socket (permissions opened for the test) and
+    /// is refused by SO_PEERCRED; with `--allow-uid` it is served.
+    @Test func anotherUIDIsRefusedUnlessAllowed() throws {
+      guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+        print("hardening: skipping the cross-uid test (needs root and setpriv); the decision function is tested")
+        return
+      }
+      // The binary must be reachable by nobody: copy it somewhere world-readable.
+      let binDirectory = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(atPath: binDirectory) }
+      chmod(binDirectory, 0o755)
+      let binary = "\(binDirectory)/tipsd"
+      try FileManager.default.copyItem(atPath: tipsdBinary(), toPath: binary)
+      chmod(binary, 0o755)
+      let nobody = ["--reuid", "65534", "--regid", "65534", "--clear-groups", binary]
+      for allowed in [false, true] {
+        let daemon = try Daemon(allowed ? ["--allow-uid", "65534"] : [])
+        defer { daemon.stop() }
+        chmod(daemon.directory, 0o755)
+        chmod(daemon.socketPath!, 0o666)
+        let (status, output) = try run("/usr/bin/setpriv", nobody + ["call", "--socket", daemon.socketPath!, "clock/now"])
+        if allowed {
+          #expect(status == 0, "\(output)")
+          #expect(output.contains("\"now\""), "\(output)")
+        } else {
+          #expect(status != 0, "\(output)")
+          #expect(!output.contains("\"now\""))
+          #expect(waitUntil(timeout: 5) { daemon.log.contains("refused a connection from another user") && daemon.log.contains("uid=65534") }, "\(daemon.log)")
+        }
+        // The owner is still served either way.
+        let owner = try daemon.connect()
+        try owner.initialize(name: "owner")
+        owner.close()
+      }
+    }
+
+    /// No method opens, creates or reads a path taken from its params: path-like strings in every param of every
+    /// method (and in extra params) leave the file system alone and never bring file contents back.
+    @Test func noMethodTouchesAPathChosenByTheClient() throws {
+      let fixture = try Fixture(["--clock", "virtual"])
+      let canary = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(atPath: canary) }
+      let secretFile = "\(canary)/secret.txt"
+      try "CANARY-CONTENT-4711".write(toFile: secretFile, atomically: true, encoding: .utf8)
+      let client = try fixture.daemon.connect()
+      let methods = try client.initialize(name: "paths")["capabilities"]?["methods"]?.arrayValue?.compactMap(\.stringValue) ?? []
+      let paths: [JSONValue] = [
+        .string(secretFile), .string("\(canary)/new.sqlite"), .string("../../../../..\(canary)/up"), .string("file://\(secretFile)"),
+        "/etc/passwd", "/proc/self/environ", .string("\(canary)/new-catalog.json"),
+      ]
+      var replies: [String] = []
+      for method in methods where !["shutdown", "exit", "datastore/reset"].contains(method) {
+        for path in paths {
+          let params: JSONValue = [
+            "id": path, "ids": [path], "path": path, "file": path, "datastore": path, "catalog": path, "subscription": path,
+            "tips": [["id": path, "title": path, "image": path, "rules": []]], "tipIds": [path], "groups": [path],
+            "parameters": [["id": path, "default": path]], "value": path, "actionId": path, "info": ["file": path],
+            "displayFrequency": path, "reason": path, "protocolVersion": "1.0", "clientInfo": ["name": path],
+          ]
+          replies.append(try client.call(method, params).jsonString)
+        }
+      }
+      // datastore/reset takes no params; extra ones must not redirect it.
+      replies.append(try client.call("datastore/reset", ["path": .string("\(canary)/reset.sqlite"), "datastore": .string("\(canary)/reset.sqlite")]).jsonString)
+      let created = try FileManager.default.contentsOfDirectory(atPath: canary)
+      #expect(created == ["secret.txt"], "files appeared: \(created)")
+      let all = replies.joined(separator: "\n")
+      #expect(!all.contains("CANARY-CONTENT"))
+      #expect(!all.contains("root:x:0:0"))
+      #expect(fixture.daemon.process.isRunning)
+      client.close()
+    }
+
+    /// `--datastore` and `--catalog` are reported at startup resolved: absolute, symlinks and `..` resolved.
+    @Test func startupReportsResolvedPaths() throws {
+      let base = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(atPath: base) }
+      let real = URL(fileURLWithPath: base).resolvingSymlinksInPath().path + "/real"
+      mkdir(real, 0o700)
+      symlink(real, "\(base)/link")
+      try "{\"tips\": []}".write(toFile: "\(real)/catalog.json", atomically: true, encoding: .utf8)
+      let daemon = try Daemon(["--catalog", "link/../link/catalog.json"], directory: base, datastore: "link/state.sqlite", currentDirectory: base)
+      defer { daemon.stop() }
+      let line = daemon.log.split(separator: "\n").first { $0.contains("starting tipsd") }.map(String.init) ?? ""
+      #expect(line.contains("datastore=\(real)/state.sqlite"), "\(line)")
+      #expect(line.contains("catalog=\(real)/catalog.json"), "\(line)")
+      #expect(daemon.log.contains("datastore loaded"))
+    }
+
+    /// A catalog error names the file and the JSON path, never the file's string values.
+    @Test func catalogErrorsDoNotEchoTheirContents() throws {
+      let base = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(atPath: base) }
+      let secret = "sk_live_SECRET_9f8e7d6c"
+      let catalogs: [(String, String)] = [
+        ("{\"tips\":[{\"id\":\"a\",\"title\":\"A\",\"rules\":[{\"event\":\"e\",\"count\":{\"gte\":\"\(secret)\"}}]}]}", "tips[0].rules[0].count.gte"),
+        ("{\"tips\":[{\"id\":\"a\",\"title\":\"A\",\"rules\":[{\"event\":\"e\",\"count\":{\"gte\":{\"token\":\"\(secret)\"}}}]}]}", "tips[0].rules[0].count.gte"),
+        ("{\"tips\":[{\"id\":\"a\",\"title\":\"A\",\"rules\":[{\"event\":\"e\",\"within\":{\"days\":[\"\(secret)\"]},\"count\":{\"gte\":1}}]}]}", "tips[0].rules[0].within.days"),
+        ("{\"parameters\":[{\"id\":\"p\",\"default\":{\"k\":\"\(secret)\"}}]}", "parameters[0].default"),
+        ("{\"tips\":[{\"id\":\"a\",\"title\":\"\(secret)\",\"rules\":[{\"parameter\":\"p\",\"eq\":[\"\(secret)\"]}]}]}", "tips[0]"),
+        ("{\"tips\":[{\"id\":\"a\",\"title\":\"\(secret)\" oops}]}", "invalid JSON"),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\n\(secret)\n-----END OPENSSH PRIVATE KEY-----\n", "invalid JSON"),
+      ]
+      for (index, (text, expected)) in catalogs.enumerated() {
+        let path = "\(base)/catalog-\(index).json"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let (status, output) = try run(tipsdBinary(), ["serve", "--stdio", "--datastore", ":memory:", "--catalog", path])
+        #expect(status != 0, "catalog \(index) was accepted")
+        #expect(output.contains(path) && output.contains(expected), "catalog \(index): \(output)")
+        #expect(!output.contains("SECRET"), "catalog \(index) leaked: \(output)")
+      }
+    }
+
+    /// There is no TCP or UDP endpoint: every socket the daemon holds is a Unix socket.
+    @Test func onlyUnixSockets() throws {
+      let fixture = try Fixture()
+      let unix = (try? String(contentsOfFile: "/proc/\(fixture.pid)/net/unix", encoding: .utf8)) ?? ""
+      let inodes = Set(unix.split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").dropFirst(6).first.map(String.init) })
+      let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(fixture.pid)/fd")
+      var sockets = 0
+      for fd in fds {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(fixture.pid)/fd/\(fd)"),
+          target.hasPrefix("socket:[")
+        else { continue }
+        sockets += 1
+        let inode = String(target.dropFirst(8).dropLast())
+        #expect(inodes.contains(inode), "fd \(fd) is a non-Unix socket \(target)")
+      }
+      #expect(sockets >= 2)  // the listener and the healthy client
+      #expect(!TipsdCommand.usage.contains("--port") && !TipsdCommand.usage.lowercased().contains("tcp"))
+    }
+  }
+}

@@ -1,0 +1,323 @@
+import Foundation
+import TipsFraming
+import TipsJSON
+import Testing
+
+/// Seconds a test waits for the daemon before failing; `TIPSD_TEST_TIMEOUT` overrides it.
+let testTimeout: Double = ProcessInfo.processInfo.environment["TIPSD_TEST_TIMEOUT"].flatMap(Double.init) ?? 10
+
+/// The built `tipsd` binary, beside the test bundle.
+func tipsdBinary() -> String {
+  if let explicit = ProcessInfo.processInfo.environment["TIPSD_BIN"] { return explicit }
+  let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+  return exe.deletingLastPathComponent().appendingPathComponent("tipsd").path
+}
+
+/// A fresh private directory for sockets and datastores, removed by the caller.
+func temporaryDirectory() -> String {
+  var template = Array("/tmp/tipsd-test-XXXXXX".utf8CString)
+  let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+  return path
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// The daemon's stderr, appended from FileHandle's reader thread.
+/// `@unchecked Sendable`: every access holds `lock`.
+final class LogBuffer: @unchecked Sendable {
+  private var data = Data()
+  private let lock = NSLock()
+
+  func append(_ more: Data) {
+    lock.lock()
+    data.append(more)
+    lock.unlock()
+  }
+
+  var text: String {
+    lock.lock()
+    defer { lock.unlock() }
+    return String(decoding: data, as: UTF8.self)
+  }
+}
+
+/// A real `tipsd serve` process.
+final class Daemon: @unchecked Sendable {
+  let process = Process()
+  let stdin = Pipe()
+  let stdout = Pipe()
+  let stderr = Pipe()
+  let directory: String
+  let socketPath: String?
+  private let stderrBuffer = LogBuffer()
+
+  /// Starts `tipsd serve` with the given arguments. In socket mode (no `--stdio`), waits for the socket.
+  init(
+    _ arguments: [String], socket: Bool = true, directory: String? = nil, datastore: String = ":memory:",
+    environment: [String: String] = [:], socketPath customSocket: String? = nil, currentDirectory: String? = nil
+  ) throws {
+    self.directory = directory ?? temporaryDirectory()
+    let socketPath = socket ? (customSocket ?? "\(self.directory)/tipsd.sock") : nil
+    if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+    self.socketPath = socketPath
+    process.executableURL = URL(fileURLWithPath: tipsdBinary())
+    var args = ["serve"]
+    if let socketPath { args += ["--socket", socketPath] } else { args += ["--stdio"] }
+    args += ["--datastore", datastore] + arguments
+    process.arguments = args
+    var env = ProcessInfo.processInfo.environment
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    let buffer = stderrBuffer
+    stderr.fileHandleForReading.readabilityHandler = { handle in buffer.append(handle.availableData) }
+    try process.run()
+    if let socketPath {
+      // Ready when this daemon accepts a connection (a stale socket file from a killed one may still be there).
+      let deadline = Date().addingTimeInterval(testTimeout)
+      // (With a --log-level above info there is no "serving" line; a killed predecessor's stale socket refuses.)
+      let quiet = arguments.contains("--log-level")
+      while (try? RPCClient(socketPath: socketPath, framing: .newline)) == nil || (!quiet && !log.contains("msg=serving")) {
+        guard process.isRunning else { throw TestFailure("tipsd exited early: \(log)") }
+        guard Date() < deadline else { throw TestFailure("tipsd did not start serving \(socketPath): \(log)") }
+        usleep(5_000)
+      }
+    }
+  }
+
+  /// Everything the daemon wrote to stderr so far.
+  var log: String { stderrBuffer.text }
+
+  /// A client over the daemon's stdin/stdout (stdio mode).
+  func stdioClient(framing: Framing = .newline) -> RPCClient {
+    RPCClient(
+      readFD: stdout.fileHandleForReading.fileDescriptor, writeFD: stdin.fileHandleForWriting.fileDescriptor,
+      framing: framing, ownsDescriptors: false)
+  }
+
+  /// A new client connection to the daemon's socket.
+  func connect(framing: Framing = .newline) throws -> RPCClient {
+    guard let socketPath else { throw TestFailure("daemon is in stdio mode") }
+    return try RPCClient(socketPath: socketPath, framing: framing)
+  }
+
+  func signal(_ signum: Int32) { kill(process.processIdentifier, signum) }
+
+  /// Waits for the process to exit and returns its status.
+  @discardableResult
+  func wait(timeout: Double = testTimeout) throws -> Int32 {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning {
+      guard Date() < deadline else { throw TestFailure("tipsd did not exit: \(log)") }
+      usleep(5_000)
+    }
+    return process.terminationStatus
+  }
+
+  /// Stops the daemon (SIGTERM, then SIGKILL) and removes its directory.
+  func stop(removeDirectory: Bool = true) {
+    if process.isRunning {
+      signal(SIGTERM)
+      _ = try? wait(timeout: 5)
+      if process.isRunning { signal(SIGKILL) }
+      process.waitUntilExit()
+    }
+    stderr.fileHandleForReading.readabilityHandler = nil
+    if removeDirectory { try? FileManager.default.removeItem(atPath: directory) }
+  }
+
+  deinit {
+    if process.isRunning {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+    }
+  }
+}
+
+/// A blocking JSON-RPC client for tests: sends requests, collects replies and notifications in arrival order.
+final class RPCClient: @unchecked Sendable {
+  let readFD: Int32
+  let writeFD: Int32
+  let framing: Framing
+  let ownsDescriptors: Bool
+  var framer = Framer(maxMessageSize: 64 << 20)
+  var nextID: Int64 = 1
+  /// Notifications received and not yet taken.
+  var notifications: [JSONValue] = []
+  /// Replies received for requests sent with ``send(_:)``.
+  var replies: [JSONValue] = []
+  var closed = false
+
+  init(readFD: Int32, writeFD: Int32, framing: Framing, ownsDescriptors: Bool) {
+    self.readFD = readFD
+    self.writeFD = writeFD
+    self.framing = framing
+    self.ownsDescriptors = ownsDescriptors
+  }
+
+  convenience init(socketPath: String, framing: Framing) throws {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestFailure("socket failed") }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(socketPath.utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (i, byte) in bytes.enumerated() { raw[i] = byte }
+    }
+    let rc = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    guard rc == 0 else {
+      Foundation.close(fd)
+      throw TestFailure("connect to \(socketPath) failed: \(String(cString: strerror(errno)))")
+    }
+    self.init(readFD: fd, writeFD: fd, framing: framing, ownsDescriptors: true)
+  }
+
+  deinit { close() }
+
+  func close() {
+    guard !closed else { return }
+    closed = true
+    if ownsDescriptors { Foundation.close(readFD) }
+  }
+
+  /// Closes abruptly: RST instead of FIN where possible (SO_LINGER 0).
+  func reset() {
+    var linger = linger(l_onoff: 1, l_linger: 0)
+    setsockopt(readFD, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+    close()
+  }
+
+  /// Writes raw bytes.
+  func write(_ bytes: [UInt8]) throws {
+    var offset = 0
+    while offset < bytes.count {
+      let n = bytes.withUnsafeBytes { Foundation.send(writeFD, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+      if n < 0 && errno == ENOTSOCK {
+        let m = bytes.withUnsafeBytes { Foundation.write(writeFD, $0.baseAddress! + offset, $0.count - offset) }
+        guard m > 0 else { throw TestFailure("write failed: \(String(cString: strerror(errno)))") }
+        offset += m
+        continue
+      }
+      guard n > 0 else { throw TestFailure("send failed: \(String(cString: strerror(errno)))") }
+      offset += n
+    }
+  }
+
+  /// Sends one message (framed).
+  func send(_ message: JSONValue) throws {
+    try write(Framer.encode(message.serialized(), as: framing))
+  }
+
+  /// Sends a raw payload (framed), e.g. invalid JSON.
+  func sendRaw(_ text: String) throws {
+    try write(Framer.encode(Array(text.utf8), as: framing))
+  }
+
+  /// Reads one message or returns nil at EOF or timeout.
+  func readMessage(timeout: Double = testTimeout) throws -> JSONValue? {
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+      if let event = framer.next() {
+        switch event {
+        case .message(let bytes): return try JSONParser.parse(bytes)
+        case .error(let error): throw TestFailure("framing error from the daemon: \(error)")
+        }
+      }
+      let remaining = deadline.timeIntervalSinceNow
+      guard remaining > 0 else { return nil }
+      var pfd = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
+      let ready = poll(&pfd, 1, Int32(remaining * 1000) + 1)
+      if ready <= 0 { continue }
+      var chunk = [UInt8](repeating: 0, count: 65_536)
+      let n = chunk.withUnsafeMutableBytes { read(readFD, $0.baseAddress, $0.count) }
+      if n <= 0 { return nil }
+      chunk.withUnsafeBytes { framer.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+    }
+  }
+
+  /// Reads until the reply with `id` arrives; notifications are kept in ``notifications``.
+  func awaitReply(id: JSONValue, timeout: Double = testTimeout) throws -> JSONValue {
+    if let index = replies.firstIndex(where: { $0["id"] == id }) { return replies.remove(at: index) }
+    let deadline = Date().addingTimeInterval(timeout)
+    while let message = try readMessage(timeout: max(0, deadline.timeIntervalSinceNow)) {
+      if message["method"] != nil && message["id"] == nil {
+        notifications.append(message)
+      } else if message["id"] == id {
+        return message
+      } else {
+        replies.append(message)
+      }
+    }
+    throw TestFailure("no reply to request \(id.jsonString)")
+  }
+
+  /// Sends a request and returns the whole reply object.
+  @discardableResult
+  func call(_ method: String, _ params: JSONValue? = nil) throws -> JSONValue {
+    let id = nextID
+    nextID += 1
+    var message: JSONObject = ["jsonrpc": "2.0", "id": .int(id), "method": .string(method)]
+    if let params { message["params"] = params }
+    try send(.object(message))
+    return try awaitReply(id: .int(id))
+  }
+
+  /// Sends a request and returns its result, failing on an error reply.
+  @discardableResult
+  func result(_ method: String, _ params: JSONValue? = nil) throws -> JSONValue {
+    let reply = try call(method, params)
+    guard let result = reply["result"] else { throw TestFailure("\(method) failed: \(reply.jsonString)") }
+    return result
+  }
+
+  /// Sends a notification (no id).
+  func notify(_ method: String, _ params: JSONValue? = nil) throws {
+    var message: JSONObject = ["jsonrpc": "2.0", "method": .string(method)]
+    if let params { message["params"] = params }
+    try send(.object(message))
+  }
+
+  /// `initialize` with protocol 1.0.
+  @discardableResult
+  func initialize(name: String = "tests") throws -> JSONValue {
+    try result("initialize", ["protocolVersion": "1.0", "clientInfo": ["name": .string(name)]])
+  }
+
+  /// The next notification (optionally of one method), waiting up to `timeout`.
+  func nextNotification(_ method: String? = nil, timeout: Double = testTimeout) throws -> JSONValue? {
+    if let index = notifications.firstIndex(where: { method == nil || $0["method"]?.stringValue == method }) {
+      return notifications.remove(at: index)
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    while let message = try readMessage(timeout: max(0, deadline.timeIntervalSinceNow)) {
+      if message["id"] != nil && message["method"] == nil {
+        replies.append(message)
+        continue
+      }
+      if method == nil || message["method"]?.stringValue == method { return message }
+      notifications.append(message)
+    }
+    return nil
+  }
+}
+
+/// The seed 000 FilterTip.
+let filterTip: JSONValue = [
+  "id": "filter.tip",
+  "title": "You can narrow this down",
+  "message": "When you have too many results, the filter at the top can cut them quickly.",
+  "image": "line.3.horizontal.decrease.circle",
+  "actions": [["id": "learn-more", "title": "Learn more"]],
+  "rules": [
+    ["event": "search.opened", "count": ["gte": 3]],
+    ["event": "filter.used", "count": ["eq": 0]],
+    ["event": "search.opened", "within": ["days": 1], "count": ["gte": 1]],
+  ],
+]
