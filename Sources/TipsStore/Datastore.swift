@@ -23,10 +23,15 @@ public struct DatastoreOptions: Sendable {
   /// `<path>.corrupt-<UTC time>` and start with an empty datastore (`--datastore-recover`). Without it such a
   /// file is refused and left untouched.
   public var recover: Bool
+  /// Hold SQLite's file locks for the whole session (`locking_mode=EXCLUSIVE`; the default). tipsd owns the file
+  /// anyway (the lock file), and this saves the half-dozen `fcntl` calls each transaction would otherwise make;
+  /// the cost is that no other connection — the `sqlite3` shell included — can read the file while tipsd runs.
+  public var exclusiveLocking: Bool
 
-  public init(fsync: Bool = false, recover: Bool = false) {
+  public init(fsync: Bool = false, recover: Bool = false, exclusiveLocking: Bool = true) {
     self.fsync = fsync
     self.recover = recover
+    self.exclusiveLocking = exclusiveLocking
   }
 }
 
@@ -209,6 +214,7 @@ public final class Datastore {
         throw SQLiteError(code: SQLITE_ERROR, message: "cannot switch to WAL mode (journal_mode is \(mode ?? "?"))")
       }
       try connection.execute("PRAGMA synchronous = \(options.fsync ? "FULL" : "NORMAL")")
+      if options.exclusiveLocking { try connection.execute("PRAGMA locking_mode = EXCLUSIVE") }
     }
     if version < Schema.currentVersion {
       try sqlite("cannot migrate") { () throws(SQLiteError) in try migrate(connection, from: version) }

@@ -212,12 +212,31 @@ struct DatastoreTests {
     #expect(try store.load() == EngineSnapshot(donations: ["x": [donation(9)]]))
   }
 
+  @Test("by default the store holds SQLite's locks: no other connection reads the file while it is open")
+  func exclusiveLocking() throws {
+    let directory = TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.file("store.sqlite")
+    do {
+      let store = try Datastore(path: path)
+      try store.apply([.donation(eventID: "a", donation(1), keepNewest: 5)])
+      let side = try Connection(path: path)
+      #expect(throws: SQLiteError.self) { _ = try side.scalarText("SELECT count(*) FROM donations") }
+      side.close()
+      store.close()
+    }
+    let side = try Connection(path: path)
+    #expect(try side.scalarText("SELECT count(*) FROM donations") == "1")
+    side.close()
+  }
+
   @Test("a failed batch keeps nothing, and later batches still bound history exactly")
   func failedBatchRollsBack() throws {
     let directory = TemporaryDirectory()
     defer { directory.remove() }
     let path = directory.file("store.sqlite")
-    let store = try Datastore(path: path)
+    // Shared locking, so that a second connection can sabotage the file.
+    let store = try Datastore(path: path, options: DatastoreOptions(exclusiveLocking: false))
     try store.apply((0..<5).map { .donation(eventID: "a", donation(Double($0)), keepNewest: 5) })
 
     // Sabotage a table behind the store's back so that the batch fails at its last write.
