@@ -62,6 +62,12 @@ enum JSONDecoding {
   }
 
   /// A short rendering of a value for error messages: its type, or the empty string.
+  /// A number as itself, anything else by its type: error messages never echo a string from the input (a catalog
+  /// may hold secrets).
+  static func describeNumber(_ value: JSONValue) -> String {
+    value.isNumber ? value.jsonString : describe(value)
+  }
+
   static func describe(_ value: JSONValue) -> String {
     if case .string(let s) = value, s.isEmpty { return "an empty string" }
     return value.typeName
@@ -293,7 +299,18 @@ extension Rule {
   /// Decodes one rule (see ``Rule`` for the shapes). Every failure names the offending path, e.g.
   /// `tips[2].rules[1].count: unknown operator "gte "`.
   public init(json: JSONValue, path: String) throws(EngineError) {
+    try self.init(json: json, path: path, depth: 1)
+  }
+
+  /// How deeply `allOf`/`anyOf`/`not` may nest; deeper rules are surely a mistake, and their explanations would
+  /// nest past what JSON readers accept.
+  public static let maximumDepth = 32
+
+  init(json: JSONValue, path: String, depth: Int) throws(EngineError) {
     typealias D = JSONDecoding
+    guard depth <= Self.maximumDepth else {
+      throw D.fail(path, "rules nest more than \(Self.maximumDepth) levels deep")
+    }
     let object = try D.object(json, path)
     let present = Self.kinds.filter { object[$0] != nil }
     guard present.count == 1 else {
@@ -310,12 +327,12 @@ extension Rule {
       let listPath = D.join(path, key)
       var rules: [Rule] = []
       for (index, element) in try D.array(object[key]!, listPath).enumerated() {
-        rules.append(try Rule(json: element, path: "\(listPath)[\(index)]"))
+        rules.append(try Rule(json: element, path: "\(listPath)[\(index)]", depth: depth + 1))
       }
       self = key == "allOf" ? .allOf(rules) : .anyOf(rules)
     default:
       try D.checkKeys(object, ["not"], path)
-      self = .not(try Rule(json: object["not"]!, path: D.join(path, "not")))
+      self = .not(try Rule(json: object["not"]!, path: D.join(path, "not"), depth: depth + 1))
     }
   }
 
@@ -347,7 +364,7 @@ extension EventRule {
       throw D.fail(countPath, "expected exactly one operator (\(ComparisonOperator.names))")
     }
     guard let number = value.intValue, number >= 0, let countValue = Int(exactly: number) else {
-      throw D.fail(D.join(countPath, key), "expected a non-negative integer, got \(value)")
+      throw D.fail(D.join(countPath, key), "expected a non-negative integer, got \(D.describeNumber(value))")
     }
 
     var within: Double?
@@ -364,7 +381,7 @@ extension EventRule {
         throw D.fail(withinPath, "expected exactly one of \"minutes\", \"hours\", \"days\", \"weeks\"")
       }
       guard let number = amount.doubleValue, number.isFinite, number > 0 else {
-        throw D.fail(D.join(withinPath, unit), "expected a positive number, got \(amount)")
+        throw D.fail(D.join(withinPath, unit), "expected a positive number, got \(D.describeNumber(amount))")
       }
       within = number * seconds
     }

@@ -124,7 +124,7 @@ struct DecodingTests {
     (#"{"event": "e", "count": {"gte": 1.5}}"#, "tips[2].rules[1].count.gte: expected a non-negative integer, got 1.5"),
     (
       #"{"event": "e", "count": {"gte": "3"}}"#,
-      #"tips[2].rules[1].count.gte: expected a non-negative integer, got "3""#
+      #"tips[2].rules[1].count.gte: expected a non-negative integer, got string"#
     ),
     (#"{"event": "", "count": {"gte": 1}}"#, "tips[2].rules[1].event: expected a non-empty string, got an empty string"),
     (#"{"event": 7, "count": {"gte": 1}}"#, "tips[2].rules[1].event: expected a non-empty string, got number"),
@@ -181,7 +181,21 @@ struct DecodingTests {
     ),
     (#"{"not": [{"parameter": "p", "eq": 1}]}"#, "tips[2].rules[1].not: expected an object, got array"),
     ("3", "tips[2].rules[1]: expected an object, got number"),
+    // Strings from the input are never echoed (a catalog may hold secrets): only their type.
+    (#"{"event": "e", "count": {"gte": "sk_live_secret"}}"#, "tips[2].rules[1].count.gte: expected a non-negative integer, got string"),
+    (#"{"event": "e", "within": {"days": "sk_live_secret"}, "count": {"gte": 1}}"#, "tips[2].rules[1].within.days: expected a positive number, got string"),
   ]
+
+  @Test("rules may nest 32 levels deep, not 33")
+  func nestingDepth() throws {
+    func nested(_ levels: Int) -> String {
+      String(repeating: #"{"not": "#, count: levels - 1) + #"{"event": "e", "count": {"gte": 1}}"#
+        + String(repeating: "}", count: levels - 1)
+    }
+    _ = try rule(nested(Rule.maximumDepth))
+    let message = decodingError(#"{"id": "t", "title": "T", "rules": [\#(nested(Rule.maximumDepth + 1))]}"#)
+    #expect(message?.hasSuffix("rules nest more than 32 levels deep") == true, "\(message ?? "nil")")
+  }
 
   @Test("malformed rules are rejected with a message naming the path", arguments: ruleErrors)
   func ruleError(rule: String, message: String) {
