@@ -46,9 +46,13 @@ run: release
 
 test: deps test-swift test-clients test-protocol
 
+# The full log goes to .build/swift-test.log; the console gets failures and the runners' summary lines.
 test-swift:
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build $(SWIFT_FLAGS) 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
+	@$(SWIFT) test --skip-build $(SWIFT_FLAGS) > .build/swift-test.log 2>&1; status=$$?; \
+	  grep -E '✘|recorded an issue|Test run with|Executed [0-9]+ tests?' .build/swift-test.log | tail -200; \
+	  if [ $$status -ne 0 ]; then echo "--- last lines of .build/swift-test.log ---"; tail -40 .build/swift-test.log; fi; \
+	  exit $$status
 
 test-clients:
 	clients/run-tests-typescript.sh
