@@ -58,6 +58,7 @@ test("every method, over the socket", daemonTest(), async (t) => {
     message: FILTER_TIP.message,
     image: FILTER_TIP.image,
     actions: [{ id: "learn-more", title: "Learn more", index: 0 }],
+    locale: null,
   });
   assert.equal(registered.tips[1].tip.message, null);
   assert.equal(registered.tips[1].tip.image, null);
