@@ -66,7 +66,7 @@ extension Engine {
         lines.append("  held by: invalidated (\(reason.rawValue))")
       } else if slot.record.displayCount == 0 && !slot.ignoresFrequency, let end = cooldownEnd(now) {
         heldBy.append(["kind": "cooldown", "until": JSONDecoding.number(end)])
-        lines.append("  held by: \(frequency.rawValue) display-frequency cooldown until \(format(end))")
+        lines.append("  held by: \(frequency.rawValue) display-frequency cooldown until \(instant(end))")
       }
       for groupID in slot.groups {
         guard let group = groups[groupID], group.current != tipID else { continue }
@@ -89,7 +89,7 @@ extension Engine {
 
     let next = nextChangeTime(of: slot, now: now)
     object["nextChangeAt"] = next.map(JSONDecoding.number) ?? .null
-    lines.append("  next change: \(next.map(format) ?? "none")")
+    lines.append("  next change: \(next.map(instant) ?? "none")")
     return Explanation(json: .object(object), lines: lines)
   }
 
@@ -162,6 +162,9 @@ extension Engine {
     if let reason = status.reason { return "invalidated (\(reason.rawValue))" }
     return status.name
   }
+
+  /// An instant for people reading `lines`.
+  func instant(_ timestamp: Timestamp) -> String { ISO8601.string(from: timestamp) }
 
   /// A number without a trailing `.0` when integral.
   func format(_ value: Double) -> String {

@@ -34,7 +34,7 @@ struct ExplainTests {
       "  [ok] filter.used count=0, needs == 0",
       "  [ok] search.opened count=2 within 1 day, needs >= 1",
       "  displays: 0, displayed 0s",
-      "  next change: \(Int64(t0) + 86_400)",
+      "  next change: 2023-11-15T22:13:20Z",
     ])
   }
 
@@ -99,5 +99,18 @@ struct ExplainTests {
     #expect(overridden["override"] == "show")
     #expect(overridden["heldBy"] == [])
     #expect(overridden["status"] == "available")
+  }
+}
+
+@Suite("ISO 8601")
+struct ISO8601Tests {
+  @Test(
+    "instants format as UTC civil time",
+    arguments: [
+      (0.0, "1970-01-01T00:00:00Z"), (-1.0, "1969-12-31T23:59:59Z"), (951_782_400.5, "2000-02-29T00:00:00Z"),
+      (1_700_000_000, "2023-11-14T22:13:20Z"), (4_102_444_799, "2099-12-31T23:59:59Z"),
+    ])
+  func format(timestamp: Double, expected: String) {
+    #expect(ISO8601.string(from: timestamp) == expected)
   }
 }
