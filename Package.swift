@@ -64,15 +64,23 @@ let package = Package(
       dependencies: ["TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON"],
       swiftSettings: swiftSettings
     ),
+    /// The real `tipsd` binary as a test fixture (process wrapper and a blocking JSON-RPC client), shared by the
+    /// end-to-end suites.
+    .target(
+      name: "TipsTestSupport",
+      dependencies: ["TipsJSON", "TipsFraming"],
+      path: "Tests/TipsTestSupport",
+      swiftSettings: swiftSettings
+    ),
     .testTarget(
       name: "TipsServerTests",
-      dependencies: ["TipsServer", "TipsJSON", "TipsFraming", "tipsd"],
+      dependencies: ["TipsServer", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd"],
       swiftSettings: swiftSettings
     ),
 
     .testTarget(
       name: "TipsHardeningTests",
-      dependencies: ["TipsServer", "TipsJSON", "TipsFraming", "tipsd"],
+      dependencies: ["TipsServer", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd"],
       swiftSettings: swiftSettings
     ),
 

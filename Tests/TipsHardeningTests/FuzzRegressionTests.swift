@@ -2,6 +2,7 @@ import Foundation
 import TipsEngine
 import TipsFraming
 import TipsJSON
+import TipsTestSupport
 import TipsProtocol
 import Testing
 

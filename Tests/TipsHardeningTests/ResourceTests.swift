@@ -1,6 +1,7 @@
 import Foundation
 import TipsFraming
 import TipsJSON
+import TipsTestSupport
 import Testing
 
 extension Hardening {

@@ -1,5 +1,6 @@
 import Foundation
 import TipsJSON
+import TipsTestSupport
 import Testing
 
 extension Hardening {

@@ -1,6 +1,7 @@
 import Foundation
 import TipsFraming
 import TipsJSON
+import TipsTestSupport
 import Testing
 
 /// The seed 000 FilterTip end to end, against the real binary, over every transport and framing.

@@ -1,5 +1,6 @@
 import Foundation
 import TipsJSON
+import TipsTestSupport
 import Testing
 
 /// Copy chosen per client locale; strict params; subscription ids.

@@ -1,6 +1,7 @@
 import Foundation
 import TipsFraming
 import TipsJSON
+import TipsTestSupport
 import Testing
 
 /// JSON-RPC 2.0 behaviour, lifecycle and every error code, against the real binary.

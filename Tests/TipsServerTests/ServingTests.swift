@@ -1,6 +1,7 @@
 import Foundation
 import TipsFraming
 import TipsJSON
+import TipsTestSupport
 import Testing
 
 /// Time-driven notifications, vanishing and slow clients, socket hygiene, signals and durability.

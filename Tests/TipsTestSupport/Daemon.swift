@@ -1,43 +1,42 @@
-import Foundation
-import TipsFraming
-import TipsJSON
-import Testing
+public import Foundation
+public import TipsFraming
+public import TipsJSON
 
 /// Seconds a test waits for the daemon before failing; `TIPSD_TEST_TIMEOUT` overrides it.
-let testTimeout: Double = ProcessInfo.processInfo.environment["TIPSD_TEST_TIMEOUT"].flatMap(Double.init) ?? 10
+public let testTimeout: Double = ProcessInfo.processInfo.environment["TIPSD_TEST_TIMEOUT"].flatMap(Double.init) ?? 10
 
 /// The built `tipsd` binary, beside the test bundle.
-func tipsdBinary() -> String {
+public func tipsdBinary() -> String {
   if let explicit = ProcessInfo.processInfo.environment["TIPSD_BIN"] { return explicit }
   let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
   return exe.deletingLastPathComponent().appendingPathComponent("tipsd").path
 }
 
 /// A fresh private directory for sockets and datastores, removed by the caller.
-func temporaryDirectory() -> String {
+public func temporaryDirectory() -> String {
   var template = Array("/tmp/tipsd-test-XXXXXX".utf8CString)
   let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
   return path
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-  var description: String
-  init(_ description: String) { self.description = description }
+public struct TestFailure: Error, CustomStringConvertible {
+  public var description: String
+  public init(_ description: String) { self.description = description }
 }
 
 /// The daemon's stderr, appended from FileHandle's reader thread.
 /// `@unchecked Sendable`: every access holds `lock`.
-final class LogBuffer: @unchecked Sendable {
+public final class LogBuffer: @unchecked Sendable {
   private var data = Data()
   private let lock = NSLock()
 
-  func append(_ more: Data) {
+  public func append(_ more: Data) {
     lock.lock()
     data.append(more)
     lock.unlock()
   }
 
-  var text: String {
+  public var text: String {
     lock.lock()
     defer { lock.unlock() }
     return String(decoding: data, as: UTF8.self)
@@ -45,17 +44,17 @@ final class LogBuffer: @unchecked Sendable {
 }
 
 /// A real `tipsd serve` process.
-final class Daemon: @unchecked Sendable {
-  let process = Process()
-  let stdin = Pipe()
-  let stdout = Pipe()
-  let stderr = Pipe()
-  let directory: String
-  let socketPath: String?
+public final class Daemon: @unchecked Sendable {
+  public let process = Process()
+  public let stdin = Pipe()
+  public let stdout = Pipe()
+  public let stderr = Pipe()
+  public let directory: String
+  public let socketPath: String?
   private let stderrBuffer = LogBuffer()
 
   /// Starts `tipsd serve` with the given arguments. In socket mode (no `--stdio`), waits for the socket.
-  init(
+  public init(
     _ arguments: [String], socket: Bool = true, directory: String? = nil, datastore: String = ":memory:",
     environment: [String: String] = [:], socketPath customSocket: String? = nil, currentDirectory: String? = nil
   ) throws {
@@ -91,26 +90,26 @@ final class Daemon: @unchecked Sendable {
   }
 
   /// Everything the daemon wrote to stderr so far.
-  var log: String { stderrBuffer.text }
+  public var log: String { stderrBuffer.text }
 
   /// A client over the daemon's stdin/stdout (stdio mode).
-  func stdioClient(framing: Framing = .newline) -> RPCClient {
+  public func stdioClient(framing: Framing = .newline) -> RPCClient {
     RPCClient(
       readFD: stdout.fileHandleForReading.fileDescriptor, writeFD: stdin.fileHandleForWriting.fileDescriptor,
       framing: framing, ownsDescriptors: false)
   }
 
   /// A new client connection to the daemon's socket.
-  func connect(framing: Framing = .newline) throws -> RPCClient {
+  public func connect(framing: Framing = .newline) throws -> RPCClient {
     guard let socketPath else { throw TestFailure("daemon is in stdio mode") }
     return try RPCClient(socketPath: socketPath, framing: framing)
   }
 
-  func signal(_ signum: Int32) { kill(process.processIdentifier, signum) }
+  public func signal(_ signum: Int32) { kill(process.processIdentifier, signum) }
 
   /// Waits for the process to exit and returns its status.
   @discardableResult
-  func wait(timeout: Double = testTimeout) throws -> Int32 {
+  public func wait(timeout: Double = testTimeout) throws -> Int32 {
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning {
       guard Date() < deadline else { throw TestFailure("tipsd did not exit: \(log)") }
@@ -120,7 +119,7 @@ final class Daemon: @unchecked Sendable {
   }
 
   /// Stops the daemon (SIGTERM, then SIGKILL) and removes its directory.
-  func stop(removeDirectory: Bool = true) {
+  public func stop(removeDirectory: Bool = true) {
     if process.isRunning {
       signal(SIGTERM)
       _ = try? wait(timeout: 5)
@@ -140,27 +139,27 @@ final class Daemon: @unchecked Sendable {
 }
 
 /// A blocking JSON-RPC client for tests: sends requests, collects replies and notifications in arrival order.
-final class RPCClient: @unchecked Sendable {
-  let readFD: Int32
-  let writeFD: Int32
-  let framing: Framing
-  let ownsDescriptors: Bool
-  var framer = Framer(maxMessageSize: 64 << 20)
-  var nextID: Int64 = 1
+public final class RPCClient: @unchecked Sendable {
+  public let readFD: Int32
+  public let writeFD: Int32
+  public let framing: Framing
+  public let ownsDescriptors: Bool
+  public var framer = Framer(maxMessageSize: 64 << 20)
+  public var nextID: Int64 = 1
   /// Notifications received and not yet taken.
-  var notifications: [JSONValue] = []
+  public var notifications: [JSONValue] = []
   /// Replies received for requests sent with ``send(_:)``.
-  var replies: [JSONValue] = []
-  var closed = false
+  public var replies: [JSONValue] = []
+  public var closed = false
 
-  init(readFD: Int32, writeFD: Int32, framing: Framing, ownsDescriptors: Bool) {
+  public init(readFD: Int32, writeFD: Int32, framing: Framing, ownsDescriptors: Bool) {
     self.readFD = readFD
     self.writeFD = writeFD
     self.framing = framing
     self.ownsDescriptors = ownsDescriptors
   }
 
-  convenience init(socketPath: String, framing: Framing) throws {
+  public convenience init(socketPath: String, framing: Framing) throws {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestFailure("socket failed") }
     var address = sockaddr_un()
@@ -181,21 +180,21 @@ final class RPCClient: @unchecked Sendable {
 
   deinit { close() }
 
-  func close() {
+  public func close() {
     guard !closed else { return }
     closed = true
     if ownsDescriptors { Foundation.close(readFD) }
   }
 
   /// Closes abruptly: RST instead of FIN where possible (SO_LINGER 0).
-  func reset() {
+  public func reset() {
     var linger = linger(l_onoff: 1, l_linger: 0)
     setsockopt(readFD, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
     close()
   }
 
   /// Writes raw bytes.
-  func write(_ bytes: [UInt8]) throws {
+  public func write(_ bytes: [UInt8]) throws {
     var offset = 0
     while offset < bytes.count {
       let n = bytes.withUnsafeBytes { Foundation.send(writeFD, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -211,17 +210,17 @@ final class RPCClient: @unchecked Sendable {
   }
 
   /// Sends one message (framed).
-  func send(_ message: JSONValue) throws {
+  public func send(_ message: JSONValue) throws {
     try write(Framer.encode(message.serialized(), as: framing))
   }
 
   /// Sends a raw payload (framed), e.g. invalid JSON.
-  func sendRaw(_ text: String) throws {
+  public func sendRaw(_ text: String) throws {
     try write(Framer.encode(Array(text.utf8), as: framing))
   }
 
   /// Reads one message or returns nil at EOF or timeout.
-  func readMessage(timeout: Double = testTimeout) throws -> JSONValue? {
+  public func readMessage(timeout: Double = testTimeout) throws -> JSONValue? {
     let deadline = Date().addingTimeInterval(timeout)
     while true {
       if let event = framer.next() {
@@ -243,7 +242,7 @@ final class RPCClient: @unchecked Sendable {
   }
 
   /// Reads until the reply with `id` arrives; notifications are kept in ``notifications``.
-  func awaitReply(id: JSONValue, timeout: Double = testTimeout) throws -> JSONValue {
+  public func awaitReply(id: JSONValue, timeout: Double = testTimeout) throws -> JSONValue {
     if let index = replies.firstIndex(where: { $0["id"] == id }) { return replies.remove(at: index) }
     let deadline = Date().addingTimeInterval(timeout)
     while let message = try readMessage(timeout: max(0, deadline.timeIntervalSinceNow)) {
@@ -260,7 +259,7 @@ final class RPCClient: @unchecked Sendable {
 
   /// Sends a request and returns the whole reply object.
   @discardableResult
-  func call(_ method: String, _ params: JSONValue? = nil) throws -> JSONValue {
+  public func call(_ method: String, _ params: JSONValue? = nil) throws -> JSONValue {
     let id = nextID
     nextID += 1
     var message: JSONObject = ["jsonrpc": "2.0", "id": .int(id), "method": .string(method)]
@@ -271,14 +270,14 @@ final class RPCClient: @unchecked Sendable {
 
   /// Sends a request and returns its result, failing on an error reply.
   @discardableResult
-  func result(_ method: String, _ params: JSONValue? = nil) throws -> JSONValue {
+  public func result(_ method: String, _ params: JSONValue? = nil) throws -> JSONValue {
     let reply = try call(method, params)
     guard let result = reply["result"] else { throw TestFailure("\(method) failed: \(reply.jsonString)") }
     return result
   }
 
   /// Sends a notification (no id).
-  func notify(_ method: String, _ params: JSONValue? = nil) throws {
+  public func notify(_ method: String, _ params: JSONValue? = nil) throws {
     var message: JSONObject = ["jsonrpc": "2.0", "method": .string(method)]
     if let params { message["params"] = params }
     try send(.object(message))
@@ -286,12 +285,12 @@ final class RPCClient: @unchecked Sendable {
 
   /// `initialize` with protocol 1.0.
   @discardableResult
-  func initialize(name: String = "tests") throws -> JSONValue {
+  public func initialize(name: String = "tests") throws -> JSONValue {
     try result("initialize", ["protocolVersion": "1.0", "clientInfo": ["name": .string(name)]])
   }
 
   /// The next notification (optionally of one method), waiting up to `timeout`.
-  func nextNotification(_ method: String? = nil, timeout: Double = testTimeout) throws -> JSONValue? {
+  public func nextNotification(_ method: String? = nil, timeout: Double = testTimeout) throws -> JSONValue? {
     if let index = notifications.firstIndex(where: { method == nil || $0["method"]?.stringValue == method }) {
       return notifications.remove(at: index)
     }
@@ -309,7 +308,7 @@ final class RPCClient: @unchecked Sendable {
 }
 
 /// The seed 000 FilterTip.
-let filterTip: JSONValue = [
+public let filterTip: JSONValue = [
   "id": "filter.tip",
   "title": "You can narrow this down",
   "message": "When you have too many results, the filter at the top can cut them quickly.",
