@@ -222,14 +222,3 @@ enum SystemTime {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
   }
 }
-
-func writeStderr(_ text: String) {
-  var bytes = Array(text.utf8)
-  var offset = 0
-  while offset < bytes.count {
-    let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
-    if n <= 0 { break }
-    offset += n
-  }
-  bytes.removeAll()
-}

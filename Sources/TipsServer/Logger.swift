@@ -73,15 +73,7 @@ public final class StderrLogHandler: LogHandler {
   public func log(level: LogLevel, message: String, metadata: [(String, String)]) {
     var line = "ts=\(Self.timestamp()) level=\(level) msg=\(Self.quote(message))"
     for (key, value) in metadata { line += " \(key)=\(Self.quote(value))" }
-    line += "\n"
-    var bytes = Array(line.utf8)
-    var offset = 0
-    while offset < bytes.count {
-      let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
-      if n <= 0 { break }
-      offset += n
-    }
-    bytes.removeAll()
+    writeStderr(line + "\n")
   }
 
   static func quote(_ s: String) -> String {
@@ -115,6 +107,18 @@ public final class StderrLogHandler: LogHandler {
     let millis = Int32(ts.tv_nsec / 1_000_000)
     return "\(pad(tmv.tm_year + 1900, 4))-\(pad(tmv.tm_mon + 1, 2))-\(pad(tmv.tm_mday, 2))T"
       + "\(pad(tmv.tm_hour, 2)):\(pad(tmv.tm_min, 2)):\(pad(tmv.tm_sec, 2)).\(pad(millis, 3))Z"
+  }
+}
+
+/// Writes text to stderr unbuffered (one `write` per call where the kernel allows), never touching stdout.
+func writeStderr(_ text: String) {
+  var bytes = Array(text.utf8)
+  var offset = 0
+  while offset < bytes.count {
+    let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+    if n < 0 && errno == EINTR { continue }
+    if n <= 0 { break }
+    offset += n
   }
 }
 
