@@ -47,3 +47,16 @@ func releaseOwner<T: AnyObject>(of handle: UnsafeMutablePointer<uv_handle_t>, as
   handle.pointee.data = nil
   return Unmanaged<T>.fromOpaque(data).takeRetainedValue()
 }
+
+/// Whether a handle keeps the loop running (`uv_has_ref`); false once closed. Loop thread only.
+func isReferenced(_ handle: UnsafeMutablePointer<uv_handle_t>, closed: Bool, on loop: EventLoop) -> Bool {
+  loop.assertOnLoopThread()
+  return !closed && uv_has_ref(handle) != 0
+}
+
+/// `uv_ref`/`uv_unref`, ignored once closed. Loop thread only.
+func setReferenced(_ handle: UnsafeMutablePointer<uv_handle_t>, _ referenced: Bool, closed: Bool, on loop: EventLoop) {
+  loop.assertOnLoopThread()
+  guard !closed else { return }
+  if referenced { uv_ref(handle) } else { uv_unref(handle) }
+}

@@ -50,12 +50,8 @@ public final class LoopTimer: LoopHandleOwner {
   /// Whether an active timer keeps `run()` from returning (default `true`).
   /// Set to `false` for watchdogs and housekeeping timers.
   public var keepsLoopAlive: Bool {
-    get { loop.assertOnLoopThread(); return !isClosed && uv_has_ref(asHandle(handle)) != 0 }
-    set {
-      loop.assertOnLoopThread()
-      guard !isClosed else { return }
-      if newValue { uv_ref(asHandle(handle)) } else { uv_unref(asHandle(handle)) }
-    }
+    get { isReferenced(asHandle(handle), closed: isClosed, on: loop) }
+    set { setReferenced(asHandle(handle), newValue, closed: isClosed, on: loop) }
   }
 
   /// Stops the timer and releases it. Idempotent.

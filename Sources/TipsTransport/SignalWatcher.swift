@@ -41,12 +41,8 @@ public final class SignalWatcher: LoopHandleOwner {
 
   /// Whether the active watcher keeps `run()` from returning (default `true`).
   public var keepsLoopAlive: Bool {
-    get { loop.assertOnLoopThread(); return !isClosed && uv_has_ref(asHandle(handle)) != 0 }
-    set {
-      loop.assertOnLoopThread()
-      guard !isClosed else { return }
-      if newValue { uv_ref(asHandle(handle)) } else { uv_unref(asHandle(handle)) }
-    }
+    get { isReferenced(asHandle(handle), closed: isClosed, on: loop) }
+    set { setReferenced(asHandle(handle), newValue, closed: isClosed, on: loop) }
   }
 
   /// Stops watching and releases the handler. Idempotent.

@@ -47,12 +47,8 @@ public final class Wakeup: LoopHandleOwner, @unchecked Sendable {
 
   /// Whether the wakeup keeps `run()` from returning (default `true`).
   public var keepsLoopAlive: Bool {
-    get { loop.assertOnLoopThread(); return !closeStarted && uv_has_ref(asHandle(handle)) != 0 }
-    set {
-      loop.assertOnLoopThread()
-      guard !closeStarted else { return }
-      if newValue { uv_ref(asHandle(handle)) } else { uv_unref(asHandle(handle)) }
-    }
+    get { isReferenced(asHandle(handle), closed: closeStarted, on: loop) }
+    set { setReferenced(asHandle(handle), newValue, closed: closeStarted, on: loop) }
   }
 
   /// Closes the handle; later `send()`s are ignored. Loop thread only. Idempotent.
