@@ -5,13 +5,22 @@ the framing decides how they are delimited on the wire:
 
 * ``"newline"`` — one JSON text per line (protocol/README.md);
 * ``"content-length"`` — LSP style ``Content-Length: N\\r\\n\\r\\n`` + N bytes.
+
+Traffic tap (a debugging aid): when the environment variable
+``TIPSD_TRAFFIC_LOG`` names a file when a connection is opened, every message
+that connection sends or receives is appended to that file as one JSON line
+``{"conn": ..., "peer": {...}, "dir": "out"|"in", "t": ..., "msg": ...}``.
 """
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import os
 import signal
-from typing import Sequence
+import threading
+import time
+from typing import Any, Sequence
 
 from .errors import TipsdConnectionError, TipsdProtocolError
 
@@ -108,6 +117,57 @@ class ContentLengthFramer(Framer):
             ) from e
 
 
+TRAFFIC_LOG_ENV = "TIPSD_TRAFFIC_LOG"
+
+
+class TrafficTap:
+    """Appends one connection's messages to the ``TIPSD_TRAFFIC_LOG`` file.
+
+    Each line is a JSON object: ``conn`` (unique across processes and
+    threads), ``peer`` (what the connection talks to), ``dir`` (``"out"`` =
+    sent by the client, ``"in"`` = received), ``t`` (Unix time) and ``msg``
+    (the message as JSON; a frame that is not JSON is logged as ``raw``
+    text instead) and, under pytest, ``test`` (``$PYTEST_CURRENT_TEST`` when
+    the connection opened). Lines are written with a single ``O_APPEND`` write under a
+    process-wide lock, so concurrent connections, threads and processes may
+    share one file. Logging never raises into the client.
+    """
+
+    _lock = threading.Lock()
+    _counter = itertools.count(1)
+
+    def __init__(self, path: str, peer: dict[str, Any]) -> None:
+        self.path = path
+        self.peer = peer
+        self.conn = f"{os.getpid()}-{next(self._counter)}"
+        # Under pytest, which test opened the connection (inherited by subprocesses).
+        self.test = os.environ.get("PYTEST_CURRENT_TEST")
+
+    @classmethod
+    def from_env(cls, peer: dict[str, Any]) -> "TrafficTap | None":
+        path = os.environ.get(TRAFFIC_LOG_ENV)
+        return cls(path, peer) if path else None
+
+    def record(self, direction: str, payload: bytes) -> None:
+        entry: dict[str, Any] = {"conn": self.conn, "peer": self.peer, "dir": direction, "t": time.time()}
+        if self.test:
+            entry["test"] = self.test
+        try:
+            entry["msg"] = json.loads(payload)
+        except ValueError:
+            entry["raw"] = payload.decode("utf-8", "replace")
+        try:
+            line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+            with self._lock:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, line)
+                finally:
+                    os.close(fd)
+        except (OSError, TypeError, ValueError):
+            pass
+
+
 def make_framer(framing: str) -> Framer:
     return NewlineFramer() if normalize_framing(framing) == "newline" else ContentLengthFramer()
 
@@ -121,6 +181,15 @@ class Transport:
         self.framer = make_framer(framing)
         self._drain_lock = asyncio.Lock()
         self._closed = False
+        self._tap: TrafficTap | None = None
+
+    def _open_tap(self) -> None:
+        """Start logging to ``$TIPSD_TRAFFIC_LOG`` if it is set (called by the openers)."""
+        self._tap = TrafficTap.from_env(self.peer())
+
+    def peer(self) -> dict[str, Any]:
+        """What this transport talks to, for the traffic log."""
+        return {"kind": type(self).__name__}
 
     @property
     def framing(self) -> str:
@@ -134,6 +203,8 @@ class Transport:
         if self._closed:
             raise TipsdConnectionError("tipsd connection is closed")
         data = self.framer.encode(payload)
+        if self._tap is not None:
+            self._tap.record("out", payload)
         try:
             # write() appends atomically, so concurrent senders never interleave.
             self.writer.write(data)
@@ -144,9 +215,12 @@ class Transport:
 
     async def receive(self) -> bytes | None:
         try:
-            return await self.framer.read(self.reader)
+            payload = await self.framer.read(self.reader)
         except (ConnectionError, BrokenPipeError) as e:
             raise TipsdConnectionError(f"tipsd connection lost: {e}") from e
+        if self._tap is not None and payload is not None:
+            self._tap.record("in", payload)
+        return payload
 
     async def close(self) -> None:
         if self._closed:
@@ -166,6 +240,10 @@ class SocketTransport(Transport):
     def __init__(self, reader, writer, framing: str, path: str) -> None:
         super().__init__(reader, writer, framing)
         self.path = path
+        self._open_tap()
+
+    def peer(self) -> dict[str, Any]:
+        return {"kind": "socket", "path": self.path, "framing": self.framing}
 
     @classmethod
     async def open(cls, path: str | os.PathLike[str], framing: str = "newline") -> "SocketTransport":
@@ -188,6 +266,10 @@ class StdioTransport(Transport):
         super().__init__(process.stdout, process.stdin, framing)
         self.process = process
         self.command = list(command)
+        self._open_tap()
+
+    def peer(self) -> dict[str, Any]:
+        return {"kind": "stdio", "command": self.command, "framing": self.framing}
 
     @classmethod
     async def spawn(

@@ -1,0 +1,87 @@
+"""The TIPSD_TRAFFIC_LOG tap (against the fake server) and the session's
+traffic checker (traffic_check.py) on hand-made logs."""
+import json
+
+from conftest import FAKE_STDIO, fake_server, run
+from traffic_check import DEFAULT_OPENRPC, Contract, check_log
+
+from tipsd_client import TipsClient
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_tap_logs_both_directions_per_connection(tmp_path, monkeypatch):
+    log = tmp_path / "traffic.jsonl"
+    monkeypatch.setenv("TIPSD_TRAFFIC_LOG", str(log))
+
+    async def body():
+        async with fake_server() as srv:
+            async with TipsClient.connect(socket_path=srv.socket_path, framing="content-length") as a, \
+                    TipsClient.connect(socket_path=srv.socket_path) as b:
+                await a.donate("x")
+                await b.batch([("test/echo", {"k": 1}), ("test/echo", {"k": 2})])
+        c = await TipsClient.connect(stdio_command=FAKE_STDIO)
+        await c.close()
+
+    run(body)
+    lines = _lines(log)
+    conns = {line["conn"] for line in lines}
+    assert len(conns) == 3
+    assert {line["dir"] for line in lines} == {"out", "in"}
+    assert {line["peer"]["kind"] for line in lines} == {"socket", "stdio"}
+    assert all("test_traffic_tap.py::test_tap_logs_both_directions" in line["test"] for line in lines)
+    donate = [line for line in lines if line["dir"] == "out" and isinstance(line["msg"], dict)
+              and line["msg"].get("method") == "events/donate"]
+    assert donate and donate[0]["peer"]["framing"] == "content-length"
+    batches = [line for line in lines if isinstance(line["msg"], list)]
+    assert {line["dir"] for line in batches} == {"out", "in"}
+
+
+def test_tap_is_off_without_the_variable(tmp_path, monkeypatch):
+    monkeypatch.delenv("TIPSD_TRAFFIC_LOG", raising=False)
+
+    async def body():
+        async with fake_server() as srv, TipsClient.connect(socket_path=srv.socket_path) as c:
+            assert c.transport._tap is None
+            await c.donate("x")
+
+    run(body)
+
+
+def _write(path, conn, peer, entries):
+    with open(path, "a") as f:
+        for direction, msg in entries:
+            f.write(json.dumps({"conn": conn, "peer": peer, "dir": direction, "msg": msg}) + "\n")
+
+
+def test_checker_reports_mismatches_and_skips_the_fake(tmp_path):
+    log = tmp_path / "traffic.jsonl"
+    daemon = {"kind": "socket", "path": str(tmp_path / "tipsd.sock")}
+    req = lambda i, m, p=None: {"jsonrpc": "2.0", "id": i, "method": m, **({"params": p} if p else {})}  # noqa: E731
+    _write(log, "1-1", daemon, [
+        ("out", req(1, "events/donate", {"id": "e"})),
+        ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": "one"}}),            # wrong type
+        ("out", [req(2, "events/donate", {"id": "e"}), req(3, "tips/explain", {"id": "t"})]),
+        ("in", [{"jsonrpc": "2.0", "id": 3, "error": {"code": -32001, "message": "unknown tip"}},
+                {"jsonrpc": "2.0", "id": 2, "result": {"count": 2}}]),              # fine
+        ("out", req(4, "clock/now")),
+        ("in", {"jsonrpc": "2.0", "id": 4, "error": {"code": -32001, "message": "?"}}),  # not a clock/now error
+        ("in", {"jsonrpc": "2.0", "method": "tips/shouldDisplayChanged", "params": {}}),  # missing members
+        ("in", {"jsonrpc": "2.0", "method": "tips/nonsense", "params": {}}),
+    ])
+    # The same garbage from the fake server is not the daemon's business.
+    _write(log, "1-2", {"kind": "socket", "path": str(tmp_path / "fake.sock")}, [
+        ("out", req(1, "events/donate", {"id": "e"})),
+        ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": "one"}}),
+    ])
+    report = check_log(log, contract=Contract(DEFAULT_OPENRPC))
+    assert report.connections == 1 and report.skipped_connections == 1
+    found = {(m.method, m.pointer) for m in report.mismatches}
+    assert ("events/donate (result)", "/result/count") in found
+    assert ("clock/now (error)", "/error/code") in found
+    assert any(m.startswith("tips/shouldDisplayChanged (notification)") for m, _ in found)
+    assert ("tips/nonsense", "/") in found
+    assert not any(m.startswith("tips/explain") for m, _ in found)
+    assert "events/donate (result)  /result/count" in report.format_mismatches()
