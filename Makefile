@@ -7,7 +7,8 @@ APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript
 PIP_PACKAGES := pytest jsonschema
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
-SOCKET ?= $(or $(XDG_RUNTIME_DIR),/tmp)/tipsd-demo/tipsd.sock
+# The daemon's default socket, so `tipsd call` finds it without --socket.
+SOCKET ?= $(if $(XDG_RUNTIME_DIR),$(XDG_RUNTIME_DIR)/tipsd/tipsd.sock,/tmp/tipsd-$(shell id -u)/tipsd.sock)
 
 .PHONY: all build release run test test-swift test-clients test-protocol bench deps deps-apt deps-pip clean help fuzz leakcheck
 
@@ -40,8 +41,7 @@ release: deps-apt
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 
 run: release
-	@mkdir -p -m 700 "$(dir $(SOCKET))"
-	@echo "tipsd: serving on $(SOCKET) — try: $(BIN_RELEASE) call --socket $(SOCKET) tips/status"
+	@echo "tipsd: serving the demo catalog on $(SOCKET) — in another terminal try: $(BIN_RELEASE) call tips/status"
 	$(BIN_RELEASE) serve --socket "$(SOCKET)" --catalog catalog/demo.json
 
 test: deps test-swift test-clients test-protocol
