@@ -30,10 +30,22 @@ extension Server {
     case .batch(let messages):
       var parts: [[UInt8]] = []
       var failures: [[UInt8]?] = []
+      var bytes = 0
       for message in messages {
         if let part = respond(to: message, on: session) {
           parts.append(part.0)
           failures.append(part.1)
+          bytes += part.0.count
+          // A batch whose replies alone exceed the per-connection bound (say, thousands of rpc.discover) would
+          // grow the daemon's memory without limit: the client is disconnected, as one that stops reading is.
+          if bytes + session.stagedBytes + session.queuedBytes > configuration.outgoingQueueLimit {
+            logger.warning(
+              "disconnecting a client whose batch replies exceed the per-connection bound",
+              [("connection", String(session.id)), ("bytes", String(bytes)), ("limit", String(configuration.outgoingQueueLimit))])
+            session.closing = true
+            session.connection.close(after: false)
+            return
+          }
         }
       }
       // A batch of notifications only gets no reply at all (JSON-RPC 2.0 §6).

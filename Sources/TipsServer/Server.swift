@@ -255,11 +255,32 @@ public final class Server {
   func received(_ bytes: UnsafeRawBufferPointer, on session: Session) {
     guard !session.closing else { return }
     session.framer.feed(bytes)
-    while let event = session.framer.next() {
+    processBufferedInput(session)
+  }
+
+  /// Handles the complete messages the framer holds, one at a time, until the client's output backs up.
+  ///
+  /// Input back-pressure: while this client's output is backed up, its requests are not handled (the rest of the
+  /// read waits in the framer, later ones in the kernel) rather than queueing their replies until the queue limit
+  /// disconnects a client that does read, only more slowly than it pipelines. Checking after every message keeps a
+  /// read full of requests with large replies from overshooting the bound. flush() resumes once the output has
+  /// drained.
+  func processBufferedInput(_ session: Session) {
+    while !session.closing {
+      if session.stagedBytes + session.queuedBytes + session.connection.pendingWriteBytes
+        > configuration.outgoingHighWater
+      {
+        if !session.inputPaused {
+          session.inputPaused = true
+          session.connection.stopReading()
+        }
+        dirtySessions.insert(session.id)
+        return
+      }
+      guard let event = session.framer.next() else { break }
       switch event {
       case .message(let message):
         handle(message, on: session)
-        if session.closing { return }
       case .error(let error):
         protocolViolation(session, error)
         return
@@ -269,14 +290,6 @@ public final class Server {
       if session.partialSince == nil { session.partialSince = loop.now }
     } else {
       session.partialSince = nil
-    }
-    // Input back-pressure: while this client's output is backed up, stop reading its requests (the kernel holds
-    // them) rather than queueing their replies until the queue limit disconnects a client that does read, only
-    // more slowly than it pipelines. flush() resumes reading once the output has drained.
-    if session.stagedBytes + session.queuedBytes + session.connection.pendingWriteBytes > configuration.outgoingHighWater {
-      session.inputPaused = true
-      session.connection.stopReading()
-      dirtySessions.insert(session.id)
     }
   }
 
@@ -315,12 +328,23 @@ public final class Server {
 
   /// Commits the turn's writes, then hands staged output to the transports and re-arms the time-driven timer.
   func endOfTurn() {
-    let committed = commit()
-    for id in dirtySessions {
-      guard let session = sessions[id] else { continue }
-      flush(session, committed: committed)
-    }
-    dirtySessions = dirtySessions.filter { sessions[$0].map { $0.pendingCount > 0 || $0.inputPaused } ?? false }
+    var handledMore: Bool
+    repeat {
+      let committed = commit()
+      var resumed: [Session] = []
+      for id in dirtySessions {
+        guard let session = sessions[id] else { continue }
+        if flush(session, committed: committed) { resumed.append(session) }
+      }
+      dirtySessions = dirtySessions.filter { sessions[$0].map { $0.pendingCount > 0 || $0.inputPaused } ?? false }
+      // Requests left in the framer of a client whose output drained are handled now (then committed and
+      // answered by the next round), not when its next bytes happen to arrive.
+      handledMore = false
+      for session in resumed where !session.closing {
+        processBufferedInput(session)
+        if !session.staged.isEmpty { handledMore = true }
+      }
+    } while handledMore
     scheduleTimeDrivenWakeup()
   }
 
@@ -339,7 +363,9 @@ public final class Server {
     }
   }
 
-  func flush(_ session: Session, committed: Bool) {
+  /// Hands staged output to the transport; returns true when this resumed a client paused by back-pressure.
+  @discardableResult
+  func flush(_ session: Session, committed: Bool) -> Bool {
     if !session.staged.isEmpty {
       let staged = session.staged
       session.staged.removeAll(keepingCapacity: true)
@@ -366,7 +392,9 @@ public final class Server {
     {
       session.inputPaused = false
       if !session.closing { session.connection.startReading() }
+      return true
     }
+    return false
   }
 
   /// Queues an item behind back-pressure, coalescing `tips/shouldDisplayChanged` per subscription and tip.

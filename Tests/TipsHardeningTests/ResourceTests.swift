@@ -48,6 +48,49 @@ extension Hardening {
       try fixture.checkRecovered("stalled reader")
     }
 
+    /// Requests with large replies (rpc.discover: the whole OpenRPC document) from a client that never reads:
+    /// the daemon stops handling them once the client's output backs up — per message, not per read — so its
+    /// memory stays within the bound; a batch whose replies alone pass the bound disconnects the client.
+    @Test func largeRepliesStayWithinTheBound() throws {
+      let queueLimit = 4 << 20
+      let fixture = try Fixture()
+      fixture.rebaseline()
+      let hwmBefore = procStatus(fixture.pid, "VmHWM") ?? 0
+      let greedy = try fixture.daemon.connect()
+      try greedy.initialize(name: "greedy")
+      var requests: [UInt8] = []
+      for id in 0..<20_000 { requests += bytes("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"rpc.discover\"}\n") }
+      let pipelined = requests
+      let written = DispatchSemaphore(value: 0)
+      let writer = Thread {
+        greedy.writeIgnoringErrors(pipelined)
+        written.signal()
+      }
+      writer.start()
+      usleep(500_000)
+      #expect(try fixture.healthy.result("events/donate", ["id": "still.served"])["count"] == 1)
+      let peak = max(fixture.rss, procStatus(fixture.pid, "VmHWM") ?? 0)
+      print("hardening.large_replies: peak RSS +\((peak - fixture.baselineRSS) / 1024) MiB over baseline (HWM before \(hwmBefore) KiB)")
+      #expect(peak < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB, "peak \(peak) KiB vs baseline \(fixture.baselineRSS) KiB")
+      // Unblock the writer (the daemon stopped reading it) before the fd is closed and could be reused.
+      shutdown(greedy.readFD, Int32(SHUT_RDWR))
+      written.wait()
+      greedy.close()
+
+      let batcher = try fixture.daemon.connect()
+      try batcher.initialize(name: "batcher")
+      let batch = "[" + Array(repeating: #"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"#, count: 5_000).joined(separator: ",") + "]"
+      try batcher.sendRaw(batch)
+      let (_, eof) = batcher.readUntilEOF(timeout: 10)
+      #expect(eof, "the batching client is disconnected")
+      let logged = waitUntil(timeout: 5) { fixture.daemon.log.contains("batch replies exceed the per-connection bound") }
+      #expect(logged, "\(fixture.daemon.log)")
+      let after = max(fixture.rss, procStatus(fixture.pid, "VmHWM") ?? 0)
+      #expect(after < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB, "peak \(after) KiB vs baseline \(fixture.baselineRSS) KiB")
+      batcher.close()
+      try fixture.checkRecovered("large replies")
+    }
+
     /// A slow reader of notifications is coalesced, not disconnected, and still sees a gap-free sequence whose last
     /// value is the current one.
     @Test func aSlowObserverIsCoalescedWithoutGaps() throws {
