@@ -47,11 +47,27 @@ run: release
 test: deps test-swift test-clients test-protocol
 
 # The full log goes to .build/swift-test.log; the console gets failures and the runners' summary lines.
+# Issue #5: the tests' RPCClient logs its traffic to TIPSD_TRAFFIC_LOG (.build/swift-traffic.jsonl, kept when
+# the check fails) for TipsServerTests' clients only (TIPSD_TRAFFIC_SUITES; TipsHardeningTests sends malformed
+# input on purpose and is not checked); traffic_check.py then validates it against protocol/openrpc.json. Needs python3
+# with jsonschema (make deps-pip); TIPSD_TRAFFIC_CHECK=0 skips the check, TIPSD_OPENRPC=path checks another copy.
 test-swift:
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	@$(SWIFT) test --skip-build $(SWIFT_FLAGS) > .build/swift-test.log 2>&1; status=$$?; \
+	@traffic="$(CURDIR)/.build/swift-traffic.jsonl"; check=1; \
+	  case "$${TIPSD_TRAFFIC_CHECK:-1}" in 0|no|false|off) check=0 ;; esac; \
+	  if [ $$check = 1 ] && ! $(PYTHON) -c "import jsonschema, referencing" 2>/dev/null; then \
+	    echo "test-swift: the traffic check needs $(PYTHON) with jsonschema >= 4.18 (make deps-pip; or TIPSD_TRAFFIC_CHECK=0)"; exit 1; fi; \
+	  rm -f "$$traffic"; \
+	  if [ $$check = 1 ]; then export TIPSD_TRAFFIC_LOG="$$traffic" TIPSD_TRAFFIC_SUITES=TipsServerTests; \
+	  else unset TIPSD_TRAFFIC_LOG; fi; \
+	  $(SWIFT) test --skip-build $(SWIFT_FLAGS) > .build/swift-test.log 2>&1; status=$$?; \
 	  grep -E '✘|recorded an issue|Test run with|Executed [0-9]+ tests?' .build/swift-test.log | tail -200; \
 	  if [ $$status -ne 0 ]; then echo "--- last lines of .build/swift-test.log ---"; tail -40 .build/swift-test.log; fi; \
+	  if [ $$check = 1 ]; then \
+	    if $(PYTHON) clients/python/tests/traffic_check.py --suite TipsServerTests --require-traffic "$$traffic"; then \
+	      rm -f "$$traffic"; \
+	    else echo "test-swift: traffic check FAILED (log kept at $$traffic)"; [ $$status -ne 0 ] || status=1; fi; \
+	  fi; \
 	  exit $$status
 
 test-clients:

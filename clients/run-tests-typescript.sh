@@ -3,6 +3,10 @@
 # The lead wires this into `make test`. Needs: node (>= 18), tsc (node-typescript), a built tipsd.
 # TIPSD_BIN overrides the daemon path (default .build/debug/tipsd); integration tests fail, not skip,
 # when it is missing or broken (TIPSD_REQUIRE=1; export TIPSD_REQUIRE=0 to allow skipping).
+# Issue #5: the client's traffic tap logs every message of the run ($TIPSD_TRAFFIC_LOG, a temp file), then
+# clients/python/tests/traffic_check.py validates the daemon's replies and notifications against
+# protocol/openrpc.json (needs python3 with jsonschema; TIPSD_OPENRPC=path checks another copy of the document;
+# TIPSD_TRAFFIC_CHECK=0 skips the check). The log is kept when the check fails.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -19,6 +23,31 @@ echo "clients/typescript: building with $("$TSC" --version)"
 rm -rf "$ts/dist"
 "$TSC" -p "$ts"
 
-echo "clients/typescript: node --test (daemon: $TIPSD_BIN)"
 cd "$root"
-exec node --test clients/typescript/test/
+check=1
+case "${TIPSD_TRAFFIC_CHECK:-1}" in 0|no|false|off) check=0 ;; esac
+if [ "$check" = 0 ]; then
+  echo "clients/typescript: node --test (daemon: $TIPSD_BIN)"
+  exec node --test clients/typescript/test/
+fi
+PYTHON="${PYTHON:-python3}"
+"$PYTHON" -c "import jsonschema, referencing" 2>/dev/null || {
+  echo "run-tests-typescript: the traffic check needs $PYTHON with jsonschema >= 4.18 (pip install jsonschema; or TIPSD_TRAFFIC_CHECK=0)" >&2
+  exit 1
+}
+log="$(mktemp "${TMPDIR:-/tmp}/tipsd-traffic-ts-XXXXXX.jsonl")"
+export TIPSD_TRAFFIC_LOG="$log"
+echo "clients/typescript: node --test (daemon: $TIPSD_BIN; traffic log: $log)"
+status=0
+node --test clients/typescript/test/ || status=$?
+
+require=()
+[ "$TIPSD_REQUIRE" = 1 ] && require=(--require-traffic)
+echo "clients/typescript: tipsd traffic vs protocol/openrpc.json:"
+if "$PYTHON" clients/python/tests/traffic_check.py "${require[@]}" "$log"; then
+  rm -f "$log"
+else
+  echo "clients/typescript: traffic check FAILED (log kept at $log)"
+  [ "$status" -ne 0 ] || status=1
+fi
+exit "$status"

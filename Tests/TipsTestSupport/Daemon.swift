@@ -93,16 +93,23 @@ public final class Daemon: @unchecked Sendable {
   public var log: String { stderrBuffer.text }
 
   /// A client over the daemon's stdin/stdout (stdio mode).
-  public func stdioClient(framing: Framing = .newline) -> RPCClient {
-    RPCClient(
+  /// (`file`, `function`, `line`: the caller, for the traffic log; see ``TrafficTap``.)
+  public func stdioClient(
+    framing: Framing = .newline, file: String = #filePath, function: String = #function, line: Int = #line
+  ) -> RPCClient {
+    let command = [process.executableURL?.path ?? "tipsd"] + (process.arguments ?? [])
+    return RPCClient(
       readFD: stdout.fileHandleForReading.fileDescriptor, writeFD: stdin.fileHandleForWriting.fileDescriptor,
-      framing: framing, ownsDescriptors: false)
+      framing: framing, ownsDescriptors: false, peer: TrafficTap.stdioPeer(command: command, framing: framing),
+      file: file, function: function, line: line)
   }
 
   /// A new client connection to the daemon's socket.
-  public func connect(framing: Framing = .newline) throws -> RPCClient {
+  public func connect(
+    framing: Framing = .newline, file: String = #filePath, function: String = #function, line: Int = #line
+  ) throws -> RPCClient {
     guard let socketPath else { throw TestFailure("daemon is in stdio mode") }
-    return try RPCClient(socketPath: socketPath, framing: framing)
+    return try RPCClient(socketPath: socketPath, framing: framing, file: file, function: function, line: line)
   }
 
   public func signal(_ signum: Int32) { kill(process.processIdentifier, signum) }
@@ -151,15 +158,26 @@ public final class RPCClient: @unchecked Sendable {
   /// Replies received for requests sent with ``send(_:)``.
   public var replies: [JSONValue] = []
   public var closed = false
+  /// Records this client's messages when `TIPSD_TRAFFIC_LOG` is set (issue #5; see ``TrafficTap``).
+  public let trafficTap: TrafficTap?
 
-  public init(readFD: Int32, writeFD: Int32, framing: Framing, ownsDescriptors: Bool) {
+  /// `peer` describes the other end for the traffic log; `file`, `function` and `line` default to the caller.
+  public init(
+    readFD: Int32, writeFD: Int32, framing: Framing, ownsDescriptors: Bool, peer: JSONValue? = nil,
+    file: String = #filePath, function: String = #function, line: Int = #line
+  ) {
     self.readFD = readFD
     self.writeFD = writeFD
     self.framing = framing
     self.ownsDescriptors = ownsDescriptors
+    trafficTap = TrafficTap.fromEnvironment(
+      peer: peer ?? ["kind": "fd", "framing": .string(TrafficTap.name(of: framing))],
+      file: file, function: function, line: line)
   }
 
-  public convenience init(socketPath: String, framing: Framing) throws {
+  public convenience init(
+    socketPath: String, framing: Framing, file: String = #filePath, function: String = #function, line: Int = #line
+  ) throws {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestFailure("socket failed") }
     var address = sockaddr_un()
@@ -175,7 +193,9 @@ public final class RPCClient: @unchecked Sendable {
       Foundation.close(fd)
       throw TestFailure("connect to \(socketPath) failed: \(String(cString: strerror(errno)))")
     }
-    self.init(readFD: fd, writeFD: fd, framing: framing, ownsDescriptors: true)
+    self.init(
+      readFD: fd, writeFD: fd, framing: framing, ownsDescriptors: true,
+      peer: TrafficTap.socketPeer(socketPath, framing: framing), file: file, function: function, line: line)
   }
 
   deinit { close() }
@@ -211,11 +231,13 @@ public final class RPCClient: @unchecked Sendable {
 
   /// Sends one message (framed).
   public func send(_ message: JSONValue) throws {
+    trafficTap?.record("out", message: message)
     try write(Framer.encode(message.serialized(), as: framing))
   }
 
   /// Sends a raw payload (framed), e.g. invalid JSON.
   public func sendRaw(_ text: String) throws {
+    trafficTap?.record("out", payload: Array(text.utf8))
     try write(Framer.encode(Array(text.utf8), as: framing))
   }
 
@@ -225,7 +247,9 @@ public final class RPCClient: @unchecked Sendable {
     while true {
       if let event = framer.next() {
         switch event {
-        case .message(let bytes): return try JSONParser.parse(bytes)
+        case .message(let bytes):
+          trafficTap?.record("in", payload: bytes)
+          return try JSONParser.parse(bytes)
         case .error(let error): throw TestFailure("framing error from the daemon: \(error)")
         }
       }

@@ -85,3 +85,28 @@ def test_checker_reports_mismatches_and_skips_the_fake(tmp_path):
     assert ("tips/nonsense", "/") in found
     assert not any(m.startswith("tips/explain") for m, _ in found)
     assert "events/donate (result)  /result/count" in report.format_mismatches()
+
+
+def test_checker_suite_filter_and_require_traffic(tmp_path, capsys):
+    # Logs from the Swift tests' RPCClient carry "suite"; --suite checks only those connections.
+    from traffic_check import main
+
+    log = tmp_path / "traffic.jsonl"
+    bad = [("out", {"jsonrpc": "2.0", "id": 1, "method": "events/donate", "params": {"id": "e"}}),
+           ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": "one"}})]
+    good = [bad[0], ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": 1}})]
+    peer = {"kind": "socket", "path": str(tmp_path / "tipsd.sock")}
+    for conn, suite, entries in (("1-1", "TipsServerTests", good), ("1-2", "TipsHardeningTests", bad)):
+        with open(log, "a") as f:
+            for direction, msg in entries:
+                f.write(json.dumps({"conn": conn, "peer": peer, "dir": direction, "suite": suite, "msg": msg}) + "\n")
+    report = check_log(log, contract=Contract(DEFAULT_OPENRPC), suites=["TipsServerTests"])
+    assert (report.connections, report.other_suite_connections, report.mismatches) == (1, 1, [])
+    assert "1 connections of suites other than TipsServerTests skipped" in report.summary()
+    assert len(check_log(log, contract=Contract(DEFAULT_OPENRPC)).mismatches) == 1
+    assert main(["--suite", "TipsServerTests", "--require-traffic", str(log)]) == 0
+    assert main([str(log)]) == 1
+    assert main(["--suite", "Nothing", str(log)]) == 0
+    assert main(["--suite", "Nothing", "--require-traffic", str(log)]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED: the traffic log" in out and "events/donate (result)  /result/count" in out

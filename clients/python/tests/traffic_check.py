@@ -21,6 +21,15 @@ refs such as ``schemas/tip.json`` resolve to protocol/schemas/).
 ``TIPSD_OPENRPC=/path/doc.json`` validates against another copy of the
 document (e.g. a deliberately broken one); relative schema refs still resolve
 against protocol/ when the copy has no ``schemas/`` directory beside it.
+
+Other suites write the same log: the TypeScript client's tap (its fakes,
+test-support/fake.js and echo-daemon.js, answer initialize as "fake-tipsd"
+and are skipped like ours) and the Swift tests' RPCClient
+(Tests/TipsTestSupport/TrafficTap.swift), whose lines also carry ``suite``,
+the test target that opened the connection. ``--suite NAME`` (repeatable)
+checks only the connections of those suites: the Swift hardening suite sends
+malformed input on purpose. ``--require-traffic`` fails when no daemon
+connection was checked (a tap that silently stopped logging).
 """
 from __future__ import annotations
 
@@ -128,6 +137,7 @@ class Connection:
     conn: str
     peer: dict[str, Any]
     test: str | None = None
+    suite: str | None = None
     pending: dict[str, str] = field(default_factory=dict)
     lines: list[dict[str, Any]] = field(default_factory=list)
 
@@ -163,6 +173,8 @@ class TrafficReport:
         self.mismatches: list[Mismatch] = []
         self.connections = 0
         self.skipped_connections = 0
+        self.suites: list[str] | None = None  # set when only some suites' connections are checked
+        self.other_suite_connections = 0
         self.checked = {"result": 0, "error": 0, "notification": 0}
 
     def add(self, method: str, ptr: str, message: str, where: str, kind: str = "") -> None:
@@ -174,8 +186,11 @@ class TrafficReport:
 
     def summary(self) -> str:
         c = self.checked
+        others = ""
+        if self.suites is not None:
+            others = f", {self.other_suite_connections} connections of suites other than {'/'.join(self.suites)} skipped"
         return (f"{c['result']} results, {c['error']} errors and {c['notification']} notifications "
-                f"on {self.connections} daemon connections ({self.skipped_connections} fake-server connections skipped)")
+                f"on {self.connections} daemon connections ({self.skipped_connections} fake-server connections skipped{others})")
 
     def format_mismatches(self, limit: int = 60) -> str:
         groups: dict[tuple[str, str, str], list[Mismatch]] = {}
@@ -203,7 +218,8 @@ def read_log(path: pathlib.Path, offset: int = 0) -> dict[str, Connection]:
                 continue
             c = conns.get(line["conn"])
             if c is None:
-                c = conns[line["conn"]] = Connection(line["conn"], line.get("peer") or {}, line.get("test"))
+                c = conns[line["conn"]] = Connection(line["conn"], line.get("peer") or {}, line.get("test"),
+                                                     line.get("suite"))
             c.lines.append(line)
     return conns
 
@@ -273,12 +289,19 @@ def check_message(contract: Contract, c: Connection, m: Any, report: TrafficRepo
         report.add_schema_error(f"{method} (result)", "/result", e, where)
 
 
-def check_log(path: pathlib.Path, offset: int = 0, contract: Contract | None = None) -> TrafficReport:
+def check_log(path: pathlib.Path, offset: int = 0, contract: Contract | None = None,
+              suites: Iterable[str] | None = None) -> TrafficReport:
+    """Validates the log from ``offset``; with ``suites``, only connections whose ``suite`` is one of them."""
     contract = contract or Contract()
     report = TrafficReport()
+    if suites is not None:
+        report.suites = list(suites)
     if not path.exists():
         return report
     for c in read_log(path, offset).values():
+        if report.suites is not None and c.suite not in report.suites:
+            report.other_suite_connections += 1
+            continue
         if is_fake(c):
             report.skipped_connections += 1
             continue
@@ -287,11 +310,32 @@ def check_log(path: pathlib.Path, offset: int = 0, contract: Contract | None = N
     return report
 
 
-if __name__ == "__main__":  # python traffic_check.py LOGFILE  (e.g. a log from a manual session)
-    import sys
+def main(argv: list[str] | None = None) -> int:
+    """python traffic_check.py [--suite NAME]... [--require-traffic] LOGFILE  (e.g. a log from a manual session)"""
+    import argparse
 
-    rep = check_log(pathlib.Path(sys.argv[1]))
+    parser = argparse.ArgumentParser(description="Validate a tipsd traffic log against protocol/openrpc.json "
+                                                 "($TIPSD_OPENRPC overrides the document).")
+    parser.add_argument("log", type=pathlib.Path, help="the $TIPSD_TRAFFIC_LOG file")
+    parser.add_argument("--suite", action="append", metavar="NAME",
+                        help="check only connections whose lines carry this suite (repeatable)")
+    parser.add_argument("--require-traffic", action="store_true",
+                        help="fail when no daemon connection was checked")
+    args = parser.parse_args(argv)
+    rep = check_log(args.log, suites=args.suite)
     print(f"checked {rep.summary()} against {openrpc_path()}")
     if rep.mismatches:
+        print(f"FAILED: {len(rep.mismatches)} messages from the daemon disagree with the document "
+              f"(method  JSON pointer: message); log: {args.log}")
         print(rep.format_mismatches())
-        sys.exit(1)
+        return 1
+    if args.require_traffic and not rep.connections:
+        print(f"FAILED: the traffic log {args.log} holds no daemon connection to check")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -53,8 +53,13 @@ declare module "child_process" {
   ): ChildProcess;
 }
 
+declare module "fs" {
+  function appendFileSync(path: string, data: string): void;
+}
+
 declare var process: {
   env: { [key: string]: string | undefined };
+  argv: string[];
   platform: string;
   pid: number;
 };

@@ -3,12 +3,66 @@
  * Re-exports the whole core, so Node code imports only this module.
  */
 import * as childProcess from "child_process";
+import * as fs from "fs";
 import * as net from "net";
 import { ClientOptions, connect, TipsClient } from "./client";
-import { StreamTransport, StreamTransportOptions, Transport, TransportFactory } from "./transport";
+import {
+  getTrafficTap,
+  setTrafficTap,
+  StreamTransport,
+  StreamTransportOptions,
+  TrafficPeer,
+  TrafficTap,
+  Transport,
+  TransportFactory,
+} from "./transport";
 import { utf8Decode } from "./utf8";
 
 export * from "./index";
+
+// ─── Traffic log ────────────────────────────────────────────────────────────────────────────────────────────
+
+/** The environment variable naming the traffic log file (the same as the Python client's). */
+export const TRAFFIC_LOG_ENV = "TIPSD_TRAFFIC_LOG";
+
+let trafficConnections = 0;
+
+/**
+ * A {@link TrafficTap} appending every message to `path` (default: the file named by `$TIPSD_TRAFFIC_LOG` when a
+ * connection opens; no logging when it is unset), one JSON line per message, as the Python client's tap does:
+ * `{"conn", "peer", "dir": "out"|"in", "t", "test", "msg"}` (`conn` is unique across processes; `test` is the
+ * script that opened the connection, e.g. the node:test file; a frame that is not JSON is logged as `raw` text).
+ * Each line is one append (`O_APPEND`) write, so processes may share the file. Write errors are ignored.
+ * `clients/python/tests/traffic_check.py` validates such a log against protocol/openrpc.json.
+ */
+export function fileTrafficTap(path?: string): TrafficTap {
+  return {
+    open(peer: TrafficPeer) {
+      const file = path ?? process.env[TRAFFIC_LOG_ENV];
+      if (!file) return null;
+      const conn = `${process.pid}-${++trafficConnections}`;
+      const script = process.argv[1];
+      return (dir, message) => {
+        const entry: { [key: string]: unknown } = { conn, peer, dir, t: Date.now() / 1000 };
+        if (script) entry.test = script;
+        try {
+          entry.msg = JSON.parse(message);
+        } catch {
+          entry.raw = message;
+        }
+        try {
+          fs.appendFileSync(file, JSON.stringify(entry) + "\n");
+        } catch {
+          /* never disturbs the connection */
+        }
+      };
+    },
+  };
+}
+
+// Node transports (and any other BaseTransport in this process) log to $TIPSD_TRAFFIC_LOG when it is set,
+// unless a tap was already installed with setTrafficTap (or is given in a transport's options).
+if (getTrafficTap() === null) setTrafficTap(fileTrafficTap());
 
 export type UnixSocketTransportOptions = StreamTransportOptions;
 
@@ -30,7 +84,7 @@ export function unixSocketTransport(path: string, options: UnixSocketTransportOp
               socket.destroy();
             },
           },
-          options,
+          { ...options, peer: options.peer ?? { kind: "socket", path } },
         );
         resolve(transport);
       });
@@ -97,7 +151,7 @@ export function stdioTransport(options: StdioTransportOptions = {}): TransportFa
               }
             },
           },
-          options,
+          { ...options, peer: options.peer ?? { kind: "stdio", command: [options.command ?? "tipsd", "serve", "--stdio", ...(options.args ?? [])] } },
         );
         resolve(transport);
       });
@@ -118,17 +172,17 @@ export function connectUnix<S extends boolean = false>(
   path: string,
   options: NodeClientOptions<S> & UnixSocketTransportOptions = {},
 ): Promise<TipsClient<S>> {
-  const { framing, maxMessageSize, ...clientOptions } = options;
-  return connect<S>({ ...clientOptions, transport: unixSocketTransport(path, { framing, maxMessageSize }) } as ClientOptions<S>);
+  const { framing, maxMessageSize, trafficTap, peer, ...clientOptions } = options;
+  return connect<S>({ ...clientOptions, transport: unixSocketTransport(path, { framing, maxMessageSize, trafficTap, peer }) } as ClientOptions<S>);
 }
 
 /** Spawns `tipsd serve --stdio` and connects to it. */
 export function connectStdio<S extends boolean = false>(
   options: NodeClientOptions<S> & StdioTransportOptions = {},
 ): Promise<TipsClient<S>> {
-  const { framing, maxMessageSize, command, args, stderr, env, cwd, killAfterMs, ...clientOptions } = options;
+  const { framing, maxMessageSize, trafficTap, peer, command, args, stderr, env, cwd, killAfterMs, ...clientOptions } = options;
   return connect<S>({
     ...clientOptions,
-    transport: stdioTransport({ framing, maxMessageSize, command, args, stderr, env, cwd, killAfterMs }),
+    transport: stdioTransport({ framing, maxMessageSize, trafficTap, peer, command, args, stderr, env, cwd, killAfterMs }),
   } as ClientOptions<S>);
 }

@@ -24,6 +24,43 @@ export interface Transport {
 /** Opens a new connection; the client calls it for the first connection and for every reconnection. */
 export type TransportFactory = () => Transport | Promise<Transport>;
 
+// ─── Traffic tap ────────────────────────────────────────────────────────────────────────────────────────────
+
+/** What a connection talks to, for a {@link TrafficTap}: e.g. `{ kind: "socket", path, framing }`. */
+export interface TrafficPeer {
+  kind: string;
+  [key: string]: unknown;
+}
+
+/** Receives one connection's messages: `"out"` = sent by the client, `"in"` = received (JSON text as on the wire). */
+export type TrafficRecorder = (direction: "out" | "in", message: string) => void;
+
+/**
+ * Observes every message the transports built on {@link BaseTransport} send and receive (a debugging aid; the
+ * test suites validate the daemon's replies with it). `open` is called once per connection, when it opens, and
+ * returns that connection's recorder, or nothing to leave the connection unobserved. A tap that throws never
+ * disturbs the connection. The core does no I/O: `@tipsd/client/node` installs a tap writing the file named by
+ * `TIPSD_TRAFFIC_LOG`; a React Native app may install its own.
+ */
+export interface TrafficTap {
+  open(peer: TrafficPeer): TrafficRecorder | null | undefined | void;
+}
+
+let defaultTrafficTap: TrafficTap | null = null;
+
+/**
+ * Sets the tap used by transports that are not given one in their options (`trafficTap`); `null` removes it.
+ * Applies to connections opened afterwards.
+ */
+export function setTrafficTap(tap: TrafficTap | null): void {
+  defaultTrafficTap = tap;
+}
+
+/** The tap set with {@link setTrafficTap}, if any. */
+export function getTrafficTap(): TrafficTap | null {
+  return defaultTrafficTap;
+}
+
 /**
  * A transport base that queues events which arrive before the client has installed its handlers, and that
  * reports the close exactly once.
@@ -34,6 +71,7 @@ export abstract class BaseTransport implements Transport {
   private queued: string[] = [];
   private closedWith: { error?: Error } | undefined;
   private closeReported = false;
+  private recorder: TrafficRecorder | null = null;
 
   abstract send(message: string): void;
   abstract close(): void;
@@ -61,9 +99,38 @@ export abstract class BaseTransport implements Transport {
     return this.closedWith !== undefined;
   }
 
+  /**
+   * Starts recording this connection with `tap` (`undefined`: the one set with {@link setTrafficTap}; `null`:
+   * none). Implementations call it once, when the connection is open.
+   */
+  protected openTrafficTap(peer: TrafficPeer, tap?: TrafficTap | null): void {
+    const chosen = tap === undefined ? defaultTrafficTap : tap;
+    if (!chosen) return;
+    try {
+      this.recorder = chosen.open(peer) || null;
+    } catch {
+      this.recorder = null;
+    }
+  }
+
+  /** Implementations call this with each message they are about to send. */
+  protected recordOutgoing(message: string): void {
+    this.record("out", message);
+  }
+
+  private record(direction: "out" | "in", message: string): void {
+    if (!this.recorder) return;
+    try {
+      this.recorder(direction, message);
+    } catch {
+      /* a tap never disturbs the connection */
+    }
+  }
+
   /** Implementations call this for each complete incoming message. */
   protected deliver(message: string): void {
     if (this.closedWith) return;
+    this.record("in", message);
     if (this.messageHandler) this.messageHandler(message);
     else this.queued.push(message);
   }
@@ -97,6 +164,10 @@ export interface StreamTransportOptions {
   framing?: Framing;
   /** Largest accepted incoming message (default 16 MiB). */
   maxMessageSize?: number;
+  /** Records this transport's messages (default: the tap set with {@link setTrafficTap}; `null`: none). */
+  trafficTap?: TrafficTap | null;
+  /** What the stream is connected to, for the traffic tap (default `{ kind: "stream" }`; `framing` is added). */
+  peer?: TrafficPeer;
 }
 
 /**
@@ -112,10 +183,12 @@ export class StreamTransport extends BaseTransport {
     super();
     this.framing = options.framing ?? "newline";
     this.decoder = new FrameDecoder({ framing: "auto", maxMessageSize: options.maxMessageSize });
+    this.openTrafficTap({ ...(options.peer ?? { kind: "stream" }), framing: this.framing }, options.trafficTap);
   }
 
   send(message: string): void {
     if (this.closed) throw new Error("transport is closed");
+    this.recordOutgoing(message);
     this.sink.write(encodeFrame(message, this.framing));
   }
 
@@ -181,8 +254,15 @@ function describe(event: unknown): string {
 
 /** Adapts an already-created WebSocket-shaped object: one message per frame, no framing. */
 export class WebSocketTransport extends BaseTransport {
-  constructor(private readonly socket: WebSocketLike) {
+  /**
+   * `options.trafficTap`: records this transport's messages (default: the tap set with {@link setTrafficTap});
+   * `options.peer`: what it is connected to, for the tap (default `{ kind: "websocket", url }` when the socket
+   * has a `url`).
+   */
+  constructor(private readonly socket: WebSocketLike, options: { trafficTap?: TrafficTap | null; peer?: TrafficPeer } = {}) {
     super();
+    const url = (socket as { url?: unknown }).url;
+    this.openTrafficTap(options.peer ?? (typeof url === "string" ? { kind: "websocket", url } : { kind: "websocket" }), options.trafficTap);
     let error: Error | undefined;
     socket.onmessage = (event) => {
       const text = frameText(event.data);
@@ -202,6 +282,7 @@ export class WebSocketTransport extends BaseTransport {
 
   send(message: string): void {
     if (this.closed) throw new Error("transport is closed");
+    this.recordOutgoing(message);
     this.socket.send(message);
   }
 
@@ -219,6 +300,8 @@ export class WebSocketTransport extends BaseTransport {
 export interface WebSocketTransportOptions {
   /** Give up opening after this long (default 10 s). */
   openTimeoutMs?: number;
+  /** Records the messages (default: the tap set with {@link setTrafficTap}; `null`: none). */
+  trafficTap?: TrafficTap | null;
 }
 
 /**
@@ -238,11 +321,12 @@ export function webSocketTransport(
           return new Ctor(target);
         }
       : target;
+  const peer: TrafficPeer | undefined = typeof target === "string" ? { kind: "websocket", url: target } : undefined;
   return () =>
     new Promise<Transport>((resolve, reject) => {
       const socket = create();
       if (socket.readyState === undefined || socket.readyState === OPEN) {
-        resolve(new WebSocketTransport(socket));
+        resolve(new WebSocketTransport(socket, { trafficTap: options.trafficTap, peer }));
         return;
       }
       if (socket.readyState !== CONNECTING) {
@@ -275,7 +359,7 @@ export function webSocketTransport(
         settled = true;
         clearTimeout(timer);
         socket.onopen = null;
-        resolve(new WebSocketTransport(socket));
+        resolve(new WebSocketTransport(socket, { trafficTap: options.trafficTap, peer }));
       };
     });
 }

@@ -2,7 +2,8 @@
 "use strict";
 // A minimal JSON-RPC peer for transport unit tests (not tipsd): `echo-daemon.js serve --stdio` or
 // `echo-daemon.js serve --socket PATH`. Answers initialize, echoes every other request as
-// {method, params, framing}, pushes a notification on "push", exits/closes on "exit".
+// {method, params, framing}, pushes a notification on "push", exits/closes on "exit". Its serverInfo name,
+// "fake-tipsd", makes the traffic check skip its connections (see FAKE_SERVER_NAME in fake.js).
 const net = require("node:net");
 const fs = require("node:fs");
 const { FrameDecoder, encodeFrame } = require("../dist/framing");
@@ -18,7 +19,7 @@ function peer(write, end, onExit) {
       if (m.method === "exit") return onExit(shutdown ? 0 : 1);
       if (m.id === undefined) continue;
       if (m.method === "initialize") {
-        send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: "1.0", serverInfo: { name: "echo", version: "0" }, capabilities: {} } });
+        send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: "1.0", serverInfo: { name: "fake-tipsd", version: "0" }, capabilities: {} } });
       } else {
         if (m.method === "shutdown") shutdown = true;
         if (m.method === "push") send({ jsonrpc: "2.0", method: "tips/actionPerformed", params: { subscription: "x", seq: 1, tipId: "t", actions: [] } });

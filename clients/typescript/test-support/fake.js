@@ -3,6 +3,10 @@
 // with a tiny model (tips with a shouldDisplay flag, observe/actions subscriptions) plus per-test overrides.
 // It is not the daemon: integration tests in test/*.integration.test.js drive the real binary.
 
+// The serverInfo name of every fake peer: the traffic check (clients/python/tests/traffic_check.py) skips
+// connections whose initialize result carries it, so only the real daemon's replies are validated.
+const FAKE_SERVER_NAME = "fake-tipsd";
+
 class FakeConnection {
   constructor(daemon) {
     this.daemon = daemon;
@@ -104,7 +108,7 @@ class FakeDaemon {
     switch (method) {
       case "initialize":
         conn.initialized = true;
-        return { protocolVersion: "1.0", serverInfo: { name: "tipsd", version: "fake" }, capabilities: { methods: [], notifications: [], framings: ["newline"], virtualClock: false, maxMessageSize: 1048576 } };
+        return { protocolVersion: "1.0", serverInfo: { name: FAKE_SERVER_NAME, version: "0" }, capabilities: { methods: [], notifications: [], framings: ["newline"], virtualClock: false, maxMessageSize: 1048576 } };
       case "tips/register":
         for (const t of params.tips) if (!this.tips.has(t.id)) this.tips.set(t.id, { id: t.id, shouldDisplay: false });
         return { tips: params.tips.map((t) => this.tipState(t.id)) };
@@ -194,4 +198,4 @@ async function until(predicate, { timeoutMs = 3000, stepMs = 5, what = "conditio
   }
 }
 
-module.exports = { FakeDaemon, FakeConnection, recordingLogger, tick, until };
+module.exports = { FAKE_SERVER_NAME, FakeDaemon, FakeConnection, recordingLogger, tick, until };

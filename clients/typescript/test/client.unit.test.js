@@ -4,7 +4,7 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const { createClient, connect, TipsdError, ConnectionError, TipsClient } = require("../dist/index");
-const { FakeDaemon, recordingLogger, tick, until } = require("../test-support/fake");
+const { FAKE_SERVER_NAME, FakeDaemon, recordingLogger, tick, until } = require("../test-support/fake");
 
 const fast = { initialDelayMs: 5, maxDelayMs: 20, jitter: 0 };
 
@@ -20,7 +20,7 @@ test("initialize is sent first, with the protocol version and client info", asyn
   t.after(() => client.close());
   assert.equal(client.state, "connected");
   assert.deepEqual(daemon.log[0], { jsonrpc: "2.0", id: daemon.log[0].id, method: "initialize", params: { protocolVersion: "1.0", clientInfo: { name: "app", version: "2" }, locale: "fr" } });
-  assert.equal(client.initializeResult.serverInfo.name, "tipsd");
+  assert.equal(client.initializeResult.serverInfo.name, FAKE_SERVER_NAME);
 });
 
 test("every typed method sends its protocol method and params", async (t) => {
@@ -211,7 +211,7 @@ test("requests time out after requestTimeoutMs", async (t) => {
 
 test("a daemon with another major protocol version is refused", async () => {
   const daemon = new FakeDaemon();
-  daemon.handlers.initialize = () => ({ protocolVersion: "2.0", serverInfo: { name: "tipsd", version: "9" }, capabilities: {} });
+  daemon.handlers.initialize = () => ({ protocolVersion: "2.0", serverInfo: { name: FAKE_SERVER_NAME, version: "9" }, capabilities: {} });
   await assert.rejects(connect({ transport: daemon.factory, strict: true, logger: null }), (e) => e.code === "EPROTOCOL");
   const refusing = new FakeDaemon();
   refusing.handlers.initialize = () => {
