@@ -43,10 +43,12 @@ for target in "${TARGETS[@]}"; do
   case "$target" in
     framer_newline)
       module TipsFraming
-      harness "$target" "$ROOT/Fuzz/harness/FramerHarness.swift" -lTipsFraming ;;
+      harness "$target" "$ROOT/Fuzz/harness/FramerHarness.swift" "$ROOT/Tests/TipsTestSupport/FramerOracle.swift" \
+        -lTipsFraming ;;
     framer_content_length)
       module TipsFraming
-      harness "$target" -D FRAMING_CONTENT_LENGTH "$ROOT/Fuzz/harness/FramerHarness.swift" -lTipsFraming ;;
+      harness "$target" -D FRAMING_CONTENT_LENGTH "$ROOT/Fuzz/harness/FramerHarness.swift" \
+        "$ROOT/Tests/TipsTestSupport/FramerOracle.swift" -lTipsFraming ;;
     json)
       harness "$target" "$ROOT/Fuzz/harness/JSONHarness.swift" -lTipsJSON ;;
     jsonrpc)

@@ -22,36 +22,13 @@ enum FuzzOracle {
     return found
   }
 
-  static func framerEvents(_ input: [UInt8], chunks: [Int], limit: Int) -> [FramerEvent] {
-    var framer = Framer(maxMessageSize: limit)
-    var out: [FramerEvent] = []
-    var offset = 0
-    var k = 0
-    while offset < input.count {
-      let size = chunks.isEmpty ? input.count : max(1, chunks[k % chunks.count])
-      k += 1
-      let end = min(input.count, offset + size)
-      input[offset..<end].withUnsafeBytes { framer.feed($0) }
-      offset = end
-      while let event = framer.next() {
-        if case .message(let bytes) = event { #expect(bytes.count <= limit) }
-        if case .error(.messageTooLarge(let limit, _)) = event {
-          out.append(.error(.messageTooLarge(limit: limit, size: nil)))
-        } else {
-          out.append(event)
-        }
-      }
-    }
-    return out
+  /// The framer harness's oracle over one input, recording each broken invariant as an issue.
+  static func framer(_ data: [UInt8], prefix: [UInt8], _ name: String) {
+    FramerOracle.run(data, prefix: prefix) { holds, message in #expect(holds, "\(name): \(message())") }
   }
 
-  /// The framer harness: chunking never changes the events.
-  static func framer(_ data: [UInt8], prefix: [UInt8]) -> Bool {
-    guard data.count >= 2 else { return true }
-    let body = prefix + data.dropFirst(2)
-    let limit = data[0] & 0x80 != 0 ? 1 << 20 : Int(data[0] & 0x7F) + 1
-    let chunks = [Int(data[1] & 0x0F) + 1, Int(data[1] >> 4) + 1, 1]
-    return framerEvents(body, chunks: [], limit: limit) == framerEvents(body, chunks: chunks, limit: limit)
+  static func framerEvents(_ input: [UInt8], chunks: [Int], limit: Int) -> [FramerEvent] {
+    FramerOracle.events(input, chunks: chunks, limit: limit) { holds, message in #expect(holds, "\(message())") }
   }
 }
 
@@ -60,13 +37,13 @@ extension Hardening {
     @Test func framerNewlineSeedsAndCrashes() {
       let inputs = FuzzOracle.inputs("framer_newline")
       #expect(inputs.count >= 5)
-      for (name, data) in inputs { #expect(FuzzOracle.framer(data, prefix: []), "\(name)") }
+      for (name, data) in inputs { FuzzOracle.framer(data, prefix: [], name) }
     }
 
     @Test func framerContentLengthSeedsAndCrashes() {
       let inputs = FuzzOracle.inputs("framer_content_length")
       #expect(inputs.count >= 5)
-      for (name, data) in inputs { #expect(FuzzOracle.framer(data, prefix: Array("Content-Length: ".utf8)), "\(name)") }
+      for (name, data) in inputs { FuzzOracle.framer(data, prefix: Array("Content-Length: ".utf8), name) }
     }
 
     /// Found by fuzz-framer_newline: a whitespace-only line longer than the limit was skipped when it arrived in one
