@@ -262,11 +262,19 @@ extension Server {
   }
 
   func unobserve(_ p: Params, _ session: Session) throws(ResponseError) -> Handled {
+    try unsubscribe(p, session, from: \.observers)
+  }
+
+  /// `tips/unobserve` and `actions/unsubscribe`: removes the connection's own subscription of that kind.
+  /// Idempotent: an issued id that is already gone (or another connection's) answers `removed: false`.
+  func unsubscribe<S: OwnedSubscription>(
+    _ p: Params, _ session: Session, from table: ReferenceWritableKeyPath<Server, [String: S]>
+  ) throws(ResponseError) -> Handled {
     let id = try p.string("subscription")
     try checkIssued(id, p.method)
-    let removed = observers[id].map { $0.session === session } ?? false
+    let removed = self[keyPath: table][id].map { $0.session === session } ?? false
     if removed {
-      observers[id] = nil
+      self[keyPath: table][id] = nil
       session.subscriptions.remove(id)
     }
     return .read(.object(["removed": .bool(removed)]))
@@ -281,14 +289,7 @@ extension Server {
   }
 
   func unsubscribeActions(_ p: Params, _ session: Session) throws(ResponseError) -> Handled {
-    let id = try p.string("subscription")
-    try checkIssued(id, p.method)
-    let removed = actionSubscribers[id].map { $0.session === session } ?? false
-    if removed {
-      actionSubscribers[id] = nil
-      session.subscriptions.remove(id)
-    }
-    return .read(.object(["removed": .bool(removed)]))
+    try unsubscribe(p, session, from: \.actionSubscribers)
   }
 
   /// Records an action, invalidates the tip (unless `invalidate: false`) and tells every action subscriber.

@@ -1,5 +1,10 @@
+/// A subscription that belongs to one connection.
+protocol OwnedSubscription: AnyObject {
+  var session: Session { get }
+}
+
 /// A `tips/observe` subscription: which tips and groups it watches and what it was last told.
-final class ObserveSubscription {
+final class ObserveSubscription: OwnedSubscription {
   let id: String
   unowned let session: Session
   /// nil: every tip, including tips registered later.
@@ -29,7 +34,7 @@ final class ObserveSubscription {
 }
 
 /// An `actions/subscribe` subscription.
-final class ActionSubscription {
+final class ActionSubscription: OwnedSubscription {
   let id: String
   unowned let session: Session
   /// nil: actions of every tip.
