@@ -37,48 +37,10 @@ struct Catalog {
     do {
       return try Catalog(json: json)
     } catch {
-      throw ServerError("catalog \(path): \(redacted("\(error)", json: json, error: error))")
+      // Decoding errors name the path and the problem, never a value from the file (catalog strings — unreleased
+      // copy, a secret pasted by mistake — would end up in logs).
+      throw ServerError("catalog \(path): \(error)")
     }
-  }
-
-  /// A catalog error names the file, the JSON path and the problem, but never quotes the offending value: catalog
-  /// strings (unreleased copy, internal identifiers, a secret pasted by mistake) end up in logs otherwise. Some
-  /// engine messages render the value at the error's path (`expected a non-negative integer, got "…"`); that
-  /// rendering is replaced by the value's type.
-  static func redacted(_ message: String, json: JSONValue, error: EngineError) -> String {
-    guard case .invalidDefinition(let path, _) = error, let value = value(at: path, in: json) else { return message }
-    switch value {
-    case .string, .array, .object:
-      let rendering = value.jsonString
-      guard rendering.count > 2, message.contains(rendering) else { return message }
-      return message.replacing(rendering, with: "<\(value.typeName)>")
-    default:
-      return message
-    }
-  }
-
-  /// The value at an error path such as `tips[2].rules[1].count.gte` (keys without `.` or `[`), if it resolves.
-  static func value(at path: String, in json: JSONValue) -> JSONValue? {
-    var current = json
-    for component in path.split(separator: ".", omittingEmptySubsequences: false) {
-      var rest = Substring(component)
-      let keyEnd = rest.firstIndex(of: "[") ?? rest.endIndex
-      let key = rest[..<keyEnd]
-      if !key.isEmpty {
-        guard let next = current.objectValue?[String(key)] else { return nil }
-        current = next
-      }
-      rest = rest[keyEnd...]
-      while rest.first == "[" {
-        guard let close = rest.firstIndex(of: "]"), let index = Int(rest[rest.index(after: rest.startIndex)..<close]),
-          let array = current.arrayValue, array.indices.contains(index)
-        else { return nil }
-        current = array[index]
-        rest = rest[rest.index(after: close)...]
-      }
-      guard rest.isEmpty else { return nil }
-    }
-    return current
   }
 
   init(json: JSONValue) throws(EngineError) {
