@@ -68,7 +68,7 @@ let package = Package(
     /// end-to-end suites.
     .target(
       name: "TipsTestSupport",
-      dependencies: ["TipsJSON", "TipsFraming"],
+      dependencies: ["TipsJSON", "TipsFraming", "TipsTransport"],
       path: "Tests/TipsTestSupport",
       swiftSettings: swiftSettings
     ),
@@ -90,7 +90,7 @@ let package = Package(
     // MARK: benchmarks (make bench)
     .executableTarget(
       name: "tipsd-bench",
-      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming"],
+      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport"],
       path: "Benchmarks/tipsd-bench",
       swiftSettings: swiftSettings
     ),

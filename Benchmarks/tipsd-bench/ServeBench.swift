@@ -1,4 +1,5 @@
 import Foundation
+import TipsTransport
 
 // `tipsd serve` over a Unix socket against the practical limit: a minimal C libuv server that answers each line
 // with a fixed reply (Benchmarks/baseline/uv_fixed_reply.c, built by `make bench`). Both run as separate
@@ -54,17 +55,8 @@ private final class LineConnection {
   var buffer = [UInt8](repeating: 0, count: 1 << 16)
 
   init(path: String) throws {
-    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      for (i, byte) in bytes.enumerated() { raw[i] = byte }
-    }
-    let rc = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
-    guard rc == 0 else { throw BenchError("connect \(path): \(String(cString: strerror(errno)))") }
+    fd = UnixSocketClient.connect(path)
+    guard fd >= 0 else { throw BenchError("connect \(path): \(String(cString: strerror(-fd)))") }
   }
 
   deinit { close(fd) }

@@ -3,6 +3,7 @@
 #endif
 import TipsFraming
 import TipsJSON
+import TipsTransport
 
 /// `tipsd call [--socket PATH] METHOD [PARAMS-JSON]`: initialize, send one request, print its result as pretty
 /// JSON. Exit status 0 on a result, 1 on a JSON-RPC error or a connection failure, 2 on bad usage.
@@ -79,31 +80,14 @@ final class LineClient {
 
   init(path: String, timeout: Double) throws(ServerError) {
     self.path = path
-    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { throw ServerError("socket: \(String(cString: strerror(errno)))") }
+    fd = UnixSocketClient.connect(path)
+    guard fd >= 0 else {
+      let reason = String(cString: strerror(-fd))
+      throw ServerError("cannot connect to \(path): \(reason) — is `tipsd serve --socket \(path)` running?")
+    }
     var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-      Glibc.close(fd)
-      throw ServerError("socket path too long: \(path)")
-    }
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      for (i, byte) in bytes.enumerated() { raw[i] = byte }
-    }
-    let rc = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    guard rc == 0 else {
-      let reason = String(cString: strerror(errno))
-      Glibc.close(fd)
-      throw ServerError("cannot connect to \(path): \(reason) — is `tipsd serve --socket \(path)` running?")
-    }
   }
 
   func close() { Glibc.close(fd) }

@@ -196,19 +196,9 @@ public final class UnixSocketServer: LoopHandleOwner {
 
   /// Non-blocking `connect()` to `path`: 0 if someone is listening, else `-errno`.
   private static func probe(_ path: String) -> Int32 {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-    if fd < 0 { return -errno }
-    defer { Glibc.close(fd) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { sunPath in
-      sunPath.copyBytes(from: path.utf8)  // validated: shorter than sun_path, so NUL-terminated
-    }
-    let rc = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    return rc == 0 ? 0 : -errno
+    let fd = UnixSocketClient.connect(path, nonBlocking: true)
+    guard fd >= 0 else { return fd }
+    Glibc.close(fd)
+    return 0
   }
 }

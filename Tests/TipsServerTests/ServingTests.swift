@@ -73,7 +73,8 @@ import Testing
       if round % 2 == 0 { doomed.reset() } else { doomed.close() }
     }
     usleep(300_000)
-    let final = try #require(try healthy.result("tips/status", ["ids": ["flagged"]])["tips"]?[0]?["shouldDisplay"]?.boolValue)
+    let status = try healthy.result("tips/status", ["ids": ["flagged"]])
+    let final = try #require(status["tips"]?[0]?["shouldDisplay"]?.boolValue as Bool?)
     // The healthy client saw every change, in order, with seq increasing by one and never a repeated value,
     // ending at the current state.
     var lastSeq: Int64 = 0
@@ -82,7 +83,7 @@ import Testing
       let seq = try #require(note["params"]?["seq"]?.intValue)
       #expect(seq == lastSeq + 1)
       lastSeq = seq
-      let value = try #require(note["params"]?["shouldDisplay"]?.boolValue)
+      let value = try #require(note["params"]?["shouldDisplay"]?.boolValue as Bool?)
       #expect(value != last)
       last = value
     }
@@ -159,7 +160,7 @@ import Testing
     replacement.stop(removeDirectory: false)
 
     // A regular file or a symlink at the path is refused and left alone.
-    FileManager.default.createFile(atPath: path, contents: Data("keep".utf8))
+    _ = FileManager.default.createFile(atPath: path, contents: Data("keep".utf8))
     let refused = Process()
     refused.executableURL = URL(fileURLWithPath: tipsdBinary())
     refused.arguments = ["serve", "--socket", path, "--datastore", ":memory:"]
@@ -192,8 +193,8 @@ import Testing
       {"jsonrpc":"2.0","id":3,"method":"events/donate","params":{"id":"e"}}
 
       """
-    FileManager.default.createFile(atPath: "\(directory)/in.jsonl", contents: Data(requests.utf8))
-    FileManager.default.createFile(atPath: "\(directory)/out.jsonl", contents: nil)
+    _ = FileManager.default.createFile(atPath: "\(directory)/in.jsonl", contents: Data(requests.utf8))
+    _ = FileManager.default.createFile(atPath: "\(directory)/out.jsonl", contents: nil)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: tipsdBinary())
     process.arguments = ["serve", "--stdio", "--datastore", ":memory:"]

@@ -1,6 +1,7 @@
 public import Foundation
 public import TipsFraming
 public import TipsJSON
+import TipsTransport
 
 /// Seconds a test waits for the daemon before failing; `TIPSD_TEST_TIMEOUT` overrides it.
 public let testTimeout: Double = ProcessInfo.processInfo.environment["TIPSD_TEST_TIMEOUT"].flatMap(Double.init) ?? 10
@@ -178,20 +179,9 @@ public final class RPCClient: @unchecked Sendable {
   public convenience init(
     socketPath: String, framing: Framing, file: String = #filePath, function: String = #function, line: Int = #line
   ) throws {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestFailure("socket failed") }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(socketPath.utf8)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      for (i, byte) in bytes.enumerated() { raw[i] = byte }
-    }
-    let rc = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
-    guard rc == 0 else {
-      Foundation.close(fd)
-      throw TestFailure("connect to \(socketPath) failed: \(String(cString: strerror(errno)))")
+    let fd = UnixSocketClient.connect(socketPath)
+    guard fd >= 0 else {
+      throw TestFailure("connect to \(socketPath) failed: \(String(cString: strerror(-fd)))")
     }
     self.init(
       readFD: fd, writeFD: fd, framing: framing, ownsDescriptors: true,

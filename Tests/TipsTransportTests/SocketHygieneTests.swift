@@ -69,6 +69,20 @@ import TipsTransport
     server.close()
   }
 
+  @Test func clientConnectReportsErrnoAndConnectsToAListener() throws {
+    let path = temporarySocketPath("client")
+    #expect(UnixSocketClient.connect(path) == -ENOENT)
+    #expect(UnixSocketClient.connect(String(repeating: "x", count: UnixSocketServer.maximumPathLength + 1)) == -ENAMETOOLONG)
+    let loop = try EventLoop()
+    defer { loop.close() }
+    let server = try UnixSocketServer(loop: loop, path: path)
+    let fd = UnixSocketClient.connect(path)
+    #expect(fd >= 0)
+    #expect(fcntl(fd, F_GETFD) & FD_CLOEXEC != 0)
+    close(fd)
+    server.close()
+  }
+
   @Test func symlinkIsRefused() throws {
     let target = temporarySocketPath("target")
     let path = temporarySocketPath("link")

@@ -68,20 +68,11 @@ func makeUnixAddress(_ path: String) -> sockaddr_un {
 
 /// A blocking client socket connected to `path` (3 s receive/send timeouts), or -errno.
 func connectClient(_ path: String) -> Int32 {
-  let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-  guard fd >= 0 else { return -errno }
+  let fd = UnixSocketClient.connect(path)
+  guard fd >= 0 else { return fd }
   var timeout = timeval(tv_sec: 3, tv_usec: 0)
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-  var address = makeUnixAddress(path)
-  let rc = withUnsafePointer(to: &address) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-  }
-  if rc != 0 {
-    let code = errno
-    close(fd)
-    return -code
-  }
   return fd
 }
 
