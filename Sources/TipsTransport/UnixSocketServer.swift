@@ -1,6 +1,7 @@
 // UnixSocketServer: a listening AF_UNIX socket with careful path hygiene.
 import CLibUV
 import Glibc
+import Synchronization
 
 /// Listens on a Unix-domain socket and hands out accepted `Connection`s. Loop thread only.
 ///
@@ -50,6 +51,7 @@ public final class UnixSocketServer: LoopHandleOwner {
     // Bind and listen under a private staging name, then rename into place: a client that sees the socket file
     // can always connect (no window between bind and listen where it would get ECONNREFUSED).
     let staging = Self.stagingPath(for: path)
+    Self.removeLeftoverStaging(staging, path: path)
     let oldMask = umask(0o077)
     let bound = uv_pipe_bind(handle, staging)
     umask(oldMask)
@@ -83,11 +85,28 @@ public final class UnixSocketServer: LoopHandleOwner {
     identity = (UInt64(info.st_dev), UInt64(info.st_ino))
   }
 
+  /// Servers created by this process so far, so each gets its own staging name.
+  private static let serversCreated = Atomic<UInt64>(0)
+
   /// A name beside `path` to bind before renaming into place, or `path` itself when that name would be too long.
-  private static func stagingPath(for path: String) -> String {
+  ///
+  /// Unique per server, not per process: the pid, a per-process counter and a random suffix, so servers created
+  /// concurrently in one directory (two listeners of one daemon, parallel tests) never share it, and a staging file
+  /// left by a crashed process whose pid is reused is not ours either. A leftover under our exact name (never
+  /// expected) is removed before binding.
+  static func stagingPath(for path: String) -> String {
     let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-    let staging = "\(directory)/.tipsd-\(getpid()).sock.tmp"
+    let serial = serversCreated.wrappingAdd(1, ordering: .relaxed).newValue
+    let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+    let staging = "\(directory)/.tipsd-\(getpid())-\(serial)-\(suffix).sock.tmp"
     return staging.utf8.count <= maximumPathLength ? staging : path
+  }
+
+  /// Unlinks a leftover socket at the staging name (never a file of another kind, never through a symlink).
+  private static func removeLeftoverStaging(_ staging: String, path: String) {
+    guard staging != path else { return }
+    var info = stat()
+    if lstat(staging, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK { unlink(staging) }
   }
 
   private func accept(status: Int32) {

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Testing
 import TipsTransport
@@ -81,6 +82,62 @@ import TipsTransport
     #expect(fcntl(fd, F_GETFD) & FD_CLOEXEC != 0)
     close(fd)
     server.close()
+  }
+
+  /// Issue #17: every server of one process used to bind the same staging name (`.tipsd-<pid>.sock.tmp`), so two
+  /// servers created at once in one directory failed with EADDRINUSE. Eight threads, each with its own loop, now
+  /// create 25 servers each in one shared directory, all at once.
+  @Test func serversCreatedConcurrentlyInOneDirectoryAllBind() throws {
+    let directory = temporarySocketPath("dir")
+    #expect(mkdir(directory, 0o700) == 0)
+    defer { rmdir(directory) }
+    let threads = 8
+    let perThread = 25
+    let failures = Locked<[String]>([])
+    let start = DispatchSemaphore(value: 0)
+    var spawned: [Spawned] = []
+    for t in 0..<threads {
+      spawned.append(onNewThread {
+        start.wait()
+        do {
+          let loop = try EventLoop()
+          defer { loop.close() }
+          for k in 0..<perThread {
+            let path = "\(directory)/s-\(t)-\(k).sock"
+            do {
+              let server = try UnixSocketServer(loop: loop, path: path)
+              server.close()
+            } catch {
+              failures.update { $0.append("\(error)") }
+            }
+          }
+        } catch {
+          failures.update { $0.append("\(error)") }
+        }
+      })
+    }
+    for _ in 0..<threads { start.signal() }
+    for thread in spawned { #expect(thread.join()) }
+    #expect(failures.value.isEmpty, "\(failures.value.prefix(3))")
+    // Nothing is left behind: no socket (closed servers unlink theirs) and no staging file.
+    let left = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? ["?"]
+    #expect(left.isEmpty, "\(left)")
+  }
+
+  /// Two servers of one loop in one directory (a daemon with two listeners) bind side by side.
+  @Test func twoServersOfOneLoopShareADirectory() throws {
+    let directory = temporarySocketPath("two")
+    #expect(mkdir(directory, 0o700) == 0)
+    defer { rmdir(directory) }
+    let loop = try EventLoop()
+    defer { loop.close() }
+    let first = try UnixSocketServer(loop: loop, path: "\(directory)/a.sock")
+    let second = try UnixSocketServer(loop: loop, path: "\(directory)/b.sock")
+    let fd = UnixSocketClient.connect("\(directory)/b.sock")
+    #expect(fd >= 0)
+    if fd >= 0 { close(fd) }
+    first.close()
+    second.close()
   }
 
   @Test func symlinkIsRefused() throws {

@@ -14,6 +14,11 @@ final class Locked<Value: Sendable>: Sendable {
 
 private let pathCounter = Atomic<Int>(0)
 
+/// Seconds a wait may take before the test gives up. Only a guard against hanging: a passing test never waits this
+/// long, so a busy machine cannot fail it. `TIPSD_TEST_TIMEOUT` raises it.
+let hangGuardSeconds: Int = ProcessInfo.processInfo.environment["TIPSD_TEST_TIMEOUT"].flatMap(Double.init)
+  .map { max(1, Int($0.rounded(.up))) } ?? 30
+
 /// A fresh, unused socket path under /tmp.
 func temporarySocketPath(_ tag: String = "sock") -> String {
   let n = pathCounter.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -25,9 +30,9 @@ func temporarySocketPath(_ tag: String = "sock") -> String {
 /// A started OS thread that can be waited for.
 struct Spawned: Sendable {
   fileprivate let done: DispatchSemaphore
-  /// Waits (up to 5 s) for the thread to finish; false on timeout.
+  /// Waits (up to ``hangGuardSeconds``) for the thread to finish; false if it hangs.
   @discardableResult
-  func join() -> Bool { done.wait(timeout: .now() + 5) == .success }
+  func join() -> Bool { done.wait(timeout: .now() + .seconds(hangGuardSeconds)) == .success }
 }
 
 /// Runs a body on a new OS thread (never a cooperative-pool thread: the test's
@@ -44,7 +49,8 @@ func onNewThread(_ body: @escaping @Sendable () -> Void) -> Spawned {
 
 /// Runs `loop` until it has nothing left to do; a non-keepalive watchdog stops
 /// it (and records an issue) if it hangs.
-func run(_ loop: EventLoop, timeoutMilliseconds: UInt64 = 4000, sourceLocation: SourceLocation = #_sourceLocation) {
+func run(
+  _ loop: EventLoop, timeoutMilliseconds: UInt64 = UInt64(hangGuardSeconds) * 1000, sourceLocation: SourceLocation = #_sourceLocation) {
   let watchdog = loop.makeTimer()
   watchdog.keepsLoopAlive = false
   let timedOut = Locked(false)
@@ -66,11 +72,11 @@ func makeUnixAddress(_ path: String) -> sockaddr_un {
   return address
 }
 
-/// A blocking client socket connected to `path` (3 s receive/send timeouts), or -errno.
+/// A blocking client socket connected to `path` (``hangGuardSeconds`` receive/send timeouts), or -errno.
 func connectClient(_ path: String) -> Int32 {
   let fd = UnixSocketClient.connect(path)
   guard fd >= 0 else { return fd }
-  var timeout = timeval(tv_sec: 3, tv_usec: 0)
+  var timeout = timeval(tv_sec: hangGuardSeconds, tv_usec: 0)
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
   return fd
