@@ -10,7 +10,7 @@ BIN_RELEASE := .build/release/tipsd
 # The daemon's default socket, so `tipsd call` finds it without --socket.
 SOCKET ?= $(if $(XDG_RUNTIME_DIR),$(XDG_RUNTIME_DIR)/tipsd/tipsd.sock,/tmp/tipsd-$(shell id -u)/tipsd.sock)
 
-.PHONY: all build release run test test-swift test-clients test-protocol bench deps deps-apt deps-pip clean help fuzz leakcheck
+.PHONY: all build release run test test-swift test-clients test-protocol test-repeat test-stress bench deps deps-apt deps-pip clean help fuzz leakcheck
 
 all: build
 
@@ -18,6 +18,8 @@ help:
 	@echo "make run    — build and start tipsd serve --socket with the default datastore and the demo catalog"
 	@echo "make test   — install missing system/Python packages, then run every test suite"
 	@echo "make bench  — release build, print benchmark figures as name: value lines"
+	@echo "make test-repeat N=30 [SUITE=test-swift]  — a suite N times in a row, stopping at the first failure"
+	@echo "make test-stress N=10 [SUITE=test-swift]  — the same with one CPU-burning process per core alongside"
 	@echo "make clean  — remove build products"
 
 ## deps: install what a fresh Debian machine lacks (needs root or sudo for apt).
@@ -82,6 +84,16 @@ bench: deps-apt
 	@mkdir -p .build/bench
 	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
 	.build/release/tipsd-bench $(BENCH)
+
+## test-repeat / test-stress: SUITE (a test target, default test-swift) N times in a row, stopping at the first
+## failure and printing its log; test-stress runs one CPU-burning process per core alongside (scripts/test-repeat).
+N ?= 10
+SUITE ?= test-swift
+test-repeat: deps
+	scripts/test-repeat $(N) $(SUITE)
+
+test-stress: deps
+	scripts/test-repeat --stress $(N) $(SUITE)
 
 ## fuzz: libFuzzer targets (Fuzz/), FUZZ_SECONDS each (default 30); prints exec/s and total executions per target.
 fuzz: deps-apt

@@ -40,9 +40,9 @@ extension Hardening {
       let hwm = procStatus(fixture.pid, "VmHWM") ?? 0
       if hwm > peakBefore { peak = max(peak, hwm) }
       print("hardening.queue_limit: \(sent) notifications owed; peak RSS +\((peak - fixture.baselineRSS) / 1024) MiB over baseline")
-      #expect(fixture.daemon.log.contains("disconnecting a client that is not reading"), "the stalled client was never disconnected")
+      #expect(fixture.daemon.waitForLog("disconnecting a client that is not reading"), "the stalled client was never disconnected")
       #expect(peak < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB, "peak VmRSS \(peak) KiB vs baseline \(fixture.baselineRSS) KiB")
-      let (_, eof) = stalled.readUntilEOF(timeout: 10)
+      let (_, eof) = stalled.readUntilEOF()
       #expect(eof)
       stalled.close()
       try fixture.checkRecovered("stalled reader")
@@ -67,7 +67,12 @@ extension Hardening {
         written.signal()
       }
       writer.start()
-      usleep(500_000)
+      // Wait until the daemon is answering them (replies pile up unread in the client's receive queue).
+      let answering = waitUntil {
+        var unread: Int32 = 0
+        return ioctl(greedy.readFD, UInt(FIONREAD), &unread) == 0 && unread >= 64 << 10
+      }
+      #expect(answering, "the daemon never answered the pipelined requests")
       #expect(try fixture.healthy.result("events/donate", ["id": "still.served"])["count"] == 1)
       let peak = max(fixture.rss, procStatus(fixture.pid, "VmHWM") ?? 0)
       print("hardening.large_replies: peak RSS +\((peak - fixture.baselineRSS) / 1024) MiB over baseline (HWM before \(hwmBefore) KiB)")
@@ -81,9 +86,9 @@ extension Hardening {
       try batcher.initialize(name: "batcher")
       let batch = "[" + Array(repeating: #"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"#, count: 5_000).joined(separator: ",") + "]"
       try batcher.sendRaw(batch)
-      let (_, eof) = batcher.readUntilEOF(timeout: 10)
+      let (_, eof) = batcher.readUntilEOF()
       #expect(eof, "the batching client is disconnected")
-      let logged = waitUntil(timeout: 5) { fixture.daemon.log.contains("batch replies exceed the per-connection bound") }
+      let logged = waitUntil() { fixture.daemon.log.contains("batch replies exceed the per-connection bound") }
       #expect(logged, "\(fixture.daemon.log)")
       let after = max(fixture.rss, procStatus(fixture.pid, "VmHWM") ?? 0)
       #expect(after < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB, "peak \(after) KiB vs baseline \(fixture.baselineRSS) KiB")
@@ -110,8 +115,8 @@ extension Hardening {
       }
       try donor.write(batch)
       for i in 0..<toggles { _ = try donor.awaitReply(id: .int(Int64(i + 1000))) }
-      var notes: [JSONValue] = []
-      while let note = try slow.nextNotification("tips/shouldDisplayChanged", timeout: 1) { notes.append(note) }
+      // Every change was acknowledged to the donor, so a barrier on the slow client reads all it is owed.
+      let notes = try slow.notificationsBeforeBarrier("tips/shouldDisplayChanged")
       print("hardening.coalescing: \(toggles) changes, \(notes.count) notifications delivered")
       #expect(!notes.isEmpty && notes.count <= toggles)
       for (index, note) in notes.enumerated() {
@@ -133,13 +138,13 @@ extension Hardening {
       }
       for _ in 0..<3 {
         let extra = try fixture.daemon.connect()
-        let (messages, eof) = extra.readUntilEOF(timeout: 5)
+        let (messages, eof) = extra.readUntilEOF()
         #expect(eof)
         #expect(messages.count == 1 && errorCode(messages.first) == -32010, "\(messages)")
         extra.close()
       }
       held.removeLast().close()
-      let admitted = waitUntil(timeout: 5) {
+      let admitted = waitUntil() {
         guard let client = try? fixture.daemon.connect(), (try? client.initialize(name: "admitted")) != nil else { return false }
         held.append(client)
         return true
@@ -171,6 +176,7 @@ extension Hardening {
       var latencies: [Double] = []
       while shared["done"] == 0 || latencies.count < 20 {
         latencies.append(try fixture.checkHealthy())
+        if shared["done"] == 0 && shared["cycles"] > 0 { shared.add("answeredDuringFlood") }
       }
       latencies.sort()
       let p50 = latencies[latencies.count / 2], worst = latencies.last ?? 0
@@ -178,7 +184,8 @@ extension Hardening {
       #expect(shared["cycles"] == 2_000)
       #expect(shared["failed"] == 0)
       #expect(latencies.count >= 20)
-      #expect(worst < 1.0, "the healthy client waited \(worst) s")
+      // Not starved: answered while the flood was still running (how fast is for `make bench`, not a test).
+      #expect(shared["answeredDuringFlood"] > 0)
       held.forEach { $0.close() }
       try fixture.checkRecovered("connection flood")
     }

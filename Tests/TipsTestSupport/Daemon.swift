@@ -4,7 +4,23 @@ public import TipsJSON
 import TipsTransport
 
 /// Seconds a test waits for the daemon before failing; `TIPSD_TEST_TIMEOUT` overrides it.
+///
+/// Only a guard against hanging (issue #17): a passing test never waits this long, because every wait is for a
+/// condition (a reply, a notification, a log line, a process exit), never for time to pass. Scale it (`* 3`) for
+/// waits that span many round trips; never shorten it to prove that something did *not* happen — use
+/// ``RPCClient/barrier()`` for that.
 public let testTimeout: Double = ProcessInfo.processInfo.environment["TIPSD_TEST_TIMEOUT"].flatMap(Double.init) ?? 10
+
+/// Polls `condition` every 5 ms until it holds or `timeout` (a hang guard) passes; returns whether it held.
+@discardableResult
+public func waitUntil(timeout: Double = testTimeout, _ condition: () -> Bool) -> Bool {
+  let deadline = Date().addingTimeInterval(timeout)
+  while !condition() {
+    if Date() > deadline { return false }
+    usleep(5_000)
+  }
+  return true
+}
 
 /// The built `tipsd` binary, beside the test bundle.
 public func tipsdBinary() -> String {
@@ -91,7 +107,15 @@ public final class Daemon: @unchecked Sendable {
   }
 
   /// Everything the daemon wrote to stderr so far.
+  ///
+  /// Read by another thread as it arrives: a line the daemon wrote before a reply may not be here yet when the
+  /// reply is. Use ``waitForLog(_:timeout:)`` to check for a line.
   public var log: String { stderrBuffer.text }
+
+  /// Waits until the log contains `text` (true), or the hang guard passes (false).
+  public func waitForLog(_ text: String, timeout: Double = testTimeout) -> Bool {
+    waitUntil(timeout: timeout) { log.contains(text) }
+  }
 
   /// A client over the daemon's stdin/stdout (stdio mode).
   /// (`file`, `function`, `line`: the caller, for the traffic log; see ``TrafficTap``.)
@@ -295,6 +319,42 @@ public final class RPCClient: @unchecked Sendable {
     var message: JSONObject = ["jsonrpc": "2.0", "method": .string(method)]
     if let params { message["params"] = params }
     try send(.object(message))
+  }
+
+  /// A barrier: a request that changes nothing (`clock/now`), answered after everything the daemon sent this
+  /// client before handling it. Notifications that arrive first are kept in ``notifications``, so after it returns
+  /// they hold everything caused by the requests (of any client) answered before the barrier was sent. This is how
+  /// a test proves that something did *not* happen, without waiting and seeing.
+  public func barrier() throws {
+    _ = try result("clock/now")
+  }
+
+  /// Notifications (of `method`, or all) received before a ``barrier()``, taken out of ``notifications``.
+  public func notificationsBeforeBarrier(_ method: String? = nil) throws -> [JSONValue] {
+    try barrier()
+    let taken = notifications.filter { method == nil || $0["method"]?.stringValue == method }
+    notifications.removeAll { method == nil || $0["method"]?.stringValue == method }
+    return taken
+  }
+
+  /// Reads until the peer closes (true) or `timeout` (a hang guard) passes (false); messages read meanwhile are
+  /// returned.
+  public func readUntilEOF(timeout: Double = testTimeout) -> (messages: [JSONValue], eof: Bool) {
+    var messages: [JSONValue] = []
+    let deadline = Date().addingTimeInterval(timeout)
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+      while let event = framer.next() {
+        if case .message(let bytes) = event, let value = try? JSONParser.parse(bytes) { messages.append(value) }
+      }
+      let remaining = deadline.timeIntervalSinceNow
+      guard remaining > 0 else { return (messages, false) }
+      var pfd = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
+      if poll(&pfd, 1, Int32(remaining * 1000) + 1) <= 0 { continue }
+      let n = chunk.withUnsafeMutableBytes { read(readFD, $0.baseAddress, $0.count) }
+      if n <= 0 { return (messages, true) }
+      chunk.withUnsafeBytes { framer.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+    }
   }
 
   /// `initialize` with protocol 1.0.

@@ -22,17 +22,6 @@ func openFDCount(_ pid: Int32) -> Int {
   (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
 }
 
-/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
-@discardableResult
-func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-  let deadline = Date().addingTimeInterval(timeout)
-  while !condition() {
-    if Date() > deadline { return false }
-    usleep(10_000)
-  }
-  return true
-}
-
 /// How far above its baseline a daemon's VmRSS may be after an abuse (16 MiB; `TIPSD_HARDENING_RSS_MARGIN_KIB`
 /// widens it, e.g. under AddressSanitizer whose quarantine keeps freed memory).
 let rssMarginKiB = ProcessInfo.processInfo.environment["TIPSD_HARDENING_RSS_MARGIN_KIB"].flatMap(Int.init) ?? 16 * 1024
@@ -75,7 +64,7 @@ final class Fixture {
 
   private func waitForFDsToSettle() throws {
     var last = -1
-    _ = waitUntil(timeout: 2) {
+    _ = waitUntil(timeout: testTimeout) {
       let now = openFDCount(pid)
       defer { last = now }
       return now == last
@@ -97,7 +86,7 @@ final class Fixture {
   }
 
   /// Fds back to the baseline (within `timeout`) and RSS below baseline + `marginKiB`.
-  func checkRecovered(marginKiB: Int = rssMarginKiB, fds: Bool = true, timeout: Double = 5, _ what: String) throws {
+  func checkRecovered(marginKiB: Int = rssMarginKiB, fds: Bool = true, timeout: Double = testTimeout, _ what: String) throws {
     try checkHealthy(Comment(rawValue: what))
     if fds {
       let settled = waitUntil(timeout: timeout) { openFDCount(pid) <= baselineFDs }
@@ -112,25 +101,6 @@ final class Fixture {
 }
 
 extension RPCClient {
-  /// Reads until the peer closes (true) or `timeout` passes (false); messages read meanwhile are returned.
-  func readUntilEOF(timeout: Double = 5) -> (messages: [JSONValue], eof: Bool) {
-    var messages: [JSONValue] = []
-    let deadline = Date().addingTimeInterval(timeout)
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while true {
-      while let event = framer.next() {
-        if case .message(let bytes) = event, let value = try? JSONParser.parse(bytes) { messages.append(value) }
-      }
-      let remaining = deadline.timeIntervalSinceNow
-      guard remaining > 0 else { return (messages, false) }
-      var pfd = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
-      if poll(&pfd, 1, Int32(remaining * 1000) + 1) <= 0 { continue }
-      let n = chunk.withUnsafeMutableBytes { read(readFD, $0.baseAddress, $0.count) }
-      if n <= 0 { return (messages, true) }
-      chunk.withUnsafeBytes { framer.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-    }
-  }
-
   /// Writes raw bytes, ignoring a peer that already closed.
   func writeIgnoringErrors(_ bytes: [UInt8]) { try? write(bytes) }
 }
