@@ -1,9 +1,9 @@
 // swift-tools-version:6.0
 // tipsd — TipKit's eligibility engine as a JSON-RPC daemon.
 // Dependencies flow one way:
-//   TipsJSON ← TipsEngine ← TipsStore ─┐
-//   TipsJSON ← TipsProtocol ───────────┼─ TipsServer ← tipsd
-//   TipsFraming, TipsTransport(CLibUV) ┘
+//   TipsJSON ← TipsEngine ← TipsStore ─────┐
+//              TipsEngine ← TipsProtocol ──┼─ TipsServer ← tipsd
+//   TipsFraming, TipsTransport(CLibUV) ────┘
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -50,9 +50,10 @@ let package = Package(
     .target(name: "TipsFraming", swiftSettings: swiftSettings),
     .testTarget(name: "TipsFramingTests", dependencies: ["TipsFraming"], swiftSettings: swiftSettings),
 
-    // MARK: TipsProtocol — JSON-RPC 2.0 messages, errors and method names
-    .target(name: "TipsProtocol", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
-    .testTarget(name: "TipsProtocolTests", dependencies: ["TipsProtocol", "TipsJSON"], swiftSettings: swiftSettings),
+    // MARK: TipsProtocol — JSON-RPC 2.0 envelopes, errors, and one typed request per method (Requests/)
+    .target(name: "TipsProtocol", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsProtocolTests", dependencies: ["TipsProtocol", "TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
 
     // MARK: TipsTransport — libuv event loop, sockets, pipes, timers, signals
     .target(name: "TipsTransport", dependencies: ["CLibUV"], swiftSettings: swiftSettings),

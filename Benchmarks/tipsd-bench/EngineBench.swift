@@ -84,7 +84,7 @@ enum EngineBench {
     _ = engine.register(tips)
     for _ in 0..<2_000 {
       clock.advance(by: 0.5)
-      _ = engine.donate("hot")
+      _ = try! engine.donate("hot")
     }
     var best = Double.infinity
     let donations = 50_000
@@ -93,7 +93,7 @@ enum EngineBench {
       let start = monotonic()
       for _ in 0..<donations {
         clock.advance(by: 0.5)
-        let result = engine.donate("hot")
+        let result = try! engine.donate("hot")
         sink &+= result.count &+ result.mutation.changes.count
       }
       best = min(best, (monotonic() - start) / Double(donations) * 1_000_000)
@@ -115,7 +115,7 @@ enum EngineBench {
     for round in 0..<donationsPerEvent {
       for event in 0..<events {
         clock.advance(by: 0.01)
-        _ = engine.donate("event.\(event)", info: event % 10 == 0 ? info : nil)
+        _ = try! engine.donate("event.\(event)", info: event % 10 == 0 ? info : nil)
       }
       if round == 0 { _ = engine.nextChangeTime() }
     }

@@ -51,7 +51,7 @@ private func mutationsPerSecond(path: String, count: Int, groupSize: Int, fsync:
     removeDatastore(path)
   }
   // Warm up: create the events and their counters, fill the page cache.
-  try store.apply((0..<200).map(benchDonation))
+  try store.commit((0..<200).map(benchDonation))
   var batches: [[StateWrite]] = []
   var k = 200
   while k < 200 + count {
@@ -60,7 +60,7 @@ private func mutationsPerSecond(path: String, count: Int, groupSize: Int, fsync:
     k = end
   }
   let start = storeNow()
-  for batch in batches { try store.apply(batch) }
+  for batch in batches { try store.commit(batch) }
   return Double(count) / (storeNow() - start)
 }
 
@@ -93,12 +93,12 @@ private func buildLargeDatastore(path: String, events: Int, perEvent: Int, uniqu
       .donation(
         eventID: "event.\(k % events)", Donation(at: 1_600_000_000 + Double(k), info: info), keepNewest: perEvent))
     if batch.count == 100_000 {
-      try store.apply(batch)
+      try store.commit(batch)
       batch.removeAll(keepingCapacity: true)
     }
   }
-  try store.apply(batch)
-  try store.apply([.parameter(id: "isLoggedIn", value: true), .displayFrequency(.daily), .cooldown(1_700_000_000)])
+  try store.commit(batch)
+  try store.commit([.parameter(id: "isLoggedIn", value: true), .displayFrequency(.daily), .cooldown(1_700_000_000)])
 }
 
 /// Median milliseconds of `Datastore(path:)` + `load()` over `runs` (the open reads and checks the whole file; the

@@ -21,7 +21,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     return 0
   }
   let engine = Engine(clock: VirtualClock(now: 1_700_000_000))
-  if let mutation = try? catalog.apply(to: engine) {
+  if let mutation = try? catalog.register(in: engine) {
     _ = mutation.writes.count
     for tip in catalog.tips { _ = engine.state(of: tip.id) }
     _ = try? engine.explain(catalog.tips.first?.id ?? "")

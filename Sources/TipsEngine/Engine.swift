@@ -210,7 +210,7 @@ public final class Engine {
   public func recordDisplay(_ tipID: String, duration: Double = 0) throws(EngineError) -> Mutation {
     guard let slot = slot(tipID) else { throw .unknownTip(tipID) }
     guard duration.isFinite, duration >= 0 else {
-      throw .invalidArgument("display duration must be a non-negative number of seconds")
+      throw .invalidArgument(argument: "duration", problem: "must be a non-negative number of seconds")
     }
     let now = tick()
     var record = slot.record
@@ -244,7 +244,8 @@ public final class Engine {
 
   /// Registers a group, replacing one with the same id (its position is kept). Its tips may be registered later.
   /// A new group's current tip is always reported once.
-  public func registerGroup(_ group: TipGroupDefinition) -> Mutation {
+  public func registerGroup(_ group: TipGroupDefinition) throws(EngineError) -> Mutation {
+    guard !group.id.isEmpty else { throw .invalidArgument(argument: "id", problem: "must not be empty") }
     let now = tick()
     var isNew = false
     var affected: [Int] = []
@@ -298,12 +299,14 @@ public final class Engine {
   /// Declares parameters (Bool, Int, Double or String defaults). A transient parameter goes back to its default
   /// (and its stored value is deleted); a stored value of another type than the new default's is dropped.
   public func defineParameters(_ definitions: [ParameterDefinition]) throws(EngineError) -> Mutation {
-    for definition in definitions {
-      guard !definition.id.isEmpty else { throw .invalidArgument("parameter id must be a non-empty string") }
+    for (index, definition) in definitions.enumerated() {
+      guard !definition.id.isEmpty else {
+        throw .invalidArgument(argument: "parameters[\(index)].id", problem: "must not be empty")
+      }
       guard JSONDecoding.isScalar(definition.defaultValue) else {
         throw .invalidArgument(
-          "parameter \"\(definition.id)\": default must be a boolean, number or string, got "
-            + parameterTypeName(definition.defaultValue))
+          argument: "parameters[\(index)].default",
+          problem: "must be a boolean, number or string (got \(parameterTypeName(definition.defaultValue)))")
       }
     }
     let now = tick()
@@ -377,8 +380,8 @@ public final class Engine {
 
   /// Caps the donations kept for an event (newest kept; at least 1).
   public func setDonationLimit(_ eventID: String, _ limit: Int) throws(EngineError) -> Mutation {
-    guard !eventID.isEmpty else { throw .invalidArgument("event id must be a non-empty string") }
-    guard limit >= 1 else { throw .invalidArgument("donation limit must be at least 1, got \(limit)") }
+    guard !eventID.isEmpty else { throw .invalidArgument(argument: "id", problem: "must not be empty") }
+    guard limit >= 1 else { throw .invalidArgument(argument: "maxDonations", problem: "must be at least 1 (got \(limit))") }
     let now = tick()
     let log = eventLog(eventID)
     guard log.limit != limit else { return finish([]) }
@@ -388,7 +391,19 @@ public final class Engine {
   }
 
   /// Donates an event now. Returns the number of stored donations of the event after this one.
-  public func donate(_ eventID: String, info: JSONObject? = nil) -> (count: Int, mutation: Mutation) {
+  ///
+  /// The event id must not be empty; associated values must be flat (strings, numbers, booleans, null).
+  public func donate(_ eventID: String, info: JSONObject? = nil) throws(EngineError) -> (count: Int, mutation: Mutation) {
+    guard !eventID.isEmpty else { throw .invalidArgument(argument: "id", problem: "must not be empty") }
+    if let info {
+      for (key, value) in info {
+        switch value {
+        case .array: throw .invalidArgument(argument: "info.\(key)", problem: "associated values must be flat (no arrays)")
+        case .object: throw .invalidArgument(argument: "info.\(key)", problem: "associated values must be flat (no objects)")
+        default: continue
+        }
+      }
+    }
     let now = tick()
     let log = eventLog(eventID)
     let limit = limit(of: log)

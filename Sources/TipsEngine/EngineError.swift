@@ -10,8 +10,10 @@ public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
   case parameterTypeMismatch(id: String, expected: String, got: String)
   /// A definition (tip, rule, parameter, group) is malformed; `path` names the offending JSON location.
   case invalidDefinition(path: String, message: String)
-  /// An argument is out of range (a negative duration, a donation limit below 1, …).
-  case invalidArgument(String)
+  /// An argument is out of range (a negative duration, a donation limit below 1, an empty event id, …): `argument`
+  /// names it as the protocol does (`duration`, `info.region`, `parameters[1].default`), `problem` says what is wrong
+  /// (`must be a non-negative number of seconds`).
+  case invalidArgument(argument: String, problem: String)
 
   public var description: String {
     switch self {
@@ -21,7 +23,7 @@ public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
     case .parameterTypeMismatch(let id, let expected, let got):
       "parameter \"\(id)\" is declared \(expected), got \(got)"
     case .invalidDefinition(let path, let message): "\(path): \(message)"
-    case .invalidArgument(let message): message
+    case .invalidArgument(let argument, let problem): "\(argument) \(problem)"
     }
   }
 }

@@ -202,7 +202,7 @@ public struct ParameterDefinition: Sendable, Hashable {
 }
 
 /// TipKit's `TipGroup` priority.
-public enum GroupPriority: String, Sendable, Hashable {
+public enum GroupPriority: String, Sendable, Hashable, CaseIterable {
   /// The current tip is the first non-invalidated tip, shown only when it is eligible.
   case ordered
   /// The current tip is the first eligible tip in declared order.

@@ -7,11 +7,8 @@ public enum IncomingPayload: Sendable, Equatable {
   /// A non-empty batch; every element is classified independently (a
   /// non-object element becomes `.invalid`).
   case batch([IncomingMessage])
-  /// `[]`: answered with a single `emptyBatchError` reply with id `null`.
+  /// `[]`: answered with a single -32600 reply with id `null` (``ResponseError/emptyBatch()``).
   case emptyBatch
-
-  /// The error to send for `.emptyBatch` (-32600).
-  public static let emptyBatchError = ResponseError.invalidRequest("empty batch")
 
   /// Parses and classifies a message. Invalid JSON yields
   /// `.single(.invalid(id: nil, error: .parseError(…)))` whose `data` holds
@@ -44,7 +41,7 @@ public enum IncomingPayload: Sendable, Equatable {
     .single(
       .invalid(
         id: nil,
-        error: .parseError(error.description, data: ["offset": .int(Int64(error.offset))])
+        error: .parseError(error.description, offset: error.offset)
       ))
   }
 }

@@ -1,3 +1,4 @@
+public import TipsEngine
 public import TipsJSON
 
 /// Typed access to a request's params for method handlers, producing
@@ -86,13 +87,6 @@ public struct Params: Sendable {
   /// Whether `key` is present (even as `null`).
   public func contains(_ key: String) -> Bool {
     object.contains(key: key)
-  }
-
-  /// Throws for any member not in `allowed`: `method: unknown param "x"`.
-  public func rejectUnknown(allowing allowed: Set<String>) throws(ResponseError) {
-    for key in object.keys where !allowed.contains(key) {
-      throw .invalidParams("\(method): unknown param \"\(relativePath(key))\"")
-    }
   }
 
   /// The member, absent or `null` → `nil`.
@@ -260,5 +254,55 @@ public struct Params: Sendable {
   public func optionalNested(_ key: String) throws(ResponseError) -> Params? {
     guard let object = try optionalObject(key) else { return nil }
     return Params(nested: object, method: method, path: relativePath(key))
+  }
+}
+
+// MARK: - Engine values
+
+extension Params {
+  /// A required string naming one case of `E`: `method: params.key must be one of a, b, c (got "x")`.
+  public func enumeration<E: RawRepresentable & CaseIterable>(_ key: String, _ type: E.Type) throws(ResponseError) -> E
+  where E.RawValue == String {
+    try enumeration(key, try string(key))
+  }
+
+  /// An optional string naming one case of `E`.
+  public func optionalEnumeration<E: RawRepresentable & CaseIterable>(_ key: String, _ type: E.Type)
+    throws(ResponseError) -> E? where E.RawValue == String
+  {
+    guard let name = try optionalString(key) else { return nil }
+    return try enumeration(key, name)
+  }
+
+  private func enumeration<E: RawRepresentable & CaseIterable>(_ key: String, _ name: String) throws(ResponseError) -> E
+  where E.RawValue == String {
+    if let value = E(rawValue: name) { return value }
+    let names = E.allCases.map(\.rawValue)
+    let expected =
+      names.count == 2 ? "must be \"\(names[0])\" or \"\(names[1])\"" : "must be one of " + names.joined(separator: ", ")
+    throw invalid(key, "\(expected) (got \"\(name)\")")
+  }
+
+  /// Runs an engine decoding (a tip, rule or parameter definition), mapping its error to -32602 with the path.
+  public func decoding<T>(_ body: () throws(EngineError) -> T) throws(ResponseError) -> T {
+    do {
+      return try body()
+    } catch {
+      throw ResponseError(error, method: method)
+    }
+  }
+}
+
+extension ResponseError {
+  /// The protocol error for an engine error, naming the method and, for an argument, its param path.
+  public init(_ error: EngineError, method: String) {
+    switch error {
+    case .unknownTip(let id): self = .unknownTip(id)
+    case .unknownGroup(let id): self = .unknownGroup(id)
+    case .unknownParameter(let id): self = .unknownParameter(method: method, id: id)
+    case .invalidDefinition(let path, let problem): self = .invalidDefinition(method: method, path: path, problem: problem)
+    case .invalidArgument(let argument, let problem): self = .invalidParams("\(method): params.\(argument) \(problem)")
+    case .parameterTypeMismatch: self = .invalidParams("\(method): \(error)")
+    }
   }
 }

@@ -51,10 +51,12 @@ extension ResponseError: CustomStringConvertible {
 
 // MARK: - Factories
 
+/// Every error the daemon sends is made here, with the `data` members `protocol/README.md` documents (`id`,
+/// `actionId`, `path`, `subscription`, `offset`).
 extension ResponseError {
-  /// -32700 with the parser's explanation.
-  public static func parseError(_ detail: String, data: JSONValue? = nil) -> ResponseError {
-    ResponseError(code: .parseError, message: "parse error: \(detail)", data: data)
+  /// -32700 with the parser's explanation and the byte `offset` where it stopped.
+  public static func parseError(_ detail: String, offset: Int) -> ResponseError {
+    ResponseError(code: .parseError, message: "parse error: \(detail)", data: ["offset": .int(Int64(offset))])
   }
 
   /// -32600 with what is wrong with the request object.
@@ -62,80 +64,106 @@ extension ResponseError {
     ResponseError(code: .invalidRequest, message: "invalid request: \(detail)")
   }
 
+  /// -32600 for `[]`.
+  public static func emptyBatch() -> ResponseError { .invalidRequest("an empty batch") }
+
+  /// -32600 for a stream that broke the framing (the connection is closed after it).
+  public static func framingError(_ detail: String) -> ResponseError {
+    ResponseError(code: .invalidRequest, message: detail)
+  }
+
+  /// -32600: `initialize` twice on one connection.
+  public static func alreadyInitialized() -> ResponseError {
+    ResponseError(code: .invalidRequest, message: "initialize: the connection is already initialized")
+  }
+
   /// -32601: `unknown method "x"`.
   public static func methodNotFound(_ method: String) -> ResponseError {
     ResponseError(code: .methodNotFound, message: "unknown method \"\(method)\"")
   }
 
-  /// -32602 with a complete message (see `Params` for generated ones).
+  /// -32602 with a complete message (see ``Params`` for generated ones).
   public static func invalidParams(_ message: String, data: JSONValue? = nil) -> ResponseError {
     ResponseError(code: .invalidParams, message: message, data: data)
   }
 
-  /// -32603 with a complete message.
-  public static func internalError(_ message: String, data: JSONValue? = nil) -> ResponseError {
-    ResponseError(code: .internalError, message: message, data: data)
+  /// -32602 for a definition (tip, rule, parameter, group) that does not decode; `data.path` locates it.
+  public static func invalidDefinition(method: String, path: String, problem: String) -> ResponseError {
+    ResponseError(
+      code: .invalidParams, message: "\(method): params.\(path): \(problem)", data: ["path": .string("params.\(path)")])
   }
 
-  /// -32002: a request arrived before `initialize`.
-  public static func serverNotInitialized() -> ResponseError {
-    ResponseError(code: .serverNotInitialized, message: "server not initialized: send \"initialize\" first")
+  /// -32602: a param the method does not take.
+  public static func unknownParam(method: String, name: String, allowed: [String]) -> ResponseError {
+    let expected = allowed.isEmpty ? "it takes no params" : "expected " + allowed.sorted().joined(separator: ", ")
+    return ResponseError(code: .invalidParams, message: "\(method): unknown param \"\(name)\" (\(expected))")
   }
 
-  /// -32800: the request was cancelled.
-  public static func requestCancelled() -> ResponseError {
-    ResponseError(code: .requestCancelled, message: "request cancelled")
+  /// -32602: `parameters/set` of a parameter that was never defined.
+  public static func unknownParameter(method: String, id: String) -> ResponseError {
+    ResponseError(
+      code: .invalidParams,
+      message: "\(method): unknown parameter \"\(id)\": declare it with parameters/define first", data: ["id": .string(id)])
+  }
+
+  /// -32002: a request other than `initialize` (or `rpc.discover`) before `initialize`.
+  public static func serverNotInitialized(method: String) -> ResponseError {
+    ResponseError(
+      code: .serverNotInitialized, message: "server not initialized: send \"initialize\" before \"\(method)\"")
   }
 
   /// -32001: `unknown tip "x"`.
   public static func unknownTip(_ id: String) -> ResponseError {
-    ResponseError(code: .unknownTip, message: "unknown tip \"\(id)\"", data: ["tipId": .string(id)])
+    ResponseError(
+      code: .unknownTip, message: "unknown tip \"\(id)\": register it with tips/register first", data: ["id": .string(id)])
   }
 
-  /// -32003: `unknown subscription "x"`.
-  public static func unknownSubscription(_ id: String) -> ResponseError {
-    ResponseError(code: .unknownSubscription, message: "unknown subscription \"\(id)\"")
+  /// -32003: an id this daemon never issued.
+  public static func unknownSubscription(method: String, id: String) -> ResponseError {
+    ResponseError(
+      code: .unknownSubscription,
+      message: "\(method): unknown subscription \"\(id)\": use the id returned by tips/observe or actions/subscribe",
+      data: ["subscription": .string(id)])
   }
 
-  /// -32004: `clock/*` used without the virtual clock.
-  public static func virtualClockDisabled() -> ResponseError {
+  /// -32004: `clock/advance` or `clock/set` without the virtual clock.
+  public static func virtualClockDisabled(method: String) -> ResponseError {
     ResponseError(
       code: .virtualClockDisabled,
-      message: "virtual clock disabled: start `tipsd serve --clock virtual` to use `clock/advance` and `clock/set`"
-    )
+      message: "\(method): the virtual clock is disabled; start the daemon with `tipsd serve --clock virtual`")
   }
 
-  /// -32005: `datastore failure: <detail>`.
-  public static func datastoreFailure(_ detail: String) -> ResponseError {
-    ResponseError(code: .datastoreFailure, message: "datastore failure: \(detail)")
+  /// -32005: the turn's commit failed, so this change is not acknowledged.
+  public static func datastoreFailure(path: String) -> ResponseError {
+    ResponseError(
+      code: .datastoreFailure,
+      message: "datastore failure: the change was not committed to \(path); see the daemon's log")
   }
 
-  /// -32006: the server is shutting down.
+  /// -32006: after `shutdown`, only `exit` is accepted.
   public static func shuttingDown() -> ResponseError {
-    ResponseError(code: .shuttingDown, message: "server is shutting down")
+    ResponseError(code: .shuttingDown, message: "shutting down: only \"exit\" is accepted after \"shutdown\"")
   }
 
   /// -32007: `unknown group "x"`.
   public static func unknownGroup(_ id: String) -> ResponseError {
-    ResponseError(code: .unknownGroup, message: "unknown group \"\(id)\"", data: ["groupId": .string(id)])
-  }
-
-  /// -32008: `unknown action "a" for tip "t"`.
-  public static func unknownAction(_ actionID: String, tip tipID: String) -> ResponseError {
     ResponseError(
+      code: .unknownGroup, message: "unknown group \"\(id)\": register it with groups/register first",
+      data: ["id": .string(id)])
+  }
+
+  /// -32008: `unknown action "a" for tip "t"`, listing the tip's actions.
+  public static func unknownAction(_ actionID: String, tip tipID: String, known: [String]) -> ResponseError {
+    let list = known.map { "\"\($0)\"" }.joined(separator: ", ")
+    return ResponseError(
       code: .unknownAction,
-      message: "unknown action \"\(actionID)\" for tip \"\(tipID)\"",
-      data: ["tipId": .string(tipID), "actionId": .string(actionID)]
-    )
+      message: "unknown action \"\(actionID)\" for tip \"\(tipID)\" (its actions: \(list.isEmpty ? "none" : list))",
+      data: ["id": .string(tipID), "actionId": .string(actionID)])
   }
 
-  /// -32009: `invalid rule: <detail>`.
-  public static func invalidRule(_ detail: String, data: JSONValue? = nil) -> ResponseError {
-    ResponseError(code: .invalidRule, message: "invalid rule: \(detail)", data: data)
-  }
-
-  /// -32010: `too many connections (limit N)`.
+  /// -32010: the connection limit is reached; sent once before closing the new connection.
   public static func tooManyConnections(limit: Int) -> ResponseError {
-    ResponseError(code: .tooManyConnections, message: "too many connections (limit \(limit))")
+    ResponseError(
+      code: .tooManyConnections, message: "too many connections: the daemon serves at most \(limit) at once")
   }
 }

@@ -101,7 +101,7 @@ struct Catalog {
   }
 
   /// Registers everything with the engine.
-  func apply(to engine: Engine) throws(EngineError) -> Mutation {
+  func register(in engine: Engine) throws(EngineError) -> Mutation {
     var mutation = Mutation()
     func add(_ next: Mutation) {
       mutation.changes += next.changes
@@ -110,7 +110,7 @@ struct Catalog {
     if let displayFrequency { add(engine.configure(displayFrequency: displayFrequency)) }
     add(try engine.defineParameters(parameters))
     add(engine.register(tips))
-    for group in groups { add(engine.registerGroup(group)) }
+    for group in groups { add(try engine.registerGroup(group)) }
     return mutation
   }
 }

@@ -153,8 +153,7 @@ public enum TipsdCommand {
         ("clock", configuration.clock == .system ? "system" : "virtual"),
       ])
     do {
-      let server = try Server(configuration: configuration, logger: logger)
-      let exit = try server.run()
+      let exit = try Daemon.run(configuration: configuration, logger: logger)
       logger.info("stopped")
       return exit == .clean ? 0 : 1
     } catch {

@@ -34,6 +34,9 @@ public struct ServerConfiguration: Sendable {
   public var outgoingQueueLimit = 4 << 20
   /// Bytes handed to the kernel above which further output waits in our queue (where notifications coalesce).
   public var outgoingHighWater = 256 << 10
+  /// Caps the datastore at this many pages (SQLite `max_page_count`; a commit past it fails as a full disk would).
+  /// Not a command-line option: tests use it to make a commit fail.
+  public var datastoreMaxPages: Int?
   /// Peer uids (`SO_PEERCRED`) accepted on the Unix socket besides the daemon's own (`--allow-uid`, repeatable).
   public var allowedPeerUIDs: Set<UInt32> = []
 

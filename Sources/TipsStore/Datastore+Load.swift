@@ -57,7 +57,7 @@ extension Datastore {
   }
 
   /// Reads the snapshot in one read transaction and rebuilds ``histories`` from it.
-  func load(_ connection: Connection) throws(DatastoreError) -> EngineSnapshot {
+  func load(_ connection: SQLiteConnection) throws(DatastoreError) -> EngineSnapshot {
     try sqlite("cannot read") { () throws(SQLiteError) in
       try connection.prepare(SQL.beginRead).run()
       do throws(SQLiteError) {
@@ -73,7 +73,7 @@ extension Datastore {
   }
 
   /// The events table: names and row ids by dense slot.
-  private func readEvents(_ connection: Connection) throws(SQLiteError) -> (names: [String], rowIDs: [Int64]) {
+  private func readEvents(_ connection: SQLiteConnection) throws(SQLiteError) -> (names: [String], rowIDs: [Int64]) {
     var names: [String] = []
     var rowIDs: [Int64] = []
     let events = try connection.prepare(SQL.selectEvents)
@@ -85,7 +85,7 @@ extension Datastore {
   }
 
   private func readSnapshot(
-    _ connection: Connection
+    _ connection: SQLiteConnection
   ) throws(SQLiteError) -> (EngineSnapshot, [String: EventHistory]) {
     var snapshot = EngineSnapshot()
 
@@ -173,7 +173,7 @@ extension Datastore {
   }
 
   /// Rebuilds ``histories`` without loading the donations (writes before any load): one scan of row ids.
-  func readHistories(_ connection: Connection) throws(SQLiteError) -> [String: EventHistory] {
+  func readHistories(_ connection: SQLiteConnection) throws(SQLiteError) -> [String: EventHistory] {
     let (names, rowIDs) = try readEvents(connection)
     let slots = EventSlots(rowIDs: rowIDs)
     var ids = [[Int64]](repeating: [], count: names.count)

@@ -15,7 +15,7 @@ public struct DatastoreOptions: Sendable {
   /// Power-loss durability: `synchronous=FULL`, an fsync of the WAL at every commit (`--fsync`).
   ///
   /// When false (the default) the datastore runs with `synchronous=NORMAL`: a committed transaction has been
-  /// written to the WAL file before ``Datastore/apply(_:)`` returns, so it survives a crash or kill -9 of the
+  /// written to the WAL file before ``Datastore/commit(_:)`` returns, so it survives a crash or kill -9 of the
   /// process; only a power loss or kernel crash can lose the last transactions (the database itself stays
   /// consistent either way).
   public var fsync: Bool
@@ -27,11 +27,16 @@ public struct DatastoreOptions: Sendable {
   /// anyway (the lock file), and this saves the half-dozen `fcntl` calls each transaction would otherwise make;
   /// the cost is that no other connection — the `sqlite3` shell included — can read the file while tipsd runs.
   public var exclusiveLocking: Bool
+  /// Caps the file at this many pages (`PRAGMA max_page_count`): a commit that would grow it further fails as on a
+  /// full disk (`SQLITE_FULL`) and nothing of it is kept. nil: no cap (SQLite's default). For tests of commit
+  /// failure without a full filesystem.
+  public var maxPages: Int?
 
-  public init(fsync: Bool = false, recover: Bool = false, exclusiveLocking: Bool = true) {
+  public init(fsync: Bool = false, recover: Bool = false, exclusiveLocking: Bool = true, maxPages: Int? = nil) {
     self.fsync = fsync
     self.recover = recover
     self.exclusiveLocking = exclusiveLocking
+    self.maxPages = maxPages
   }
 }
 
@@ -77,7 +82,7 @@ public final class Datastore {
   public private(set) var schemaVersion: Int = 0
 
   /// The SQLite connection while open (internal for tests).
-  private(set) var connection: Connection?
+  private(set) var connection: SQLiteConnection?
   private var lock: FileLock?
   /// Per event name: its row id in `events` and the row ids of its stored donations, oldest first, so that
   /// bounding the history deletes by primary key without a query. nil until built (by a load or before the first
@@ -164,7 +169,7 @@ public final class Datastore {
 
   private func openFile() throws(DatastoreError) {
     let connection = try sqlite("cannot open") { () throws(SQLiteError) in
-      try Connection(path: path, checkpointOnClose: false)
+      try SQLiteConnection(path: path, checkpointOnClose: false)
     }
     self.connection = connection
     histories = nil
@@ -215,6 +220,7 @@ public final class Datastore {
       }
       try connection.execute("PRAGMA synchronous = \(options.fsync ? "FULL" : "NORMAL")")
       if options.exclusiveLocking { try connection.execute("PRAGMA locking_mode = EXCLUSIVE") }
+      if let pages = options.maxPages { _ = try connection.scalarInt("PRAGMA max_page_count = \(max(1, pages))") }
     }
     if version < Schema.currentVersion {
       try sqlite("cannot migrate") { () throws(SQLiteError) in try migrate(connection, from: version) }
@@ -224,7 +230,7 @@ public final class Datastore {
     schemaVersion = Schema.currentVersion
   }
 
-  private func quickCheck(_ connection: Connection) throws(SQLiteError) {
+  private func quickCheck(_ connection: SQLiteConnection) throws(SQLiteError) {
     let statement = try connection.prepareUncached("PRAGMA quick_check(5)")
     var problems: [String] = []
     while try statement.step() { problems.append(statement.text(0) ?? "") }
@@ -235,7 +241,7 @@ public final class Datastore {
   }
 
   /// Runs every migration after `version`, in one transaction.
-  private func migrate(_ connection: Connection, from version: Int) throws(SQLiteError) {
+  private func migrate(_ connection: SQLiteConnection, from version: Int) throws(SQLiteError) {
     try connection.execute(SQL.begin)
     do throws(SQLiteError) {
       for migration in Schema.migrations where migration.version > version {
@@ -278,7 +284,7 @@ public final class Datastore {
     return result
   }
 
-  func openConnection() throws(DatastoreError) -> Connection {
+  func openConnection() throws(DatastoreError) -> SQLiteConnection {
     guard let connection else {
       throw DatastoreError(path: path, message: "the datastore \(path) is closed")
     }

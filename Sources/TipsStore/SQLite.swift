@@ -18,7 +18,7 @@ struct SQLiteError: Error {
 }
 
 /// One SQLite connection with a cache of prepared statements keyed by their SQL text.
-final class Connection {
+final class SQLiteConnection {
   private(set) var handle: OpaquePointer?
   private var statements: [String: Statement] = [:]
   private var staticStatements: [UnsafeRawPointer: Statement] = [:]
@@ -146,9 +146,9 @@ final class Connection {
 /// A prepared statement. Parameters are 1-based, columns 0-based, as in SQLite.
 final class Statement {
   private(set) var handle: OpaquePointer?
-  private unowned let connection: Connection
+  private unowned let connection: SQLiteConnection
 
-  init(handle: OpaquePointer, connection: Connection) {
+  init(handle: OpaquePointer, connection: SQLiteConnection) {
     self.handle = handle
     self.connection = connection
   }

@@ -1,227 +1,81 @@
-// EventLoop: a private uv_loop_t plus the per-turn hook used for group commit.
-//
-// THREADING: everything in TipsTransport is single-threaded. An `EventLoop` and
-// every object made from it (timers, signal watchers, connections, servers)
-// must be used only on the thread that created the loop, which is also the
-// thread that calls `run()`. The sole exception is `Wakeup.send()`, which any
-// thread may call. Debug builds check this with `pthread_self()` and trap on
-// misuse; release builds do not check.
-import CLibUV
-import Glibc
+// The three small abstractions the server is written against: a byte stream, a timer and an event loop with an
+// end-of-turn hook. `UVLoop`, `UVStream` and `UVTimer` implement them on libuv for production;
+// `TipsTestSupport.EmbeddedEventLoop` implements them in memory with manual time, so server tests run in-process,
+// deterministically, with no sockets and no sleeps (the way `NIOEmbedded.EmbeddedEventLoop` serves swift-nio).
 
-/// A libuv event loop (its own `uv_loop_t`, never the default loop).
-///
-/// Lifecycle: `init` → make handles → `run()` (repeatable) → `close()`.
-/// Handles keep themselves alive until they are closed (individually, or all
-/// at once by `close()`); a loop that is dropped without `close()` while
-/// handles are open leaks them.
-public final class EventLoop {
-  /// The libuv loop; allocated here, freed after `uv_loop_close`.
-  let uvLoop: UnsafeMutablePointer<uv_loop_t>
-  /// Shared read buffer for every stream on this loop. Safe to share because
-  /// libuv (on Unix) calls alloc → read → read_cb strictly in sequence on the
-  /// loop thread, and `onData` may only borrow the bytes during the callback.
-  let readBuffer: UnsafeMutableRawBufferPointer
-  static let readBufferSize = 64 * 1024
+/// A peer's credentials (`SO_PEERCRED`).
+public struct PeerCredentials: Sendable, Equatable {
+  public var pid: Int32
+  public var uid: UInt32
+  public var gid: UInt32
 
-  #if DEBUG
-  private let ownerThread: pthread_t
-  #endif
-  private var isRunning = false
-  /// `true` once `close()` has finished; the loop is unusable afterwards.
-  public private(set) var isClosed = false
-
-  /// Lazily created `uv_check_t` behind `afterEachTurn` and end-of-turn actions.
-  private var turnHook: TurnHook?
-
-  /// Creates a loop with its own `uv_loop_t`. Tests may create as many as they like.
-  public init() throws(UVError) {
-    let loop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
-    loop.initialize(to: uv_loop_t())
-    let rc = uv_loop_init(loop)
-    if rc < 0 {
-      loop.deallocate()
-      throw UVError(code: rc, operation: "uv_loop_init")
-    }
-    uvLoop = loop
-    readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
-    #if DEBUG
-    ownerThread = pthread_self()
-    #endif
-  }
-
-  deinit {
-    // Handles retain their loop, so reaching deinit means none of them is left
-    // except the (non-retaining) turn hook; close() tidies that up.
-    if !isClosed { close() }
-  }
-
-  /// Debug-only check that the caller is on the loop's thread.
-  @inline(__always)
-  func assertOnLoopThread(_ function: StaticString = #function) {
-    #if DEBUG
-    precondition(
-      pthread_equal(pthread_self(), ownerThread) != 0,
-      "TipsTransport: \(function) called off the event loop's thread")
-    #endif
-  }
-
-  @inline(__always)
-  func assertUsable(_ function: StaticString = #function) {
-    assertOnLoopThread(function)
-    precondition(!isClosed, "TipsTransport: \(function) called on a closed EventLoop")
-  }
-
-  /// Runs the loop until `stop()` is called or no active, referenced handles remain.
-  /// May be called again after it returns. Not reentrant.
-  public func run() {
-    assertUsable()
-    precondition(!isRunning, "EventLoop.run() is not reentrant")
-    isRunning = true
-    defer { isRunning = false }
-    _ = uv_run(uvLoop, UV_RUN_DEFAULT)
-  }
-
-  /// Runs a single iteration; blocks for I/O only if `blocking` is `true` and there is work.
-  /// Returns `true` if there are still active handles or requests.
-  @discardableResult
-  public func runOnce(blocking: Bool = false) -> Bool {
-    assertUsable()
-    precondition(!isRunning, "EventLoop.runOnce() is not reentrant")
-    isRunning = true
-    defer { isRunning = false }
-    return uv_run(uvLoop, blocking ? UV_RUN_ONCE : UV_RUN_NOWAIT) != 0
-  }
-
-  /// Makes `run()` return at the end of the current iteration. Loop thread only;
-  /// from other threads, `send()` a `Wakeup` whose handler calls `stop()`.
-  public func stop() {
-    assertUsable()
-    uv_stop(uvLoop)
-  }
-
-  /// The loop's cached clock in milliseconds (`uv_now`), updated at the start of each turn.
-  public var now: UInt64 {
-    assertUsable()
-    return uv_now(uvLoop)
-  }
-
-  /// Refreshes the cached clock behind `now` (`uv_update_time`).
-  public func updateTime() {
-    assertUsable()
-    uv_update_time(uvLoop)
-  }
-
-  /// A new, stopped one-shot/repeating timer.
-  public func makeTimer() -> LoopTimer {
-    assertUsable()
-    return LoopTimer(loop: self)
-  }
-
-  /// Calls `handler` on the loop thread whenever `signum` is delivered to the process.
-  public func onSignal(_ signum: Int32, _ handler: @escaping () -> Void) throws(UVError) -> SignalWatcher {
-    assertUsable()
-    return try SignalWatcher(loop: self, signum: signum, handler: handler)
-  }
-
-  /// A handle other threads can use to run `handler` on the loop thread.
-  public func makeWakeup(_ handler: @escaping () -> Void) throws(UVError) -> Wakeup {
-    assertUsable()
-    return try Wakeup(loop: self, handler: handler)
-  }
-
-  /// Registers `handler` to run once per loop iteration, after that iteration's
-  /// I/O callbacks (all `onData` / `onConnection` / write completions of the
-  /// turn) and before handles closed during the turn report `onClose`.
-  ///
-  /// Backed by one `uv_check_t`, which does not keep the loop alive. Handlers
-  /// run in registration order and for the life of the loop. The server uses
-  /// this for group commit: buffer the writes of a turn, commit once, reply.
-  public func afterEachTurn(_ handler: @escaping () -> Void) {
-    assertUsable()
-    hook().handlers.append(handler)
-  }
-
-  /// Queues a one-shot action for the end of the current turn, after the
-  /// `afterEachTurn` handlers (used to close a connection at EOF only after the
-  /// replies produced in the same turn have been queued).
-  func atEndOfTurn(_ action: @escaping () -> Void) {
-    hook().deferred.append(action)
-  }
-
-  private func hook() -> TurnHook {
-    if let turnHook { return turnHook }
-    let made = TurnHook(loop: uvLoop)
-    turnHook = made
-    return made
-  }
-
-  /// Closes every remaining handle (timers, watchers, connections, servers…),
-  /// runs the loop until their close callbacks have run, then `uv_loop_close`.
-  /// Must not be called from inside `run()`. Idempotent.
-  public func close() {
-    assertOnLoopThread()
-    guard !isClosed else { return }
-    precondition(!isRunning, "EventLoop.close() must not be called from inside run()")
-    turnHook = nil  // the handle itself is closed by the walk below
-    var rounds = 0
-    while true {
-      // onClose handlers may create new handles, hence the loop.
-      uv_walk(uvLoop, { handle, _ in
-        guard let handle, uv_is_closing(handle) == 0, let data = handle.pointee.data else { return }
-        let object = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue()
-        (object as? any LoopHandleOwner)?.closeForLoopShutdown()
-      }, nil)
-      _ = uv_run(uvLoop, UV_RUN_DEFAULT)
-      let rc = uv_loop_close(uvLoop)
-      if rc == 0 { break }
-      rounds += 1
-      precondition(rounds < 1000, "EventLoop.close(): uv_loop_close keeps failing: \(UVError(code: rc, operation: "uv_loop_close"))")
-    }
-    uvLoop.deallocate()
-    readBuffer.deallocate()
-    isClosed = true
+  public init(pid: Int32, uid: UInt32, gid: UInt32) {
+    self.pid = pid
+    self.uid = uid
+    self.gid = gid
   }
 }
 
-/// Owner of the loop's `uv_check_t`. Deliberately holds no reference to the
-/// `EventLoop`, so an idle loop can still be deinitialised.
-final class TurnHook: LoopHandleOwner {
-  let handle: UnsafeMutablePointer<uv_check_t>
-  var handlers: [() -> Void] = []
-  var deferred: [() -> Void] = []
-  private var closing = false
+/// A bidirectional byte stream serving one client. Loop thread only.
+///
+/// Reading: after `startReading()`, bytes arrive in `onData`, valid only during the call. `stopReading()` applies
+/// back-pressure. Writing: `write` hands bytes over (copied); `pendingWriteBytes` counts those not yet taken by the
+/// peer, so callers can bound what they produce. Closing: `onClose` fires exactly once, after which the stream is
+/// inert; `close(after: true)` first flushes what was written.
+public protocol ByteStream: AnyObject {
+  /// Process-unique identifier (for logs and maps).
+  var id: UInt64 { get }
+  var onData: ((UnsafeRawBufferPointer) -> Void)? { get set }
+  var onClose: ((CloseReason) -> Void)? { get set }
+  /// Bytes written and not yet taken by the peer.
+  var pendingWriteBytes: Int { get }
+  /// True once closing has begun; writes are then ignored.
+  var isClosed: Bool { get }
+  /// The peer's credentials on a Unix socket; nil elsewhere or when they cannot be read.
+  var peerCredentials: PeerCredentials? { get }
+  func startReading()
+  func stopReading()
+  /// Writes `bytes`; false (dropping them) when closing.
+  @discardableResult func write(_ bytes: [UInt8]) -> Bool
+  /// Closes: with `flushing`, after the pending writes are out; `reason` is for logs.
+  func close(after flushing: Bool, reason: String)
+}
 
-  init(loop: UnsafeMutablePointer<uv_loop_t>) {
-    handle = .allocate(capacity: 1)
-    handle.initialize(to: uv_check_t())
-    mustSucceed(uv_check_init(loop, handle), "uv_check_init")
-    retainOwner(self, in: asHandle(handle))
-    mustSucceed(uv_check_start(handle) { h in
-      guard let h, let hook = owner(of: asHandle(h), as: TurnHook.self) else { return }
-      hook.fire()
-    }, "uv_check_start")
-    uv_unref(asHandle(handle))  // never keeps the loop alive by itself
-  }
+/// A one-shot or repeating timer. Loop thread only.
+public protocol LoopTimer: AnyObject {
+  /// (Re)starts: `handler` runs after `afterMilliseconds`, then every `repeatEvery` ms if non-zero.
+  func start(afterMilliseconds: UInt64, repeatEvery: UInt64, _ handler: @escaping () -> Void)
+  func stop()
+  /// Stops and releases the timer for good.
+  func close()
+  /// Whether an active timer keeps the loop running (false for housekeeping).
+  var keepsLoopAlive: Bool { get set }
+}
 
-  private func fire() {
-    for handler in handlers { handler() }
-    while !deferred.isEmpty {
-      let actions = deferred
-      deferred = []
-      for action in actions { action() }
-    }
+extension LoopTimer {
+  /// A one-shot start.
+  public func start(afterMilliseconds: UInt64, _ handler: @escaping () -> Void) {
+    start(afterMilliseconds: afterMilliseconds, repeatEvery: 0, handler)
   }
+}
 
-  func closeForLoopShutdown() {
-    guard !closing else { return }
-    closing = true
-    uv_close(asHandle(handle)) { h in
-      guard let h else { return }
-      guard let hook = releaseOwner(of: h, as: TurnHook.self) else { return }
-      hook.handlers = []
-      hook.deferred = []
-      hook.handle.deallocate()
-    }
-  }
+extension ByteStream {
+  /// Closes with the generic reason "closed by server".
+  public func close(after flushing: Bool) { close(after: flushing, reason: "closed by server") }
+}
+
+/// What the server needs of an event loop: a millisecond clock, timers, and the end-of-turn hook that group commit
+/// hangs on. Loop thread only.
+public protocol EventLoop: AnyObject {
+  /// The loop's clock in milliseconds (monotonic, cached per turn).
+  var now: UInt64 { get }
+  /// A new, stopped timer.
+  func makeTimer() -> any LoopTimer
+  /// Runs `handler` once per turn, after the turn's I/O callbacks, for the life of the loop.
+  func afterEachTurn(_ handler: @escaping () -> Void)
+  /// Makes the end-of-turn handlers run soon even if no I/O arrives: work staged by a timer or signal callback
+  /// must not wait for the next event. Cheap when already requested.
+  func requestEndOfTurn()
+  /// Makes the loop's run return at the end of this turn.
+  func stop()
 }

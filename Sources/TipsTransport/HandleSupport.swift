@@ -8,8 +8,8 @@
 //  * the retain is released and the memory freed only in the close callback.
 import CLibUV
 
-/// An object that owns one or more libuv handles on an `EventLoop`.
-/// `EventLoop.close()` finds every live handle with `uv_walk` and asks its owner to close.
+/// An object that owns one or more libuv handles on an `UVLoop`.
+/// `UVLoop.close()` finds every live handle with `uv_walk` and asks its owner to close.
 protocol LoopHandleOwner: AnyObject {
   /// Close all handles of this owner (idempotent; may be called once per handle).
   func closeForLoopShutdown()
@@ -49,13 +49,13 @@ func releaseOwner<T: AnyObject>(of handle: UnsafeMutablePointer<uv_handle_t>, as
 }
 
 /// Whether a handle keeps the loop running (`uv_has_ref`); false once closed. Loop thread only.
-func isReferenced(_ handle: UnsafeMutablePointer<uv_handle_t>, closed: Bool, on loop: EventLoop) -> Bool {
+func isReferenced(_ handle: UnsafeMutablePointer<uv_handle_t>, closed: Bool, on loop: UVLoop) -> Bool {
   loop.assertOnLoopThread()
   return !closed && uv_has_ref(handle) != 0
 }
 
 /// `uv_ref`/`uv_unref`, ignored once closed. Loop thread only.
-func setReferenced(_ handle: UnsafeMutablePointer<uv_handle_t>, _ referenced: Bool, closed: Bool, on loop: EventLoop) {
+func setReferenced(_ handle: UnsafeMutablePointer<uv_handle_t>, _ referenced: Bool, closed: Bool, on loop: UVLoop) {
   loop.assertOnLoopThread()
   guard !closed else { return }
   if referenced { uv_ref(handle) } else { uv_unref(handle) }

@@ -8,7 +8,7 @@ import CLibUV
 /// `keepsLoopAlive` is set to `false` (handy for SIGTERM/SIGINT watchers of a
 /// daemon that should exit when its last client goes away).
 public final class SignalWatcher: LoopHandleOwner {
-  let loop: EventLoop
+  let loop: UVLoop
   private let handle: UnsafeMutablePointer<uv_signal_t>
   private var handler: (() -> Void)?
   /// The watched signal number.
@@ -16,7 +16,7 @@ public final class SignalWatcher: LoopHandleOwner {
   /// `true` once `close()` has been called.
   public private(set) var isClosed = false
 
-  init(loop: EventLoop, signum: Int32, handler: @escaping () -> Void) throws(UVError) {
+  init(loop: UVLoop, signum: Int32, handler: @escaping () -> Void) throws(UVError) {
     self.loop = loop
     self.signum = signum
     self.handler = handler

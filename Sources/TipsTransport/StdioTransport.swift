@@ -1,4 +1,4 @@
-// StdioTransport: stdin/stdout as a Connection; ProcessSignals.
+// StdioTransport: stdin/stdout as a UVStream; ProcessSignals.
 import CLibUV
 import Glibc
 import Synchronization
@@ -7,14 +7,14 @@ import Synchronization
 public enum StdioTransport {
   private static let opened = Atomic<Bool>(false)
 
-  /// Wraps stdin (fd 0) and stdout as one `Connection`, reading fd 0 and
+  /// Wraps stdin (fd 0) and stdout as one `UVStream`, reading fd 0 and
   /// writing to a private duplicate of fd 1. Fd 1 is then pointed at stderr
   /// (`dup2(2, 1)`), so a stray `print` can never corrupt the protocol stream.
   ///
   /// stdin/stdout may be pipes, sockets or terminals, or regular files (bridged
   /// through a pipe by a thread; call `finishPumps()` before exiting). End of input on stdin closes the connection with `.eof` (after
   /// flushing replies queued in that turn). Can be called once per process.
-  public static func open(loop: EventLoop) throws(TransportError) -> Connection {
+  public static func open(loop: UVLoop) throws(TransportError) -> UVStream {
     loop.assertUsable()
     guard opened.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else {
       throw TransportError("StdioTransport.open was already called; stdin/stdout can be wrapped only once")
@@ -35,7 +35,7 @@ public enum StdioTransport {
     if uv_guess_handle(protocolOut) == UV_FILE, let pipeEnd = FilePump.start(from: protocolOut, intoPipe: false) {
       outputFD = pipeEnd
     }
-    let connection: Connection
+    let connection: UVStream
     do {
       connection = try open(loop: loop, inputFD: inputFD, outputFD: outputFD)
     } catch {
@@ -49,15 +49,15 @@ public enum StdioTransport {
     return connection
   }
 
-  /// Wraps already-open descriptors as a `Connection` (pipes, sockets or ttys).
+  /// Wraps already-open descriptors as a `UVStream` (pipes, sockets or ttys).
   /// The connection owns them from now on: closing it closes both (fds 0–2 are
   /// never closed by libuv). `inputFD == outputFD` (e.g. one end of a
   /// socketpair) uses a single handle for both directions.
-  public static func open(loop: EventLoop, inputFD: Int32, outputFD: Int32) throws(TransportError) -> Connection {
+  public static func open(loop: UVLoop, inputFD: Int32, outputFD: Int32) throws(TransportError) -> UVStream {
     loop.assertUsable()
     let input = try openStream(loop: loop, fd: inputFD, readable: true, writable: inputFD == outputFD, role: "input")
     if inputFD == outputFD {
-      return Connection(loop: loop, input: input, output: input, isUnixSocket: false)
+      return UVStream(loop: loop, input: input, output: input, isUnixSocket: false)
     }
     let output: UnsafeMutablePointer<uv_stream_t>
     do {
@@ -66,11 +66,11 @@ public enum StdioTransport {
       closeOrphanStream(input)
       throw error
     }
-    return Connection(loop: loop, input: input, output: output, isUnixSocket: false)
+    return UVStream(loop: loop, input: input, output: output, isUnixSocket: false)
   }
 
   /// Opens `fd` as a pipe, tty or TCP stream depending on `uv_guess_handle`.
-  static func openStream(loop: EventLoop, fd: Int32, readable: Bool, writable: Bool, role: String)
+  static func openStream(loop: UVLoop, fd: Int32, readable: Bool, writable: Bool, role: String)
     throws(TransportError) -> UnsafeMutablePointer<uv_stream_t>
   {
     func failure(_ rc: Int32, _ op: String) -> TransportError {

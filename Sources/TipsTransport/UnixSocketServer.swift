@@ -3,7 +3,7 @@ import CLibUV
 import Glibc
 import Synchronization
 
-/// Listens on a Unix-domain socket and hands out accepted `Connection`s. Loop thread only.
+/// Listens on a Unix-domain socket and hands out accepted `UVStream`s. Loop thread only.
 ///
 /// Hygiene on `init`:
 ///  * the path must fit in `sun_path` (at most 107 bytes);
@@ -18,7 +18,7 @@ import Synchronization
 ///
 /// `close()` stops listening and unlinks the socket file if it is still ours.
 public final class UnixSocketServer: LoopHandleOwner {
-  let loop: EventLoop
+  let loop: UVLoop
   /// The socket path as given.
   public let path: String
   private let handle: UnsafeMutablePointer<uv_pipe_t>
@@ -27,7 +27,7 @@ public final class UnixSocketServer: LoopHandleOwner {
 
   /// Called for each accepted client. Without a handler, clients are closed at once.
   /// Call `startReading()` on the connection to receive data.
-  public var onConnection: ((Connection) -> Void)?
+  public var onConnection: ((UVStream) -> Void)?
   /// Called when `accept` fails (e.g. `EMFILE`); the server keeps listening.
   public var onAcceptError: ((UVError) -> Void)?
   /// `true` once `close()` has been called.
@@ -36,7 +36,7 @@ public final class UnixSocketServer: LoopHandleOwner {
   /// The longest usable path: `sizeof(sun_path) - 1` (107 on Linux).
   public static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
-  public init(loop: EventLoop, path: String, backlog: Int32 = 128) throws(TransportError) {
+  public init(loop: UVLoop, path: String, backlog: Int32 = 128) throws(TransportError) {
     loop.assertUsable()
     try Self.validate(path)
     try Self.removeStaleSocket(at: path)
@@ -123,7 +123,7 @@ public final class UnixSocketServer: LoopHandleOwner {
       onAcceptError?(UVError(code: rc, operation: "uv_accept"))
       return
     }
-    let connection = Connection(loop: loop, input: asStream(client), output: asStream(client), isUnixSocket: true)
+    let connection = UVStream(loop: loop, input: asStream(client), output: asStream(client), isUnixSocket: true)
     if let onConnection {
       onConnection(connection)
     } else {

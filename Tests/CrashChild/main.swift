@@ -7,7 +7,7 @@
 // event `e<k % 7>` with info {"n": k} at instant k (keeping the newest `crashChildKeepNewest` per event), and, when
 // k is a multiple of 5, sets parameter `last5` to k; when k is a multiple of 11, records the (k/11 + 1)th display
 // of tip `t`. Mutations are applied in groups of 1–20 (one transaction each) and `ack <k>` is written to stdout for
-// each only after `apply` returned. The parent kills it with SIGKILL at a random moment and checks that every
+// each only after `commit` returned. The parent kills it with SIGKILL at a random moment and checks that every
 // acknowledged mutation is in the store.
 import TipsEngine
 import TipsJSON
@@ -75,7 +75,7 @@ func run() -> Int32 {
       let group = Int.random(in: 1...20, using: &generator)
       var batch: [StateWrite] = []
       for k in next..<(next + group) { batch += writes(of: k) }
-      try store.apply(batch)
+      try store.commit(batch)
       var acks = ""
       for k in next..<(next + group) { acks += "ack \(k)\n" }
       emit(acks)

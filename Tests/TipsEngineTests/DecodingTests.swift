@@ -314,7 +314,7 @@ struct DecodingTests {
       EngineError.parameterTypeMismatch(id: "p", expected: "bool", got: "string").description
         == #"parameter "p" is declared bool, got string"#)
     #expect(EngineError.invalidDefinition(path: "tips[0]", message: "bad").description == "tips[0]: bad")
-    #expect(EngineError.invalidArgument("nope").description == "nope")
+    #expect(EngineError.invalidArgument(argument: "duration", problem: "must be positive").description == "duration must be positive")
   }
 
   @Test("statuses have names and reasons, and states encode as JSON")

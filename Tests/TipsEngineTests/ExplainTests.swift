@@ -64,7 +64,7 @@ struct ExplainTests {
     try h.register(
       #"{"id": "shown", "title": "S"}"#, #"{"id": "first", "title": "F"}"#, #"{"id": "second", "title": "2"}"#,
       #"{"id": "closed", "title": "C", "options": {"maxDisplayCount": 5}}"#)
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["shown", "second"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["shown", "second"])))
     h.apply(try h.engine.recordDisplay("shown", duration: 2))
     h.apply(try h.engine.invalidate("closed", reason: .tipClosed))
 

@@ -12,7 +12,7 @@ struct GroupTests {
   func ordered() throws {
     let h = Harness()
     try h.register(Self.gatedTip("a", "ea"), Self.gatedTip("b", "eb"), Self.gatedTip("c", "ec"))
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["a", "b", "c"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["a", "b", "c"])))
     #expect(h.last == [.groupCurrentTip(groupID: "g", tipID: nil)])
     // b is available but a, still pending, blocks it.
     #expect(h.donate("eb") == [.tip(TipState(id: "b", status: .available, shouldDisplay: false))])
@@ -41,7 +41,7 @@ struct GroupTests {
   func firstAvailable() throws {
     let h = Harness()
     try h.register(Self.gatedTip("a", "ea"), Self.gatedTip("b", "eb"))
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .firstAvailable, tipIDs: ["a", "b"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .firstAvailable, tipIDs: ["a", "b"])))
     #expect(h.donate("eb") == [
       .tip(TipState(id: "b", status: .available, shouldDisplay: true)), .groupCurrentTip(groupID: "g", tipID: "b"),
     ])
@@ -60,7 +60,7 @@ struct GroupTests {
     let h = Harness()
     h.apply(h.engine.configure(displayFrequency: .daily))
     try h.register(#"{"id": "other", "title": "O"}"#, #"{"id": "a", "title": "A"}"#, #"{"id": "b", "title": "B"}"#)
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "ord", priority: .ordered, tipIDs: ["a", "b"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "ord", priority: .ordered, tipIDs: ["a", "b"])))
     #expect(try h.engine.currentTip(ofGroup: "ord") == "a")
     h.apply(try h.engine.recordDisplay("other"))
     #expect(try h.engine.currentTip(ofGroup: "ord") == nil)  // a is held back by the cooldown
@@ -73,8 +73,8 @@ struct GroupTests {
   func twoGroups() throws {
     let h = Harness()
     try h.register(Self.gatedTip("a", "ea"), Self.gatedTip("b", "eb"), Self.gatedTip("c", "ec"))
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g1", priority: .firstAvailable, tipIDs: ["a", "b"])))
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g2", priority: .firstAvailable, tipIDs: ["c", "b"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g1", priority: .firstAvailable, tipIDs: ["a", "b"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g2", priority: .firstAvailable, tipIDs: ["c", "b"])))
     h.donate("eb")
     #expect(h.shows("b"))
     #expect(try h.engine.currentTip(ofGroup: "g1") == "b" && h.engine.currentTip(ofGroup: "g2") == "b")
@@ -88,7 +88,7 @@ struct GroupTests {
   @Test("a group may list tips registered later, or never")
   func lateRegistration() throws {
     let h = Harness()
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["ghost", "a", "b"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["ghost", "a", "b"])))
     #expect(h.last == [.groupCurrentTip(groupID: "g", tipID: nil)])
     try h.register(#"{"id": "b", "title": "B"}"#)
     #expect(h.last == [
@@ -112,17 +112,17 @@ struct GroupTests {
   func replaceAndUnregister() throws {
     let h = Harness()
     try h.register(#"{"id": "a", "title": "A"}"#, #"{"id": "b", "title": "B"}"#, #"{"id": "c", "title": "C"}"#)
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["a", "b"])))
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "h", priority: .ordered, tipIDs: ["c"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["a", "b"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "h", priority: .ordered, tipIDs: ["c"])))
     #expect(!h.shows("b"))
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["b"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["b"])))
     #expect(h.last == [
       .tip(TipState(id: "b", status: .available, shouldDisplay: true)), .groupCurrentTip(groupID: "g", tipID: "b"),
     ])
     #expect(h.shows("a"))
     #expect(h.engine.groupIDs == ["g", "h"])
     #expect(h.engine.group("g") == TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["b"]))
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["a", "b"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["a", "b"])))
     #expect(!h.shows("b"))
     h.apply(try h.engine.unregisterGroup("g"))
     #expect(h.lastTipChanges == [TipState(id: "b", status: .available, shouldDisplay: true)])
@@ -136,14 +136,14 @@ struct GroupTests {
   func overridesOutrankGroups() throws {
     let h = Harness()
     try h.register(#"{"id": "a", "title": "A"}"#, #"{"id": "b", "title": "B"}"#)
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["a", "b"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["a", "b"])))
     h.apply(h.engine.setTestingOverride(.show(["b"])))
     #expect(h.shows("a") && h.shows("b"))
     h.apply(h.engine.setTestingOverride(.hide(["a"])))
     // a is hidden: not eligible, but still the first non-invalidated tip of an ordered group.
     #expect(try h.engine.currentTip(ofGroup: "g") == nil)
     #expect(!h.shows("a") && h.shows("b"))
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "f", priority: .firstAvailable, tipIDs: ["a", "b"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "f", priority: .firstAvailable, tipIDs: ["a", "b"])))
     #expect(try h.engine.currentTip(ofGroup: "f") == "b")
   }
 }

@@ -27,7 +27,7 @@ struct PersistenceTests {
     #expect(h.status("fresh") == .pending)  // cooldown until t0 + 3540
     #expect(h.status("needs") == .pending)  // also held by the cooldown
     #expect(h.engine.nextChangeTime() == t0 + 3_540)
-    #expect(h.engine.donate("e").count == 2)  // limit 2
+    #expect(try h.engine.donate("e").count == 2)  // limit 2
     #expect(h.engine.snapshot().tipRecords["orphan"] == TipRecord(displayCount: 4))
     #expect(h.engine.displayFrequency == .hourly)
     #expect(h.engine.parameterValue("isLoggedIn") == true)
@@ -108,10 +108,10 @@ struct PersistenceTests {
     h.apply(mutation)
     #expect(mutation.writes == [.parameter(id: "d", value: .double(2))])
     #expect(h.engine.parameterValue("d") == .double(2))
-    #expect(throws: EngineError.invalidArgument("parameter \"o\": default must be a boolean, number or string, got object")) {
+    #expect(throws: EngineError.invalidArgument(argument: "parameters[0].default", problem: "must be a boolean, number or string (got object)")) {
       try h.engine.defineParameters([ParameterDefinition(id: "o", defaultValue: [:])])
     }
-    #expect(throws: EngineError.invalidArgument("parameter id must be a non-empty string")) {
+    #expect(throws: EngineError.invalidArgument(argument: "parameters[0].id", problem: "must not be empty")) {
       try h.engine.defineParameters([ParameterDefinition(id: "", defaultValue: 1)])
     }
     #expect(h.engine.parameterValue("o") == .null)
@@ -176,7 +176,7 @@ struct PersistenceTests {
       case 0..<30:
         let event = "e\(Int.random(in: 0..<4, using: &random))"
         let info: JSONObject? = Bool.random(using: &random) ? ["k": .int(Int64.random(in: 0..<3, using: &random))] : nil
-        h.apply(h.engine.donate(event, info: info).mutation)
+        h.apply(try h.engine.donate(event, info: info).mutation)
       case 30..<45:
         h.clock.advance(by: [1.0, 60, 600, 1_800, 3_600, 86_400].randomElement(using: &random)!)
         if Bool.random(using: &random) { h.apply(h.engine.advanceTime()) }
@@ -207,7 +207,7 @@ struct PersistenceTests {
       case 87..<92:
         let members = ids.shuffled(using: &random).prefix(Int.random(in: 1...3, using: &random))
         let priority: GroupPriority = Bool.random(using: &random) ? .ordered : .firstAvailable
-        h.apply(h.engine.registerGroup(TipGroupDefinition(id: "g\(Int.random(in: 0..<2, using: &random))", priority: priority, tipIDs: Array(members))))
+        h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g\(Int.random(in: 0..<2, using: &random))", priority: priority, tipIDs: Array(members))))
       case 92..<94:
         if h.engine.group("g0") != nil { h.apply(try h.engine.unregisterGroup("g0")) }
       case 94..<97:
@@ -224,7 +224,7 @@ struct PersistenceTests {
         _ = try fresh.defineParameters(parameters)
         _ = fresh.configure(displayFrequency: h.engine.displayFrequency)
         _ = fresh.register(h.engine.registeredTipIDs.compactMap { h.engine.definition(of: $0) })
-        for group in h.engine.groupIDs { _ = fresh.registerGroup(h.engine.group(group)!) }
+        for group in h.engine.groupIDs { _ = try fresh.registerGroup(h.engine.group(group)!) }
         for override in overrides { _ = fresh.setTestingOverride(override) }
         #expect(fresh.states() == h.engine.states(), "step \(step)")
         for group in h.engine.groupIDs {

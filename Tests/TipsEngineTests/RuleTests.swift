@@ -32,11 +32,11 @@ struct RuleTests {
   }
 
   @Test("donate returns the stored count of the event")
-  func donateCount() {
+  func donateCount() throws {
     let h = Harness()
-    #expect(h.engine.donate("e").count == 1)
-    #expect(h.engine.donate("e").count == 2)
-    #expect(h.engine.donate("f").count == 1)
+    #expect(try h.engine.donate("e").count == 1)
+    #expect(try h.engine.donate("e").count == 2)
+    #expect(try h.engine.donate("f").count == 1)
     #expect(h.engine.donationCount("e") == 2)
     #expect(h.engine.donationCount("never") == 0)
   }
@@ -256,7 +256,7 @@ struct RuleTests {
     try h.register(#"{"id": "a", "title": "A", "rules": [{"event": "e", "count": {"gte": 6}}]}"#)
     for i in 0..<8 {
       h.clock.advance(by: 1)
-      let result = h.engine.donate("e", info: ["i": .int(Int64(i))])
+      let result = try h.engine.donate("e", info: ["i": .int(Int64(i))])
       h.apply(result.mutation)
       #expect(result.count == min(i + 1, 5))
       guard case .donation(_, _, let keep) = result.mutation.writes.first else {
@@ -279,9 +279,9 @@ struct RuleTests {
     let changes = h.apply(try h.engine.setDonationLimit("e", 2))
     #expect(changes == [.tip(TipState(id: "a", status: .pending, shouldDisplay: false))])
     #expect(h.engine.donationCount("e") == 2)
-    #expect(h.engine.donate("e").count == 2)
+    #expect(try h.engine.donate("e").count == 2)
     #expect(h.engine.snapshot().donationLimits == ["e": 2])
-    #expect(throws: EngineError.invalidArgument("donation limit must be at least 1, got 0")) {
+    #expect(throws: EngineError.invalidArgument(argument: "maxDonations", problem: "must be at least 1 (got 0)")) {
       try h.engine.setDonationLimit("e", 0)
     }
     #expect(h.apply(try h.engine.setDonationLimit("e", 2)) == [])

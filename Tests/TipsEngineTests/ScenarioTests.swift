@@ -96,7 +96,7 @@ struct ScenarioTests {
   func compassOrdered() throws {
     let h = Harness()
     try h.register(#"{"id": "ShowLocationTip", "title": "Show your location"}"#, #"{"id": "RotateMapTip", "title": "Reorient the map"}"#)
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "compassTips", priority: .ordered, tipIDs: ["ShowLocationTip", "RotateMapTip"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "compassTips", priority: .ordered, tipIDs: ["ShowLocationTip", "RotateMapTip"])))
     #expect(try h.engine.currentTip(ofGroup: "compassTips") == "ShowLocationTip")
     #expect(h.shows("ShowLocationTip") && !h.shows("RotateMapTip"))
     h.apply(try h.engine.recordDisplay("ShowLocationTip", duration: 3))
@@ -117,7 +117,7 @@ struct ScenarioTests {
     try h.register(
       #"{"id": "ShowLocationTip", "title": "L", "rules": [{"event": "compass.tapped", "count": {"gte": 1}}]}"#,
       #"{"id": "RotateMapTip", "title": "R", "rules": [{"event": "map.rotated", "count": {"gte": 1}}]}"#)
-    h.apply(h.engine.registerGroup(TipGroupDefinition(id: "compassTips", priority: .firstAvailable, tipIDs: ["ShowLocationTip", "RotateMapTip"])))
+    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "compassTips", priority: .firstAvailable, tipIDs: ["ShowLocationTip", "RotateMapTip"])))
     h.donate("map.rotated")
     #expect(try h.engine.currentTip(ofGroup: "compassTips") == "RotateMapTip")
     h.donate("compass.tapped")

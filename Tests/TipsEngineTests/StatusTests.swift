@@ -133,10 +133,10 @@ struct StatusTests {
     #expect(throws: EngineError.unknownTip("x")) { try h.engine.invalidate("x", reason: .tipClosed) }
     #expect(throws: EngineError.unknownTip("x")) { try h.engine.resetEligibility("x") }
     #expect(throws: EngineError.unknownTip("x")) { try h.engine.explain("x") }
-    #expect(throws: EngineError.invalidArgument("display duration must be a non-negative number of seconds")) {
+    #expect(throws: EngineError.invalidArgument(argument: "duration", problem: "must be a non-negative number of seconds")) {
       try h.engine.recordDisplay("a", duration: -1)
     }
-    #expect(throws: EngineError.invalidArgument("display duration must be a non-negative number of seconds")) {
+    #expect(throws: EngineError.invalidArgument(argument: "duration", problem: "must be a non-negative number of seconds")) {
       try h.engine.recordDisplay("a", duration: .infinity)
     }
     #expect(h.engine.record(of: "a") == TipRecord())

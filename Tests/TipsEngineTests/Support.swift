@@ -156,7 +156,12 @@ final class Harness {
   func donate(_ event: String, _ info: JSONObject? = nil, sourceLocation: SourceLocation = #_sourceLocation)
     -> [Change]
   {
-    apply(engine.donate(event, info: info).mutation, sourceLocation: sourceLocation)
+    do {
+      return apply(try engine.donate(event, info: info).mutation, sourceLocation: sourceLocation)
+    } catch {
+      Issue.record("donate(\(event)) failed: \(error)", sourceLocation: sourceLocation)
+      return []
+    }
   }
 
   @discardableResult

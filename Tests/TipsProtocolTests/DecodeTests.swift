@@ -72,7 +72,6 @@ func errorID(_ message: IncomingMessage?) -> RequestID?? {
   @Test func emptyArray() {
     #expect(decode("[]") == .emptyBatch)
     #expect(decode(" [ ] ") == .emptyBatch)
-    #expect(IncomingPayload.emptyBatchError.code == .invalidRequest)
   }
 
   @Test func invalidBatchButNotEmpty() {
@@ -215,7 +214,7 @@ func errorID(_ message: IncomingMessage?) -> RequestID?? {
   @Test func decodeFromRawBuffer() {
     let bytes = Array(#"{"jsonrpc":"2.0","id":1,"method":"tips/status","params":{"id":"t"}}"#.utf8)
     let payload = bytes.withUnsafeBytes { IncomingPayload.decode($0) }
-    #expect(payload == .single(.request(id: 1, method: Method.tipsStatus, params: ["id": "t"])))
+    #expect(payload == .single(.request(id: 1, method: StatusRequest.method, params: ["id": "t"])))
     #expect(IncomingMessage.request(id: 1, method: "x", params: nil).method == "x")
   }
 }

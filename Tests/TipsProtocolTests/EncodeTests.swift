@@ -28,8 +28,8 @@ func text(_ bytes: [UInt8]) -> String {
 
   @Test func error() {
     #expect(
-      text(OutgoingMessage.encodeError(id: nil, error: .parseError("bad")))
-        == #"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: bad"}}"#)
+      text(OutgoingMessage.encodeError(id: nil, error: .parseError("bad", offset: 4)))
+        == #"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: bad","data":{"offset":4}}}"#)
     #expect(
       text(OutgoingMessage.encodeError(id: 3, error: .methodNotFound("x/y")))
         == #"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"unknown method \"x/y\""}}"#)
@@ -40,7 +40,7 @@ func text(_ bytes: [UInt8]) -> String {
 
   @Test func notification() {
     #expect(
-      text(OutgoingMessage.encodeNotification(method: Method.tipsShouldDisplayChanged, params: ["id": "t", "shouldDisplay": true]))
+      text(OutgoingMessage.encodeNotification(method: ShouldDisplayChangedNotification.method, params: ["id": "t", "shouldDisplay": true]))
         == #"{"jsonrpc":"2.0","method":"tips/shouldDisplayChanged","params":{"id":"t","shouldDisplay":true}}"#)
     #expect(text(OutgoingMessage.encodeNotification(method: "m", params: nil)) == #"{"jsonrpc":"2.0","method":"m"}"#)
   }
@@ -60,7 +60,7 @@ func text(_ bytes: [UInt8]) -> String {
   }
 
   @Test func encodedRequestsDecodeBack() {
-    let bytes = OutgoingMessage.encodeRequest(id: "r1", method: Method.eventsDonate, params: ["id": "e"])
+    let bytes = OutgoingMessage.encodeRequest(id: "r1", method: DonateRequest.method, params: ["id": "e"])
     #expect(IncomingPayload.decode(bytes) == .single(.request(id: "r1", method: "events/donate", params: ["id": "e"])))
   }
 
@@ -83,19 +83,26 @@ func text(_ bytes: [UInt8]) -> String {
     #expect(Set(expected.map(\.0)).count == expected.count)
   }
 
+  /// The factories carry the `data` members protocol/README.md documents.
   @Test func factories() {
     #expect(ResponseError.methodNotFound("x").message == #"unknown method "x""#)
     #expect(ResponseError.invalidParams("p").code == .invalidParams)
-    #expect(ResponseError.unknownTip("t").message == #"unknown tip "t""#)
-    #expect(ResponseError.unknownGroup("g").code == .unknownGroup)
-    #expect(ResponseError.unknownAction("a", tip: "t").message == #"unknown action "a" for tip "t""#)
-    #expect(ResponseError.serverNotInitialized().code == .serverNotInitialized)
+    #expect(ResponseError.unknownTip("t").data == ["id": "t"])
+    #expect(ResponseError.unknownGroup("g").data == ["id": "g"])
+    #expect(ResponseError.unknownAction("a", tip: "t", known: ["b", "c"]).data == ["id": "t", "actionId": "a"])
+    #expect(ResponseError.unknownAction("a", tip: "t", known: []).message == #"unknown action "a" for tip "t" (its actions: none)"#)
+    #expect(ResponseError.unknownSubscription(method: "tips/unobserve", id: "s").data == ["subscription": "s"])
+    #expect(ResponseError.unknownParameter(method: "parameters/set", id: "p").data == ["id": "p"])
+    #expect(ResponseError.invalidDefinition(method: "tips/register", path: "tips[0].id", problem: "x").data == ["path": "params.tips[0].id"])
+    #expect(ResponseError.parseError("x", offset: 3).data == ["offset": 3])
+    #expect(ResponseError.serverNotInitialized(method: "m").code == .serverNotInitialized)
     #expect(ResponseError.shuttingDown().code == .shuttingDown)
-    #expect(ResponseError.virtualClockDisabled().code == .virtualClockDisabled)
-    #expect(ResponseError.datastoreFailure("disk").message == "datastore failure: disk")
-    #expect(ResponseError.invalidRule("r").code == .invalidRule)
-    #expect(ResponseError.requestCancelled().code == .requestCancelled)
+    #expect(ResponseError.virtualClockDisabled(method: "clock/advance").code == .virtualClockDisabled)
+    #expect(ResponseError.datastoreFailure(path: "/d").message.contains("not committed to /d"))
     #expect(ResponseError.tooManyConnections(limit: 2).code == .tooManyConnections)
+    #expect(ResponseError.emptyBatch().code == .invalidRequest)
+    #expect(ResponseError.unknownParam(method: "tips/status", name: "id", allowed: ["ids"]).message
+      == #"tips/status: unknown param "id" (expected ids)"#)
   }
 
   @Test func json() {
@@ -103,26 +110,5 @@ func text(_ bytes: [UInt8]) -> String {
     #expect(ResponseError(code: .internalError, message: "boom", data: [1]).json == ["code": -32603, "message": "boom", "data": [1]])
     #expect(ResponseError(json: ["code": -32603, "message": "boom"]) == ResponseError(code: .internalError, message: "boom"))
     #expect(ResponseError(json: ["code": 1.5, "message": "boom"]) == nil)
-  }
-}
-
-@Suite struct MethodTests {
-  @Test func registryIsSortedAndUnique() {
-    #expect(Method.all == Method.all.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
-    #expect(Set(Method.all).count == Method.all.count)
-    #expect(Method.all.count == 37)
-  }
-
-  @Test func names() {
-    #expect(Method.cancelRequest == "$/cancelRequest")
-    #expect(Method.rpcDiscover == "rpc.discover")
-    #expect(Method.tipsResetEligibility == "tips/resetEligibility")
-    #expect(Method.clockNow == "clock/now")
-    #expect(Method.all.contains(Method.groupsCurrentTipChanged))
-  }
-
-  @Test func serverNotifications() {
-    #expect(Method.serverNotifications == ["tips/shouldDisplayChanged", "groups/currentTipChanged", "tips/actionPerformed"])
-    #expect(Method.serverNotifications.isSubset(of: Set(Method.all)))
   }
 }

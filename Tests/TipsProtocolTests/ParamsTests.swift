@@ -17,7 +17,7 @@ func failure(_ body: () throws -> Void) -> String? {
 }
 
 @Suite struct ParamsTests {
-  let method = Method.eventsDonate
+  let method = DonateRequest.method
 
   @Test func requiredAccessors() throws {
     let p = try Params(
@@ -87,9 +87,16 @@ func failure(_ body: () throws -> Void) -> String? {
     #expect(failure { _ = try Params("x", method: method) } == "events/donate: params must be an object (got string)")
   }
 
-  @Test func rejectUnknown() throws {
-    let p = try Params(["id": "e", "extra": 1], method: method)
-    #expect(failure { try p.rejectUnknown(allowing: ["id", "extra"]) } == nil)
-    #expect(failure { try p.rejectUnknown(allowing: ["id"]) } == #"events/donate: unknown param "extra""#)
+  /// Unknown params are refused in one place, `Messages.decode`, for every method but `initialize`.
+  @Test func unknownParamsAreRefusedInOnePlace() throws {
+    #expect(failure { _ = try Messages.decode(DonateRequest.self, params: ["id": "e", "extra": 1]) }
+      == #"events/donate: unknown param "extra" (expected id, info)"#)
+    #expect(failure { _ = try Messages.decode(ClockNowRequest.self, params: ["x": 1]) }
+      == #"clock/now: unknown param "x" (it takes no params)"#)
+    let initialize = try Messages.decode(
+      InitializeRequest.self, params: ["protocolVersion": "1.0", "clientInfo": ["name": "n"], "future": true])
+    #expect(initialize.clientName == "n")
+    let donate = try Messages.decode(DonateRequest.self, params: ["e", ["k": 1]])
+    #expect(donate == DonateRequest(id: "e", info: ["k": 1]))
   }
 }

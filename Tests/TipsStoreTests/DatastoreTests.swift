@@ -83,7 +83,7 @@ struct DatastoreTests {
       let store = try Datastore(path: path)
       #expect(store.schemaVersion == Datastore.currentSchemaVersion)
       #expect(try store.load() == EngineSnapshot())
-      try store.apply(writes)
+      try store.commit(writes)
       #expect(try store.load() == expected)
       store.close()
     }
@@ -95,7 +95,7 @@ struct DatastoreTests {
     let path2 = directory.file("many.sqlite")
     do {
       let store = try Datastore(path: path2)
-      for write in writes { try store.apply([write]) }
+      for write in writes { try store.commit([write]) }
       #expect(try store.load() == expected)
       store.close()
     }
@@ -106,11 +106,11 @@ struct DatastoreTests {
   @Test("cooldown and frequency can be cleared; an empty batch is a no-op")
   func clearing() throws {
     let store = try Datastore(path: ":memory:")
-    try store.apply([.cooldown(5), .displayFrequency(.monthly)])
+    try store.commit([.cooldown(5), .displayFrequency(.monthly)])
     #expect(try store.load().cooldownStartedAt == 5)
     #expect(try store.load().displayFrequency == .monthly)
-    try store.apply([.cooldown(nil), .displayFrequency(.immediate)])
-    try store.apply([])
+    try store.commit([.cooldown(nil), .displayFrequency(.immediate)])
+    try store.commit([])
     #expect(try store.load() == EngineSnapshot())
   }
 
@@ -121,8 +121,8 @@ struct DatastoreTests {
     let path = directory.file("store.sqlite")
     do {
       let store = try Datastore(path: path)
-      try store.apply([.parameter(id: "sessionFlag", value: true), .parameter(id: "kept", value: 1)])
-      try store.apply([.deleteParameter(id: "sessionFlag")])
+      try store.commit([.parameter(id: "sessionFlag", value: true), .parameter(id: "kept", value: 1)])
+      try store.commit([.deleteParameter(id: "sessionFlag")])
     }
     let store = try Datastore(path: path)
     #expect(try store.load().parameters == ["kept": 1])
@@ -143,31 +143,31 @@ struct DatastoreTests {
           batch.append(.donation(eventID: "a", donation(Double(k), ["k": .int(Int64(k))]), keepNewest: 10))
           k += 1
         }
-        try store.apply(batch)
+        try store.commit(batch)
       }
-      try store.apply((0..<3).map { .donation(eventID: "b", donation(Double(100 + $0)), keepNewest: 10) })
+      try store.commit((0..<3).map { .donation(eventID: "b", donation(Double(100 + $0)), keepNewest: 10) })
       var snapshot = try store.load()
       #expect(instants(snapshot, "a") == (15..<25).map(Double.init))
       #expect(snapshot.donations["a"]?.last?.info == ["k": 24])
       #expect(instants(snapshot, "b") == [100, 101, 102])
 
       // A lower limit trims at once; the other event is untouched.
-      try store.apply([.donationLimit(eventID: "a", limit: 4)])
+      try store.commit([.donationLimit(eventID: "a", limit: 4)])
       snapshot = try store.load()
       #expect(instants(snapshot, "a") == [21, 22, 23, 24])
       #expect(snapshot.donationLimits == ["a": 4])
       #expect(instants(snapshot, "b") == [100, 101, 102])
 
       // keepNewest 0 keeps nothing.
-      try store.apply([.donation(eventID: "c", donation(1), keepNewest: 0)])
+      try store.commit([.donation(eventID: "c", donation(1), keepNewest: 0)])
       #expect(try store.load().donations["c"] == nil)
       store.close()
     }
     // After a reopen, writes come before any load: counts are rebuilt from the file.
     do {
       let store = try Datastore(path: path)
-      try store.apply([.donation(eventID: "a", donation(25), keepNewest: 4)])
-      try store.apply([.donation(eventID: "a", donation(26), keepNewest: 6)])  // a higher bound keeps more
+      try store.commit([.donation(eventID: "a", donation(25), keepNewest: 4)])
+      try store.commit([.donation(eventID: "a", donation(26), keepNewest: 6)])  // a higher bound keeps more
       let snapshot = try store.load()
       #expect(instants(snapshot, "a") == [22, 23, 24, 25, 26])
       #expect(instants(snapshot, "b") == [100, 101, 102])
@@ -182,7 +182,7 @@ struct DatastoreTests {
     for k in 0..<3000 {
       batch.append(.donation(eventID: "e\(k % 3)", donation(Double(k)), keepNewest: 700))
     }
-    try store.apply(batch)
+    try store.commit(batch)
     let snapshot = try store.load()
     for e in 0..<3 {
       #expect(instants(snapshot, "e\(e)") == stride(from: 3000 - 700 * 3 + e, to: 3000, by: 3).map(Double.init))
@@ -196,17 +196,17 @@ struct DatastoreTests {
     let path = directory.file("store.sqlite")
     do {
       let store = try Datastore(path: path)
-      try store.apply(sampleWrites().writes)
-      try store.apply([
+      try store.commit(sampleWrites().writes)
+      try store.commit([
         .reset,
         .donation(eventID: "search.opened", donation(1), keepNewest: 2),
         .donation(eventID: "search.opened", donation(2), keepNewest: 2),
         .donation(eventID: "search.opened", donation(3), keepNewest: 2),
       ])
       #expect(try store.load() == EngineSnapshot(donations: ["search.opened": [donation(2), donation(3)]]))
-      try store.apply([.reset])
+      try store.commit([.reset])
       #expect(try store.load() == EngineSnapshot())
-      try store.apply([.donation(eventID: "x", donation(9), keepNewest: 5)])
+      try store.commit([.donation(eventID: "x", donation(9), keepNewest: 5)])
     }
     let store = try Datastore(path: path)
     #expect(try store.load() == EngineSnapshot(donations: ["x": [donation(9)]]))
@@ -219,13 +219,13 @@ struct DatastoreTests {
     let path = directory.file("store.sqlite")
     do {
       let store = try Datastore(path: path)
-      try store.apply([.donation(eventID: "a", donation(1), keepNewest: 5)])
-      let side = try Connection(path: path)
+      try store.commit([.donation(eventID: "a", donation(1), keepNewest: 5)])
+      let side = try SQLiteConnection(path: path)
       #expect(throws: SQLiteError.self) { _ = try side.scalarText("SELECT count(*) FROM donations") }
       side.close()
       store.close()
     }
-    let side = try Connection(path: path)
+    let side = try SQLiteConnection(path: path)
     #expect(try side.scalarText("SELECT count(*) FROM donations") == "1")
     side.close()
   }
@@ -237,13 +237,13 @@ struct DatastoreTests {
     let path = directory.file("store.sqlite")
     // Shared locking, so that a second connection can sabotage the file.
     let store = try Datastore(path: path, options: DatastoreOptions(exclusiveLocking: false))
-    try store.apply((0..<5).map { .donation(eventID: "a", donation(Double($0)), keepNewest: 5) })
+    try store.commit((0..<5).map { .donation(eventID: "a", donation(Double($0)), keepNewest: 5) })
 
     // Sabotage a table behind the store's back so that the batch fails at its last write.
-    let side = try Connection(path: path)
+    let side = try SQLiteConnection(path: path)
     try side.execute("ALTER TABLE tip_records RENAME TO tip_records_away")
     #expect(throws: DatastoreError.self) {
-      try store.apply([
+      try store.commit([
         .donation(eventID: "a", donation(5), keepNewest: 5),
         .donation(eventID: "new", donation(6), keepNewest: 5),
         .tipRecord(id: "t", TipRecord(displayCount: 1)),
@@ -253,7 +253,7 @@ struct DatastoreTests {
     side.close()
 
     // The next batch comes before any load: the store rebuilds its per-event row ids from the file.
-    try store.apply([
+    try store.commit([
       .donation(eventID: "a", donation(7), keepNewest: 5), .donation(eventID: "new", donation(8), keepNewest: 5),
     ])
     let snapshot = try store.load()
@@ -267,8 +267,8 @@ struct DatastoreTests {
     let directory = TemporaryDirectory()
     defer { directory.remove() }
     let path = directory.file("store.sqlite")
-    try Datastore(path: path).apply([.donation(eventID: "e", donation(1, ["k": 1]), keepNewest: 10)])
-    let side = try Connection(path: path)
+    try Datastore(path: path).commit([.donation(eventID: "e", donation(1, ["k": 1]), keepNewest: 10)])
+    let side = try SQLiteConnection(path: path)
     try side.execute("UPDATE donations SET info = '{\"k\": ' ; PRAGMA wal_checkpoint(TRUNCATE);")
     side.close()
     let before = contents(of: path)
@@ -321,7 +321,7 @@ struct DatastoreTests {
       #expect(store.schemaVersion == Datastore.currentSchemaVersion)
       #expect(try store.load() == expected)
       // Counts of migrated events are right: bounding to 2 drops exactly the oldest two.
-      try store.apply([.donation(eventID: "search.opened", donation(1_700_000_060), keepNewest: 2)])
+      try store.commit([.donation(eventID: "search.opened", donation(1_700_000_060), keepNewest: 2)])
       #expect(instants(try store.load(), "search.opened") == [1_700_000_040, 1_700_000_060])
     }
     let store = try Datastore(path: path)
@@ -342,8 +342,8 @@ struct DatastoreTests {
     let directory = TemporaryDirectory()
     defer { directory.remove() }
     let path = directory.file("store.sqlite")
-    try Datastore(path: path).apply([.parameter(id: "p", value: 1)])
-    let side = try Connection(path: path)
+    try Datastore(path: path).commit([.parameter(id: "p", value: 1)])
+    let side = try SQLiteConnection(path: path)
     try side.execute("UPDATE schema_version SET version = 99")
     side.close()
     let before = contents(of: path)
@@ -365,7 +365,7 @@ struct DatastoreTests {
     let directory = TemporaryDirectory()
     defer { directory.remove() }
     let path = directory.file("other.sqlite")
-    let side = try Connection(path: path)
+    let side = try SQLiteConnection(path: path)
     try side.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY); INSERT INTO photos VALUES (1);")
     side.close()
     let before = contents(of: path)
@@ -381,7 +381,7 @@ struct DatastoreTests {
     defer { directory.remove() }
     let path = directory.file("store.sqlite")
     let first = try Datastore(path: path)
-    try first.apply([.parameter(id: "owner", value: "first")])
+    try first.commit([.parameter(id: "owner", value: "first")])
 
     let error = #expect(throws: DatastoreError.self) { try Datastore(path: path) }
     #expect(
@@ -418,7 +418,7 @@ struct DatastoreTests {
     #expect(movedTo.count == (path + ".corrupt-").count + "YYYYMMDDTHHMMSSZ".count)
     #expect(contents(of: movedTo) == garbage)
     #expect(try store.load() == EngineSnapshot())
-    try store.apply([.parameter(id: "fresh", value: true)])
+    try store.commit([.parameter(id: "fresh", value: true)])
     store.close()
     let reopened = try Datastore(path: path)
     #expect(reopened.recoveredFrom == nil)
@@ -436,7 +436,7 @@ struct DatastoreTests {
         .donation(
           eventID: "e\($0 % 4)", donation(Double($0), ["n": .int(Int64($0)), "pad": "padding text"]), keepNewest: 1000)
       }
-      try store.apply(batch)
+      try store.commit(batch)
     }
     let whole = contents(of: path)
     #expect(whole.count > 32 * 1024)
@@ -475,7 +475,7 @@ struct DatastoreTests {
     defer { directory.remove() }
     let path = directory.file("a/b/c/store.sqlite")
     let store = try Datastore(path: path)
-    try store.apply([.cooldown(1)])
+    try store.commit([.cooldown(1)])
     for sub in ["a", "a/b", "a/b/c"] {
       let attributes = try FileManager.default.attributesOfItem(atPath: directory.file(sub))
       #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
@@ -488,7 +488,7 @@ struct DatastoreTests {
   func memory() throws {
     let first = try Datastore(path: ":memory:")
     let second = try Datastore(path: ":memory:")
-    try first.apply([.parameter(id: "p", value: 1)])
+    try first.commit([.parameter(id: "p", value: 1)])
     #expect(try first.load().parameters == ["p": 1])
     #expect(try second.load() == EngineSnapshot())
     #expect(!fileExists(":memory:.lock"))
@@ -511,7 +511,7 @@ struct DatastoreTests {
     let store = try Datastore(path: ":memory:")
     store.close()
     store.close()
-    let error = #expect(throws: DatastoreError.self) { try store.apply([.cooldown(1)]) }
+    let error = #expect(throws: DatastoreError.self) { try store.commit([.cooldown(1)]) }
     #expect(error?.message == "the datastore :memory: is closed")
     #expect(throws: DatastoreError.self) { try store.load() }
   }
@@ -538,7 +538,7 @@ struct DatastoreTests {
 
 /// The `sqlite_schema` rows (type, name, SQL) of the database at `path`, sorted.
 private func schema(of path: String) throws -> [String] {
-  let connection = try Connection(path: path)
+  let connection = try SQLiteConnection(path: path)
   defer { connection.close() }
   let statement = try connection.prepareUncached("SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY name")
   var rows: [String] = []

@@ -5,7 +5,7 @@ import TipsTransport
 
 @Suite struct LoopTests {
   @Test func timersFireInDeadlineOrder() throws {
-    let loop = try EventLoop()
+    let loop = try UVLoop()
     defer { loop.close() }
     let start = loop.now
     var fired: [UInt64] = []
@@ -22,7 +22,7 @@ import TipsTransport
       ticks += 1
       if ticks == 3 { repeating.close() }
     }
-    let cancelled = loop.makeTimer()
+    let cancelled = loop.makeTimer() as! UVTimer
     cancelled.start(afterMilliseconds: 5) { fired.append(999) }
     cancelled.stop()
     #expect(!cancelled.isActive)
@@ -33,28 +33,34 @@ import TipsTransport
     cancelled.close()
   }
 
-  @Test func wakeupFromAnotherThread() throws {
-    let loop = try EventLoop()
+  @Test func requestedEndOfTurnRunsWithoutIO() throws {
+    // A timer callback runs before the poll phase; requestEndOfTurn keeps the poll from blocking, so the
+    // afterEachTurn handlers run in the same iteration although a far timer keeps the loop alive.
+    let loop = try UVLoop()
     defer { loop.close() }
-    var calls = 0
-    var wakeup: Wakeup?
-    wakeup = try loop.makeWakeup {
-      calls += 1
-      wakeup?.close()
+    var turnsAfterRequest = 0
+    var requested = false
+    loop.afterEachTurn {
+      if requested {
+        turnsAfterRequest += 1
+        loop.stop()
+      }
     }
-    let sender = wakeup!
-    let thread = onNewThread {
-      usleep(10_000)
-      for _ in 0..<5 { sender.send() }
+    let far = loop.makeTimer()
+    far.start(afterMilliseconds: 60_000) {}
+    let near = loop.makeTimer()
+    near.start(afterMilliseconds: 1) {
+      requested = true
+      loop.requestEndOfTurn()
     }
     run(loop)
-    #expect(thread.join())
-    #expect(calls >= 1)
-    sender.send()  // after close: ignored, no crash
+    #expect(turnsAfterRequest == 1)
+    far.close()
+    near.close()
   }
 
   @Test func stopEndsRunAndRunCanResume() throws {
-    let loop = try EventLoop()
+    let loop = try UVLoop()
     defer { loop.close() }
     let timer = loop.makeTimer()
     var count = 0
@@ -71,7 +77,7 @@ import TipsTransport
   }
 
   @Test func signalWatcher() throws {
-    let loop = try EventLoop()
+    let loop = try UVLoop()
     defer { loop.close() }
     var seen = 0
     var watcher: SignalWatcher?
@@ -85,12 +91,11 @@ import TipsTransport
   }
 
   @Test func closeReleasesEverythingStillOpen() throws {
-    let loop = try EventLoop()
+    let loop = try UVLoop()
     let path = temporarySocketPath("close-all")
     let server = try UnixSocketServer(loop: loop, path: path)
-    let timer = loop.makeTimer()
+    let timer = loop.makeTimer() as! UVTimer
     timer.start(afterMilliseconds: 60_000) {}
-    let wakeup = try loop.makeWakeup {}
     let signal = try loop.onSignal(SIGUSR1) {}
     loop.afterEachTurn {}
     var pair: [Int32] = [0, 0]
@@ -107,7 +112,6 @@ import TipsTransport
     #expect(connection.pendingWriteBytes == 0)
     #expect(server.isClosed && timer.isClosed && signal.isClosed)
     #expect(access(path, F_OK) != 0)
-    wakeup.send()  // closed: ignored
   }
 
   @Test func errorDescriptions() {

@@ -6,7 +6,7 @@ import TipsTransport
 @Suite struct SocketHygieneTests {
   private func expectRefusal(_ path: String, containing text: String,
                              sourceLocation: SourceLocation = #_sourceLocation) throws {
-    let loop = try EventLoop()
+    let loop = try UVLoop()
     defer { loop.close() }
     #expect(sourceLocation: sourceLocation) {
       _ = try UnixSocketServer(loop: loop, path: path)
@@ -17,7 +17,7 @@ import TipsTransport
   }
 
   @Test func socketIsCreatedWithMode0600() throws {
-    let loop = try EventLoop()
+    let loop = try UVLoop()
     defer { loop.close() }
     let path = temporarySocketPath("mode")
     let server = try UnixSocketServer(loop: loop, path: path)
@@ -41,7 +41,7 @@ import TipsTransport
     close(fd)
     #expect(access(path, F_OK) == 0)
 
-    let loop = try EventLoop()
+    let loop = try UVLoop()
     defer { loop.close() }
     let server = try UnixSocketServer(loop: loop, path: path)
     var accepted = 0
@@ -60,7 +60,7 @@ import TipsTransport
   }
 
   @Test func liveSocketIsRefused() throws {
-    let loop = try EventLoop()
+    let loop = try UVLoop()
     defer { loop.close() }
     let path = temporarySocketPath("live")
     let server = try UnixSocketServer(loop: loop, path: path)
@@ -74,7 +74,7 @@ import TipsTransport
     let path = temporarySocketPath("client")
     #expect(UnixSocketClient.connect(path) == -ENOENT)
     #expect(UnixSocketClient.connect(String(repeating: "x", count: UnixSocketServer.maximumPathLength + 1)) == -ENAMETOOLONG)
-    let loop = try EventLoop()
+    let loop = try UVLoop()
     defer { loop.close() }
     let server = try UnixSocketServer(loop: loop, path: path)
     let fd = UnixSocketClient.connect(path)
@@ -100,7 +100,7 @@ import TipsTransport
       spawned.append(onNewThread {
         start.wait()
         do {
-          let loop = try EventLoop()
+          let loop = try UVLoop()
           defer { loop.close() }
           for k in 0..<perThread {
             let path = "\(directory)/s-\(t)-\(k).sock"
@@ -129,7 +129,7 @@ import TipsTransport
     let directory = temporarySocketPath("two")
     #expect(mkdir(directory, 0o700) == 0)
     defer { rmdir(directory) }
-    let loop = try EventLoop()
+    let loop = try UVLoop()
     defer { loop.close() }
     let first = try UnixSocketServer(loop: loop, path: "\(directory)/a.sock")
     let second = try UnixSocketServer(loop: loop, path: "\(directory)/b.sock")

@@ -36,7 +36,7 @@ struct Spawned: Sendable {
 }
 
 /// Runs a body on a new OS thread (never a cooperative-pool thread: the test's
-/// own thread is blocked in `EventLoop.run()`). Join it before checking results.
+/// own thread is blocked in `UVLoop.run()`). Join it before checking results.
 @discardableResult
 func onNewThread(_ body: @escaping @Sendable () -> Void) -> Spawned {
   let done = DispatchSemaphore(value: 0)
@@ -50,7 +50,7 @@ func onNewThread(_ body: @escaping @Sendable () -> Void) -> Spawned {
 /// Runs `loop` until it has nothing left to do; a non-keepalive watchdog stops
 /// it (and records an issue) if it hangs.
 func run(
-  _ loop: EventLoop, timeoutMilliseconds: UInt64 = UInt64(hangGuardSeconds) * 1000, sourceLocation: SourceLocation = #_sourceLocation) {
+  _ loop: UVLoop, timeoutMilliseconds: UInt64 = UInt64(hangGuardSeconds) * 1000, sourceLocation: SourceLocation = #_sourceLocation) {
   let watchdog = loop.makeTimer()
   watchdog.keepsLoopAlive = false
   let timedOut = Locked(false)
@@ -111,8 +111,8 @@ func payload(_ count: Int, seed: Int = 0) -> [UInt8] {
 }
 
 /// A server that echoes every byte back and closes (flushing) at EOF.
-func startEchoServer(loop: EventLoop, path: String, expectedClients: Int,
-                     onClosed: @escaping (Connection, CloseReason) -> Void = { _, _ in }) throws -> UnixSocketServer {
+func startEchoServer(loop: UVLoop, path: String, expectedClients: Int,
+                     onClosed: @escaping (UVStream, CloseReason) -> Void = { _, _ in }) throws -> UnixSocketServer {
   let server = try UnixSocketServer(loop: loop, path: path)
   var closed = 0
   server.onConnection = { connection in

@@ -220,29 +220,24 @@ def test_unknown_params_are_rejected_naming_the_documented_ones(daemon_factory, 
         assert reply["error"]["message"] == f'{method}: unknown param "zzUnknown" ({expected})', (method, reply)
 
 
-def test_params_read_by_handlers_are_documented(contract):
-    """Static check of the Swift sources: every params member a method's handler reads (`p.string("id")`,
-    `p.optionalBool("invalidate")`, …) is one of that method's documented params; otherwise the daemon, which
-    takes the accepted names from this document, would reject the very param it reads."""
-    sources = harness.REPO / "Sources"
-    constants = dict(re.findall(r'static let (\w+) = "([^"]+)"', (sources / "TipsProtocol" / "Method.swift").read_text()))
-    handlers = (sources / "TipsServer" / "Handlers.swift").read_text()
-    bodies = dict(zip(re.findall(r"\bfunc (\w+)\(", handlers), re.split(r"\bfunc \w+\(", handlers)[1:]))
-    dispatch = (sources / "TipsServer" / "Dispatch.swift").read_text()
-
-    def reads(code):
-        return {name for accessor, name in re.findall(r'\bp\.(\w+)\("([^"]+)"', code) if accessor != "invalid"}
-
+def test_params_read_by_request_types_are_documented(contract):
+    """Static check of the Swift sources: each request type under Sources/TipsProtocol/Requests/ declares its
+    params (`.required("id")`, `.optional("info")`) as the document does, and its decoder reads
+    (`p.string("id")`, `p.optionalBool("invalidate")`, …) only params it declares; otherwise the daemon, which
+    refuses undeclared params, would reject the very param it reads. (RegistryTests compares the declarations with
+    this document from the Swift side.)"""
+    requests = sorted((harness.REPO / "Sources" / "TipsProtocol" / "Requests").glob("*.swift"))
     checked = 0
-    for constant, rest in re.findall(r"case Method\.(\w+): (.*)", dispatch):
-        method = constants[constant]
-        read = reads(rest)
-        for handler in re.findall(r"\btry (\w+)\(p\b", rest):
-            read |= reads(bodies[handler])
+    for path in requests:
+        code = path.read_text()
+        method = re.search(r'static let method = "([^"]+)"', code).group(1)
+        declared = set(re.findall(r'\.(?:required|optional)\("([^"]+)"\)', code))
         documented = {p["name"] for p in contract.methods[method]["params"]}
-        assert read <= documented, f"{method} reads undocumented params {sorted(read - documented)}"
+        assert declared == documented, f"{path.name}: declares {sorted(declared)}, the document {sorted(documented)}"
+        read = {name for accessor, name in re.findall(r'\bp\.(\w+)\("([^"]+)"', code) if accessor != "invalid"}
+        assert read <= declared, f"{method} reads undeclared params {sorted(read - declared)}"
         checked += len(read)
-    assert checked >= 30  # the parsing above found the handlers
+    assert len(requests) == 31 and checked >= 30  # the parsing above found the request types
 
 
 LOCALIZATIONS_OK = [

@@ -1,15 +1,15 @@
-// Connection: a byte stream over libuv (Unix-socket client, or a stdio pair).
+// UVStream: a byte stream over libuv (Unix-socket client, or a stdio pair).
 import CLibUV
 import Synchronization
 
-/// Why a `Connection` closed; reported exactly once through `onClose`.
+/// Why a `UVStream` closed; reported exactly once through `onClose`.
 public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
   /// The peer finished sending (end of input). Replies queued in the same
   /// loop turn were still flushed before the connection closed.
   case eof
   /// A read or write failed, e.g. `ECONNRESET` or `EPIPE` from a vanished peer.
   case error(UVError)
-  /// Closed on this side via `close(after:reason:)` or `EventLoop.close()`.
+  /// Closed on this side via `close(after:reason:)` or `UVLoop.close()`.
   case local(String)
 
   public var description: String {
@@ -38,10 +38,10 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
 /// from inside `onData`, `onDrain` or any other callback. At end of input the
 /// connection closes itself with `.eof` at the end of the current loop turn,
 /// after `afterEachTurn` handlers, flushing writes queued by then.
-public final class Connection: LoopHandleOwner {
+public final class UVStream: ByteStream, LoopHandleOwner {
   /// Process-unique, increasing identifier (for logs and maps).
   public let id: UInt64
-  let loop: EventLoop
+  let loop: UVLoop
   /// The stream we read from; for sockets also the one we write to.
   private let input: UnsafeMutablePointer<uv_stream_t>
   /// The stream we write to (`== input` for sockets).
@@ -52,8 +52,6 @@ public final class Connection: LoopHandleOwner {
   public var onData: ((UnsafeRawBufferPointer) -> Void)?
   /// Called exactly once when the connection has fully closed.
   public var onClose: ((CloseReason) -> Void)?
-  /// Called when `pendingWriteBytes` drops back to zero (resume producing).
-  public var onDrain: (() -> Void)?
 
   /// Bytes handed to libuv that have not been written yet.
   public private(set) var pendingWriteBytes = 0
@@ -64,12 +62,12 @@ public final class Connection: LoopHandleOwner {
   private var reading = false
   private var inputEnded = false
   private var openHandles: Int
-  private var cachedCredentials: (pid: Int32, uid: UInt32, gid: UInt32)?
+  private var cachedCredentials: PeerCredentials?
 
   private static let nextID = Atomic<UInt64>(1)
 
   /// Takes ownership of initialised stream handles (`data` must still be unset).
-  init(loop: EventLoop, input: UnsafeMutablePointer<uv_stream_t>,
+  init(loop: UVLoop, input: UnsafeMutablePointer<uv_stream_t>,
        output: UnsafeMutablePointer<uv_stream_t>, isUnixSocket: Bool) {
     self.id = Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
     self.loop = loop
@@ -94,14 +92,14 @@ public final class Connection: LoopHandleOwner {
     let rc = uv_read_start(input, { handle, _, buf in
       // alloc_cb: hand out the loop's shared buffer (no per-read allocation).
       guard let buf else { return }
-      guard let connection = owner(of: handle, as: Connection.self) else {
+      guard let connection = owner(of: handle, as: UVStream.self) else {
         buf.pointee = uv_buf_init(nil, 0)
         return
       }
       let storage = connection.loop.readBuffer
       buf.pointee = uv_buf_init(storage.baseAddress?.assumingMemoryBound(to: CChar.self), UInt32(storage.count))
     }, { stream, nread, _ in
-      guard let stream, let connection = owner(of: asHandle(stream), as: Connection.self) else { return }
+      guard let stream, let connection = owner(of: asHandle(stream), as: UVStream.self) else { return }
       connection.didRead(nread)
     })
     if rc < 0 {
@@ -159,7 +157,7 @@ public final class Connection: LoopHandleOwner {
     loop.assertOnLoopThread()
     guard state == .open else { return false }
     guard let base = bytes.baseAddress, bytes.count > 0 else { return true }
-    precondition(bytes.count <= Int(UInt32.max), "Connection.write: chunk larger than 4 GiB")
+    precondition(bytes.count <= Int(UInt32.max), "UVStream.write: chunk larger than 4 GiB")
     var written = 0
     if pendingWriteBytes == 0 {
       // Fast path: nothing queued, so a direct write keeps ordering. Errors other
@@ -197,7 +195,6 @@ public final class Connection: LoopHandleOwner {
       }
       return
     }
-    if pendingWriteBytes == 0, state == .open { onDrain?() }
   }
 
   // MARK: Closing
@@ -207,7 +204,7 @@ public final class Connection: LoopHandleOwner {
   /// stops immediately and later writes are dropped. Idempotent; a flushing close
   /// can be escalated by a later non-flushing one. Note that a flushing close
   /// waits for the peer to read: bound it with a timer if the peer may stall.
-  public func close(after flushing: Bool, reason: String = "closed by server") {
+  public func close(after flushing: Bool, reason: String) {
     loop.assertOnLoopThread()
     beginClose(flushing: flushing, reason: .local(reason))
   }
@@ -233,12 +230,12 @@ public final class Connection: LoopHandleOwner {
     // then fails with ENOTSOCK, which is fine: we close either way.
     let rc = uv_shutdown(request, output) { request, _ in
       guard let request else { return }
-      let connection = request.pointee.data.map { Unmanaged<Connection>.fromOpaque($0).takeRetainedValue() }
+      let connection = request.pointee.data.map { Unmanaged<UVStream>.fromOpaque($0).takeRetainedValue() }
       request.deallocate()
       connection?.closeNow(nil)
     }
     if rc < 0 {
-      Unmanaged<Connection>.fromOpaque(request.pointee.data!).release()
+      Unmanaged<UVStream>.fromOpaque(request.pointee.data!).release()
       request.deallocate()
       closeNow(nil)
     }
@@ -252,7 +249,7 @@ public final class Connection: LoopHandleOwner {
     reading = false
     for stream in (input == output ? [input] : [input, output]) where uv_is_closing(asHandle(stream)) == 0 {
       uv_close(asHandle(stream)) { handle in
-        guard let handle, let connection = releaseOwner(of: handle, as: Connection.self) else { return }
+        guard let handle, let connection = releaseOwner(of: handle, as: UVStream.self) else { return }
         deallocateStreamHandle(handle)
         connection.handleDidClose()
       }
@@ -266,7 +263,6 @@ public final class Connection: LoopHandleOwner {
     let callback = onClose
     onClose = nil
     onData = nil
-    onDrain = nil
     callback?(reason ?? .local("closed"))
   }
 
@@ -278,7 +274,7 @@ public final class Connection: LoopHandleOwner {
 
   /// The peer's process credentials (`SO_PEERCRED`) for Unix-socket
   /// connections; `nil` for stdio or once the connection is closing.
-  public var peerCredentials: (pid: Int32, uid: UInt32, gid: UInt32)? {
+  public var peerCredentials: PeerCredentials? {
     loop.assertOnLoopThread()
     if let cachedCredentials { return cachedCredentials }
     guard isUnixSocket, state == .open || state == .flushing else { return nil }
@@ -286,7 +282,7 @@ public final class Connection: LoopHandleOwner {
     guard uv_fileno(asHandle(input), &fd) == 0 else { return nil }
     var pid: Int32 = 0, uid: UInt32 = 0, gid: UInt32 = 0
     guard tipsd_peer_credentials(fd, &pid, &uid, &gid) == 0 else { return nil }
-    cachedCredentials = (pid, uid, gid)
+    cachedCredentials = PeerCredentials(pid: pid, uid: uid, gid: gid)
     return cachedCredentials
   }
 }
@@ -294,11 +290,11 @@ public final class Connection: LoopHandleOwner {
 /// One queued `uv_write`: the request plus a private copy of the bytes.
 /// Retained through `request.data` until the write callback.
 private final class PendingWrite {
-  let connection: Connection
+  let connection: UVStream
   let request: UnsafeMutablePointer<uv_write_t>
   let storage: UnsafeMutableRawBufferPointer
 
-  init(connection: Connection, copying bytes: UnsafeRawBufferPointer) {
+  init(connection: UVStream, copying bytes: UnsafeRawBufferPointer) {
     self.connection = connection
     request = .allocate(capacity: 1)
     request.initialize(to: uv_write_t())

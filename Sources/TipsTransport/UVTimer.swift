@@ -1,19 +1,19 @@
-// LoopTimer: a uv_timer_t.
+// UVTimer: a uv_timer_t.
 import CLibUV
 
-/// A timer on an `EventLoop` (`uv_timer_t`). Loop thread only.
+/// A timer on an `UVLoop` (`uv_timer_t`). Loop thread only.
 ///
 /// Timers due in the same turn fire in deadline order (ties: start order).
-/// The timer stays alive until `close()` (or `EventLoop.close()`), even if
+/// The timer stays alive until `close()` (or `UVLoop.close()`), even if
 /// you drop your reference; closing releases the handler.
-public final class LoopTimer: LoopHandleOwner {
-  let loop: EventLoop
+public final class UVTimer: LoopTimer, LoopHandleOwner {
+  let loop: UVLoop
   private let handle: UnsafeMutablePointer<uv_timer_t>
   private var handler: (() -> Void)?
   /// `true` once `close()` has been called.
   public private(set) var isClosed = false
 
-  init(loop: EventLoop) {
+  init(loop: UVLoop) {
     self.loop = loop
     handle = .allocate(capacity: 1)
     handle.initialize(to: uv_timer_t())
@@ -24,12 +24,12 @@ public final class LoopTimer: LoopHandleOwner {
   /// (Re)starts the timer: `handler` runs after `afterMilliseconds` (measured
   /// from the loop's cached `now`) and then every `repeatEvery` ms if non-zero.
   /// Replaces any previous schedule and handler.
-  public func start(afterMilliseconds: UInt64, repeatEvery: UInt64 = 0, _ handler: @escaping () -> Void) {
+  public func start(afterMilliseconds: UInt64, repeatEvery: UInt64, _ handler: @escaping () -> Void) {
     loop.assertOnLoopThread()
-    precondition(!isClosed, "LoopTimer.start on a closed timer")
+    precondition(!isClosed, "UVTimer.start on a closed timer")
     self.handler = handler
     mustSucceed(uv_timer_start(handle, { h in
-      guard let h, let timer = owner(of: asHandle(h), as: LoopTimer.self) else { return }
+      guard let h, let timer = owner(of: asHandle(h), as: UVTimer.self) else { return }
       timer.handler?()
     }, afterMilliseconds, repeatEvery), "uv_timer_start")
   }
@@ -60,7 +60,7 @@ public final class LoopTimer: LoopHandleOwner {
     guard !isClosed else { return }
     isClosed = true
     uv_close(asHandle(handle)) { h in
-      guard let h, let timer = releaseOwner(of: h, as: LoopTimer.self) else { return }
+      guard let h, let timer = releaseOwner(of: h, as: UVTimer.self) else { return }
       timer.handler = nil
       timer.handle.deallocate()
     }

@@ -7,7 +7,7 @@ extension Datastore {
   /// committed: only then may the mutations be acknowledged. On failure nothing of the batch is kept.
   ///
   /// The server groups every write of an event-loop turn into one call (group commit).
-  public func apply(_ writes: [StateWrite]) throws(DatastoreError) {
+  public func commit(_ writes: [StateWrite]) throws(DatastoreError) {
     guard !writes.isEmpty else { return }
     let connection = try openConnection()
     preloaded = nil
@@ -15,7 +15,7 @@ extension Datastore {
       do throws(SQLiteError) {
         if histories == nil { histories = try readHistories(connection) }
         try connection.prepare(SQL.begin).run()
-        for write in writes { try apply(write, connection) }
+        for write in writes { try self.write(write, connection) }
         try connection.prepare(SQL.commit).run()
       } catch {
         if connection.inTransaction { try? connection.execute(SQL.rollback) }
@@ -26,7 +26,7 @@ extension Datastore {
     }
   }
 
-  private func apply(_ write: StateWrite, _ connection: Connection) throws(SQLiteError) {
+  private func write(_ write: StateWrite, _ connection: SQLiteConnection) throws(SQLiteError) {
     switch write {
     case .donation(let eventID, let donation, let keepNewest):
       let history = try self.history(eventID, connection)
@@ -106,7 +106,7 @@ extension Datastore {
   }
 
   /// The event's history, inserting the event's name on its first donation.
-  private func history(_ eventID: String, _ connection: Connection) throws(SQLiteError) -> EventHistory {
+  private func history(_ eventID: String, _ connection: SQLiteConnection) throws(SQLiteError) -> EventHistory {
     if let history = histories?[eventID] { return history }
     let insert = try connection.prepare(SQL.insertEvent)
     insert.bind(1, eventID)
@@ -117,7 +117,7 @@ extension Datastore {
   }
 
   /// Deletes an event's oldest donations beyond `limit`, by primary key (nothing to do unless over the limit).
-  private func trim(_ history: EventHistory, to limit: Int, _ connection: Connection) throws(SQLiteError) {
+  private func trim(_ history: EventHistory, to limit: Int, _ connection: SQLiteConnection) throws(SQLiteError) {
     let excess = history.count - max(limit, 0)
     guard excess > 0 else { return }
     let delete = try connection.prepare(SQL.deleteDonation)

@@ -1,0 +1,41 @@
+public import TipsJSON
+
+/// `tips/shouldDisplayChanged`: a watched tip's `shouldDisplay` changed (never the same value twice in a row).
+public struct ShouldDisplayChangedNotification: ServerNotificationType, Hashable {
+  public static let method = "tips/shouldDisplayChanged"
+  public static let paramsShape = ObjectShape(
+    ["subscription", "seq", "id", "shouldDisplay", "status", "reason", "tip"], optional: ["reason"])
+
+  public var subscription: String
+  public var seq: Int64
+  public var id: String
+  public var shouldDisplay: Bool
+  public var status: StatusInfo
+  /// The tip's content in the subscriber's locale.
+  public var tip: TipContent
+
+  public init(subscription: String, seq: Int64 = 0, id: String, shouldDisplay: Bool, status: StatusInfo, tip: TipContent) {
+    self.subscription = subscription
+    self.seq = seq
+    self.id = id
+    self.shouldDisplay = shouldDisplay
+    self.status = status
+    self.tip = tip
+  }
+
+  public func writeParams(to writer: inout JSONWriter) {
+    writer.beginObject()
+    writer.key("subscription")
+    writer.writeString(subscription)
+    writer.key("seq")
+    writer.writeInt(seq)
+    writer.key("id")
+    writer.writeString(id)
+    writer.key("shouldDisplay")
+    writer.writeBool(shouldDisplay)
+    status.writeMembers(to: &writer)
+    writer.key("tip")
+    tip.write(to: &writer)
+    writer.endObject()
+  }
+}

@@ -1,0 +1,17 @@
+public import TipsJSON
+
+/// `rpc.discover`: the protocol's OpenRPC document (allowed before `initialize`).
+public struct DiscoverRequest: RequestType, Hashable {
+  public static let method = "rpc.discover"
+  public static let params: [ParamSpec] = []
+  public init() {}
+  public init(from p: Params) throws(ResponseError) {}
+
+  public struct Response: ResultValue, Hashable {
+    /// The document, as embedded at build time.
+    public var document: JSONValue
+    public init(document: JSONValue) { self.document = document }
+    public static let shape = ResultShape.document
+    public func write(to writer: inout JSONWriter) { writer.write(document) }
+  }
+}

@@ -1,0 +1,35 @@
+public import TipsJSON
+
+/// `events/donate`: records one occurrence of an event, with optional flat associated values. Also accepts
+/// positional params `[id, info?]`.
+public struct DonateRequest: RequestType, Hashable {
+  public static let method = "events/donate"
+  public static let params: [ParamSpec] = [.required("id"), .optional("info")]
+  public static let positionalParams = ["id", "info"]
+
+  public var id: String
+  public var info: JSONObject?
+
+  public init(id: String, info: JSONObject? = nil) {
+    self.id = id
+    self.info = info
+  }
+
+  public init(from p: Params) throws(ResponseError) {
+    id = try p.string("id")
+    info = try p.optionalObject("info")
+  }
+
+  public struct Response: ResultValue, Hashable {
+    /// Stored donations of the event after this one.
+    public var count: Int
+    public init(count: Int) { self.count = count }
+    public static let shape = ResultShape.object(ObjectShape(["count"]), schema: nil)
+    public func write(to writer: inout JSONWriter) {
+      writer.beginObject()
+      writer.key("count")
+      writer.writeInt(count)
+      writer.endObject()
+    }
+  }
+}

@@ -1,0 +1,52 @@
+public import TipsJSON
+
+/// `tips/observe`: subscribes to `tips/shouldDisplayChanged` for some tips (or all, including tips registered
+/// later) and to `groups/currentTipChanged` for some groups. Naming only groups watches no tips.
+public struct ObserveRequest: RequestType, Hashable {
+  public static let method = "tips/observe"
+  public static let params: [ParamSpec] = [.optional("ids"), .optional("groups")]
+
+  public var ids: [String]?
+  public var groups: [String]?
+
+  public init(ids: [String]? = nil, groups: [String]? = nil) {
+    self.ids = ids
+    self.groups = groups
+  }
+
+  public init(from p: Params) throws(ResponseError) {
+    ids = try p.optionalStringArray("ids")
+    groups = try p.optionalStringArray("groups")
+  }
+
+  /// The tips watched: nil for every tip (neither ids nor groups given).
+  public var watchedTips: Set<String>? { ids.map(Set.init) ?? (groups == nil ? nil : []) }
+
+  public struct Response: ResultValue, Hashable {
+    public var subscription: String
+    /// The current state of each watched tip.
+    public var tips: [TipStateInfo]
+    /// The current tip of each watched group.
+    public var groups: [GroupCurrentTip]
+    public init(subscription: String, tips: [TipStateInfo], groups: [GroupCurrentTip]) {
+      self.subscription = subscription
+      self.tips = tips
+      self.groups = groups
+    }
+    public static let shape = ResultShape.object(ObjectShape(["subscription", "tips", "groups"]), schema: "ObserveResult")
+    public func write(to writer: inout JSONWriter) {
+      writer.beginObject()
+      writer.key("subscription")
+      writer.writeString(subscription)
+      writer.key("tips")
+      writer.beginArray()
+      for tip in tips { tip.write(to: &writer) }
+      writer.endArray()
+      writer.key("groups")
+      writer.beginArray()
+      for group in groups { group.write(to: &writer) }
+      writer.endArray()
+      writer.endObject()
+    }
+  }
+}

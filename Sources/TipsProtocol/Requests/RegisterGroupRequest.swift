@@ -1,0 +1,36 @@
+public import TipsEngine
+public import TipsJSON
+
+/// `groups/register`: a TipGroup (`ordered` or `firstAvailable`), replacing one with the same id.
+public struct RegisterGroupRequest: RequestType, Hashable {
+  public static let method = "groups/register"
+  public static let params: [ParamSpec] = [.required("id"), .required("priority"), .required("tips")]
+
+  public var group: TipGroupDefinition
+
+  public init(group: TipGroupDefinition) { self.group = group }
+
+  public init(from p: Params) throws(ResponseError) {
+    let id = try p.string("id")
+    let priority = try p.enumeration("priority", GroupPriority.self)
+    group = TipGroupDefinition(id: id, priority: priority, tipIDs: try p.stringArray("tips"))
+  }
+
+  public struct Response: ResultValue, Hashable {
+    public var id: String
+    public var currentTip: String?
+    public init(id: String, currentTip: String?) {
+      self.id = id
+      self.currentTip = currentTip
+    }
+    public static let shape = ResultShape.object(ObjectShape(["id", "currentTip"]), schema: nil)
+    public func write(to writer: inout JSONWriter) {
+      writer.beginObject()
+      writer.key("id")
+      writer.writeString(id)
+      writer.key("currentTip")
+      writer.writeOptionalString(currentTip)
+      writer.endObject()
+    }
+  }
+}

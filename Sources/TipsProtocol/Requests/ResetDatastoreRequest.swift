@@ -1,0 +1,8 @@
+/// `datastore/reset`: Erases all persisted state: donations, parameters, statuses, counts, cooldown.
+public struct ResetDatastoreRequest: RequestType, Hashable {
+  public static let method = "datastore/reset"
+  public static let params: [ParamSpec] = []
+  public init() {}
+  public init(from p: Params) throws(ResponseError) {}
+  public typealias Response = NullResult
+}

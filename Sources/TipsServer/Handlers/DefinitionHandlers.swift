@@ -1,0 +1,63 @@
+import TipsEngine
+import TipsProtocol
+
+extension Handlers {
+  /// Display frequency, tips, groups and parameters.
+  static func registerDefinitions(_ table: inout HandlerTable) {
+    table.on(ConfigureRequest.self) { request, context throws(ResponseError) in
+      context.record(context.engine.configure(displayFrequency: request.displayFrequency))
+      return ConfigureRequest.Response(displayFrequency: request.displayFrequency)
+    }
+
+    table.on(RegisterTipsRequest.self) { request, context throws(ResponseError) in
+      context.record(context.engine.register(request.tips))
+      var states: [TipStateInfo] = []
+      for tip in request.tips { states.append(try context.tipState(tip.id)) }
+      return TipStatesResult(tips: states)
+    }
+
+    table.on(UnregisterTipsRequest.self) { request, context throws(ResponseError) in
+      let known = request.ids.filter { context.engine.definition(of: $0) != nil }
+      context.record(context.engine.unregister(request.ids))
+      return IdsResult(ids: known)
+    }
+
+    table.on(RegisterGroupRequest.self) { request, context throws(ResponseError) in
+      context.record(try context.engine { engine throws(EngineError) in try engine.registerGroup(request.group) })
+      let current = try context.engine { engine throws(EngineError) in try engine.currentTip(ofGroup: request.group.id) }
+      return RegisterGroupRequest.Response(id: request.group.id, currentTip: current)
+    }
+
+    table.on(UnregisterGroupRequest.self) { request, context throws(ResponseError) in
+      context.record(try context.engine { engine throws(EngineError) in try engine.unregisterGroup(request.id) })
+      return NullResult()
+    }
+
+    table.on(DefineParametersRequest.self) { request, context throws(ResponseError) in
+      context.record(try context.engine { engine throws(EngineError) in try engine.defineParameters(request.parameters) })
+      return IdsResult(ids: request.parameters.map(\.id))
+    }
+
+    table.on(SetParameterRequest.self) { request, context throws(ResponseError) in
+      context.record(try context.engine { engine throws(EngineError) in try engine.setParameter(request.id, request.value) })
+      return SetParameterRequest.Response(id: request.id, value: context.engine.parameterValue(request.id))
+    }
+  }
+
+  /// Donations and their bounds.
+  static func registerEvents(_ table: inout HandlerTable) {
+    table.on(DonateRequest.self) { request, context throws(ResponseError) in
+      let (count, mutation) = try context.engine { engine throws(EngineError) in
+        try engine.donate(request.id, info: request.info)
+      }
+      context.record(mutation)
+      return DonateRequest.Response(count: count)
+    }
+
+    table.on(ConfigureEventRequest.self) { request, context throws(ResponseError) in
+      context.record(
+        try context.engine { engine throws(EngineError) in try engine.setDonationLimit(request.id, request.maxDonations) })
+      return ConfigureEventRequest.Response(id: request.id, maxDonations: request.maxDonations)
+    }
+  }
+}

@@ -1,0 +1,35 @@
+import TipsProtocol
+
+extension Handlers {
+  static func registerLifecycle(_ table: inout HandlerTable) {
+    table.on(InitializeRequest.self) { request, context throws(ResponseError) in
+      let session = context.session
+      guard session.lifecycle == .uninitialized else { throw .alreadyInitialized() }
+      let ourMajor = TipsdVersion.protocolVersion.split(separator: ".").first ?? ""
+      guard request.major == ourMajor else {
+        throw .invalidParams(
+          "initialize: protocolVersion \"\(request.protocolVersion)\" is not supported; this daemon speaks "
+            + TipsdVersion.protocolVersion)
+      }
+      session.clientName = request.clientName
+      session.locale = request.locale
+      session.lifecycle = .running
+      let services = context.services
+      services.logger.debug("client initialized", [("connection", String(session.id)), ("client", session.clientName)])
+      return InitializeRequest.Response(
+        protocolVersion: TipsdVersion.protocolVersion, serverVersion: TipsdVersion.server,
+        framings: ["newline", "contentLength"], virtualClock: services.virtualClock != nil,
+        maxMessageSize: services.configuration.maxMessageSize, notifications: Messages.serverNotificationMethods,
+        methods: Messages.clientMethods)
+    }
+
+    table.on(ShutdownRequest.self) { _, context throws(ResponseError) in
+      context.session.lifecycle = .shutDown
+      return NullResult()
+    }
+
+    table.on(DiscoverRequest.self) { _, _ throws(ResponseError) in
+      DiscoverRequest.Response(document: OpenRPCDocument.value)
+    }
+  }
+}

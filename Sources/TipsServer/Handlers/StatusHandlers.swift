@@ -1,0 +1,51 @@
+import TipsEngine
+import TipsProtocol
+
+extension Handlers {
+  /// Status changes, impressions, actions, status and explanations.
+  static func registerStatus(_ table: inout HandlerTable) {
+    table.on(InvalidateRequest.self) { request, context throws(ResponseError) in
+      context.record(try context.engine { engine throws(EngineError) in try engine.invalidate(request.id, reason: request.reason) })
+      return try context.tipState(request.id)
+    }
+
+    table.on(ResetEligibilityRequest.self) { request, context throws(ResponseError) in
+      context.record(try context.engine { engine throws(EngineError) in try engine.resetEligibility(request.id) })
+      return try context.tipState(request.id)
+    }
+
+    table.on(DisplayedRequest.self) { request, context throws(ResponseError) in
+      context.record(
+        try context.engine { engine throws(EngineError) in try engine.recordDisplay(request.id, duration: request.duration) })
+      return try context.tipState(request.id)
+    }
+
+    table.on(StatusRequest.self) { request, context throws(ResponseError) in
+      let engine = context.engine
+      for id in request.ids ?? [] where engine.definition(of: id) == nil { throw .unknownTip(id) }
+      return TipStatesResult(tips: engine.states(request.ids).map { TipStateInfo($0, engine: engine, locale: context.locale) })
+    }
+
+    table.on(ExplainRequest.self) { request, context throws(ResponseError) in
+      let explanation = try context.engine { engine throws(EngineError) in try engine.explain(request.id) }
+      return ExplainRequest.Response(explanation: explanation.json.objectValue ?? [:], lines: explanation.lines)
+    }
+
+    /// Records an action, invalidates the tip (unless `invalidate: false`) and tells every action subscriber.
+    table.on(PerformActionRequest.self) { request, context throws(ResponseError) in
+      guard let definition = context.engine.definition(of: request.id) else { throw .unknownTip(request.id) }
+      guard let index = definition.actions.firstIndex(where: { $0.id == request.actionID }) else {
+        throw .unknownAction(request.actionID, tip: request.id, known: definition.actions.map(\.id))
+      }
+      if request.invalidate {
+        context.record(
+          try context.engine { engine throws(EngineError) in try engine.invalidate(request.id, reason: .actionPerformed) })
+      }
+      let services = context.services
+      for (session, note) in services.subscriptions.actionNotifications(tip: definition, actionIndex: index) {
+        services.stage(.notification(note), on: session)
+      }
+      return try context.tipState(request.id)
+    }
+  }
+}

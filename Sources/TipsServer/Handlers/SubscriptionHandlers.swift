@@ -1,0 +1,45 @@
+import TipsEngine
+import TipsProtocol
+
+extension Handlers {
+  static func registerSubscriptions(_ table: inout HandlerTable) {
+    table.on(ObserveRequest.self) { request, context throws(ResponseError) in
+      let engine = context.engine
+      for group in request.groups ?? [] where engine.group(group) == nil { throw .unknownGroup(group) }
+      let watched = request.watchedTips
+      let states = watched == nil ? engine.states() : engine.states(request.ids ?? [])
+      var groups: [GroupCurrentTip] = []
+      for group in request.groups ?? [] {
+        let current = try context.engine { engine throws(EngineError) in try engine.currentTip(ofGroup: group) }
+        groups.append(GroupCurrentTip(group: group, tipID: current))
+      }
+      let id = context.services.subscriptions.observe(
+        session: context.session, tipIDs: watched, groups: Set(request.groups ?? []), initial: states)
+      return ObserveRequest.Response(
+        subscription: id, tips: states.map { TipStateInfo($0, engine: engine, locale: context.locale) }, groups: groups)
+    }
+
+    table.on(UnobserveRequest.self) { request, context throws(ResponseError) in
+      try unsubscribe(request.subscription, kind: .observe, context)
+    }
+
+    table.on(SubscribeActionsRequest.self) { request, context throws(ResponseError) in
+      let id = context.services.subscriptions.subscribeActions(session: context.session, tipIDs: request.tipIDs.map(Set.init))
+      return SubscriptionResult(subscription: id)
+    }
+
+    table.on(UnsubscribeActionsRequest.self) { request, context throws(ResponseError) in
+      try unsubscribe(request.subscription, kind: .actions, context)
+    }
+  }
+
+  /// `tips/unobserve` and `actions/unsubscribe`: removes the connection's own subscription of that kind.
+  /// Idempotent for ids this daemon issued (`removed: false` when gone or another connection's); -32003 for others.
+  static func unsubscribe(
+    _ id: String, kind: SubscriptionRegistry.Kind, _ context: RequestContext
+  ) throws(ResponseError) -> RemovedResult {
+    let subscriptions = context.services.subscriptions
+    guard subscriptions.isIssued(id) else { throw .unknownSubscription(method: context.method, id: id) }
+    return RemovedResult(removed: subscriptions.unsubscribe(id, kind: kind, session: context.session))
+  }
+}

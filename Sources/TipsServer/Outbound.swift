@@ -1,0 +1,295 @@
+import TipsProtocol
+
+/// A reply to one message or batch, staged until the turn's commit decides whether it may acknowledge.
+struct StagedReply {
+  /// One response of a batch (the only one for a single message).
+  struct Part {
+    /// The request id (nil: `"id": null`).
+    var id: RequestID?
+    /// The encoded response.
+    var bytes: [UInt8]
+    /// Whether the request staged durable writes: its success may only be sent if the commit succeeds.
+    var durable: Bool
+  }
+
+  var parts: [Part]
+  var isBatch: Bool
+
+  /// A lone error reply (bad JSON, a framing error, an empty batch).
+  static func error(id: RequestID?, _ error: ResponseError) -> StagedReply {
+    StagedReply(parts: [Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false)], isBatch: false)
+  }
+
+  var encoded: [UInt8] { isBatch ? OutgoingMessage.encodeBatch(parts.map(\.bytes)) : parts[0].bytes }
+  var estimatedSize: Int { parts.reduce(16) { $0 + $1.bytes.count } }
+}
+
+/// A notification for one subscriber, complete except for `seq`, which is stamped when it is handed to the
+/// transport.
+struct StagedNotification {
+  var notification: any ServerNotificationType
+  /// For `tips/shouldDisplayChanged`: the tip and value, so a newer one for the same subscription and tip can
+  /// replace it while it waits behind back-pressure.
+  var shouldDisplay: (tipID: String, value: Bool)?
+
+  var subscription: String { notification.subscription }
+  static let estimatedSize = 256
+}
+
+/// Output to one connection, as a state machine whose event methods return actions (the shape of swift-nio's
+/// `…StateMachine` types): no I/O here, so it is tested on its own.
+///
+/// - **Staged** items wait for the turn's commit (group commit: nothing acknowledges a change that could still be
+///   lost). ``commitFinished(success:failure:)`` releases them, replacing the success of a durable request by the
+///   failure when the commit failed.
+/// - **Released** items are handed to the transport while it holds less than `highWater` bytes; the rest wait in the
+///   **queue**, where a newer `tips/shouldDisplayChanged` for the same subscription and tip replaces the waiting one
+///   (or removes it, if its value is what the client last received: never the same value twice in a row).
+/// - A queue over `queueLimit` bytes disconnects the client (memory stays bounded by the limit plus one reply).
+/// - **Input back-pressure**: ``mustPauseInput(transportPending:)`` says when to stop reading this client; reading
+///   resumes once everything owed is written.
+/// - `seq` numbers what the client receives per subscription, from 1, with no gaps.
+struct OutboundStateMachine {
+  enum Action: Equatable {
+    /// Hand these bytes (one message, unframed) to the transport.
+    case write([UInt8])
+    /// Stop reading the client's requests until it takes what it is owed.
+    case pauseReading
+    /// Read again.
+    case resumeReading
+    /// Everything owed is written and the connection is closing: close after flushing.
+    case close
+    /// The client did not read and its queue passed the limit: close at once (`queuedBytes` for the log).
+    case disconnect(queuedBytes: Int)
+  }
+
+  struct CoalesceKey: Hashable {
+    var subscription: String
+    var tipID: String
+  }
+
+  enum Item {
+    case reply(StagedReply)
+    case notification(StagedNotification)
+
+    var estimatedSize: Int {
+      switch self {
+      case .reply(let reply): reply.estimatedSize
+      case .notification: StagedNotification.estimatedSize
+      }
+    }
+  }
+
+  /// Transport bytes above which output waits in the queue (where notifications coalesce).
+  let highWater: Int
+  /// Queued bytes above which the client is disconnected.
+  let queueLimit: Int
+
+  private(set) var staged: [Item] = []
+  private(set) var stagedBytes = 0
+  private var released: [Item] = []
+  private var releasedHead = 0
+  /// Waiting behind back-pressure; nil marks a notification removed by coalescing.
+  private var queue: [Item?] = []
+  private var queueHead = 0
+  private(set) var queuedBytes = 0
+  private var coalesce: [CoalesceKey: Int] = [:]
+  /// The `shouldDisplay` the client last received per subscription and tip (in a notification or an observe result).
+  private var lastDelivered: [CoalesceKey: Bool] = [:]
+  private var seq: [String: Int64] = [:]
+  /// The connection is closing: deliver what is owed, then close.
+  private(set) var closing = false
+  private var closeIssued = false
+  private(set) var inputPaused = false
+
+  init(highWater: Int, queueLimit: Int) {
+    self.highWater = highWater
+    self.queueLimit = queueLimit
+  }
+
+  // MARK: Events
+
+  /// Stages an item for the turn's commit.
+  mutating func stage(_ item: Item) {
+    guard !closeIssued else { return }
+    staged.append(item)
+    stagedBytes += item.estimatedSize
+  }
+
+  /// The turn's commit finished: staged items are released for delivery. When it failed, each durable response is
+  /// replaced by `failure(id)`.
+  mutating func commitFinished(success: Bool, failure: (RequestID?) -> [UInt8]) {
+    guard !staged.isEmpty else { return }
+    for var item in staged {
+      if !success, case .reply(var reply) = item {
+        for index in reply.parts.indices where reply.parts[index].durable {
+          reply.parts[index].bytes = failure(reply.parts[index].id)
+        }
+        item = .reply(reply)
+      }
+      released.append(item)
+    }
+    staged.removeAll(keepingCapacity: true)
+    stagedBytes = 0
+  }
+
+  /// The client sent `exit` on a socket, broke the framing, or the daemon is stopping: deliver what is owed, then
+  /// ``Action/close``.
+  mutating func beginClosing() { closing = true }
+
+  /// The observe result gave the client this value: a later notification equal to it is not sent.
+  mutating func given(subscription: String, tipID: String, shouldDisplay: Bool) {
+    lastDelivered[CoalesceKey(subscription: subscription, tipID: tipID)] = shouldDisplay
+  }
+
+  /// A subscription ended: its notifications still owed are dropped.
+  mutating func subscriptionEnded(_ id: String) {
+    func keep(_ item: Item?) -> Bool {
+      guard case .notification(let note)? = item else { return true }
+      return note.subscription != id
+    }
+    staged.removeAll { !keep($0) }
+    stagedBytes = staged.reduce(0) { $0 + $1.estimatedSize }
+    released = released[releasedHead...].filter { keep($0) }
+    releasedHead = 0
+    for index in queueHead..<queue.count where !keep(queue[index]) {
+      queuedBytes -= queue[index]?.estimatedSize ?? 0
+      queue[index] = nil
+    }
+    coalesce = coalesce.filter { $0.key.subscription != id }
+    lastDelivered = lastDelivered.filter { $0.key.subscription != id }
+    seq[id] = nil
+  }
+
+  // MARK: Decisions
+
+  /// Whether the next request must wait: this client is owed more than `highWater` bytes. Returns
+  /// ``Action/pauseReading`` the first time.
+  mutating func mustPauseInput(transportPending: Int) -> (wait: Bool, action: Action?) {
+    guard stagedBytes + queuedBytes + transportPending > highWater else { return (false, nil) }
+    if inputPaused { return (true, nil) }
+    inputPaused = true
+    return (true, .pauseReading)
+  }
+
+  /// Whether a batch's replies (`bytes` so far) would pass the per-connection bound.
+  func exceedsBound(adding bytes: Int) -> Bool {
+    bytes + stagedBytes + queuedBytes > queueLimit
+  }
+
+  /// Anything left to do for this connection in a later turn.
+  var hasWork: Bool {
+    !staged.isEmpty || releasedHead < released.count || queuedCount > 0 || inputPaused || (closing && !closeIssued)
+  }
+
+  private var queuedCount: Int { queue.count - queueHead }
+
+  /// The next thing to do, given the bytes the transport holds now; nil when there is nothing until the transport
+  /// drains or a new turn stages more. Call again after performing each action.
+  mutating func nextAction(transportPending: Int) -> Action? {
+    guard !closeIssued else { return nil }
+    while releasedHead < released.count {
+      let item = released[releasedHead]
+      releasedHead += 1
+      if queuedCount == 0 && transportPending < highWater {
+        if let bytes = deliver(item) { return .write(bytes) }
+        continue
+      }
+      if let action = enqueue(item) { return action }
+    }
+    if releasedHead > 0 {
+      released.removeAll(keepingCapacity: true)
+      releasedHead = 0
+    }
+    while queuedCount > 0 && transportPending < highWater {
+      let item = dequeue()
+      if let item, let bytes = deliver(item) { return .write(bytes) }
+    }
+    compactQueue()
+    if closing && queuedCount == 0 && staged.isEmpty {
+      closeIssued = true
+      return .close
+    }
+    if inputPaused && queuedCount == 0 && transportPending < highWater {
+      inputPaused = false
+      return .resumeReading
+    }
+    return nil
+  }
+
+  // MARK: Queue
+
+  /// Queues an item behind back-pressure, coalescing `tips/shouldDisplayChanged` per subscription and tip.
+  private mutating func enqueue(_ item: Item) -> Action? {
+    if case .notification(let note) = item, let (tipID, value) = note.shouldDisplay {
+      let key = CoalesceKey(subscription: note.subscription, tipID: tipID)
+      if let index = coalesce[key] {
+        queuedBytes -= queue[index]?.estimatedSize ?? 0
+        if value == lastDelivered[key] {
+          // The client already has this value: the waiting notification goes, and nothing replaces it.
+          queue[index] = nil
+          coalesce[key] = nil
+        } else {
+          queue[index] = item
+          queuedBytes += item.estimatedSize
+        }
+        return nil
+      }
+      coalesce[key] = queue.count
+    }
+    queue.append(item)
+    queuedBytes += item.estimatedSize
+    guard queuedBytes > queueLimit else { return nil }
+    let owed = queuedBytes
+    clearQueue()
+    closing = true
+    closeIssued = true
+    return .disconnect(queuedBytes: owed)
+  }
+
+  private mutating func dequeue() -> Item? {
+    let item = queue[queueHead]
+    if case .notification(let note)? = item, let (tipID, _) = note.shouldDisplay {
+      let key = CoalesceKey(subscription: note.subscription, tipID: tipID)
+      if coalesce[key] == queueHead { coalesce[key] = nil }
+    }
+    queue[queueHead] = nil
+    queueHead += 1
+    queuedBytes -= item?.estimatedSize ?? 0
+    return item
+  }
+
+  /// Releases the consumed head of the queue once it is empty or mostly consumed.
+  private mutating func compactQueue() {
+    if queueHead == queue.count {
+      clearQueue()
+    } else if queueHead > 1024 && queueHead * 2 > queue.count {
+      queue.removeFirst(queueHead)
+      coalesce = coalesce.mapValues { $0 - queueHead }
+      queueHead = 0
+    }
+  }
+
+  private mutating func clearQueue() {
+    queue.removeAll(keepingCapacity: false)
+    queueHead = 0
+    queuedBytes = 0
+    coalesce.removeAll()
+  }
+
+  /// Encodes an item for the transport, stamping a notification's `seq`.
+  private mutating func deliver(_ item: Item) -> [UInt8]? {
+    switch item {
+    case .reply(let reply):
+      return reply.encoded
+    case .notification(var note):
+      let next = (seq[note.subscription] ?? 0) + 1
+      seq[note.subscription] = next
+      note.notification.seq = next
+      if let (tipID, value) = note.shouldDisplay {
+        lastDelivered[CoalesceKey(subscription: note.subscription, tipID: tipID)] = value
+      }
+      return note.notification.encoded()
+    }
+  }
+}

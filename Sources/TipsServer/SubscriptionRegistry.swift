@@ -1,0 +1,157 @@
+import TipsEngine
+import TipsProtocol
+
+/// Every `tips/observe` and `actions/subscribe` subscription, and the one place that turns engine changes and
+/// performed actions into complete notifications for their subscribers.
+final class SubscriptionRegistry {
+  /// A `tips/observe` subscription.
+  final class Observer {
+    let id: String
+    unowned let session: Session
+    /// nil: every tip, including tips registered later.
+    let tipIDs: Set<String>?
+    let groups: Set<String>
+    /// The `shouldDisplay` of the newest notification made for each tip (or given in the observe result); a change
+    /// equal to it is not announced again.
+    var lastAnnounced: [String: Bool] = [:]
+
+    init(id: String, session: Session, tipIDs: Set<String>?, groups: Set<String>) {
+      self.id = id
+      self.session = session
+      self.tipIDs = tipIDs
+      self.groups = groups
+    }
+
+    func watches(tip id: String) -> Bool { tipIDs?.contains(id) ?? true }
+  }
+
+  /// An `actions/subscribe` subscription.
+  final class ActionSubscriber {
+    let id: String
+    unowned let session: Session
+    /// nil: actions of every tip.
+    let tipIDs: Set<String>?
+
+    init(id: String, session: Session, tipIDs: Set<String>?) {
+      self.id = id
+      self.session = session
+      self.tipIDs = tipIDs
+    }
+  }
+
+  enum Kind { case observe, actions }
+
+  private(set) var observers: [String: Observer] = [:]
+  private(set) var actionSubscribers: [String: ActionSubscriber] = [:]
+  /// Subscription ids issued so far (`sub-1`, `sub-2`, …).
+  private var issued = 0
+
+  var count: Int { observers.count + actionSubscribers.count }
+
+  private func makeID() -> String {
+    issued += 1
+    return "sub-\(issued)"
+  }
+
+  /// Whether this daemon ever issued `id` (unsubscribing an issued id that is gone is fine; a never-issued one is an
+  /// error: a typo, or an id from another daemon run).
+  func isIssued(_ id: String) -> Bool {
+    guard id.hasPrefix("sub-"), let number = Int(id.dropFirst(4)) else { return false }
+    return number >= 1 && number <= issued
+  }
+
+  /// A new `tips/observe` subscription; `initial` are the values the observe result gives the client.
+  func observe(session: Session, tipIDs: Set<String>?, groups: Set<String>, initial: [TipState]) -> String {
+    let observer = Observer(id: makeID(), session: session, tipIDs: tipIDs, groups: groups)
+    for state in initial {
+      observer.lastAnnounced[state.id] = state.shouldDisplay
+      session.outbound.given(subscription: observer.id, tipID: state.id, shouldDisplay: state.shouldDisplay)
+    }
+    observers[observer.id] = observer
+    session.subscriptions.insert(observer.id)
+    return observer.id
+  }
+
+  /// A new `actions/subscribe` subscription.
+  func subscribeActions(session: Session, tipIDs: Set<String>?) -> String {
+    let subscriber = ActionSubscriber(id: makeID(), session: session, tipIDs: tipIDs)
+    actionSubscribers[subscriber.id] = subscriber
+    session.subscriptions.insert(subscriber.id)
+    return subscriber.id
+  }
+
+  /// Ends `session`'s own subscription of that kind; false when it is gone or another connection's.
+  func unsubscribe(_ id: String, kind: Kind, session: Session) -> Bool {
+    let owner: Session? =
+      switch kind {
+      case .observe: observers[id]?.session
+      case .actions: actionSubscribers[id]?.session
+      }
+    guard owner === session else { return false }
+    end(id, session: session)
+    return true
+  }
+
+  /// Drops every subscription of a connection that closed.
+  func removeAll(of session: Session) {
+    for id in session.subscriptions {
+      observers[id] = nil
+      actionSubscribers[id] = nil
+    }
+    session.subscriptions.removeAll()
+  }
+
+  private func end(_ id: String, session: Session) {
+    observers[id] = nil
+    actionSubscribers[id] = nil
+    session.subscriptions.remove(id)
+    session.outbound.subscriptionEnded(id)
+  }
+
+  // MARK: Notifications
+
+  /// The notifications an engine mutation's changes cause: one `tips/shouldDisplayChanged` per observer of a tip
+  /// whose value differs from the last one announced to it, one `groups/currentTipChanged` per observer of a group.
+  func notifications(for changes: [Change], engine: Engine) -> [(Session, StagedNotification)] {
+    guard !changes.isEmpty, !observers.isEmpty else { return [] }
+    var out: [(Session, StagedNotification)] = []
+    for change in changes {
+      switch change {
+      case .tip(let state):
+        // Content is built once per locale among the subscribers.
+        var contents: [String: TipContent] = [:]
+        for observer in observers.values where observer.watches(tip: state.id) {
+          guard observer.lastAnnounced[state.id] != state.shouldDisplay else { continue }
+          observer.lastAnnounced[state.id] = state.shouldDisplay
+          let locale = observer.session.locale
+          let content = contents[locale ?? ""] ?? TipContent(engine.definition(of: state.id), id: state.id, locale: locale)
+          contents[locale ?? ""] = content
+          let note = ShouldDisplayChangedNotification(
+            subscription: observer.id, id: state.id, shouldDisplay: state.shouldDisplay,
+            status: StatusInfo(state.status), tip: content)
+          out.append((observer.session, StagedNotification(notification: note, shouldDisplay: (state.id, state.shouldDisplay))))
+        }
+      case .groupCurrentTip(let group, let tipID):
+        for observer in observers.values where observer.groups.contains(group) {
+          let note = CurrentTipChangedNotification(subscription: observer.id, group: group, tipID: tipID)
+          out.append((observer.session, StagedNotification(notification: note, shouldDisplay: nil)))
+        }
+      }
+    }
+    return out
+  }
+
+  /// `tips/actionPerformed` for every subscriber to the tip's actions: the performed action, always as an array,
+  /// titled in the subscriber's locale.
+  func actionNotifications(tip definition: TipDefinition, actionIndex index: Int) -> [(Session, StagedNotification)] {
+    var out: [(Session, StagedNotification)] = []
+    for subscriber in actionSubscribers.values where subscriber.tipIDs?.contains(definition.id) ?? true {
+      let action = definition.localized(for: subscriber.session.locale).actions[index]
+      let note = ActionPerformedNotification(
+        subscription: subscriber.id, tipID: definition.id,
+        actions: [ActionInfo(id: action.id, title: action.title, index: index)])
+      out.append((subscriber.session, StagedNotification(notification: note, shouldDisplay: nil)))
+    }
+    return out
+  }
+}

@@ -1,0 +1,60 @@
+import TipsEngine
+import TipsTransport
+
+/// Time-driven re-evaluation on the system clock: a timer armed for the engine's next time-driven change (a donation
+/// leaving a `within` window, a cooldown ending), re-armed at the end of every turn. (Under the virtual clock time
+/// moves only by request, and `clock/advance` re-evaluates itself.)
+final class TimeDriver {
+  private let timer: any LoopTimer
+  private let engine: Engine
+  private let logger: Logger
+  /// Receives the mutation of time passing.
+  private let timePassed: (Mutation) -> Void
+  /// The instant the timer is armed for.
+  private var scheduled: Timestamp?
+
+  init(timer: any LoopTimer, engine: Engine, logger: Logger, timePassed: @escaping (Mutation) -> Void) {
+    self.timer = timer
+    self.engine = engine
+    self.logger = logger
+    self.timePassed = timePassed
+  }
+
+  /// Arms (or re-arms, or cancels) the timer for the engine's next change.
+  func reschedule() {
+    if let due = scheduled, due <= engine.clock.now() {
+      // The instant has passed but another callback ran before the timer: catch up now, or the engine (which only
+      // reports future instants) would make us cancel a change that is due.
+      timer.stop()
+      scheduled = nil
+      fire()
+      return
+    }
+    guard let next = engine.nextChangeTime() else {
+      if scheduled != nil {
+        logger.trace("time-driven wake-up cancelled")
+        timer.stop()
+        scheduled = nil
+      }
+      return
+    }
+    guard next != scheduled else { return }
+    scheduled = next
+    let delay = max(0, next - engine.clock.now())
+    // Round up so the timer never fires just before the instant and finds nothing to do.
+    let milliseconds = UInt64(min(delay * 1000, 86_400_000).rounded(.up)) + 1
+    logger.trace("time-driven wake-up armed", [("at", String(next)), ("ms", String(milliseconds))])
+    timer.start(afterMilliseconds: milliseconds) { [unowned self] in
+      self.scheduled = nil
+      self.fire()
+    }
+  }
+
+  private func fire() {
+    logger.trace("time-driven wake-up")
+    timePassed(engine.advanceTime())
+  }
+
+  func stop() { timer.stop() }
+  func close() { timer.close() }
+}

@@ -1,0 +1,46 @@
+"""Every request method the daemon answers, as this client knows them.
+
+Byte-wise sorted, like the daemon's registry (``Messages.requests`` in Sources/TipsProtocol/Messages.swift); a Swift
+test (RegistryTests.pythonMethodListMatchesTheRegistry) fails when the two differ, so a method added to the daemon
+is added here too. ``TipsClient.request`` accepts any method name; this list is for tooling and for checking.
+"""
+
+METHODS = (
+    "actions/subscribe",
+    "actions/unsubscribe",
+    "clock/advance",
+    "clock/now",
+    "clock/set",
+    "datastore/reset",
+    "events/configure",
+    "events/donate",
+    "groups/register",
+    "groups/unregister",
+    "initialize",
+    "parameters/define",
+    "parameters/set",
+    "rpc.discover",
+    "shutdown",
+    "testing/clear",
+    "testing/hideAllTips",
+    "testing/hideTips",
+    "testing/showAllTips",
+    "testing/showTips",
+    "tips/configure",
+    "tips/displayed",
+    "tips/explain",
+    "tips/invalidate",
+    "tips/observe",
+    "tips/performAction",
+    "tips/register",
+    "tips/resetEligibility",
+    "tips/status",
+    "tips/unobserve",
+    "tips/unregister",
+)
+
+#: Notifications a client may send.
+CLIENT_NOTIFICATIONS = ("$/cancelRequest", "exit", "initialized")
+
+#: Notifications the daemon sends.
+SERVER_NOTIFICATIONS = ("groups/currentTipChanged", "tips/actionPerformed", "tips/shouldDisplayChanged")
