@@ -7,6 +7,8 @@
 # clients/python/tests/traffic_check.py validates the daemon's replies and notifications against
 # protocol/openrpc.json (needs python3 with jsonschema; TIPSD_OPENRPC=path checks another copy of the document;
 # TIPSD_TRAFFIC_CHECK=0 skips the check). The log is kept when the check fails.
+# Issue #17: TIPSD_TEST_TIMEOUT (seconds, default 30) is the hang guard of every wait in the tests; a test file
+# that runs for more than ten times that is cancelled (node --test-timeout), so a hang cannot stall the run.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -23,12 +25,19 @@ echo "clients/typescript: building with $("$TSC" --version)"
 rm -rf "$ts/dist"
 "$TSC" -p "$ts"
 
+# The per-file hang guard, in ms: 10 x TIPSD_TEST_TIMEOUT (test-support/timing.js reads the same variable).
+# node --test-timeout exists from Node 20.11; older Nodes run without the guard.
+guard=()
+if node --help 2>/dev/null | grep -q -- '--test-timeout'; then
+  guard=("--test-timeout=$(awk -v s="${TIPSD_TEST_TIMEOUT:-30}" 'BEGIN { s += 0; if (s <= 0) s = 30; printf "%d", s * 10000 }')")
+fi
+
 cd "$root"
 check=1
 case "${TIPSD_TRAFFIC_CHECK:-1}" in 0|no|false|off) check=0 ;; esac
 if [ "$check" = 0 ]; then
   echo "clients/typescript: node --test (daemon: $TIPSD_BIN)"
-  exec node --test clients/typescript/test/
+  exec node --test "${guard[@]}" clients/typescript/test/
 fi
 PYTHON="${PYTHON:-python3}"
 "$PYTHON" -c "import jsonschema, referencing" 2>/dev/null || {
@@ -39,7 +48,7 @@ log="$(mktemp "${TMPDIR:-/tmp}/tipsd-traffic-ts-XXXXXX.jsonl")"
 export TIPSD_TRAFFIC_LOG="$log"
 echo "clients/typescript: node --test (daemon: $TIPSD_BIN; traffic log: $log)"
 status=0
-node --test clients/typescript/test/ || status=$?
+node --test "${guard[@]}" clients/typescript/test/ || status=$?
 
 require=()
 [ "$TIPSD_REQUIRE" = 1 ] && require=(--require-traffic)

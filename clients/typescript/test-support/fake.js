@@ -2,6 +2,9 @@
 // An in-process stand-in for tipsd for unit tests: a transport factory whose "server" side answers JSON-RPC
 // with a tiny model (tips with a shouldDisplay flag, observe/actions subscriptions) plus per-test overrides.
 // It is not the daemon: integration tests in test/*.integration.test.js drive the real binary.
+// Like the daemon, it answers a connection's requests in order and delivers the notifications a request causes
+// before that request's reply (see barrier() in timing.js). Requests are handled in a microtask; connection
+// closes are reported in a macrotask (setTimeout 0), as a socket's would be.
 
 // The serverInfo name of every fake peer: the traffic check (clients/python/tests/traffic_check.py) skips
 // connections whose initialize result carries it, so only the real daemon's replies are validated.
@@ -128,6 +131,8 @@ class FakeDaemon {
       }
       case "events/donate":
         return { count: 1 };
+      case "tips/status":
+        return { tips: (params.ids || [...this.tips.keys()]).map((id) => this.tipState(id)) };
       case "tips/configure":
       case "parameters/set":
       case "events/configure":
@@ -187,15 +192,4 @@ function recordingLogger() {
   return logger;
 }
 
-const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
-
-async function until(predicate, { timeoutMs = 3000, stepMs = 5, what = "condition" } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await predicate()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await tick(stepMs);
-  }
-}
-
-module.exports = { FAKE_SERVER_NAME, FakeDaemon, FakeConnection, recordingLogger, tick, until };
+module.exports = { FAKE_SERVER_NAME, FakeDaemon, FakeConnection, recordingLogger };

@@ -5,6 +5,7 @@ const os = require("node:os");
 const path = require("node:path");
 const net = require("node:net");
 const { spawn, spawnSync } = require("node:child_process");
+const { TEST_TIMEOUT_MS } = require("./timing");
 
 const TIPSD = process.env.TIPSD_BIN || path.resolve(__dirname, "../../../.build/debug/tipsd");
 
@@ -21,7 +22,7 @@ function unavailable() {
   } else {
     const r = spawnSync(TIPSD, ["serve", "--stdio", "--datastore", ":memory:"], {
       input: '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.0","clientInfo":{"name":"probe"}}}\n',
-      timeout: 10_000,
+      timeout: TEST_TIMEOUT_MS,
       encoding: "utf8",
     });
     availability = /"serverInfo"/.test(r.stdout || "") ? "" : `tipsd at ${TIPSD} does not answer initialize yet (stdout: ${JSON.stringify((r.stdout || "").slice(0, 120))})`;
@@ -54,7 +55,7 @@ function tempDir() {
 }
 
 /**
- * Starts `tipsd serve --socket` and resolves once the socket file exists.
+ * Starts `tipsd serve --socket` and resolves once it accepts connections (giving up after TEST_TIMEOUT_MS).
  * Options: dir (default: a new temp dir, removed by cleanup()), socketPath, datastore (default ":memory:"),
  * clock ("virtual" by default; null for the system clock), args (extra).
  */
@@ -74,12 +75,12 @@ async function startDaemon(options = {}) {
   });
   let exited = null;
   const exit = new Promise((resolve) => proc.on("exit", (code, signal) => resolve((exited = { code, signal }))));
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + TEST_TIMEOUT_MS;
   while (!fs.existsSync(socketPath)) {
     if (exited) throw new Error(`tipsd exited (${JSON.stringify(exited)}) before creating ${socketPath}:\n${stderr}`);
     if (Date.now() > deadline) {
       proc.kill("SIGKILL");
-      throw new Error(`tipsd did not create ${socketPath} within 15 s:\n${stderr}`);
+      throw new Error(`tipsd did not create ${socketPath} within ${TEST_TIMEOUT_MS} ms (TIPSD_TEST_TIMEOUT):\n${stderr}`);
     }
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -88,7 +89,7 @@ async function startDaemon(options = {}) {
     if (exited) throw new Error(`tipsd exited (${JSON.stringify(exited)}) before listening on ${socketPath}:\n${stderr}`);
     if (Date.now() > deadline) {
       proc.kill("SIGKILL");
-      throw new Error(`tipsd did not accept connections on ${socketPath} within 15 s:\n${stderr}`);
+      throw new Error(`tipsd did not accept connections on ${socketPath} within ${TEST_TIMEOUT_MS} ms (TIPSD_TEST_TIMEOUT):\n${stderr}`);
     }
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -103,11 +104,11 @@ async function startDaemon(options = {}) {
       return exited;
     },
     exit,
-    /** Stops the daemon (SIGTERM by default) and waits for it to exit. */
+    /** Stops the daemon (SIGTERM by default) and waits for it to exit (SIGKILL after TEST_TIMEOUT_MS: a hang guard). */
     async stop(signal = "SIGTERM") {
       if (!exited) {
         proc.kill(signal);
-        const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
+        const timer = setTimeout(() => proc.kill("SIGKILL"), TEST_TIMEOUT_MS);
         await exit;
         clearTimeout(timer);
       }

@@ -1,18 +1,22 @@
 "use strict";
 // Client logic against an in-process fake daemon (test-support/fake.js): correlation, notifications,
 // subscriptions, no-op and strict modes, reconnection. The real daemon is exercised in *.integration.test.js.
+// No test depends on speed (issue #17, see test-support/timing.js): the client's timers run on a ManualClock,
+// absence is shown with a barrier (a later reply) or an empty timer queue, and waits are for conditions.
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const { createClient, connect, TipsdError, ConnectionError, TipsClient } = require("../dist/index");
-const { FAKE_SERVER_NAME, FakeDaemon, recordingLogger, tick, until } = require("../test-support/fake");
+const { FAKE_SERVER_NAME, FakeDaemon, recordingLogger } = require("../test-support/fake");
+const { ManualClock, barrier, until } = require("../test-support/timing");
 
 const fast = { initialDelayMs: 5, maxDelayMs: 20, jitter: 0 };
 
 async function setup(options = {}) {
   const daemon = new FakeDaemon();
   const logger = recordingLogger();
-  const client = await connect({ transport: daemon.factory, logger, reconnect: fast, ...options });
-  return { daemon, logger, client };
+  const clock = new ManualClock();
+  const client = await connect({ transport: daemon.factory, logger, reconnect: fast, timers: clock, ...options });
+  return { daemon, logger, client, clock };
 }
 
 test("initialize is sent first, with the protocol version and client info", async (t) => {
@@ -124,8 +128,11 @@ test("errors: strict rejects with TipsdError; lenient resolves undefined and log
 test("daemon absent: lenient calls are no-ops resolving undefined, with one warning; the client keeps retrying", async (t) => {
   const daemon = new FakeDaemon();
   daemon.down = true;
+  let attempts = 0;
+  const factory = () => (attempts++, daemon.factory());
   const logger = recordingLogger();
-  const client = await connect({ transport: daemon.factory, logger, reconnect: fast });
+  const clock = new ManualClock();
+  const client = await connect({ transport: factory, logger, reconnect: fast, timers: clock });
   t.after(() => client.close());
   assert.equal(client.state, "disconnected");
   assert.equal(await client.donate("search.opened"), undefined);
@@ -134,11 +141,16 @@ test("daemon absent: lenient calls are no-ops resolving undefined, with one warn
   const unsubscribe = client.onAction(() => {});
   assert.equal(typeof unsubscribe, "function");
   unsubscribe();
-  await tick(50); // several failed attempts
+  for (let attempt = 2; attempt <= 4; attempt++) {
+    clock.next(); // the backoff delay passes: another attempt, which fails
+    await until(() => attempts === attempt && client.state === "disconnected", { what: `attempt ${attempt} to fail` });
+  }
   assert.equal(logger.warnings.length, 1, logger.warnings.join("\n"));
   assert.match(logger.warnings[0], /cannot reach tipsd/);
   daemon.down = false;
-  assert.equal(await client.waitUntilConnected(1000), true);
+  const connected = client.waitUntilConnected(1000);
+  clock.next(); // the next retry (at most 20 ms away) comes before the 1000 ms limit
+  assert.equal(await connected, true);
   assert.deepEqual(await client.donate("search.opened"), { count: 1 });
 });
 
@@ -204,9 +216,15 @@ test("in-flight requests when the connection drops: lenient → undefined, stric
 test("requests time out after requestTimeoutMs", async (t) => {
   const daemon = new FakeDaemon();
   daemon.handlers["tips/status"] = () => FakeDaemon.NO_REPLY;
-  const client = await connect({ transport: daemon.factory, strict: true, logger: null, requestTimeoutMs: 30 });
+  const clock = new ManualClock();
+  const client = await connect({ transport: daemon.factory, strict: true, logger: null, requestTimeoutMs: 30, timers: clock });
   t.after(() => client.close());
-  await assert.rejects(client.status(), (e) => e instanceof ConnectionError && e.code === "ETIMEDOUT");
+  const status = client.status();
+  await until(() => daemon.methods("tips/status").length === 1);
+  assert.deepEqual(clock.pending(), [30], "one timer: the request's");
+  assert.equal(clock.advance(29), 0, "not due after 29 ms");
+  assert.equal(clock.advance(1), 1, "due after 30 ms");
+  await assert.rejects(status, (e) => e instanceof ConnectionError && e.code === "ETIMEDOUT");
 });
 
 test("a daemon with another major protocol version is refused", async () => {
@@ -235,7 +253,7 @@ test("observe: initial state, then changes, never the same value twice, never af
   unsubscribe();
   unsubscribe(); // idempotent
   daemon.setShouldDisplay("filter.tip", false);
-  await tick(10);
+  await barrier(client); // the notification, if any, came before this reply
   assert.deepEqual(seen, [["filter.tip", false, "initial"], ["filter.tip", true, "notification"]]);
   await until(() => daemon.methods("tips/unobserve").length === 1);
   assert.equal(daemon.subs.size, 0);
@@ -258,7 +276,7 @@ test("unsubscribing while a notification is in flight: the listener is never cal
   unsubscribe();
   offAction();
   conn.release();
-  await tick(10);
+  await barrier(client);
   assert.deepEqual(calls, [false]);
   assert.deepEqual(actionCalls, []);
 });
@@ -279,7 +297,7 @@ test("a listener unsubscribing another listener during one dispatch: the other i
   conn.held = [];
   daemon.setShouldDisplay("filter.tip", true); // two notifications, one per subscription, delivered in one run
   conn.release();
-  await tick(10);
+  await barrier(client);
   assert.deepEqual(order.slice(2), ["a:true"]);
   offA();
 });
@@ -328,8 +346,8 @@ test("observing a tip before it is registered subscribes once it is registered",
   };
   const seen = [];
   client.observe("late.tip", (c) => seen.push(c.shouldDisplay));
-  await until(() => daemon.methods("tips/observe").length === 1);
-  await tick(5);
+  await barrier(client); // the observe request went first and was refused
+  assert.equal(daemon.methods("tips/observe").length, 1);
   assert.deepEqual(seen, []);
   await client.register([{ id: "late.tip", title: "Late" }]);
   await until(() => seen.length === 1);
@@ -379,10 +397,11 @@ test("onAction: array-shaped payloads, filtered by tipIds, listener errors are c
 });
 
 test("reconnection: backoff, registrations replayed, subscriptions re-established, listeners resynchronised", async (t) => {
-  const { daemon, client, logger } = await setup();
+  const { daemon, client, logger, clock } = await setup();
   t.after(() => client.close());
   const states = [];
   client.onConnectionChange((s) => states.push(s));
+  const outages = () => states.filter((s) => s === "disconnected").length;
   await client.configure("immediate");
   await client.defineParameters([{ id: "isLoggedIn", default: false, transient: true }, { id: "plan", default: "free" }]);
   await client.setParameter("isLoggedIn", true);
@@ -403,9 +422,12 @@ test("reconnection: backoff, registrations replayed, subscriptions re-establishe
   daemon.down = true;
   daemon.crash();
   daemon.tips.clear();
-  await until(() => client.state === "disconnected");
+  await until(() => outages() === 1, { what: "the drop noticed" });
   assert.equal(await client.donate("while-down"), undefined);
-  await tick(40);
+  for (let retry = 1; retry <= 2; retry++) {
+    clock.next(); // a retry while the daemon is still down
+    await until(() => outages() === 1 + retry, { what: `retry ${retry} to fail` });
+  }
   daemon.down = false;
   daemon.handlers["tips/register"] = (params, conn) => {
     const r = daemon.builtin(conn, "tips/register", params);
@@ -413,6 +435,7 @@ test("reconnection: backoff, registrations replayed, subscriptions re-establishe
     delete daemon.handlers["tips/register"];
     return r;
   };
+  clock.next(); // the next retry succeeds
   await until(() => client.state === "connected", { what: "reconnection" });
   await until(() => seenA.length === 2 && daemon.subs.size === 3, { what: "resync" });
   assert.deepEqual(seenA, [[false, "initial"], [true, "resync"]]);
@@ -441,27 +464,29 @@ test("reconnection: backoff, registrations replayed, subscriptions re-establishe
   assert.equal(logger.warnings.filter((w) => /lost the connection|cannot reach|no-ops/.test(w)).length, 1, logger.warnings.join("\n"));
 });
 
-test("backoff grows by the factor and is capped", async () => {
+test("backoff grows by the factor and is capped; no attempt after close()", async () => {
   const daemon = new FakeDaemon();
   daemon.down = true;
-  const times = [];
+  const clock = new ManualClock();
+  const times = []; // the client's (manual) time at each connection attempt
   const factory = () => {
-    times.push(Date.now());
+    times.push(clock.now());
     return daemon.factory();
   };
-  const client = createClient({ transport: factory, logger: null, reconnect: { initialDelayMs: 20, factor: 2, maxDelayMs: 80, jitter: 0 } });
-  await until(() => times.length >= 7, { timeoutMs: 3000 });
+  const client = createClient({ transport: factory, logger: null, reconnect: { initialDelayMs: 20, factor: 2, maxDelayMs: 80, jitter: 0 }, timers: clock });
+  const delays = [];
+  for (let attempt = 1; attempt <= 7; attempt++) {
+    await until(() => times.length === attempt && client.state === "disconnected", { what: `attempt ${attempt} to fail` });
+    if (attempt < 7) delays.push(clock.next()); // the only timer pending: the retry
+  }
+  assert.deepEqual(delays, [20, 40, 80, 80, 80, 80]);
+  assert.deepEqual(times.slice(1).map((t, i) => t - times[i]), [20, 40, 80, 80, 80, 80]);
+  assert.deepEqual(clock.pending(), [80], "the next retry is scheduled");
   await client.close();
-  const gaps = times.slice(1).map((t, i) => t - times[i]);
-  // Expected 20, 40, 80, 80, 80, 80 (timers may fire late, never early).
-  const expected = [20, 40, 80, 80, 80, 80];
-  gaps.slice(0, 6).forEach((gap, i) => {
-    assert.ok(gap >= expected[i] - 2, `gap ${i} = ${gap} < ${expected[i]}`);
-    assert.ok(gap < expected[i] + 60, `gap ${i} = ${gap} much larger than ${expected[i]}`);
-  });
-  const count = times.length;
-  await tick(150);
-  assert.equal(times.length, count, "no attempts after close()");
+  assert.equal(client.state, "closed");
+  assert.deepEqual(clock.pending(), [], "close() cancelled the retry");
+  assert.equal(clock.advance(60 * 60 * 1000), 0, "nothing fires in the next hour");
+  assert.equal(times.length, 7, "no attempts after close()");
 });
 
 test("maxAttempts stops retrying; reconnect: false never retries; reconnectNow skips the wait", async () => {
@@ -473,25 +498,31 @@ test("maxAttempts stops retrying; reconnect: false never retries; reconnectNow s
     return daemon.factory();
   };
   const logger = recordingLogger();
-  const client = createClient({ transport: factory, logger, reconnect: { initialDelayMs: 1, maxAttempts: 3, jitter: 0 } });
-  await tick(80);
-  assert.equal(attempts, 3);
+  const clock = new ManualClock();
+  const client = createClient({ transport: factory, logger, reconnect: { initialDelayMs: 1, maxAttempts: 3, jitter: 0 }, timers: clock });
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    await until(() => attempts === attempt && client.state === "disconnected", { what: `attempt ${attempt} to fail` });
+    if (attempt < 3) clock.next();
+  }
   assert.ok(logger.warnings.some((w) => w.includes("giving up")));
+  assert.deepEqual(clock.pending(), [], "no retry after maxAttempts");
+  assert.equal(attempts, 3);
   daemon.down = false;
   assert.equal(await client.reconnectNow(), true);
   assert.equal(client.state, "connected");
   await client.close();
 
   let attempts2 = 0;
-  const none = createClient({ transport: () => (attempts2++, Promise.reject(new Error("nope"))), logger: null, reconnect: false });
-  await tick(30);
+  const clock2 = new ManualClock();
+  const none = createClient({ transport: () => (attempts2++, Promise.reject(new Error("nope"))), logger: null, reconnect: false, timers: clock2 });
+  await until(() => none.state === "disconnected");
+  assert.deepEqual(clock2.pending(), [], "no retry scheduled");
   assert.equal(attempts2, 1);
-  assert.equal(none.state, "disconnected");
   await none.close();
 });
 
 test("close(): pending calls settle, no reconnection, close({shutdown}) sends shutdown then exit", async () => {
-  const { daemon, client } = await setup();
+  const { daemon, client, clock } = await setup();
   daemon.handlers["events/donate"] = () => FakeDaemon.NO_REPLY;
   const pending = client.donate("x");
   await until(() => daemon.methods("events/donate").length === 1);
@@ -500,7 +531,8 @@ test("close(): pending calls settle, no reconnection, close({shutdown}) sends sh
   assert.equal(client.state, "closed");
   assert.deepEqual(daemon.log.slice(-2).map((m) => m.method), ["shutdown", "exit"]);
   const connects = daemon.connects;
-  await tick(40);
+  assert.deepEqual(clock.pending(), [], "no timer left: no retry, no request timeout");
+  assert.equal(clock.advance(60 * 60 * 1000), 0);
   assert.equal(daemon.connects, connects);
   assert.equal(await client.donate("y"), undefined);
 });

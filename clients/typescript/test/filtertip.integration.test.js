@@ -5,7 +5,7 @@ const assert = require("node:assert/strict");
 const net = require("node:net");
 const { connect, connectUnix, stdioTransport, webSocketTransport, FrameDecoder, tipVisibilityStore } = require("../dist/node");
 const { TIPSD, daemonTest, startDaemon, FILTER_TIP } = require("../test-support/tipsd");
-const { until } = require("../test-support/fake");
+const { TEST_TIMEOUT_MS, until } = require("../test-support/timing");
 
 /**
  * third search.opened → the observe listener gets true; performAction → the onAction listener gets the
@@ -75,6 +75,7 @@ for (const framing of ["newline", "contentLength"]) {
       args: ["--datastore", ":memory:", "--clock", "virtual"],
       framing,
       stderr: (text) => (stderr += text),
+      killAfterMs: TEST_TIMEOUT_MS, // only a hang guard: after shutdown + exit the child exits 0 by itself
     });
     // Record how the transport closes: a child exiting with status 0 closes without an error.
     const recording = async () => {

@@ -9,7 +9,8 @@ const os = require("node:os");
 const path = require("node:path");
 const { spawn } = require("node:child_process");
 const { connect, connectStdio, unixSocketTransport, stdioTransport } = require("../dist/node");
-const { recordingLogger, until } = require("../test-support/fake");
+const { recordingLogger } = require("../test-support/fake");
+const { ManualClock, until } = require("../test-support/timing");
 const { canConnect } = require("../test-support/tipsd");
 
 const ECHO = path.resolve(__dirname, "../test-support/echo-daemon.js");
@@ -54,9 +55,12 @@ test("unixSocketTransport: the bytes on the wire use the chosen framing", async 
     await new Promise((r) => server.once("listening", r));
     const transport = await unixSocketTransport(socketPath, { framing })();
     transport.send('{"jsonrpc":"2.0","id":1,"method":"initialize"}');
-    await until(() => received.length > 0);
-    if (framing === "newline") assert.equal(received, '{"jsonrpc":"2.0","id":1,"method":"initialize"}\n');
-    else assert.equal(received, 'Content-Length: 46\r\n\r\n{"jsonrpc":"2.0","id":1,"method":"initialize"}');
+    const expected =
+      framing === "newline"
+        ? '{"jsonrpc":"2.0","id":1,"method":"initialize"}\n'
+        : 'Content-Length: 46\r\n\r\n{"jsonrpc":"2.0","id":1,"method":"initialize"}';
+    await until(() => received.length >= expected.length); // a stream may deliver the bytes in several chunks
+    assert.equal(received, expected);
     let closed = false;
     transport.onClose = () => (closed = true);
     transport.close();
@@ -98,9 +102,12 @@ test("stdioTransport: a child that dies is reported, and replaced on reconnectio
     return factory();
   };
   const logger = recordingLogger();
-  const client = await connect({ transport: counting, logger, reconnect: { initialDelayMs: 10, jitter: 0 } });
+  const clock = new ManualClock();
+  const client = await connect({ transport: counting, logger, reconnect: { initialDelayMs: 10, jitter: 0 }, timers: clock });
   assert.equal(await client.request("crash", undefined), undefined); // the child exits with status 3 mid-request
   assert.match(logger.warnings.join("\n"), /lost the connection to tipsd: tipsd exited with status 3/);
+  assert.equal(client.state, "disconnected");
+  assert.equal(clock.next(), 10, "the retry");
   await until(() => client.connected, { what: "a fresh child" });
   assert.equal(spawned, 2);
   assert.equal((await client.request("tips/status", {})).method, "tips/status");

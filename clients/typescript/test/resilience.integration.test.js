@@ -1,13 +1,15 @@
 "use strict";
 // Resilience against the real daemon: absent daemon (no-op mode), restarts (reconnect + resync), and
-// unsubscribing while notifications are in flight.
+// unsubscribing while notifications are in flight. The reconnecting clients run on a ManualClock
+// (test-support/timing.js): they retry exactly when the test advances their time, whatever the machine's speed.
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
 const { connect, connectUnix, unixSocketTransport, ConnectionError, tipVisibilityStore } = require("../dist/node");
 const { daemonTest, startDaemon, tempDir, FILTER_TIP, holdingTransport } = require("../test-support/tipsd");
-const { recordingLogger, tick, until } = require("../test-support/fake");
+const { recordingLogger } = require("../test-support/fake");
+const { ManualClock, barrier, until } = require("../test-support/timing");
 
 const quick = { initialDelayMs: 20, maxDelayMs: 200, jitter: 0.1 };
 
@@ -17,8 +19,11 @@ test("no daemon: lenient calls resolve undefined with one warning; strict connec
   const socketPath = path.join(dir, "tipsd.sock");
 
   const logger = recordingLogger();
-  const client = await connectUnix(socketPath, { logger, reconnect: quick });
+  const clock = new ManualClock();
+  const client = await connectUnix(socketPath, { logger, reconnect: quick, timers: clock });
   t.after(() => client.close());
+  const states = [];
+  client.onConnectionChange((s) => states.push(s));
   assert.equal(client.state, "disconnected");
   assert.equal(await client.donate("search.opened"), undefined);
   assert.equal(await client.invalidate("filter.tip"), undefined);
@@ -28,7 +33,10 @@ test("no daemon: lenient calls resolve undefined with one warning; strict connec
   const off = client.observe("filter.tip", (c) => seen.push(c.shouldDisplay)); // works while absent
   const actions = [];
   client.onAction((e) => actions.push(e));
-  await tick(150);
+  for (let retry = 1; retry <= 3; retry++) {
+    clock.next(); // the backoff delay passes: a retry, which fails
+    await until(() => states.filter((s) => s === "disconnected").length === retry, { what: `retry ${retry} to fail` });
+  }
   assert.equal(logger.warnings.length, 1, logger.warnings.join("\n"));
   assert.match(logger.warnings[0], /cannot reach tipsd/);
 
@@ -37,7 +45,9 @@ test("no daemon: lenient calls resolve undefined with one warning; strict connec
   // The daemon appears: the client connects by itself, registers the tip and subscribes.
   const daemon = await startDaemon({ dir, socketPath });
   t.after(() => daemon.stop());
-  assert.equal(await client.waitUntilConnected(5000), true);
+  const connected = client.waitUntilConnected(5000);
+  clock.next(); // the next retry (at most 200 ms away) comes before the 5000 ms limit
+  assert.equal(await connected, true);
   await until(() => seen.length === 1, { what: "initial state once connected" });
   assert.deepEqual(seen, [false]);
   for (let i = 0; i < 3; i++) await client.donate("search.opened");
@@ -59,8 +69,9 @@ test("the daemon restarts on the same socket with a file datastore: reconnect, r
   t.after(() => daemon.stop());
 
   const logger = recordingLogger();
-  // A long first retry delay leaves room for another client to change state before this one is back.
-  const client = await connectUnix(socketPath, { logger, reconnect: { initialDelayMs: 700, maxDelayMs: 700, jitter: 0 } });
+  // The client retries only when the test advances its clock: another client changes state before it is back.
+  const clock = new ManualClock();
+  const client = await connectUnix(socketPath, { logger, reconnect: { initialDelayMs: 700, maxDelayMs: 700, jitter: 0 }, timers: clock });
   t.after(() => client.close());
   const states = [];
   client.onConnectionChange((s) => states.push(s));
@@ -88,9 +99,11 @@ test("the daemon restarts on the same socket with a file datastore: reconnect, r
   assert.deepEqual(await other.donate("search.opened"), { count: 3 }, "donations survived the restart");
   assert.equal((await other.status(["filter.tip"])).tips[0].shouldDisplay, true);
   await other.close();
-  assert.equal(seen.length, 1, "not reconnected yet");
+  assert.equal(client.state, "disconnected", "not reconnected yet");
+  assert.equal(seen.length, 1);
 
-  await until(() => client.state === "connected", { timeoutMs: 5000, what: "reconnection" });
+  assert.equal(clock.next(), 700, "the retry");
+  await until(() => client.state === "connected", { what: "reconnection" });
   await until(() => seen.length === 2, { what: "resync" });
   assert.deepEqual(seen, [[false, "initial"], [true, "resync"]]);
   await until(() => store.getSnapshot() === true, { what: "store resync" });
@@ -107,7 +120,8 @@ test("the daemon restarts on the same socket with a file datastore: reconnect, r
   await daemon.stop("SIGKILL");
   await until(() => client.state === "disconnected");
   daemon = await startDaemon({ dir, socketPath, datastore });
-  await until(() => client.state === "connected", { timeoutMs: 5000, what: "reconnection after a crash" });
+  assert.equal(clock.next(), 700, "the retry");
+  await until(() => client.state === "connected", { what: "reconnection after a crash" });
   assert.equal((await client.status(["filter.tip"])).tips[0].status, "invalidated", "the acknowledged invalidation survived");
 });
 
@@ -115,7 +129,8 @@ test("a stdio daemon that dies is replaced by a fresh child, with registrations 
   const { connectStdio } = require("../dist/node");
   const { TIPSD } = require("../test-support/tipsd");
   const logger = recordingLogger();
-  const client = await connectStdio({ command: TIPSD, args: ["--datastore", ":memory:", "--clock", "virtual"], logger, reconnect: quick });
+  const clock = new ManualClock();
+  const client = await connectStdio({ command: TIPSD, args: ["--datastore", ":memory:", "--clock", "virtual"], logger, reconnect: quick, timers: clock });
   t.after(() => client.close());
   await client.register([FILTER_TIP]);
   const seen = [];
@@ -124,8 +139,9 @@ test("a stdio daemon that dies is replaced by a fresh child, with registrations 
   await until(() => seen.length === 2);
   // Kill the child: the client spawns a new one (an empty in-memory datastore), re-registers the tip and resyncs.
   client.exit();
-  await until(() => client.state !== "connected", { what: "child gone" });
-  await until(() => client.state === "connected", { timeoutMs: 5000, what: "new child" });
+  await until(() => client.state === "disconnected", { what: "child gone" }); // and it stays so until the clock moves
+  clock.next(); // the retry spawns a new child
+  await until(() => client.state === "connected", { what: "new child" });
   await until(() => seen.length === 3, { what: "resync to false" });
   assert.deepEqual(seen, [false, true, false]);
   assert.deepEqual(await client.donate("search.opened"), { count: 1 });
@@ -147,7 +163,7 @@ test("unsubscribing while notifications are in flight: the listeners are never c
   client.observe("filter.tip", (c) => keepCalls.push(c.shouldDisplay)); // a second listener that stays
   const offAction = client.onAction((e) => calls.push(e));
   await until(() => calls.length === 1 && keepCalls.length === 1);
-  await client.status(); // the subscriptions are in place
+  await barrier(client); // the subscriptions are in place
 
   holder.hold();
   for (let i = 0; i < 3; i++) await driver.donate("search.opened");
@@ -161,8 +177,7 @@ test("unsubscribing while notifications are in flight: the listeners are never c
   unobserve();
   offAction();
   holder.release();
-  await client.status(); // a round trip after the unsubscriptions
-  await tick(20);
+  await barrier(client); // a round trip after the unsubscriptions: every notification sent before it is dispatched
   assert.deepEqual(calls, [false]);
   assert.deepEqual(keepCalls, [false, true, false]);
 });
@@ -185,7 +200,8 @@ test("a client vanishing mid-flight does not disturb the daemon or other clients
     await Promise.all(pending); // lenient: in-flight calls settle (to a result or undefined), never reject
   }
   assert.equal(daemon.exited, null, "the daemon is still running");
-  await survivor.donate("search.opened");
+  // Whether the vanished clients' donations were processed does not matter: three more make the tip displayable.
+  for (let i = 0; i < 3; i++) await survivor.donate("search.opened");
   await until(() => seen.includes(true), { what: "survivor notified" });
   assert.ok((await survivor.status(["filter.tip"])).tips[0].shouldDisplay);
 });

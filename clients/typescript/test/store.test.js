@@ -2,13 +2,15 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const { connect, tipVisibilityStore } = require("../dist/index");
-const { FakeDaemon, tick, until } = require("../test-support/fake");
+const { FakeDaemon } = require("../test-support/fake");
+const { ManualClock, barrier, until } = require("../test-support/timing");
 
 async function setup() {
   const daemon = new FakeDaemon();
-  const client = await connect({ transport: daemon.factory, logger: null, reconnect: { initialDelayMs: 5, maxDelayMs: 10, jitter: 0 } });
+  const clock = new ManualClock(); // the client retries only when a test advances it
+  const client = await connect({ transport: daemon.factory, logger: null, reconnect: { initialDelayMs: 5, maxDelayMs: 10, jitter: 0 }, timers: clock });
   await client.register([{ id: "filter.tip", title: "Filter" }]);
-  return { daemon, client };
+  return { daemon, client, clock };
 }
 
 test("tipVisibilityStore: subscribe/getSnapshot follow shouldDisplay, as useSyncExternalStore expects", async (t) => {
@@ -32,7 +34,7 @@ test("tipVisibilityStore: subscribe/getSnapshot follow shouldDisplay, as useSync
   unsubscribe();
   await until(() => daemon.methods("tips/unobserve").length === 1);
   daemon.setShouldDisplay("filter.tip", true);
-  await tick(10);
+  await barrier(client);
   assert.equal(renders, 2);
 });
 
@@ -44,18 +46,18 @@ test("tipVisibilityStore: cached per client and tip, one daemon subscription for
   assert.notEqual(tipVisibilityStore(client, "other.tip"), a);
   assert.notEqual(tipVisibilityStore(client, "filter.tip", { hideWhileDisconnected: false }), a);
   const offs = [a.subscribe(() => {}), a.subscribe(() => {}), a.subscribe(() => {})];
-  await tick(10);
+  await barrier(client); // after the observe result
   assert.equal(daemon.methods("tips/observe").length, 1);
   offs[0]();
   offs[1]();
-  await tick(10);
+  await barrier(client);
   assert.equal(daemon.methods("tips/unobserve").length, 0);
   offs[2]();
   await until(() => daemon.methods("tips/unobserve").length === 1);
 });
 
 test("tipVisibilityStore: false while disconnected, the daemon's value again after reconnecting", async (t) => {
-  const { daemon, client } = await setup();
+  const { daemon, client, clock } = await setup();
   t.after(() => client.close());
   const store = tipVisibilityStore(client, "filter.tip");
   const keep = tipVisibilityStore(client, "filter.tip", { hideWhileDisconnected: false });
@@ -65,9 +67,10 @@ test("tipVisibilityStore: false while disconnected, the daemon's value again aft
   daemon.setShouldDisplay("filter.tip", true);
   await until(() => store.getSnapshot() === true && keep.getSnapshot() === true);
   daemon.crash();
-  await until(() => client.state !== "connected");
+  await until(() => client.state === "disconnected"); // and it stays so until the clock moves
   assert.equal(store.getSnapshot(), false);
   assert.equal(keep.getSnapshot(), true);
+  clock.next(); // the retry
   await until(() => client.state === "connected");
   await until(() => store.getSnapshot() === true);
   assert.ok(changes >= 3);
@@ -88,7 +91,7 @@ test("tipVisibilityStore: a store unsubscribing during its own notification is s
   });
   daemon.setShouldDisplay("filter.tip", true);
   await until(() => store.getSnapshot() === true);
-  await tick(5);
+  await barrier(client);
   assert.equal(calls, 1);
   off1();
 });

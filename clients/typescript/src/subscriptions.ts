@@ -1,0 +1,279 @@
+/**
+ * Subscriptions and listeners: `observe` and `onAction` subscribers, establishing them on each connection
+ * (`tips/observe`, `actions/subscribe`) and ending them (`tips/unobserve`, `actions/unsubscribe`), dispatching
+ * `tips/shouldDisplayChanged`, `groups/currentTipChanged` and `tips/actionPerformed` to the right listener,
+ * never the same value twice in a row and never after unsubscribing, and resynchronising observers from the
+ * `tips/observe` result after a reconnection.
+ */
+import { TipsdError } from "./errors";
+import {
+  Action,
+  ActionPerformedParams,
+  CurrentTipChangedParams,
+  ErrorCode,
+  ObserveParams,
+  ObserveResult,
+  Reason,
+  ShouldDisplayChangedParams,
+  Status,
+  TipContent,
+} from "./protocol";
+import { asError, RpcConnection } from "./calls";
+import type { ConnectionState } from "./connection";
+import { Logger, logAt } from "./options";
+
+/** Returned by every subscription; calling it more than once is harmless. */
+export type Unsubscribe = () => void;
+
+/** Why a listener is being called. */
+export type ChangeCause =
+  /** The first state seen, from the `tips/observe` result. */
+  | "initial"
+  /** A server notification. */
+  | "notification"
+  /** After a reconnection, the `tips/observe` result differed from what the listener last saw. */
+  | "resync";
+
+/** A tip's visibility as delivered to an `observe` listener. */
+export interface TipChange {
+  type: "tip";
+  id: string;
+  shouldDisplay: boolean;
+  status: Status;
+  reason?: Reason;
+  tip: TipContent;
+  cause: ChangeCause;
+}
+
+/** A group's current tip as delivered to an `observe` listener. */
+export interface GroupChange {
+  type: "group";
+  group: string;
+  tipId: string | null;
+  cause: ChangeCause;
+}
+
+/** What an `onAction` listener receives: the tip and its performed actions (always an array). */
+export interface ActionEvent {
+  tipId: string;
+  actions: Action[];
+}
+
+export type ObserveTarget = string | { ids?: string[]; groups?: string[] };
+
+interface Observer {
+  kind: "observer";
+  params: ObserveParams;
+  listener: (change: TipChange | GroupChange) => void;
+  active: boolean;
+  conn?: RpcConnection;
+  subscription?: string | number;
+  /** Set while a `tips/observe` for this connection is in flight. */
+  requesting?: RpcConnection;
+  lastTip: Map<string, boolean>;
+  lastGroup: Map<string, string | null>;
+}
+
+interface ActionSubscriber {
+  kind: "actions";
+  tipIds?: string[];
+  listener: (event: ActionEvent) => void;
+  active: boolean;
+  conn?: RpcConnection;
+  subscription?: string | number;
+  requesting?: RpcConnection;
+}
+
+type Subscriber = Observer | ActionSubscriber;
+
+function subKey(id: string | number): string {
+  return typeof id === "number" ? `n${id}` : `s${id}`;
+}
+
+/** What subscriptions need from the connection manager. */
+export interface SubscriptionLink {
+  readonly state: ConnectionState;
+  readonly current: RpcConnection | null;
+}
+
+export class Subscriptions {
+  private readonly observers = new Set<Observer>();
+  private readonly actionSubscribers = new Set<ActionSubscriber>();
+  /** Per connection: server subscription id (see subKey) → local subscriber. */
+  private readonly routes = new WeakMap<RpcConnection, Map<string, Subscriber>>();
+
+  constructor(private readonly link: SubscriptionLink, private readonly logger: Logger) {}
+
+  observe(target: ObserveTarget, listener: (change: TipChange | GroupChange) => void): Unsubscribe {
+    const params: ObserveParams =
+      typeof target === "string"
+        ? { ids: [target] }
+        : { ...(target.ids ? { ids: [...target.ids] } : {}), ...(target.groups ? { groups: [...target.groups] } : {}) };
+    const observer: Observer = { kind: "observer", params, listener, active: true, lastTip: new Map(), lastGroup: new Map() };
+    this.observers.add(observer);
+    this.subscribeIfConnected(observer);
+    return () => this.unsubscribe(observer);
+  }
+
+  onAction(listener: (event: ActionEvent) => void, options: { tipIds?: string[] }): Unsubscribe {
+    const subscriber: ActionSubscriber = { kind: "actions", tipIds: options.tipIds ? [...options.tipIds] : undefined, listener, active: true };
+    this.actionSubscribers.add(subscriber);
+    this.subscribeIfConnected(subscriber);
+    return () => this.unsubscribe(subscriber);
+  }
+
+  /** A new connection is up: subscribes every live subscriber on it, observers first. */
+  attach(conn: RpcConnection): void {
+    for (const o of this.observers) {
+      o.conn = undefined;
+      o.subscription = undefined;
+      this.subscribe(conn, o);
+    }
+    for (const a of this.actionSubscribers) {
+      a.conn = undefined;
+      a.subscription = undefined;
+      this.subscribe(conn, a);
+    }
+  }
+
+  /** The connection was lost: the server-side subscriptions went with it. */
+  detach(conn: RpcConnection): void {
+    this.routes.delete(conn);
+    for (const o of this.observers) if (o.conn === conn) o.conn = undefined;
+    for (const a of this.actionSubscribers) if (a.conn === conn) a.conn = undefined;
+  }
+
+  /** `close()`: no listener is called again. */
+  clear(): void {
+    for (const o of this.observers) o.active = false;
+    for (const a of this.actionSubscribers) a.active = false;
+    this.observers.clear();
+    this.actionSubscribers.clear();
+    if (this.link.current) this.routes.delete(this.link.current);
+  }
+
+  /** Re-tries subscriptions that failed (typically observing a tip before it was registered). */
+  resubscribePending(): void {
+    const conn = this.link.current;
+    if (!conn || !conn.open || this.link.state !== "connected") return;
+    for (const o of this.observers) if (o.conn !== conn) this.subscribe(conn, o);
+  }
+
+  dispatch(conn: RpcConnection, method: string, params: unknown): void {
+    if (!params || typeof params !== "object") return;
+    const p = params as { subscription?: string | number };
+    if (p.subscription === undefined) return;
+    const sub = this.routes.get(conn)?.get(subKey(p.subscription));
+    if (!sub || !sub.active || sub.conn !== conn) {
+      logAt(this.logger, "debug", `${method} for an unknown or ended subscription ${String(p.subscription)}`);
+      return;
+    }
+    if (method === "tips/shouldDisplayChanged" && sub.kind === "observer") {
+      const n = params as ShouldDisplayChangedParams;
+      if (sub.lastTip.get(n.id) === n.shouldDisplay) return;
+      sub.lastTip.set(n.id, n.shouldDisplay);
+      const change: TipChange = { type: "tip", id: n.id, shouldDisplay: n.shouldDisplay, status: n.status, tip: n.tip, cause: "notification" };
+      if (n.reason !== undefined) change.reason = n.reason;
+      this.callListener(sub, change);
+    } else if (method === "groups/currentTipChanged" && sub.kind === "observer") {
+      const n = params as CurrentTipChangedParams;
+      if (sub.lastGroup.has(n.group) && sub.lastGroup.get(n.group) === n.tipId) return;
+      sub.lastGroup.set(n.group, n.tipId);
+      this.callListener(sub, { type: "group", group: n.group, tipId: n.tipId, cause: "notification" } as GroupChange);
+    } else if (method === "tips/actionPerformed" && sub.kind === "actions") {
+      const n = params as ActionPerformedParams;
+      this.callListener(sub, { tipId: n.tipId, actions: Array.isArray(n.actions) ? n.actions : [] });
+    } else {
+      logAt(this.logger, "debug", `ignored notification ${method}`);
+    }
+  }
+
+  private subscribeIfConnected(sub: Subscriber): void {
+    const conn = this.link.current;
+    if (conn && this.link.state === "connected") this.subscribe(conn, sub);
+  }
+
+  private subscribe(conn: RpcConnection, sub: Subscriber): void {
+    if (!sub.active || !conn.open || sub.requesting === conn || (sub.conn === conn && sub.subscription !== undefined)) return;
+    sub.requesting = conn;
+    const method = sub.kind === "observer" ? "tips/observe" : "actions/subscribe";
+    const params = sub.kind === "observer" ? sub.params : sub.tipIds ? { tipIds: sub.tipIds } : {};
+    // Runs as soon as the result is read, before any notification that follows it is dispatched.
+    const hook = (raw: unknown) => {
+      const result = raw as ObserveResult;
+      if (sub.requesting === conn) sub.requesting = undefined;
+      if (!conn.open) return;
+      if (!sub.active) {
+        // Unsubscribed while the request was in flight: drop the server side right away.
+        conn.requestQuietly(sub.kind === "observer" ? "tips/unobserve" : "actions/unsubscribe", { subscription: result.subscription });
+        return;
+      }
+      sub.conn = conn;
+      sub.subscription = result.subscription;
+      let routes = this.routes.get(conn);
+      if (!routes) this.routes.set(conn, (routes = new Map()));
+      routes.set(subKey(result.subscription), sub);
+      if (sub.kind === "observer") this.resync(sub, result);
+    };
+    conn.request(method, params, hook).catch((e) => {
+      if (sub.requesting === conn) sub.requesting = undefined;
+      if (!conn.open) return; // the reconnection will retry
+      if (e instanceof TipsdError && e.code === ErrorCode.UnknownTip) {
+        logAt(this.logger, "debug", `${method} ${JSON.stringify(params)}: ${e.message}; will retry after the next registration`);
+      } else {
+        this.logger.warn(`${method} failed: ${asError(e).message}`);
+      }
+    });
+  }
+
+  private unsubscribe(sub: Subscriber): void {
+    if (!sub.active) return;
+    sub.active = false;
+    if (sub.kind === "observer") this.observers.delete(sub);
+    else this.actionSubscribers.delete(sub);
+    const conn = sub.conn;
+    if (conn && sub.subscription !== undefined) {
+      this.routes.get(conn)?.delete(subKey(sub.subscription));
+      if (conn.open) conn.requestQuietly(sub.kind === "observer" ? "tips/unobserve" : "actions/unsubscribe", { subscription: sub.subscription });
+    }
+    sub.conn = undefined;
+    sub.subscription = undefined;
+  }
+
+  /** Calls the listener for whatever differs from what it last saw (everything, the first time). */
+  private resync(observer: Observer, result: ObserveResult): void {
+    for (const state of result.tips ?? []) {
+      if (!observer.active) return;
+      const seen = observer.lastTip.get(state.id);
+      if (seen === state.shouldDisplay) continue;
+      observer.lastTip.set(state.id, state.shouldDisplay);
+      const change: TipChange = {
+        type: "tip",
+        id: state.id,
+        shouldDisplay: state.shouldDisplay,
+        status: state.status,
+        tip: state.tip,
+        cause: seen === undefined ? "initial" : "resync",
+      };
+      if (state.reason !== undefined) change.reason = state.reason;
+      this.callListener(observer, change);
+    }
+    for (const g of result.groups ?? []) {
+      if (!observer.active) return;
+      const seen = observer.lastGroup.get(g.group);
+      if (observer.lastGroup.has(g.group) && seen === g.tipId) continue;
+      const cause: ChangeCause = observer.lastGroup.has(g.group) ? "resync" : "initial";
+      observer.lastGroup.set(g.group, g.tipId);
+      this.callListener(observer, { type: "group", group: g.group, tipId: g.tipId, cause });
+    }
+  }
+
+  private callListener<T>(sub: { active: boolean; listener: (value: T) => void }, value: T): void {
+    if (!sub.active) return;
+    try {
+      sub.listener(value);
+    } catch (e) {
+      (this.logger.error ?? this.logger.warn).call(this.logger, "a listener threw", e);
+    }
+  }
+}
