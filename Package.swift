@@ -65,11 +65,11 @@ let package = Package(
       dependencies: ["TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON"],
       swiftSettings: swiftSettings
     ),
-    /// The real `tipsd` binary as a test fixture (process wrapper and a blocking JSON-RPC client), shared by the
-    /// end-to-end suites.
+    /// Test fixtures shared by the suites: the real `tipsd` binary as a process with a blocking JSON-RPC client
+    /// (end-to-end suites), and an embedded event loop with in-memory streams and manual time (in-process suites).
     .target(
       name: "TipsTestSupport",
-      dependencies: ["TipsJSON", "TipsFraming", "TipsTransport"],
+      dependencies: ["TipsEngine", "TipsJSON", "TipsFraming", "TipsTransport"],
       path: "Tests/TipsTestSupport",
       swiftSettings: swiftSettings
     ),
