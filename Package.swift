@@ -1,9 +1,10 @@
 // swift-tools-version:6.0
 // tipsd — TipKit's eligibility engine as a JSON-RPC daemon.
 // Dependencies flow one way:
-//   TipsJSON ← TipsEngine ← TipsStore ─────┐
-//              TipsEngine ← TipsProtocol ──┼─ TipsServer ← tipsd
-//   TipsFraming, TipsTransport(CLibUV) ────┘
+//   TipsJSON ← TipsEngine ← TipsStore ──────────────┐
+//              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
+//   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┘
+//   TipsSystem (POSIX calls) under TipsStore, TipsTransport and TipsClient
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -22,6 +23,9 @@ let package = Package(
     .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
+    // MARK: TipsSystem — one funnel for POSIX calls (errno, EINTR)
+    .target(name: "TipsSystem", swiftSettings: swiftSettings),
+
     // MARK: TipsJSON — byte-level JSON value, parser and writer (no I/O)
     .target(name: "TipsJSON", swiftSettings: swiftSettings),
     .testTarget(name: "TipsJSONTests", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
@@ -31,17 +35,17 @@ let package = Package(
     .testTarget(name: "TipsEngineTests", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
 
     // MARK: TipsStore — SQLite persistence of engine state
-    .target(name: "TipsStore", dependencies: ["TipsEngine", "TipsJSON", "CSQLite"], swiftSettings: swiftSettings),
+    .target(name: "TipsStore", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "CSQLite"], swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsStoreTests",
-      dependencies: ["TipsStore", "TipsEngine", "TipsJSON", "tipsd-crash-child"],
+      dependencies: ["TipsStore", "TipsEngine", "TipsJSON", "TipsSystem", "tipsd-crash-child"],
       exclude: ["Fixtures"],
       swiftSettings: swiftSettings
     ),
     /// Child process for the store's SIGKILL crash test: applies mutations and reports each acknowledged one.
     .executableTarget(
       name: "tipsd-crash-child",
-      dependencies: ["TipsStore", "TipsEngine", "TipsJSON"],
+      dependencies: ["TipsStore", "TipsEngine", "TipsJSON", "TipsSystem"],
       path: "Tests/CrashChild",
       swiftSettings: swiftSettings
     ),
@@ -56,20 +60,27 @@ let package = Package(
       name: "TipsProtocolTests", dependencies: ["TipsProtocol", "TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
 
     // MARK: TipsTransport — libuv event loop, sockets, pipes, timers, signals
-    .target(name: "TipsTransport", dependencies: ["CLibUV"], swiftSettings: swiftSettings),
-    .testTarget(name: "TipsTransportTests", dependencies: ["TipsTransport"], swiftSettings: swiftSettings),
+    .target(name: "TipsTransport", dependencies: ["CLibUV", "TipsSystem"], swiftSettings: swiftSettings),
+    .testTarget(name: "TipsTransportTests", dependencies: ["TipsTransport", "TipsSystem"], swiftSettings: swiftSettings),
+
+    // MARK: TipsClient — one blocking JSON-RPC client for `tipsd call`, the tests and the benchmarks
+    .target(
+      name: "TipsClient", dependencies: ["TipsJSON", "TipsFraming", "TipsTransport", "TipsSystem"],
+      swiftSettings: swiftSettings),
 
     // MARK: TipsServer — wires engine, store, protocol, framing and transport
     .target(
       name: "TipsServer",
-      dependencies: ["TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON"],
+      dependencies: [
+        "TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient", "TipsSystem",
+      ],
       swiftSettings: swiftSettings
     ),
     /// Test fixtures shared by the suites: the real `tipsd` binary as a process with a blocking JSON-RPC client
     /// (end-to-end suites), and an embedded event loop with in-memory streams and manual time (in-process suites).
     .target(
       name: "TipsTestSupport",
-      dependencies: ["TipsEngine", "TipsJSON", "TipsFraming", "TipsTransport"],
+      dependencies: ["TipsEngine", "TipsJSON", "TipsFraming", "TipsTransport", "TipsClient"],
       path: "Tests/TipsTestSupport",
       swiftSettings: swiftSettings
     ),
@@ -91,7 +102,7 @@ let package = Package(
     // MARK: benchmarks (make bench)
     .executableTarget(
       name: "tipsd-bench",
-      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport"],
+      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsClient"],
       path: "Benchmarks/tipsd-bench",
       swiftSettings: swiftSettings
     ),

@@ -1,4 +1,5 @@
 import Foundation
+import TipsClient
 import TipsTransport
 
 // `tipsd serve` over a Unix socket against the practical limit: a minimal C libuv server that answers each line
@@ -48,36 +49,26 @@ struct BenchError: Error, CustomStringConvertible {
   init(_ description: String) { self.description = description }
 }
 
-/// A blocking socket client that counts newline-terminated replies.
-private final class LineConnection {
-  let fd: Int32
-  var pendingNewlines = 0
-  var buffer = [UInt8](repeating: 0, count: 1 << 16)
+/// The shared blocking client, counting newline-framed replies without parsing them (the load generator's own cost
+/// stays out of the figures).
+private typealias LineConnection = JSONRPCClient
 
-  init(path: String) throws {
-    fd = UnixSocketClient.connect(path)
-    guard fd >= 0 else { throw BenchError("connect \(path): \(String(cString: strerror(-fd)))") }
+extension JSONRPCClient {
+  fileprivate convenience init(path: String) throws {
+    try self.init(socketPath: path, framing: .newline)
   }
 
-  deinit { close(fd) }
-
-  func send(_ bytes: [UInt8]) {
-    var offset = 0
-    while offset < bytes.count {
-      let n = bytes.withUnsafeBytes { Foundation.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-      precondition(n > 0, "send failed")
-      offset += n
+  fileprivate func send(_ bytes: [UInt8]) {
+    do {
+      try write(bytes)
+    } catch {
+      preconditionFailure("send failed: \(error)")
     }
   }
 
-  /// Reads until at least `count` more lines have arrived; returns how many arrived.
-  func readLines(atLeast count: Int) -> Int {
-    var got = 0
-    while got < count {
-      let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-      precondition(n > 0, "connection closed")
-      for i in 0..<n where buffer[i] == UInt8(ascii: "\n") { got += 1 }
-    }
+  fileprivate func readLines(atLeast count: Int) -> Int {
+    let got = readRawLines(atLeast: count)
+    precondition(got >= count, "connection closed")
     return got
   }
 }

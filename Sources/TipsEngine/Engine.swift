@@ -240,60 +240,6 @@ public final class Engine {
     return finish(settle(state: state, now: now), writes: writes)
   }
 
-  // MARK: - Groups
-
-  /// Registers a group, replacing one with the same id (its position is kept). Its tips may be registered later.
-  /// A new group's current tip is always reported once.
-  public func registerGroup(_ group: TipGroupDefinition) throws(EngineError) -> Mutation {
-    guard !group.id.isEmpty else { throw .invalidArgument(argument: "id", problem: "must not be empty") }
-    let now = tick()
-    var isNew = false
-    var affected: [Int] = []
-    if let existing = groups[group.id] {
-      for tipID in existing.definition.tipIDs { removeMembership(tipID, group: group.id, affected: &affected) }
-      existing.definition = group
-    } else {
-      groups[group.id] = GroupState(definition: group, position: nextGroupPosition)
-      nextGroupPosition += 1
-      isNew = true
-    }
-    for tipID in group.tipIDs where !(groupsByTip[tipID] ?? []).contains(group.id) {
-      groupsByTip[tipID, default: []].append(group.id)
-      if let slot = slot(tipID) {
-        slot.groups.append(group.id)
-        affected.append(slot.index)
-      }
-    }
-    var changes = settle(state: affected, groups: [group.id], now: now)
-    if isNew, let state = groups[group.id] {
-      let report = Change.groupCurrentTip(groupID: group.id, tipID: state.current)
-      if !changes.contains(report) { changes.append(report) }
-    }
-    return finish(changes)
-  }
-
-  /// Unregisters a group; its tips are no longer constrained by it.
-  public func unregisterGroup(_ id: String) throws(EngineError) -> Mutation {
-    guard let group = groups[id] else { throw .unknownGroup(id) }
-    let now = tick()
-    groups[id] = nil
-    var affected: [Int] = []
-    for tipID in group.definition.tipIDs { removeMembership(tipID, group: id, affected: &affected) }
-    return finish(settle(state: affected, now: now))
-  }
-
-  /// A registered group's definition.
-  public func group(_ id: String) -> TipGroupDefinition? { groups[id]?.definition }
-
-  /// Registered group ids in registration order.
-  public var groupIDs: [String] { groups.values.sorted { $0.position < $1.position }.map(\.definition.id) }
-
-  /// The group's current tip (nil when none).
-  public func currentTip(ofGroup id: String) throws(EngineError) -> String? {
-    guard let group = groups[id] else { throw .unknownGroup(id) }
-    return group.current
-  }
-
   // MARK: - Parameters
 
   /// Declares parameters (Bool, Int, Double or String defaults). A transient parameter goes back to its default
@@ -420,37 +366,6 @@ public final class Engine {
   /// The stored donations of an event, oldest first.
   public func donations(_ eventID: String) -> [Donation] { logs[eventID]?.donations ?? [] }
 
-  // MARK: - Testing overrides
-
-  /// Applies a testing override: `show(ids)`/`hide(ids)` add to their sets, `showAll`/`hideAll` set a flag,
-  /// `clear` clears all four. Precedence: show these > hide these > show all > hide all. Not durable.
-  public func setTestingOverride(_ override: TestingOverride) -> Mutation {
-    let now = tick()
-    var state: [Int] = []
-    var everything = false
-    switch override {
-    case .showAll:
-      everything = !showAll
-      showAll = true
-    case .hideAll:
-      everything = !hideAll
-      hideAll = true
-    case .show(let ids):
-      for id in ids where showIDs.insert(id).inserted { if let slot = slot(id) { state.append(slot.index) } }
-    case .hide(let ids):
-      for id in ids where hideIDs.insert(id).inserted { if let slot = slot(id) { state.append(slot.index) } }
-    case .clear:
-      everything = showAll || hideAll
-      if !everything { state = showIDs.union(hideIDs).compactMap { slot($0)?.index } }
-      showAll = false
-      hideAll = false
-      showIDs = []
-      hideIDs = []
-    }
-    if everything { state = slots.compactMap { $0?.index } }
-    return finish(settle(state: state, now: now))
-  }
-
   // MARK: - Reset
 
   /// Datastore reset: clears donations, parameter values (back to their defaults), tip records and the cooldown.
@@ -570,50 +485,4 @@ public final class Engine {
     return after != before || after != cooldownGate ? Array(sensitive) : []
   }
 
-  // MARK: - Internals: groups
-
-  func removeMembership(_ tipID: String, group: String, affected: inout [Int]) {
-    guard var list = groupsByTip[tipID], let position = list.firstIndex(of: group) else { return }
-    list.remove(at: position)
-    groupsByTip[tipID] = list.isEmpty ? nil : list
-    if let slot = slot(tipID) {
-      slot.groups.removeAll { $0 == group }
-      affected.append(slot.index)
-    }
-  }
-
-  func computeCurrent(_ group: GroupState) -> String? {
-    switch group.definition.priority {
-    case .ordered:
-      for id in group.definition.tipIDs {
-        guard let slot = slot(id), !slot.status.isInvalidated else { continue }
-        return slot.eligible ? id : nil
-      }
-      return nil
-    case .firstAvailable:
-      for id in group.definition.tipIDs {
-        if let slot = slot(id), slot.eligible { return id }
-      }
-      return nil
-    }
-  }
-
-  // MARK: - Internals: overrides
-
-  func updateOverridesActive() {
-    hasOverrides = showAll || hideAll || !showIDs.isEmpty || !hideIDs.isEmpty
-  }
-
-  func overrideEffect(_ slot: TipSlot) -> OverrideEffect {
-    hasOverrides ? overrideEffect(slot.id) : .none
-  }
-
-  func overrideEffect(_ id: String) -> OverrideEffect {
-    if !hasOverrides { return .none }
-    if showIDs.contains(id) { return .show }
-    if hideIDs.contains(id) { return .hide }
-    if showAll { return .showAll }
-    if hideAll { return .hideAll }
-    return .none
-  }
 }

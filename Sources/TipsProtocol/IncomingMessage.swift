@@ -107,12 +107,4 @@ public enum IncomingMessage: Sendable, Equatable {
       return .invalid(id: id, error: .invalidRequest("response has both \"result\" and \"error\""))
     }
   }
-
-  /// The method name of a request or notification.
-  public var method: String? {
-    switch self {
-    case .request(_, let method, _), .notification(let method, _): return method
-    case .response, .invalid: return nil
-    }
-  }
 }

@@ -29,29 +29,6 @@ public enum OutgoingMessage {
     return writer.bytes
   }
 
-  /// A server-to-client notification; `params` is omitted when `nil`.
-  public static func encodeNotification(method: String, params: JSONValue?) -> [UInt8] {
-    var writer = JSONWriter()
-    writer.beginObject()
-    writer.key("jsonrpc")
-    writer.writeString("2.0")
-    writer.key("method")
-    writer.writeString(method)
-    if let params { writer.member("params", params) }
-    writer.endObject()
-    return writer.bytes
-  }
-
-  /// A request (for clients and tests); `params` is omitted when `nil`.
-  public static func encodeRequest(id: RequestID, method: String, params: JSONValue?) -> [UInt8] {
-    var writer = header(id: id)
-    writer.key("method")
-    writer.writeString(method)
-    if let params { writer.member("params", params) }
-    writer.endObject()
-    return writer.bytes
-  }
-
   /// Joins encoded messages into a batch array. A batch whose messages
   /// were all notifications has no replies; send nothing rather than `[]`.
   public static func encodeBatch(_ messages: [[UInt8]]) -> [UInt8] {

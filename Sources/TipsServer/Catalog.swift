@@ -3,6 +3,7 @@
 #endif
 import TipsEngine
 import TipsJSON
+import TipsSystem
 
 /// A declarative catalog file (`--catalog FILE`, schema in `protocol/schemas/catalog.json`):
 ///
@@ -24,9 +25,9 @@ struct Catalog {
   static func load(path: String) throws(ServerError) -> Catalog {
     let bytes: [UInt8]
     do {
-      bytes = try readFile(path)
+      bytes = try System.readFile(path)
     } catch {
-      throw ServerError("catalog \(path): \(error.message)")
+      throw ServerError("catalog \(path): cannot read it: \(error.reason)")
     }
     let json: JSONValue
     do {
@@ -113,23 +114,4 @@ struct Catalog {
     for group in groups { add(try engine.registerGroup(group)) }
     return mutation
   }
-}
-
-/// Reads a whole file with POSIX calls.
-func readFile(_ path: String) throws(ServerError) -> [UInt8] {
-  let fd = open(path, O_RDONLY | O_CLOEXEC)
-  guard fd >= 0 else { throw ServerError("cannot open \(path): \(String(cString: strerror(errno)))") }
-  defer { close(fd) }
-  var bytes: [UInt8] = []
-  var chunk = [UInt8](repeating: 0, count: 65_536)
-  while true {
-    let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-    if n < 0 {
-      if errno == EINTR { continue }
-      throw ServerError("cannot read \(path): \(String(cString: strerror(errno)))")
-    }
-    if n == 0 { break }
-    bytes.append(contentsOf: chunk[0..<n])
-  }
-  return bytes
 }

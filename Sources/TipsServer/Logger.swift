@@ -1,6 +1,7 @@
 #if canImport(Glibc)
   import Glibc
 #endif
+import TipsSystem
 
 /// Severity of a log record, lowest first.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
@@ -110,19 +111,13 @@ public final class StderrLogHandler: LogHandler {
   }
 }
 
-/// Writes text to stderr unbuffered (one `write` per call where the kernel allows), never touching stdout.
+/// Writes text to stderr unbuffered (one `write` per call where the kernel allows), never touching stdout. A
+/// failure to write a log line is ignored: there is nowhere left to report it.
 func writeStderr(_ text: String) {
-  var bytes = Array(text.utf8)
-  var offset = 0
-  while offset < bytes.count {
-    let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
-    if n < 0 && errno == EINTR { continue }
-    if n <= 0 { break }
-    offset += n
-  }
+  try? System.writeAll(2, Array(text.utf8), what: "write to stderr")
 }
 
-/// Keeps records in memory, for tests.
+/// Keeps records in memory, for in-process tests.
 public final class MemoryLogHandler: LogHandler {
   public struct Record: Sendable {
     public var level: LogLevel

@@ -89,11 +89,20 @@ struct OutboundStateMachine {
   private(set) var stagedBytes = 0
   private var released: [Item] = []
   private var releasedHead = 0
-  /// Waiting behind back-pressure; nil marks a notification removed by coalescing.
-  private var queue: [Item?] = []
-  private var queueHead = 0
-  private(set) var queuedBytes = 0
-  private var coalesce: [CoalesceKey: Int] = [:]
+  /// What waits behind back-pressure; allocated only while something does (most connections never need it).
+  private final class Backlog {
+    /// nil marks a notification removed by coalescing.
+    var queue: [Item?] = []
+    var head = 0
+    var bytes = 0
+    /// Where the waiting `tips/shouldDisplayChanged` of a subscription and tip sits in ``queue``.
+    var coalesce: [CoalesceKey: Int] = [:]
+    var count: Int { queue.count - head }
+  }
+
+  private var backlog: Backlog?
+  /// Bytes waiting behind back-pressure.
+  var queuedBytes: Int { backlog?.bytes ?? 0 }
   /// The `shouldDisplay` the client last received per subscription and tip (in a notification or an observe result).
   private var lastDelivered: [CoalesceKey: Bool] = [:]
   private var seq: [String: Int64] = [:]
@@ -120,16 +129,24 @@ struct OutboundStateMachine {
   /// replaced by `failure(id)`.
   mutating func commitFinished(success: Bool, failure: (RequestID?) -> [UInt8]) {
     guard !staged.isEmpty else { return }
-    for var item in staged {
-      if !success, case .reply(var reply) = item {
-        for index in reply.parts.indices where reply.parts[index].durable {
-          reply.parts[index].bytes = failure(reply.parts[index].id)
+    if !success {
+      for index in staged.indices {
+        guard case .reply(var reply) = staged[index] else { continue }
+        for part in reply.parts.indices where reply.parts[part].durable {
+          reply.parts[part].bytes = failure(reply.parts[part].id)
         }
-        item = .reply(reply)
+        staged[index] = .reply(reply)
       }
-      released.append(item)
     }
-    staged.removeAll(keepingCapacity: true)
+    if releasedHead == released.count {
+      // The usual case: hand the staged array over whole (an idle connection keeps no buffer afterwards).
+      released = []
+      releasedHead = 0
+      swap(&released, &staged)
+    } else {
+      released += staged
+      staged = []
+    }
     stagedBytes = 0
   }
 
@@ -152,11 +169,13 @@ struct OutboundStateMachine {
     stagedBytes = staged.reduce(0) { $0 + $1.estimatedSize }
     released = released[releasedHead...].filter { keep($0) }
     releasedHead = 0
-    for index in queueHead..<queue.count where !keep(queue[index]) {
-      queuedBytes -= queue[index]?.estimatedSize ?? 0
-      queue[index] = nil
+    if let backlog {
+      for index in backlog.head..<backlog.queue.count where !keep(backlog.queue[index]) {
+        backlog.bytes -= backlog.queue[index]?.estimatedSize ?? 0
+        backlog.queue[index] = nil
+      }
+      backlog.coalesce = backlog.coalesce.filter { $0.key.subscription != id }
     }
-    coalesce = coalesce.filter { $0.key.subscription != id }
     lastDelivered = lastDelivered.filter { $0.key.subscription != id }
     seq[id] = nil
   }
@@ -182,7 +201,7 @@ struct OutboundStateMachine {
     !staged.isEmpty || releasedHead < released.count || queuedCount > 0 || inputPaused || (closing && !closeIssued)
   }
 
-  private var queuedCount: Int { queue.count - queueHead }
+  private var queuedCount: Int { backlog?.count ?? 0 }
 
   /// The next thing to do, given the bytes the transport holds now; nil when there is nothing until the transport
   /// drains or a new turn stages more. Call again after performing each action.
@@ -198,7 +217,7 @@ struct OutboundStateMachine {
       if let action = enqueue(item) { return action }
     }
     if releasedHead > 0 {
-      released.removeAll(keepingCapacity: true)
+      released = []
       releasedHead = 0
     }
     while queuedCount > 0 && transportPending < highWater {
@@ -221,60 +240,57 @@ struct OutboundStateMachine {
 
   /// Queues an item behind back-pressure, coalescing `tips/shouldDisplayChanged` per subscription and tip.
   private mutating func enqueue(_ item: Item) -> Action? {
+    let backlog = self.backlog ?? Backlog()
+    self.backlog = backlog
     if case .notification(let note) = item, let (tipID, value) = note.shouldDisplay {
       let key = CoalesceKey(subscription: note.subscription, tipID: tipID)
-      if let index = coalesce[key] {
-        queuedBytes -= queue[index]?.estimatedSize ?? 0
+      if let index = backlog.coalesce[key] {
+        backlog.bytes -= backlog.queue[index]?.estimatedSize ?? 0
         if value == lastDelivered[key] {
           // The client already has this value: the waiting notification goes, and nothing replaces it.
-          queue[index] = nil
-          coalesce[key] = nil
+          backlog.queue[index] = nil
+          backlog.coalesce[key] = nil
         } else {
-          queue[index] = item
-          queuedBytes += item.estimatedSize
+          backlog.queue[index] = item
+          backlog.bytes += item.estimatedSize
         }
         return nil
       }
-      coalesce[key] = queue.count
+      backlog.coalesce[key] = backlog.queue.count
     }
-    queue.append(item)
-    queuedBytes += item.estimatedSize
-    guard queuedBytes > queueLimit else { return nil }
-    let owed = queuedBytes
-    clearQueue()
+    backlog.queue.append(item)
+    backlog.bytes += item.estimatedSize
+    guard backlog.bytes > queueLimit else { return nil }
+    let owed = backlog.bytes
+    self.backlog = nil
     closing = true
     closeIssued = true
     return .disconnect(queuedBytes: owed)
   }
 
   private mutating func dequeue() -> Item? {
-    let item = queue[queueHead]
+    guard let backlog else { return nil }
+    let item = backlog.queue[backlog.head]
     if case .notification(let note)? = item, let (tipID, _) = note.shouldDisplay {
       let key = CoalesceKey(subscription: note.subscription, tipID: tipID)
-      if coalesce[key] == queueHead { coalesce[key] = nil }
+      if backlog.coalesce[key] == backlog.head { backlog.coalesce[key] = nil }
     }
-    queue[queueHead] = nil
-    queueHead += 1
-    queuedBytes -= item?.estimatedSize ?? 0
+    backlog.queue[backlog.head] = nil
+    backlog.head += 1
+    backlog.bytes -= item?.estimatedSize ?? 0
     return item
   }
 
-  /// Releases the consumed head of the queue once it is empty or mostly consumed.
+  /// Drops the backlog once it is empty, or the consumed head of it once mostly consumed.
   private mutating func compactQueue() {
-    if queueHead == queue.count {
-      clearQueue()
-    } else if queueHead > 1024 && queueHead * 2 > queue.count {
-      queue.removeFirst(queueHead)
-      coalesce = coalesce.mapValues { $0 - queueHead }
-      queueHead = 0
+    guard let backlog else { return }
+    if backlog.count == 0 {
+      self.backlog = nil
+    } else if backlog.head > 1024 && backlog.head * 2 > backlog.queue.count {
+      backlog.queue.removeFirst(backlog.head)
+      backlog.coalesce = backlog.coalesce.mapValues { $0 - backlog.head }
+      backlog.head = 0
     }
-  }
-
-  private mutating func clearQueue() {
-    queue.removeAll(keepingCapacity: false)
-    queueHead = 0
-    queuedBytes = 0
-    coalesce.removeAll()
   }
 
   /// Encodes an item for the transport, stamping a notification's `seq`.

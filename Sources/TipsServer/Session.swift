@@ -10,7 +10,6 @@ final class Session {
   let id: UInt64
   var framer: Framer
   var lifecycle = Lifecycle.uninitialized
-  var clientName = "?"
   /// The `initialize` locale: chooses the copy of localized tips sent to this client.
   var locale: String?
   var outbound: OutboundStateMachine

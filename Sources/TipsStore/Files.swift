@@ -6,12 +6,9 @@
   import Darwin
 #endif
 
-// File-system helpers: parent directories, the ownership lock, moving a damaged datastore aside.
+import TipsSystem
 
-/// The text of `errno` value `code`.
-func errnoMessage(_ code: Int32) -> String {
-  String(cString: strerror(code))
-}
+// File-system helpers: parent directories, the ownership lock, moving a damaged datastore aside.
 
 /// Whether something exists at `path`, and its size.
 func fileSize(_ path: String) -> Int? {
@@ -43,7 +40,7 @@ func createDirectories(_ directory: String) throws(DatastoreError) {
     let code = errno
     throw DatastoreError(
       path: directory,
-      message: "cannot create the datastore directory \(directory): \(errnoMessage(code))")
+      message: "cannot create the datastore directory \(directory): \(System.message(code))")
   }
 }
 
@@ -63,7 +60,7 @@ struct FileLock {
       let code = errno
       throw DatastoreError(
         path: datastorePath,
-        message: "cannot open the lock file \(lockPath) of the datastore \(datastorePath): \(errnoMessage(code))")
+        message: "cannot open the lock file \(lockPath) of the datastore \(datastorePath): \(System.message(code))")
     }
     if flock(fd, LOCK_EX | LOCK_NB) != 0 {
       let code = errno
@@ -77,7 +74,7 @@ struct FileLock {
       }
       throw DatastoreError(
         path: datastorePath,
-        message: "cannot lock \(lockPath) for the datastore \(datastorePath): \(errnoMessage(code))")
+        message: "cannot lock \(lockPath) for the datastore \(datastorePath): \(System.message(code))")
     }
     let pid = Array("\(getpid())\n".utf8)
     if ftruncate(fd, 0) == 0 {
@@ -127,7 +124,7 @@ func moveAside(_ path: String) throws(DatastoreError) -> String {
       let code = errno
       throw DatastoreError(
         path: path,
-        message: "cannot move the damaged datastore \(path + suffix) aside to \(target + suffix): \(errnoMessage(code))"
+        message: "cannot move the damaged datastore \(path + suffix) aside to \(target + suffix): \(System.message(code))"
       )
     }
   }

@@ -24,12 +24,8 @@ public struct UVError: Error, Sendable, Equatable, CustomStringConvertible {
 
   public var description: String { "\(operation): \(message) (\(name))" }
 
-  /// `true` for end-of-stream (`UV_EOF`).
-  public var isEndOfFile: Bool { code == UV_EOF.rawValue }
   /// `true` when the peer went away (`ECONNRESET`, `EPIPE`).
   public var isPeerGone: Bool { code == UV_ECONNRESET.rawValue || code == UV_EPIPE.rawValue }
-  /// `true` for requests cancelled because their handle was closed.
-  public var isCancelled: Bool { code == UV_ECANCELED.rawValue }
 }
 
 /// The one funnel for libuv return codes: negative means failure.

@@ -2,6 +2,7 @@
 import CLibUV
 import Glibc
 import Synchronization
+import TipsSystem
 
 /// JSON-RPC over the process's standard streams.
 public enum StdioTransport {
@@ -140,19 +141,7 @@ enum FilePump {
     let context = Unmanaged.passRetained(job).toOpaque()
     let rc = pthread_create(&thread, nil, { raw in
       let job = Unmanaged<FilePump.Job>.fromOpaque(raw!).takeRetainedValue()
-      var buffer = [UInt8](repeating: 0, count: 65_536)
-      copying: while true {
-        let n = buffer.withUnsafeMutableBytes { read(job.source, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { break }
-        var offset = 0
-        while offset < n {
-          let m = buffer.withUnsafeBytes { write(job.destination, $0.baseAddress! + offset, n - offset) }
-          if m < 0 && errno == EINTR { continue }
-          if m <= 0 { break copying }
-          offset += m
-        }
-      }
+      System.copy(from: job.source, to: job.destination)
       // Closing the pipe's write end is the reader's end of input; a file destination is left to the process.
       if job.destination != STDOUT_FILENO && job.destination > 2 { close(job.destination) }
       if job.source > 2 { close(job.source) }

@@ -93,12 +93,6 @@ public final class UVLoop: EventLoop {
     return uv_now(uvLoop)
   }
 
-  /// Refreshes the cached clock behind `now` (`uv_update_time`).
-  public func updateTime() {
-    assertUsable()
-    uv_update_time(uvLoop)
-  }
-
   /// A new, stopped one-shot/repeating timer (a ``UVTimer``).
   public func makeTimer() -> any LoopTimer {
     assertUsable()

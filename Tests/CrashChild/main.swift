@@ -12,6 +12,7 @@
 import TipsEngine
 import TipsJSON
 import TipsStore
+import TipsSystem
 
 #if canImport(Glibc)
   import Glibc
@@ -26,17 +27,11 @@ let crashChildKeepNewest = 300
 
 /// Writes `text` to stdout in one `write(2)` (unbuffered, so nothing acknowledged waits in a buffer).
 func emit(_ text: String) {
-  var bytes = Array(text.utf8)
-  var offset = 0
-  while offset < bytes.count {
-    let written = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
-    if written < 0 {
-      if errno == EINTR { continue }
-      exit(3)
-    }
-    offset += written
+  do {
+    try System.writeAll(1, Array(text.utf8))
+  } catch {
+    exit(3)
   }
-  bytes.removeAll()
 }
 
 /// The writes of mutation `k`.

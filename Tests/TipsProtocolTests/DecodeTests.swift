@@ -215,6 +215,5 @@ func errorID(_ message: IncomingMessage?) -> RequestID?? {
     let bytes = Array(#"{"jsonrpc":"2.0","id":1,"method":"tips/status","params":{"id":"t"}}"#.utf8)
     let payload = bytes.withUnsafeBytes { IncomingPayload.decode($0) }
     #expect(payload == .single(.request(id: 1, method: StatusRequest.method, params: ["id": "t"])))
-    #expect(IncomingMessage.request(id: 1, method: "x", params: nil).method == "x")
   }
 }

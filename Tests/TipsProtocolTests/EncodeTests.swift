@@ -38,30 +38,12 @@ func text(_ bytes: [UInt8]) -> String {
         == #"{"jsonrpc":"2.0","id":"q","error":{"code":7,"message":"m","data":{"k":1}}}"#)
   }
 
-  @Test func notification() {
-    #expect(
-      text(OutgoingMessage.encodeNotification(method: ShouldDisplayChangedNotification.method, params: ["id": "t", "shouldDisplay": true]))
-        == #"{"jsonrpc":"2.0","method":"tips/shouldDisplayChanged","params":{"id":"t","shouldDisplay":true}}"#)
-    #expect(text(OutgoingMessage.encodeNotification(method: "m", params: nil)) == #"{"jsonrpc":"2.0","method":"m"}"#)
-  }
-
-  @Test func request() {
-    #expect(
-      text(OutgoingMessage.encodeRequest(id: 1, method: "initialize", params: ["protocolVersion": "1.0"]))
-        == #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.0"}}"#)
-  }
-
   @Test func batch() {
     let parts = [OutgoingMessage.encodeResult(id: 1, result: 7), OutgoingMessage.encodeError(id: 2, error: .methodNotFound("m"))]
     #expect(
       text(OutgoingMessage.encodeBatch(parts))
         == #"[{"jsonrpc":"2.0","id":1,"result":7},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"unknown method \"m\""}}]"#)
     #expect(text(OutgoingMessage.encodeBatch([])) == "[]")
-  }
-
-  @Test func encodedRequestsDecodeBack() {
-    let bytes = OutgoingMessage.encodeRequest(id: "r1", method: DonateRequest.method, params: ["id": "e"])
-    #expect(IncomingPayload.decode(bytes) == .single(.request(id: "r1", method: "events/donate", params: ["id": "e"])))
   }
 
   @Test func encodedRepliesDecodeAsResponses() {

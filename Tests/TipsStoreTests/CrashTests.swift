@@ -3,6 +3,7 @@ import Testing
 import TipsEngine
 import TipsJSON
 import TipsStore
+import TipsSystem
 
 #if canImport(Glibc)
   import Glibc
@@ -85,8 +86,7 @@ private struct Child {
   /// once the child is gone, so no wait for EOF is needed).
   mutating func kill() -> [String] {
     _ = Glibc.kill(pid, SIGKILL)
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    _ = try? System.waitForChild(pid)
     let lines = readLines(waitingUpTo: 0)  // reads until the pipe is empty
     close(output)
     return lines

@@ -1,4 +1,5 @@
 public import Foundation
+@_exported public import TipsClient
 public import TipsFraming
 public import TipsJSON
 import TipsTransport
@@ -123,10 +124,12 @@ public final class Daemon: @unchecked Sendable {
     framing: Framing = .newline, file: String = #filePath, function: String = #function, line: Int = #line
   ) -> RPCClient {
     let command = [process.executableURL?.path ?? "tipsd"] + (process.arguments ?? [])
-    return RPCClient(
+    let client = RPCClient(
       readFD: stdout.fileHandleForReading.fileDescriptor, writeFD: stdin.fileHandleForWriting.fileDescriptor,
-      framing: framing, ownsDescriptors: false, peer: TrafficTap.stdioPeer(command: command, framing: framing),
-      file: file, function: function, line: line)
+      framing: framing, ownsDescriptors: false, timeout: testTimeout)
+    client.tap = TrafficTap.fromEnvironment(
+      peer: TrafficTap.stdioPeer(command: command, framing: framing), file: file, function: function, line: line)
+    return client
   }
 
   /// A new client connection to the daemon's socket.
@@ -134,7 +137,10 @@ public final class Daemon: @unchecked Sendable {
     framing: Framing = .newline, file: String = #filePath, function: String = #function, line: Int = #line
   ) throws -> RPCClient {
     guard let socketPath else { throw TestFailure("daemon is in stdio mode") }
-    return try RPCClient(socketPath: socketPath, framing: framing, file: file, function: function, line: line)
+    let client = try RPCClient(socketPath: socketPath, framing: framing, timeout: testTimeout)
+    client.tap = TrafficTap.fromEnvironment(
+      peer: TrafficTap.socketPeer(socketPath, framing: framing), file: file, function: function, line: line)
+    return client
   }
 
   public func signal(_ signum: Int32) { kill(process.processIdentifier, signum) }
@@ -170,216 +176,9 @@ public final class Daemon: @unchecked Sendable {
   }
 }
 
-/// A blocking JSON-RPC client for tests: sends requests, collects replies and notifications in arrival order.
-public final class RPCClient: @unchecked Sendable {
-  public let readFD: Int32
-  public let writeFD: Int32
-  public let framing: Framing
-  public let ownsDescriptors: Bool
-  public var framer = Framer(maxMessageSize: 64 << 20)
-  public var nextID: Int64 = 1
-  /// Notifications received and not yet taken.
-  public var notifications: [JSONValue] = []
-  /// Replies received for requests sent with ``send(_:)``.
-  public var replies: [JSONValue] = []
-  public var closed = false
-  /// Records this client's messages when `TIPSD_TRAFFIC_LOG` is set (issue #5; see ``TrafficTap``).
-  public let trafficTap: TrafficTap?
-
-  /// `peer` describes the other end for the traffic log; `file`, `function` and `line` default to the caller.
-  public init(
-    readFD: Int32, writeFD: Int32, framing: Framing, ownsDescriptors: Bool, peer: JSONValue? = nil,
-    file: String = #filePath, function: String = #function, line: Int = #line
-  ) {
-    self.readFD = readFD
-    self.writeFD = writeFD
-    self.framing = framing
-    self.ownsDescriptors = ownsDescriptors
-    trafficTap = TrafficTap.fromEnvironment(
-      peer: peer ?? ["kind": "fd", "framing": .string(TrafficTap.name(of: framing))],
-      file: file, function: function, line: line)
-  }
-
-  public convenience init(
-    socketPath: String, framing: Framing, file: String = #filePath, function: String = #function, line: Int = #line
-  ) throws {
-    let fd = UnixSocketClient.connect(socketPath)
-    guard fd >= 0 else {
-      throw TestFailure("connect to \(socketPath) failed: \(String(cString: strerror(-fd)))")
-    }
-    self.init(
-      readFD: fd, writeFD: fd, framing: framing, ownsDescriptors: true,
-      peer: TrafficTap.socketPeer(socketPath, framing: framing), file: file, function: function, line: line)
-  }
-
-  deinit { close() }
-
-  public func close() {
-    guard !closed else { return }
-    closed = true
-    if ownsDescriptors { Foundation.close(readFD) }
-  }
-
-  /// Closes abruptly: RST instead of FIN where possible (SO_LINGER 0).
-  public func reset() {
-    var linger = linger(l_onoff: 1, l_linger: 0)
-    setsockopt(readFD, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
-    close()
-  }
-
-  /// Writes raw bytes.
-  public func write(_ bytes: [UInt8]) throws {
-    var offset = 0
-    while offset < bytes.count {
-      let n = bytes.withUnsafeBytes { Foundation.send(writeFD, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-      if n < 0 && errno == ENOTSOCK {
-        let m = bytes.withUnsafeBytes { Foundation.write(writeFD, $0.baseAddress! + offset, $0.count - offset) }
-        guard m > 0 else { throw TestFailure("write failed: \(String(cString: strerror(errno)))") }
-        offset += m
-        continue
-      }
-      guard n > 0 else { throw TestFailure("send failed: \(String(cString: strerror(errno)))") }
-      offset += n
-    }
-  }
-
-  /// Sends one message (framed).
-  public func send(_ message: JSONValue) throws {
-    trafficTap?.record("out", message: message)
-    try write(Framer.encode(message.serialized(), as: framing))
-  }
-
-  /// Sends a raw payload (framed), e.g. invalid JSON.
-  public func sendRaw(_ text: String) throws {
-    trafficTap?.record("out", payload: Array(text.utf8))
-    try write(Framer.encode(Array(text.utf8), as: framing))
-  }
-
-  /// Reads one message or returns nil at EOF or timeout.
-  public func readMessage(timeout: Double = testTimeout) throws -> JSONValue? {
-    let deadline = Date().addingTimeInterval(timeout)
-    while true {
-      if let event = framer.next() {
-        switch event {
-        case .message(let bytes):
-          trafficTap?.record("in", payload: bytes)
-          return try JSONParser.parse(bytes)
-        case .error(let error): throw TestFailure("framing error from the daemon: \(error)")
-        }
-      }
-      let remaining = deadline.timeIntervalSinceNow
-      guard remaining > 0 else { return nil }
-      var pfd = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
-      let ready = poll(&pfd, 1, Int32(remaining * 1000) + 1)
-      if ready <= 0 { continue }
-      var chunk = [UInt8](repeating: 0, count: 65_536)
-      let n = chunk.withUnsafeMutableBytes { read(readFD, $0.baseAddress, $0.count) }
-      if n <= 0 { return nil }
-      chunk.withUnsafeBytes { framer.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-    }
-  }
-
-  /// Reads until the reply with `id` arrives; notifications are kept in ``notifications``.
-  public func awaitReply(id: JSONValue, timeout: Double = testTimeout) throws -> JSONValue {
-    if let index = replies.firstIndex(where: { $0["id"] == id }) { return replies.remove(at: index) }
-    let deadline = Date().addingTimeInterval(timeout)
-    while let message = try readMessage(timeout: max(0, deadline.timeIntervalSinceNow)) {
-      if message["method"] != nil && message["id"] == nil {
-        notifications.append(message)
-      } else if message["id"] == id {
-        return message
-      } else {
-        replies.append(message)
-      }
-    }
-    throw TestFailure("no reply to request \(id.jsonString)")
-  }
-
-  /// Sends a request and returns the whole reply object.
-  @discardableResult
-  public func call(_ method: String, _ params: JSONValue? = nil) throws -> JSONValue {
-    let id = nextID
-    nextID += 1
-    var message: JSONObject = ["jsonrpc": "2.0", "id": .int(id), "method": .string(method)]
-    if let params { message["params"] = params }
-    try send(.object(message))
-    return try awaitReply(id: .int(id))
-  }
-
-  /// Sends a request and returns its result, failing on an error reply.
-  @discardableResult
-  public func result(_ method: String, _ params: JSONValue? = nil) throws -> JSONValue {
-    let reply = try call(method, params)
-    guard let result = reply["result"] else { throw TestFailure("\(method) failed: \(reply.jsonString)") }
-    return result
-  }
-
-  /// Sends a notification (no id).
-  public func notify(_ method: String, _ params: JSONValue? = nil) throws {
-    var message: JSONObject = ["jsonrpc": "2.0", "method": .string(method)]
-    if let params { message["params"] = params }
-    try send(.object(message))
-  }
-
-  /// A barrier: a request that changes nothing (`clock/now`), answered after everything the daemon sent this
-  /// client before handling it. Notifications that arrive first are kept in ``notifications``, so after it returns
-  /// they hold everything caused by the requests (of any client) answered before the barrier was sent. This is how
-  /// a test proves that something did *not* happen, without waiting and seeing.
-  public func barrier() throws {
-    _ = try result("clock/now")
-  }
-
-  /// Notifications (of `method`, or all) received before a ``barrier()``, taken out of ``notifications``.
-  public func notificationsBeforeBarrier(_ method: String? = nil) throws -> [JSONValue] {
-    try barrier()
-    let taken = notifications.filter { method == nil || $0["method"]?.stringValue == method }
-    notifications.removeAll { method == nil || $0["method"]?.stringValue == method }
-    return taken
-  }
-
-  /// Reads until the peer closes (true) or `timeout` (a hang guard) passes (false); messages read meanwhile are
-  /// returned.
-  public func readUntilEOF(timeout: Double = testTimeout) -> (messages: [JSONValue], eof: Bool) {
-    var messages: [JSONValue] = []
-    let deadline = Date().addingTimeInterval(timeout)
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while true {
-      while let event = framer.next() {
-        if case .message(let bytes) = event, let value = try? JSONParser.parse(bytes) { messages.append(value) }
-      }
-      let remaining = deadline.timeIntervalSinceNow
-      guard remaining > 0 else { return (messages, false) }
-      var pfd = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
-      if poll(&pfd, 1, Int32(remaining * 1000) + 1) <= 0 { continue }
-      let n = chunk.withUnsafeMutableBytes { read(readFD, $0.baseAddress, $0.count) }
-      if n <= 0 { return (messages, true) }
-      chunk.withUnsafeBytes { framer.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-    }
-  }
-
-  /// `initialize` with protocol 1.0.
-  @discardableResult
-  public func initialize(name: String = "tests") throws -> JSONValue {
-    try result("initialize", ["protocolVersion": "1.0", "clientInfo": ["name": .string(name)]])
-  }
-
-  /// The next notification (optionally of one method), waiting up to `timeout`.
-  public func nextNotification(_ method: String? = nil, timeout: Double = testTimeout) throws -> JSONValue? {
-    if let index = notifications.firstIndex(where: { method == nil || $0["method"]?.stringValue == method }) {
-      return notifications.remove(at: index)
-    }
-    let deadline = Date().addingTimeInterval(timeout)
-    while let message = try readMessage(timeout: max(0, deadline.timeIntervalSinceNow)) {
-      if message["id"] != nil && message["method"] == nil {
-        replies.append(message)
-        continue
-      }
-      if method == nil || message["method"]?.stringValue == method { return message }
-      notifications.append(message)
-    }
-    return nil
-  }
-}
+/// The tests' client is the product's blocking client (`TipsClient.JSONRPCClient`), shared with `tipsd call` and
+/// the benchmarks; ``Daemon/connect(framing:file:function:line:)`` gives it the test timeout and the traffic tap.
+public typealias RPCClient = JSONRPCClient
 
 /// The seed 000 FilterTip.
 public let filterTip: JSONValue = [

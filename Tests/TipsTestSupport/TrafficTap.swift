@@ -1,4 +1,5 @@
 import Foundation
+public import TipsClient
 public import TipsFraming
 public import TipsJSON
 
@@ -18,7 +19,7 @@ public import TipsJSON
 ///
 /// Lines are written with one `O_APPEND` write under a process-wide lock, so clients on any thread (swift-testing
 /// runs tests in parallel) and processes may share one file. Logging never fails a test.
-public final class TrafficTap: Sendable {
+public final class TrafficTap: MessageTap, Sendable {
   public static let environmentVariable = "TIPSD_TRAFFIC_LOG"
   /// Comma-separated suites whose clients are recorded (default: all).
   public static let suitesVariable = "TIPSD_TRAFFIC_SUITES"

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
+import TipsSystem
 import TipsTransport
 
 /// A value shared between the loop thread and client threads.
@@ -85,13 +86,7 @@ func connectClient(_ path: String) -> Int32 {
 /// Writes all of `bytes`; false on error.
 @discardableResult
 func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-  var offset = 0
-  while offset < bytes.count {
-    let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-    if n < 0 { if errno == EINTR { continue }; return false }
-    offset += n
-  }
-  return true
+  (try? System.writeAll(fd, bytes)) != nil
 }
 
 /// Reads until EOF (or error/timeout); returns what was read and whether EOF was seen.
@@ -99,9 +94,9 @@ func readToEnd(_ fd: Int32) -> (bytes: [UInt8], sawEOF: Bool) {
   var result: [UInt8] = []
   var chunk = [UInt8](repeating: 0, count: 64 * 1024)
   while true {
-    let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+    let read = chunk.withUnsafeMutableBytes { b in Result { () throws(SystemError) in try System.read(fd, into: b) } }
+    guard case .success(let n) = read else { return (result, false) }
     if n == 0 { return (result, true) }
-    if n < 0 { if errno == EINTR { continue }; return (result, false) }
     result.append(contentsOf: chunk[0..<n])
   }
 }

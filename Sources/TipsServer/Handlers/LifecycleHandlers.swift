@@ -11,11 +11,10 @@ extension Handlers {
           "initialize: protocolVersion \"\(request.protocolVersion)\" is not supported; this daemon speaks "
             + TipsdVersion.protocolVersion)
       }
-      session.clientName = request.clientName
       session.locale = request.locale
       session.lifecycle = .running
       let services = context.services
-      services.logger.debug("client initialized", [("connection", String(session.id)), ("client", session.clientName)])
+      services.logger.debug("client initialized", [("connection", String(session.id)), ("client", request.clientName)])
       return InitializeRequest.Response(
         protocolVersion: TipsdVersion.protocolVersion, serverVersion: TipsdVersion.server,
         framings: ["newline", "contentLength"], virtualClock: services.virtualClock != nil,

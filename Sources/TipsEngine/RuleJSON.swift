@@ -1,0 +1,177 @@
+public import TipsJSON
+
+// Decoding and encoding of rules (`{"event": …}`, `{"parameter": …}`, `allOf`/`anyOf`/`not`).
+
+// MARK: - Rules
+
+extension ComparisonOperator {
+  /// The operator as it reads in explanations: `==`, `!=`, `<`, `<=`, `>`, `>=`.
+  public var symbol: String {
+    switch self {
+    case .eq: "=="
+    case .ne: "!="
+    case .lt: "<"
+    case .lte: "<="
+    case .gt: ">"
+    case .gte: ">="
+    }
+  }
+
+  static let names = ComparisonOperator.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+}
+
+/// `within` units, largest first, with their length in seconds.
+let withinUnits: [(name: String, seconds: Double)] = [
+  ("weeks", 604_800), ("days", 86_400), ("hours", 3_600), ("minutes", 60),
+]
+
+extension Rule {
+  static let kinds = ["event", "parameter", "allOf", "anyOf", "not"]
+  static let eventKeys = ["event", "count", "within", "where", "largestGroupBy"]
+
+  /// Decodes one rule (see ``Rule`` for the shapes). Every failure names the offending path, e.g.
+  /// `tips[2].rules[1].count: unknown operator "gte "`.
+  public init(json: JSONValue, path: String) throws(EngineError) {
+    try self.init(json: json, path: path, depth: 1)
+  }
+
+  /// How deeply `allOf`/`anyOf`/`not` may nest; deeper rules are surely a mistake, and their explanations would
+  /// nest past what JSON readers accept.
+  public static let maximumDepth = 32
+
+  init(json: JSONValue, path: String, depth: Int) throws(EngineError) {
+    typealias D = JSONDecoding
+    guard depth <= Self.maximumDepth else {
+      throw D.fail(path, "rules nest more than \(Self.maximumDepth) levels deep")
+    }
+    let object = try D.object(json, path)
+    let present = Self.kinds.filter { object[$0] != nil }
+    guard present.count == 1 else {
+      throw D.fail(path, "rule must have exactly one of \"event\", \"parameter\", \"allOf\", \"anyOf\", \"not\"")
+    }
+    switch present[0] {
+    case "event":
+      self = .event(try EventRule(json: object, path: path))
+    case "parameter":
+      self = .parameter(try ParameterRule(json: object, path: path))
+    case "allOf", "anyOf":
+      let key = present[0]
+      try D.checkKeys(object, [key], path)
+      let listPath = D.join(path, key)
+      var rules: [Rule] = []
+      for (index, element) in try D.array(object[key]!, listPath).enumerated() {
+        rules.append(try Rule(json: element, path: "\(listPath)[\(index)]", depth: depth + 1))
+      }
+      self = key == "allOf" ? .allOf(rules) : .anyOf(rules)
+    default:
+      try D.checkKeys(object, ["not"], path)
+      self = .not(try Rule(json: object["not"]!, path: D.join(path, "not"), depth: depth + 1))
+    }
+  }
+
+  /// The rule as JSON, in the shape ``init(json:path:)`` reads.
+  public var json: JSONValue {
+    switch self {
+    case .event(let rule): rule.json
+    case .parameter(let rule): rule.json
+    case .allOf(let rules): ["allOf": .array(rules.map(\.json))]
+    case .anyOf(let rules): ["anyOf": .array(rules.map(\.json))]
+    case .not(let rule): ["not": rule.json]
+    }
+  }
+}
+
+extension EventRule {
+  /// Decodes the members of an event rule object (`event`, `count`, optional `within`, `where`, `largestGroupBy`).
+  init(json object: JSONObject, path: String) throws(EngineError) {
+    typealias D = JSONDecoding
+    try D.checkKeys(object, Rule.eventKeys, path, what: " in an event rule")
+    let eventID = try D.nonEmptyString(object["event"]!, D.join(path, "event"))
+
+    let countPath = D.join(path, "count")
+    let count = try D.object(try D.required(object, "count", path), countPath)
+    for (key, _) in count where ComparisonOperator(rawValue: key) == nil {
+      throw D.fail(countPath, "unknown operator \"\(key)\"")
+    }
+    guard count.count == 1, let (key, value) = count.members.first, let op = ComparisonOperator(rawValue: key) else {
+      throw D.fail(countPath, "expected exactly one operator (\(ComparisonOperator.names))")
+    }
+    guard let number = value.intValue, number >= 0, let countValue = Int(exactly: number) else {
+      throw D.fail(D.join(countPath, key), "expected a non-negative integer, got \(D.describeNumber(value))")
+    }
+
+    var within: Double?
+    if let value = object["within"] {
+      let withinPath = D.join(path, "within")
+      let units = try D.object(value, withinPath)
+      let unitNames = withinUnits.map(\.name)
+      for (key, _) in units where !unitNames.contains(key) {
+        throw D.fail(withinPath, "unknown unit \"\(key)\"")
+      }
+      guard units.count == 1, let (unit, amount) = units.members.first,
+        let seconds = withinUnits.first(where: { $0.name == unit })?.seconds
+      else {
+        throw D.fail(withinPath, "expected exactly one of \"minutes\", \"hours\", \"days\", \"weeks\"")
+      }
+      guard let number = amount.doubleValue, number.isFinite, number > 0 else {
+        throw D.fail(D.join(withinPath, unit), "expected a positive number, got \(D.describeNumber(amount))")
+      }
+      within = number * seconds
+    }
+
+    var matching: JSONObject?
+    if let value = object["where"] {
+      matching = try D.object(value, D.join(path, "where"))
+    }
+
+    var largestGroupBy: String?
+    if let value = object["largestGroupBy"] {
+      largestGroupBy = try D.nonEmptyString(value, D.join(path, "largestGroupBy"))
+    }
+    self.init(
+      eventID: eventID, within: within, matching: matching, largestGroupBy: largestGroupBy, countOperator: op,
+      countValue: countValue)
+  }
+
+  /// `within` in the largest unit that divides it exactly (minutes, possibly fractional, otherwise).
+  var withinJSON: JSONValue? {
+    guard let within else { return nil }
+    for unit in withinUnits where (within / unit.seconds).rounded() == within / unit.seconds {
+      return [unit.name: JSONDecoding.number(within / unit.seconds)]
+    }
+    return ["minutes": .double(within / 60)]
+  }
+
+  public var json: JSONValue {
+    var object: JSONObject = ["event": .string(eventID)]
+    if let withinJSON { object["within"] = withinJSON }
+    if let matching { object["where"] = .object(matching) }
+    if let largestGroupBy { object["largestGroupBy"] = .string(largestGroupBy) }
+    object["count"] = [countOperator.rawValue: .int(Int64(countValue))]
+    return .object(object)
+  }
+}
+
+extension ParameterRule {
+  /// Decodes `{"parameter": id, <op>: value}` with exactly one operator and a Bool, Int, Double or String value.
+  init(json object: JSONObject, path: String) throws(EngineError) {
+    typealias D = JSONDecoding
+    let parameterID = try D.nonEmptyString(object["parameter"]!, D.join(path, "parameter"))
+    for (key, _) in object where key != "parameter" && ComparisonOperator(rawValue: key) == nil {
+      throw D.fail(path, "unknown operator \"\(key)\"")
+    }
+    let operators = object.members.filter { $0.key != "parameter" }
+    guard operators.count == 1, let op = ComparisonOperator(rawValue: operators[0].key) else {
+      throw D.fail(path, "parameter rule must have exactly one operator (\(ComparisonOperator.names))")
+    }
+    let value = operators[0].value
+    guard D.isScalar(value) else {
+      throw D.fail(D.join(path, op.rawValue), "expected a boolean, number or string, got \(value.typeName)")
+    }
+    self.init(parameterID: parameterID, op: op, value: value)
+  }
+
+  public var json: JSONValue {
+    ["parameter": .string(parameterID), op.rawValue: value]
+  }
+}
