@@ -107,6 +107,15 @@ public protocol ServerNotificationType: Sendable {
 }
 
 extension ServerNotificationType {
+  /// Opens the params object with the members every subscription notification starts with: `subscription`, `seq`.
+  public func writeSubscriptionMembers(to writer: inout JSONWriter) {
+    writer.beginObject()
+    writer.key("subscription")
+    writer.writeString(subscription)
+    writer.key("seq")
+    writer.writeInt(seq)
+  }
+
   /// The whole notification message, encoded.
   public func encoded() -> [UInt8] {
     var writer = JSONWriter(reservingCapacity: 256)

@@ -19,11 +19,7 @@ public struct ActionPerformedNotification: ServerNotificationType, Hashable {
   }
 
   public func writeParams(to writer: inout JSONWriter) {
-    writer.beginObject()
-    writer.key("subscription")
-    writer.writeString(subscription)
-    writer.key("seq")
-    writer.writeInt(seq)
+    writeSubscriptionMembers(to: &writer)
     writer.key("tipId")
     writer.writeString(tipID)
     writer.key("actions")

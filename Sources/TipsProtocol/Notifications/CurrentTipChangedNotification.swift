@@ -18,11 +18,7 @@ public struct CurrentTipChangedNotification: ServerNotificationType, Hashable {
   }
 
   public func writeParams(to writer: inout JSONWriter) {
-    writer.beginObject()
-    writer.key("subscription")
-    writer.writeString(subscription)
-    writer.key("seq")
-    writer.writeInt(seq)
+    writeSubscriptionMembers(to: &writer)
     writer.key("group")
     writer.writeString(group)
     writer.key("tipId")

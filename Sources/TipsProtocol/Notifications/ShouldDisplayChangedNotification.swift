@@ -24,11 +24,7 @@ public struct ShouldDisplayChangedNotification: ServerNotificationType, Hashable
   }
 
   public func writeParams(to writer: inout JSONWriter) {
-    writer.beginObject()
-    writer.key("subscription")
-    writer.writeString(subscription)
-    writer.key("seq")
-    writer.writeInt(seq)
+    writeSubscriptionMembers(to: &writer)
     writer.key("id")
     writer.writeString(id)
     writer.key("shouldDisplay")
