@@ -1,10 +1,15 @@
 """Test harness for the tipsd protocol suites: daemons, framed connections, schema checks, transcript matching.
 
 Everything here talks to the real daemon (``TIPSD_BIN``, default ``<repo>/.build/debug/tipsd``).
+
+No check here depends on how fast the daemon or the machine is. Every wait is for a condition, and ``TIMEOUT``
+(``$TIPSD_TEST_TIMEOUT`` seconds, default 30) only keeps a broken daemon from hanging the suite. "Nothing arrives" is
+proved with a barrier (``Connection.expect_nothing``), never by waiting for a while.
 """
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import os
 import pathlib
@@ -27,8 +32,12 @@ OPENRPC_PATH = PROTOCOL / "openrpc.json"
 META_SCHEMA_PATH = PROTOCOL / "tests" / "openrpc-meta-schema.json"
 META_SCHEMA_ID = "https://raw.githubusercontent.com/open-rpc/meta-schema/master/schema.json"
 DEFAULT_ARGS = ["--datastore", ":memory:", "--clock", "virtual", "--clock-start", "1000000"]
-TIMEOUT = float(os.environ.get("TIPSD_TEST_TIMEOUT", "5"))
-QUIET = float(os.environ.get("TIPSD_TEST_QUIET", "0.25"))
+# The one hang guard of the protocol suites: how long any wait (a reply, a notification, EOF, the daemon starting or
+# exiting) may take before the test fails. Never an expectation of speed; raise it on a slow machine.
+TIMEOUT = float(os.environ.get("TIPSD_TEST_TIMEOUT", "30"))
+# A barrier request (Connection.expect_nothing) uses ids of this form; no test or transcript uses them.
+BARRIER_ID_PREFIX = "harness-barrier-"
+_barrier_ids = itertools.count(1)
 
 FILTER_TIP = {
     "id": "filter.tip", "title": "You can narrow this down",
@@ -215,7 +224,7 @@ class Connection:
         self.log: list[str] = []
         threading.Thread(target=self._reader, daemon=True).start()
 
-    def send_text(self, text: str) -> None:
+    def send_text(self, text: str, *, log: bool = True) -> None:
         data = text.encode()
         if self.framing == "newline":
             frame = data + b"\n"
@@ -223,7 +232,8 @@ class Connection:
             frame = b"Content-Length: %d\r\n\r\n" % len(data) + data
         if self.observer:
             self.observer.sent(text)
-        self.log.append("--> " + text)
+        if log:
+            self.log.append("--> " + text)
         self._write(frame)
 
     def send(self, message: Any) -> None:
@@ -273,33 +283,64 @@ class Connection:
         except (EOFError, OSError, ValueError):
             self.inbox.put(("eof", None))
 
-    def receive(self, timeout: float = TIMEOUT) -> Any:
-        """The next message; raises TimeoutError, or EOFError when the daemon closed the connection."""
+    def _take(self, timeout: float) -> Any:
+        """The next message, unlogged and unobserved; TimeoutError, or EOFError once the daemon closed."""
         if self.eof:
             raise EOFError("connection closed")
         try:
             kind, value = self.inbox.get(timeout=timeout)
         except queue.Empty:
-            raise TimeoutError(f"no message within {timeout} s") from None
+            raise TimeoutError(f"no message within {timeout} s (TIPSD_TEST_TIMEOUT)") from None
         if kind == "eof":
             self.eof = True
             raise EOFError("connection closed")
         if kind == "bad":
             raise AssertionError(f"daemon sent a frame that is not JSON: {value!r}")
-        self.log.append("<-- " + json.dumps(value, separators=(",", ":")))
+        return value
+
+    def _seen(self, value: Any, *, log: bool = True) -> Any:
+        if log:
+            self.log.append("<-- " + json.dumps(value, separators=(",", ":")))
         if self.observer:
             self.observer.received(value)
         return value
 
-    def quiet(self, period: float = QUIET) -> None:
-        """Asserts nothing arrives for `period` seconds."""
+    def receive(self, timeout: float = TIMEOUT) -> Any:
+        """The next message; raises TimeoutError (only a hang guard), or EOFError when the daemon closed the
+        connection."""
+        return self._seen(self._take(timeout))
+
+    def expect_nothing(self, timeout: float = TIMEOUT) -> None:
+        """Asserts that nothing is pending on this connection, with a barrier instead of a wait.
+
+        Sends a request with a private id (``clock/now``: every lifecycle state answers it, with -32002 before
+        `initialize` and -32006 after `shutdown`) and reads up to its reply. The daemon answers a connection's
+        messages and delivers its notifications in order, so everything caused by requests answered before the
+        barrier was sent (on any connection) arrives before the barrier's reply: any other message read first is
+        a failure. The barrier's request and reply go through the observer (they are valid protocol traffic) but
+        not into ``log``, so transcripts and failure reports never show them. After the daemon closed the connection
+        (EOF, also while waiting for the reply) nothing can arrive any more, which passes.
+        """
+        if self.eof:
+            return
+        rid = f"{BARRIER_ID_PREFIX}{next(_barrier_ids)}"
         try:
-            m = self.receive(timeout=period)
-        except TimeoutError:
-            return
-        except EOFError:
-            return
-        raise AssertionError(f"expected no message, got {json.dumps(m)}")
+            self.send_text(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "clock/now"}), log=False)
+        except (OSError, ValueError):
+            pass  # the daemon's end (or our stdin pipe) is already closed: only EOF may follow
+        while True:
+            try:
+                m = self._take(timeout)
+            except EOFError:
+                return
+            except TimeoutError:
+                raise AssertionError(f"no reply to the barrier request {rid!r} within {timeout} s "
+                                     "(TIPSD_TEST_TIMEOUT)") from None
+            if isinstance(m, dict) and "method" not in m and m.get("id") == rid:
+                self._seen(m, log=False)
+                return
+            self._seen(m)
+            raise AssertionError(f"expected no message, got {json.dumps(m)}")
 
     def request(self, method: str, params: Any = None, id: Any = None, notifications: list | None = None) -> Any:
         """Sends a request and returns its response; notifications that arrive first go to `notifications`."""
@@ -369,8 +410,7 @@ class Daemon:
                 except OSError:
                     pass
             return Connection(write, stdout.read1 if hasattr(stdout, "read1") else stdout.read, framing, observer, close)
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(self.socket_path)
+        s = self._connect_socket()
 
         def close():
             try:
@@ -379,6 +419,21 @@ class Daemon:
                 pass
             s.close()
         return Connection(s.sendall, s.recv, framing, observer, close)
+
+    def _connect_socket(self) -> socket.socket:
+        # A daemon that creates its socket file before listening on it refuses connections for an instant: retry
+        # (until the hang guard) rather than assume the instant has passed.
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(self.socket_path)
+                return s
+            except (ConnectionRefusedError, FileNotFoundError):
+                s.close()
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.01)
 
     def wait(self, timeout: float = TIMEOUT) -> int:
         return self.proc.wait(timeout=timeout)
@@ -616,19 +671,17 @@ def replay(transcript: Transcript, daemon: Daemon, conn: Connection) -> None:
             bindings = trial
         elif kind == "nothing":
             try:
-                conn.quiet()
+                conn.expect_nothing()
             except AssertionError as e:
                 fail(number, str(e))
         elif kind == "eof":
-            deadline = time.monotonic() + TIMEOUT
-            while True:
-                try:
-                    m = conn.receive(timeout=max(0.01, deadline - time.monotonic()))
-                except EOFError:
-                    break
-                except TimeoutError:
-                    fail(number, "expected the daemon to close the connection")
-                fail(number, f"expected the connection to close, got {json.dumps(m)}")
+            try:
+                m = conn.receive()
+            except EOFError:
+                continue
+            except TimeoutError:
+                fail(number, f"expected the daemon to close the connection; it did not within {TIMEOUT} s")
+            fail(number, f"expected the connection to close, got {json.dumps(m)}")
         elif kind == "exit":
             if daemon.transport == "stdio":
                 try:
@@ -639,6 +692,6 @@ def replay(transcript: Transcript, daemon: Daemon, conn: Connection) -> None:
                     fail(number, f"expected exit status {arg}, got {status}")
     if not conn.eof:
         try:
-            conn.quiet()
+            conn.expect_nothing()
         except AssertionError as e:
             fail(transcript.steps[-1][2] if transcript.steps else 0, "after the transcript's end: " + str(e))

@@ -46,7 +46,7 @@ def test_every_client_sees_every_change(daemon_factory, framing):
     assert got[0]["method"] == "tips/actionPerformed" and got[0]["params"]["subscription"] == act
     assert got[0]["params"]["actions"] == [{"id": "learn-more", "title": "Learn more", "index": 0}]
     assert got[1]["params"]["seq"] == 2 and got[1]["params"]["reason"] == "actionPerformed"
-    a.quiet()
+    a.expect_nothing()
 
 
 LOCALIZED_TIP = dict(harness.FILTER_TIP, rules=[{"event": "search.opened", "count": {"gte": 1}}], localizations={
@@ -89,11 +89,33 @@ def test_each_client_gets_tip_copy_in_its_locale(daemon_factory):
         n = early[name].pop() if early[name] else conn.receive()
         assert n["method"] == "tips/actionPerformed", n
         assert n["params"]["actions"] == [{"id": "learn-more", "title": expected[name][1], "index": 0}], name
-        conn.quiet()
+        conn.expect_nothing()
+
+
+def wait_until_a_slot_is_free(d):
+    """Connects (and initializes) a new client, retrying while the daemon refuses it with -32010. Under
+    --max-connections this waits for the daemon to have handled an earlier client's disconnect: freeing the slot is
+    part of the same step that drops that client's subscriptions. TIMEOUT is only a hang guard."""
+    deadline = time.monotonic() + harness.TIMEOUT
+    while True:
+        c = d.connect()
+        try:
+            c.send({"jsonrpc": "2.0", "id": "probe", "method": "initialize", "params": INIT})
+        except OSError:
+            pass  # refused and already closed by the daemon: its -32010 is still there to read
+        m = c.receive()
+        if m.get("id") == "probe":
+            assert "result" in m, m
+            return c
+        assert m["id"] is None and m["error"]["code"] == -32010, m
+        with pytest.raises(EOFError):
+            c.receive()
+        c.close()
+        assert time.monotonic() < deadline, f"the daemon still refused a new client after {harness.TIMEOUT} s"
 
 
 def test_subscriptions_are_per_connection_and_dropped_on_disconnect(daemon_factory):
-    d = daemon_factory("socket")
+    d = daemon_factory("socket", "--max-connections", "2")
     a, b = d.connect(), d.connect()
     init(a), init(b)
     a.request("tips/register", {"tips": [harness.FILTER_TIP]})
@@ -103,11 +125,12 @@ def test_subscriptions_are_per_connection_and_dropped_on_disconnect(daemon_facto
     # (an id no connection was ever given is an error, not {removed: false})
     assert b.request("tips/unobserve", {"subscription": "sub-99"})["error"]["code"] == -32003
     a.close()
-    time.sleep(0.1)
+    # Wait until the daemon has noticed the disconnect (its connection slot is free again), rather than sleeping.
+    wait_until_a_slot_is_free(d).close()
     for _ in range(3):
         b.request("events/donate", {"id": "search.opened"})
     assert b.request("tips/status", {"ids": ["filter.tip"]})["result"]["tips"][0]["shouldDisplay"] is True
-    b.quiet()
+    b.expect_nothing()
 
 
 def test_exit_over_socket_closes_only_that_connection(daemon_factory):
@@ -163,7 +186,7 @@ def test_partial_message_times_out(daemon_factory):
     c = d.connect()
     init(c)
     c._write(b'{"jsonrpc":"2.0","id":2,')
-    m = c.receive(timeout=4)
+    m = c.receive()  # after --partial-timeout's 1 s; harness.TIMEOUT only guards against it never firing
     assert m["id"] is None and m["error"]["code"] == -32600, m
     with pytest.raises(EOFError):
         c.receive()

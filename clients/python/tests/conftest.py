@@ -12,12 +12,21 @@ if HERE not in sys.path:
 
 from fake_server import FakeServer  # noqa: E402
 
+from tipsd_client.pytest_plugin import default_timeout  # noqa: E402
 
-def run(coro_fn, *args, timeout=20):
-    """Run an async test body (no pytest-asyncio needed)."""
+# The one hang guard of this suite ($TIPSD_TEST_TIMEOUT, else 30 s; the same value the tipsd fixtures use for their
+# clients). Every wait in these tests is for a condition and passes as soon as it holds; TIMEOUT only turns a hang
+# into a failure. Tests never assert that something is fast, and prove "nothing arrived" with a barrier round trip
+# (client.barrier(), sub.expect_none()), never by waiting.
+TIMEOUT = default_timeout()
+
+
+def run(coro_fn, *args, timeout=None):
+    """Run an async test body (no pytest-asyncio needed), guarded against hanging (default 3 x TIMEOUT: the body's
+    own waits are each guarded by TIMEOUT and report more precisely)."""
 
     async def guarded():
-        return await asyncio.wait_for(coro_fn(*args), timeout)
+        return await asyncio.wait_for(coro_fn(*args), 3 * TIMEOUT if timeout is None else timeout)
 
     return asyncio.run(guarded())
 

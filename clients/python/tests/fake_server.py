@@ -4,6 +4,10 @@ methods and some test-only ones (``test/*``).
 
 Run as ``python fake_server.py --stdio`` for a stdio child, or use
 :class:`FakeServer` in-process on a Unix socket.
+
+Nothing here depends on time: a connection handles its messages one at a time,
+in order, and a reply that must come late or out of order is held until the
+client says so (``test/hold`` then ``test/release``), never delayed by a sleep.
 """
 from __future__ import annotations
 
@@ -27,8 +31,12 @@ class Connection:
         self.next_sub = 1
         self.seq: dict[str, int] = {}
         self.closed = False
+        self.sent: list[Any] = []  # every message written to the client, in order
+        self.held: dict[Any, Any] = {}  # test/hold key -> the held request's id and value
+        self.ended = asyncio.Event()  # set when serve() has returned (connection closed by either side)
 
     def send(self, message: Any) -> None:
+        self.sent.append(message)
         payload = json.dumps(message, separators=(",", ":")).encode()
         if self.framing == "content-length":
             data = b"Content-Length: %d\r\nContent-Type: application/json\r\n\r\n" % len(payload) + payload
@@ -95,6 +103,11 @@ class Connection:
         finally:
             self.closed = True
             self._close()
+            self.ended.set()
+
+    async def wait_ended(self, timeout: float) -> None:
+        """Until serve() has returned; ``timeout`` only guards against hanging."""
+        await asyncio.wait_for(self.ended.wait(), timeout)
 
     async def after(self, msg: Any) -> None:
         """Side effects sent right after a reply, in the same turn."""
@@ -150,9 +163,16 @@ class Connection:
             return ok(None)
         if method == "test/echo":
             return ok({"method": method, "params": params, "framing": self.framing})
-        if method == "test/slow":
-            await asyncio.sleep(params.get("delay", 0.1))
-            return ok(params.get("value"))
+        if method == "test/hold":
+            # No reply now: test/release sends it (or nothing ever does, for timeout tests).
+            self.held[params["key"]] = (mid, params.get("value"))
+            return None
+        if method == "test/release":
+            # The held replies, in the order given, then this request's own reply.
+            for key in params["keys"]:
+                held_id, value = self.held.pop(key)
+                self.send({"jsonrpc": "2.0", "id": held_id, "result": value})
+            return ok(None)
         if method == "test/fail":
             return err(params["code"], params["message"], params.get("data"))
         if method in ("test/notify", "test/closeAfterReply"):

@@ -1,12 +1,16 @@
 """Client behaviour against a scripted fake server (tests/fake_server.py):
-correlation, framing, errors, subscriptions, connection loss, stdio."""
+correlation, framing, errors, subscriptions, connection loss, stdio.
+
+No timing: late or out-of-order replies are held by the fake until released,
+"nothing else arrived" is checked after a barrier round trip, and every wait is
+for a condition, guarded by TIMEOUT only against hanging."""
 import asyncio
 import os
 import stat
 
 import pytest
 
-from conftest import FAKE_STDIO, fake_server, run
+from conftest import FAKE_STDIO, TIMEOUT, fake_server, run
 from tipsd_client import (
     ActionPerformed,
     InvalidParamsError,
@@ -49,16 +53,21 @@ def test_connect_initializes_and_uses_framing(framing):
 def test_out_of_order_replies_are_correlated():
     async def body():
         async with fake_server() as srv, TipsClient.connect(socket_path=srv.socket_path) as c:
-            # The fake answers in arrival order per message only after the
-            # sleep; concurrent connections interleave, so use batch+slow.
+            # Sent in this order (gather starts each request in turn); the fake holds the replies to "a" and "c"
+            # until test/release, which sends c's then a's: the replies arrive b, c, a, release.
             results = await asyncio.gather(
-                c.request("test/slow", {"delay": 0.05, "value": "a"}),
+                c.request("test/hold", {"key": "a", "value": "a"}),
                 c.request("test/echo", {"v": "b"}),
-                c.request("test/slow", {"delay": 0.01, "value": "c"}),
+                c.request("test/hold", {"key": "c", "value": "c"}),
+                c.request("test/release", {"keys": ["c", "a"]}),
             )
             assert results[0] == "a" and results[1]["params"] == {"v": "b"} and results[2] == "c"
-            ids = [m["id"] for m in srv.connections[0].received[1:]]
-            assert len(set(ids)) == 3
+            assert results[3] is None
+            conn = srv.connections[0]
+            ids = [m["id"] for m in conn.received[1:]]
+            assert len(set(ids)) == 4
+            replied = [m["id"] for m in conn.sent[1:]]
+            assert replied == [ids[1], ids[2], ids[0], ids[3]]  # really out of order
 
     run(body)
 
@@ -103,7 +112,7 @@ def test_observe_gets_notification_sent_right_after_result():
             sub = await c.observe(["filter.tip"])
             assert sub.initial["tips"][0]["shouldDisplay"] is False
             assert srv.connections[0].received[-1]["params"] == {"ids": ["filter.tip"]}
-            change = await sub.next(timeout=2)
+            change = await sub.next(timeout=TIMEOUT)
             assert isinstance(change, ShouldDisplayChanged)
             assert change.id == "filter.tip" and change.should_display is True and change.seq == 1
             assert sub.is_displayable("filter.tip")
@@ -112,8 +121,9 @@ def test_observe_gets_notification_sent_right_after_result():
             assert removed is True
             assert srv.connections[0].received[-1]["method"] == "tips/unobserve"
             assert srv.connections[0].received[-1]["params"] == {"subscription": sub.id}
-            with pytest.raises(SubscriptionClosed):
-                await sub.next(timeout=1)
+            assert sub.closed
+            with pytest.raises(SubscriptionClosed):  # ended at once: TIMEOUT only guards against a hang
+                await sub.next(timeout=TIMEOUT)
             assert [n async for n in sub] == []
             assert await sub.close() is True  # idempotent: same future
 
@@ -142,17 +152,17 @@ def test_seq_gap_is_counted_and_foreign_subscription_dropped():
     async def body():
         async with fake_server() as srv, TipsClient.connect(socket_path=srv.socket_path) as c:
             sub = await c.observe()
-            await sub.next(timeout=2)
+            await sub.next(timeout=TIMEOUT)
             base = {"id": "filter.tip", "status": "pending", "tip": None}
             await _notify(c,
                           ("tips/shouldDisplayChanged", {**base, "subscription": sub.id, "seq": 4, "shouldDisplay": False}),
                           ("tips/shouldDisplayChanged", {**base, "subscription": "other", "seq": 1, "shouldDisplay": True}),
                           ("groups/currentTipChanged", {"subscription": sub.id, "seq": 5, "group": "g", "tipId": "filter.tip"}))
-            n = await sub.next(timeout=2)
+            n = await sub.next(timeout=TIMEOUT)
             assert n.seq == 4 and sub.missed == 2
-            g = await sub.next(timeout=2)
+            g = await sub.next(timeout=TIMEOUT)
             assert g.group == "g" and g.tip_id == "filter.tip" and sub.current_tip == {"g": "filter.tip"}
-            assert sub.pending() == []
+            await sub.expect_none()  # a barrier: the foreign subscription's notification was dropped, nothing else came
             assert sub.should_display == {"filter.tip": False}
 
     run(body)
@@ -163,9 +173,11 @@ def test_on_action_callback_and_unsubscribe_stops_immediately():
         async with fake_server() as srv, TipsClient.connect(socket_path=srv.socket_path) as c:
             got = []
             async_got = []
+            async_ran = asyncio.Event()
 
             async def acb(a):
                 async_got.append(a.tip_id)
+                async_ran.set()
 
             unsubscribe = await c.on_action(got.append, tip_ids="filter.tip")
             unsub2 = await c.on_action(acb)
@@ -175,11 +187,11 @@ def test_on_action_callback_and_unsubscribe_stops_immediately():
             act = {"tipId": "filter.tip", "actions": [{"id": "learn-more", "title": "Learn more", "index": 0}]}
             await _notify(c, ("tips/actionPerformed", {"subscription": sub_id, "seq": 1, **act}),
                           ("tips/actionPerformed", {"subscription": unsub2.subscription.id, "seq": 1, **act}))
-            for _ in range(50):
-                if got and async_got:
-                    break
-                await asyncio.sleep(0.01)
-            assert isinstance(got[0], ActionPerformed)
+            # The fake writes the notifications right after test/notify's reply: a barrier round trip has them all
+            # delivered (plain callbacks run on delivery); the coroutine callback runs as its own task.
+            await c.barrier()
+            await asyncio.wait_for(async_ran.wait(), TIMEOUT)
+            assert len(got) == 1 and isinstance(got[0], ActionPerformed)
             assert got[0].actions == act["actions"] and got[0].action_id == "learn-more"
             assert got[0].action_ids == ["learn-more"]
             assert async_got == ["filter.tip"]
@@ -230,11 +242,11 @@ def test_connection_loss_fails_pending_and_ends_subscriptions():
             sub = await c.observe()
             with pytest.raises(TipsdConnectionError):
                 await c.request("test/noReply")
-            await asyncio.wait_for(c.wait_closed(), 2)
+            await asyncio.wait_for(c.wait_closed(), TIMEOUT)
             assert c.closed
-            await sub.next(timeout=1)  # the one sent before the drop
-            with pytest.raises(SubscriptionClosed):
-                await sub.next(timeout=1)
+            await sub.next(timeout=TIMEOUT)  # the one sent before the drop
+            with pytest.raises(SubscriptionClosed):  # ended at once: TIMEOUT only guards against a hang
+                await sub.next(timeout=TIMEOUT)
             with pytest.raises(TipsdConnectionError):
                 await c.donate("x")
             await c.close()
@@ -248,10 +260,7 @@ def test_close_sends_exit():
         async with fake_server() as srv:
             c = await TipsClient.connect(socket_path=srv.socket_path)
             await c.close()
-            for _ in range(50):
-                if srv.connections[0].closed:
-                    break
-                await asyncio.sleep(0.01)
+            await srv.connections[0].wait_ended(TIMEOUT)
             assert srv.connections[0].received[-1] == {"jsonrpc": "2.0", "method": "exit"}
             assert srv.connections[0].closed
 
@@ -261,8 +270,13 @@ def test_close_sends_exit():
 def test_request_timeout():
     async def body():
         async with fake_server() as srv, TipsClient.connect(socket_path=srv.socket_path) as c:
+            # The fake holds this reply until released, so the timeout fires however slow the machine is.
             with pytest.raises(TimeoutError):
-                await c.request("test/slow", {"delay": 1, "value": 1}, timeout=0.05)
+                await c.request("test/hold", {"key": "late", "value": 1}, timeout=0.05)
+            # The connection still works, and the reply arriving after the timeout is dropped harmlessly.
+            assert await c.request("test/release", {"keys": ["late"]}) is None
+            assert (await c.request("test/echo", {"v": 2}))["params"] == {"v": 2}
+            assert c.unmatched_errors == []
 
     run(body)
 
@@ -284,12 +298,12 @@ def test_connect_errors():
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_stdio_transport_with_fake(framing):
     async def body():
-        c = await TipsClient.connect(stdio_command=FAKE_STDIO, framing=framing)
+        c = await TipsClient.connect(stdio_command=FAKE_STDIO, framing=framing, connect_timeout=TIMEOUT)
         assert c.server_info["name"] == "fake-tipsd"
         assert (await c.request("test/echo"))["framing"] == framing
         assert await c.donate("a") == 1
         proc = c.transport.process
-        await c.close()
+        await c.close(timeout=TIMEOUT)
         assert proc.returncode is not None
 
     run(body)
@@ -300,29 +314,29 @@ def test_sync_client_against_fake():
 
     holder = {}
     ready = threading.Event()
-    stop = threading.Event()
 
     def serve():
         async def main():
             async with fake_server() as srv:
                 holder["srv"] = srv
+                holder["loop"] = asyncio.get_running_loop()
+                holder["stop"] = stop = asyncio.Event()
                 ready.set()
-                while not stop.is_set():
-                    await asyncio.sleep(0.01)
+                await stop.wait()
 
         asyncio.run(main())
 
     t = threading.Thread(target=serve)
     t.start()
     try:
-        assert ready.wait(5)
-        with SyncTipsClient.connect(socket_path=holder["srv"].socket_path, timeout=5) as c:
+        assert ready.wait(TIMEOUT)
+        with SyncTipsClient.connect(socket_path=holder["srv"].socket_path, timeout=TIMEOUT) as c:
             assert c.donate("e") == 1
             assert c.server_info["name"] == "fake-tipsd"
             with c.observe(["filter.tip"]) as sub:
                 assert sub.initial["tips"][0]["id"] == "filter.tip"
-                assert sub.next(2).should_display is True
-                sub.expect_none(0.05)
+                assert sub.next().should_display is True
+                sub.expect_none()  # barrier: the fake answers clock/now with -32601, after anything sent before
             got = []
             unsubscribe = c.on_action(got.append)
             assert unsubscribe() is True
@@ -330,8 +344,10 @@ def test_sync_client_against_fake():
                 c.status(["nope"])
             assert c.batch(["shutdown"]) == [None]
     finally:
-        stop.set()
-        t.join(5)
+        if "stop" in holder:
+            holder["loop"].call_soon_threadsafe(holder["stop"].set)
+        t.join(TIMEOUT)
+        assert not t.is_alive()
 
 
 def test_find_tipsd_order(tmp_path, monkeypatch):

@@ -2,25 +2,32 @@
 import os
 import time
 
+from conftest import TIMEOUT
+
 pytest_plugins = ["pytester"]
 
 
-def _wait_gone(pid, timeout=5.0):
+def _gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie still answers kill(0); check /proc state.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _wait_gone(pid, timeout=TIMEOUT):
+    """Until process `pid` (not our child: no wait() for it) is gone; `timeout` only guards against hanging."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        # A zombie still answers kill(0); check /proc state.
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split()[2] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.05)
-    return False
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def test_app_team_contract_test(pytester, tipsd_bin, tmp_path):
@@ -37,7 +44,7 @@ def test_app_team_contract_test(pytester, tipsd_bin, tmp_path):
             tips = tipsd.observe(["filter.tip"])
             for _ in range(3):
                 tipsd.donate("search.opened")
-            assert tips.next(timeout=5).should_display
+            assert tips.next().should_display
 
         def test_each_test_gets_a_fresh_daemon(tipsd, tipsd_daemon):
             with open({str(pidfile)!r}, "a") as f:

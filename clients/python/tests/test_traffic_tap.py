@@ -2,7 +2,7 @@
 traffic checker (traffic_check.py) on hand-made logs."""
 import json
 
-from conftest import FAKE_STDIO, fake_server, run
+from conftest import FAKE_STDIO, TIMEOUT, fake_server, run
 from traffic_check import DEFAULT_OPENRPC, Contract, check_log
 
 from tipsd_client import TipsClient
@@ -22,8 +22,8 @@ def test_tap_logs_both_directions_per_connection(tmp_path, monkeypatch):
                     TipsClient.connect(socket_path=srv.socket_path) as b:
                 await a.donate("x")
                 await b.batch([("test/echo", {"k": 1}), ("test/echo", {"k": 2})])
-        c = await TipsClient.connect(stdio_command=FAKE_STDIO)
-        await c.close()
+        c = await TipsClient.connect(stdio_command=FAKE_STDIO, connect_timeout=TIMEOUT)
+        await c.close(timeout=TIMEOUT)
 
     run(body)
     lines = _lines(log)

@@ -388,6 +388,29 @@ class TipsClient:
             for msg_id in ids:
                 self._pending.pop(msg_id, None)
 
+    async def barrier(self, *, timeout: float | None = _MISSING) -> None:
+        """A round trip that proves delivery: when it returns, every notification
+        caused by a request the daemon answered before the barrier was sent
+        (on any connection) has been received and delivered to its subscription
+        and callbacks.
+
+        The daemon answers a connection's messages and writes its notifications
+        in order, so they arrive before the barrier's reply. The barrier is a
+        ``clock/now`` request; an error reply (-32002 before ``initialize``,
+        -32006 after ``shutdown``, -32601 from a server without the method) is
+        as good as a result. On a closed connection it returns at once: nothing
+        can arrive any more. Use it to check that *nothing* happened
+        (``sub.expect_none()``) without waiting for a while.
+        """
+        if self.closed:
+            return
+        try:
+            await self.request("clock/now", timeout=timeout)
+        except TipsdError:
+            pass
+        except TipsdConnectionError:
+            pass  # closed meanwhile: everything that will ever arrive has arrived
+
     def on_notification(self, listener: Callable[[Notification], Any]) -> Callable[[], None]:
         """Call ``listener`` for every notification on this connection.
         Returns a function that removes it."""
@@ -446,7 +469,10 @@ class TipsClient:
 
     async def close(self, *, timeout: float = 5.0) -> None:
         """Close the connection. For a stdio child: ``shutdown`` + ``exit``,
-        close stdin, wait for it (terminate it if it lingers). Idempotent."""
+        close stdin, wait for it (terminate it if it lingers). Idempotent.
+
+        ``timeout`` bounds each step (the ``shutdown`` reply, sending ``exit``,
+        the child exiting); a responsive daemon never makes close() wait for it."""
         if self._closing:
             await self._closed_event.wait()
             return
@@ -455,13 +481,13 @@ class TipsClient:
         if alive and isinstance(self._transport, StdioTransport) and not self._shutdown_sent:
             try:
                 fut = self._pending_request_raw("shutdown")
-                await asyncio.wait_for(fut, min(timeout, 2.0))
+                await asyncio.wait_for(fut, timeout)
                 self._shutdown_sent = True
             except Exception:
                 pass
         if alive:
             try:
-                await asyncio.wait_for(self.notify("exit"), 1.0)
+                await asyncio.wait_for(self.notify("exit"), timeout)
             except Exception:
                 pass
         if isinstance(self._transport, StdioTransport):

@@ -18,7 +18,13 @@ Fixtures
     PATH, or ``.build/debug/tipsd`` in the current directory or a parent.
 
 Per test options: ``@pytest.mark.tipsd(clock="system", datastore=":memory:",
-args=["--catalog", "catalog.json"], timeout=10)``.
+args=["--catalog", "catalog.json"], timeout=30)``.
+
+Timeouts are hang guards, never expectations of speed: the fixtures' clients
+give up on a call after ``timeout`` seconds (default ``$TIPSD_TEST_TIMEOUT``,
+else 30), and the daemon gets as long to start listening. Raise
+``TIPSD_TEST_TIMEOUT`` on a slow or loaded machine; a passing test never waits
+for it.
 
 A missing binary is a fixture error; set ``TIPSD_SKIP_IF_MISSING=1`` to skip
 those tests instead.
@@ -35,6 +41,24 @@ from .errors import TipsdConnectionError, TipsdError
 from .sync import SyncTipsClient
 
 
+TEST_TIMEOUT_ENV = "TIPSD_TEST_TIMEOUT"
+
+
+def default_timeout() -> float:
+    """The hang guard of the fixtures (and of this project's own tests): ``$TIPSD_TEST_TIMEOUT``
+    seconds, else 30. Only a broken daemon ever makes a test wait that long."""
+    value = os.environ.get(TEST_TIMEOUT_ENV, "").strip()
+    if not value:
+        return 30.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise pytest.UsageError(f"{TEST_TIMEOUT_ENV}={value!r} is not a number of seconds") from None
+    if seconds <= 0:
+        raise pytest.UsageError(f"{TEST_TIMEOUT_ENV}={value!r} must be positive")
+    return seconds
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tipsd")
     group.addoption("--tipsd-bin", action="store", default=None, help="path of the tipsd binary for the tipsd fixtures")
@@ -44,7 +68,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "tipsd(clock='virtual', datastore=':memory:', args=[], timeout=10.0): options for the tipsd fixtures",
+        "tipsd(clock='virtual', datastore=':memory:', args=[], timeout=$TIPSD_TEST_TIMEOUT or 30): "
+        "options for the tipsd fixtures",
     )
 
 
@@ -78,7 +103,7 @@ def tipsd_daemon(request: pytest.FixtureRequest, tipsd_bin: str) -> Iterator[Tip
         clock=opts.get("clock", "virtual"),
         args=opts.get("args", ()),
         env=opts.get("env"),
-        startup_timeout=opts.get("startup_timeout", 15.0),
+        startup_timeout=opts.get("startup_timeout", max(15.0, opts.get("timeout", default_timeout()))),
     )
     try:
         daemon.start()
@@ -104,7 +129,7 @@ def tipsd_connect(request: pytest.FixtureRequest, tipsd_daemon: TipsdDaemon) -> 
     clients: list[SyncTipsClient] = []
 
     def connect(**kwargs: Any) -> SyncTipsClient:
-        kwargs.setdefault("timeout", opts.get("timeout", 10.0))
+        kwargs.setdefault("timeout", opts.get("timeout", default_timeout()))
         kwargs.setdefault("client_name", f"pytest:{request.node.name}")
         client = SyncTipsClient.connect(socket_path=tipsd_daemon.socket_path, **kwargs)
         clients.append(client)

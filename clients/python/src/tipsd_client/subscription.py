@@ -139,6 +139,17 @@ class Subscription:
                 return out
             out.append(item)
 
+    async def expect_none(self, timeout: float | None = None) -> None:
+        """Assert that no notification is pending for this subscription,
+        without waiting for a while: a :meth:`TipsClient.barrier` round trip
+        first, so every notification caused by requests the daemon answered
+        before it has arrived. ``timeout`` only bounds the round trip.
+        Raises ``AssertionError`` listing what arrived (and takes it)."""
+        await self._client.barrier(timeout=self._client.request_timeout if timeout is None else timeout)
+        arrived = self.pending()
+        if arrived:
+            raise AssertionError(f"expected no notification on subscription {self.id!r}, got {arrived!r}")
+
     # -- closing -------------------------------------------------------------
 
     def _detach(self) -> None:
