@@ -22,6 +22,10 @@ let package = Package(
     // MARK: C system libraries
     .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+    /// libwebsockets on tipsd's libuv loop (a foreign loop; the glue is Debian's libwebsockets-evlib-uv).
+    .systemLibrary(
+      name: "CLibWebSockets", pkgConfig: "libwebsockets",
+      providers: [.apt(["libwebsockets-dev", "libwebsockets-evlib-uv"])]),
 
     // MARK: TipsSystem — one funnel for POSIX calls (errno, EINTR)
     .target(name: "TipsSystem", swiftSettings: swiftSettings),
@@ -59,8 +63,8 @@ let package = Package(
     .testTarget(
       name: "TipsProtocolTests", dependencies: ["TipsProtocol", "TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
 
-    // MARK: TipsTransport — libuv event loop, sockets, pipes, timers, signals
-    .target(name: "TipsTransport", dependencies: ["CLibUV", "TipsSystem"], swiftSettings: swiftSettings),
+    // MARK: TipsTransport — libuv event loop, sockets, pipes, timers, signals; HTTP and WebSocket (libwebsockets)
+    .target(name: "TipsTransport", dependencies: ["CLibUV", "CLibWebSockets", "TipsSystem"], swiftSettings: swiftSettings),
     .testTarget(name: "TipsTransportTests", dependencies: ["TipsTransport", "TipsSystem"], swiftSettings: swiftSettings),
 
     // MARK: TipsClient — one blocking JSON-RPC client for `tipsd call`, the tests and the benchmarks

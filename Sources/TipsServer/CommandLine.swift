@@ -3,6 +3,7 @@
 #endif
 import TipsJSON
 import TipsStore
+import TipsTransport
 
 /// `tipsd` — the command line. The executable only calls ``TipsdCommand/main(_:environment:)``.
 public enum TipsdCommand {
@@ -12,6 +13,7 @@ public enum TipsdCommand {
     USAGE
       tipsd serve [--stdio | --socket PATH] [options]   run the daemon
       tipsd call [--socket PATH] METHOD [PARAMS-JSON]   send one request, print the result as JSON
+      tipsd token [--socket PATH | --token-file PATH]   print the WebSocket listener's token
       tipsd help | --help                               this text
       tipsd version | --version
 
@@ -35,10 +37,22 @@ public enum TipsdCommand {
       --allow-uid UID          also accept socket clients running as UID (repeatable); by default only
                                the daemon's own uid may connect (checked with SO_PEERCRED)
 
+    HTTP AND WEBSOCKET (off unless --listen is given)
+      --listen HOST:PORT       also serve HTTP/1.1 and WebSocket on HOST:PORT (repeatable): 127.0.0.1:8787,
+                               [::1]:8787, localhost:8787; port 0 picks a free port (logged). One JSON-RPC
+                               message per text frame; GET /healthz answers without a token
+      --token-file PATH        the token WebSocket clients must present (default: `token` beside the
+                               socket); created (mode 0600) when missing, kept across restarts
+      --allow-origin ORIGIN    also accept browser pages from ORIGIN, e.g. http://localhost:8081 (repeatable)
+      --tls-cert FILE          PEM certificate: serve wss:// and https:// (needed for a non-loopback HOST)
+      --tls-key FILE           its PEM private key
+      --ping-interval SECONDS  ping quiet WebSocket peers this often; close those silent for two (default 15)
+
     EXAMPLES
       tipsd serve --socket /tmp/tipsd.sock --catalog catalog/demo.json
       tipsd call --socket /tmp/tipsd.sock events/donate '{"id": "search.opened"}'
       tipsd call --socket /tmp/tipsd.sock tips/explain '{"id": "filter.tip"}'
+      tipsd serve --listen 127.0.0.1:8787 --catalog catalog/demo.json; tipsd token
     """
 
   /// Runs the command line; returns the process exit status.
@@ -52,6 +66,7 @@ public enum TipsdCommand {
     switch command {
     case "serve": return serve(args, environment: environment)
     case "call": return CallCommand.run(args, environment: environment)
+    case "token": return token(args, environment: environment)
     case "help", "--help", "-h":
       print(usage)
       return 0
@@ -110,6 +125,21 @@ public enum TipsdCommand {
       case "--max-message-size": configuration.maxMessageSize = try positive(flag)
       case "--partial-timeout": configuration.partialMessageTimeout = try number(flag)
       case "--queue-limit": configuration.outgoingQueueLimit = try positive(flag)
+      case "--listen":
+        let text = try value(flag)
+        do {
+          configuration.web.addresses.append(try ListenAddress(parsing: text))
+        } catch {
+          throw ServerError(error.message)
+        }
+      case "--token-file": configuration.web.tokenFile = try value(flag)
+      case "--allow-origin": configuration.web.allowedOrigins.insert(try value(flag))
+      case "--tls-cert": configuration.web.tlsCertificate = try value(flag)
+      case "--tls-key": configuration.web.tlsKey = try value(flag)
+      case "--ping-interval":
+        let seconds = try number(flag)
+        guard seconds > 0 else { throw ServerError("--ping-interval: must be a positive number of seconds") }
+        configuration.web.pingInterval = seconds
       case "--allow-uid":
         let text = try value(flag)
         guard let uid = UInt32(text) else { throw ServerError("--allow-uid: \"\(text)\" is not a uid") }
@@ -118,6 +148,19 @@ public enum TipsdCommand {
       default: throw ServerError("unknown option \"\(flag)\" (see tipsd --help)")
       }
       index += 1
+    }
+    let web = configuration.web
+    if (web.tlsCertificate == nil) != (web.tlsKey == nil) {
+      throw ServerError("--tls-cert and --tls-key go together (a PEM certificate and its private key)")
+    }
+    if web.tlsCertificate == nil, let remote = web.addresses.first(where: { !$0.isLoopback }) {
+      throw ServerError(
+        "--listen \(remote): a non-loopback address needs TLS (--tls-cert and --tls-key); without it the token and "
+          + "every message would cross the network in clear text. Use 127.0.0.1 (with `adb reverse` for an Android "
+          + "device) or give a certificate")
+    }
+    if !web.isEnabled && (web.tokenFile != nil || !web.allowedOrigins.isEmpty || web.tlsCertificate != nil) {
+      throw ServerError("--token-file, --allow-origin and --tls-* need --listen HOST:PORT")
     }
     switch clockName {
     case "system":
@@ -129,7 +172,7 @@ public enum TipsdCommand {
   }
 
   static func serve(_ args: [String], environment: [String: String]) -> Int32 {
-    let configuration: ServerConfiguration
+    var configuration: ServerConfiguration
     do {
       configuration = try parseServe(args, environment: environment)
     } catch {
@@ -137,13 +180,18 @@ public enum TipsdCommand {
       return 2
     }
     let logger = Logger(level: configuration.logLevel)
-    if case .socket(let path) = configuration.listen {
-      do {
-        try prepareSocketDirectory(for: path)
-      } catch {
-        logger.error("\(error)")
-        return 1
+    do {
+      if case .socket(let path) = configuration.listen { try prepareSocketDirectory(for: path) }
+      if configuration.web.isEnabled, configuration.web.tokenFile == nil {
+        // Beside the socket (the default socket's directory under --stdio).
+        let socket: String
+        if case .socket(let path) = configuration.listen { socket = path } else { socket = defaultSocketPath(environment: environment) }
+        try prepareSocketDirectory(for: socket)
+        configuration.web.tokenFile = TokenFile.defaultPath(socketPath: socket)
       }
+    } catch {
+      logger.error("\(error)")
+      return 1
     }
     logger.info(
       "starting tipsd \(TipsdVersion.server)",
@@ -158,6 +206,36 @@ public enum TipsdCommand {
       return exit == .clean ? 0 : 1
     } catch {
       logger.error("\(error)")
+      return 1
+    }
+  }
+
+  /// `tipsd token [--socket PATH | --token-file PATH]`: prints the listener's token (for a development app's config).
+  static func token(_ args: [String], environment: [String: String]) -> Int32 {
+    var path = TokenFile.defaultPath(socketPath: defaultSocketPath(environment: environment))
+    var index = 0
+    while index < args.count {
+      switch args[index] {
+      case "--socket" where index + 1 < args.count:
+        index += 1
+        path = TokenFile.defaultPath(socketPath: args[index])
+      case "--token-file" where index + 1 < args.count:
+        index += 1
+        path = args[index]
+      case "--help", "-h":
+        print("usage: tipsd token [--socket PATH | --token-file PATH]")
+        return 0
+      default:
+        writeStderr("usage: tipsd token [--socket PATH | --token-file PATH]\n")
+        return 2
+      }
+      index += 1
+    }
+    do {
+      print(try TokenFile.read(path))
+      return 0
+    } catch {
+      writeStderr("tipsd token: \(error)\n")
       return 1
     }
   }

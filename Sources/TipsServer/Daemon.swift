@@ -1,6 +1,7 @@
 #if canImport(Glibc)
   import Glibc
 #endif
+import TipsJSON
 import TipsTransport
 
 /// `tipsd serve` in production: a ``Server`` on a libuv loop, listening on stdio or a Unix socket, stopping on
@@ -20,7 +21,7 @@ public enum Daemon {
     switch configuration.listen {
     case .stdio:
       do {
-        server.accept(try StdioTransport.open(loop: loop), primary: true)
+        server.accept(try StdioTransport.open(loop: loop), primary: true, transport: "stdio")
       } catch {
         throw ServerError("cannot open stdio: \(error)")
       }
@@ -49,6 +50,7 @@ public enum Daemon {
       server.onStop = { listener.close() }
       logger.info("serving", [("socket", path)])
     }
+    let web = try startWebListener(configuration: configuration, logger: logger, loop: loop, server: server)
     var watchers: [SignalWatcher] = []
     for signum in [SIGTERM, SIGINT] {
       do {
@@ -65,9 +67,69 @@ public enum Daemon {
     loop.run()
     server.finish()
     for watcher in watchers { watcher.close() }
+    // lws closes its own handles as the loop runs to the end in loop.close(); the listener stays alive until then.
+    web?.close()
     server.closeDatastore()
     loop.close()
+    withExtendedLifetime(web) {}
     StdioTransport.finishPumps()
     return server.exitStatus
+  }
+
+  /// The HTTP/WebSocket listener of `--listen`, if any: its token, its access checks and `GET /healthz`.
+  static func startWebListener(
+    configuration: ServerConfiguration, logger: Logger, loop: UVLoop, server: Server
+  ) throws(ServerError) -> WebListener? {
+    let web = configuration.web
+    guard web.isEnabled else { return nil }
+    let tokenFile = web.tokenFile ?? "token"
+    let (token, created) = try TokenFile.ensure(tokenFile)
+    // The token itself is never logged: only where it is.
+    logger.info(created ? "created a token" : "using the token", [("token_file", tokenFile)])
+    let tls = web.tlsCertificate.flatMap { certificate in web.tlsKey.map { (certificate: certificate, key: $0) } }
+    WebListener.libraryLog = { isError, line in
+      if isError { logger.error("libwebsockets: \(line)") } else { logger.warning("libwebsockets: \(line)") }
+    }
+    let listener: WebListener
+    do {
+      listener = try WebListener(
+        loop: loop,
+        configuration: WebListener.Configuration(
+          addresses: web.addresses, policy: AccessPolicy(token: token, allowedOrigins: web.allowedOrigins, tls: tls != nil),
+          tls: tls, maxMessageSize: configuration.maxMessageSize, pingInterval: web.pingInterval))
+    } catch {
+      throw ServerError("\(error)")
+    }
+    listener.onLog = { isWarning, message, metadata in
+      if isWarning { logger.warning(message, metadata) } else { logger.info(message, metadata) }
+    }
+    listener.onConnection = { [unowned server] stream in server.accept(stream, transport: "websocket") }
+    let started = SystemTime.now()
+    listener.onRequest = { [unowned server] request in
+      guard request.path == "/healthz" else { return .error(404, "not found: \(request.path) (try /healthz)") }
+      guard request.method == "GET" else { return .error(405, "use GET") }
+      return Health.response(server: server, uptime: SystemTime.now() - started)
+    }
+    for address in listener.boundAddresses {
+      logger.info("serving HTTP and WebSocket", [("listen", "\(tls == nil ? "ws" : "wss")://\(address)/")])
+    }
+    return listener
+  }
+}
+
+/// `GET /healthz`: for systemd, containers and load balancers (no token needed; it says nothing about tips).
+enum Health {
+  static func response(server: Server, uptime: Double) -> HTTPResponse {
+    let counts = server.connectionsByTransport
+    var connections: JSONObject = ["total": .int(Int64(server.connectionCount))]
+    for transport in ["unix", "websocket", "stdio"] { connections[transport] = .int(Int64(counts[transport] ?? 0)) }
+    let body: JSONValue = .object([
+      "status": "ok",
+      "version": .string(TipsdVersion.server),
+      "protocolVersion": .string(TipsdVersion.protocolVersion),
+      "uptimeSeconds": .double((uptime * 1000).rounded() / 1000),
+      "connections": .object(connections),
+    ])
+    return HTTPResponse(status: 200, body: body.serialized() + [0x0A], headers: [("Cache-Control", "no-store")])
   }
 }

@@ -157,8 +157,9 @@ public final class Server {
 
   // MARK: - Connections
 
-  /// Serves a new connection. `primary`: the daemon stops when it closes (stdio).
-  public func accept(_ stream: any ByteStream, primary: Bool = false) {
+  /// Serves a new connection. `primary`: the daemon stops when it closes (stdio). `transport` names how it is
+  /// connected (`stdio`, `unix`, `websocket`).
+  public func accept(_ stream: any ByteStream, primary: Bool = false, transport: String = "unix") {
     if stopping {
       stream.close(after: false, reason: "daemon stopping")
       return
@@ -166,22 +167,29 @@ public final class Server {
     if sessions.count >= configuration.maxConnections {
       logger.warning("connection limit reached; refusing a client", [("limit", String(configuration.maxConnections))])
       let refusal = OutgoingMessage.encodeError(id: nil, error: .tooManyConnections(limit: configuration.maxConnections))
-      stream.write(Framer.encode(refusal, as: .newline))
+      stream.write(stream.deliversMessages ? refusal : Framer.encode(refusal, as: .newline))
       stream.close(after: true, reason: "connection limit")
       return
     }
     let session = Session(
       stream: stream, maxMessageSize: configuration.maxMessageSize, highWater: configuration.outgoingHighWater,
-      queueLimit: configuration.outgoingQueueLimit, isPrimary: primary)
+      queueLimit: configuration.outgoingQueueLimit, isPrimary: primary, transport: transport)
     sessions[session.id] = session
     stream.onData = { [unowned self, unowned session] bytes in self.received(bytes, on: session) }
     stream.onClose = { [unowned self, unowned session] reason in self.closed(session, reason: reason) }
     stream.startReading()
-    logger.debug("client connected", [("connection", String(session.id))])
+    logger.debug("client connected", [("connection", String(session.id)), ("transport", transport)])
   }
 
   /// The number of connections served now.
   public var connectionCount: Int { sessions.count }
+
+  /// Connections by transport (`unix`, `websocket`, `stdio`).
+  public var connectionsByTransport: [String: Int] {
+    var counts: [String: Int] = [:]
+    for session in sessions.values { counts[session.transport, default: 0] += 1 }
+    return counts
+  }
 
   private func closed(_ session: Session, reason: CloseReason) {
     logger.debug("client disconnected", [("connection", String(session.id)), ("reason", "\(reason)")])
@@ -194,7 +202,7 @@ public final class Server {
 
   private func received(_ bytes: UnsafeRawBufferPointer, on session: Session) {
     guard !session.outbound.closing else { return }
-    session.framer.feed(bytes)
+    session.take(bytes)
     processBufferedInput(session)
   }
 
@@ -210,7 +218,7 @@ public final class Server {
         services.markDirty(session)
         return
       }
-      guard let event = session.framer.next() else { break }
+      guard let event = session.nextInput() else { break }
       switch event {
       case .message(let message):
         dispatcher.handle(message, on: session)
@@ -219,7 +227,7 @@ public final class Server {
         return
       }
     }
-    if session.framer.hasPartialMessage {
+    if session.hasPartialMessage {
       if session.partialSince == nil { session.partialSince = loop.now }
     } else {
       session.partialSince = nil
@@ -281,14 +289,14 @@ public final class Server {
     while let action = session.outbound.nextAction(transportPending: stream.pendingWriteBytes) {
       switch action {
       case .write(let payload):
-        stream.write(Framer.encode(payload, as: session.framing))
+        stream.write(session.frame(payload))
       case .pauseReading:
         stream.stopReading()
       case .resumeReading:
         stream.startReading()
         resumed = true
       case .close:
-        stream.close(after: true, reason: "closed by server")
+        stream.close(after: true, reason: stopping ? stream.daemonStoppingReason : "closed by server")
       case .disconnect(let owed):
         logger.warning(
           "disconnecting a client that is not reading its replies",

@@ -1,3 +1,5 @@
+public import TipsTransport
+
 /// How the daemon keeps time.
 public enum ClockMode: Sendable, Equatable {
   /// The system's real-time clock; time-driven changes fire from a libuv timer.
@@ -12,9 +14,30 @@ public enum Listen: Sendable, Equatable {
   case socket(path: String)
 }
 
+/// The HTTP/WebSocket listener (`--listen`), off unless an address is given.
+public struct WebConfiguration: Sendable {
+  /// `--listen HOST:PORT` (repeatable).
+  public var addresses: [ListenAddress] = []
+  /// The token file (`--token-file`; default: `token` beside the socket).
+  public var tokenFile: String?
+  /// `--allow-origin ORIGIN` (repeatable).
+  public var allowedOrigins: Set<String> = []
+  /// `--tls-cert` and `--tls-key`.
+  public var tlsCertificate: String?
+  public var tlsKey: String?
+  /// `--ping-interval SECONDS`.
+  public var pingInterval: Double = 15
+
+  public init() {}
+
+  public var isEnabled: Bool { !addresses.isEmpty }
+}
+
 /// Everything `tipsd serve` can be told. Defaults are what `tipsd serve` uses with no flags.
 public struct ServerConfiguration: Sendable {
   public var listen: Listen = .stdio
+  /// HTTP and WebSocket, alongside `listen`.
+  public var web = WebConfiguration()
   /// A datastore file path, or `:memory:`.
   public var datastorePath: String = ":memory:"
   /// `synchronous=FULL`: survive power loss, not only a process crash.

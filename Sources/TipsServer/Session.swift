@@ -19,16 +19,55 @@ final class Session {
   var subscriptions: Set<String> = []
   /// Whether the daemon stops when this connection closes (stdio).
   let isPrimary: Bool
+  /// How the client is connected (`stdio`, `unix`, `websocket`), for logs and counts.
+  let transport: String
+  /// Whole messages from a stream that delivers them (WebSocket), waiting to be handled; the framer is unused then.
+  private var messages: [[UInt8]] = []
+  private var messagesHead = 0
 
-  init(stream: any ByteStream, maxMessageSize: Int, highWater: Int, queueLimit: Int, isPrimary: Bool) {
+  init(
+    stream: any ByteStream, maxMessageSize: Int, highWater: Int, queueLimit: Int, isPrimary: Bool, transport: String
+  ) {
     self.stream = stream
     self.id = stream.id
     self.framer = Framer(maxMessageSize: maxMessageSize)
     self.outbound = OutboundStateMachine(highWater: highWater, queueLimit: queueLimit)
     self.isPrimary = isPrimary
+    self.transport = transport
   }
 
   var framing: Framing { framer.framing ?? .newline }
+
+  /// Takes bytes from the stream: a whole message, or bytes for the framer.
+  func take(_ bytes: UnsafeRawBufferPointer) {
+    if stream.deliversMessages {
+      messages.append(Array(bytes))
+    } else {
+      framer.feed(bytes)
+    }
+  }
+
+  /// The next complete message (or framing error) received, if any.
+  func nextInput() -> FramerEvent? {
+    guard stream.deliversMessages else { return framer.next() }
+    guard messagesHead < messages.count else { return nil }
+    let message = messages[messagesHead]
+    messages[messagesHead] = []
+    messagesHead += 1
+    if messagesHead == messages.count {
+      messages = []
+      messagesHead = 0
+    }
+    return .message(message)
+  }
+
+  /// Whether part of a message is waiting for the rest (the partial-message timeout).
+  var hasPartialMessage: Bool { !stream.deliversMessages && framer.hasPartialMessage }
+
+  /// A payload ready for the stream: framed, unless the stream frames messages itself.
+  func frame(_ payload: [UInt8]) -> [UInt8] {
+    stream.deliversMessages ? payload : Framer.encode(payload, as: framing)
+  }
 
   /// Stops reading and closes once everything owed is written (a framing error, `exit` on a socket, stopping).
   func closeAfterOwed() {

@@ -37,8 +37,12 @@ public protocol ByteStream: AnyObject {
   func stopReading()
   /// Writes `bytes`; false (dropping them) when closing.
   @discardableResult func write(_ bytes: [UInt8]) -> Bool
-  /// Closes: with `flushing`, after the pending writes are out; `reason` is for logs.
+  /// Closes: with `flushing`, after the pending writes are out; `reason` is for logs
+  /// (``ByteStream/daemonStopping`` tells a WebSocket to say 1001, going away).
   func close(after flushing: Bool, reason: String)
+  /// Whether each `onData` is one whole message and each `write` one message (WebSocket), rather than a byte
+  /// stream that needs framing.
+  var deliversMessages: Bool { get }
 }
 
 /// A one-shot or repeating timer. Loop thread only.
@@ -60,6 +64,13 @@ extension LoopTimer {
 }
 
 extension ByteStream {
+  public var deliversMessages: Bool { false }
+
+  /// The close reason of a daemon that is stopping.
+  public static var daemonStopping: String { "daemon stopping" }
+  /// The same, from an instance.
+  public var daemonStoppingReason: String { Self.daemonStopping }
+
   /// Closes with the generic reason "closed by server".
   public func close(after flushing: Bool) { close(after: flushing, reason: "closed by server") }
 }

@@ -7,6 +7,16 @@
 //  * callbacks are non-capturing `@convention(c)` closures that recover the owner from `data`;
 //  * the retain is released and the memory freed only in the close callback.
 import CLibUV
+import Synchronization
+
+/// Every handle whose `data` holds one of our owners. A loop may also carry handles of a library sharing it
+/// (libwebsockets on a foreign loop), whose `data` is theirs: `UVLoop.close()` asks only ours to close.
+let ownedHandles = Mutex<Set<UInt>>([])
+
+/// Whether `handle`'s `data` is one of our owners.
+func isOwned(_ handle: UnsafeMutablePointer<uv_handle_t>) -> Bool {
+  ownedHandles.withLock { $0.contains(UInt(bitPattern: handle)) }
+}
 
 /// An object that owns one or more libuv handles on an `UVLoop`.
 /// `UVLoop.close()` finds every live handle with `uv_walk` and asks its owner to close.
@@ -38,6 +48,7 @@ func owner<T: AnyObject>(of handle: UnsafeMutablePointer<uv_handle_t>?, as _: T.
 @inline(__always)
 func retainOwner(_ object: AnyObject, in handle: UnsafeMutablePointer<uv_handle_t>) {
   handle.pointee.data = Unmanaged.passRetained(object).toOpaque()
+  _ = ownedHandles.withLock { $0.insert(UInt(bitPattern: handle)) }
 }
 
 /// Takes back the +1 reference stored by `retainOwner` (close callbacks only).
@@ -45,6 +56,7 @@ func retainOwner(_ object: AnyObject, in handle: UnsafeMutablePointer<uv_handle_
 func releaseOwner<T: AnyObject>(of handle: UnsafeMutablePointer<uv_handle_t>, as _: T.Type) -> T? {
   guard let data = handle.pointee.data else { return nil }
   handle.pointee.data = nil
+  _ = ownedHandles.withLock { $0.remove(UInt(bitPattern: handle)) }
   return Unmanaged<T>.fromOpaque(data).takeRetainedValue()
 }
 

@@ -151,7 +151,7 @@ public final class UVLoop: EventLoop {
     while true {
       // onClose handlers may create new handles, hence the loop.
       uv_walk(uvLoop, { handle, _ in
-        guard let handle, uv_is_closing(handle) == 0, let data = handle.pointee.data else { return }
+        guard let handle, uv_is_closing(handle) == 0, isOwned(handle), let data = handle.pointee.data else { return }
         let object = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue()
         (object as? any LoopHandleOwner)?.closeForLoopShutdown()
       }, nil)

@@ -10,7 +10,7 @@ import Testing
   let loop = EmbeddedEventLoop()
 
   func session() -> Session {
-    Session(stream: EmbeddedStream(loop: loop), maxMessageSize: 1 << 20, highWater: 1 << 20, queueLimit: 4 << 20, isPrimary: false)
+    Session(stream: EmbeddedStream(loop: loop), maxMessageSize: 1 << 20, highWater: 1 << 20, queueLimit: 4 << 20, isPrimary: false, transport: "test")
   }
 
   func engine() throws -> Engine {

@@ -1,0 +1,460 @@
+// WebListener: HTTP/1.1 and WebSocket (RFC 6455) on tipsd's own libuv loop, through libwebsockets.
+//
+// libwebsockets does the protocol work — HTTP parsing, the upgrade handshake, framing, masking, fragmentation,
+// ping/pong, close codes, UTF-8 validation, TLS — on the daemon's `uv_loop_t` as a "foreign loop", so every callback
+// below runs on the loop thread, between our own handles' callbacks. What this file adds: the access checks before
+// any upgrade (`AccessPolicy`), a `WebSocketStream` (a `ByteStream` carrying one JSON-RPC message per text frame)
+// for each connection, plain HTTP answers (`onRequest`), and pings to find peers that vanished without a FIN.
+//
+// Ownership: the lws context is created here and destroyed by `close()`; lws then closes its own uv handles as the
+// loop keeps running (`UVLoop.close()` runs it to the end and touches only our handles). The context's user
+// pointer is this listener, unretained: the listener outlives the context. Each WebSocket connection's
+// per-session data holds a +1 reference to its stream, released when lws reports the connection closed.
+import CLibUV
+import CLibWebSockets
+import Glibc
+
+/// A plain HTTP request to the listener (not an upgrade).
+public struct HTTPRequest: Sendable {
+  public var method: String
+  /// The path, without the query.
+  public var path: String
+  /// Whether it carried the token (`Authorization: Bearer`).
+  public var authorized: Bool
+}
+
+/// The answer to an ``HTTPRequest``.
+public struct HTTPResponse: Sendable {
+  public var status: Int
+  public var contentType: String
+  public var body: [UInt8]
+  /// Extra headers (`Content-Security-Policy`, `Cache-Control`, …).
+  public var headers: [(String, String)]
+
+  public init(status: Int, contentType: String = "application/json", body: [UInt8], headers: [(String, String)] = []) {
+    self.status = status
+    self.contentType = contentType
+    self.body = body
+    self.headers = headers
+  }
+
+  /// A JSON error body `{"error": reason}`.
+  public static func error(_ status: Int, _ reason: String) -> HTTPResponse {
+    var escaped = ""
+    for scalar in reason.unicodeScalars {
+      switch scalar {
+      case "\"": escaped += "\\\""
+      case "\\": escaped += "\\\\"
+      default: escaped.unicodeScalars.append(scalar.value < 0x20 ? " " : scalar)
+      }
+    }
+    return HTTPResponse(status: status, body: Array("{\"error\":\"\(escaped)\"}\n".utf8))
+  }
+}
+
+/// Listens for HTTP and WebSocket clients on one or more addresses, on a `UVLoop`. Loop thread only.
+public final class WebListener {
+  public struct Configuration: Sendable {
+    public var addresses: [ListenAddress]
+    public var policy: AccessPolicy
+    /// PEM certificate and key paths: serve wss/https.
+    public var tls: (certificate: String, key: String)?
+    /// The largest WebSocket message accepted (larger: closed with 1009).
+    public var maxMessageSize: Int
+    /// Seconds between pings to a quiet peer; a peer silent for two intervals is closed.
+    public var pingInterval: Double
+    /// The largest request header block (larger: refused).
+    public var maxHeaderBytes: Int
+
+    public init(
+      addresses: [ListenAddress], policy: AccessPolicy, tls: (certificate: String, key: String)? = nil,
+      maxMessageSize: Int = 1 << 20, pingInterval: Double = 15, maxHeaderBytes: Int = 8 * 1024
+    ) {
+      self.addresses = addresses
+      self.policy = policy
+      self.tls = tls
+      self.maxMessageSize = maxMessageSize
+      self.pingInterval = pingInterval
+      self.maxHeaderBytes = maxHeaderBytes
+    }
+  }
+
+  let loop: UVLoop
+  let configuration: Configuration
+  private var context: OpaquePointer?
+  private let protocols: UnsafeMutablePointer<lws_protocols>
+  private var cStrings: [UnsafeMutablePointer<CChar>] = []
+  /// The address each vhost listens on (the port the kernel chose, for port 0).
+  private var vhosts: [UInt: ListenAddress] = [:]
+  /// Open WebSocket connections, by their `lws` pointer.
+  private var streams: [UInt: WebSocketStream] = [:]
+  private var pingTimer: UVTimer?
+  private let startedAt: UInt64
+  /// How deep in lws callbacks the loop is (a connection may be killed synchronously only at depth 0).
+  private var callbackDepth = 0
+  /// Connections to kill once the current lws callback returns.
+  private var doomed: [WebSocketStream] = []
+  private var killTimer: UVTimer?
+
+  /// A new WebSocket connection (authorized and upgraded). Call `startReading()` on it.
+  public var onConnection: ((WebSocketStream) -> Void)?
+  /// Answers a plain HTTP request (after the Host and Origin checks).
+  public var onRequest: ((HTTPRequest) -> HTTPResponse)?
+  /// Logs a refused request or a protocol problem (never with the token): `(isWarning, message, metadata)`.
+  public var onLog: ((Bool, String, [(String, String)]) -> Void)?
+
+  /// The addresses listened on, with the ports actually bound.
+  public var boundAddresses: [ListenAddress] { vhosts.values.sorted { $0.description < $1.description } }
+  /// Open WebSocket connections.
+  public var connectionCount: Int { streams.count }
+
+  /// Creates the lws context on `loop` and starts listening on every address.
+  public init(loop: UVLoop, configuration: Configuration) throws(TransportError) {
+    loop.assertUsable()
+    self.loop = loop
+    self.configuration = configuration
+    startedAt = loop.now
+    WebListener.routeLibraryLogs()
+    protocols = .allocate(capacity: 3)
+    protocols.initialize(repeating: lws_protocols(), count: 3)
+    for (index, name) in ["http", AccessPolicy.subprotocol].enumerated() {
+      let cName = strdup(name)!
+      cStrings.append(cName)
+      protocols[index].name = UnsafePointer(cName)
+      protocols[index].callback = webListenerCallback
+      protocols[index].per_session_data_size = MemoryLayout<UnsafeRawPointer>.size
+      protocols[index].rx_buffer_size = 0
+    }
+
+    var info = lws_context_creation_info()
+    info.options = UInt64(LWS_SERVER_OPTION_LIBUV) | UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS)
+      | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+    if configuration.tls != nil { info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) }
+    info.max_http_header_data = UInt16(clamping: configuration.maxHeaderBytes)
+    info.user = Unmanaged.passUnretained(self).toOpaque()
+    var foreign: [UnsafeMutableRawPointer?] = [UnsafeMutableRawPointer(loop.uvLoop)]
+    let created = foreign.withUnsafeMutableBufferPointer { loops -> OpaquePointer? in
+      info.foreign_loops = loops.baseAddress
+      return lws_create_context(&info)
+    }
+    guard let created else {
+      protocols.deallocate()
+      for name in cStrings { free(name) }
+      throw TransportError(
+        "cannot start the WebSocket listener: libwebsockets could not create its context on the libuv loop "
+          + "(is libwebsockets-evlib-uv installed?)")
+    }
+    context = created
+    for address in configuration.addresses {
+      do {
+        try addVhost(address)
+      } catch {
+        close()
+        throw error
+      }
+    }
+    let timer = UVTimer(loop: loop)
+    timer.keepsLoopAlive = false
+    let interval = UInt64(max(0.05, configuration.pingInterval) * 1000)
+    timer.start(afterMilliseconds: interval, repeatEvery: interval) { [unowned self] in self.checkPeers() }
+    pingTimer = timer
+  }
+
+  private func addVhost(_ address: ListenAddress) throws(TransportError) {
+    var info = lws_context_creation_info()
+    let iface = strdup(address.host)!
+    let name = strdup(address.description)!
+    cStrings += [iface, name]
+    info.port = Int32(address.port)
+    info.iface = UnsafePointer(iface)
+    info.vhost_name = UnsafePointer(name)
+    info.protocols = UnsafePointer(protocols)
+    info.options = UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+    if address.isIPv6 { info.options |= UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY) | UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE) }
+    var certificate: UnsafeMutablePointer<CChar>?
+    var key: UnsafeMutablePointer<CChar>?
+    if let tls = configuration.tls {
+      // lws decides per vhost whether it speaks TLS: the option must be on the vhost's info too.
+      info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+      certificate = strdup(tls.certificate)
+      key = strdup(tls.key)
+      cStrings += [certificate!, key!]
+      info.ssl_cert_filepath = UnsafePointer(certificate)
+      info.ssl_private_key_filepath = UnsafePointer(key)
+    }
+    guard let vhost = lws_create_vhost(context, &info) else {
+      throw TransportError(
+        "cannot listen on \(address): the address is in use, not on this machine, or the TLS files are unreadable")
+    }
+    let port = Int(lws_get_vhost_listen_port(vhost))
+    vhosts[UInt(bitPattern: vhost)] = address.with(port: port)
+  }
+
+  /// Stops listening and closes every connection (with 1001, after what they are owed when `flushing`); lws
+  /// finishes closing its handles as the loop keeps running. Idempotent.
+  public func close() {
+    loop.assertOnLoopThread()
+    pingTimer?.close()
+    pingTimer = nil
+    killTimer?.close()
+    killTimer = nil
+    guard let context else { return }
+    self.context = nil
+    for stream in streams.values { stream.loopClosing() }
+    lws_context_destroy(context)
+  }
+
+  deinit {
+    protocols.deallocate()
+    for name in cStrings { free(name) }
+  }
+
+  // MARK: Peers
+
+  /// Pings a quiet peer, and closes one silent for two intervals (a phone that went to sleep, a SIGSTOP'd client:
+  /// a half-open TCP connection sends no FIN).
+  private func checkPeers() {
+    let interval = UInt64(max(0.05, configuration.pingInterval) * 1000)
+    let now = loop.now
+    // Abandoning closes synchronously and removes the stream: iterate over a copy.
+    for stream in Array(streams.values) {
+      let silent = now &- stream.lastHeard
+      if silent >= 2 * interval {
+        log(warning: false, "closing a WebSocket peer that stopped answering pings", [("connection", String(stream.id))])
+        stream.abandon()
+      } else if silent >= interval {
+        stream.sendPing()
+      }
+    }
+  }
+
+  // MARK: Callback
+
+  /// Closes a connection now, or, from inside an lws callback, on the loop's next turn.
+  func kill(_ stream: WebSocketStream) {
+    guard callbackDepth > 0 else {
+      stream.killNow()
+      return
+    }
+    doomed.append(stream)
+    let timer = killTimer ?? UVTimer(loop: loop)
+    killTimer = timer
+    timer.start(afterMilliseconds: 0, repeatEvery: 0) { [unowned self] in
+      let streams = self.doomed
+      self.doomed.removeAll()
+      for stream in streams where self.streams.values.contains(where: { $0 === stream }) { stream.killNow() }
+    }
+  }
+
+  fileprivate func handle(
+    _ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+    _ input: UnsafeMutableRawPointer?, _ length: Int
+  ) -> Int32 {
+    callbackDepth += 1
+    defer { callbackDepth -= 1 }
+    switch reason {
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+      return confirmUpgrade(wsi)
+    case LWS_CALLBACK_HTTP:
+      return answerHTTP(wsi, path: input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "/")
+    case LWS_CALLBACK_ESTABLISHED:
+      let stream = WebSocketStream(wsi: wsi, listener: self)
+      user?.storeBytes(of: Unmanaged.passRetained(stream).toOpaque(), as: UnsafeMutableRawPointer.self)
+      streams[UInt(bitPattern: wsi)] = stream
+      if let onConnection { onConnection(stream) } else { stream.close(after: false, reason: "no handler") }
+      return 0
+    case LWS_CALLBACK_RECEIVE:
+      guard let stream = stream(user) else { return -1 }
+      let bytes = UnsafeRawBufferPointer(start: input, count: length)
+      return stream.received(
+        bytes, final: lws_is_final_fragment(wsi) != 0, remaining: Int(lws_remaining_packet_payload(wsi)),
+        binary: lws_frame_is_binary(wsi) != 0)
+    case LWS_CALLBACK_RECEIVE_PONG:
+      stream(user)?.heard()
+      return 0
+    case LWS_CALLBACK_SERVER_WRITEABLE:
+      return stream(user)?.writable() ?? 0
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+      stream(user)?.peerClosing()
+      return 0
+    case LWS_CALLBACK_CLOSED:
+      // lws is closing (a close frame may still be on its way out, and its ack awaited): stop using it.
+      stream(user)?.lwsClosing()
+      return 0
+    case LWS_CALLBACK_WSI_DESTROY:
+      // The connection is gone for good (user data still intact): only now is it closed for the server.
+      guard let user, let raw = user.load(as: UnsafeMutableRawPointer?.self) else {
+        return lws_callback_http_dummy(wsi, reason, user, input, length)
+      }
+      user.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
+      let stream = Unmanaged<WebSocketStream>.fromOpaque(raw).takeRetainedValue()
+      streams[UInt(bitPattern: wsi)] = nil
+      stream.didClose()
+      return 0
+    default:
+      return lws_callback_http_dummy(wsi, reason, user, input, length)
+    }
+  }
+
+  private func stream(_ user: UnsafeMutableRawPointer?) -> WebSocketStream? {
+    guard let user, let raw = user.load(as: UnsafeMutableRawPointer?.self) else { return nil }
+    return Unmanaged<WebSocketStream>.fromOpaque(raw).takeUnretainedValue()
+  }
+
+  func listenAddress(of wsi: OpaquePointer) -> ListenAddress? {
+    guard let vhost = lws_get_vhost(wsi) else { return nil }
+    return vhosts[UInt(bitPattern: vhost)]
+  }
+
+  /// The Host, Origin and token checks, before the WebSocket handshake completes.
+  private func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
+    guard let listener = listenAddress(of: wsi) else { return -1 }
+    let host = header(wsi, WSI_TOKEN_HOST)
+    let policy = configuration.policy
+    let verdicts = [
+      policy.checkHost(host, listener: listener),
+      policy.checkOrigin(header(wsi, WSI_TOKEN_ORIGIN), host: host, listener: listener),
+      policy.checkToken(authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: header(wsi, WSI_TOKEN_PROTOCOL)),
+    ]
+    for case .refuse(let status, let reason) in verdicts {
+      log(warning: true, "refused a WebSocket upgrade", [("status", String(status)), ("reason", reason)])
+      // libwebsockets would write an HTTP/1.0 status line here (the version is only known after this callback);
+      // strict clients refuse anything but HTTP/1.1, so the whole response is written by hand.
+      writeRaw(wsi, Self.rawResponse(.error(status, reason)))
+      return 1
+    }
+    return 0
+  }
+
+  /// A plain HTTP request: Host and Origin checks, then ``onRequest``.
+  private func answerHTTP(_ wsi: OpaquePointer, path: String) -> Int32 {
+    let method =
+      lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 ? "GET"
+      : lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0 ? "POST" : "OTHER"
+    var response: HTTPResponse
+    if let listener = listenAddress(of: wsi) {
+      let host = header(wsi, WSI_TOKEN_HOST)
+      let policy = configuration.policy
+      switch (policy.checkHost(host, listener: listener), policy.checkOrigin(header(wsi, WSI_TOKEN_ORIGIN), host: host, listener: listener)) {
+      case (.refuse(let status, let reason), _), (.allow, .refuse(let status, let reason)):
+        log(warning: true, "refused an HTTP request", [("status", String(status)), ("reason", reason)])
+        response = .error(status, reason)
+      case (.allow, .allow):
+        let authorized = policy.checkToken(authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: nil) == .allow
+        let query = path.firstIndex(of: "?").map { String(path[..<$0]) } ?? path
+        response = onRequest?(HTTPRequest(method: method, path: query, authorized: authorized)) ?? .error(404, "not found")
+      }
+    } else {
+      response = .error(500, "unknown listener")
+    }
+    return writeHTTP(wsi, response)
+  }
+
+  /// Writes a response through lws's HTTP helpers (correct status line once the request is parsed).
+  private func writeHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
+    let pre = tipsd_lws_pre()
+    var buffer = [UInt8](repeating: 0, count: pre + 2048 + response.headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 })
+    let ok = buffer.withUnsafeMutableBufferPointer { storage -> Bool in
+      let start = storage.baseAddress! + pre
+      var p: UnsafeMutablePointer<UInt8>? = start
+      let end = storage.baseAddress! + storage.count - 1
+      let contentType = strdup(response.contentType)!
+      defer { free(contentType) }
+      if lws_add_http_common_headers(
+        wsi, UInt32(response.status), UnsafePointer(contentType), lws_filepos_t(response.body.count), &p, end) != 0
+      {
+        return false
+      }
+      for (name, value) in response.headers {
+        let headerName = strdup(name + ":")!
+        defer { free(headerName) }
+        let failed = Array(value.utf8).withUnsafeBufferPointer { bytes in
+          lws_add_http_header_by_name(
+            wsi, UnsafeRawPointer(headerName).assumingMemoryBound(to: UInt8.self), bytes.baseAddress, Int32(bytes.count),
+            &p, end) != 0
+        }
+        if failed { return false }
+      }
+      guard lws_finalize_write_http_header(wsi, start, &p, end) == 0 else { return false }
+      return true
+    }
+    guard ok else { return -1 }
+    if !response.body.isEmpty {
+      var body = [UInt8](repeating: 0, count: pre) + response.body
+      let written = body.withUnsafeMutableBufferPointer {
+        lws_write(wsi, $0.baseAddress! + pre, response.body.count, LWS_WRITE_HTTP_FINAL)
+      }
+      guard written >= 0 else { return -1 }
+    }
+    return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+  }
+
+  /// An HTTP/1.1 response written in full by hand (for refusals before an upgrade).
+  static func rawResponse(_ response: HTTPResponse) -> [UInt8] {
+    var head = "HTTP/1.1 \(response.status) \(reasonPhrase(response.status))\r\n"
+    head += "Content-Type: \(response.contentType)\r\nContent-Length: \(response.body.count)\r\n"
+    for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
+    head += "\r\n"
+    return Array(head.utf8) + response.body
+  }
+
+  private func writeRaw(_ wsi: OpaquePointer, _ bytes: [UInt8]) {
+    let pre = tipsd_lws_pre()
+    var buffer = [UInt8](repeating: 0, count: pre) + bytes
+    _ = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, bytes.count, LWS_WRITE_HTTP_HEADERS) }
+  }
+
+  static func reasonPhrase(_ status: Int) -> String {
+    switch status {
+    case 200: "OK"
+    case 400: "Bad Request"
+    case 401: "Unauthorized"
+    case 403: "Forbidden"
+    case 404: "Not Found"
+    case 405: "Method Not Allowed"
+    case 500: "Internal Server Error"
+    case 503: "Service Unavailable"
+    default: "Status"
+    }
+  }
+
+  /// A request header's value, or nil when absent.
+  func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+    let length = Int(lws_hdr_total_length(wsi, token))
+    guard length > 0 else { return nil }
+    var buffer = [CChar](repeating: 0, count: length + 1)
+    guard lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token) >= 0 else { return nil }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  func log(warning: Bool, _ message: String, _ metadata: [(String, String)]) {
+    onLog?(warning, message, metadata)
+  }
+
+  // MARK: Library logs
+
+  /// lws's own warnings and errors, for the daemon's log; set once per process.
+  /// `nonisolated(unsafe)`: set once by the daemon before the loop runs; read by lws on the loop thread.
+  nonisolated(unsafe) public static var libraryLog: ((Bool, String) -> Void)?
+
+  private static func routeLibraryLogs() {
+    tipsd_lws_set_logging { level, line in
+      guard let line else { return }
+      var text = String(cString: line)
+      while text.hasSuffix("\n") { text.removeLast() }
+      WebListener.libraryLog?(tipsd_lws_is_error(level) != 0, text)
+    }
+  }
+}
+
+/// The one C callback for both protocols; finds the listener through the context's user pointer.
+private func webListenerCallback(
+  _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+  _ input: UnsafeMutableRawPointer?, _ length: Int
+) -> Int32 {
+  guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else {
+    return lws_callback_http_dummy(wsi, reason, user, input, length)
+  }
+  let listener = Unmanaged<WebListener>.fromOpaque(owner).takeUnretainedValue()
+  return listener.handle(wsi, reason, user, input, length)
+}

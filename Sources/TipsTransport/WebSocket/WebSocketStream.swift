@@ -1,0 +1,225 @@
+import CLibWebSockets
+import Glibc
+import Synchronization
+
+/// One WebSocket connection as a ``ByteStream`` that delivers whole messages: each `onData` is one complete text
+/// message (fragments reassembled), each `write` one text message. Loop thread only.
+///
+/// Writing waits for lws's writable callback, so messages queue here; ``pendingWriteBytes`` is that queue, which
+/// is what the server's back-pressure reads. Input back-pressure is lws's receive flow control.
+public final class WebSocketStream: ByteStream {
+  private static let nextID = Atomic<UInt64>(1 << 40)
+
+  public let id: UInt64
+  public var onData: ((UnsafeRawBufferPointer) -> Void)?
+  public var onClose: ((CloseReason) -> Void)?
+  public var peerCredentials: PeerCredentials? { nil }
+  public var deliversMessages: Bool { true }
+  public private(set) var pendingWriteBytes = 0
+  public private(set) var isClosed = false
+  /// The listen address it came in on.
+  public let listenAddress: ListenAddress?
+
+  private let wsi: OpaquePointer
+  private unowned let listener: WebListener
+  private var outgoing: [[UInt8]] = []
+  private var outgoingHead = 0
+  private var partial: [UInt8] = []
+  private var reading = true
+  private var pingDue = false
+  /// Close once the queue is written (`close(after: true)`), with this code.
+  private var closeCode: lws_close_status?
+  private var closeNow = false
+  private var killRequested = false
+  private var closeReason: CloseReason?
+  /// When a frame (or pong) last arrived, in loop milliseconds.
+  private(set) var lastHeard: UInt64
+
+  init(wsi: OpaquePointer, listener: WebListener) {
+    self.wsi = wsi
+    self.listener = listener
+    id = Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+    listenAddress = listener.listenAddress(of: wsi)
+    lastHeard = listener.loop.now
+    // Reading is on: the server takes the stream (and sets onData) within the callback that created it.
+  }
+
+  // MARK: ByteStream
+
+  public func startReading() {
+    guard !isClosed, !reading else { return }
+    reading = true
+    lws_rx_flow_control(wsi, 1)
+  }
+
+  public func stopReading() {
+    guard !isClosed, reading else { return }
+    reading = false
+    lws_rx_flow_control(wsi, 0)
+  }
+
+  @discardableResult
+  public func write(_ bytes: [UInt8]) -> Bool {
+    guard !isClosed else { return false }
+    outgoing.append(bytes)
+    pendingWriteBytes += bytes.count
+    lws_callback_on_writable(wsi)
+    return true
+  }
+
+  /// Closes: with `flushing`, once the queued messages are written, with close code 1000 (1001 when the daemon
+  /// stops, see ``loopClosing()``); without, at once.
+  public func close(after flushing: Bool, reason: String) {
+    if isClosed {
+      if !flushing { abandon() }
+      return
+    }
+    isClosed = true
+    closeReason = .local(reason)
+    closeCode = closeCode ?? (reason == Self.daemonStopping ? LWS_CLOSE_STATUS_GOINGAWAY : LWS_CLOSE_STATUS_NORMAL)
+    if flushing {
+      lws_callback_on_writable(wsi)
+    } else {
+      abandon()
+    }
+  }
+
+  // MARK: From the listener
+
+  /// Part of a message arrived: lws hands over a frame's payload in one or more pieces (`remaining` bytes of the
+  /// frame still to come), and a message in one or more frames (`final` on the last). Returns non-zero to make lws
+  /// close the connection.
+  func received(_ bytes: UnsafeRawBufferPointer, final: Bool, remaining: Int, binary: Bool) -> Int32 {
+    heard()
+    guard !binary else {
+      return fail(LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE, "binary frames are not accepted: send JSON-RPC as text")
+    }
+    guard partial.count + bytes.count <= listener.configuration.maxMessageSize else {
+      return fail(
+        LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE,
+        "message over \(listener.configuration.maxMessageSize) bytes")
+    }
+    partial.append(contentsOf: bytes)
+    guard final && remaining == 0 else { return 0 }
+    let message = partial
+    partial.removeAll(keepingCapacity: false)
+    if !isClosed { message.withUnsafeBytes { onData?($0) } }
+    return 0
+  }
+
+  /// Refuses the connection from inside a receive callback, with a close code and reason.
+  private func fail(_ code: lws_close_status, _ reason: String) -> Int32 {
+    listener.log(warning: true, "closing a WebSocket connection", [("connection", String(id)), ("reason", reason)])
+    var text = Array(reason.utf8.prefix(120))
+    text.withUnsafeMutableBufferPointer { lws_close_reason(wsi, code, $0.baseAddress, $0.count) }
+    isClosed = true
+    closeReason = .local(reason)
+    dropQueue()
+    return -1
+  }
+
+  func heard() { lastHeard = listener.loop.now }
+
+  func peerClosing() {
+    closeReason = closeReason ?? .eof
+  }
+
+  /// lws may write: a ping, the next message, or the close.
+  func writable() -> Int32 {
+    if closeNow { return -1 }
+    if pingDue {
+      pingDue = false
+      var frame = [UInt8](repeating: 0, count: tipsd_lws_pre())
+      let sent = frame.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + tipsd_lws_pre(), 0, LWS_WRITE_PING) }
+      if sent < 0 { return -1 }
+      if outgoingHead < outgoing.count || closeCode != nil { lws_callback_on_writable(wsi) }
+      return 0
+    }
+    if outgoingHead < outgoing.count {
+      let message = outgoing[outgoingHead]
+      outgoing[outgoingHead] = []
+      outgoingHead += 1
+      pendingWriteBytes -= message.count
+      let pre = tipsd_lws_pre()
+      var frame = [UInt8](repeating: 0, count: pre + message.count)
+      frame.withUnsafeMutableBufferPointer { buffer in
+        _ = message.withUnsafeBytes { memcpy(buffer.baseAddress! + pre, $0.baseAddress!, message.count) }
+      }
+      let sent = frame.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, message.count, LWS_WRITE_TEXT) }
+      if sent < 0 { return -1 }
+      if outgoingHead == outgoing.count {
+        outgoing.removeAll(keepingCapacity: false)
+        outgoingHead = 0
+      }
+      if outgoingHead < outgoing.count || closeCode != nil { lws_callback_on_writable(wsi) }
+      return 0
+    }
+    if let code = closeCode {
+      // The close frame is written here, then the connection dropped: from this callback, libwebsockets 4.1 drops
+      // the connection without sending the frame lws_close_reason prepares (it does from a receive callback).
+      let reason: [UInt8] = code == LWS_CLOSE_STATUS_GOINGAWAY ? Array("daemon shutting down".utf8) : []
+      let pre = tipsd_lws_pre()
+      var frame = [UInt8](repeating: 0, count: pre) + [UInt8(code.rawValue >> 8), UInt8(code.rawValue & 0xFF)] + reason
+      // LWS_WRITE_CLOSE (4) is what lws's own close path writes with; the public header leaves it out.
+      let writeClose = lws_write_protocol(rawValue: 4)
+      _ = frame.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, 2 + reason.count, writeClose) }
+      return -1
+    }
+    return 0
+  }
+
+  func sendPing() {
+    guard !isClosed else { return }
+    pingDue = true
+    lws_callback_on_writable(wsi)
+  }
+
+  /// The daemon is stopping: what is queued still goes out, then the close says 1001 (going away).
+  func loopClosing() {
+    closeCode = LWS_CLOSE_STATUS_GOINGAWAY
+    if !isClosed {
+      isClosed = true
+      closeReason = .local("daemon stopping")
+    }
+  }
+
+  /// Drops the connection without waiting for the socket to become writable (a peer that reads nothing may never
+  /// make it writable again): lws closes it at once, or right after the lws callback we are inside returns.
+  func abandon() {
+    isClosed = true
+    closeReason = closeReason ?? .local("peer stopped answering pings")
+    dropQueue()
+    closeNow = true
+    guard !killRequested else { return }
+    killRequested = true
+    listener.kill(self)
+  }
+
+  /// Closes the connection at once (outside any lws callback).
+  func killNow() {
+    lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_SYNC)
+  }
+
+  /// lws closed the connection: report it once.
+  /// lws began closing (after our close, or the peer's, or an error): nothing more is read or written.
+  func lwsClosing() {
+    isClosed = true
+    closeNow = true
+    dropQueue()
+  }
+
+  func didClose() {
+    isClosed = true
+    dropQueue()
+    let callback = onClose
+    onClose = nil
+    onData = nil
+    callback?(closeReason ?? .eof)
+  }
+
+  private func dropQueue() {
+    outgoing.removeAll()
+    outgoingHead = 0
+    pendingWriteBytes = 0
+  }
+}
