@@ -230,6 +230,20 @@ public final class WebListener {
 
   // MARK: Callback
 
+  /// Streams with frames to hand to lws at the end of this loop turn.
+  private var toFlush: [WebSocketStream] = []
+
+  /// Hands `stream`'s frames to lws at the end of the loop turn (after the server's own end of turn), in one write.
+  func flushAtEndOfTurn(_ stream: WebSocketStream) {
+    toFlush.append(stream)
+    guard toFlush.count == 1 else { return }
+    loop.atEndOfTurn { [unowned self] in
+      let streams = self.toFlush
+      self.toFlush.removeAll(keepingCapacity: true)
+      for stream in streams { stream.flushOutbox() }
+    }
+  }
+
   /// Closes a connection now, or, from inside an lws callback, on the loop's next turn.
   func kill(_ stream: WebSocketStream) {
     guard callbackDepth > 0 else {

@@ -5,8 +5,10 @@ import Synchronization
 /// One WebSocket connection as a ``ByteStream`` that delivers whole messages: each `onData` is one complete text
 /// message (fragments reassembled), each `write` one text message. Loop thread only.
 ///
-/// Writing waits for lws's writable callback, so messages queue here; ``pendingWriteBytes`` is that queue, which
-/// is what the server's back-pressure reads. Input back-pressure is lws's receive flow control.
+/// Output is framed here (a server's frames are unmasked) into one buffer per loop turn and handed to lws raw, in one
+/// write per connection per turn rather than one per message; lws sends what the socket takes and keeps the rest.
+/// While lws holds some, new messages wait here. ``pendingWriteBytes`` counts both — what the server's
+/// back-pressure reads. Input back-pressure is lws's receive flow control.
 public final class WebSocketStream: ByteStream {
   private static let nextID = Atomic<UInt64>(1 << 40)
 
@@ -22,16 +24,21 @@ public final class WebSocketStream: ByteStream {
 
   private let wsi: OpaquePointer
   private unowned let listener: WebListener
-  private var outgoing: [[UInt8]] = []
-  private var outgoingHead = 0
+  /// LWS_PRE bytes of headroom, then the frames written this turn.
+  private var outbox: [UInt8] = []
+  /// Bytes of the last raw write that lws may still hold.
+  private var handedOver = 0
+  private var flushScheduled = false
   private var partial: [UInt8] = []
   private var reading = true
   private var pingDue = false
-  /// Close once the queue is written (`close(after: true)`), with this code.
+  /// Close once everything is written (`close(after: true)`), with this code.
   private var closeCode: lws_close_status?
   private var closeNow = false
   private var killRequested = false
   private var closeReason: CloseReason?
+  /// lws freed the connection: `wsi` must not be touched again.
+  private var destroyed = false
   /// When a frame (or pong) last arrived, in loop milliseconds.
   private(set) var lastHeard: UInt64
 
@@ -58,17 +65,32 @@ public final class WebSocketStream: ByteStream {
     lws_rx_flow_control(wsi, 0)
   }
 
+  /// Frames `bytes` as one text message; it leaves at the end of this loop turn.
   @discardableResult
   public func write(_ bytes: [UInt8]) -> Bool {
     guard !isClosed else { return false }
-    outgoing.append(bytes)
-    pendingWriteBytes += bytes.count
-    lws_callback_on_writable(wsi)
+    if outbox.isEmpty { outbox = [UInt8](repeating: 0, count: tipsd_lws_pre()) }
+    let before = outbox.count
+    outbox.append(0x81)  // FIN, text
+    if bytes.count < 126 {
+      outbox.append(UInt8(bytes.count))
+    } else if bytes.count <= 0xFFFF {
+      outbox += [126, UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF)]
+    } else {
+      outbox.append(127)
+      for shift in stride(from: 56, through: 0, by: -8) { outbox.append(UInt8((bytes.count >> shift) & 0xFF)) }
+    }
+    outbox += bytes
+    pendingWriteBytes += outbox.count - before
+    if !flushScheduled {
+      flushScheduled = true
+      listener.flushAtEndOfTurn(self)
+    }
     return true
   }
 
-  /// Closes: with `flushing`, once the queued messages are written, with close code 1000 (1001 when the daemon
-  /// stops, see ``loopClosing()``); without, at once.
+  /// Closes: with `flushing`, once what was written is out, with close code 1000 (1001 when the daemon stops);
+  /// without, at once.
   public func close(after flushing: Bool, reason: String) {
     if isClosed {
       if !flushing { abandon() }
@@ -82,6 +104,38 @@ public final class WebSocketStream: ByteStream {
     } else {
       abandon()
     }
+  }
+
+  // MARK: Output
+
+  /// End of the loop turn: hand this turn's frames to lws in one raw write, unless lws still holds some (then the
+  /// writable callback does it).
+  func flushOutbox() {
+    flushScheduled = false
+    guard !destroyed, outbox.count > tipsd_lws_pre(), !closeNow else { return }
+    if pingDue || lws_partial_buffered(wsi) != 0 {
+      lws_callback_on_writable(wsi)
+      return
+    }
+    if sendOutbox() < 0 { abandon() }
+  }
+
+  /// One raw write of the framed outbox; lws keeps what the socket does not take.
+  @discardableResult
+  private func sendOutbox() -> Int32 {
+    let pre = tipsd_lws_pre()
+    let length = outbox.count - pre
+    let sent = outbox.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, length, LWS_WRITE_HTTP) }
+    outbox = []
+    if lws_partial_buffered(wsi) != 0 {
+      handedOver = length
+      pendingWriteBytes = length
+      lws_callback_on_writable(wsi)  // to learn when it has drained
+    } else {
+      handedOver = 0
+      pendingWriteBytes = 0
+    }
+    return sent
   }
 
   // MARK: From the listener
@@ -124,37 +178,27 @@ public final class WebSocketStream: ByteStream {
     closeReason = closeReason ?? .eof
   }
 
-  /// lws may write: a ping, the next message, or the close.
+  /// lws may write (having sent what it held): a ping, this turn's frames, or the close.
   func writable() -> Int32 {
     if closeNow { return -1 }
+    if handedOver > 0 {
+      pendingWriteBytes -= handedOver
+      handedOver = 0
+    }
     if pingDue {
       pingDue = false
       var frame = [UInt8](repeating: 0, count: tipsd_lws_pre())
       let sent = frame.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + tipsd_lws_pre(), 0, LWS_WRITE_PING) }
       if sent < 0 { return -1 }
-      if outgoingHead < outgoing.count || closeCode != nil { lws_callback_on_writable(wsi) }
+      if outbox.count > tipsd_lws_pre() || closeCode != nil { lws_callback_on_writable(wsi) }
       return 0
     }
-    if outgoingHead < outgoing.count {
-      let message = outgoing[outgoingHead]
-      outgoing[outgoingHead] = []
-      outgoingHead += 1
-      pendingWriteBytes -= message.count
-      let pre = tipsd_lws_pre()
-      var frame = [UInt8](repeating: 0, count: pre + message.count)
-      frame.withUnsafeMutableBufferPointer { buffer in
-        _ = message.withUnsafeBytes { memcpy(buffer.baseAddress! + pre, $0.baseAddress!, message.count) }
-      }
-      let sent = frame.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, message.count, LWS_WRITE_TEXT) }
-      if sent < 0 { return -1 }
-      if outgoingHead == outgoing.count {
-        outgoing.removeAll(keepingCapacity: false)
-        outgoingHead = 0
-      }
-      if outgoingHead < outgoing.count || closeCode != nil { lws_callback_on_writable(wsi) }
+    if outbox.count > tipsd_lws_pre() {
+      if sendOutbox() < 0 { return -1 }
+      if closeCode != nil && handedOver == 0 { lws_callback_on_writable(wsi) }
       return 0
     }
-    if let code = closeCode {
+    if let code = closeCode, handedOver == 0 {
       // The close frame is written here, then the connection dropped: from this callback, libwebsockets 4.1 drops
       // the connection without sending the frame lws_close_reason prepares (it does from a receive callback).
       let reason: [UInt8] = code == LWS_CLOSE_STATUS_GOINGAWAY ? Array("daemon shutting down".utf8) : []
@@ -209,6 +253,7 @@ public final class WebSocketStream: ByteStream {
   }
 
   func didClose() {
+    destroyed = true
     isClosed = true
     dropQueue()
     let callback = onClose
@@ -218,8 +263,8 @@ public final class WebSocketStream: ByteStream {
   }
 
   private func dropQueue() {
-    outgoing.removeAll()
-    outgoingHead = 0
+    outbox = []
+    handedOver = 0
     pendingWriteBytes = 0
   }
 }
