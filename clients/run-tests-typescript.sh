@@ -7,6 +7,8 @@
 # clients/python/tests/traffic_check.py validates the daemon's replies and notifications against
 # protocol/openrpc.json (needs python3 with jsonschema; TIPSD_OPENRPC=path checks another copy of the document;
 # TIPSD_TRAFFIC_CHECK=0 skips the check). The log is kept when the check fails.
+# Issue #11: also builds the browser ES modules (dist-browser/, tsconfig.browser.json) and, on Node 20, runs the
+# tests with --experimental-websocket (in NODE_OPTIONS) so that Node's global WebSocket exists.
 # Issue #17: TIPSD_TEST_TIMEOUT (seconds, default 30) is the hang guard of every wait in the tests; a test file
 # that runs for more than ten times that is cancelled (node --test-timeout), so a hang cannot stall the run.
 set -euo pipefail
@@ -22,8 +24,17 @@ TSC="${TSC:-$(command -v tsc || true)}"
 [ -n "$TSC" ] || { echo "run-tests-typescript: tsc is not installed (apt-get install node-typescript)" >&2; exit 1; }
 
 echo "clients/typescript: building with $("$TSC" --version)"
-rm -rf "$ts/dist"
+rm -rf "$ts/dist" "$ts/dist-browser"
 "$TSC" -p "$ts"
+# Issue #11: the same sources as ES modules for browsers (no bundler); test/browser-build.test.mjs checks them.
+"$TSC" -p "$ts/tsconfig.browser.json"
+printf '{"type": "module"}\n' > "$ts/dist-browser/package.json"
+
+# Issue #11: the WebSocket tests use Node's global WebSocket (Node >= 22; Node 20.10+ behind a flag).
+if ! node -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' 2>/dev/null &&
+  node --experimental-websocket -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' 2>/dev/null; then
+  export NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--experimental-websocket"
+fi
 
 # The per-file hang guard, in ms: 10 x TIPSD_TEST_TIMEOUT (test-support/timing.js reads the same variable).
 # node --test-timeout exists from Node 20.11; older Nodes run without the guard.

@@ -4,11 +4,11 @@
  * sends a client call on the live connection and turns its outcome into what the public promise gives — the
  * result, `undefined` with a logged warning (lenient), or a rejection (strict).
  */
-import { ConnectionError, TipsdError } from "./errors";
-import { ErrorCode, JsonRpcErrorObject } from "./protocol";
-import type { Transport } from "./transport";
-import { Logger, logAt, Timers } from "./options";
-import type { ConnectionState } from "./connection";
+import { ConnectionError, TipsdError } from "./errors.js";
+import { ErrorCode, JsonRpcErrorObject } from "./protocol.js";
+import type { Transport } from "./transport.js";
+import { Logger, logAt, Timers } from "./options.js";
+import type { ConnectionState } from "./connection.js";
 
 /** A call's result: `undefined` is possible unless the client is strict. */
 export type Outcome<S extends boolean, T> = S extends true ? T : T | undefined;

@@ -9,7 +9,7 @@
  * timeouts, strict/lenient outcomes), `./subscriptions` (observe/onAction listeners and notification dispatch),
  * `./registrations` (what is re-sent after a reconnection) and `./options` (options and defaults).
  */
-import { ConnectionError } from "./errors";
+import { ConnectionError } from "./errors.js";
 import {
   ClientNotificationMap,
   ClockNowResult,
@@ -37,19 +37,19 @@ import {
   TipDefinition,
   TipState,
   UnregisterResult,
-} from "./protocol";
-import type { Transport } from "./transport";
-import { CallResult, Calls, Outcome } from "./calls";
-import { ConnectionManager, ConnectionState } from "./connection";
-import { ClientOptions, Logger, logAt, resolveOptions } from "./options";
-import { Registrations } from "./registrations";
-import { ActionEvent, GroupChange, ObserveTarget, Subscriptions, TipChange, Unsubscribe } from "./subscriptions";
+} from "./protocol.js";
+import type { Transport } from "./transport.js";
+import { CallResult, Calls, Outcome } from "./calls.js";
+import { ConnectionManager, ConnectionState } from "./connection.js";
+import { ClientOptions, Logger, logAt, resolveOptions } from "./options.js";
+import { Registrations } from "./registrations.js";
+import { ActionEvent, GroupChange, ObserveTarget, Subscriptions, TipChange, Unsubscribe } from "./subscriptions.js";
 
 // The public types and values defined by the internal modules.
-export { ClientOptions, consoleLogger, Logger, ReconnectOptions } from "./options";
-export { ConnectionState } from "./connection";
-export { Outcome } from "./calls";
-export { ActionEvent, ChangeCause, GroupChange, ObserveTarget, TipChange, Unsubscribe } from "./subscriptions";
+export { ClientOptions, consoleLogger, Logger, ReconnectOptions } from "./options.js";
+export { ConnectionState } from "./connection.js";
+export { Outcome } from "./calls.js";
+export { ActionEvent, ChangeCause, GroupChange, ObserveTarget, TipChange, Unsubscribe } from "./subscriptions.js";
 
 /**
  * A tipsd client. Create one with {@link connect} (waits for the first connection attempt) or

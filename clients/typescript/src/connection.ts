@@ -4,11 +4,11 @@
  * no-op mode while the daemon is absent (one warning per outage). What is re-sent after connecting is decided
  * by the {@link ConnectionHooks} (registrations, then subscriptions).
  */
-import { ConnectionError, TipsdError } from "./errors";
-import { ClientInfo, InitializeResult, PROTOCOL_VERSION } from "./protocol";
-import type { Transport } from "./transport";
-import { asError, CallLink, RpcConnection, RpcSettings } from "./calls";
-import { logAt, Settings } from "./options";
+import { ConnectionError, TipsdError } from "./errors.js";
+import { ClientInfo, InitializeResult, PROTOCOL_VERSION } from "./protocol.js";
+import type { Transport } from "./transport.js";
+import { asError, CallLink, RpcConnection, RpcSettings } from "./calls.js";
+import { logAt, Settings } from "./options.js";
 
 export type ConnectionState = "connecting" | "connected" | "disconnected" | "closed";
 

@@ -1,4 +1,4 @@
-import type { JsonRpcErrorObject } from "./protocol";
+import type { JsonRpcErrorObject } from "./protocol.js";
 
 /** The daemon answered a request with a JSON-RPC error (see `ErrorCode`). */
 export class TipsdError extends Error {

@@ -7,7 +7,7 @@
  * Encoders turn one JSON text into framed bytes; {@link FrameDecoder} turns an arbitrarily chunked byte stream
  * back into JSON texts. Everything works on `Uint8Array` (a Node `Buffer` is one) so the module runs anywhere.
  */
-import { utf8Decode, utf8Encode } from "./utf8";
+import { utf8Decode, utf8Encode } from "./utf8.js";
 
 export type Framing = "newline" | "contentLength";
 

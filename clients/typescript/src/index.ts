@@ -1,11 +1,14 @@
 /**
- * @tipsd/client — the runtime-neutral core (Node, React Native, browsers). Node transports (Unix socket, child
- * process over stdio) are in `@tipsd/client/node`, which also re-exports everything here.
+ * @tipsd/client — the runtime-neutral core (Node, React Native, browsers), including the WebSocket transport
+ * (`connectWebSocket`). Node transports (Unix socket, child process over stdio) are in `@tipsd/client/node`,
+ * which also re-exports everything here. Nothing imported from here may use a Node API: the same files are
+ * compiled to ES modules for browsers (`dist-browser/`, tsconfig.browser.json).
  */
-export * from "./protocol";
-export * from "./errors";
-export * from "./framing";
-export * from "./transport";
-export * from "./client";
-export * from "./store";
-export { utf8Decode, utf8Encode } from "./utf8";
+export * from "./protocol.js";
+export * from "./errors.js";
+export * from "./framing.js";
+export * from "./transport.js";
+export * from "./websocket.js";
+export * from "./client.js";
+export * from "./store.js";
+export { utf8Decode, utf8Encode } from "./utf8.js";

@@ -5,7 +5,7 @@
 import * as childProcess from "child_process";
 import * as fs from "fs";
 import * as net from "net";
-import { ClientOptions, connect, TipsClient } from "./client";
+import { ClientOptions, connect, TipsClient } from "./client.js";
 import {
   getTrafficTap,
   setTrafficTap,
@@ -15,10 +15,10 @@ import {
   TrafficTap,
   Transport,
   TransportFactory,
-} from "./transport";
-import { utf8Decode } from "./utf8";
+} from "./transport.js";
+import { utf8Decode } from "./utf8.js";
 
-export * from "./index";
+export * from "./index.js";
 
 // ─── Traffic log ────────────────────────────────────────────────────────────────────────────────────────────
 

@@ -3,8 +3,8 @@
  * and the timers the client schedules with. `resolveOptions` turns options into the settings the other modules
  * read. Public types are re-exported by `./client`; the rest is internal.
  */
-import type { ClientInfo } from "./protocol";
-import type { TransportFactory } from "./transport";
+import type { ClientInfo } from "./protocol.js";
+import type { TransportFactory } from "./transport.js";
 
 /** Where the client's diagnostics go. `warn` is required; the others are optional. */
 export interface Logger {

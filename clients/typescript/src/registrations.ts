@@ -4,10 +4,10 @@
  * calls are made and re-sent, in that order, on a new connection (unless `restoreRegistrations: false`).
  * A definition the daemon rejects is forgotten again.
  */
-import { TipsdError } from "./errors";
-import { DisplayFrequency, GroupDefinition, ParameterDefinition, ParameterValue, TipDefinition } from "./protocol";
-import { asError, CallResult, RpcConnection } from "./calls";
-import type { Logger } from "./options";
+import { TipsdError } from "./errors.js";
+import { DisplayFrequency, GroupDefinition, ParameterDefinition, ParameterValue, TipDefinition } from "./protocol.js";
+import { asError, CallResult, RpcConnection } from "./calls.js";
+import type { Logger } from "./options.js";
 
 type Call = (method: string, params: unknown) => Promise<CallResult>;
 

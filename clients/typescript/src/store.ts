@@ -14,7 +14,7 @@
  * }
  * ```
  */
-import type { TipChange, TipsClient, Unsubscribe } from "./client";
+import type { TipChange, TipsClient, Unsubscribe } from "./client.js";
 
 export interface TipVisibilityStore {
   readonly tipId: string;

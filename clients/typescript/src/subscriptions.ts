@@ -5,7 +5,7 @@
  * never the same value twice in a row and never after unsubscribing, and resynchronising observers from the
  * `tips/observe` result after a reconnection.
  */
-import { TipsdError } from "./errors";
+import { TipsdError } from "./errors.js";
 import {
   Action,
   ActionPerformedParams,
@@ -17,10 +17,10 @@ import {
   ShouldDisplayChangedParams,
   Status,
   TipContent,
-} from "./protocol";
-import { asError, RpcConnection } from "./calls";
-import type { ConnectionState } from "./connection";
-import { Logger, logAt } from "./options";
+} from "./protocol.js";
+import { asError, RpcConnection } from "./calls.js";
+import type { ConnectionState } from "./connection.js";
+import { Logger, logAt } from "./options.js";
 
 /** Returned by every subscription; calling it more than once is harmless. */
 export type Unsubscribe = () => void;

@@ -3,7 +3,10 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const net = require("node:net");
-const { connect, connectUnix, stdioTransport, webSocketTransport, FrameDecoder, tipVisibilityStore } = require("../dist/node");
+const fs = require("node:fs");
+const path = require("node:path");
+const { connect, connectUnix, connectWebSocket, stdioTransport, webSocketTransport, FrameDecoder, tipVisibilityStore } =
+  require("../dist/node");
 const { TIPSD, daemonTest, startDaemon, FILTER_TIP } = require("../test-support/tipsd");
 const { TEST_TIMEOUT_MS, until } = require("../test-support/timing");
 
@@ -197,4 +200,37 @@ test("several clients share one engine: a donation from A notifies B (observe al
   await a.register([{ id: "later.tip", title: "Later", rules: [{ event: "later", count: { gte: 1 } }] }]);
   await a.donate("later");
   await until(() => everything.some((c) => c.id === "later.tip" && c.shouldDisplay), { what: "later.tip" });
+});
+
+/** The port of the daemon's `--listen 127.0.0.1:0`, from its log, and the token from the file beside its socket. */
+async function webListener(daemon) {
+  await until(() => /listen=ws:\/\/127\.0\.0\.1:\d+\//.test(daemon.stderr), { what: "the listen line" });
+  const port = Number(/listen=ws:\/\/127\.0\.0\.1:(\d+)\//.exec(daemon.stderr)[1]);
+  const token = fs.readFileSync(path.join(daemon.dir, "token"), "utf8").trim();
+  return { url: `ws://127.0.0.1:${port}/`, token };
+}
+
+test("FilterTip over the daemon's own WebSocket listener (the platform's WebSocket)", daemonTest(), async (t) => {
+  assert.equal(typeof globalThis.WebSocket, "function", "Node 20 needs --experimental-websocket (the runner sets it)");
+  const daemon = await startDaemon({ args: ["--listen", "127.0.0.1:0"] });
+  t.after(() => daemon.cleanup());
+  const { url, token } = await webListener(daemon);
+  const client = await connectWebSocket(url, { token, strict: true, logger: null });
+  t.after(() => client.close());
+  await filterTipScenario(client);
+  assert.doesNotMatch(daemon.stderr, new RegExp(token), "the token never reaches the daemon's log");
+});
+
+test("a wrong token is refused before the upgrade, and the client says so without the token", daemonTest(), async (t) => {
+  const daemon = await startDaemon({ args: ["--listen", "127.0.0.1:0"] });
+  t.after(() => daemon.cleanup());
+  const { url, token } = await webListener(daemon);
+  const wrong = "0".repeat(64);
+  const warnings = [];
+  const logger = { warn: (...a) => warnings.push(a.map(String).join(" ")), debug: () => {} };
+  await assert.rejects(
+    connectWebSocket(url, { token: wrong, strict: true, logger, reconnect: false }),
+    (error) => !String(error.message).includes(wrong) && !String(error.message).includes(token));
+  assert.ok(warnings.every((w) => !w.includes(wrong) && !w.includes(token)));
+  assert.match(daemon.stderr, /refused a WebSocket upgrade.*status=401/);
 });
