@@ -3,19 +3,22 @@ SHELL := /bin/bash
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 PYTHON ?= python3
-APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript
+APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript libwebsockets-dev libwebsockets-evlib-uv \
+  openssl chromium chromium-driver
 PIP_PACKAGES := pytest jsonschema
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
-# The daemon's default socket, so `tipsd call` finds it without --socket.
+# The daemon's default socket, so `tipsd call` and `tipsd token` find it without --socket.
 SOCKET ?= $(if $(XDG_RUNTIME_DIR),$(XDG_RUNTIME_DIR)/tipsd/tipsd.sock,/tmp/tipsd-$(shell id -u)/tipsd.sock)
+# The HTTP/WebSocket listener make run opens (React Native, browsers, Node's WebSocket).
+LISTEN ?= 127.0.0.1:8787
 
 .PHONY: all build release run test test-swift test-clients test-protocol test-repeat test-stress bench deps deps-apt deps-pip clean help fuzz leakcheck
 
 all: build
 
 help:
-	@echo "make run    — build and start tipsd serve --socket with the default datastore and the demo catalog"
+	@echo "make run    — build and start tipsd serve (Unix socket + ws://127.0.0.1:8787) with the demo catalog"
 	@echo "make test   — install missing system/Python packages, then run every test suite"
 	@echo "make bench  — release build, print benchmark figures as name: value lines"
 	@echo "make test-repeat N=30 [SUITE=test-swift]  — a suite N times in a row, stopping at the first failure"
@@ -43,8 +46,9 @@ release: deps-apt
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 
 run: release
-	@echo "tipsd: serving the demo catalog on $(SOCKET) — in another terminal try: $(BIN_RELEASE) call tips/status"
-	$(BIN_RELEASE) serve --socket "$(SOCKET)" --catalog catalog/demo.json
+	@echo "tipsd: serving the demo catalog on $(SOCKET) and ws://$(LISTEN)/ — in another terminal try:"
+	@echo "  $(BIN_RELEASE) call tips/status      $(BIN_RELEASE) token      curl http://$(LISTEN)/healthz"
+	$(BIN_RELEASE) serve --socket "$(SOCKET)" --listen "$(LISTEN)" --catalog catalog/demo.json
 
 test: deps test-swift test-clients test-protocol
 

@@ -145,6 +145,65 @@ private func oneAtATime(_ path: String, requests: Int) throws -> [Double] {
   return samples
 }
 
+/// A port nobody listens on now (the kernel's choice for a socket bound to port 0).
+private func freePort() -> Int {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  defer { close(fd) }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  _ = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+      _ = bind(fd, pointer, length)
+      return getsockname(fd, pointer, &length)
+    }
+  }
+  return Int(UInt16(bigEndian: address.sin_port))
+}
+
+private func donateText(_ id: Int) -> [UInt8] {
+  Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"search.opened"}}"#.utf8)
+}
+
+/// Requests per second over the WebSocket listener, with up to `window` requests in flight (one per frame).
+private func pipelinedWebSocket(port: Int, token: String, requests: Int, window: Int = 512, batch: Int = 64) throws -> Double {
+  let connection = try WebSocketLoad(port: port, token: token)
+  connection.send(WebSocketLoad.frame(Array(initializeRequest.dropLast())))
+  _ = connection.readFrames(atLeast: 1)
+  let start = monotonic()
+  var sent = 0
+  var received = 0
+  while received < requests {
+    while sent < requests && sent - received < window {
+      var chunk: [UInt8] = []
+      for _ in 0..<min(batch, requests - sent) {
+        chunk += WebSocketLoad.frame(donateText(sent + 1))
+        sent += 1
+      }
+      connection.send(chunk)
+    }
+    received += connection.readFrames(atLeast: 1)
+  }
+  return Double(requests) / (monotonic() - start)
+}
+
+/// Round trips of one request at a time over the WebSocket listener, in microseconds.
+private func oneAtATimeWebSocket(port: Int, token: String, requests: Int) throws -> [Double] {
+  let connection = try WebSocketLoad(port: port, token: token)
+  connection.send(WebSocketLoad.frame(Array(initializeRequest.dropLast())))
+  _ = connection.readFrames(atLeast: 1)
+  var samples: [Double] = []
+  for i in 0..<requests {
+    let frame = WebSocketLoad.frame(donateText(i + 1))
+    let start = monotonic()
+    connection.send(frame)
+    _ = connection.readFrames(atLeast: 1)
+    samples.append((monotonic() - start) * 1e6)
+  }
+  return samples
+}
+
 private func format(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
 
 func runServeBenchmarks() throws {
@@ -166,22 +225,27 @@ func runServeBenchmarks() throws {
     executable: baseline, arguments: ["\(directory)/base.sock"], directory: directory,
     socketPath: "\(directory)/base.sock")
   defer { base.stop() }
+  let port = freePort()
   let server = try ServerProcess(
     executable: tipsd,
     arguments: [
       "serve", "--socket", "\(directory)/tipsd.sock", "--datastore", "\(directory)/bench.sqlite", "--catalog", catalog,
-      "--log-level", "warning", "--max-connections", "1100",
+      "--log-level", "warning", "--max-connections", "1100", "--listen", "127.0.0.1:\(port)",
     ],
     directory: directory, socketPath: "\(directory)/tipsd.sock")
   defer { server.stop() }
   usleep(200_000)
+  let token = try String(contentsOfFile: "\(directory)/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
   let idleKiB = server.residentKiB
   _ = try pipelined(base.socketPath, requests: 20_000)  // warm-up
   _ = try pipelined(server.socketPath, requests: 20_000)
+  _ = try pipelinedWebSocket(port: port, token: token, requests: 20_000)
   var baseRates: [Double] = []
   var rates: [Double] = []
+  var webRates: [Double] = []
   var baseSamples: [Double] = []
   var samples: [Double] = []
+  var webSamples: [Double] = []
   let processes = [getpid(), base.process.processIdentifier, server.process.processIdentifier]
   for _ in 0..<5 {
     // Throughput on both cores; latency with client and server on one core, where a round trip is a context
@@ -189,9 +253,11 @@ func runServeBenchmarks() throws {
     pin(processes, to: "0-\(max(0, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1))")
     baseRates.append(try pipelined(base.socketPath, requests: 100_000))
     rates.append(try pipelined(server.socketPath, requests: 40_000))
+    webRates.append(try pipelinedWebSocket(port: port, token: token, requests: 40_000))
     pin(processes, to: "0")
     baseSamples += try oneAtATime(base.socketPath, requests: 1_000)
     samples += try oneAtATime(server.socketPath, requests: 1_000)
+    webSamples += try oneAtATimeWebSocket(port: port, token: token, requests: 1_000)
   }
   pin(processes, to: "0-\(max(0, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1))")
   let baseThroughput = median(baseRates)
@@ -223,6 +289,15 @@ func runServeBenchmarks() throws {
   print("serve.latency_ratio: \(format(latency.median / baseLatency.median, 3))")
   print("serve.latency_ratio_target: 2.0")
   print("serve.latency_pinned_to_one_cpu: 1")
+  let webThroughput = median(webRates)
+  let webLatency = median(webSamples)
+  print("serve.websocket_pipelined_donate_per_sec: \(format(webThroughput, 0))")
+  print("serve.websocket_throughput_ratio: \(format(webThroughput / throughput, 3))")
+  print("serve.websocket_throughput_ratio_target: 0.7")
+  print("serve.websocket_one_at_a_time_median_us: \(format(webLatency))")
+  print("serve.websocket_one_at_a_time_p99_us: \(format(percentile(webSamples, 0.99)))")
+  print("serve.websocket_latency_ratio: \(format(webLatency / latency.median, 3))")
+  print("serve.websocket_latency_ratio_target: 1.3")
   print("serve.idle_rss_mb_demo_catalog: \(format(Double(idleKiB) / 1024))")
   print("serve.idle_rss_mb_target: 64")
   print("serve.bytes_per_idle_connection: \(format(perConnection, 0))")
