@@ -30,6 +30,9 @@ public final class Engine {
   var slotIndex: [String: Int] = [:]
   /// Durable records of tips that are not registered (restored before registration, or unregistered).
   var orphanRecords: [String: TipRecord] = [:]
+  /// The variant each tip with variants shows (see `Engine+Variants`), and the install id they are hashed from.
+  var variantAssignments: [String: String] = [:]
+  var installID: String?
 
   // Events and parameters
   var logs: [String: EventLog] = [:]
@@ -82,18 +85,27 @@ public final class Engine {
     for (id, limit) in snapshot.donationLimits { eventLog(id).limit = max(1, limit) }
     for (id, donations) in snapshot.donations {
       let log = eventLog(id)
-      log.replace(with: donations, limit: limit(of: log))
+      log.replace(with: donations, lifetime: snapshot.lifetimeCounts[id] ?? donations.count, limit: limit(of: log))
+    }
+    for (id, lifetime) in snapshot.lifetimeCounts where snapshot.donations[id] == nil {
+      let log = eventLog(id)
+      log.replace(with: [], lifetime: lifetime, limit: limit(of: log))
     }
     for parameter in parameters.values { parameter.stored = nil }
     for (id, value) in snapshot.parameters {
       let parameter = parameterSlot(id)
       if parameter.isPersisted { parameter.stored = value }
     }
-    orphanRecords = [:]
-    for (id, record) in snapshot.tipRecords where !record.isEmpty {
-      if let slot = slot(id) { slot.record = record } else { orphanRecords[id] = record }
+    installID = snapshot.installID
+    variantAssignments = snapshot.variantAssignments
+    orphanRecords = snapshot.tipRecords.filter { !$0.value.isEmpty }
+    for case let slot? in slots {
+      let (variant, _) = resolveVariant(slot.definition)
+      if variant != slot.variant { slot.reported = nil }
+      slot.variant = variant
+      slot.recordKey = Self.recordKey(tipID: slot.id, variant: variant)
+      slot.record = orphanRecords.removeValue(forKey: slot.recordKey) ?? TipRecord()
     }
-    for case let slot? in slots where snapshot.tipRecords[slot.id] == nil { slot.record = TipRecord() }
     cooldownStartedAt = snapshot.cooldownStartedAt
     frequency = snapshot.displayFrequency
     deferredChanges += settleEverything(now: now)
@@ -104,13 +116,16 @@ public final class Engine {
     var snapshot = EngineSnapshot(cooldownStartedAt: cooldownStartedAt, displayFrequency: frequency)
     for log in logList {
       if log.count > 0 { snapshot.donations[log.id] = log.donations }
+      if log.lifetime > log.count { snapshot.lifetimeCounts[log.id] = log.lifetime }
       if let limit = log.limit { snapshot.donationLimits[log.id] = limit }
     }
     for parameter in parameters.values where parameter.isPersisted {
       if let value = parameter.stored { snapshot.parameters[parameter.id] = value }
     }
     snapshot.tipRecords = orphanRecords
-    for case let slot? in slots where !slot.record.isEmpty { snapshot.tipRecords[slot.id] = slot.record }
+    for case let slot? in slots where !slot.record.isEmpty { snapshot.tipRecords[slot.recordKey] = slot.record }
+    snapshot.variantAssignments = variantAssignments
+    snapshot.installID = installID
     return snapshot
   }
 
@@ -121,15 +136,25 @@ public final class Engine {
   public func register(_ tips: [TipDefinition]) -> Mutation {
     let now = tick()
     var touched: [Int] = []
+    var writes: [StateWrite] = []
     for definition in tips {
       let slot: TipSlot
+      let (variant, write) = resolveVariant(definition)
+      if let write { writes.append(write) }
       if let existing = self.slot(definition.id) {
         slot = existing
         detach(slot)
         slot.definition = definition
+        if variant != slot.variant {
+          switchVariant(slot, to: variant)
+          slot.reported = nil
+        }
       } else {
-        let record = orphanRecords.removeValue(forKey: definition.id) ?? TipRecord()
+        let key = Self.recordKey(tipID: definition.id, variant: variant)
+        let record = orphanRecords.removeValue(forKey: key) ?? TipRecord()
         slot = TipSlot(index: slots.count, definition: definition, record: record)
+        slot.variant = variant
+        slot.recordKey = key
         slots.append(slot)
         slotRefs.append(.passUnretained(slot))
         slotIndex[definition.id] = slot.index
@@ -138,7 +163,7 @@ public final class Engine {
       attach(slot, now: now)
       touched.append(slot.index)
     }
-    return finish(settle(rules: touched, now: now))
+    return finish(settle(rules: touched, now: now), writes: writes)
   }
 
   /// Unregisters tips (unknown ids are ignored). A tip whose last report said `shouldDisplay: true` is reported
@@ -151,9 +176,9 @@ public final class Engine {
       guard let slot = slot(id) else { continue }
       detach(slot)
       if slot.reported?.shouldDisplay == true {
-        changes.append(.tip(TipState(id: id, status: slot.status, shouldDisplay: false)))
+        changes.append(.tip(TipState(id: id, status: slot.status, shouldDisplay: false, variant: slot.variant)))
       }
-      if !slot.record.isEmpty { orphanRecords[id] = slot.record }
+      if !slot.record.isEmpty { orphanRecords[slot.recordKey] = slot.record }
       if slot.sensitive { sensitive.remove(slot.index) }
       slots[slot.index] = nil
       slotRefs[slot.index] = nil
@@ -172,7 +197,8 @@ public final class Engine {
 
   /// A tip's durable record (empty when it has none), registered or not.
   public func record(of tipID: String) -> TipRecord {
-    slot(tipID)?.record ?? orphanRecords[tipID] ?? TipRecord()
+    slot(tipID)?.record ?? orphanRecords[Self.recordKey(tipID: tipID, variant: variantAssignments[tipID])]
+      ?? TipRecord()
   }
 
   /// A registered tip's current state.
@@ -191,7 +217,7 @@ public final class Engine {
     guard slot.record.invalidationReason == nil else { return finish([]) }
     slot.record.invalidationReason = reason
     slot.record.invalidatedAt = now
-    return finish(settle(state: [slot.index], now: now), writes: [.tipRecord(id: tipID, slot.record)])
+    return finish(settle(state: [slot.index], now: now), writes: [.tipRecord(id: slot.recordKey, slot.record)])
   }
 
   /// iOS 26's `resetEligibility()`: clears the tip's invalidation and its display history (count, duration,
@@ -201,7 +227,7 @@ public final class Engine {
     let now = tick()
     guard !slot.record.isEmpty else { return finish([]) }
     slot.record = TipRecord()
-    return finish(settle(state: [slot.index], now: now), writes: [.tipRecord(id: tipID, slot.record)])
+    return finish(settle(state: [slot.index], now: now), writes: [.tipRecord(id: slot.recordKey, slot.record)])
   }
 
   /// Records an impression reported by a frontend that draws its own UI: increments the display count, adds the
@@ -229,7 +255,7 @@ public final class Engine {
       }
     }
     slot.record = record
-    var writes: [StateWrite] = [.tipRecord(id: tipID, record)]
+    var writes: [StateWrite] = [.tipRecord(id: slot.recordKey, record)]
     var state = [slot.index]
     if !slot.ignoresFrequency {
       let before = cooldownActive(now)
@@ -336,10 +362,13 @@ public final class Engine {
     return finish(settle(rules: dirty, now: now), writes: [.donationLimit(eventID: eventID, limit: limit)])
   }
 
-  /// Donates an event now. Returns the number of stored donations of the event after this one.
+  /// Donates an event now. Returns the number of stored donations of the event after this one, and of donations
+  /// ever (the lifetime count a plain `count` rule reads).
   ///
   /// The event id must not be empty; associated values must be flat (strings, numbers, booleans, null).
-  public func donate(_ eventID: String, info: JSONObject? = nil) throws(EngineError) -> (count: Int, mutation: Mutation) {
+  public func donate(_ eventID: String, info: JSONObject? = nil) throws(EngineError)
+    -> (count: Int, lifetime: Int, mutation: Mutation)
+  {
     guard !eventID.isEmpty else { throw .invalidArgument(argument: "id", problem: "must not be empty") }
     if let info {
       for (key, value) in info {
@@ -357,20 +386,23 @@ public final class Engine {
     log.append(donation, limit: limit)
     let mutation = finish(
       settle(rules: log.dependents, now: now), writes: [.donation(eventID: eventID, donation, keepNewest: limit)])
-    return (log.count, mutation)
+    return (log.count, log.lifetime, mutation)
   }
 
   /// Stored donations of an event.
   public func donationCount(_ eventID: String) -> Int { logs[eventID]?.count ?? 0 }
+
+  /// Donations of an event over the app's life (since the last datastore reset).
+  public func lifetimeCount(_ eventID: String) -> Int { logs[eventID]?.lifetime ?? 0 }
 
   /// The stored donations of an event, oldest first.
   public func donations(_ eventID: String) -> [Donation] { logs[eventID]?.donations ?? [] }
 
   // MARK: - Reset
 
-  /// Datastore reset: clears donations, parameter values (back to their defaults), tip records and the cooldown.
-  /// Definitions, display frequency, donation limits and testing overrides stay; they are written again after the
-  /// `.reset` write.
+  /// Datastore reset: clears donations (and lifetime counts), parameter values (back to their defaults), tip records
+  /// and the cooldown. Definitions, display frequency, donation limits, the install id, variant assignments and
+  /// testing overrides stay; they are written again after the `.reset` write.
   public func reset() -> Mutation {
     let now = tick()
     for log in logList { log.removeAll() }
@@ -381,6 +413,10 @@ public final class Engine {
     var writes: [StateWrite] = [.reset, .displayFrequency(frequency)]
     for log in logList.sorted(by: { $0.id < $1.id }) {
       if let limit = log.limit { writes.append(.donationLimit(eventID: log.id, limit: limit)) }
+    }
+    if let installID { writes.append(.installID(installID)) }
+    for (tipID, variant) in variantAssignments.sorted(by: { $0.key < $1.key }) {
+      writes.append(.variantAssignment(tipID: tipID, variant: variant))
     }
     return finish(settleEverything(now: now), writes: writes)
   }

@@ -60,7 +60,7 @@ struct RuleProgram {
     let op = ops[index]
     switch op.kind {
     case .count:
-      return op.op.compare(op.log!._withUnsafeGuaranteedRef { $0.count }, op.value)
+      return op.op.compare(op.log!._withUnsafeGuaranteedRef { $0.lifetime }, op.value)
     case .window:
       let count = op.log!._withUnsafeGuaranteedRef { $0.count - $0.windowStart(within: op.within, now: now) }
       return op.op.compare(count, op.value)
@@ -190,6 +190,10 @@ final class TipSlot {
   /// `!groups.isEmpty`, cached for the hot path.
   @exclusivity(unchecked) var inGroups = false
   @exclusivity(unchecked) var record: TipRecord
+  /// The A/B variant this install sees (nil for a tip without variants); its record is kept under ``recordKey``.
+  var variant: String?
+  /// Where the record lives in the store: the tip id, or `tipId\u{1F}variant` for a variant's own record.
+  var recordKey: String
   /// Cached value of the rules (all hold).
   @exclusivity(unchecked) var rulesHold = false
   /// Status after invalidation, frequency and testing overrides.
@@ -214,10 +218,11 @@ final class TipSlot {
     self.definition = definition
     self.record = record
     self.id = definition.id
+    self.recordKey = definition.id
     self.ignoresFrequency = definition.options.ignoresDisplayFrequency
   }
 
-  var state: TipState { TipState(id: id, status: status, shouldDisplay: shouldDisplay) }
+  var state: TipState { TipState(id: id, status: status, shouldDisplay: shouldDisplay, variant: variant) }
 }
 
 /// A registered group.

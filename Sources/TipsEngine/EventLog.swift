@@ -16,6 +16,9 @@ final class EventLog {
   @exclusivity(unchecked) private(set) var firstSeq = 0
   /// The explicit per-event cap, if one was set.
   @exclusivity(unchecked) var limit: Int?
+  /// Donations over the app's life (since the last datastore reset), kept and dropped alike: what a plain `count`
+  /// rule reads, as TipKit's does, while windows and filters read the bounded history.
+  @exclusivity(unchecked) var lifetime = 0
   /// Registered tips (slot numbers, ascending) whose rules read this event.
   @exclusivity(unchecked) var dependents: [Int] = []
   /// Cached counts of filtered rules (`where`, `largestGroupBy`, …) valid at `memoNow` for the current contents.
@@ -42,6 +45,7 @@ final class EventLog {
   /// Appends a donation and trims to `limit` (keeping the newest).
   func append(_ donation: Donation, limit: Int) {
     buffer.append(donation)
+    lifetime += 1
     if !memo.isEmpty { memo.removeAll(keepingCapacity: true) }
     trim(to: limit)
   }
@@ -61,18 +65,20 @@ final class EventLog {
     return true
   }
 
-  /// Drops every donation (sequence numbers keep growing).
+  /// Drops every donation (sequence numbers keep growing) and the lifetime count.
   func removeAll() {
     firstSeq += count
     buffer.removeAll()
     head = 0
     memo.removeAll()
+    lifetime = 0
   }
 
-  /// Replaces the contents (oldest first), trimmed to `limit`.
-  func replace(with donations: [Donation], limit: Int) {
+  /// Replaces the contents (oldest first), trimmed to `limit`, with `lifetime` donations ever (at least those kept).
+  func replace(with donations: [Donation], lifetime: Int, limit: Int) {
     removeAll()
     buffer.append(contentsOf: donations)
+    self.lifetime = max(lifetime, donations.count)
     trim(to: limit)
   }
 
@@ -107,7 +113,7 @@ final class EventLog {
   /// per contents and instant (memoised, so many tips sharing a filter pay once).
   func measure(_ key: FilterKey, now: Timestamp) -> Int {
     if key.matching == nil && key.groupBy == nil {
-      guard let within = key.within else { return count }
+      guard let within = key.within else { return lifetime }
       return count - windowStart(within: within, now: now)
     }
     if memoNow != now {

@@ -122,7 +122,13 @@ extension Engine {
       }
       if let matching = rule.matching { qualifiers += " where \(JSONValue.object(matching).jsonString)" }
       if let groupBy = rule.largestGroupBy { qualifiers += " largest group by \(groupBy)" }
-      detail = "\(rule.eventID) count=\(count)\(qualifiers), needs \(rule.countOperator.symbol) \(rule.countValue)"
+      // A plain count reads the lifetime count; windows and filters read the kept history (the newest N).
+      let lifetime = key.within == nil && key.matching == nil && key.groupBy == nil
+      let kept = logs[rule.eventID].map { limit(of: $0) } ?? configuration.defaultDonationLimit
+      object["reads"] = lifetime ? "lifetime" : "history"
+      let source = lifetime ? " (lifetime)" : " (of the newest \(kept))"
+      detail =
+        "\(rule.eventID) count=\(count)\(qualifiers)\(source), needs \(rule.countOperator.symbol) \(rule.countValue)"
     case .parameter(let rule):
       let value = parameters[rule.parameterID]?.value ?? .null
       holds = rule.op.compare(value, rule.value)

@@ -30,10 +30,23 @@ public struct TipDefinition: Sendable, Hashable {
   /// Copy per locale (`"ja"`, `"zh-Hans"`, `"pt-BR"`), chosen per client by ``localized(for:)``. Presentation only:
   /// status, rules and counts are shared by every locale.
   public var localizations: [String: TipLocalization]
+  /// A/B copy variants, in declaration order: one rule tree, several copies (seed 000). Each install is assigned
+  /// one (sticky); status, display count, duration and invalidation are per variant, events shared.
+  public var variants: [TipVariant]
+  /// How a frontend may present it (popover or inline, and where a popover's arrow points).
+  public var presentation: TipPresentation?
+  /// Free-form data handed to frontends untouched (hero images, analytics labels); at most 4 KiB of JSON.
+  public var metadata: JSONObject?
+  /// When and why this tip will be removed (the ship-day checklist's "removal path").
+  public var removal: String?
+  /// Whether its state syncs across a user's devices (the checklist's "local-only or synced, and why").
+  public var sync: TipSync?
 
   public init(
     id: String, title: String, message: String? = nil, image: String? = nil, actions: [TipAction] = [],
-    rules: [Rule] = [], options: TipOptions = TipOptions(), localizations: [String: TipLocalization] = [:]
+    rules: [Rule] = [], options: TipOptions = TipOptions(), localizations: [String: TipLocalization] = [:],
+    variants: [TipVariant] = [], presentation: TipPresentation? = nil, metadata: JSONObject? = nil,
+    removal: String? = nil, sync: TipSync? = nil
   ) {
     self.id = id
     self.title = title
@@ -43,7 +56,71 @@ public struct TipDefinition: Sendable, Hashable {
     self.rules = rules
     self.options = options
     self.localizations = localizations
+    self.variants = variants
+    self.presentation = presentation
+    self.metadata = metadata
+    self.removal = removal
+    self.sync = sync
   }
+
+  /// The variant named `name`, if the tip declares it.
+  public func variant(_ name: String?) -> TipVariant? {
+    guard let name else { return nil }
+    return variants.first { $0.name == name }
+  }
+
+  /// This tip as a frontend draws it for `variant`: the variant's copy (and actions) over the tip's own.
+  public func withVariant(_ name: String?) -> TipDefinition {
+    guard let variant = variant(name) else { return self }
+    var tip = self
+    tip.title = variant.title
+    if let message = variant.message { tip.message = message }
+    if let actions = variant.actions { tip.actions = actions }
+    tip.localizations = variant.localizations
+    return tip
+  }
+}
+
+/// One A/B copy of a tip: its own title, message, actions and localizations; the tip's rules and events.
+public struct TipVariant: Sendable, Hashable {
+  public var name: String
+  public var title: String
+  public var message: String?
+  /// Replaces the tip's actions when given.
+  public var actions: [TipAction]?
+  public var localizations: [String: TipLocalization]
+
+  public init(
+    name: String, title: String, message: String? = nil, actions: [TipAction]? = nil,
+    localizations: [String: TipLocalization] = [:]
+  ) {
+    self.name = name
+    self.title = title
+    self.message = message
+    self.actions = actions
+    self.localizations = localizations
+  }
+}
+
+/// `presentation`: TipKit's popover or inline `TipView`, and a popover's arrow edge.
+public struct TipPresentation: Sendable, Hashable {
+  public enum Style: String, Sendable, Hashable, CaseIterable { case popover, inline }
+  public enum ArrowEdge: String, Sendable, Hashable, CaseIterable { case top, bottom, leading, trailing }
+  public var style: Style
+  public var arrowEdge: ArrowEdge?
+
+  public init(style: Style, arrowEdge: ArrowEdge? = nil) {
+    self.style = style
+    self.arrowEdge = arrowEdge
+  }
+}
+
+/// `sync`: whether a tip's state crosses a user's devices.
+public enum TipSync: String, Sendable, Hashable, CaseIterable {
+  /// This device only (a per-device tip).
+  case local
+  /// Synced with the account's other devices.
+  case synced
 }
 
 /// A tip's copy in one locale; what it leaves out falls back to the tip's own copy.
@@ -83,7 +160,9 @@ extension TipDefinition {
     if let title = copy.title { tip.title = title }
     if let message = copy.message { tip.message = message }
     tip.actions = actions.map { action in
-      TipAction(id: action.id, title: copy.actionTitles[action.id] ?? action.title)
+      var action = action
+      if let title = copy.actionTitles[action.id] { action.title = title }
+      return action
     }
     return tip
   }
@@ -99,9 +178,13 @@ extension String {
 public struct TipAction: Sendable, Hashable {
   public var id: String
   public var title: String
-  public init(id: String, title: String) {
+  /// Whether performing it invalidates the tip (`actionPerformed`) unless `tips/performAction` says otherwise; the
+  /// default, as seed 000 asks ("invalidate on every action button").
+  public var invalidates: Bool
+  public init(id: String, title: String, invalidates: Bool = true) {
     self.id = id
     self.title = title
+    self.invalidates = invalidates
   }
 }
 
@@ -259,11 +342,14 @@ public struct TipState: Sendable, Hashable {
   /// True exactly when the tip is available and nothing (display frequency, a group, a testing override) holds it
   /// back.
   public var shouldDisplay: Bool
+  /// The A/B variant this install sees, for a tip that declares variants.
+  public var variant: String?
 
-  public init(id: String, status: TipStatus, shouldDisplay: Bool) {
+  public init(id: String, status: TipStatus, shouldDisplay: Bool, variant: String? = nil) {
     self.id = id
     self.status = status
     self.shouldDisplay = shouldDisplay
+    self.variant = variant
   }
 }
 

@@ -104,15 +104,25 @@ func parameterTypeName(_ value: JSONValue) -> String {
 // MARK: - Tips
 
 extension TipDefinition {
-  static let jsonKeys = ["id", "title", "message", "image", "actions", "rules", "options", "localizations"]
+  static let jsonKeys = [
+    "id", "title", "message", "image", "actions", "rules", "options", "localizations", "variants", "presentation",
+    "metadata", "removal", "sync",
+  ]
 
-  /// Decodes `{id, title, message?, image?, actions?: [{id, title}], rules?: [...], options?: {...}}`.
+  /// The most JSON a tip's `metadata` may hold (compact UTF-8 bytes).
+  public static let maxMetadataBytes = 4096
+
+  /// Decodes `{id, title, message?, image?, actions?: [{id, title, invalidate?}], rules?: [...], options?: {...},
+  /// localizations?, variants?, presentation?, metadata?, removal?, sync?}`.
   /// Unknown keys, malformed rules and duplicate action ids are rejected with the offending path.
   public init(json: JSONValue, path: String) throws(EngineError) {
     typealias D = JSONDecoding
     let object = try D.object(json, path)
     try D.checkKeys(object, Self.jsonKeys, path)
     let id = try D.nonEmptyString(try D.required(object, "id", path), D.join(path, "id"))
+    guard !id.unicodeScalars.contains("\u{1F}") else {
+      throw D.fail(D.join(path, "id"), "must not contain U+001F (it separates a tip id from a variant name)")
+    }
     let title = try D.string(try D.required(object, "title", path), D.join(path, "title"))
     var message: String?
     if let value = D.optional(object, "message") { message = try D.string(value, D.join(path, "message")) }
@@ -120,18 +130,7 @@ extension TipDefinition {
     if let value = D.optional(object, "image") { image = try D.string(value, D.join(path, "image")) }
 
     var actions: [TipAction] = []
-    if let value = D.optional(object, "actions") {
-      let actionsPath = D.join(path, "actions")
-      var seen = Set<String>()
-      for (index, element) in try D.array(value, actionsPath).enumerated() {
-        let elementPath = "\(actionsPath)[\(index)]"
-        let action = try TipAction(json: element, path: elementPath)
-        guard seen.insert(action.id).inserted else {
-          throw D.fail(D.join(elementPath, "id"), "duplicate action id \"\(action.id)\"")
-        }
-        actions.append(action)
-      }
-    }
+    if let value = D.optional(object, "actions") { actions = try TipAction.list(value, D.join(path, "actions")) }
 
     var rules: [Rule] = []
     if let value = D.optional(object, "rules") {
@@ -148,19 +147,48 @@ extension TipDefinition {
 
     var localizations: [String: TipLocalization] = [:]
     if let value = D.optional(object, "localizations") {
-      let localizationsPath = D.join(path, "localizations")
-      let actionIDs = Set(actions.map(\.id))
-      for (locale, copy) in try D.object(value, localizationsPath) {
-        let localePath = D.join(localizationsPath, locale)
-        guard !locale.isEmpty, locale.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) else {
-          throw D.fail(localePath, "a locale must be a BCP 47 tag such as \"ja\" or \"zh-Hans\"")
-        }
-        localizations[locale] = try TipLocalization(json: copy, path: localePath, actionIDs: actionIDs)
+      localizations = try TipLocalization.table(
+        value, D.join(path, "localizations"), actionIDs: Set(actions.map { $0.id }))
+    }
+
+    var variants: [TipVariant] = []
+    if let value = D.optional(object, "variants") {
+      let variantsPath = D.join(path, "variants")
+      let members = try D.object(value, variantsPath)
+      guard !members.isEmpty else { throw D.fail(variantsPath, "expected at least one variant") }
+      for (name, element) in members {
+        variants.append(try TipVariant(json: element, name: name, path: D.join(variantsPath, name), tipActions: actions))
       }
+    }
+
+    var presentation: TipPresentation?
+    if let value = D.optional(object, "presentation") {
+      presentation = try TipPresentation(json: value, path: D.join(path, "presentation"))
+    }
+    var metadata: JSONObject?
+    if let value = D.optional(object, "metadata") {
+      let metadataPath = D.join(path, "metadata")
+      metadata = try D.object(value, metadataPath)
+      let size = value.jsonString.utf8.count
+      guard size <= Self.maxMetadataBytes else {
+        throw D.fail(metadataPath, "is \(size) bytes of JSON; at most \(Self.maxMetadataBytes) are handed to frontends")
+      }
+    }
+    var removal: String?
+    if let value = D.optional(object, "removal") { removal = try D.nonEmptyString(value, D.join(path, "removal")) }
+    var sync: TipSync?
+    if let value = D.optional(object, "sync") {
+      let syncPath = D.join(path, "sync")
+      let name = try D.string(value, syncPath)
+      guard let choice = TipSync(rawValue: name) else {
+        throw D.fail(syncPath, "expected \"local\" or \"synced\"")
+      }
+      sync = choice
     }
     self.init(
       id: id, title: title, message: message, image: image, actions: actions, rules: rules, options: options,
-      localizations: localizations)
+      localizations: localizations, variants: variants, presentation: presentation, metadata: metadata,
+      removal: removal, sync: sync)
   }
 
   /// The definition as JSON, in the shape ``init(json:path:)`` reads (`actions` and `rules` always present).
@@ -171,17 +199,111 @@ extension TipDefinition {
     object["actions"] = .array(actions.map(\.json))
     object["rules"] = .array(rules.map(\.json))
     object["options"] = options.json
-    if !localizations.isEmpty {
-      var copies = JSONObject()
-      for locale in localizations.keys.sorted() { copies[locale] = localizations[locale]!.json }
-      object["localizations"] = .object(copies)
+    if !localizations.isEmpty { object["localizations"] = TipLocalization.json(localizations) }
+    if !variants.isEmpty { object["variants"] = .object(JSONObject(variants.map { ($0.name, $0.json) })) }
+    if let presentation { object["presentation"] = presentation.json }
+    if let metadata { object["metadata"] = .object(metadata) }
+    if let removal { object["removal"] = .string(removal) }
+    if let sync { object["sync"] = .string(sync.rawValue) }
+    return .object(object)
+  }
+}
+
+extension TipVariant {
+  /// Decodes a variant `{title, message?, actions?, localizations?}` named `name`; its actions (or the tip's, when
+  /// it has none of its own) are what its localizations may title.
+  public init(json: JSONValue, name: String, path: String, tipActions: [TipAction]) throws(EngineError) {
+    typealias D = JSONDecoding
+    guard !name.isEmpty, !name.unicodeScalars.contains("\u{1F}") else {
+      throw D.fail(path, "a variant name must be non-empty and must not contain U+001F")
     }
+    let object = try D.object(json, path)
+    try D.checkKeys(object, ["title", "message", "actions", "localizations"], path)
+    let title = try D.string(try D.required(object, "title", path), D.join(path, "title"))
+    var message: String?
+    if let value = D.optional(object, "message") { message = try D.string(value, D.join(path, "message")) }
+    var actions: [TipAction]?
+    if let value = D.optional(object, "actions") { actions = try TipAction.list(value, D.join(path, "actions")) }
+    var localizations: [String: TipLocalization] = [:]
+    if let value = D.optional(object, "localizations") {
+      localizations = try TipLocalization.table(
+        value, D.join(path, "localizations"), actionIDs: Set((actions ?? tipActions).map { $0.id }))
+    }
+    self.init(name: name, title: title, message: message, actions: actions, localizations: localizations)
+  }
+
+  public var json: JSONValue {
+    var object: JSONObject = ["title": .string(title)]
+    if let message { object["message"] = .string(message) }
+    if let actions { object["actions"] = .array(actions.map { $0.json }) }
+    if !localizations.isEmpty { object["localizations"] = TipLocalization.json(localizations) }
+    return .object(object)
+  }
+}
+
+extension TipPresentation {
+  /// Decodes `{style: "popover"|"inline", arrowEdge?: "top"|"bottom"|"leading"|"trailing"}`.
+  public init(json: JSONValue, path: String) throws(EngineError) {
+    typealias D = JSONDecoding
+    let object = try D.object(json, path)
+    try D.checkKeys(object, ["style", "arrowEdge"], path)
+    let stylePath = D.join(path, "style")
+    let name = try D.string(try D.required(object, "style", path), stylePath)
+    guard let style = Style(rawValue: name) else { throw D.fail(stylePath, "expected \"popover\" or \"inline\"") }
+    var edge: ArrowEdge?
+    if let value = D.optional(object, "arrowEdge") {
+      let edgePath = D.join(path, "arrowEdge")
+      let edgeName = try D.string(value, edgePath)
+      guard let parsed = ArrowEdge(rawValue: edgeName) else {
+        throw D.fail(edgePath, "expected \"top\", \"bottom\", \"leading\" or \"trailing\"")
+      }
+      guard style == .popover else { throw D.fail(edgePath, "only a popover has an arrow") }
+      edge = parsed
+    }
+    self.init(style: style, arrowEdge: edge)
+  }
+
+  public var json: JSONValue {
+    var object: JSONObject = ["style": .string(style.rawValue)]
+    if let arrowEdge { object["arrowEdge"] = .string(arrowEdge.rawValue) }
     return .object(object)
   }
 }
 
 extension TipLocalization {
   static let jsonKeys = ["title", "message", "actions"]
+
+  /// Decodes `{locale: {title?, message?, actions?}}`; locales must be BCP 47-shaped tags.
+  static func table(_ value: JSONValue, _ path: String, actionIDs: Set<String>) throws(EngineError)
+    -> [String: TipLocalization]
+  {
+    typealias D = JSONDecoding
+    var localizations: [String: TipLocalization] = [:]
+    for (locale, copy) in try D.object(value, path) {
+      let localePath = D.join(path, locale)
+      guard isLocaleTag(locale) else {
+        throw D.fail(localePath, "a locale must be a BCP 47 tag such as \"ja\" or \"zh-Hans\"")
+      }
+      localizations[locale] = try TipLocalization(json: copy, path: localePath, actionIDs: actionIDs)
+    }
+    return localizations
+  }
+
+  /// Whether `tag` is shaped like a locale tag: ASCII letters, digits, `-` and `_`, not empty.
+  public static func isLocaleTag(_ tag: String) -> Bool {
+    !tag.isEmpty
+      && tag.utf8.allSatisfy {
+        $0 == 0x2D || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0)
+          || (0x61...0x7A).contains($0)
+      }
+  }
+
+  /// A localization table as JSON, locales sorted.
+  static func json(_ localizations: [String: TipLocalization]) -> JSONValue {
+    var copies = JSONObject()
+    for locale in localizations.keys.sorted() { copies[locale] = localizations[locale]!.json }
+    return .object(copies)
+  }
 
   /// Decodes `{title?, message?, actions?: {actionId: title}}`; action ids must be the tip's own.
   public init(json: JSONValue, path: String, actionIDs: Set<String>) throws(EngineError) {
@@ -219,17 +341,45 @@ extension TipLocalization {
 }
 
 extension TipAction {
-  /// Decodes `{id, title}`; the id is required and non-empty.
+  /// Decodes `{id, title, invalidate?: bool}`; the id is required and non-empty; `invalidate` (default true) says
+  /// whether performing it invalidates the tip.
   public init(json: JSONValue, path: String) throws(EngineError) {
     typealias D = JSONDecoding
     let object = try D.object(json, path)
-    try D.checkKeys(object, ["id", "title"], path)
+    try D.checkKeys(object, ["id", "title", "invalidate"], path)
     let id = try D.nonEmptyString(try D.required(object, "id", path), D.join(path, "id"))
     let title = try D.string(try D.required(object, "title", path), D.join(path, "title"))
-    self.init(id: id, title: title)
+    var invalidates = true
+    if let value = D.optional(object, "invalidate") {
+      guard case .bool(let flag) = value else {
+        throw D.fail(D.join(path, "invalidate"), "expected a boolean, got \(value.typeName)")
+      }
+      invalidates = flag
+    }
+    self.init(id: id, title: title, invalidates: invalidates)
   }
 
-  public var json: JSONValue { ["id": .string(id), "title": .string(title)] }
+  /// Decodes an array of actions with unique ids.
+  static func list(_ value: JSONValue, _ path: String) throws(EngineError) -> [TipAction] {
+    typealias D = JSONDecoding
+    var actions: [TipAction] = []
+    var seen = Set<String>()
+    for (index, element) in try D.array(value, path).enumerated() {
+      let elementPath = "\(path)[\(index)]"
+      let action = try TipAction(json: element, path: elementPath)
+      guard seen.insert(action.id).inserted else {
+        throw D.fail(D.join(elementPath, "id"), "duplicate action id \"\(action.id)\"")
+      }
+      actions.append(action)
+    }
+    return actions
+  }
+
+  public var json: JSONValue {
+    var object: JSONObject = ["id": .string(id), "title": .string(title)]
+    if !invalidates { object["invalidate"] = .bool(false) }
+    return .object(object)
+  }
 }
 
 extension TipOptions {
@@ -351,6 +501,7 @@ extension TipState {
     var object: JSONObject = ["id": .string(id), "status": .string(status.name)]
     if let reason = status.reason { object["reason"] = .string(reason.rawValue) }
     object["shouldDisplay"] = .bool(shouldDisplay)
+    if let variant { object["variant"] = .string(variant) }
     return .object(object)
   }
 }

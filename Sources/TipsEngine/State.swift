@@ -55,11 +55,19 @@ public struct EngineSnapshot: Sendable, Equatable {
   public var displayFrequency: DisplayFrequency
   /// Per-event cap on stored donations (newest kept); events not listed use the engine's default (1000).
   public var donationLimits: [String: Int]
+  /// Donations ever per event (kept and dropped), listed only when more than the event keeps; an event not listed
+  /// counts what it keeps.
+  public var lifetimeCounts: [String: Int]
+  /// The variant each tip with variants was assigned (sticky per install).
+  public var variantAssignments: [String: String]
+  /// The install id variants are assigned from.
+  public var installID: String?
 
   public init(
     donations: [String: [Donation]] = [:], parameters: [String: JSONValue] = [:],
     tipRecords: [String: TipRecord] = [:], cooldownStartedAt: Timestamp? = nil,
-    displayFrequency: DisplayFrequency = .immediate, donationLimits: [String: Int] = [:]
+    displayFrequency: DisplayFrequency = .immediate, donationLimits: [String: Int] = [:],
+    lifetimeCounts: [String: Int] = [:], variantAssignments: [String: String] = [:], installID: String? = nil
   ) {
     self.donations = donations
     self.parameters = parameters
@@ -67,6 +75,9 @@ public struct EngineSnapshot: Sendable, Equatable {
     self.cooldownStartedAt = cooldownStartedAt
     self.displayFrequency = displayFrequency
     self.donationLimits = donationLimits
+    self.lifetimeCounts = lifetimeCounts
+    self.variantAssignments = variantAssignments
+    self.installID = installID
   }
 }
 
@@ -74,8 +85,13 @@ public struct EngineSnapshot: Sendable, Equatable {
 /// every write an engine produced, in order, to an empty store and loading it reproduces the engine's durable
 /// state.
 public enum StateWrite: Sendable, Hashable {
-  /// Append a donation; then keep only the newest `keepNewest` donations of that event.
+  /// Append a donation (and count it in the event's lifetime count); then keep only the newest `keepNewest`
+  /// donations of that event.
   case donation(eventID: String, Donation, keepNewest: Int)
+  /// The variant a tip is assigned (nil: none any more).
+  case variantAssignment(tipID: String, variant: String?)
+  /// The install id variants are assigned from.
+  case installID(String)
   /// A persisted parameter's new value.
   case parameter(id: String, value: JSONValue)
   /// Forget a parameter's stored value (it became transient, or was reset).

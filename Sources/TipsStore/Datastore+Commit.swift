@@ -16,11 +16,13 @@ extension Datastore {
         if histories == nil { histories = try readHistories(connection) }
         try connection.prepare(SQL.begin).run()
         for write in writes { try self.write(write, connection) }
+        try recordDropped(connection)
         try connection.prepare(SQL.commit).run()
       } catch {
         if connection.inTransaction { try? connection.execute(SQL.rollback) }
         // The in-memory histories may hold row ids of the rolled-back batch: rebuild them from the file.
         self.histories = nil
+        self.droppedInBatch = [:]
         throw error
       }
     }
@@ -97,12 +99,43 @@ extension Datastore {
         try trim(history, to: limit, connection)
       }
 
+    case .variantAssignment(let tipID, let variant):
+      if let variant {
+        let upsert = try connection.prepare(SQL.upsertVariant)
+        upsert.bind(1, tipID)
+        upsert.bind(2, variant)
+        try upsert.run()
+      } else {
+        let delete = try connection.prepare(SQL.deleteVariant)
+        delete.bind(1, tipID)
+        try delete.run()
+      }
+
+    case .installID(let id):
+      let upsert = try connection.prepare(SQL.upsertMeta)
+      upsert.bind(1, MetaKey.installID)
+      upsert.bind(2, id)
+      try upsert.run()
+
     case .reset:
       for table in Schema.dataTables {
         try connection.prepare("DELETE FROM \(table)").run()
       }
       histories = [:]
+      droppedInBatch = [:]
     }
+  }
+
+  /// Adds the donations trimmed in this batch to their events' `dropped` counts: one update per event per commit.
+  private func recordDropped(_ connection: SQLiteConnection) throws(SQLiteError) {
+    guard !droppedInBatch.isEmpty else { return }
+    let update = try connection.prepare(SQL.addDropped)
+    for (rowID, count) in droppedInBatch {
+      update.bind(1, rowID)
+      update.bind(2, count)
+      try update.run()
+    }
+    droppedInBatch = [:]
   }
 
   /// The event's history, inserting the event's name on its first donation.
@@ -121,6 +154,7 @@ extension Datastore {
     let excess = history.count - max(limit, 0)
     guard excess > 0 else { return }
     let delete = try connection.prepare(SQL.deleteDonation)
+    droppedInBatch[history.rowID, default: 0] += excess
     for id in history.removeOldest(excess) {
       delete.bind(1, id)
       try delete.run()

@@ -73,15 +73,19 @@ extension Datastore {
   }
 
   /// The events table: names and row ids by dense slot.
-  private func readEvents(_ connection: SQLiteConnection) throws(SQLiteError) -> (names: [String], rowIDs: [Int64]) {
+  private func readEvents(
+    _ connection: SQLiteConnection
+  ) throws(SQLiteError) -> (names: [String], rowIDs: [Int64], dropped: [Int]) {
     var names: [String] = []
     var rowIDs: [Int64] = []
+    var dropped: [Int] = []
     let events = try connection.prepare(SQL.selectEvents)
     while try events.step() {
       rowIDs.append(events.int64(0))
       names.append(events.text(1) ?? "")
+      dropped.append(events.int(2))
     }
-    return (names, rowIDs)
+    return (names, rowIDs, dropped)
   }
 
   private func readSnapshot(
@@ -90,7 +94,7 @@ extension Datastore {
     var snapshot = EngineSnapshot()
 
     // Each event gets a dense slot, found from a donation's integer event id without hashing.
-    let (names, rowIDs) = try readEvents(connection)
+    let (names, rowIDs, dropped) = try readEvents(connection)
     let slots = EventSlots(rowIDs: rowIDs)
     var buckets = [[Donation]](repeating: [], count: names.count)
     var ids = [[Int64]](repeating: [], count: names.count)
@@ -116,6 +120,7 @@ extension Datastore {
     for slot in names.indices {
       histories[names[slot]] = EventHistory(rowID: rowIDs[slot], ids: ids[slot])
       if !buckets[slot].isEmpty { snapshot.donations[names[slot]] = buckets[slot] }
+      if dropped[slot] > 0 { snapshot.lifetimeCounts[names[slot]] = buckets[slot].count + dropped[slot] }
     }
 
     let parameters = try connection.prepare(SQL.selectParameters)
@@ -160,6 +165,8 @@ extension Datastore {
           throw SQLiteError(corrupt: "unknown display frequency \"\(raw)\"")
         }
         snapshot.displayFrequency = frequency
+      case MetaKey.installID:
+        snapshot.installID = meta.text(1)
       default:
         break  // keys of later versions are not an error
       }
@@ -169,12 +176,17 @@ extension Datastore {
     while try limits.step() {
       snapshot.donationLimits[limits.text(0) ?? ""] = limits.int(1)
     }
+
+    let variants = try connection.prepare(SQL.selectVariants)
+    while try variants.step() {
+      snapshot.variantAssignments[variants.text(0) ?? ""] = variants.text(1) ?? ""
+    }
     return (snapshot, histories)
   }
 
   /// Rebuilds ``histories`` without loading the donations (writes before any load): one scan of row ids.
   func readHistories(_ connection: SQLiteConnection) throws(SQLiteError) -> [String: EventHistory] {
-    let (names, rowIDs) = try readEvents(connection)
+    let (names, rowIDs, _) = try readEvents(connection)
     let slots = EventSlots(rowIDs: rowIDs)
     var ids = [[Int64]](repeating: [], count: names.count)
     let donations = try connection.prepare(SQL.selectDonationIDs)

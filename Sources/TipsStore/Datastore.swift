@@ -88,6 +88,8 @@ public final class Datastore {
   /// bounding the history deletes by primary key without a query. nil until built (by a load or before the first
   /// write), and dropped whenever a transaction fails.
   var histories: [String: EventHistory]?
+  /// Donations trimmed per event row id in the open batch, added to `events.dropped` before it commits.
+  var droppedInBatch: [Int64: Int] = [:]
   /// The state read at open to validate the file, handed out by the first ``load()`` unless a write came first.
   var preloaded: EngineSnapshot?
 

@@ -12,6 +12,9 @@
 //    that builds no string per donation); the (event, id) index is dropped: the store keeps each event's donation
 //    row ids in memory, so bounding deletes by primary key, and an insert touches only the table's last page
 //    instead of one index page per event (which made group commit write several times more WAL per mutation).
+// 4. lifetime counts: `events.dropped` counts the donations trimmed away (kept + dropped = donations ever; bumped
+//    once per event per commit, not per donation); the install id (meta) and per-tip variant assignments.
+//    Datastores of earlier versions forgot what they trimmed, so their lifetime counts start at what they keep.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -73,16 +76,26 @@ enum Schema {
         ALTER TABLE donations_v3 RENAME TO donations;
         """
     ),
+    Migration(
+      version: 4,
+      sql: """
+        ALTER TABLE events ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE variant_assignments (tip TEXT PRIMARY KEY NOT NULL, variant TEXT NOT NULL) WITHOUT ROWID;
+        """
+    ),
   ]
 
   /// Tables every current datastore has, cleared by a reset (schema_version excepted).
-  static let dataTables = ["donations", "events", "parameters", "tip_records", "meta", "donation_limits"]
+  static let dataTables = [
+    "donations", "events", "parameters", "tip_records", "meta", "donation_limits", "variant_assignments",
+  ]
 }
 
 /// Keys of the `meta` table.
 enum MetaKey {
   static let cooldownStartedAt = "cooldown_started_at"
   static let displayFrequency = "display_frequency"
+  static let installID = "install_id"
 }
 
 /// The SQL of every statement the datastore runs more than once (each is prepared once and cached by the
@@ -93,7 +106,8 @@ enum SQL {
   static let commit: StaticString = "COMMIT"
   static let rollback: StaticString = "ROLLBACK"
 
-  static let selectEvents: StaticString = "SELECT id, name FROM events"
+  static let selectEvents: StaticString = "SELECT id, name, dropped FROM events"
+  static let addDropped: StaticString = "UPDATE events SET dropped = dropped + ?2 WHERE id = ?1"
   static let insertEvent: StaticString = "INSERT INTO events (name) VALUES (?1)"
   static let selectDonations: StaticString = "SELECT id, event, at, info FROM donations ORDER BY id"
   static let selectDonationIDs: StaticString = "SELECT id, event FROM donations ORDER BY id"
@@ -124,6 +138,13 @@ enum SQL {
   static let upsertMeta: StaticString =
     "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
   static let deleteMeta: StaticString = "DELETE FROM meta WHERE key = ?1"
+
+  static let selectVariants: StaticString = "SELECT tip, variant FROM variant_assignments"
+  static let upsertVariant: StaticString = """
+    INSERT INTO variant_assignments (tip, variant) VALUES (?1, ?2)
+    ON CONFLICT (tip) DO UPDATE SET variant = excluded.variant
+    """
+  static let deleteVariant: StaticString = "DELETE FROM variant_assignments WHERE tip = ?1"
 
   static let selectLimits: StaticString = "SELECT event, max_count FROM donation_limits"
   static let upsertLimit: StaticString = """

@@ -19,10 +19,12 @@ struct ExplainTests {
     #expect(rules.count == 3)
     #expect(rules[0]["rule"] == json(#"{"event":"search.opened","count":{"gte":3}}"#))
     #expect(rules[0]["holds"] == false)
-    #expect(rules[0]["detail"] == "search.opened count=2, needs >= 3")
-    #expect(rules[1]["detail"] == "filter.used count=0, needs == 0")
+    #expect(rules[0]["reads"] == "lifetime")
+    #expect(rules[2]["reads"] == "history")
+    #expect(rules[0]["detail"] == "search.opened count=2 (lifetime), needs >= 3")
+    #expect(rules[1]["detail"] == "filter.used count=0 (lifetime), needs == 0")
     #expect(rules[1]["holds"] == true)
-    #expect(rules[2]["detail"] == "search.opened count=2 within 1 day, needs >= 1")
+    #expect(rules[2]["detail"] == "search.opened count=2 within 1 day (of the newest 1000), needs >= 1")
     #expect(object["heldBy"] == [])
     #expect(object["displayCount"] == 0)
     #expect(object["displayedDuration"] == 0)
@@ -30,9 +32,9 @@ struct ExplainTests {
     #expect(explanation.lines == [
       "filter.tip: pending, shouldDisplay false",
       "  rules: 2 of 3 hold",
-      "  [no] search.opened count=2, needs >= 3",
-      "  [ok] filter.used count=0, needs == 0",
-      "  [ok] search.opened count=2 within 1 day, needs >= 1",
+      "  [no] search.opened count=2 (lifetime), needs >= 3",
+      "  [ok] filter.used count=0 (lifetime), needs == 0",
+      "  [ok] search.opened count=2 within 1 day (of the newest 1000), needs >= 1",
       "  displays: 0, displayed 0s",
       "  next change: 2023-11-15T22:13:20Z",
     ])
@@ -50,11 +52,11 @@ struct ExplainTests {
     #expect(rules[0]["detail"] == "anyOf: 0 of 2 hold, needs at least one")
     #expect(rules[0]["rules"]?[0]?["detail"] == "parameter level=1, needs >= 2")
     #expect(rules[0]["rules"]?[1]?["detail"] == "not: the inner rule holds")
-    #expect(rules[0]["rules"]?[1]?["rules"]?[0]?["detail"] == #"v count=1 where {"r":"n"}, needs > 0"#)
-    #expect(rules[1]["detail"] == "v count=1 within 3 hours largest group by r, needs >= 1")
+    #expect(rules[0]["rules"]?[1]?["rules"]?[0]?["detail"] == #"v count=1 where {"r":"n"} (of the newest 1000), needs > 0"#)
+    #expect(rules[1]["detail"] == "v count=1 within 3 hours largest group by r (of the newest 1000), needs >= 1")
     #expect(rules[2]["detail"] == #"parameter ghost=null (undefined), needs == "x""#)
     #expect(rules[2]["holds"] == false)
-    #expect(explanation.lines.contains("      [ok] v count=1 where {\"r\":\"n\"}, needs > 0"))
+    #expect(explanation.lines.contains("      [ok] v count=1 where {\"r\":\"n\"} (of the newest 1000), needs > 0"))
   }
 
   @Test("what holds a tip back: cooldown, group, override, invalidation")

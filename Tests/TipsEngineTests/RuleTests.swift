@@ -253,12 +253,16 @@ struct RuleTests {
   @Test("the engine keeps only the newest donations of an event (default limit)")
   func defaultDonationLimit() throws {
     let h = Harness(configuration: EngineConfiguration(defaultDonationLimit: 5))
-    try h.register(#"{"id": "a", "title": "A", "rules": [{"event": "e", "count": {"gte": 6}}]}"#)
+    try h.register(
+      #"{"id": "a", "title": "A", "rules": [{"event": "e", "within": {"days": 1}, "count": {"gte": 6}}]}"#,
+      #"{"id": "b", "title": "B", "rules": [{"event": "e", "where": {"k": 1}, "count": {"gte": 6}}]}"#,
+      #"{"id": "life", "title": "L", "rules": [{"event": "e", "count": {"gte": 8}}]}"#)
     for i in 0..<8 {
       h.clock.advance(by: 1)
-      let result = try h.engine.donate("e", info: ["i": .int(Int64(i))])
+      let result = try h.engine.donate("e", info: ["i": .int(Int64(i)), "k": 1])
       h.apply(result.mutation)
       #expect(result.count == min(i + 1, 5))
+      #expect(result.lifetime == i + 1)
       guard case .donation(_, _, let keep) = result.mutation.writes.first else {
         Issue.record("no donation write")
         return
@@ -266,20 +270,31 @@ struct RuleTests {
       #expect(keep == 5)
     }
     #expect(h.engine.donations("e").map { $0.info?["i"] } == [3, 4, 5, 6, 7])
+    // Windows and filters read the kept history; a plain count reads every donation ever.
     #expect(h.status("a") == .pending)
+    #expect(h.status("b") == .pending)
+    #expect(h.status("life") == .available)
+    #expect(h.engine.lifetimeCount("e") == 8)
     #expect(EngineConfiguration().defaultDonationLimit == 1000)
   }
 
   @Test("a per-event donation limit trims at once and re-evaluates")
   func donationLimit() throws {
     let h = Harness()
-    try h.register(#"{"id": "a", "title": "A", "rules": [{"event": "e", "count": {"gte": 3}}]}"#)
+    try h.register(
+      #"{"id": "a", "title": "A", "rules": [{"event": "e", "within": {"days": 1}, "count": {"gte": 3}}]}"#,
+      #"{"id": "life", "title": "L", "rules": [{"event": "e", "count": {"gte": 3}}]}"#)
     h.donate("e", times: 4)
     #expect(h.status("a") == .available)
     let changes = h.apply(try h.engine.setDonationLimit("e", 2))
+    // The windowed rule reads the trimmed history; the plain count still sees all four donations.
     #expect(changes == [.tip(TipState(id: "a", status: .pending, shouldDisplay: false))])
+    #expect(h.status("life") == .available)
     #expect(h.engine.donationCount("e") == 2)
-    #expect(try h.engine.donate("e").count == 2)
+    let result = try h.engine.donate("e")
+    h.apply(result.mutation)
+    #expect(result.count == 2)
+    #expect(result.lifetime == 5)
     #expect(h.engine.snapshot().donationLimits == ["e": 2])
     #expect(throws: EngineError.invalidArgument(argument: "maxDonations", problem: "must be at least 1 (got 0)")) {
       try h.engine.setDonationLimit("e", 0)

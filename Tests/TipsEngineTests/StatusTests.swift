@@ -12,8 +12,7 @@ struct StatusTests {
     #expect(try h.register(Self.gated) == [.tip(TipState(id: "a", status: .pending, shouldDisplay: false))])
     #expect(h.donate("e") == [.tip(TipState(id: "a", status: .available, shouldDisplay: true))])
     #expect(h.donate("e").isEmpty)
-    h.apply(try h.engine.setDonationLimit("e", 1))
-    try h.register(#"{"id": "a", "title": "A", "rules": [{"event": "e", "count": {"gte": 2}}]}"#)
+    try h.register(#"{"id": "a", "title": "A", "rules": [{"event": "e", "count": {"gte": 3}}]}"#)
     #expect(h.lastTipChanges == [TipState(id: "a", status: .pending, shouldDisplay: false)])
   }
 

@@ -38,9 +38,16 @@ struct FakeStore {
     switch write {
     case .donation(let eventID, let donation, let keepNewest):
       var list = snapshot.donations[eventID] ?? []
+      // A snapshot lists a lifetime count only when it exceeds what is kept.
+      let lifetime = (snapshot.lifetimeCounts[eventID] ?? list.count) + 1
       list.append(donation)
       if list.count > keepNewest { list.removeFirst(list.count - keepNewest) }
       snapshot.donations[eventID] = list
+      snapshot.lifetimeCounts[eventID] = lifetime > list.count ? lifetime : nil
+    case .variantAssignment(let tipID, let variant):
+      snapshot.variantAssignments[tipID] = variant
+    case .installID(let id):
+      snapshot.installID = id
     case .parameter(let id, let value):
       snapshot.parameters[id] = value
     case .deleteParameter(let id):
@@ -54,6 +61,7 @@ struct FakeStore {
     case .donationLimit(let eventID, let limit):
       snapshot.donationLimits[eventID] = limit
       if var list = snapshot.donations[eventID], list.count > limit {
+        snapshot.lifetimeCounts[eventID] = snapshot.lifetimeCounts[eventID] ?? list.count
         list.removeFirst(list.count - limit)
         snapshot.donations[eventID] = list
       }

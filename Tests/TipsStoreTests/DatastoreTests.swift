@@ -42,12 +42,23 @@ func sampleWrites() -> (writes: [StateWrite], expected: EngineSnapshot) {
     .displayFrequency(.weekly),
     .donationLimit(eventID: "trail.visited", limit: 5),
     .donationLimit(eventID: "no.donations.yet", limit: 0),
+    // Trimmed donations still count in the lifetime count (kept + dropped).
+    .donation(eventID: "trimmed", donation(1), keepNewest: 1),
+    .donation(eventID: "trimmed", donation(2), keepNewest: 1),
+    .donation(eventID: "trimmed", donation(3), keepNewest: 1),
+    .variantAssignment(tipID: "filter.tip", variant: "friendly"),
+    .variantAssignment(tipID: "gone.tip", variant: "a"),
+    .variantAssignment(tipID: "gone.tip", variant: nil),
+    .variantAssignment(tipID: "filter.tip", variant: "direct"),
+    .installID("install-1"),
+    .installID("install-2"),
   ]
   let expected = EngineSnapshot(
     donations: [
       "search.opened": [donation(1_700_000_000), donation(1_700_000_002, search2)],
       "trail.visited": [donation(1_700_000_001.5, trail1), donation(1_700_000_003.25, trail2)],
       "": [donation(-5, [:])],
+      "trimmed": [donation(3)],
     ],
     parameters: ["isLoggedIn": true, "plan": "pro", "visits": 42, "ratio": 0.75],
     tipRecords: [
@@ -59,7 +70,10 @@ func sampleWrites() -> (writes: [StateWrite], expected: EngineSnapshot) {
     ],
     cooldownStartedAt: 1_700_000_090,
     displayFrequency: .weekly,
-    donationLimits: ["trail.visited": 5, "no.donations.yet": 0]
+    donationLimits: ["trail.visited": 5, "no.donations.yet": 0],
+    lifetimeCounts: ["trimmed": 3],
+    variantAssignments: ["filter.tip": "direct"],
+    installID: "install-2"
   )
   return (writes, expected)
 }
@@ -203,7 +217,10 @@ struct DatastoreTests {
         .donation(eventID: "search.opened", donation(2), keepNewest: 2),
         .donation(eventID: "search.opened", donation(3), keepNewest: 2),
       ])
-      #expect(try store.load() == EngineSnapshot(donations: ["search.opened": [donation(2), donation(3)]]))
+      #expect(
+        try store.load()
+          == EngineSnapshot(
+            donations: ["search.opened": [donation(2), donation(3)]], lifetimeCounts: ["search.opened": 3]))
       try store.commit([.reset])
       #expect(try store.load() == EngineSnapshot())
       try store.commit([.donation(eventID: "x", donation(9), keepNewest: 5)])

@@ -21,14 +21,21 @@ public struct DonateRequest: RequestType, Hashable {
   }
 
   public struct Response: ResultValue, Hashable {
-    /// Stored donations of the event after this one.
+    /// Stored donations of the event after this one (the bounded history windows and filters read).
     public var count: Int
-    public init(count: Int) { self.count = count }
-    public static let shape = ResultShape.object(ObjectShape(["count"]), schema: nil)
+    /// Donations of the event over the app's life, this one included (what a plain `count` rule reads).
+    public var lifetime: Int
+    public init(count: Int, lifetime: Int) {
+      self.count = count
+      self.lifetime = lifetime
+    }
+    public static let shape = ResultShape.object(ObjectShape(["count", "lifetime"]), schema: nil)
     public func write(to writer: inout JSONWriter) {
       writer.beginObject()
       writer.key("count")
       writer.writeInt(count)
+      writer.key("lifetime")
+      writer.writeInt(lifetime)
       writer.endObject()
     }
   }

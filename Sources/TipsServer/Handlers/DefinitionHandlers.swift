@@ -47,11 +47,11 @@ extension Handlers {
   /// Donations and their bounds.
   static func registerEvents(_ table: inout HandlerTable) {
     table.on(DonateRequest.self) { request, context throws(ResponseError) in
-      let (count, mutation) = try context.engine { engine throws(EngineError) in
+      let (count, lifetime, mutation) = try context.engine { engine throws(EngineError) in
         try engine.donate(request.id, info: request.info)
       }
       context.record(mutation)
-      return DonateRequest.Response(count: count)
+      return DonateRequest.Response(count: count, lifetime: lifetime)
     }
 
     table.on(ConfigureEventRequest.self) { request, context throws(ResponseError) in
