@@ -48,7 +48,7 @@ release: deps-apt
 run: release
 	@echo "tipsd: serving the demo catalog on $(SOCKET) and ws://$(LISTEN)/ — in another terminal try:"
 	@echo "  $(BIN_RELEASE) call tips/status      $(BIN_RELEASE) token      curl http://$(LISTEN)/healthz"
-	$(BIN_RELEASE) serve --socket "$(SOCKET)" --listen "$(LISTEN)" --catalog catalog/demo.json
+	$(BIN_RELEASE) serve --socket "$(SOCKET)" --listen "$(LISTEN)" --catalog catalog/demo.json --allow-testing
 
 test: deps test-swift test-clients test-protocol
 

@@ -195,15 +195,16 @@ public final class JSONRPCClient: @unchecked Sendable {
     return result
   }
 
-  /// `initialize` with protocol 1.0.
+  /// `initialize` with protocol 1.1.
   @discardableResult
-  public func initialize(name: String = "client", version: String? = nil, locale: String? = nil) throws(ClientError)
-    -> JSONValue
-  {
+  public func initialize(
+    name: String = "client", version: String? = nil, locale: String? = nil, installID: String? = nil
+  ) throws(ClientError) -> JSONValue {
     var info: JSONObject = ["name": .string(name)]
     if let version { info["version"] = .string(version) }
-    var params: JSONObject = ["protocolVersion": "1.0", "clientInfo": .object(info)]
+    var params: JSONObject = ["protocolVersion": "1.1", "clientInfo": .object(info)]
     if let locale { params["locale"] = .string(locale) }
+    if let installID { params["installId"] = .string(installID) }
     return try result("initialize", .object(params))
   }
 

@@ -69,14 +69,14 @@ extension Engine {
     guard let slot = slot(tipID) else { throw .unknownTip(tipID) }
     let declared = slot.definition.variants
     guard !declared.isEmpty else {
-      throw .invalidArgument(argument: "variant", problem: "tip \(tipID) declares no variants")
+      throw .invalidArgument(argument: "variant", problem: "cannot be set: tip \(tipID) declares no variants")
     }
     let chosen: String
     if let variant {
       guard declared.contains(where: { $0.name == variant }) else {
         let names = declared.map { $0.name }.joined(separator: ", ")
         throw .invalidArgument(
-          argument: "variant", problem: "tip \(tipID) has no variant \(variant) (it declares \(names))")
+          argument: "variant", problem: "must name one of tip \(tipID)'s variants: \(names) (got \(variant))")
       }
       chosen = variant
     } else {

@@ -55,6 +55,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
   /// -32010: the server already has its maximum number of connections; the
   /// new connection gets this error and is closed.
   public static let tooManyConnections = ErrorCode(rawValue: -32010)
+  /// -32011: a testing method (testing overrides, `datastore/reset`, `clock/advance`, `clock/set`) on a daemon
+  /// started without `--allow-testing`.
+  public static let testingDisabled = ErrorCode(rawValue: -32011)
 }
 
 extension ErrorCode: ExpressibleByIntegerLiteral {

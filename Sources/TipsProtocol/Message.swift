@@ -75,6 +75,9 @@ public protocol RequestType: Sendable {
   static var positionalParams: [String] { get }
   /// Whether members not in ``params`` are accepted (only `initialize`: newer clients may send more).
   static var acceptsUnknownParams: Bool { get }
+  /// Whether the method is for tests only (testing overrides, datastore reset, moving the clock): refused with
+  /// -32011 unless the daemon runs with `--allow-testing` — seed 000's "reset left in a production build".
+  static var isTestingOnly: Bool { get }
   /// Decodes the typed fields from the params object; errors name the method and the param's path.
   init(from params: Params) throws(ResponseError)
 }
@@ -82,6 +85,7 @@ public protocol RequestType: Sendable {
 extension RequestType {
   public static var positionalParams: [String] { [] }
   public static var acceptsUnknownParams: Bool { false }
+  public static var isTestingOnly: Bool { false }
 }
 
 /// A notification a client sends (no reply): `initialized`, `exit`, `$/cancelRequest`.

@@ -35,6 +35,7 @@ public enum Messages {
     PerformActionRequest.self,
     RegisterTipsRequest.self,
     ResetEligibilityRequest.self,
+    SetVariantRequest.self,
     StatusRequest.self,
     UnobserveRequest.self,
     UnregisterTipsRequest.self,

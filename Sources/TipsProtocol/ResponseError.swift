@@ -133,6 +133,15 @@ extension ResponseError {
       message: "\(method): the virtual clock is disabled; start the daemon with `tipsd serve --clock virtual`")
   }
 
+  /// -32011: a testing-only method on a daemon started without `--allow-testing`.
+  public static func testingDisabled(method: String) -> ResponseError {
+    ResponseError(
+      code: .testingDisabled,
+      message:
+        "\(method): testing methods are off; start the daemon with `tipsd serve --allow-testing` (tests and "
+        + "development only, never in a shipped app)")
+  }
+
   /// -32005: the turn's commit failed, so this change is not acknowledged.
   public static func datastoreFailure(path: String) -> ResponseError {
     ResponseError(

@@ -29,6 +29,11 @@ public enum TipsdCommand {
       --catalog FILE           register the tips, parameters and groups of a catalog file at start
       --clock system|virtual   virtual: time moves only through clock/advance and clock/set (tests)
       --clock-start SECONDS    the virtual clock's first instant (default: now)
+      --allow-testing          answer testing/*, datastore/reset, clock/advance and clock/set (tests and
+                               development only; refused with -32011 otherwise)
+      --strict-events          refuse donations of events the catalog does not declare (-32602)
+      --install-id ID          the install id A/B variants are assigned from (default: initialize's
+                               installId, else a random id kept in the datastore)
       --log-level LEVEL        trace, debug, info (default), notice, warning, error
       --max-connections N      default 256
       --max-message-size BYTES default 1048576
@@ -144,6 +149,12 @@ public enum TipsdCommand {
         let text = try value(flag)
         guard let uid = UInt32(text) else { throw ServerError("--allow-uid: \"\(text)\" is not a uid") }
         configuration.allowedPeerUIDs.insert(uid)
+      case "--allow-testing": configuration.allowTesting = true
+      case "--strict-events": configuration.strictEvents = true
+      case "--install-id":
+        let id = try value(flag)
+        guard !id.isEmpty else { throw ServerError("--install-id: must not be empty") }
+        configuration.installID = id
       case "--help", "-h": throw ServerError(usage)
       default: throw ServerError("unknown option \"\(flag)\" (see tipsd --help)")
       }

@@ -93,6 +93,9 @@ struct HandlerTable: Sendable {
   ) {
     precondition(handlers[R.method] == nil, "two handlers for \(R.method)")
     handlers[R.method] = { id, params, context in
+      if R.isTestingOnly && !context.services.configuration.allowTesting {
+        return .failure(.testingDisabled(method: R.method))
+      }
       do throws(ResponseError) {
         let request = try Messages.decode(R.self, params: params)
         let response = try handler(request, context)

@@ -82,6 +82,14 @@ public final class Server {
     logger.info(
       "datastore loaded",
       [("path", store.path), ("schema", String(store.schemaVersion)), ("ms", String(loop.now - started))])
+    // Variants are assigned from the install id, so it is settled before any tip is registered.
+    if let id = configuration.installID ?? (engine.installIdentifier == nil ? Self.randomInstallID() : nil) {
+      do {
+        try store.commit(try engine.setInstallID(id).writes)
+      } catch {
+        throw ServerError("cannot store the install id: \(error)")
+      }
+    }
     if let catalogPath = configuration.catalogPath {
       let catalog = try Catalog.load(path: catalogPath)
       do {
@@ -102,6 +110,13 @@ public final class Server {
       self.exitStatus = status
       self.beginStop()
     }
+  }
+
+  /// A fresh install id: 128 random bits in hex.
+  static func randomInstallID() -> String {
+    var generator = SystemRandomNumberGenerator()
+    let hex = Array("0123456789abcdef")
+    return String((0..<32).map { _ in hex[Int(generator.next() % 16)] })
   }
 
   // MARK: - Lifecycle

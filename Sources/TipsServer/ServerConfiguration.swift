@@ -60,6 +60,14 @@ public struct ServerConfiguration: Sendable {
   /// Caps the datastore at this many pages (SQLite `max_page_count`; a commit past it fails as a full disk would).
   /// Not a command-line option: tests use it to make a commit fail.
   public var datastoreMaxPages: Int?
+  /// `--allow-testing`: answer testing overrides, `datastore/reset`, `clock/advance` and `clock/set` (refused with
+  /// -32011 otherwise, so a reset left in an app's code cannot wipe users' state).
+  public var allowTesting = false
+  /// `--strict-events`: refuse donations of events the catalog does not declare (a typo must not count silently).
+  public var strictEvents = false
+  /// `--install-id`: the install id variants are assigned from (else the one `initialize` sends, else a random
+  /// one made on first start and kept in the datastore).
+  public var installID: String?
   /// Peer uids (`SO_PEERCRED`) accepted on the Unix socket besides the daemon's own (`--allow-uid`, repeatable).
   public var allowedPeerUIDs: Set<UInt32> = []
 
@@ -76,5 +84,5 @@ public struct ServerConfiguration: Sendable {
 /// The daemon's identity, reported by `initialize` and `tipsd --version`.
 public enum TipsdVersion {
   public static let server = "0.1.0"
-  public static let protocolVersion = "1.0"
+  public static let protocolVersion = "1.1"
 }

@@ -124,11 +124,13 @@ final class SubscriptionRegistry {
           guard observer.lastAnnounced[state.id] != state.shouldDisplay else { continue }
           observer.lastAnnounced[state.id] = state.shouldDisplay
           let locale = observer.session.locale
-          let content = contents[locale ?? ""] ?? TipContent(engine.definition(of: state.id), id: state.id, locale: locale)
+          let content =
+            contents[locale ?? ""]
+            ?? TipContent(engine.definition(of: state.id), id: state.id, locale: locale, variant: state.variant)
           contents[locale ?? ""] = content
           let note = ShouldDisplayChangedNotification(
             subscription: observer.id, id: state.id, shouldDisplay: state.shouldDisplay,
-            status: StatusInfo(state.status), tip: content)
+            status: StatusInfo(state.status), variant: state.variant, tip: content)
           out.append((observer.session, StagedNotification(notification: note, shouldDisplay: (state.id, state.shouldDisplay))))
         }
       case .groupCurrentTip(let group, let tipID):

@@ -109,8 +109,13 @@ final class Harness {
     var writes: [StateWrite] = [.displayFrequency(snapshot.displayFrequency)]
     for (id, limit) in snapshot.donationLimits { writes.append(.donationLimit(eventID: id, limit: limit)) }
     for (id, list) in snapshot.donations {
-      for donation in list { writes.append(.donation(eventID: id, donation, keepNewest: Int.max)) }
+      // Donations trimmed away before the kept ones, so that the lifetime count replays too.
+      let dropped = (snapshot.lifetimeCounts[id] ?? list.count) - list.count
+      for _ in 0..<max(0, dropped) { writes.append(.donation(eventID: id, Donation(at: 0), keepNewest: Int.max)) }
+      for donation in list { writes.append(.donation(eventID: id, donation, keepNewest: dropped > 0 ? list.count : Int.max)) }
     }
+    if let installID = snapshot.installID { writes.append(.installID(installID)) }
+    for (tipID, variant) in snapshot.variantAssignments { writes.append(.variantAssignment(tipID: tipID, variant: variant)) }
     for (id, value) in snapshot.parameters { writes.append(.parameter(id: id, value: value)) }
     for (id, record) in snapshot.tipRecords { writes.append(.tipRecord(id: id, record)) }
     writes.append(.cooldown(snapshot.cooldownStartedAt))

@@ -19,7 +19,7 @@ import Testing
     let client = transport == .socket ? try daemon.connect(framing: framing) : daemon.stdioClient(framing: framing)
 
     let hello = try client.initialize()
-    #expect(hello["protocolVersion"] == "1.0")
+    #expect(hello["protocolVersion"] == "1.1")
     #expect(hello["serverInfo"]?["name"] == "tipsd")
 
     let registered = try client.result("tips/register", ["tips": [filterTip]])

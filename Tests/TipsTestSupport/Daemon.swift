@@ -83,7 +83,10 @@ public final class Daemon: @unchecked Sendable {
     process.executableURL = URL(fileURLWithPath: tipsdBinary())
     var args = ["serve"]
     if let socketPath { args += ["--socket", socketPath] } else { args += ["--stdio"] }
-    args += ["--datastore", datastore] + arguments
+    // Tests drive testing overrides, resets and the virtual clock; a test of the refusal passes --deny-testing.
+    let denyTesting = arguments.contains("--deny-testing")
+    args += ["--datastore", datastore] + (denyTesting ? [] : ["--allow-testing"])
+      + arguments.filter { $0 != "--deny-testing" }
     process.arguments = args
     var env = ProcessInfo.processInfo.environment
     for (key, value) in environment { env[key] = value }

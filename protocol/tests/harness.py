@@ -31,7 +31,7 @@ REPO = PROTOCOL.parent
 OPENRPC_PATH = PROTOCOL / "openrpc.json"
 META_SCHEMA_PATH = PROTOCOL / "tests" / "openrpc-meta-schema.json"
 META_SCHEMA_ID = "https://raw.githubusercontent.com/open-rpc/meta-schema/master/schema.json"
-DEFAULT_ARGS = ["--datastore", ":memory:", "--clock", "virtual", "--clock-start", "1000000"]
+DEFAULT_ARGS = ["--datastore", ":memory:", "--clock", "virtual", "--clock-start", "1000000", "--allow-testing"]
 # The one hang guard of the protocol suites: how long any wait (a reply, a notification, EOF, the daemon starting or
 # exiting) may take before the test fails. Never an expectation of speed; raise it on a slow machine.
 TIMEOUT = float(os.environ.get("TIPSD_TEST_TIMEOUT", "30"))

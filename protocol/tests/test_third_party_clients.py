@@ -59,7 +59,7 @@ def test_python_lsp_jsonrpc_content_length_over_stdio(contract):
 
     try:
         init = call("initialize", INIT)
-        assert init["protocolVersion"] == "1.0"
+        assert init["protocolVersion"] == "1.1"
         registered = call("tips/register", {"tips": [harness.FILTER_TIP]})
         assert registered["tips"][0]["status"] == "pending"
         observed = call("tips/observe", {"ids": ["filter.tip"]})
@@ -137,7 +137,7 @@ def test_jsonrpcclient_newline_over_unix_socket(contract):
         sub = ok("tips/observe", {"ids": ["filter.tip"]})["subscription"]
         act = ok("actions/subscribe")["subscription"]
         for n in (1, 2, 3):
-            assert ok("events/donate", {"id": "search.opened"}) == {"count": n}
+            assert ok("events/donate", {"id": "search.opened"}) == {"count": n, "lifetime": n}
         # the notification is sent before the reply that caused it, so it is already here
         assert [m["method"] for m in notes] == ["tips/shouldDisplayChanged"]
         assert notes[0]["params"]["subscription"] == sub and notes[0]["params"]["shouldDisplay"] is True

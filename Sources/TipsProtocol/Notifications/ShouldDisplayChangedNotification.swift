@@ -4,22 +4,29 @@ public import TipsJSON
 public struct ShouldDisplayChangedNotification: ServerNotificationType, Hashable {
   public static let method = "tips/shouldDisplayChanged"
   public static let paramsShape = ObjectShape(
-    ["subscription", "seq", "id", "shouldDisplay", "status", "reason", "tip"], optional: ["reason"])
+    ["subscription", "seq", "id", "shouldDisplay", "status", "reason", "variant", "tip"],
+    optional: ["reason", "variant"])
 
   public var subscription: String
   public var seq: Int64
   public var id: String
   public var shouldDisplay: Bool
   public var status: StatusInfo
-  /// The tip's content in the subscriber's locale.
+  /// The A/B variant this install sees, for a tip with `variants`.
+  public var variant: String?
+  /// The tip's content in the subscriber's locale (and the variant's copy).
   public var tip: TipContent
 
-  public init(subscription: String, seq: Int64 = 0, id: String, shouldDisplay: Bool, status: StatusInfo, tip: TipContent) {
+  public init(
+    subscription: String, seq: Int64 = 0, id: String, shouldDisplay: Bool, status: StatusInfo, variant: String? = nil,
+    tip: TipContent
+  ) {
     self.subscription = subscription
     self.seq = seq
     self.id = id
     self.shouldDisplay = shouldDisplay
     self.status = status
+    self.variant = variant
     self.tip = tip
   }
 
@@ -30,6 +37,10 @@ public struct ShouldDisplayChangedNotification: ServerNotificationType, Hashable
     writer.key("shouldDisplay")
     writer.writeBool(shouldDisplay)
     status.writeMembers(to: &writer)
+    if let variant {
+      writer.key("variant")
+      writer.writeString(variant)
+    }
     writer.key("tip")
     tip.write(to: &writer)
     writer.endObject()

@@ -1,6 +1,7 @@
 /// `clock/advance`: moves the virtual clock forward; time-driven changes notify as they would in real time.
 public struct ClockAdvanceRequest: RequestType, Hashable {
   public static let method = "clock/advance"
+  public static let isTestingOnly = true
   public static let params: [ParamSpec] = [.required("seconds")]
 
   public var seconds: Double

@@ -1,6 +1,7 @@
 /// `clock/set`: sets the virtual clock (seconds since the Unix epoch).
 public struct ClockSetRequest: RequestType, Hashable {
   public static let method = "clock/set"
+  public static let isTestingOnly = true
   public static let params: [ParamSpec] = [.required("now")]
 
   public var now: Double

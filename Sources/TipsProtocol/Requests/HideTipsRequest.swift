@@ -1,6 +1,7 @@
 /// `testing/hideTips`: Testing: these tips are hidden.
 public struct HideTipsRequest: RequestType, Hashable {
   public static let method = "testing/hideTips"
+  public static let isTestingOnly = true
   public static let params: [ParamSpec] = [.required("ids")]
 
   public var ids: [String]

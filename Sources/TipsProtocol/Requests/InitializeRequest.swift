@@ -3,7 +3,9 @@ public import TipsJSON
 /// `initialize`: the handshake; must be the first request on a connection.
 public struct InitializeRequest: RequestType, Hashable {
   public static let method = "initialize"
-  public static let params: [ParamSpec] = [.required("protocolVersion"), .required("clientInfo"), .optional("locale")]
+  public static let params: [ParamSpec] = [
+    .required("protocolVersion"), .required("clientInfo"), .optional("locale"), .optional("installId"),
+  ]
   /// Newer clients may send members this daemon does not know.
   public static let acceptsUnknownParams = true
 
@@ -13,17 +15,22 @@ public struct InitializeRequest: RequestType, Hashable {
   public var clientName: String
   /// BCP 47 tag choosing the copy of localized tips sent to this connection.
   public var locale: String?
+  /// The app install's id, which A/B variants are assigned from (ignored when the daemon runs with
+  /// `--install-id`).
+  public var installID: String?
 
-  public init(protocolVersion: String, clientName: String, locale: String? = nil) {
+  public init(protocolVersion: String, clientName: String, locale: String? = nil, installID: String? = nil) {
     self.protocolVersion = protocolVersion
     self.clientName = clientName
     self.locale = locale
+    self.installID = installID
   }
 
   public init(from p: Params) throws(ResponseError) {
     protocolVersion = try p.string("protocolVersion")
     clientName = try p.object("clientInfo")["name"]?.stringValue ?? "?"
     locale = try p.optionalString("locale")
+    installID = try p.optionalString("installId")
   }
 
   /// The major version, which must equal the daemon's.

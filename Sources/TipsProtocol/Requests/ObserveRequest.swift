@@ -28,12 +28,17 @@ public struct ObserveRequest: RequestType, Hashable {
     public var tips: [TipStateInfo]
     /// The current tip of each watched group.
     public var groups: [GroupCurrentTip]
-    public init(subscription: String, tips: [TipStateInfo], groups: [GroupCurrentTip]) {
+    /// Watched ids that name no registered tip (a typo, or a tip registered later: it is still watched). Only
+    /// written when not empty.
+    public var unknown: [String]
+    public init(subscription: String, tips: [TipStateInfo], groups: [GroupCurrentTip], unknown: [String] = []) {
       self.subscription = subscription
       self.tips = tips
       self.groups = groups
+      self.unknown = unknown
     }
-    public static let shape = ResultShape.object(ObjectShape(["subscription", "tips", "groups"]), schema: "ObserveResult")
+    public static let shape = ResultShape.object(
+      ObjectShape(["subscription", "tips", "groups", "unknown"], optional: ["unknown"]), schema: "ObserveResult")
     public func write(to writer: inout JSONWriter) {
       writer.beginObject()
       writer.key("subscription")
@@ -46,6 +51,10 @@ public struct ObserveRequest: RequestType, Hashable {
       writer.beginArray()
       for group in groups { group.write(to: &writer) }
       writer.endArray()
+      if !unknown.isEmpty {
+        writer.key("unknown")
+        writer.writeStringArray(unknown)
+      }
       writer.endObject()
     }
   }

@@ -1,14 +1,15 @@
 /// `tips/performAction`: records a tap on one of a tip's actions, invalidates the tip (`actionPerformed`, unless
-/// `invalidate: false`) and tells every `actions/subscribe` subscriber.
+/// `invalidate: false` here or on the action's definition) and tells every `actions/subscribe` subscriber.
 public struct PerformActionRequest: RequestType, Hashable {
   public static let method = "tips/performAction"
   public static let params: [ParamSpec] = [.required("id"), .required("actionId"), .optional("invalidate")]
 
   public var id: String
   public var actionID: String
-  public var invalidate: Bool
+  /// nil: as the action's definition says (`invalidate`, default true).
+  public var invalidate: Bool?
 
-  public init(id: String, actionID: String, invalidate: Bool = true) {
+  public init(id: String, actionID: String, invalidate: Bool? = nil) {
     self.id = id
     self.actionID = actionID
     self.invalidate = invalidate
@@ -17,7 +18,7 @@ public struct PerformActionRequest: RequestType, Hashable {
   public init(from p: Params) throws(ResponseError) {
     id = try p.string("id")
     actionID = try p.string("actionId")
-    invalidate = try p.optionalBool("invalidate") ?? true
+    invalidate = try p.optionalBool("invalidate")
   }
 
   public typealias Response = TipStateInfo

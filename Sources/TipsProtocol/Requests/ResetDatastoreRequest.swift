@@ -1,6 +1,7 @@
 /// `datastore/reset`: Erases all persisted state: donations, parameters, statuses, counts, cooldown.
 public struct ResetDatastoreRequest: RequestType, Hashable {
   public static let method = "datastore/reset"
+  public static let isTestingOnly = true
   public static let params: [ParamSpec] = []
   public init() {}
   public init(from p: Params) throws(ResponseError) {}

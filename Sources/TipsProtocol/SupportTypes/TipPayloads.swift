@@ -41,18 +41,25 @@ public struct TipContent: Sendable, Hashable {
   public var actions: [ActionInfo]
   /// The `localizations` key whose copy is shown, or nil for the tip's own copy.
   public var locale: String?
+  /// How the tip may be presented (only when its definition says).
+  public var presentation: TipPresentation?
+  /// The definition's `metadata`, untouched (only when it has some).
+  public var metadata: JSONObject?
 
-  public static let shape = ObjectShape(["id", "title", "message", "image", "actions", "locale"])
+  public static let shape = ObjectShape(
+    ["id", "title", "message", "image", "actions", "locale", "presentation", "metadata"],
+    optional: ["presentation", "metadata"])
 
-  /// The content of `definition` for a client whose `initialize` locale is `locale`; an unregistered tip (nil)
-  /// has empty content.
-  public init(_ definition: TipDefinition?, id: String, locale: String?) {
-    guard let definition else {
+  /// The content of `definition` in `variant`'s copy for a client whose `initialize` locale is `locale`; an
+  /// unregistered tip (nil) has empty content.
+  public init(_ definition: TipDefinition?, id: String, locale: String?, variant: String? = nil) {
+    guard let base = definition else {
       self.id = id
       title = ""
       actions = []
       return
     }
+    let definition = base.withVariant(variant)
     let key = definition.localizationKey(for: locale)
     let copy = key == nil ? definition : definition.localized(for: locale)
     self.id = copy.id
@@ -61,6 +68,8 @@ public struct TipContent: Sendable, Hashable {
     image = copy.image
     actions = ActionInfo.all(copy.actions)
     self.locale = key
+    presentation = definition.presentation
+    metadata = definition.metadata
   }
 
   public func write(to writer: inout JSONWriter) {
@@ -79,6 +88,21 @@ public struct TipContent: Sendable, Hashable {
     writer.endArray()
     writer.key("locale")
     writer.writeOptionalString(locale)
+    if let presentation {
+      writer.key("presentation")
+      writer.beginObject()
+      writer.key("style")
+      writer.writeString(presentation.style.rawValue)
+      if let edge = presentation.arrowEdge {
+        writer.key("arrowEdge")
+        writer.writeString(edge.rawValue)
+      }
+      writer.endObject()
+    }
+    if let metadata {
+      writer.key("metadata")
+      writer.write(.object(metadata))
+    }
     writer.endObject()
   }
 }
@@ -111,21 +135,25 @@ public struct TipStateInfo: ResultValue, Hashable {
   public var status: StatusInfo
   public var displayCount: Int
   public var displayedDuration: Double
+  /// The A/B variant this install sees, for a tip with `variants`.
+  public var variant: String?
   public var tip: TipContent
 
   public static let objectShape = ObjectShape(
-    ["id", "shouldDisplay", "status", "reason", "displayCount", "displayedDuration", "tip"], optional: ["reason"])
+    ["id", "shouldDisplay", "status", "reason", "displayCount", "displayedDuration", "variant", "tip"],
+    optional: ["reason", "variant"])
   public static let shape = ResultShape.object(objectShape, schema: "TipState")
 
   public init(
     id: String, shouldDisplay: Bool, status: TipStatus, displayCount: Int, displayedDuration: Double,
-    tip: TipContent
+    variant: String? = nil, tip: TipContent
   ) {
     self.id = id
     self.shouldDisplay = shouldDisplay
     self.status = StatusInfo(status)
     self.displayCount = displayCount
     self.displayedDuration = displayedDuration
+    self.variant = variant
     self.tip = tip
   }
 
@@ -134,8 +162,8 @@ public struct TipStateInfo: ResultValue, Hashable {
     let record = engine.record(of: state.id)
     self.init(
       id: state.id, shouldDisplay: state.shouldDisplay, status: state.status, displayCount: record.displayCount,
-      displayedDuration: record.displayedDuration,
-      tip: TipContent(engine.definition(of: state.id), id: state.id, locale: locale))
+      displayedDuration: record.displayedDuration, variant: state.variant,
+      tip: TipContent(engine.definition(of: state.id), id: state.id, locale: locale, variant: state.variant))
   }
 
   public func write(to writer: inout JSONWriter) {
@@ -149,6 +177,10 @@ public struct TipStateInfo: ResultValue, Hashable {
     writer.writeInt(displayCount)
     writer.key("displayedDuration")
     writer.writeDouble(displayedDuration)
+    if let variant {
+      writer.key("variant")
+      writer.writeString(variant)
+    }
     writer.key("tip")
     tip.write(to: &writer)
     writer.endObject()

@@ -1,3 +1,4 @@
+import TipsEngine
 import TipsProtocol
 
 extension Handlers {
@@ -12,8 +13,11 @@ extension Handlers {
             + TipsdVersion.protocolVersion)
       }
       session.locale = request.locale
-      session.lifecycle = .running
       let services = context.services
+      if let installID = request.installID, services.configuration.installID == nil {
+        context.record(try context.engine { engine throws(EngineError) in try engine.setInstallID(installID) })
+      }
+      session.lifecycle = .running
       services.logger.debug("client initialized", [("connection", String(session.id)), ("client", request.clientName)])
       return InitializeRequest.Response(
         protocolVersion: TipsdVersion.protocolVersion, serverVersion: TipsdVersion.server,

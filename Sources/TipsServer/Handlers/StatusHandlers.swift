@@ -31,13 +31,22 @@ extension Handlers {
       return ExplainRequest.Response(explanation: explanation.json.objectValue ?? [:], lines: explanation.lines)
     }
 
-    /// Records an action, invalidates the tip (unless `invalidate: false`) and tells every action subscriber.
+    table.on(SetVariantRequest.self) { request, context throws(ResponseError) in
+      context.record(try context.engine { engine throws(EngineError) in try engine.setVariant(request.id, request.variant) })
+      return try context.tipState(request.id)
+    }
+
+    /// Records an action, invalidates the tip (unless the action or the request says `invalidate: false`) and tells
+    /// every action subscriber. The actions are those of the variant this install sees.
     table.on(PerformActionRequest.self) { request, context throws(ResponseError) in
-      guard let definition = context.engine.definition(of: request.id) else { throw .unknownTip(request.id) }
+      guard let base = context.engine.definition(of: request.id) else { throw .unknownTip(request.id) }
+      let definition = base.withVariant(context.engine.variant(of: request.id))
       guard let index = definition.actions.firstIndex(where: { $0.id == request.actionID }) else {
-        throw .unknownAction(request.actionID, tip: request.id, known: definition.actions.map(\.id))
+        var known: [String] = []
+        for action in definition.actions { known.append(action.id) }
+        throw .unknownAction(request.actionID, tip: request.id, known: known)
       }
-      if request.invalidate {
+      if request.invalidate ?? definition.actions[index].invalidates {
         context.record(
           try context.engine { engine throws(EngineError) in try engine.invalidate(request.id, reason: .actionPerformed) })
       }

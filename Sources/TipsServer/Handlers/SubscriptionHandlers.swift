@@ -15,8 +15,13 @@ extension Handlers {
       }
       let id = context.services.subscriptions.observe(
         session: context.session, tipIDs: watched, groups: Set(request.groups ?? []), initial: states)
+      var unknown: [String] = []
+      for tipID in request.ids ?? [] where engine.definition(of: tipID) == nil && !unknown.contains(tipID) {
+        unknown.append(tipID)
+      }
       return ObserveRequest.Response(
-        subscription: id, tips: states.map { TipStateInfo($0, engine: engine, locale: context.locale) }, groups: groups)
+        subscription: id, tips: states.map { TipStateInfo($0, engine: engine, locale: context.locale) }, groups: groups,
+        unknown: unknown)
     }
 
     table.on(UnobserveRequest.self) { request, context throws(ResponseError) in

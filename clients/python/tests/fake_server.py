@@ -187,7 +187,7 @@ class Connection:
             if not isinstance(params, dict) or not isinstance(params.get("id"), str):
                 return err(-32602, "events/donate: params.id: expected a string")
             self.counts[params["id"]] = self.counts.get(params["id"], 0) + 1
-            return ok({"count": self.counts[params["id"]]})
+            return ok({"count": self.counts[params["id"]], "lifetime": self.counts[params["id"]]})
         if method == "tips/observe":
             sub = f"sub-{self.next_sub}"
             self.next_sub += 1

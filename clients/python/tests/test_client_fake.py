@@ -39,7 +39,7 @@ def test_connect_initializes_and_uses_framing(framing):
                 assert c.supports("events/donate")
                 init = srv.connections[0].received[0]
                 assert init["method"] == "initialize"
-                assert init["params"]["protocolVersion"] == "1.0"
+                assert init["params"]["protocolVersion"] == "1.1"
                 assert init["params"]["clientInfo"]["name"] == "unit"
                 echo = await c.request("test/echo", {"k": [1, "é"]})
                 assert echo == {"method": "test/echo", "params": {"k": [1, "é"]}, "framing": framing}
@@ -77,7 +77,7 @@ def test_batch_reply_in_any_order():
         async with fake_server() as srv, TipsClient.connect(socket_path=srv.socket_path) as c:
             out = await c.batch([("events/donate", {"id": "e"}), ("test/echo", {"x": 1}),
                                  ("test/fail", {"code": -32001, "message": "unknown tip"}), "shutdown"])
-            assert out[0] == {"count": 1}
+            assert out[0] == {"count": 1, "lifetime": 1}
             assert out[1]["params"] == {"x": 1}
             assert isinstance(out[2], UnknownTipError)
             assert out[3] is None

@@ -222,13 +222,13 @@ def test_errors(tipsd):
 
 
 def test_donate_positional_params_via_raw_request(tipsd):
-    assert tipsd.request("events/donate", ["positional.event"]) == {"count": 1}
-    assert tipsd.request("events/donate", ["positional.event", {"k": 1}]) == {"count": 2}
+    assert tipsd.request("events/donate", ["positional.event"]) == {"count": 1, "lifetime": 1}
+    assert tipsd.request("events/donate", ["positional.event", {"k": 1}]) == {"count": 2, "lifetime": 2}
 
 
 def test_batch(tipsd):
     out = tipsd.batch([("events/donate", {"id": "e"}), ("tips/explain", {"id": "nope"}), "clock/now"])
-    assert out[0] == {"count": 1}
+    assert out[0] == {"count": 1, "lifetime": 1}
     assert isinstance(out[1], UnknownTipError)
     assert out[2]["virtual"] is True
 

@@ -62,10 +62,10 @@ def test_checker_reports_mismatches_and_skips_the_fake(tmp_path):
     req = lambda i, m, p=None: {"jsonrpc": "2.0", "id": i, "method": m, **({"params": p} if p else {})}  # noqa: E731
     _write(log, "1-1", daemon, [
         ("out", req(1, "events/donate", {"id": "e"})),
-        ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": "one"}}),            # wrong type
+        ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": "one", "lifetime": 1}}),            # wrong type
         ("out", [req(2, "events/donate", {"id": "e"}), req(3, "tips/explain", {"id": "t"})]),
         ("in", [{"jsonrpc": "2.0", "id": 3, "error": {"code": -32001, "message": "unknown tip"}},
-                {"jsonrpc": "2.0", "id": 2, "result": {"count": 2}}]),              # fine
+                {"jsonrpc": "2.0", "id": 2, "result": {"count": 2, "lifetime": 2}}]),              # fine
         ("out", req(4, "clock/now")),
         ("in", {"jsonrpc": "2.0", "id": 4, "error": {"code": -32001, "message": "?"}}),  # not a clock/now error
         ("in", {"jsonrpc": "2.0", "method": "tips/shouldDisplayChanged", "params": {}}),  # missing members
@@ -74,7 +74,7 @@ def test_checker_reports_mismatches_and_skips_the_fake(tmp_path):
     # The same garbage from the fake server is not the daemon's business.
     _write(log, "1-2", {"kind": "socket", "path": str(tmp_path / "fake.sock")}, [
         ("out", req(1, "events/donate", {"id": "e"})),
-        ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": "one"}}),
+        ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": "one", "lifetime": 1}}),
     ])
     report = check_log(log, contract=Contract(DEFAULT_OPENRPC))
     assert report.connections == 1 and report.skipped_connections == 1
@@ -93,8 +93,8 @@ def test_checker_suite_filter_and_require_traffic(tmp_path, capsys):
 
     log = tmp_path / "traffic.jsonl"
     bad = [("out", {"jsonrpc": "2.0", "id": 1, "method": "events/donate", "params": {"id": "e"}}),
-           ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": "one"}})]
-    good = [bad[0], ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": 1}})]
+           ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": "one", "lifetime": 1}})]
+    good = [bad[0], ("in", {"jsonrpc": "2.0", "id": 1, "result": {"count": 1, "lifetime": 1}})]
     peer = {"kind": "socket", "path": str(tmp_path / "tipsd.sock")}
     for conn, suite, entries in (("1-1", "TipsServerTests", good), ("1-2", "TipsHardeningTests", bad)):
         with open(log, "a") as f:

@@ -219,7 +219,12 @@ export class TipsClient<S extends boolean = false> {
     return this.request("tips/explain", { id });
   }
 
-  /** `tips/performAction`: records the action; invalidates the tip (`actionPerformed`) unless `invalidate: false`. */
+  /** `tips/setVariant`: forces the A/B variant a tip shows (null: back to the one the install id picks). */
+  setVariant(id: string, variant: string | null): Promise<Outcome<S, TipState>> {
+    return this.request("tips/setVariant", { id, variant });
+  }
+
+  /** `tips/performAction`: records the action; invalidates the tip (`actionPerformed`) unless `invalidate: false` (here or on the action's definition). */
   performAction(id: string, actionId: string, options: { invalidate?: boolean } = {}): Promise<Outcome<S, TipState>> {
     return this.request(
       "tips/performAction",

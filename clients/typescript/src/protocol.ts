@@ -8,7 +8,7 @@
  */
 
 /** The protocol version this client speaks (`MAJOR.MINOR`). */
-export const PROTOCOL_VERSION = "1.0";
+export const PROTOCOL_VERSION = "1.1";
 
 // ─── Core shapes ────────────────────────────────────────────────────────────────────────────────────────────
 
@@ -36,6 +36,16 @@ export interface TipContent {
   actions: Action[];
   /** The `localizations` key whose copy is shown (chosen by the client's `locale`), or null for the tip's own copy. */
   locale: string | null;
+  /** The definition's presentation, when it has one. */
+  presentation?: TipPresentation;
+  /** The definition's free-form metadata (≤ 4 KiB), untouched, when it has some. */
+  metadata?: JSONObject;
+}
+
+/** TipKit's popover or inline TipView, and where a popover's arrow points. */
+export interface TipPresentation {
+  style: "popover" | "inline";
+  arrowEdge?: "top" | "bottom" | "leading" | "trailing";
 }
 
 /** A tip's current state as the daemon reports it. */
@@ -48,6 +58,8 @@ export interface TipState {
   displayCount: number;
   /** Seconds of recorded display time. */
   displayedDuration: number;
+  /** The A/B variant this install sees, for a tip with `variants`. */
+  variant?: string;
   tip: TipContent;
 }
 
@@ -99,10 +111,28 @@ export interface TipDefinition {
   title: string;
   message?: string | null;
   image?: string | null;
-  actions?: { id: string; title: string }[];
+  /** `invalidate: false`: performing the action leaves the tip valid (default true). */
+  actions?: { id: string; title: string; invalidate?: boolean }[];
   rules?: Rule[];
   options?: TipOptions;
   /** Copy per locale (`"ja"`, `"zh-Hans"`); each client gets the best match for the `locale` it connected with. */
+  localizations?: { [locale: string]: TipLocalization };
+  /** A/B copy variants keyed by name: one rule tree; each install sees one (sticky). */
+  variants?: { [name: string]: TipVariant };
+  presentation?: TipPresentation;
+  /** Free-form data handed to frontends untouched (≤ 4 KiB of JSON). */
+  metadata?: JSONObject;
+  /** When and why the tip will be removed (the ship-day checklist). */
+  removal?: string;
+  /** Whether its state is local to the device or synced. */
+  sync?: "local" | "synced";
+}
+
+/** One A/B copy of a tip. */
+export interface TipVariant {
+  title: string;
+  message?: string;
+  actions?: { id: string; title: string; invalidate?: boolean }[];
   localizations?: { [locale: string]: TipLocalization };
 }
 
@@ -141,6 +171,8 @@ export interface InitializeParams {
   protocolVersion: string;
   clientInfo: ClientInfo;
   locale?: string;
+  /** The app install's id; A/B variants are assigned from a stable hash of it. */
+  installId?: string;
 }
 
 export interface Capabilities {
@@ -210,9 +242,11 @@ export interface DonateParams {
   id: string;
   info?: JSONObject;
 }
-/** `count`: stored donations of that event. */
+/** `count`: stored donations of that event (the bounded history windows and filters read); `lifetime`: donations
+ * ever (what a plain count rule reads). */
 export interface DonateResult {
   count: number;
+  lifetime: number;
 }
 
 export interface EventConfigureParams {
@@ -283,6 +317,8 @@ export interface ObserveResult {
   subscription: string | number;
   tips: TipState[];
   groups: GroupCurrentTip[];
+  /** Requested ids that name no registered tip (a typo, or a tip registered later: still watched). */
+  unknown?: string[];
 }
 export interface SubscriptionParams {
   subscription: string | number;
@@ -294,8 +330,14 @@ export interface RemovedResult {
 export interface PerformActionParams {
   id: string;
   actionId: string;
-  /** Default true: performing an action invalidates the tip with `actionPerformed`. */
+  /** Default: the action's `invalidate` (true unless its definition says false): invalidates with `actionPerformed`. */
   invalidate?: boolean;
+}
+
+export interface SetVariantParams {
+  id: string;
+  /** null or absent: back to the variant the install id picks. */
+  variant?: string | null;
 }
 
 export interface ActionsSubscribeParams {
@@ -337,6 +379,7 @@ export interface ShouldDisplayChangedParams {
   shouldDisplay: boolean;
   status: Status;
   reason?: Reason;
+  variant?: string;
   tip: TipContent;
 }
 
@@ -386,6 +429,7 @@ export interface MethodMap {
   "tips/observe": { params: ObserveParams; result: ObserveResult };
   "tips/unobserve": { params: SubscriptionParams; result: RemovedResult };
   "tips/performAction": { params: PerformActionParams; result: TipState };
+  "tips/setVariant": { params: SetVariantParams; result: TipState };
   "actions/subscribe": { params: ActionsSubscribeParams; result: ActionsSubscribeResult };
   "actions/unsubscribe": { params: SubscriptionParams; result: RemovedResult };
   "testing/showAllTips": { params: void; result: null };

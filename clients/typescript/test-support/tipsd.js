@@ -57,7 +57,8 @@ function tempDir() {
 /**
  * Starts `tipsd serve --socket` and resolves once it accepts connections (giving up after TEST_TIMEOUT_MS).
  * Options: dir (default: a new temp dir, removed by cleanup()), socketPath, datastore (default ":memory:"),
- * clock ("virtual" by default; null for the system clock), args (extra).
+ * clock ("virtual" by default; null for the system clock), allowTesting (default true: passes --allow-testing so
+ * testing/*, datastore/reset and clock/* are answered), args (extra).
  */
 async function startDaemon(options = {}) {
   const dir = options.dir || tempDir();
@@ -65,6 +66,7 @@ async function startDaemon(options = {}) {
   const args = ["serve", "--socket", socketPath, "--datastore", options.datastore || ":memory:"];
   const clock = options.clock === undefined ? "virtual" : options.clock;
   if (clock) args.push("--clock", clock);
+  if (options.allowTesting !== false) args.push("--allow-testing");
   if (options.args) args.push(...options.args);
   const proc = spawn(TIPSD, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
@@ -104,6 +106,15 @@ async function startDaemon(options = {}) {
       return exited;
     },
     exit,
+    /** Resolves once the daemon's log matches `pattern` (its lines arrive asynchronously: never assert on
+     * `stderr` right after an action); rejects after TEST_TIMEOUT_MS with the log so far. */
+    async waitForLog(pattern) {
+      const until = Date.now() + TEST_TIMEOUT_MS;
+      while (!pattern.test(stderr)) {
+        if (Date.now() > until) throw new Error(`the daemon's log never matched ${pattern}:\n${stderr}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
     /** Stops the daemon (SIGTERM by default) and waits for it to exit (SIGKILL after TEST_TIMEOUT_MS: a hang guard). */
     async stop(signal = "SIGTERM") {
       if (!exited) {

@@ -82,7 +82,7 @@ await fetch("/result", { method: "POST", body: JSON.stringify(result) });
   ]).finally(() => clearTimeout(timer));
   assert.equal(result.thrown, undefined);
   assert.equal(result.state, "connected");
-  assert.deepEqual(result.donate, { count: 1 });
+  assert.deepEqual(result.donate, { count: 1, lifetime: 1 });
   assert.equal(result.wrong, "disconnected");
   assert.equal(result.log.length, 1);
   assert.match(result.log[0], /cannot reach tipsd: WebSocket failed to open/);

@@ -32,10 +32,10 @@ async function filterTipScenario(client) {
   assert.equal(seen[0].cause, "initial");
   assert.equal(seen[0].status, "pending");
 
-  assert.deepEqual(await client.donate("search.opened"), { count: 1 });
-  assert.deepEqual(await client.donate("search.opened"), { count: 2 });
+  assert.deepEqual(await client.donate("search.opened"), { count: 1, lifetime: 1 });
+  assert.deepEqual(await client.donate("search.opened"), { count: 2, lifetime: 2 });
   assert.equal(seen.length, 1, "no change before the third donation");
-  assert.deepEqual(await client.donate("search.opened"), { count: 3 });
+  assert.deepEqual(await client.donate("search.opened"), { count: 3, lifetime: 3 });
   await until(() => seen.length === 2, { what: "shouldDisplay true after the third donation" });
   assert.equal(seen[1].shouldDisplay, true);
   assert.equal(seen[1].cause, "notification");
@@ -49,7 +49,7 @@ async function filterTipScenario(client) {
   assert.deepEqual(actions[0], { tipId: "filter.tip", actions: [{ id: "learn-more", title: "Learn more", index: 0 }] });
   assert.ok(Array.isArray(actions[0].actions), "the payload is an array");
 
-  assert.deepEqual(await client.donate("filter.used"), { count: 1 });
+  assert.deepEqual(await client.donate("filter.used"), { count: 1, lifetime: 1 });
   await until(() => seen.length === 3, { what: "shouldDisplay false after filter.used" });
   assert.equal(seen[2].shouldDisplay, false);
   await until(() => store.getSnapshot() === false, { what: "store false" });
@@ -75,7 +75,7 @@ for (const framing of ["newline", "contentLength"]) {
     const closes = [];
     const factory = stdioTransport({
       command: TIPSD,
-      args: ["--datastore", ":memory:", "--clock", "virtual"],
+      args: ["--datastore", ":memory:", "--clock", "virtual", "--allow-testing"],
       framing,
       stderr: (text) => (stderr += text),
       killAfterMs: TEST_TIMEOUT_MS, // only a hang guard: after shutdown + exit the child exits 0 by itself
@@ -232,5 +232,5 @@ test("a wrong token is refused before the upgrade, and the client says so withou
     connectWebSocket(url, { token: wrong, strict: true, logger, reconnect: false }),
     (error) => !String(error.message).includes(wrong) && !String(error.message).includes(token));
   assert.ok(warnings.every((w) => !w.includes(wrong) && !w.includes(token)));
-  assert.match(daemon.stderr, /refused a WebSocket upgrade.*status=401/);
+  await daemon.waitForLog(/refused a WebSocket upgrade.*status=401/);
 });

@@ -77,8 +77,8 @@ test("every method, over the socket", daemonTest(), async (t) => {
   assert.ok(Array.isArray(why.heldBy));
   assert.ok(Array.isArray(why.lines));
 
-  for (const n of [1, 2, 3]) assert.deepEqual(await client.donate("search.opened"), { count: n });
-  assert.deepEqual(await client.donate("trail.visited", { region: "north" }), { count: 1 });
+  for (const n of [1, 2, 3]) assert.deepEqual(await client.donate("search.opened"), { count: n, lifetime: n });
+  assert.deepEqual(await client.donate("trail.visited", { region: "north" }), { count: 1, lifetime: 1 });
   assert.equal((await client.status(["filter.tip"])).tips[0].shouldDisplay, true);
   assert.deepEqual(await client.configureEvent("search.opened", 10), { id: "search.opened", maxDonations: 10 });
 
@@ -133,7 +133,7 @@ test("every method, over the socket", daemonTest(), async (t) => {
 
   assert.deepEqual(await client.unregister(["never.tip", "no.such.tip"]), { ids: ["never.tip"] });
   assert.equal(await client.datastoreReset(), null);
-  assert.deepEqual(await client.donate("search.opened"), { count: 1 }, "the reset cleared donations");
+  assert.deepEqual(await client.donate("search.opened"), { count: 1, lifetime: 1 }, "the reset cleared donations");
 
   // Errors.
   await assert.rejects(client.explain("no.such.tip"), rpcError(ErrorCode.UnknownTip));
@@ -195,5 +195,5 @@ test("lenient client against the real daemon: errors resolve undefined with a wa
   assert.equal(await client.invalidate("no.such.tip"), undefined);
   assert.equal(warnings.length, 1);
   assert.match(warnings[0], /tips\/invalidate/);
-  assert.deepEqual(await client.donate("search.opened"), { count: 1 });
+  assert.deepEqual(await client.donate("search.opened"), { count: 1, lifetime: 1 });
 });

@@ -84,8 +84,8 @@ test("the daemon restarts on the same socket with a file datastore: reconnect, r
   const store = tipVisibilityStore(client, "filter.tip");
   store.subscribe(() => {});
   await until(() => seen.length === 1);
-  assert.deepEqual(await client.donate("search.opened"), { count: 1 });
-  assert.deepEqual(await client.donate("search.opened"), { count: 2 });
+  assert.deepEqual(await client.donate("search.opened"), { count: 1, lifetime: 1 });
+  assert.deepEqual(await client.donate("search.opened"), { count: 2, lifetime: 2 });
 
   await daemon.stop("SIGTERM");
   await until(() => client.state === "disconnected", { what: "disconnect noticed" });
@@ -96,7 +96,7 @@ test("the daemon restarts on the same socket with a file datastore: reconnect, r
   daemon = await startDaemon({ dir, socketPath, datastore });
   const other = await connectUnix(socketPath, { strict: true, logger: null });
   await other.register([FILTER_TIP]);
-  assert.deepEqual(await other.donate("search.opened"), { count: 3 }, "donations survived the restart");
+  assert.deepEqual(await other.donate("search.opened"), { count: 3, lifetime: 3 }, "donations survived the restart");
   assert.equal((await other.status(["filter.tip"])).tips[0].shouldDisplay, true);
   await other.close();
   assert.equal(client.state, "disconnected", "not reconnected yet");
@@ -130,7 +130,7 @@ test("a stdio daemon that dies is replaced by a fresh child, with registrations 
   const { TIPSD } = require("../test-support/tipsd");
   const logger = recordingLogger();
   const clock = new ManualClock();
-  const client = await connectStdio({ command: TIPSD, args: ["--datastore", ":memory:", "--clock", "virtual"], logger, reconnect: quick, timers: clock });
+  const client = await connectStdio({ command: TIPSD, args: ["--datastore", ":memory:", "--clock", "virtual", "--allow-testing"], logger, reconnect: quick, timers: clock });
   t.after(() => client.close());
   await client.register([FILTER_TIP]);
   const seen = [];
@@ -144,7 +144,7 @@ test("a stdio daemon that dies is replaced by a fresh child, with registrations 
   await until(() => client.state === "connected", { what: "new child" });
   await until(() => seen.length === 3, { what: "resync to false" });
   assert.deepEqual(seen, [false, true, false]);
-  assert.deepEqual(await client.donate("search.opened"), { count: 1 });
+  assert.deepEqual(await client.donate("search.opened"), { count: 1, lifetime: 1 });
 });
 
 test("unsubscribing while notifications are in flight: the listeners are never called", daemonTest(), async (t) => {

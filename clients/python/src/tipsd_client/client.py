@@ -25,7 +25,7 @@ from .transport import SocketTransport, StdioTransport, Transport, normalize_fra
 
 log = logging.getLogger("tipsd_client")
 
-PROTOCOL_VERSION = "1.0"
+PROTOCOL_VERSION = "1.1"
 _MISSING: Any = object()
 
 
@@ -662,10 +662,18 @@ class TipsClient:
 
         return await self.request(method, params, on_result=register)
 
-    async def perform_action(self, id: str, action_id: str, invalidate: bool = True) -> TipState:
+    async def perform_action(self, id: str, action_id: str, invalidate: bool | None = None) -> TipState:
         """``tips/performAction``: as if the user tapped the action button;
-        action subscribers get ``tips/actionPerformed``."""
-        return await self.request("tips/performAction", {"id": id, "actionId": action_id, "invalidate": invalidate})
+        action subscribers get ``tips/actionPerformed``. ``invalidate`` defaults to the action's definition
+        (true unless it says ``"invalidate": false``)."""
+        params: dict[str, Any] = {"id": id, "actionId": action_id}
+        if invalidate is not None:
+            params["invalidate"] = invalidate
+        return await self.request("tips/performAction", params)
+
+    async def set_variant(self, id: str, variant: str | None) -> TipState:
+        """``tips/setVariant``: force the A/B variant a tip shows (``None``: back to the install id's pick)."""
+        return await self.request("tips/setVariant", {"id": id, "variant": variant})
 
     async def on_action(
         self,

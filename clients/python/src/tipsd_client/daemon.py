@@ -69,8 +69,11 @@ class TipsdDaemon:
 
     ::
 
-        with TipsdDaemon() as daemon:      # in-memory datastore, virtual clock
+        with TipsdDaemon() as daemon:      # in-memory datastore, virtual clock, testing methods on
             client = await TipsClient.connect(socket_path=daemon.socket_path)
+
+    ``allow_testing`` (default true: this class is for tests) passes ``--allow-testing`` so that
+    ``testing/*``, ``datastore/reset``, ``clock/advance`` and ``clock/set`` are answered.
     """
 
     def __init__(
@@ -84,8 +87,10 @@ class TipsdDaemon:
         env: dict[str, str] | None = None,
         startup_timeout: float = 15.0,
         workdir: str | None = None,
+        allow_testing: bool = True,
     ) -> None:
         self.binary = binary or find_tipsd()
+        self.allow_testing = allow_testing
         self._own_dir: tempfile.TemporaryDirectory[str] | None = None
         if socket_path is None:
             # Unix socket paths are limited to ~107 bytes: keep it short.
@@ -108,6 +113,8 @@ class TipsdDaemon:
         cmd = [self.binary, "serve", "--socket", self.socket_path, "--datastore", self.datastore]
         if self.clock:
             cmd += ["--clock", self.clock]
+        if self.allow_testing:
+            cmd.append("--allow-testing")
         return cmd + self.extra_args
 
     def start(self) -> "TipsdDaemon":
@@ -191,9 +198,12 @@ class TipsdDaemon:
 
 
 def stdio_command(binary: str | None = None, *, datastore: str = ":memory:", clock: str | None = "virtual",
-                  args: Sequence[str] = ()) -> list[str]:
-    """``[tipsd, "serve", "--stdio", ...]`` for :meth:`TipsClient.connect`."""
+                  args: Sequence[str] = (), allow_testing: bool = True) -> list[str]:
+    """``[tipsd, "serve", "--stdio", ...]`` for :meth:`TipsClient.connect` (with ``--allow-testing`` unless
+    ``allow_testing`` is false)."""
     cmd = [binary or find_tipsd(), "serve", "--stdio", "--datastore", datastore]
     if clock:
         cmd += ["--clock", clock]
+    if allow_testing:
+        cmd.append("--allow-testing")
     return cmd + list(args)

@@ -34,6 +34,7 @@ METHODS = (
     "tips/performAction",
     "tips/register",
     "tips/resetEligibility",
+    "tips/setVariant",
     "tips/status",
     "tips/unobserve",
     "tips/unregister",

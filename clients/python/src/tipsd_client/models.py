@@ -1,4 +1,4 @@
-"""Shapes of protocol 1.0, for type checkers and readers.
+"""Shapes of protocol 1.1, for type checkers and readers.
 
 Results are returned as plain ``dict``s with the wire's (camelCase) member
 names, so members added by a newer minor version pass through untouched;
@@ -52,6 +52,10 @@ class TipContent(TypedDict):
     actions: list[Action]
     #: The ``localizations`` key whose copy is shown (from the client's locale), or None for the tip's own copy.
     locale: str | None
+    #: ``{"style": "popover"|"inline", "arrowEdge"?: ...}`` when the definition has one.
+    presentation: NotRequired[dict[str, str]]
+    #: The definition's free-form metadata, untouched, when it has some.
+    metadata: NotRequired[dict[str, Any]]
 
 
 class TipState(TypedDict):
@@ -61,6 +65,8 @@ class TipState(TypedDict):
     reason: NotRequired[str]
     displayCount: int
     displayedDuration: float
+    #: The A/B variant this install sees, for a tip with ``variants``.
+    variant: NotRequired[str]
     tip: TipContent
 
 
@@ -73,6 +79,8 @@ class ObserveResult(TypedDict):
     subscription: Any
     tips: list[TipState]
     groups: list[GroupState]
+    #: Requested ids naming no registered tip (still watched), when there are some.
+    unknown: NotRequired[list[str]]
 
 
 class Explanation(TypedDict, total=False):

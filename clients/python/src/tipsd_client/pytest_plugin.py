@@ -95,7 +95,8 @@ def tipsd_bin(pytestconfig: pytest.Config) -> str:
 
 @pytest.fixture
 def tipsd_daemon(request: pytest.FixtureRequest, tipsd_bin: str) -> Iterator[TipsdDaemon]:
-    """A fresh `tipsd serve --socket <tmp>/tipsd.sock --datastore :memory: --clock virtual`."""
+    """A fresh `tipsd serve --socket <tmp>/tipsd.sock --datastore :memory: --clock virtual --allow-testing`
+    (``@pytest.mark.tipsd(allow_testing=False)`` leaves testing methods refused, as in production)."""
     opts = _marker_options(request)
     daemon = TipsdDaemon(
         tipsd_bin,
@@ -103,6 +104,7 @@ def tipsd_daemon(request: pytest.FixtureRequest, tipsd_bin: str) -> Iterator[Tip
         clock=opts.get("clock", "virtual"),
         args=opts.get("args", ()),
         env=opts.get("env"),
+        allow_testing=opts.get("allow_testing", True),
         startup_timeout=opts.get("startup_timeout", max(15.0, opts.get("timeout", default_timeout()))),
     )
     try:
