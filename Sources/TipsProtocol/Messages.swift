@@ -9,6 +9,7 @@ public enum Messages {
   public static let requests: [any RequestType.Type] = [
     SubscribeActionsRequest.self,
     UnsubscribeActionsRequest.self,
+    CatalogReloadRequest.self,
     ClockAdvanceRequest.self,
     ClockNowRequest.self,
     ClockSetRequest.self,

@@ -26,7 +26,9 @@ public enum TipsdCommand {
       --fsync                  commit with synchronous=FULL: acknowledged writes survive power loss,
                                not only a crash of the daemon (slower)
       --datastore-recover      if the datastore is unreadable, move it aside (timestamped) and start fresh
-      --catalog FILE           register the tips, parameters and groups of a catalog file at start
+      --catalog FILE           register the tips, parameters and groups of a catalog file at start;
+                               SIGHUP or catalog/reload reloads it (a broken edit keeps the old one)
+      --watch                  reload the catalog whenever its file changes
       --clock system|virtual   virtual: time moves only through clock/advance and clock/set (tests)
       --clock-start SECONDS    the virtual clock's first instant (default: now)
       --allow-testing          answer testing/*, datastore/reset, clock/advance and clock/set (tests and
@@ -150,6 +152,7 @@ public enum TipsdCommand {
         guard let uid = UInt32(text) else { throw ServerError("--allow-uid: \"\(text)\" is not a uid") }
         configuration.allowedPeerUIDs.insert(uid)
       case "--allow-testing": configuration.allowTesting = true
+      case "--watch": configuration.watchCatalog = true
       case "--strict-events": configuration.strictEvents = true
       case "--install-id":
         let id = try value(flag)

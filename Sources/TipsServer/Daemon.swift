@@ -52,6 +52,16 @@ public enum Daemon {
     }
     let web = try startWebListener(configuration: configuration, logger: logger, loop: loop, server: server)
     var watchers: [SignalWatcher] = []
+    if configuration.catalogPath != nil {
+      do {
+        let hangup = try loop.onSignal(SIGHUP) { [unowned server] in server.reloadCatalog(trigger: "SIGHUP") }
+        hangup.keepsLoopAlive = false
+        watchers.append(hangup)
+      } catch {
+        logger.warning("cannot watch SIGHUP: \(error)")
+      }
+    }
+    let fileWatch = configuration.watchCatalog ? watchCatalogFiles(configuration, logger: logger, loop: loop, server: server) : nil
     for signum in [SIGTERM, SIGINT] {
       do {
         watchers.append(
@@ -67,6 +77,7 @@ public enum Daemon {
     loop.run()
     server.finish()
     for watcher in watchers { watcher.close() }
+    fileWatch?.close()
     // lws closes its own handles as the loop runs to the end in loop.close(); the listener stays alive until then.
     web?.close()
     server.closeDatastore()
@@ -74,6 +85,35 @@ public enum Daemon {
     withExtendedLifetime(web) {}
     StdioTransport.finishPumps()
     return server.exitStatus
+  }
+
+  /// `--watch`: reloads the catalog 200 ms after the last change to its directory's entry for it (editors write a
+  /// new file and rename it over the old one, and one save is several events).
+  static func watchCatalogFiles(
+    _ configuration: ServerConfiguration, logger: Logger, loop: UVLoop, server: Server
+  ) -> CatalogFileWatch? {
+    guard let path = configuration.catalogPath else { return nil }
+    let watch = CatalogFileWatch(timer: loop.makeTimer())
+    let (directory, name) = splitPath(path)
+    do {
+      watch.watchers.append(
+        try loop.watch(directory) { [unowned server, unowned watch] changed in
+          guard changed == nil || changed == name else { return }
+          watch.debounce { server.reloadCatalog(trigger: "file change") }
+        })
+    } catch {
+      logger.warning("cannot watch the catalog; reload it with SIGHUP", [("path", directory), ("error", "\(error)")])
+      return nil
+    }
+    logger.info("watching the catalog for changes", [("path", path)])
+    return watch
+  }
+
+  /// `("dir", "file")` of a path (`"."` for a bare file name).
+  static func splitPath(_ path: String) -> (directory: String, name: String) {
+    guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+    let directory = String(path[..<slash])
+    return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
   }
 
   /// The HTTP/WebSocket listener of `--listen`, if any: its token, its access checks and `GET /healthz`.
@@ -131,5 +171,27 @@ enum Health {
       "connections": .object(connections),
     ])
     return HTTPResponse(status: 200, body: body.serialized() + [0x0A], headers: [("Cache-Control", "no-store")])
+  }
+}
+
+/// The file watchers of `--watch` and their debounce timer.
+final class CatalogFileWatch {
+  var watchers: [FileWatcher] = []
+  let timer: any LoopTimer
+
+  init(timer: any LoopTimer) {
+    self.timer = timer
+    timer.keepsLoopAlive = false
+  }
+
+  /// Runs `action` once, 200 ms after the last call.
+  func debounce(_ action: @escaping () -> Void) {
+    timer.start(afterMilliseconds: 200, action)
+  }
+
+  func close() {
+    for watcher in watchers { watcher.close() }
+    watchers = []
+    timer.close()
   }
 }

@@ -16,6 +16,8 @@ final class Services {
   let requestEndOfTurn: () -> Void
   /// `exit` over stdio: stop the daemon with this status.
   var stopDaemon: (ServerExit) -> Void = { _ in }
+  /// `catalog/reload`: reload the catalog file and apply it (nil when the daemon has no catalog).
+  var reloadCatalog: ((_ trigger: String) -> CatalogReloadRequest.Response)?
 
   init(
     engine: Engine, turn: Turn, configuration: ServerConfiguration, logger: Logger, virtualClock: VirtualClock?,

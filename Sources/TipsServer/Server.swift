@@ -32,6 +32,8 @@ public final class Server {
   let services: Services
   let dispatcher: Dispatcher
   private(set) var sessions: [UInt64: Session] = [:]
+  /// The catalog in force, when the daemon serves one (`--catalog`).
+  private(set) var catalogService: CatalogService?
   private var timeDriver: TimeDriver?
   private var housekeeping: (any LoopTimer)?
   private var endOfTurnRequested = false
@@ -97,6 +99,7 @@ public final class Server {
       } catch {
         throw ServerError("catalog \(catalogPath): \(error)")
       }
+      catalogService = CatalogService(path: catalogPath, catalog: catalog)
       logger.info("catalog registered", [("path", catalogPath), ("tips", String(catalog.tips.count))])
     }
     let turn = Turn(store: store, logger: logger)
@@ -109,6 +112,9 @@ public final class Server {
     services.stopDaemon = { [unowned self] status in
       self.exitStatus = status
       self.beginStop()
+    }
+    if catalogService != nil {
+      services.reloadCatalog = { [unowned self] trigger in self.reloadCatalog(trigger: trigger) }
     }
   }
 

@@ -63,6 +63,8 @@ public struct ServerConfiguration: Sendable {
   /// `--allow-testing`: answer testing overrides, `datastore/reset`, `clock/advance` and `clock/set` (refused with
   /// -32011 otherwise, so a reset left in an app's code cannot wipe users' state).
   public var allowTesting = false
+  /// `--watch`: reload the catalog when its file (or a message file) changes.
+  public var watchCatalog = false
   /// `--strict-events`: refuse donations of events the catalog does not declare (a typo must not count silently).
   public var strictEvents = false
   /// `--install-id`: the install id variants are assigned from (else the one `initialize` sends, else a random

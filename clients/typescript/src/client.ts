@@ -36,6 +36,7 @@ import {
   StatusResult,
   TipDefinition,
   TipState,
+  CatalogReloadResult,
   UnregisterResult,
 } from "./protocol.js";
 import type { Transport } from "./transport.js";
@@ -217,6 +218,11 @@ export class TipsClient<S extends boolean = false> {
   /** `tips/explain`: why is this tip (not) showing? */
   explain(id: string): Promise<Outcome<S, Explanation>> {
     return this.request("tips/explain", { id });
+  }
+
+  /** `catalog/reload`: reloads the daemon's catalog file and applies what changed. */
+  reloadCatalog(): Promise<Outcome<S, CatalogReloadResult>> {
+    return this.request("catalog/reload", undefined);
   }
 
   /** `tips/setVariant`: forces the A/B variant a tip shows (null: back to the one the install id picks). */

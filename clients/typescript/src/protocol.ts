@@ -334,6 +334,28 @@ export interface PerformActionParams {
   invalidate?: boolean;
 }
 
+/** A problem found in a catalog or message file (`tipsd lint`'s checks). */
+export interface Diagnostic {
+  severity: "error" | "warning";
+  message: string;
+  check?: string;
+  file?: string;
+  /** JSON path, e.g. `tips[2].rules[0].count`. */
+  path?: string;
+  line?: number;
+  column?: number;
+}
+
+/** `catalog/reload`: what changed; `applied: false` (with the errors) leaves the catalog in force serving. */
+export interface CatalogReloadResult {
+  applied: boolean;
+  added: string[];
+  removed: string[];
+  changed: string[];
+  unchanged: string[];
+  diagnostics: Diagnostic[];
+}
+
 export interface SetVariantParams {
   id: string;
   /** null or absent: back to the variant the install id picks. */
@@ -430,6 +452,7 @@ export interface MethodMap {
   "tips/unobserve": { params: SubscriptionParams; result: RemovedResult };
   "tips/performAction": { params: PerformActionParams; result: TipState };
   "tips/setVariant": { params: SetVariantParams; result: TipState };
+  "catalog/reload": { params: void; result: CatalogReloadResult };
   "actions/subscribe": { params: ActionsSubscribeParams; result: ActionsSubscribeResult };
   "actions/unsubscribe": { params: SubscriptionParams; result: RemovedResult };
   "testing/showAllTips": { params: void; result: null };

@@ -8,6 +8,7 @@ is added here too. ``TipsClient.request`` accepts any method name; this list is 
 METHODS = (
     "actions/subscribe",
     "actions/unsubscribe",
+    "catalog/reload",
     "clock/advance",
     "clock/now",
     "clock/set",

@@ -1,0 +1,37 @@
+import TipsEngine
+import TipsJSON
+import TipsProtocol
+
+extension Server {
+  /// Reloads the catalog file and applies what changed (SIGHUP, `catalog/reload`, `--watch`), in this event-loop
+  /// turn: its writes join the turn's commit and subscribers are told of every tip that starts or stops displaying.
+  /// A catalog that does not load changes nothing; its problems are logged and returned.
+  @discardableResult
+  func reloadCatalog(trigger: String) -> CatalogReloadRequest.Response {
+    guard let catalogService else { return CatalogReloadRequest.Response(applied: false) }
+    let path = catalogService.path
+    let next: Catalog
+    do {
+      next = try Catalog.load(path: path)
+    } catch {
+      logger.error("catalog reload refused; the catalog in force keeps serving", [("trigger", trigger), ("error", "\(error)")])
+      return CatalogReloadRequest.Response(
+        applied: false, diagnostics: [["severity": "error", "file": .string(path), "message": .string("\(error)")]])
+    }
+    let applied: (Mutation, CatalogService.Summary)
+    do {
+      applied = try catalogService.apply(next, to: engine)
+    } catch {
+      logger.error("catalog reload failed part-way", [("trigger", trigger), ("error", "\(error)")])
+      return CatalogReloadRequest.Response(
+        applied: false, diagnostics: [["severity": "error", "file": .string(path), "message": .string("\(error)")]])
+    }
+    let (mutation, summary) = applied
+    services.record(mutation)
+    services.requestEndOfTurn()
+    logger.info("catalog reloaded", [("trigger", trigger)] + summary.logMetadata)
+    return CatalogReloadRequest.Response(
+      applied: true, added: summary.added, removed: summary.removed, changed: summary.changed,
+      unchanged: summary.unchanged)
+  }
+}
