@@ -88,6 +88,7 @@ bench: deps-apt
 	@mkdir -p .build/bench
 	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
 	.build/release/tipsd-bench $(BENCH)
+	TIPSD_BIN=.build/release/tipsd scripts/bench-transcripts
 
 ## test-repeat / test-stress: SUITE (a test target, default test-swift) N times in a row, stopping at the first
 ## failure and printing its log; test-stress runs one CPU-burning process per core alongside (scripts/test-repeat).

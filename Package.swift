@@ -3,7 +3,9 @@
 // Dependencies flow one way:
 //   TipsJSON ← TipsEngine ← TipsStore ──────────────┐
 //              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
-//   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┘
+//   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┤
+//   TipsEngine, TipsTransport ← TipsEmbedded ───────┤   (in-memory loop: `tipsd test`, in-process tests)
+//   TipsJSON ← TipsTranscript ──────────────────────┘   (the transcript format)
 //   TipsSystem (POSIX calls) under TipsStore, TipsTransport and TipsClient
 import PackageDescription
 
@@ -72,11 +74,21 @@ let package = Package(
       name: "TipsClient", dependencies: ["TipsJSON", "TipsFraming", "TipsTransport", "TipsSystem"],
       swiftSettings: swiftSettings),
 
+    // MARK: TipsEmbedded — an in-memory event loop with manual time and in-memory streams: the server in-process
+    // (`tipsd test`, and the in-process test suites)
+    .target(
+      name: "TipsEmbedded", dependencies: ["TipsEngine", "TipsJSON", "TipsFraming", "TipsTransport"],
+      swiftSettings: swiftSettings),
+
+    // MARK: TipsTranscript — the transcript format of `tipsd test` and protocol/conformance (parse, match, JUnit)
+    .target(name: "TipsTranscript", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
+
     // MARK: TipsServer — wires engine, store, protocol, framing and transport
     .target(
       name: "TipsServer",
       dependencies: [
         "TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient", "TipsSystem",
+        "TipsEmbedded", "TipsTranscript",
       ],
       swiftSettings: swiftSettings
     ),
@@ -84,7 +96,7 @@ let package = Package(
     /// (end-to-end suites), and an embedded event loop with in-memory streams and manual time (in-process suites).
     .target(
       name: "TipsTestSupport",
-      dependencies: ["TipsEngine", "TipsJSON", "TipsFraming", "TipsTransport", "TipsClient"],
+      dependencies: ["TipsEngine", "TipsJSON", "TipsFraming", "TipsTransport", "TipsClient", "TipsEmbedded"],
       path: "Tests/TipsTestSupport",
       swiftSettings: swiftSettings
     ),

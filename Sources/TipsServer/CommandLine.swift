@@ -14,6 +14,7 @@ public enum TipsdCommand {
       tipsd serve [--stdio | --socket PATH] [options]   run the daemon
       tipsd call [--socket PATH] METHOD [PARAMS-JSON]   send one request, print the result as JSON
       tipsd token [--socket PATH | --token-file PATH]   print the WebSocket listener's token
+      tipsd test [--junit FILE] TRANSCRIPT...           run bridge-contract transcripts in-process
       tipsd help | --help                               this text
       tipsd version | --version
 
@@ -74,6 +75,7 @@ public enum TipsdCommand {
     case "serve": return serve(args, environment: environment)
     case "call": return CallCommand.run(args, environment: environment)
     case "token": return token(args, environment: environment)
+    case "test": return TestCommand.run(args, environment: environment)
     case "help", "--help", "-h":
       print(usage)
       return 0

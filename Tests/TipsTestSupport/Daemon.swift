@@ -1,5 +1,6 @@
 public import Foundation
 @_exported public import TipsClient
+@_exported public import TipsEmbedded
 public import TipsFraming
 public import TipsJSON
 import TipsTransport

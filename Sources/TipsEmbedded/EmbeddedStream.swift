@@ -217,7 +217,7 @@ public final class EmbeddedClient {
     while let event = framer.next() {
       switch event {
       case .message(let payload): inbox.append(try JSONParser.parse(payload))
-      case .error(let error): throw TestFailure("framing error from the server: \(error)")
+      case .error(let error): throw EmbeddedClientError("framing error from the server: \(error)")
       }
     }
   }
@@ -241,16 +241,23 @@ public final class EmbeddedClient {
   @discardableResult
   public func result(_ method: String, _ params: JSONValue? = nil) throws -> JSONValue {
     let reply = try call(method, params)
-    guard let result = reply["result"] else { throw TestFailure("\(method) failed: \(reply.jsonString)") }
+    guard let result = reply["result"] else { throw EmbeddedClientError("\(method) failed: \(reply.jsonString)") }
     return result
   }
 
   /// Takes the reply with `id` out of the inbox.
   public func takeReply(id: JSONValue) throws -> JSONValue {
     guard let index = inbox.firstIndex(where: { $0["id"] == id && $0["method"] == nil }) else {
-      throw TestFailure("no reply to \(id.jsonString); inbox: \(inbox.map(\.jsonString))")
+      throw EmbeddedClientError("no reply to \(id.jsonString); inbox: \(inbox.map(\.jsonString))")
     }
     return inbox.remove(at: index)
+  }
+
+  /// Takes the `n` oldest messages out of the inbox (fewer when it holds fewer).
+  public func takeFirst(_ n: Int) -> [JSONValue] {
+    let taken = Array(inbox.prefix(n))
+    inbox.removeFirst(taken.count)
+    return taken
   }
 
   /// Takes everything out of the inbox.
@@ -267,11 +274,18 @@ public final class EmbeddedClient {
     return taken
   }
 
-  /// `initialize` with protocol 1.0.
+  /// `initialize` with protocol 1.1.
   @discardableResult
   public func initialize(name: String = "embedded", locale: String? = nil) throws -> JSONValue {
-    var params: JSONObject = ["protocolVersion": "1.0", "clientInfo": ["name": .string(name)]]
+    var params: JSONObject = ["protocolVersion": "1.1", "clientInfo": ["name": .string(name)]]
     if let locale { params["locale"] = .string(locale) }
     return try result("initialize", .object(params))
   }
+}
+
+/// A failure of an ``EmbeddedClient`` call: no reply, an error reply where a result was expected, or bytes from the
+/// server that do not frame.
+public struct EmbeddedClientError: Error, CustomStringConvertible {
+  public var description: String
+  public init(_ description: String) { self.description = description }
 }
