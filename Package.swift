@@ -2,9 +2,10 @@
 // tipsd — TipKit's eligibility engine as a JSON-RPC daemon.
 // Dependencies flow one way:
 //   TipsJSON ← TipsEngine ← TipsStore ──────────────┐
+//              TipsEngine ← TipsCatalog ────────────┤
 //              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
 //   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┘
-//   TipsSystem (POSIX calls) under TipsStore, TipsTransport and TipsClient
+//   TipsSystem (POSIX calls) under TipsStore, TipsCatalog, TipsTransport and TipsClient
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -54,6 +55,9 @@ let package = Package(
       swiftSettings: swiftSettings
     ),
 
+    // MARK: TipsCatalog — catalog files, message files, templates, `tipsd lint` and `tipsd strings` (no daemon state)
+    .target(name: "TipsCatalog", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem"], swiftSettings: swiftSettings),
+
     // MARK: TipsFraming — newline and Content-Length framing (pure)
     .target(name: "TipsFraming", swiftSettings: swiftSettings),
     .testTarget(name: "TipsFramingTests", dependencies: ["TipsFraming"], swiftSettings: swiftSettings),
@@ -76,7 +80,8 @@ let package = Package(
     .target(
       name: "TipsServer",
       dependencies: [
-        "TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient", "TipsSystem",
+        "TipsEngine", "TipsCatalog", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient",
+        "TipsSystem",
       ],
       swiftSettings: swiftSettings
     ),
@@ -96,7 +101,7 @@ let package = Package(
 
     .testTarget(
       name: "TipsHardeningTests",
-      dependencies: ["TipsServer", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd"],
+      dependencies: ["TipsServer", "TipsCatalog", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd"],
       swiftSettings: swiftSettings
     ),
 

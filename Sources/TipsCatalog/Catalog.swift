@@ -70,7 +70,8 @@ public struct Catalog: Sendable {
       self = try Catalog(json: json)
     } catch {
       switch error {
-      case .invalidDefinition(let errorPath, let message): throw CatalogError(file: path, path: errorPath, message: message)
+      case .invalidDefinition(let errorPath, let message):
+        throw CatalogError(file: path, path: errorPath, message: message)
       default: throw CatalogError(file: path, message: error.description)
       }
     }
@@ -158,21 +159,21 @@ public struct EventDeclaration: Sendable, Hashable {
   /// Decodes `{id, description, maxDonations?: int >= 1}`.
   public init(json: JSONValue, path: String) throws(EngineError) {
     guard case .object(let object) = json else {
-      throw TipTemplate.fail(path, "expected an object, got \(json.typeName)")
+      throw JSONPath.fail(path, "expected an object, got \(json.typeName)")
     }
     for (key, _) in object where !["id", "description", "maxDonations"].contains(key) {
-      throw TipTemplate.fail(path, "unknown key \"\(key)\"")
+      throw JSONPath.fail(path, "unknown key \"\(key)\"")
     }
     guard case .string(let id)? = object["id"], !id.isEmpty else {
-      throw TipTemplate.fail(TipTemplate.join(path, "id"), "expected a non-empty string")
+      throw JSONPath.fail(JSONPath.join(path, "id"), "expected a non-empty string")
     }
     guard case .string(let description)? = object["description"], !description.isEmpty else {
-      throw TipTemplate.fail(TipTemplate.join(path, "description"), "expected a non-empty string saying what the event means")
+      throw JSONPath.fail(JSONPath.join(path, "description"), "expected a non-empty string saying what the event means")
     }
     var maxDonations: Int?
     if let value = object["maxDonations"], !value.isNull {
       guard let count = value.intValue, count >= 1, let exact = Int(exactly: count) else {
-        throw TipTemplate.fail(TipTemplate.join(path, "maxDonations"), "expected an integer of at least 1")
+        throw JSONPath.fail(JSONPath.join(path, "maxDonations"), "expected an integer of at least 1")
       }
       maxDonations = exact
     }

@@ -1,4 +1,5 @@
 public import TipsEngine
+import TipsCatalog
 import TipsFraming
 import TipsProtocol
 import TipsStore
