@@ -14,6 +14,9 @@ public enum TipsdCommand {
       tipsd serve [--stdio | --socket PATH] [options]   run the daemon
       tipsd call [--socket PATH] METHOD [PARAMS-JSON]   send one request, print the result as JSON
       tipsd token [--socket PATH | --token-file PATH]   print the WebSocket listener's token
+      tipsd lint CATALOG [--messages DIR] [--format text|json|github] [--id-pattern P] [--simulate]
+                                                        check a catalog: the ship-day checklist (exit 1 on errors)
+      tipsd strings export|import CATALOG …            translators' files: json, .strings, .xcstrings
       tipsd help | --help                               this text
       tipsd version | --version
 
@@ -53,6 +56,7 @@ public enum TipsdCommand {
       tipsd call --socket /tmp/tipsd.sock events/donate '{"id": "search.opened"}'
       tipsd call --socket /tmp/tipsd.sock tips/explain '{"id": "filter.tip"}'
       tipsd serve --listen 127.0.0.1:8787 --catalog catalog/demo.json; tipsd token
+      tipsd lint catalog/demo.json --messages catalog/messages --simulate
     """
 
   /// Runs the command line; returns the process exit status.
@@ -67,6 +71,8 @@ public enum TipsdCommand {
     case "serve": return serve(args, environment: environment)
     case "call": return CallCommand.run(args, environment: environment)
     case "token": return token(args, environment: environment)
+    case "lint": return LintCommand.run(args)
+    case "strings": return StringsCommand.run(args)
     case "help", "--help", "-h":
       print(usage)
       return 0
@@ -113,6 +119,7 @@ public enum TipsdCommand {
       case "--fsync": configuration.fsync = true
       case "--datastore-recover": configuration.recoverDatastore = true
       case "--catalog": configuration.catalogPath = try value(flag)
+      case "--messages": configuration.messagesDirectory = try value(flag)
       case "--clock": clockName = try value(flag)
       case "--clock-start": virtualStart = try number(flag)
       case "--log-level":
