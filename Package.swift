@@ -57,6 +57,12 @@ let package = Package(
 
     // MARK: TipsCatalog — catalog files, message files, templates, `tipsd lint` and `tipsd strings` (no daemon state)
     .target(name: "TipsCatalog", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsCatalogTests",
+      dependencies: ["TipsCatalog", "TipsEngine", "TipsJSON", "TipsServer"],
+      exclude: ["Fixtures"],
+      swiftSettings: swiftSettings
+    ),
 
     // MARK: TipsFraming — newline and Content-Length framing (pure)
     .target(name: "TipsFraming", swiftSettings: swiftSettings),
