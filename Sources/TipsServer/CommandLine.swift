@@ -16,7 +16,7 @@ public enum TipsdCommand {
       tipsd token [--socket PATH | --token-file PATH]   print the WebSocket listener's token
       tipsd lint CATALOG [--messages DIR] [--format text|json|github] [--id-pattern P] [--simulate]
                                                         check a catalog: the ship-day checklist (exit 1 on errors)
-      tipsd strings export|import CATALOG …            translators' files: json, .strings, .xcstrings
+      tipsd strings export|import CATALOG …             translators' files: json, .strings, .xcstrings
       tipsd help | --help                               this text
       tipsd version | --version
 

@@ -199,6 +199,11 @@ struct FixtureExpectation: Sendable, CustomTestStringConvertible {
     let lowered = #""events": [{"id": "a.opened", "description": "A", "maxDonations": 10}]"#
     #expect(
       try check(#"{"event": "a.opened", "within": {"days": 1}, "count": {"gte": 11}}"#, events: lowered).count == 1)
+    // A negative count (the engine rejects it too) that can never hold is reported once, as impossible.
+    let negative = try lint(
+      #"{\#(declaredEvents), "tips": [{"id": "a.tip", "title": "A", "rules": [{"event": "a.opened", "count": {"lte": -1}}]}]}"#)
+    #expect(negative.of(.impossibleRule).map { $0.path } == ["tips[0].rules[0].count.lte"])
+    #expect(negative.of(.decode).isEmpty)
     // count lt 0 anywhere but under a not.
     #expect(try check(#"{"anyOf": [{"event": "a.opened", "within": {"days": 1}, "count": {"lt": 0}}]}"#).count == 1)
   }
