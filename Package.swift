@@ -2,11 +2,12 @@
 // tipsd — TipKit's eligibility engine as a JSON-RPC daemon.
 // Dependencies flow one way:
 //   TipsJSON ← TipsEngine ← TipsStore ──────────────┐
+//              TipsEngine ← TipsCatalog ────────────┤
 //              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
 //   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┤
 //   TipsEngine, TipsTransport ← TipsEmbedded ───────┤   (in-memory loop: `tipsd test`, in-process tests)
 //   TipsJSON ← TipsTranscript ──────────────────────┘   (the transcript format)
-//   TipsSystem (POSIX calls) under TipsStore, TipsTransport and TipsClient
+//   TipsSystem (POSIX calls) under TipsStore, TipsCatalog, TipsTransport and TipsClient
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -56,6 +57,15 @@ let package = Package(
       swiftSettings: swiftSettings
     ),
 
+    // MARK: TipsCatalog — catalog files, message files, templates, `tipsd lint` and `tipsd strings` (no daemon state)
+    .target(name: "TipsCatalog", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsCatalogTests",
+      dependencies: ["TipsCatalog", "TipsEngine", "TipsJSON", "TipsServer"],
+      exclude: ["Fixtures"],
+      swiftSettings: swiftSettings
+    ),
+
     // MARK: TipsFraming — newline and Content-Length framing (pure)
     .target(name: "TipsFraming", swiftSettings: swiftSettings),
     .testTarget(name: "TipsFramingTests", dependencies: ["TipsFraming"], swiftSettings: swiftSettings),
@@ -87,8 +97,8 @@ let package = Package(
     .target(
       name: "TipsServer",
       dependencies: [
-        "TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient", "TipsSystem",
-        "TipsEmbedded", "TipsTranscript",
+        "TipsEngine", "TipsCatalog", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient",
+        "TipsSystem", "TipsEmbedded", "TipsTranscript",
       ],
       swiftSettings: swiftSettings
     ),
@@ -108,7 +118,7 @@ let package = Package(
 
     .testTarget(
       name: "TipsHardeningTests",
-      dependencies: ["TipsServer", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd"],
+      dependencies: ["TipsServer", "TipsCatalog", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd"],
       swiftSettings: swiftSettings
     ),
 

@@ -59,8 +59,9 @@ for target in "${TARGETS[@]}"; do
       harness "$target" "$ROOT/Fuzz/harness/RuleHarness.swift" -lTipsEngine -lTipsJSON ;;
     catalog)
       module TipsEngine
-      harness "$target" "$ROOT/Fuzz/harness/CatalogHarness.swift" "$ROOT/Sources/TipsServer/Catalog.swift" \
-        -lTipsEngine -lTipsJSON ;;
+      module TipsSystem
+      module TipsCatalog
+      harness "$target" "$ROOT/Fuzz/harness/CatalogHarness.swift" -lTipsCatalog -lTipsSystem -lTipsEngine -lTipsJSON ;;
     *) echo "fuzz: unknown target $target (known: ${ALL[*]})" >&2; exit 2 ;;
   esac
 done

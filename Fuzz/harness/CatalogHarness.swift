@@ -1,14 +1,8 @@
-// Fuzzes the catalog loader: TipsServer's (internal) `Catalog`, compiled into this harness from
-// Sources/TipsServer/Catalog.swift, then applied to a fresh engine like `tipsd serve --catalog` does.
+// Fuzzes the catalog loader: TipsCatalog's `Catalog(json:)` (events, locales, templates and all), then applied to a
+// fresh engine like `tipsd serve --catalog` does, and a template instantiated with its sample values.
+import TipsCatalog
 import TipsEngine
 import TipsJSON
-
-/// Stand-in for TipsServer's ServerError (Catalog.swift throws it).
-struct ServerError: Error, CustomStringConvertible {
-  var message: String
-  init(_ message: String) { self.message = message }
-  var description: String { message }
-}
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
@@ -25,6 +19,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     _ = mutation.writes.count
     for tip in catalog.tips { _ = engine.state(of: tip.id) }
     _ = try? engine.explain(catalog.tips.first?.id ?? "")
+  }
+  for template in catalog.templates {
+    var values = JSONObject()
+    for name in template.placeholders { values[name] = .string(name) }
+    _ = try? template.instantiate(values: values, idPattern: .any)
   }
   return 0
 }

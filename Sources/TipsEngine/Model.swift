@@ -69,14 +69,29 @@ public struct TipDefinition: Sendable, Hashable {
     return variants.first { $0.name == name }
   }
 
-  /// This tip as a frontend draws it for `variant`: the variant's copy (and actions) over the tip's own.
+  /// This tip as a frontend draws it for `variant`: the variant's copy (and actions) over the tip's own. Copy the
+  /// variant writes is translated by the variant's `localizations`; copy it inherits (the message, the actions,
+  /// when it has none of its own) keeps the tip's translations.
   public func withVariant(_ name: String?) -> TipDefinition {
     guard let variant = variant(name) else { return self }
     var tip = self
     tip.title = variant.title
     if let message = variant.message { tip.message = message }
     if let actions = variant.actions { tip.actions = actions }
-    tip.localizations = variant.localizations
+    var merged: [String: TipLocalization] = [:]
+    for locale in Set(localizations.keys).union(variant.localizations.keys) {
+      var entry = variant.localizations[locale] ?? TipLocalization()
+      if let inherited = localizations[locale] {
+        if variant.message == nil && entry.message == nil { entry.message = inherited.message }
+        if variant.actions == nil {
+          for (actionID, title) in inherited.actionTitles where entry.actionTitles[actionID] == nil {
+            entry.actionTitles[actionID] = title
+          }
+        }
+      }
+      if entry != TipLocalization() { merged[locale] = entry }
+    }
+    tip.localizations = merged
     return tip
   }
 }

@@ -31,6 +31,7 @@ public enum Messages {
     ConfigureRequest.self,
     DisplayedRequest.self,
     ExplainRequest.self,
+    InstantiateRequest.self,
     InvalidateRequest.self,
     ObserveRequest.self,
     PerformActionRequest.self,

@@ -1,5 +1,7 @@
+import TipsCatalog
 import TipsEngine
 import TipsJSON
+import TipsProtocol
 
 /// The catalog the daemon serves (`--catalog`): loaded at start, reloaded on SIGHUP, `catalog/reload` and `--watch`.
 ///
@@ -11,12 +13,57 @@ import TipsJSON
 /// Only what a catalog registered is ever removed by a reload; tips clients registered themselves are theirs.
 final class CatalogService {
   let path: String
+  /// `--messages DIR`: translators' files merged into the catalog's copy.
+  let messagesDirectory: String?
   /// The catalog in force (what the last successful load or reload registered).
-  private(set) var current: Catalog
+  private(set) var current = Catalog()
+  /// The ids of the events the catalog declares; nil when it declares none (then nothing is "undeclared").
+  private(set) var declaredEvents: Set<String>?
 
-  init(path: String, catalog: Catalog) {
+  init(path: String, messagesDirectory: String?) {
     self.path = path
-    self.current = catalog
+    self.messagesDirectory = messagesDirectory
+  }
+
+  /// Reads and checks the catalog and its message files (the checks of `tipsd lint`); the report's catalog is nil
+  /// when there is any error.
+  func load() -> CatalogReport {
+    CatalogLoader.load(path: path, messagesDirectory: messagesDirectory)
+  }
+
+  /// Makes `catalog` the one in force (after it was registered).
+  func adopt(_ catalog: Catalog) {
+    current = catalog
+    declaredEvents = catalog.events.map { Set($0.map { $0.id }) }
+  }
+
+  /// Tips made from templates (`tips/instantiate`), by id: the template and the values, so that a reload can make
+  /// them again from a changed template (or unregister them when it is gone).
+  private(set) var instances: [String: (template: String, values: JSONObject)] = [:]
+
+  /// `tips/instantiate`: the tip `values` make from template `id` (the caller registers it).
+  func instantiate(_ id: String, values: JSONObject) throws(ResponseError) -> TipDefinition {
+    guard let template = current.template(id) else {
+      let known = current.templates.map { $0.id }
+      throw .invalidParams(
+        "tips/instantiate: params.template: the catalog has no template \"\(id)\" (it has "
+          + (known.isEmpty ? "none" : known.joined(separator: ", ")) + ")")
+    }
+    let tip: TipDefinition
+    do {
+      // Content ids (trail 42) need not follow the catalog's feature.purpose convention.
+      tip = try template.instantiate(values: values, idPattern: .any)
+    } catch {
+      throw ResponseError(error, method: InstantiateRequest.method)
+    }
+    instances[tip.id] = (id, values)
+    return tip
+  }
+
+  /// The declared event nearest to `id` (a typo's "did you mean").
+  func nearestDeclaredEvent(to id: String) -> String? {
+    guard let declared = declaredEvents else { return nil }
+    return DidYouMean.nearest(id, among: declared.sorted())
   }
 
   /// What a reload did.
@@ -55,6 +102,10 @@ final class CatalogService {
       summary.groupsRemoved.append(group.id)
     }
 
+    for event in next.events ?? [] {
+      if let limit = event.maxDonations { add(try engine.setDonationLimit(event.id, limit)) }
+    }
+
     var nextTips: [String: TipDefinition] = [:]
     for tip in next.tips { nextTips[tip.id] = tip }
     var oldTips: [String: TipDefinition] = [:]
@@ -75,6 +126,29 @@ final class CatalogService {
       }
       register.append(tip)
     }
+    // Tips made from templates follow their template: made again when it changed, unregistered when it is gone.
+    var gone: [String] = []
+    for (tipID, instance) in instances.sorted(by: { $0.key < $1.key }) {
+      guard engine.definition(of: tipID) != nil else {
+        instances[tipID] = nil
+        continue
+      }
+      guard let template = next.template(instance.template),
+        let tip = try? template.instantiate(values: instance.values, idPattern: .any), tip.id == tipID
+      else {
+        gone.append(tipID)
+        instances[tipID] = nil
+        continue
+      }
+      if engine.definition(of: tipID) != tip {
+        register.append(tip)
+        summary.changed.append(tipID)
+      }
+    }
+    if !gone.isEmpty {
+      add(engine.unregister(gone))
+      summary.removed += gone
+    }
     if !register.isEmpty { add(engine.register(register)) }
 
     var oldGroups: [String: TipGroupDefinition] = [:]
@@ -87,8 +161,28 @@ final class CatalogService {
     if let frequency = next.displayFrequency, frequency != engine.displayFrequency {
       add(engine.configure(displayFrequency: frequency))
     }
-    current = next
+    adopt(next)
     return (mutation, summary)
+  }
+}
+
+extension Diagnostic {
+  /// `file:line:col: severity: path: message [check]`, as `tipsd lint` prints it (never quotes copy text).
+  var rendered: String {
+    var position = file
+    if let line { position += ":\(line)" + (column.map { ":\($0)" } ?? "") }
+    return "\(position): \(severity.rawValue): \(path): \(message) [\(check)]"
+  }
+
+  /// The `Diagnostic` object of `catalog/reload`.
+  var json: JSONValue {
+    var object: JSONObject = [
+      "severity": .string(severity.rawValue), "message": .string(message), "check": .string(check),
+      "file": .string(file), "path": .string(path),
+    ]
+    if let line { object["line"] = .int(Int64(line)) }
+    if let column { object["column"] = .int(Int64(column)) }
+    return .object(object)
   }
 }
 

@@ -4,6 +4,7 @@
 import TipsJSON
 import TipsStore
 import TipsTransport
+import TipsSystem
 
 /// `tipsd` — the command line. The executable only calls ``TipsdCommand/main(_:environment:)``.
 public enum TipsdCommand {
@@ -15,6 +16,9 @@ public enum TipsdCommand {
       tipsd call [--socket PATH] METHOD [PARAMS-JSON]   send one request, print the result as JSON
       tipsd token [--socket PATH | --token-file PATH]   print the WebSocket listener's token
       tipsd test [--junit FILE] TRANSCRIPT...           run bridge-contract transcripts in-process
+      tipsd lint CATALOG [--messages DIR] [--format text|json|github] [--id-pattern P] [--simulate]
+                                                        check a catalog: the ship-day checklist (exit 1 on errors)
+      tipsd strings export|import CATALOG …             translators' files: json, .strings, .xcstrings
       tipsd help | --help                               this text
       tipsd version | --version
 
@@ -29,7 +33,10 @@ public enum TipsdCommand {
       --datastore-recover      if the datastore is unreadable, move it aside (timestamped) and start fresh
       --catalog FILE           register the tips, parameters and groups of a catalog file at start;
                                SIGHUP or catalog/reload reloads it (a broken edit keeps the old one)
-      --watch                  reload the catalog whenever its file changes
+      --messages DIR           translators' files DIR/{locale}.json (seed 000's `tipkit.<tipId>.title` keys),
+                               merged into the catalog's copy; checked like the catalog at start
+                               (default: a `messages` directory beside the catalog, if there is one)
+      --watch                  reload the catalog whenever its file (or a message file) changes
       --clock system|virtual   virtual: time moves only through clock/advance and clock/set (tests)
       --clock-start SECONDS    the virtual clock's first instant (default: now)
       --allow-testing          answer testing/*, datastore/reset, clock/advance and clock/set (tests and
@@ -61,6 +68,7 @@ public enum TipsdCommand {
       tipsd call --socket /tmp/tipsd.sock events/donate '{"id": "search.opened"}'
       tipsd call --socket /tmp/tipsd.sock tips/explain '{"id": "filter.tip"}'
       tipsd serve --listen 127.0.0.1:8787 --catalog catalog/demo.json; tipsd token
+      tipsd lint catalog/demo.json --messages catalog/messages --simulate
     """
 
   /// Runs the command line; returns the process exit status.
@@ -76,6 +84,8 @@ public enum TipsdCommand {
     case "call": return CallCommand.run(args, environment: environment)
     case "token": return token(args, environment: environment)
     case "test": return TestCommand.run(args, environment: environment)
+    case "lint": return LintCommand.run(args)
+    case "strings": return StringsCommand.run(args)
     case "help", "--help", "-h":
       print(usage)
       return 0
@@ -122,6 +132,7 @@ public enum TipsdCommand {
       case "--fsync": configuration.fsync = true
       case "--datastore-recover": configuration.recoverDatastore = true
       case "--catalog": configuration.catalogPath = try value(flag)
+      case "--messages": configuration.messagesDirectory = try value(flag)
       case "--clock": clockName = try value(flag)
       case "--clock-start": virtualStart = try number(flag)
       case "--log-level":
@@ -184,6 +195,11 @@ public enum TipsdCommand {
     case "virtual": configuration.clock = .virtual(start: virtualStart ?? SystemTime.now())
     default: throw ServerError("--clock: expected system or virtual (got \"\(clockName)\")")
     }
+    // Translators' files live beside the catalog by default (`catalog/messages/` for `catalog/app.json`).
+    if configuration.messagesDirectory == nil, let catalog = configuration.catalogPath {
+      let directory = catalog.contains("/") ? String(catalog[..<catalog.lastIndex(of: "/")!]) : "."
+      if System.isDirectory("\(directory)/messages") { configuration.messagesDirectory = "\(directory)/messages" }
+    }
     return configuration
   }
 
@@ -214,6 +230,7 @@ public enum TipsdCommand {
       [
         ("datastore", configuration.datastorePath == ":memory:" ? ":memory:" : absolutePath(configuration.datastorePath)),
         ("catalog", configuration.catalogPath.map(absolutePath) ?? "none"),
+        ("messages", configuration.messagesDirectory.map(absolutePath) ?? "none"),
         ("clock", configuration.clock == .system ? "system" : "virtual"),
       ])
     do {

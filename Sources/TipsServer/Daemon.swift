@@ -87,8 +87,8 @@ public enum Daemon {
     return server.exitStatus
   }
 
-  /// `--watch`: reloads the catalog 200 ms after the last change to its directory's entry for it (editors write a
-  /// new file and rename it over the old one, and one save is several events).
+  /// `--watch`: reloads the catalog 200 ms after the last change to its directory's entry for it or to a message
+  /// file (editors write a new file and rename it over the old one, and one save is several events).
   static func watchCatalogFiles(
     _ configuration: ServerConfiguration, logger: Logger, loop: UVLoop, server: Server
   ) -> CatalogFileWatch? {
@@ -101,8 +101,16 @@ public enum Daemon {
           guard changed == nil || changed == name else { return }
           watch.debounce { server.reloadCatalog(trigger: "file change") }
         })
+      if let messages = configuration.messagesDirectory {
+        watch.watchers.append(
+          try loop.watch(messages) { [unowned server, unowned watch] changed in
+            guard changed == nil || changed?.hasSuffix(".json") == true else { return }
+            watch.debounce { server.reloadCatalog(trigger: "file change") }
+          })
+      }
     } catch {
       logger.warning("cannot watch the catalog; reload it with SIGHUP", [("path", directory), ("error", "\(error)")])
+      watch.close()
       return nil
     }
     logger.info("watching the catalog for changes", [("path", path)])

@@ -16,6 +16,8 @@ final class Services {
   let requestEndOfTurn: () -> Void
   /// `exit` over stdio: stop the daemon with this status.
   var stopDaemon: (ServerExit) -> Void = { _ in }
+  /// The catalog the daemon serves (declared events, templates), if any.
+  var catalog: CatalogService?
   /// `catalog/reload`: reload the catalog file and apply it (nil when the daemon has no catalog).
   var reloadCatalog: ((_ trigger: String) -> CatalogReloadRequest.Response)?
 

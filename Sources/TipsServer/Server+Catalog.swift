@@ -1,3 +1,4 @@
+import TipsCatalog
 import TipsEngine
 import TipsJSON
 import TipsProtocol
@@ -9,14 +10,14 @@ extension Server {
   @discardableResult
   func reloadCatalog(trigger: String) -> CatalogReloadRequest.Response {
     guard let catalogService else { return CatalogReloadRequest.Response(applied: false) }
-    let path = catalogService.path
-    let next: Catalog
-    do {
-      next = try Catalog.load(path: path)
-    } catch {
-      logger.error("catalog reload refused; the catalog in force keeps serving", [("trigger", trigger), ("error", "\(error)")])
-      return CatalogReloadRequest.Response(
-        applied: false, diagnostics: [["severity": "error", "file": .string(path), "message": .string("\(error)")]])
+    let report = catalogService.load()
+    let diagnostics = report.diagnostics.map { $0.json }
+    guard let next = report.catalog else {
+      logger.error(
+        "catalog reload refused; the catalog in force keeps serving",
+        [("trigger", trigger), ("errors", String(report.errors.count))])
+      for error in report.errors { logger.error("catalog: \(error.rendered)") }
+      return CatalogReloadRequest.Response(applied: false, diagnostics: diagnostics)
     }
     let applied: (Mutation, CatalogService.Summary)
     do {
@@ -24,7 +25,10 @@ extension Server {
     } catch {
       logger.error("catalog reload failed part-way", [("trigger", trigger), ("error", "\(error)")])
       return CatalogReloadRequest.Response(
-        applied: false, diagnostics: [["severity": "error", "file": .string(path), "message": .string("\(error)")]])
+        applied: false,
+        diagnostics: diagnostics + [
+          ["severity": "error", "file": .string(catalogService.path), "message": .string("\(error)")]
+        ])
     }
     let (mutation, summary) = applied
     services.record(mutation)
@@ -32,6 +36,6 @@ extension Server {
     logger.info("catalog reloaded", [("trigger", trigger)] + summary.logMetadata)
     return CatalogReloadRequest.Response(
       applied: true, added: summary.added, removed: summary.removed, changed: summary.changed,
-      unchanged: summary.unchanged)
+      unchanged: summary.unchanged, diagnostics: diagnostics)
   }
 }

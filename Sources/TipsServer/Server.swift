@@ -1,4 +1,5 @@
 public import TipsEngine
+import TipsCatalog
 import TipsFraming
 import TipsProtocol
 import TipsStore
@@ -93,14 +94,27 @@ public final class Server {
       }
     }
     if let catalogPath = configuration.catalogPath {
-      let catalog = try Catalog.load(path: catalogPath)
+      // The ship-day checks run on the catalog the daemon is about to serve: errors refuse to start, warnings
+      // are logged.
+      let service = CatalogService(path: catalogPath, messagesDirectory: configuration.messagesDirectory)
+      let report = service.load()
+      for warning in report.warnings { logger.warning("catalog: \(warning.rendered)") }
+      guard let catalog = report.catalog else {
+        let errors = report.errors
+        throw ServerError(
+          "catalog \(catalogPath) has \(errors.count) error\(errors.count == 1 ? "" : "s") (run `tipsd lint` on it):\n"
+            + errors.map { "  " + $0.rendered }.joined(separator: "\n"))
+      }
       do {
         try store.commit(try catalog.register(in: engine).writes)
       } catch {
         throw ServerError("catalog \(catalogPath): \(error)")
       }
-      catalogService = CatalogService(path: catalogPath, catalog: catalog)
-      logger.info("catalog registered", [("path", catalogPath), ("tips", String(catalog.tips.count))])
+      service.adopt(catalog)
+      catalogService = service
+      logger.info(
+        "catalog registered",
+        [("path", catalogPath), ("tips", String(catalog.tips.count)), ("warnings", String(report.warnings.count))])
     }
     let turn = Turn(store: store, logger: logger)
     var requestEndOfTurn: () -> Void = {}
@@ -114,7 +128,11 @@ public final class Server {
       self.beginStop()
     }
     if catalogService != nil {
+      services.catalog = catalogService
       services.reloadCatalog = { [unowned self] trigger in self.reloadCatalog(trigger: trigger) }
+    }
+    if configuration.strictEvents && catalogService?.declaredEvents == nil {
+      throw ServerError("--strict-events needs a --catalog that declares its events (\"events\": [{\"id\", \"description\"}])")
     }
   }
 

@@ -46,6 +46,8 @@ public struct ServerConfiguration: Sendable {
   public var recoverDatastore = false
   /// A catalog file registered at start.
   public var catalogPath: String?
+  /// Translators' message files for the catalog's copy, `DIR/{locale}.json` (`--messages DIR`).
+  public var messagesDirectory: String?
   public var clock: ClockMode = .system
   public var logLevel: LogLevel = .info
   /// Largest accepted message, in bytes.

@@ -96,13 +96,6 @@ public enum System {
     }
   }
 
-  /// Writes a whole file (created mode 0644 or truncated), then closes it.
-  public static func writeFile(_ path: String, _ bytes: [UInt8]) throws(SystemError) {
-    let fd = try call("open \(path)") { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
-    defer { close(fd) }
-    try writeAll(fd, bytes, what: "write \(path)")
-  }
-
   /// Whether something exists at `path`.
   public static func fileExists(_ path: String) -> Bool {
     access(path, F_OK) == 0

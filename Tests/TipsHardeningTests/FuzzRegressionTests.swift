@@ -1,4 +1,5 @@
 import Foundation
+import TipsCatalog
 import TipsEngine
 import TipsFraming
 import TipsJSON
@@ -94,14 +95,21 @@ extension Hardening {
       }
     }
 
-    /// Catalog seeds (the loader itself is internal to TipsServer): every tip of a valid seed decodes.
+    /// Catalog seeds, through the catalog harness's path: `Catalog(json:)`, registered with a fresh engine, each
+    /// template instantiated; a seed that decodes registers.
     @Test func catalogSeedsDecode() {
-      for (name, data) in FuzzOracle.inputs("catalog") {
-        guard let json = try? JSONParser.parse(data), let tips = json["tips"]?.arrayValue else { continue }
-        for (index, tip) in tips.enumerated() {
-          _ = try? TipDefinition(json: tip, path: "tips[\(index)]")
+      let inputs = FuzzOracle.inputs("catalog")
+      #expect(inputs.count >= 4)
+      for (name, data) in inputs {
+        guard let json = try? JSONParser.parse(data, maxDepth: 64) else { continue }
+        guard let catalog = try? Catalog(json: json) else { continue }
+        let engine = Engine(clock: VirtualClock(now: 1_700_000_000))
+        #expect((try? catalog.register(in: engine)) != nil, "\(name)")
+        for template in catalog.templates {
+          var values = JSONObject()
+          for placeholder in template.placeholders { values[placeholder] = .string(placeholder) }
+          _ = try? template.instantiate(values: values, idPattern: .any)
         }
-        #expect(!name.isEmpty)
       }
     }
   }

@@ -576,9 +576,9 @@ class Transcript:
                 key, _, value = line[2:].partition(":")
                 key, value = key.strip(), value.strip()
                 if key == "args":
-                    self.args += value.split()
+                    self.args += self._resolve(value.split())
                 elif key == "serve-args":
-                    self.serve_args = value.split()
+                    self.serve_args = self._resolve(value.split())
                 elif key == "transports":
                     self.transports = value.split()
                 elif key == "known-bug":
@@ -611,6 +611,14 @@ class Transcript:
                         self.steps.append(("expect", [(body, number)], number))
             else:
                 raise ValueError(f"{path.name}:{number}: a line must start with -->, <--, # or #!")
+
+    def _resolve(self, flags: list[str]) -> list[str]:
+        """A relative `--catalog` path is relative to the transcript (as `tipsd test` reads it)."""
+        out = list(flags)
+        for i, flag in enumerate(out[:-1]):
+            if flag == "--catalog" and not out[i + 1].startswith("/") and (self.path.parent / out[i + 1]).exists():
+                out[i + 1] = str(self.path.parent / out[i + 1])
+        return out
 
     def sent_methods(self) -> set[str]:
         out = set()

@@ -16,6 +16,15 @@ extension Handlers {
       return TipStatesResult(tips: states)
     }
 
+    table.on(InstantiateRequest.self) { request, context throws(ResponseError) in
+      guard let catalog = context.services.catalog else {
+        throw .invalidParams("tips/instantiate: this daemon serves no catalog, so it has no templates (--catalog FILE)")
+      }
+      let tip = try catalog.instantiate(request.template, values: request.values)
+      context.record(context.engine.register([tip]))
+      return try context.tipState(tip.id)
+    }
+
     table.on(UnregisterTipsRequest.self) { request, context throws(ResponseError) in
       let known = request.ids.filter { context.engine.definition(of: $0) != nil }
       context.record(context.engine.unregister(request.ids))
@@ -47,6 +56,18 @@ extension Handlers {
   /// Donations and their bounds.
   static func registerEvents(_ table: inout HandlerTable) {
     table.on(DonateRequest.self) { request, context throws(ResponseError) in
+      let services = context.services
+      if services.configuration.strictEvents, let catalog = services.catalog, let declared = catalog.declaredEvents,
+        !declared.contains(request.id)
+      {
+        let hint = catalog.nearestDeclaredEvent(to: request.id).map { " (did you mean \"\($0)\"?)" } ?? ""
+        throw ResponseError(
+          code: .invalidParams,
+          message:
+            "events/donate: params.id \"\(request.id)\" is not an event the catalog declares\(hint); declare it in the "
+            + "catalog's events (the daemon runs with --strict-events)",
+          data: ["id": .string(request.id)])
+      }
       let (count, lifetime, mutation) = try context.engine { engine throws(EngineError) in
         try engine.donate(request.id, info: request.info)
       }

@@ -220,6 +220,11 @@ export class TipsClient<S extends boolean = false> {
     return this.request("tips/explain", { id });
   }
 
+  /** `tips/instantiate`: makes and registers a content tip from a catalog template (stable id per values). */
+  instantiate(template: string, values: { [placeholder: string]: string | number | boolean }): Promise<Outcome<S, TipState>> {
+    return this.request("tips/instantiate", { template, values });
+  }
+
   /** `catalog/reload`: reloads the daemon's catalog file and applies what changed. */
   reloadCatalog(): Promise<Outcome<S, CatalogReloadResult>> {
     return this.request("catalog/reload", undefined);

@@ -356,6 +356,12 @@ export interface CatalogReloadResult {
   diagnostics: Diagnostic[];
 }
 
+/** `tips/instantiate`: a content tip from a catalog template (one value per placeholder). */
+export interface InstantiateParams {
+  template: string;
+  values: { [placeholder: string]: string | number | boolean };
+}
+
 export interface SetVariantParams {
   id: string;
   /** null or absent: back to the variant the install id picks. */
@@ -453,6 +459,7 @@ export interface MethodMap {
   "tips/performAction": { params: PerformActionParams; result: TipState };
   "tips/setVariant": { params: SetVariantParams; result: TipState };
   "catalog/reload": { params: void; result: CatalogReloadResult };
+  "tips/instantiate": { params: InstantiateParams; result: TipState };
   "actions/subscribe": { params: ActionsSubscribeParams; result: ActionsSubscribeResult };
   "actions/unsubscribe": { params: SubscriptionParams; result: RemovedResult };
   "testing/showAllTips": { params: void; result: null };

@@ -671,6 +671,14 @@ class TipsClient:
             params["invalidate"] = invalidate
         return await self.request("tips/performAction", params)
 
+    async def instantiate(self, template: str, values: dict[str, Any]) -> TipState:
+        """``tips/instantiate``: make and register a content tip from a catalog template (same values, same id)."""
+        return await self.request("tips/instantiate", {"template": template, "values": values})
+
+    async def reload_catalog(self) -> dict[str, Any]:
+        """``catalog/reload``: reload the daemon's catalog file and apply what changed."""
+        return await self.request("catalog/reload", None)
+
     async def set_variant(self, id: str, variant: str | None) -> TipState:
         """``tips/setVariant``: force the A/B variant a tip shows (``None``: back to the install id's pick)."""
         return await self.request("tips/setVariant", {"id": id, "variant": variant})

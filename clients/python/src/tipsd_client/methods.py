@@ -30,6 +30,7 @@ METHODS = (
     "tips/configure",
     "tips/displayed",
     "tips/explain",
+    "tips/instantiate",
     "tips/invalidate",
     "tips/observe",
     "tips/performAction",
