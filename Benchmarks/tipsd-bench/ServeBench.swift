@@ -109,6 +109,15 @@ private func pipelined(_ path: String, requests: Int, window: Int = 512, batch: 
   return Double(requests) / (monotonic() - start)
 }
 
+/// `tipsd-bench load SOCKET [REQUESTS] [WINDOW]`: pipelined donations against a running daemon, for profiling it
+/// (`perf record -p PID`) under the bench's own load; prints the rate.
+func runLoad(_ arguments: [String]) throws {
+  guard let path = arguments.first else { throw BenchError("usage: tipsd-bench load SOCKET [REQUESTS] [WINDOW]") }
+  let requests = arguments.count > 1 ? Int(arguments[1]) ?? 1_000_000 : 1_000_000
+  let window = arguments.count > 2 ? Int(arguments[2]) ?? 64 : 64
+  print("load.donate_per_sec: \(format(try pipelined(path, requests: requests, window: window), 0))")
+}
+
 private func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
 
 /// Sets the CPU affinity of processes (`taskset -p -c LIST PID`).
