@@ -310,6 +310,19 @@ public struct Framer: Sendable {
     }
   }
 
+  /// Appends an outgoing payload, framed as ``encode(_:as:)`` frames it, to `buffer` (several messages gathered
+  /// into one write).
+  public static func append(_ payload: [UInt8], as framing: Framing, to buffer: inout [UInt8]) {
+    switch framing {
+    case .newline:
+      buffer.append(contentsOf: payload)
+      buffer.append(0x0A)
+    case .contentLength:
+      buffer.append(contentsOf: "Content-Length: \(payload.count)\r\n\r\n".utf8)
+      buffer.append(contentsOf: payload)
+    }
+  }
+
   // MARK: Byte helpers
 
   private static func isWhitespace(_ byte: UInt8) -> Bool {

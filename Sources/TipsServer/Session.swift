@@ -64,11 +64,6 @@ final class Session {
   /// Whether part of a message is waiting for the rest (the partial-message timeout).
   var hasPartialMessage: Bool { !stream.deliversMessages && framer.hasPartialMessage }
 
-  /// A payload ready for the stream: framed, unless the stream frames messages itself.
-  func frame(_ payload: [UInt8]) -> [UInt8] {
-    stream.deliversMessages ? payload : Framer.encode(payload, as: framing)
-  }
-
   /// Stops reading and closes once everything owed is written (a framing error, `exit` on a socket, stopping).
   func closeAfterOwed() {
     outbound.beginClosing()
