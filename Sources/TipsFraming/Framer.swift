@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Splits a connection's byte stream into messages.
 ///
 /// The framing is detected from the first non-whitespace byte: `{` or `[`
@@ -187,8 +191,10 @@ public struct Framer: Sendable {
   private mutating func findNewline() -> Int? {
     let start = scanIndex
     let found: Int? = buffer.withUnsafeBufferPointer { bytes in
-      for i in start..<bytes.count where bytes[i] == 0x0A { return i }
-      return nil
+      guard start < bytes.count, let base = bytes.baseAddress,
+        let hit = memchr(base + start, 0x0A, bytes.count - start)
+      else { return nil }
+      return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
     }
     if found == nil { scanIndex = buffer.count }
     return found

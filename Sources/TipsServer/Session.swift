@@ -15,6 +15,8 @@ final class Session {
   var outbound: OutboundStateMachine
   /// When the framer last started holding a partial message (loop milliseconds), for the partial-message timeout.
   var partialSince: UInt64?
+  /// Whether the turn lists this connection among those to flush at its end (``Turn/markDirty(_:)``).
+  var isDirty = false
   /// Subscriptions owned by this connection, dropped when it closes.
   var subscriptions: Set<String> = []
   /// Whether the daemon stops when this connection closes (stdio).
