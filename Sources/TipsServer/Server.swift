@@ -305,17 +305,20 @@ public final class Server {
       stream.write(gathered)
       gathered.removeAll(keepingCapacity: true)
     }
+    // What the transport holds: read again after each hand-over or other action, not for each message.
+    var transportPending = stream.pendingWriteBytes
     while true {
-      if !gathered.isEmpty && stream.pendingWriteBytes + gathered.count >= highWater { handOver() }
-      guard let action = session.outbound.nextAction(transportPending: stream.pendingWriteBytes + gathered.count)
-      else { break }
+      if !gathered.isEmpty && transportPending + gathered.count >= highWater {
+        handOver()
+        transportPending = stream.pendingWriteBytes
+      }
+      guard let action = session.outbound.nextAction(transportPending: transportPending + gathered.count) else { break }
       switch action {
+      case .write(let payload) where gathers:
+        Framer.append(payload, as: framing, to: &gathered)
+        continue
       case .write(let payload):
-        if gathers {
-          Framer.append(payload, as: framing, to: &gathered)
-        } else {
-          stream.write(payload)
-        }
+        stream.write(payload)
       case .pauseReading:
         handOver()
         stream.stopReading()
@@ -333,6 +336,7 @@ public final class Server {
           [("connection", String(session.id)), ("queued_bytes", String(owed))])
         stream.close(after: false, reason: "not reading its replies")
       }
+      transportPending = stream.pendingWriteBytes
     }
     handOver()
     // The buffer is kept for the next connection's flush, unless one turn made it large.
