@@ -30,7 +30,7 @@ struct Dispatcher {
     switch IncomingPayload.decode(bytes) {
     case .single(let message):
       if let part = respond(to: message, on: session) {
-        services.stage(.reply(StagedReply(single: part)), on: session)
+        services.stage(.reply(StagedReply(parts: [part], isBatch: false)), on: session)
       }
     case .batch(let messages):
       var parts: [StagedReply.Part] = []

@@ -12,41 +12,16 @@ struct StagedReply {
     var durable: Bool
   }
 
-  /// The first response (a single message's only one) and the rest of a batch's: a single reply allocates no array.
-  private(set) var first: Part
-  private(set) var rest: [Part]
+  var parts: [Part]
   var isBatch: Bool
-
-  /// A reply of one or more parts (at least one).
-  init(parts: [Part], isBatch: Bool) {
-    precondition(!parts.isEmpty, "a staged reply has at least one part")
-    first = parts[0]
-    rest = Array(parts.dropFirst())
-    self.isBatch = isBatch
-  }
-
-  /// The reply to a single message.
-  init(single part: Part) {
-    first = part
-    rest = []
-    isBatch = false
-  }
 
   /// A lone error reply (bad JSON, a framing error, an empty batch).
   static func error(id: RequestID?, _ error: ResponseError) -> StagedReply {
-    StagedReply(single: Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false))
+    StagedReply(parts: [Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false)], isBatch: false)
   }
 
-  var parts: [Part] { [first] + rest }
-
-  /// Replaces the success of each durable part by `failure(id)` (the commit failed).
-  mutating func failDurableParts(_ failure: (RequestID?) -> [UInt8]) {
-    if first.durable { first.bytes = failure(first.id) }
-    for index in rest.indices where rest[index].durable { rest[index].bytes = failure(rest[index].id) }
-  }
-
-  var encoded: [UInt8] { isBatch ? OutgoingMessage.encodeBatch(parts.map(\.bytes)) : first.bytes }
-  var estimatedSize: Int { rest.reduce(16 + first.bytes.count) { $0 + $1.bytes.count } }
+  var encoded: [UInt8] { isBatch ? OutgoingMessage.encodeBatch(parts.map(\.bytes)) : parts[0].bytes }
+  var estimatedSize: Int { parts.reduce(16) { $0 + $1.bytes.count } }
 }
 
 /// A notification for one subscriber, complete except for `seq`, which is stamped when it is handed to the
@@ -157,7 +132,9 @@ struct OutboundStateMachine {
     if !success {
       for index in staged.indices {
         guard case .reply(var reply) = staged[index] else { continue }
-        reply.failDurableParts(failure)
+        for part in reply.parts.indices where reply.parts[part].durable {
+          reply.parts[part].bytes = failure(reply.parts[part].id)
+        }
         staged[index] = .reply(reply)
       }
     }
