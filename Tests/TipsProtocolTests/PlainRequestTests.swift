@@ -146,7 +146,9 @@ private func checkAgreement(_ bytes: [UInt8], sourceLocation: SourceLocation = #
   }
 
   /// Random edits of plain requests (bytes replaced, inserted, deleted, the end cut): wherever the fast path reads
-  /// the result, it reads what the parser does, and decoding always answers as the parser does.
+  /// the result, it reads what the parser does, and decoding always answers as the parser does. (A few thousand
+  /// here, cheap enough for a debug build beside the suites that run in parallel; the `jsonrpc` fuzz target checks
+  /// millions.)
   @Test func randomEditsAgreeWithTheParser() {
     let bases = [
       #"{"jsonrpc":"2.0","id":1,"method":"events/donate","params":{"id":"search.opened"}}"#,
@@ -156,7 +158,7 @@ private func checkAgreement(_ bytes: [UInt8], sourceLocation: SourceLocation = #
     let alphabet = Array(#"{}[]:,"\ 0123456789-+.eEtrufalsn"#.utf8) + [0x09, 0x0A, 0x00, 0x80, 0xC3, 0xA9]
     var random = SplitMix64(seed: 15)
     var readByTheFastPath = 0
-    for round in 0..<20_000 {
+    for round in 0..<3_000 {
       var bytes = bases[round % bases.count]
       for _ in 0...random.next(below: 3) {
         let position = random.next(below: bytes.count + 1)
@@ -171,7 +173,7 @@ private func checkAgreement(_ bytes: [UInt8], sourceLocation: SourceLocation = #
       checkAgreement(bytes)
     }
     // Some edits keep the plain shape (a digit of the id, whitespace), so both paths were exercised.
-    #expect(readByTheFastPath > 100)
+    #expect(readByTheFastPath > 20)
   }
 }
 
