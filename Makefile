@@ -5,6 +5,8 @@ SWIFT_FLAGS ?=
 PYTHON ?= python3
 APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript libwebsockets-dev libwebsockets-evlib-uv \
   openssl chromium chromium-driver
+# make bench's peers: Redis does the same durable work as tipsd's events/donate (serve.redis_ratio).
+BENCH_APT_PACKAGES := redis-server
 PIP_PACKAGES := pytest jsonschema
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
@@ -13,7 +15,7 @@ SOCKET ?= $(if $(XDG_RUNTIME_DIR),$(XDG_RUNTIME_DIR)/tipsd/tipsd.sock,/tmp/tipsd
 # The HTTP/WebSocket listener make run opens (React Native, browsers, Node's WebSocket).
 LISTEN ?= 127.0.0.1:8787
 
-.PHONY: all build release run test test-swift test-clients test-protocol test-repeat test-stress bench deps deps-apt deps-pip clean help fuzz leakcheck
+.PHONY: all build release run test test-swift test-clients test-protocol test-repeat test-stress bench bench-deps deps deps-apt deps-pip clean help fuzz leakcheck
 
 all: build
 
@@ -34,6 +36,16 @@ deps-apt:
 	  echo "installing:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+## bench-deps: the bench's peers (redis-server); the bench skips a peer that is missing and says so.
+bench-deps:
+	@missing=""; for p in $(BENCH_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null \
+	    || echo "bench-deps: could not install$$missing (the bench skips what is missing)"; \
 	fi
 
 deps-pip:
@@ -83,7 +95,7 @@ test-clients:
 test-protocol:
 	@if [ -x protocol/run-tests ]; then protocol/run-tests; else echo "protocol: no suites yet"; fi
 
-bench: deps-apt
+bench: deps-apt bench-deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 	@mkdir -p .build/bench
 	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)

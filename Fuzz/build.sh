@@ -22,7 +22,8 @@ COMMON=(-swift-version 6 -enable-upcoming-feature ExistentialAny -enable-upcomin
 # Modules are rebuilt only when one of their sources is newer than the library.
 module() {
   local name="$1"; shift
-  local sources=("$ROOT/Sources/$name"/*.swift)
+  local sources
+  mapfile -t sources < <(find "$ROOT/Sources/$name" -name '*.swift' | sort)
   local lib="$OUT/lib$name.a"
   if [ -f "$lib" ] && [ -z "$(find "${sources[@]}" -newer "$lib" 2>/dev/null)" ]; then return; fi
   echo "fuzz: module $name"
@@ -52,8 +53,9 @@ for target in "${TARGETS[@]}"; do
     json)
       harness "$target" "$ROOT/Fuzz/harness/JSONHarness.swift" -lTipsJSON ;;
     jsonrpc)
+      module TipsEngine
       module TipsProtocol
-      harness "$target" "$ROOT/Fuzz/harness/JSONRPCHarness.swift" -lTipsProtocol -lTipsJSON ;;
+      harness "$target" "$ROOT/Fuzz/harness/JSONRPCHarness.swift" -lTipsProtocol -lTipsEngine -lTipsJSON ;;
     rule)
       module TipsEngine
       harness "$target" "$ROOT/Fuzz/harness/RuleHarness.swift" -lTipsEngine -lTipsJSON ;;

@@ -61,6 +61,27 @@ func runJSONBenchmarks() throws {
     let count = params?["info"]?["n"]?.intValue ?? 0
     return OutgoingMessage.encodeResult(id: id, result: .object(["count": .int(count)])).count
   }
+  // The same through the full parser (what a request of any other shape takes).
+  let full = measure("tipsjson-full", iterations: 200_000) {
+    guard case .single(.request(let id, _, let params)) = IncomingPayload.decodeParsingFully(request) else { return 0 }
+    let count = params?["info"]?["n"]?.intValue ?? 0
+    return OutgoingMessage.encodeResult(id: id, result: .object(["count": .int(count)])).count
+  }
+  // The protocol work of one `events/donate` in the server: decode, typed params, the typed reply.
+  let donate = try measure("donate", iterations: 200_000) {
+    guard case .single(.request(let id, _, let params)) = IncomingPayload.decode(request) else { return 0 }
+    let decoded = try Messages.decode(TipsProtocol.DonateRequest.self, params: params)
+    let response = TipsProtocol.DonateRequest.Response(count: decoded.info?.count ?? 0, lifetime: 1)
+    return OutgoingMessage.encodeResult(id: id) { response.write(to: &$0) }.count
+  }
+  // Reading the plain donate envelope alone (PlainRequest), with event id and info as Swift values.
+  let plainDonate = Array(#"{"jsonrpc":"2.0","id":42,"method":"events/donate","params":{"id":"search.opened"}}"#.utf8)
+  let scan = measure("scan", iterations: 400_000) {
+    plainDonate.withUnsafeBytes { buffer in
+      guard case .request(_, let method, let params)? = PlainRequest.scan(buffer) else { return 0 }
+      return method.utf8.count + (params?["id"]?.stringValue?.utf8.count ?? 0)
+    }
+  }
   let data = Data(request)
   let serialization = try measure("serialization", iterations: 20_000) {
     let object = try JSONSerialization.jsonObject(with: data) as! [String: Any]
@@ -75,6 +96,9 @@ func runJSONBenchmarks() throws {
     return try encoder.encode(DonateReply(id: decoded.id, result: .init(count: 3))).count
   }
   print("json.tipsjson_parse_and_reply_us: \(String(format: "%.3f", tips))")
+  print("json.tipsjson_full_parse_and_reply_us: \(String(format: "%.3f", full))")
+  print("json.tipsd_donate_decode_and_reply_us: \(String(format: "%.3f", donate))")
+  print("json.plain_request_scan_us: \(String(format: "%.3f", scan))")
   print("json.foundation_serialization_parse_and_reply_us: \(String(format: "%.3f", serialization))")
   print("json.foundation_codable_parse_and_reply_us: \(String(format: "%.3f", codable))")
   print("json.speedup_vs_serialization: \(String(format: "%.1f", serialization / tips))")

@@ -7,7 +7,7 @@ import TipsTransport
 // processes; the load comes from this process on one connection.
 
 /// A spawned server process and its socket.
-private final class ServerProcess {
+final class ServerProcess {
   let process = Process()
   let socketPath: String
   let directory: String
@@ -87,7 +87,7 @@ private let initializeRequest = Array(
   #"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1.0","clientInfo":{"name":"bench"}}}"#
     .utf8) + [10]
 
-/// Requests per second with up to `window` requests in flight.
+/// Requests per second with up to `window` requests in flight, sent `batch` at a time.
 private func pipelined(_ path: String, requests: Int, window: Int = 512, batch: Int = 64) throws -> Double {
   let connection = try LineConnection(path: path)
   connection.send(initializeRequest)
@@ -98,7 +98,7 @@ private func pipelined(_ path: String, requests: Int, window: Int = 512, batch: 
   while received < requests {
     while sent < requests && sent - received < window {
       var chunk: [UInt8] = []
-      for _ in 0..<min(batch, requests - sent) {
+      for _ in 0..<min(batch, requests - sent, window - (sent - received)) {
         chunk += donateRequest(sent + 1)
         sent += 1
       }
@@ -107,6 +107,15 @@ private func pipelined(_ path: String, requests: Int, window: Int = 512, batch: 
     received += connection.readLines(atLeast: 1)
   }
   return Double(requests) / (monotonic() - start)
+}
+
+/// `tipsd-bench load SOCKET [REQUESTS] [WINDOW]`: pipelined donations against a running daemon, for profiling it
+/// (`perf record -p PID`) under the bench's own load; prints the rate.
+func runLoad(_ arguments: [String]) throws {
+  guard let path = arguments.first else { throw BenchError("usage: tipsd-bench load SOCKET [REQUESTS] [WINDOW]") }
+  let requests = arguments.count > 1 ? Int(arguments[1]) ?? 1_000_000 : 1_000_000
+  let window = arguments.count > 2 ? Int(arguments[2]) ?? 64 : 64
+  print("load.donate_per_sec: \(format(try pipelined(path, requests: requests, window: window), 0))")
 }
 
 private func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
@@ -177,7 +186,7 @@ private func pipelinedWebSocket(port: Int, token: String, requests: Int, window:
   while received < requests {
     while sent < requests && sent - received < window {
       var chunk: [UInt8] = []
-      for _ in 0..<min(batch, requests - sent) {
+      for _ in 0..<min(batch, requests - sent, window - (sent - received)) {
         chunk += WebSocketLoad.frame(donateText(sent + 1))
         sent += 1
       }
@@ -219,8 +228,8 @@ func runServeBenchmarks() throws {
   defer { try? FileManager.default.removeItem(atPath: directory) }
   let catalog = ProcessInfo.processInfo.environment["TIPSD_CATALOG"] ?? "catalog/demo.json"
 
-  // Both servers run at once and are measured in alternating rounds, so drift in the machine's state (other
-  // load, CPU frequency) affects both alike.
+  // The servers run at once and are measured in alternating rounds, so drift in the machine's state (other load,
+  // CPU frequency) affects them alike.
   let base = try ServerProcess(
     executable: baseline, arguments: ["\(directory)/base.sock"], directory: directory,
     socketPath: "\(directory)/base.sock")
@@ -234,36 +243,60 @@ func runServeBenchmarks() throws {
     ],
     directory: directory, socketPath: "\(directory)/tipsd.sock")
   defer { server.stop() }
+  // Redis, the peer doing the same durable work (RedisPeer.swift), when installed.
+  var redis: RedisPeer?
+  if let executable = RedisPeer.executable() {
+    let redisDirectory = "\(directory)/redis"
+    try FileManager.default.createDirectory(atPath: redisDirectory, withIntermediateDirectories: true)
+    redis = try RedisPeer(executable: executable, directory: redisDirectory)
+  }
+  defer { redis?.stop() }
   usleep(200_000)
   let token = try String(contentsOfFile: "\(directory)/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
   let idleKiB = server.residentKiB
   _ = try pipelined(base.socketPath, requests: 20_000)  // warm-up
   _ = try pipelined(server.socketPath, requests: 20_000)
   _ = try pipelinedWebSocket(port: port, token: token, requests: 20_000)
+  if let redis { _ = try pipelinedRedis(redis.socketPath, requests: 20_000, window: 64) }
   var baseRates: [Double] = []
   var rates: [Double] = []
   var webRates: [Double] = []
+  var baseRates64: [Double] = []
+  var rates64: [Double] = []
+  var redisRates64: [Double] = []
   var baseSamples: [Double] = []
   var samples: [Double] = []
   var webSamples: [Double] = []
+  var baseSamplesUnpinned: [Double] = []
+  var samplesUnpinned: [Double] = []
+  // Redis is left unpinned: it is measured only on both cores.
   let processes = [getpid(), base.process.processIdentifier, server.process.processIdentifier]
+  let allCPUs = "0-\(max(0, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1))"
   for _ in 0..<5 {
     // Throughput on both cores; latency with client and server on one core, where a round trip is a context
-    // switch rather than a cross-CPU wake-up of a halted virtual CPU (which varies from 5 to 100 µs here).
-    pin(processes, to: "0-\(max(0, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1))")
+    // switch rather than a cross-CPU wake-up of a halted virtual CPU (which varies from 5 to 100 µs here), and
+    // again unpinned (what a client sees by default).
+    pin(processes, to: allCPUs)
     baseRates.append(try pipelined(base.socketPath, requests: 100_000))
     rates.append(try pipelined(server.socketPath, requests: 40_000))
     webRates.append(try pipelinedWebSocket(port: port, token: token, requests: 40_000))
+    baseRates64.append(try pipelined(base.socketPath, requests: 100_000, window: 64))
+    rates64.append(try pipelined(server.socketPath, requests: 40_000, window: 64))
+    if let redis { redisRates64.append(try pipelinedRedis(redis.socketPath, requests: 40_000, window: 64)) }
+    baseSamplesUnpinned += try oneAtATime(base.socketPath, requests: 1_000)
+    samplesUnpinned += try oneAtATime(server.socketPath, requests: 1_000)
     pin(processes, to: "0")
     baseSamples += try oneAtATime(base.socketPath, requests: 1_000)
     samples += try oneAtATime(server.socketPath, requests: 1_000)
     webSamples += try oneAtATimeWebSocket(port: port, token: token, requests: 1_000)
   }
-  pin(processes, to: "0-\(max(0, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1))")
+  pin(processes, to: allCPUs)
   let baseThroughput = median(baseRates)
   let throughput = median(rates)
   let baseLatency = (median: median(baseSamples), p99: percentile(baseSamples, 0.99))
   let latency = (median: median(samples), p99: percentile(samples, 0.99))
+  let baseLatencyUnpinned = median(baseSamplesUnpinned)
+  let latencyUnpinned = median(samplesUnpinned)
 
   // Idle connections: each initialized, then left alone.
   let before = server.residentKiB
@@ -287,8 +320,26 @@ func runServeBenchmarks() throws {
   print("serve.baseline_one_at_a_time_p99_us: \(format(baseLatency.p99))")
   print("serve.tipsd_one_at_a_time_p99_us: \(format(latency.p99))")
   print("serve.latency_ratio: \(format(latency.median / baseLatency.median, 3))")
-  print("serve.latency_ratio_target: 2.0")
+  print("serve.latency_ratio_target: 1.5")
   print("serve.latency_pinned_to_one_cpu: 1")
+  print("serve.baseline_one_at_a_time_unpinned_median_us: \(format(baseLatencyUnpinned))")
+  print("serve.tipsd_one_at_a_time_unpinned_median_us: \(format(latencyUnpinned))")
+  print("serve.latency_ratio_unpinned: \(format(latencyUnpinned / baseLatencyUnpinned, 3))")
+  print("serve.latency_ratio_unpinned_target: 1.5")
+  let baseThroughput64 = median(baseRates64)
+  let throughput64 = median(rates64)
+  print("serve.baseline_pipelined_w64_req_per_sec: \(format(baseThroughput64, 0))")
+  print("serve.tipsd_pipelined_w64_donate_per_sec: \(format(throughput64, 0))")
+  print("serve.pipelined_ratio_w64: \(format(throughput64 / baseThroughput64, 3))")
+  print("serve.pipelined_ratio_w64_target: 0.5")
+  if redis != nil {
+    let redisThroughput = median(redisRates64)
+    print("serve.redis_eval_per_sec: \(format(redisThroughput, 0))")
+    print("serve.redis_ratio: \(format(throughput64 / redisThroughput, 3))")
+    print("serve.redis_ratio_target: 2.0")
+  } else {
+    print("serve.redis_skipped: redis-server not installed (make bench-deps installs it)")
+  }
   let webThroughput = median(webRates)
   let webLatency = median(webSamples)
   print("serve.websocket_pipelined_donate_per_sec: \(format(webThroughput, 0))")

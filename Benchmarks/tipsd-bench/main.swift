@@ -1,5 +1,8 @@
 // tipsd-bench: `make bench` runs every suite; `tipsd-bench engine store` runs a selection.
-// Each figure and ratio is printed on its own line as `name: value`.
+// Each figure and ratio is printed on its own line as `name: value`. `tipsd-bench load SOCKET [REQUESTS] [WINDOW]`
+// drives a running daemon with the bench's pipelined donations (for profiling).
+
+import Foundation
 
 let suites: [(name: String, run: () throws -> Void)] = [
   ("engine", runEngineBenchmarks),
@@ -7,6 +10,11 @@ let suites: [(name: String, run: () throws -> Void)] = [
   ("json", runJSONBenchmarks),
   ("serve", runServeBenchmarks),
 ]
+
+if CommandLine.arguments.dropFirst().first == "load" {
+  try runLoad(Array(CommandLine.arguments.dropFirst(2)))
+  exit(0)
+}
 
 let selected = Set(CommandLine.arguments.dropFirst())
 for suite in suites where selected.isEmpty || selected.contains(suite.name) {

@@ -1,5 +1,6 @@
 // Fuzzes TipsProtocol's message decoder (IncomingPayload.decode) and what the server does next with a message:
-// Params access with the typed accessors, and the error reply, which must always be valid JSON.
+// Params access with the typed accessors, and the error reply, which must always be valid JSON; and that the plain
+// request fast path (PlainRequest) reads exactly what the full parser does.
 import TipsJSON
 import TipsProtocol
 
@@ -36,8 +37,19 @@ func exercise(_ message: IncomingMessage) {
   }
 }
 
+/// The plain-shape fast path reads exactly what the full parser does (params compared in member order).
+func checkFastPath(_ buffer: UnsafeRawBufferPointer) {
+  guard let fast = PlainRequest.scan(buffer) else { return }
+  let full = IncomingPayload.decodeParsingFully(buffer)
+  fuzzCheck(full == .single(fast), "the plain path disagrees with the parser")
+  if case .single(.request(_, _, let a?)) = full, case .request(_, _, let b?) = fast {
+    fuzzCheck(a.jsonString == b.jsonString, "the plain path reordered params")
+  }
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+  checkFastPath(UnsafeRawBufferPointer(start: data, count: size))
   switch IncomingPayload.decode(UnsafeRawBufferPointer(start: data, count: size)) {
   case .single(let message): exercise(message)
   case .batch(let messages):

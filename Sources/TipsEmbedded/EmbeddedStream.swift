@@ -27,6 +27,8 @@ public final class EmbeddedStream: ByteStream {
   public private(set) var closeReason: CloseReason?
   /// Whether the server is reading (it stops under input back-pressure).
   public private(set) var isReading = false
+  /// How many times the server wrote (a turn's replies to a byte stream go out in one write).
+  public private(set) var writeCount = 0
 
   private unowned let loop: EmbeddedEventLoop
   /// Written by the server, in the peer's buffer.
@@ -58,6 +60,7 @@ public final class EmbeddedStream: ByteStream {
   @discardableResult
   public func write(_ bytes: [UInt8]) -> Bool {
     guard !isClosed else { return false }
+    writeCount += 1
     pending += bytes
     moveIntoWindow()
     return true

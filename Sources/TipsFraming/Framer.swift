@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Splits a connection's byte stream into messages.
 ///
 /// The framing is detected from the first non-whitespace byte: `{` or `[`
@@ -187,8 +191,10 @@ public struct Framer: Sendable {
   private mutating func findNewline() -> Int? {
     let start = scanIndex
     let found: Int? = buffer.withUnsafeBufferPointer { bytes in
-      for i in start..<bytes.count where bytes[i] == 0x0A { return i }
-      return nil
+      guard start < bytes.count, let base = bytes.baseAddress,
+        let hit = memchr(base + start, 0x0A, bytes.count - start)
+      else { return nil }
+      return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
     }
     if found == nil { scanIndex = buffer.count }
     return found
@@ -307,6 +313,19 @@ public struct Framer: Sendable {
       framed.reserveCapacity(framed.count + payload.count)
       framed.append(contentsOf: payload)
       return framed
+    }
+  }
+
+  /// Appends an outgoing payload, framed as ``encode(_:as:)`` frames it, to `buffer` (several messages gathered
+  /// into one write).
+  public static func append(_ payload: [UInt8], as framing: Framing, to buffer: inout [UInt8]) {
+    switch framing {
+    case .newline:
+      buffer.append(contentsOf: payload)
+      buffer.append(0x0A)
+    case .contentLength:
+      buffer.append(contentsOf: "Content-Length: \(payload.count)\r\n\r\n".utf8)
+      buffer.append(contentsOf: payload)
     }
   }
 

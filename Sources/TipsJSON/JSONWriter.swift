@@ -137,10 +137,30 @@ public struct JSONWriter: Sendable {
     needsComma = false
   }
 
+  /// Writes `{` and then `literal` as it is: complete members, then a key and its colon
+  /// (`"jsonrpc":"2.0","id":`); the next write is that key's value. The bytes are not validated.
+  public mutating func beginObject(literalMembersThenKey literal: StaticString) {
+    beforeValue()
+    bytes.append(UInt8(ascii: "{"))
+    appendLiteral(literal)
+    needsComma = false
+  }
+
   /// Writes an object key and its colon; the next write is its value.
   public mutating func key(_ key: String) {
     if needsComma { bytes.append(UInt8(ascii: ",")) }
     appendQuoted(key)
+    bytes.append(UInt8(ascii: ":"))
+    needsComma = false
+  }
+
+  /// Writes an object key given as a literal that needs no escaping (printable ASCII without `"` or `\`), without
+  /// checking each byte as ``key(_:)`` does.
+  public mutating func key(literal: StaticString) {
+    if needsComma { bytes.append(UInt8(ascii: ",")) }
+    bytes.append(UInt8(ascii: "\""))
+    appendLiteral(literal)
+    bytes.append(UInt8(ascii: "\""))
     bytes.append(UInt8(ascii: ":"))
     needsComma = false
   }
@@ -171,6 +191,12 @@ public struct JSONWriter: Sendable {
   }
 
   // MARK: Primitive appenders (no comma handling)
+
+  /// Appends the bytes of a literal.
+  @inline(__always)
+  private mutating func appendLiteral(_ literal: StaticString) {
+    bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+  }
 
   /// Appends a quoted, escaped string.
   mutating func appendQuoted(_ value: String) {

@@ -12,8 +12,22 @@ public enum IncomingPayload: Sendable, Equatable {
 
   /// Parses and classifies a message. Invalid JSON yields
   /// `.single(.invalid(id: nil, error: .parseError(…)))` whose `data` holds
-  /// the byte `offset`.
+  /// the byte `offset`. A request of the plain shape (``PlainRequest``) is read straight from the bytes; anything
+  /// else is parsed in full (``decodeParsingFully(_:)``), with the same outcome either way.
   public static func decode(_ buffer: UnsafeRawBufferPointer) -> IncomingPayload {
+    if let message = PlainRequest.scan(buffer) { return .single(message) }
+    return decodeParsingFully(buffer)
+  }
+
+  /// Parses and classifies a message.
+  public static func decode(_ bytes: some Collection<UInt8>) -> IncomingPayload {
+    let plain = bytes.withContiguousStorageIfAvailable { PlainRequest.scan(UnsafeRawBufferPointer($0)) }
+    if let message = plain ?? nil { return .single(message) }
+    return decodeParsingFully(bytes)
+  }
+
+  /// Parses the whole message into a `JSONValue`, then classifies it (the path for everything but the plain shape).
+  public static func decodeParsingFully(_ buffer: UnsafeRawBufferPointer) -> IncomingPayload {
     do throws(JSONParseError) {
       return decode(try JSONParser.parse(buffer))
     } catch {
@@ -21,8 +35,8 @@ public enum IncomingPayload: Sendable, Equatable {
     }
   }
 
-  /// Parses and classifies a message.
-  public static func decode(_ bytes: some Collection<UInt8>) -> IncomingPayload {
+  /// Parses the whole message into a `JSONValue`, then classifies it.
+  public static func decodeParsingFully(_ bytes: some Collection<UInt8>) -> IncomingPayload {
     do throws(JSONParseError) {
       return decode(try JSONParser.parse(bytes))
     } catch {

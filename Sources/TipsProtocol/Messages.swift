@@ -84,7 +84,7 @@ public enum Messages {
   public static func decode<R: RequestType>(_ type: R.Type, params: JSONValue?) throws(ResponseError) -> R {
     let p = try Params(params, method: R.method, positional: R.positionalParams)
     if !R.acceptsUnknownParams {
-      for key in p.object.keys where !R.params.contains(where: { $0.name == key }) {
+      for (key, _) in p.object where !R.params.contains(where: { $0.name == key }) {
         // A misspelt param would otherwise be silently ignored (`tips/status {"id": …}` answering for every tip).
         throw .unknownParam(method: R.method, name: key, allowed: R.params.map(\.name))
       }

@@ -14,7 +14,7 @@ public enum OutgoingMessage {
     id: RequestID?, writeResult: (inout JSONWriter) throws(E) -> Void
   ) throws(E) -> [UInt8] {
     var writer = header(id: id)
-    writer.key("result")
+    writer.key(literal: "result")
     try writeResult(&writer)
     writer.endObject()
     return writer.bytes
@@ -23,7 +23,7 @@ public enum OutgoingMessage {
   /// An error reply; `id` is `nil` for `"id": null`.
   public static func encodeError(id: RequestID?, error: ResponseError) -> [UInt8] {
     var writer = header(id: id)
-    writer.key("error")
+    writer.key(literal: "error")
     error.write(to: &writer)
     writer.endObject()
     return writer.bytes
@@ -42,10 +42,7 @@ public enum OutgoingMessage {
   /// `{"jsonrpc":"2.0","id":…` with the object left open.
   private static func header(id: RequestID?) -> JSONWriter {
     var writer = JSONWriter()
-    writer.beginObject()
-    writer.key("jsonrpc")
-    writer.writeString("2.0")
-    writer.key("id")
+    writer.beginObject(literalMembersThenKey: #""jsonrpc":"2.0","id":"#)
     id.write(to: &writer)
     return writer
   }

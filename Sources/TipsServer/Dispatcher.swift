@@ -7,6 +7,23 @@ import TipsProtocol
 struct Dispatcher {
   let table: HandlerTable
   let services: Services
+  /// The last method looked up and its handler: a pipelined client sends the same method again and again, and
+  /// comparing a short name costs less than hashing it.
+  private let lastLookup = LastLookup()
+
+  private final class LastLookup {
+    var method = ""
+    var run: HandlerTable.Run?
+  }
+
+  /// The handler of `method`.
+  private func handler(for method: String) -> HandlerTable.Run? {
+    if let run = lastLookup.run, lastLookup.method == method { return run }
+    guard let run = table[method] else { return nil }
+    lastLookup.method = method
+    lastLookup.run = run
+    return run
+  }
 
   /// Decodes one frame and stages its reply, if any.
   func handle(_ bytes: [UInt8], on session: Session) {
@@ -97,7 +114,7 @@ struct Dispatcher {
     default:
       break
     }
-    guard let run = table[method] else { throw .methodNotFound(method) }
+    guard let run = handler(for: method) else { throw .methodNotFound(method) }
     return try run(id, params, RequestContext(session: session, services: services, method: method)).get()
   }
 }

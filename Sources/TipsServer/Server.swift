@@ -38,6 +38,8 @@ public final class Server {
   private var timeDriver: TimeDriver?
   private var housekeeping: (any LoopTimer)?
   private var endOfTurnRequested = false
+  /// The buffer a byte stream's output is gathered in during ``flush(_:committed:)``, kept between flushes.
+  private var outputBuffer: [UInt8] = []
   private(set) var stopping = false
   private var finished = false
   /// Why the daemon stops (set by `exit` over stdio).
@@ -318,6 +320,13 @@ public final class Server {
   }
 
   /// Performs a connection's output actions; returns true when it resumed reading.
+  ///
+  /// On a byte stream the turn's messages are framed into one buffer and handed over in one write (one syscall for
+  /// a pipelined client's whole turn, not one per reply), written before any other action so order is kept. The
+  /// buffer counts as held by the transport for the state machine's high-water decisions, and is handed over as
+  /// soon as the two together would reach the high water: every decision is then the one the state machine would
+  /// make had each message been written on its own (what the kernel takes of an earlier write only lowers what the
+  /// transport holds).
   private func flush(_ session: Session, committed: Bool) -> Bool {
     let path = store.path
     session.outbound.commitFinished(success: committed) { id in
@@ -325,26 +334,57 @@ public final class Server {
     }
     var resumed = false
     let stream = session.stream
-    while let action = session.outbound.nextAction(transportPending: stream.pendingWriteBytes) {
+    let gathers = !stream.deliversMessages
+    let framing = session.framing
+    let highWater = session.outbound.highWater
+    var gathered = outputBuffer
+    outputBuffer = []
+    func handOver() {
+      guard !gathered.isEmpty else { return }
+      stream.write(gathered)
+      gathered.removeAll(keepingCapacity: true)
+    }
+    // What the transport holds: read again after each hand-over or other action, not for each message.
+    var transportPending = stream.pendingWriteBytes
+    while true {
+      if !gathered.isEmpty && transportPending + gathered.count >= highWater {
+        handOver()
+        transportPending = stream.pendingWriteBytes
+      }
+      guard let action = session.outbound.nextAction(transportPending: transportPending + gathered.count) else { break }
       switch action {
+      case .write(let payload) where gathers:
+        Framer.append(payload, as: framing, to: &gathered)
+        continue
       case .write(let payload):
-        stream.write(session.frame(payload))
+        stream.write(payload)
       case .pauseReading:
+        handOver()
         stream.stopReading()
       case .resumeReading:
+        handOver()
         stream.startReading()
         resumed = true
       case .close:
+        handOver()
         stream.close(after: true, reason: stopping ? stream.daemonStoppingReason : "closed by server")
       case .disconnect(let owed):
+        handOver()
         logger.warning(
           "disconnecting a client that is not reading its replies",
           [("connection", String(session.id)), ("queued_bytes", String(owed))])
         stream.close(after: false, reason: "not reading its replies")
       }
+      transportPending = stream.pendingWriteBytes
     }
+    handOver()
+    // The buffer is kept for the next connection's flush, unless one turn made it large.
+    if gathered.capacity <= Self.keptOutputCapacity { outputBuffer = gathered }
     return resumed
   }
+
+  /// The largest gathering buffer kept between flushes.
+  private static let keptOutputCapacity = 512 << 10
 }
 
 /// A failure that stops `tipsd serve` from starting, with an actionable message.

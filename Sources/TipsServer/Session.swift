@@ -15,6 +15,8 @@ final class Session {
   var outbound: OutboundStateMachine
   /// When the framer last started holding a partial message (loop milliseconds), for the partial-message timeout.
   var partialSince: UInt64?
+  /// Whether the turn lists this connection among those to flush at its end (``Turn/markDirty(_:)``).
+  var isDirty = false
   /// Subscriptions owned by this connection, dropped when it closes.
   var subscriptions: Set<String> = []
   /// Whether the daemon stops when this connection closes (stdio).
@@ -63,11 +65,6 @@ final class Session {
 
   /// Whether part of a message is waiting for the rest (the partial-message timeout).
   var hasPartialMessage: Bool { !stream.deliversMessages && framer.hasPartialMessage }
-
-  /// A payload ready for the stream: framed, unless the stream frames messages itself.
-  func frame(_ payload: [UInt8]) -> [UInt8] {
-    stream.deliversMessages ? payload : Framer.encode(payload, as: framing)
-  }
 
   /// Stops reading and closes once everything owed is written (a framing error, `exit` on a socket, stopping).
   func closeAfterOwed() {

@@ -9,8 +9,9 @@ final class Turn {
   private(set) var pendingWrites: [StateWrite] = []
   /// Writes staged since the daemon started; a request staged durable writes when it grew during the request.
   private(set) var writesStaged = 0
-  /// Connections with output to flush (or paused input to resume) at the end of the turn.
-  private(set) var dirty: [UInt64: Session] = [:]
+  /// Connections with output to flush (or paused input to resume) at the end of the turn, in the order they were
+  /// marked (each once: ``Session/isDirty``).
+  private(set) var dirty: [Session] = []
 
   init(store: Datastore, logger: Logger) {
     self.store = store
@@ -25,17 +26,22 @@ final class Turn {
   }
 
   func markDirty(_ session: Session) {
-    dirty[session.id] = session
+    guard !session.isDirty else { return }
+    session.isDirty = true
+    dirty.append(session)
   }
 
   func forget(_ session: Session) {
-    dirty[session.id] = nil
+    guard session.isDirty else { return }
+    session.isDirty = false
+    dirty.removeAll { $0 === session }
   }
 
   /// Takes the dirty connections (the caller marks again those with work left).
   func takeDirty() -> [Session] {
-    let sessions = Array(dirty.values)
+    let sessions = dirty
     dirty.removeAll(keepingCapacity: true)
+    for session in sessions { session.isDirty = false }
     return sessions
   }
 

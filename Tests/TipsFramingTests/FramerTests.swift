@@ -264,6 +264,14 @@ func bytewise(_ text: String) -> [String] {
     #expect(framer.framing == framing)
   }
 
+  @Test(arguments: [Framing.newline, .contentLength])
+  func appendGathersWhatEncodeFrames(framing: Framing) {
+    let payloads = ["{\"a\":1}", "[1,2,3]", "{\"é\":\"x\\ny\"}"].map { Array($0.utf8) }
+    var gathered: [UInt8] = []
+    for payload in payloads { Framer.append(payload, as: framing, to: &gathered) }
+    #expect(gathered == payloads.flatMap { Framer.encode($0, as: framing) })
+  }
+
   @Test func errorDescriptions() {
     #expect(FramingError.unrecognizedFraming(firstByte: 0x78).description.contains("0x78"))
     #expect(FramingError.messageTooLarge(limit: 10, size: 20).description == "message of 20 bytes exceeds the limit of 10 bytes")

@@ -71,6 +71,13 @@ extension Hardening {
 
     @Test func jsonrpcSeedsDecodeAndErrorRepliesAreJSON() {
       for (name, data) in FuzzOracle.inputs("jsonrpc") {
+        if let fast = data.withUnsafeBytes({ PlainRequest.scan($0) }) {
+          let full = IncomingPayload.decodeParsingFully(data)
+          #expect(full == .single(fast), "\(name): the plain path disagrees with the parser")
+          if case .single(.request(_, _, let a?)) = full, case .request(_, _, let b?) = fast {
+            #expect(a.jsonString == b.jsonString, "\(name): the plain path reordered params")
+          }
+        }
         let messages: [IncomingMessage]
         switch IncomingPayload.decode(data) {
         case .single(let message): messages = [message]

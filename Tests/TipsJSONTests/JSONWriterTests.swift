@@ -41,6 +41,28 @@ func written(_ body: (inout JSONWriter) -> Void) -> String {
     }
   }
 
+  /// The literal forms write what the checked ones do, commas included.
+  @Test func literalKeysAndPrefixes() {
+    let checked = written {
+      $0.beginObject()
+      $0.key("jsonrpc"); $0.writeString("2.0")
+      $0.key("id"); $0.writeInt(7)
+      $0.key("result"); $0.beginObject(); $0.key("count"); $0.writeInt(1); $0.endObject()
+      $0.endObject()
+    }
+    let literal = written {
+      $0.beginObject(literalMembersThenKey: #""jsonrpc":"2.0","id":"#)
+      $0.writeInt(7)
+      $0.key(literal: "result"); $0.beginObject(); $0.key(literal: "count"); $0.writeInt(1); $0.endObject()
+      $0.endObject()
+    }
+    #expect(literal == checked)
+    #expect(checked == #"{"jsonrpc":"2.0","id":7,"result":{"count":1}}"#)
+    // After another value the literal forms put the comma in.
+    #expect(written { $0.beginArray(); $0.writeInt(1); $0.beginObject(literalMembersThenKey: #""a":"#); $0.writeNull(); $0.endObject(); $0.endArray() }
+      == #"[1,{"a":null}]"#)
+  }
+
   @Test func everyEscape() {
     #expect(written { $0.writeString("\" \\ / \n \r \t \u{8} \u{C}") } == #""\" \\ / \n \r \t \b \f""#)
     #expect(written { $0.writeString("\u{0}\u{1}\u{1F}\u{7F}") } == "\"\\u0000\\u0001\\u001f\u{7F}\"")

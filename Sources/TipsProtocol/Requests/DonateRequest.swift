@@ -32,7 +32,7 @@ public struct DonateRequest: RequestType, Hashable {
     public static let shape = ResultShape.object(ObjectShape(["count", "lifetime"]), schema: nil)
     public func write(to writer: inout JSONWriter) {
       writer.beginObject()
-      writer.key("count")
+      writer.key(literal: "count")
       writer.writeInt(count)
       writer.key("lifetime")
       writer.writeInt(lifetime)

@@ -129,6 +129,47 @@ import Testing
     #expect(greedy.stream.isReading)
   }
 
+  /// A pipelined client's replies of one turn are handed to its stream in one write, in order and framed as the
+  /// client frames its requests.
+  @Test(arguments: [Framing.newline, .contentLength])
+  func oneTurnsRepliesLeaveInOneWrite(framing: Framing) throws {
+    let fixture = try TestServer()
+    let client = try fixture.connect(framing: framing)
+    let writesBefore = client.stream.writeCount
+    var burst: [UInt8] = []
+    for id in 0..<50 {
+      let request = #"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"burst"}}"#
+      burst += Framer.encode(Array(request.utf8), as: framing)
+    }
+    client.write(burst)
+    try client.flush()
+    #expect(client.stream.writeCount == writesBefore + 1)
+    let replies = client.takeAll()
+    #expect(replies.map { $0["id"] } == (0..<50).map { JSONValue.int(Int64($0)) })
+    #expect(replies.map { $0["result"]?["count"] } == (1...50).map { JSONValue.int(Int64($0)) })
+  }
+
+  /// Output gathered for one write still respects the high water: no more than the high water and one message is
+  /// handed to a client that does not read, the rest waits, and every reply arrives in order once it reads.
+  @Test func gatheredOutputRespectsTheHighWater() throws {
+    let fixture = try TestServer { $0.outgoingHighWater = 8 << 10 }
+    let client = try fixture.connect(window: 1 << 10)
+    var burst: [UInt8] = []
+    for id in 0..<400 { burst += Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"hw"}}"#.utf8) + [10] }
+    client.write(burst)
+    fixture.loop.run()
+    #expect(client.stream.pendingWriteBytes > 0)
+    #expect(client.stream.pendingWriteBytes < (8 << 10) + 256)
+    var ids: [JSONValue] = []
+    var rounds = 0
+    while ids.count < 400 && rounds < 10_000 {
+      try client.flush()
+      ids += client.takeAll().compactMap { $0["id"] }
+      rounds += 1
+    }
+    #expect(ids == (0..<400).map { JSONValue.int(Int64($0)) })
+  }
+
   /// A subscriber that never reads is disconnected once its queue passes --queue-limit; the others keep going.
   @Test func aSubscriberThatNeverReadsIsDisconnectedAtTheQueueLimit() throws {
     let fixture = try TestServer {

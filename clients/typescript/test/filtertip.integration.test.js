@@ -232,5 +232,6 @@ test("a wrong token is refused before the upgrade, and the client says so withou
     connectWebSocket(url, { token: wrong, strict: true, logger, reconnect: false }),
     (error) => !String(error.message).includes(wrong) && !String(error.message).includes(token));
   assert.ok(warnings.every((w) => !w.includes(wrong) && !w.includes(token)));
+  // The daemon's log is read asynchronously: wait for the line rather than expect it already read.
   await daemon.waitForLog(/refused a WebSocket upgrade.*status=401/);
 });
