@@ -16,6 +16,7 @@ extension Datastore {
         if histories == nil { histories = try readHistories(connection) }
         try connection.prepare(SQL.begin).run()
         for write in writes { try self.write(write, connection) }
+        try flushChunks(connection)
         try recordDropped(connection)
         try connection.prepare(SQL.commit).run()
       } catch {
@@ -23,6 +24,8 @@ extension Datastore {
         // The in-memory histories may hold row ids of the rolled-back batch: rebuild them from the file.
         self.histories = nil
         self.droppedInBatch = [:]
+        self.pendingChunks = [:]
+        self.pendingOrder = []
         throw error
       }
     }
@@ -31,18 +34,14 @@ extension Datastore {
   private func write(_ write: StateWrite, _ connection: SQLiteConnection) throws(SQLiteError) {
     switch write {
     case .donation(let eventID, let donation, let keepNewest):
-      let history = try self.history(eventID, connection)
-      let insert = try connection.prepare(SQL.insertDonation)
-      insert.bind(1, history.rowID)
-      insert.bind(2, donation.at)
-      if let info = donation.info {
-        insert.bindText(3, JSONValue.object(info).serialized())
-      } else {
-        insert.bindNull(3)
+      // Packed with the batch's other donations of the event, written by flushChunks.
+      if pendingChunks[eventID] == nil {
+        pendingChunks[eventID] = PendingChunk()
+        pendingOrder.append(eventID)
       }
-      try insert.run()
-      history.append(connection.lastInsertRowID)
-      try trim(history, to: keepNewest, connection)
+      DonationChunk.append(donation, to: &pendingChunks[eventID]!.bytes)
+      pendingChunks[eventID]!.count += 1
+      pendingChunks[eventID]!.keep = keepNewest
 
     case .parameter(let id, let value):
       let upsert = try connection.prepare(SQL.upsertParameter)
@@ -91,6 +90,7 @@ extension Datastore {
       try upsert.run()
 
     case .donationLimit(let eventID, let limit):
+      try flushChunks(connection)
       let upsert = try connection.prepare(SQL.upsertLimit)
       upsert.bind(1, eventID)
       upsert.bind(2, limit)
@@ -118,6 +118,9 @@ extension Datastore {
       try upsert.run()
 
     case .reset:
+      // Donations staged before the reset would be deleted with everything else.
+      pendingChunks = [:]
+      pendingOrder = []
       for table in Schema.dataTables {
         try connection.prepare("DELETE FROM \(table)").run()
       }
@@ -126,13 +129,33 @@ extension Datastore {
     }
   }
 
-  /// Adds the donations trimmed in this batch to their events' `dropped` counts: one update per event per commit.
+  /// Writes the batch's pending donations: one chunk per event, then bounds each event's history.
+  private func flushChunks(_ connection: SQLiteConnection) throws(SQLiteError) {
+    guard !pendingOrder.isEmpty else { return }
+    let insert = try connection.prepare(SQL.insertChunk)
+    for eventID in pendingOrder {
+      guard let chunk = pendingChunks[eventID] else { continue }
+      let history = try self.history(eventID, connection)
+      insert.bind(1, history.rowID)
+      insert.bind(2, chunk.count)
+      insert.bindBlob(3, chunk.bytes)
+      try insert.run()
+      history.append(chunk: connection.lastInsertRowID, count: chunk.count)
+      try trim(history, to: chunk.keep, connection)
+    }
+    pendingChunks.removeAll(keepingCapacity: true)
+    pendingOrder.removeAll(keepingCapacity: true)
+  }
+
+  /// Adds the donations dropped in this batch to their events' `dropped` counts and records their `skip`: one
+  /// update per trimmed event per commit.
   private func recordDropped(_ connection: SQLiteConnection) throws(SQLiteError) {
     guard !droppedInBatch.isEmpty else { return }
     let update = try connection.prepare(SQL.addDropped)
-    for (rowID, count) in droppedInBatch {
+    for (rowID, trimmed) in droppedInBatch {
       update.bind(1, rowID)
-      update.bind(2, count)
+      update.bind(2, trimmed.dropped)
+      update.bind(3, trimmed.history.skip)
       try update.run()
     }
     droppedInBatch = [:]
@@ -149,21 +172,25 @@ extension Datastore {
     return history
   }
 
-  /// Deletes an event's oldest donations beyond `limit`, by primary key (nothing to do unless over the limit).
+  /// Drops an event's oldest donations beyond `limit`: they are skipped, and the oldest chunks are deleted, by
+  /// primary key, once every donation in them is skipped.
   private func trim(_ history: EventHistory, to limit: Int, _ connection: SQLiteConnection) throws(SQLiteError) {
-    let excess = history.count - max(limit, 0)
+    let excess = history.visible - max(limit, 0)
     guard excess > 0 else { return }
-    let delete = try connection.prepare(SQL.deleteDonation)
-    droppedInBatch[history.rowID, default: 0] += excess
-    for id in history.removeOldest(excess) {
-      delete.bind(1, id)
+    history.skip += excess
+    droppedInBatch[history.rowID, default: Trimmed(history: history)].dropped += excess
+    guard let first = history.oldest, first.count <= history.skip else { return }
+    let delete = try connection.prepare(SQL.deleteChunk)
+    while let oldest = history.oldest, oldest.count <= history.skip {
+      delete.bind(1, oldest.rowID)
       try delete.run()
       guard connection.changes == 1 else {
         // The in-memory history disagrees with the file (it never should): fail the batch, rebuild from the file.
         throw SQLiteError(
-          code: SQLITE_INTERNAL, message: "donation \(id) of event id \(history.rowID) was not found", fromSQLite: false
-        )
+          code: SQLITE_INTERNAL, message: "donation chunk \(oldest.rowID) of event id \(history.rowID) was not found",
+          fromSQLite: false)
       }
+      history.removeOldest()
     }
   }
 }

@@ -10,34 +10,44 @@ import TipsJSON
   import Darwin
 #endif
 
-/// One event's stored donations as the store tracks them in memory: the event's row id in `events` and the row
-/// ids of its donations, oldest first (a queue: appended on donation, consumed from the front when bounding).
+/// One event's stored donations as the store tracks them in memory: the event's row id in `events`, its chunks'
+/// row ids and sizes, oldest first (a queue: appended at each commit with donations of the event, consumed from the
+/// front when bounding), and how many donations at the front are already dropped (`events.skip`).
 final class EventHistory {
   let rowID: Int64
-  private var ids: [Int64]
+  /// Dropped donations at the front of the oldest chunk.
+  var skip: Int
+  private var chunks: [(rowID: Int64, count: Int)]
   private var head = 0
+  /// Stored donations (in every chunk, skipped ones included).
+  private(set) var count: Int
+  /// The donations a load returns.
+  var visible: Int { count - skip }
 
-  init(rowID: Int64, ids: [Int64] = []) {
+  init(rowID: Int64, skip: Int = 0, chunks: [(rowID: Int64, count: Int)] = []) {
     self.rowID = rowID
-    self.ids = ids
+    self.skip = skip
+    self.chunks = chunks
+    count = chunks.reduce(0) { $0 + $1.count }
   }
 
-  /// Stored donations.
-  var count: Int { ids.count - head }
-
-  func append(_ id: Int64) {
-    ids.append(id)
+  func append(chunk rowID: Int64, count: Int) {
+    chunks.append((rowID, count))
+    self.count += count
   }
 
-  /// The row ids of the `n` oldest donations, removed from the queue.
-  func removeOldest(_ n: Int) -> ArraySlice<Int64> {
-    let removed = ids[head..<(head + n)]
-    head += n
-    if head >= 1024 && head * 2 >= ids.count {
-      ids.removeFirst(head)
+  /// The oldest chunk.
+  var oldest: (rowID: Int64, count: Int)? { head < chunks.count ? chunks[head] : nil }
+
+  /// Forgets the oldest chunk (deleted), all of whose donations were skipped.
+  func removeOldest() {
+    count -= chunks[head].count
+    skip -= chunks[head].count
+    head += 1
+    if head >= 1024 && head * 2 >= chunks.count {
+      chunks.removeFirst(head)
       head = 0
     }
-    return removed
   }
 }
 
@@ -72,20 +82,22 @@ extension Datastore {
     }
   }
 
-  /// The events table: names and row ids by dense slot.
+  /// The events table by dense slot: names, row ids, donations dropped so far, and those skipped at the front.
   private func readEvents(
     _ connection: SQLiteConnection
-  ) throws(SQLiteError) -> (names: [String], rowIDs: [Int64], dropped: [Int]) {
+  ) throws(SQLiteError) -> (names: [String], rowIDs: [Int64], dropped: [Int], skips: [Int]) {
     var names: [String] = []
     var rowIDs: [Int64] = []
     var dropped: [Int] = []
+    var skips: [Int] = []
     let events = try connection.prepare(SQL.selectEvents)
     while try events.step() {
       rowIDs.append(events.int64(0))
       names.append(events.text(1) ?? "")
       dropped.append(events.int(2))
+      skips.append(events.int(3))
     }
-    return (names, rowIDs, dropped)
+    return (names, rowIDs, dropped, skips)
   }
 
   private func readSnapshot(
@@ -94,33 +106,47 @@ extension Datastore {
     var snapshot = EngineSnapshot()
 
     // Each event gets a dense slot, found from a donation's integer event id without hashing.
-    let (names, rowIDs, dropped) = try readEvents(connection)
+    let (names, rowIDs, dropped, skips) = try readEvents(connection)
     let slots = EventSlots(rowIDs: rowIDs)
     var buckets = [[Donation]](repeating: [], count: names.count)
-    var ids = [[Int64]](repeating: [], count: names.count)
+    var chunks = [[(rowID: Int64, count: Int)]](repeating: [], count: names.count)
 
     var infos = InfoCache()
-    let donations = try connection.prepare(SQL.selectDonations)
-    while try donations.step() {
-      let eventRowID = donations.int64(1)
+    let rows = try connection.prepare(SQL.selectChunks)
+    while try rows.step() {
+      let eventRowID = rows.int64(1)
       guard let slot = slots[eventRowID] else {
-        throw SQLiteError(corrupt: "a donation refers to event id \(eventRowID), which is not in the events table")
+        throw SQLiteError(corrupt: "a donation chunk refers to event id \(eventRowID), which is not in the events table")
       }
-      var info: JSONObject?
-      if let bytes = donations.textBytes(3) {
-        info = try infos.object(bytes, event: names[slot])
+      let before = buckets[slot].count
+      try DonationChunk.forEach(rows.blobBytes(3), event: names[slot]) { (at, json) throws(SQLiteError) in
+        let info = try json.map { (bytes) throws(SQLiteError) in try infos.object(bytes, event: names[slot]) }
+        buckets[slot].append(Donation(at: at, info: info))
       }
-      buckets[slot].append(Donation(at: donations.double(2), info: info))
-      ids[slot].append(donations.int64(0))
+      let count = rows.int(2)
+      guard buckets[slot].count - before == count else {
+        throw SQLiteError(corrupt: "a donation chunk of event \(names[slot]) holds another count than it says")
+      }
+      chunks[slot].append((rows.int64(0), count))
     }
 
     var histories: [String: EventHistory] = [:]
     histories.reserveCapacity(names.count)
     snapshot.donations.reserveCapacity(names.count)
     for slot in names.indices {
-      histories[names[slot]] = EventHistory(rowID: rowIDs[slot], ids: ids[slot])
-      if !buckets[slot].isEmpty { snapshot.donations[names[slot]] = buckets[slot] }
-      if dropped[slot] > 0 { snapshot.lifetimeCounts[names[slot]] = buckets[slot].count + dropped[slot] }
+      let history = EventHistory(rowID: rowIDs[slot], skip: skips[slot], chunks: chunks[slot])
+      histories[names[slot]] = history
+      let stored = buckets[slot].count
+      guard history.skip >= 0, history.skip <= stored, dropped[slot] >= history.skip else {
+        throw SQLiteError(corrupt: "event \(names[slot]) skips \(history.skip) of its \(stored) stored donations")
+      }
+      // A chunk straddling the bound stays until all of it is dropped: its dropped donations are skipped.
+      let visible = stored - history.skip
+      if visible > 0 {
+        snapshot.donations[names[slot]] = history.skip == 0 ? buckets[slot] : Array(buckets[slot].suffix(visible))
+      }
+      let lifetime = visible + dropped[slot]
+      if lifetime > visible { snapshot.lifetimeCounts[names[slot]] = lifetime }
     }
 
     let parameters = try connection.prepare(SQL.selectParameters)
@@ -184,23 +210,23 @@ extension Datastore {
     return (snapshot, histories)
   }
 
-  /// Rebuilds ``histories`` without loading the donations (writes before any load): one scan of row ids.
+  /// Rebuilds ``histories`` without loading the donations (writes before any load): one scan of chunk ids and sizes.
   func readHistories(_ connection: SQLiteConnection) throws(SQLiteError) -> [String: EventHistory] {
-    let (names, rowIDs, _) = try readEvents(connection)
+    let (names, rowIDs, _, skips) = try readEvents(connection)
     let slots = EventSlots(rowIDs: rowIDs)
-    var ids = [[Int64]](repeating: [], count: names.count)
-    let donations = try connection.prepare(SQL.selectDonationIDs)
-    while try donations.step() {
-      let eventRowID = donations.int64(1)
+    var chunks = [[(rowID: Int64, count: Int)]](repeating: [], count: names.count)
+    let rows = try connection.prepare(SQL.selectChunkCounts)
+    while try rows.step() {
+      let eventRowID = rows.int64(1)
       guard let slot = slots[eventRowID] else {
-        throw SQLiteError(corrupt: "a donation refers to event id \(eventRowID), which is not in the events table")
+        throw SQLiteError(corrupt: "a donation chunk refers to event id \(eventRowID), which is not in the events table")
       }
-      ids[slot].append(donations.int64(0))
+      chunks[slot].append((rows.int64(0), rows.int(2)))
     }
-    donations.reset()
+    rows.reset()
     var histories: [String: EventHistory] = [:]
     for slot in names.indices {
-      histories[names[slot]] = EventHistory(rowID: rowIDs[slot], ids: ids[slot])
+      histories[names[slot]] = EventHistory(rowID: rowIDs[slot], skip: skips[slot], chunks: chunks[slot])
     }
     return histories
   }

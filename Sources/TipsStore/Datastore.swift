@@ -84,12 +84,16 @@ public final class Datastore {
   /// The SQLite connection while open (internal for tests).
   private(set) var connection: SQLiteConnection?
   private var lock: FileLock?
-  /// Per event name: its row id in `events` and the row ids of its stored donations, oldest first, so that
+  /// Per event name: its row id in `events` and its donation chunks (row id and size), oldest first, so that
   /// bounding the history deletes by primary key without a query. nil until built (by a load or before the first
   /// write), and dropped whenever a transaction fails.
   var histories: [String: EventHistory]?
-  /// Donations trimmed per event row id in the open batch, added to `events.dropped` before it commits.
-  var droppedInBatch: [Int64: Int] = [:]
+  /// Events the open batch trimmed, by row id: the donations dropped, added to `events.dropped` (and their
+  /// `skip` recorded) before it commits.
+  var droppedInBatch: [Int64: Trimmed] = [:]
+  /// The open batch's donations per event, written as one chunk each (see ``DonationChunk``), in first-seen order.
+  var pendingChunks: [String: PendingChunk] = [:]
+  var pendingOrder: [String] = []
   /// The state read at open to validate the file, handed out by the first ``load()`` unless a write came first.
   var preloaded: EngineSnapshot?
 
@@ -248,6 +252,7 @@ public final class Datastore {
     do throws(SQLiteError) {
       for migration in Schema.migrations where migration.version > version {
         try connection.execute(migration.sql)
+        try migration.transform?(connection)
         try connection.execute("UPDATE schema_version SET version = \(migration.version)")
       }
       try connection.execute(SQL.commit)

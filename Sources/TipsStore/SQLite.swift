@@ -216,6 +216,13 @@ final class Statement {
     if let value { bind(index, value) } else { bindNull(index) }
   }
 
+  /// Binds bytes as a blob (SQLite copies them).
+  func bindBlob(_ index: Int32, _ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { buffer in
+      sqlite3_bind_blob(handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), tipsd_sqlite_transient())
+    }
+  }
+
   /// Binds UTF-8 bytes (e.g. serialized JSON) as text (SQLite copies them).
   func bindText(_ index: Int32, _ bytes: [UInt8]) {
     bytes.withUnsafeBytes { bindText(index, $0) }
@@ -258,6 +265,13 @@ final class Statement {
     guard let pointer = sqlite3_column_text(handle, column) else { return nil }
     let count = Int(sqlite3_column_bytes(handle, column))
     return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+  }
+
+  /// The column's blob bytes without copying, valid until the next step/reset (empty for NULL or an empty blob).
+  func blobBytes(_ column: Int32) -> UnsafeRawBufferPointer {
+    let count = Int(sqlite3_column_bytes(handle, column))
+    guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    return UnsafeRawBufferPointer(start: pointer, count: count)
   }
 
   /// The column's text bytes without copying, valid until the next step/reset; nil when the column is NULL.

@@ -1,4 +1,7 @@
 // The datastore's schema and its forward migrations.
+import TipsEngine
+import TipsJSON
+
 //
 // A database is always created by running every migration from version 0, so a fresh datastore and a migrated
 // one go through the same SQL. `schema_version` holds one row with the version; each migration runs in the
@@ -15,11 +18,17 @@
 // 4. lifetime counts: `events.dropped` counts the donations trimmed away (kept + dropped = donations ever; bumped
 //    once per event per commit, not per donation); the install id (meta) and per-tip variant assignments.
 //    Datastores of earlier versions forgot what they trimmed, so their lifetime counts start at what they keep.
+// 5. donations packed by commit: `donation_chunks` holds the donations of one event written in one commit in one
+//    row (see DonationChunk), so a turn costs one insert per event, and bounding deletes whole chunks;
+//    `events.skip` counts the donations at the front of the oldest chunk that are already dropped (a chunk
+//    straddling the bound), and `events.dropped` now counts those too. The migration packs each event's rows.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
   var version: Int
   var sql: String
+  /// Work SQL cannot express, run after `sql` in the same transaction.
+  var transform: (@Sendable (SQLiteConnection) throws(SQLiteError) -> Void)? = nil
 }
 
 enum Schema {
@@ -83,11 +92,55 @@ enum Schema {
         CREATE TABLE variant_assignments (tip TEXT PRIMARY KEY NOT NULL, variant TEXT NOT NULL) WITHOUT ROWID;
         """
     ),
+    Migration(
+      version: 5,
+      sql: """
+        CREATE TABLE donation_chunks (
+          id INTEGER PRIMARY KEY,
+          event INTEGER NOT NULL,
+          count INTEGER NOT NULL,
+          data BLOB NOT NULL
+        );
+        ALTER TABLE events ADD COLUMN skip INTEGER NOT NULL DEFAULT 0;
+        """,
+      transform: { connection throws(SQLiteError) in try Schema.packDonations(connection) }
+    ),
   ]
+
+  /// Migration 5: each event's donation rows, in order, become one chunk; then the old table goes.
+  static func packDonations(_ connection: SQLiteConnection) throws(SQLiteError) {
+    var order: [Int64] = []
+    var chunks: [Int64: PendingChunk] = [:]
+    let rows = try connection.prepareUncached("SELECT event, at, info FROM donations ORDER BY id")
+    while try rows.step() {
+      let event = rows.int64(0)
+      if chunks[event] == nil {
+        order.append(event)
+        chunks[event] = PendingChunk()
+      }
+      var info: JSONObject?
+      if let bytes = rows.textBytes(2) {
+        guard case .object(let object)? = try? JSONParser.parse(bytes) else {
+          throw SQLiteError(corrupt: "a donation of event id \(event) has associated values that are not a JSON object")
+        }
+        info = object
+      }
+      DonationChunk.append(Donation(at: rows.double(1), info: info), to: &chunks[event]!.bytes)
+      chunks[event]!.count += 1
+    }
+    let insert = try connection.prepareUncached("INSERT INTO donation_chunks (event, count, data) VALUES (?1, ?2, ?3)")
+    for event in order {
+      insert.bind(1, event)
+      insert.bind(2, chunks[event]!.count)
+      insert.bindBlob(3, chunks[event]!.bytes)
+      try insert.run()
+    }
+    try connection.execute("DROP TABLE donations")
+  }
 
   /// Tables every current datastore has, cleared by a reset (schema_version excepted).
   static let dataTables = [
-    "donations", "events", "parameters", "tip_records", "meta", "donation_limits", "variant_assignments",
+    "donation_chunks", "events", "parameters", "tip_records", "meta", "donation_limits", "variant_assignments",
   ]
 }
 
@@ -106,13 +159,13 @@ enum SQL {
   static let commit: StaticString = "COMMIT"
   static let rollback: StaticString = "ROLLBACK"
 
-  static let selectEvents: StaticString = "SELECT id, name, dropped FROM events"
-  static let addDropped: StaticString = "UPDATE events SET dropped = dropped + ?2 WHERE id = ?1"
+  static let selectEvents: StaticString = "SELECT id, name, dropped, skip FROM events"
+  static let addDropped: StaticString = "UPDATE events SET dropped = dropped + ?2, skip = ?3 WHERE id = ?1"
   static let insertEvent: StaticString = "INSERT INTO events (name) VALUES (?1)"
-  static let selectDonations: StaticString = "SELECT id, event, at, info FROM donations ORDER BY id"
-  static let selectDonationIDs: StaticString = "SELECT id, event FROM donations ORDER BY id"
-  static let insertDonation: StaticString = "INSERT INTO donations (event, at, info) VALUES (?1, ?2, ?3)"
-  static let deleteDonation: StaticString = "DELETE FROM donations WHERE id = ?1"
+  static let selectChunks: StaticString = "SELECT id, event, count, data FROM donation_chunks ORDER BY id"
+  static let selectChunkCounts: StaticString = "SELECT id, event, count FROM donation_chunks ORDER BY id"
+  static let insertChunk: StaticString = "INSERT INTO donation_chunks (event, count, data) VALUES (?1, ?2, ?3)"
+  static let deleteChunk: StaticString = "DELETE FROM donation_chunks WHERE id = ?1"
 
   static let selectParameters: StaticString = "SELECT id, value FROM parameters"
   static let upsertParameter: StaticString = """

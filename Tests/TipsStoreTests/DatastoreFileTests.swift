@@ -7,14 +7,14 @@ import TipsJSON
 
 @Suite("Datastore files: corruption, migration, locking, paths")
 struct DatastoreFileTests {
-  @Test("damaged content (unparsable stored JSON) is refused as corruption, and recover moves it aside")
+  @Test("damaged content (a malformed donation chunk) is refused as corruption, and recover moves it aside")
   func damagedContentRefused() throws {
     let directory = TemporaryDirectory()
     defer { directory.remove() }
     let path = directory.file("store.sqlite")
     try Datastore(path: path).commit([.donation(eventID: "e", donation(1, ["k": 1]), keepNewest: 10)])
     let side = try SQLiteConnection(path: path)
-    try side.execute("UPDATE donations SET info = '{\"k\": ' ; PRAGMA wal_checkpoint(TRUNCATE);")
+    try side.execute("UPDATE donation_chunks SET data = X'00' ; PRAGMA wal_checkpoint(TRUNCATE);")
     side.close()
     let before = contents(of: path)
 
@@ -27,6 +27,22 @@ struct DatastoreFileTests {
     let store = try Datastore(path: path, options: DatastoreOptions(recover: true))
     #expect(store.recoveredFrom != nil)
     #expect(try store.load() == EngineSnapshot())
+  }
+
+  @Test("unparsable associated values inside a chunk are refused as corruption, naming the event")
+  func damagedInfoRefused() throws {
+    let directory = TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.file("store.sqlite")
+    try Datastore(path: path).commit([.donation(eventID: "e", donation(1, ["k": 1]), keepNewest: 10)])
+    let side = try SQLiteConnection(path: path)
+    // One donation at 1.0 whose 6 bytes of JSON stop short: `{"k": `.
+    try side.execute(
+      "UPDATE donation_chunks SET data = X'000000000000F03F06' || CAST('{\"k\": ' AS BLOB); PRAGMA wal_checkpoint(TRUNCATE);")
+    side.close()
+    let error = #expect(throws: DatastoreError.self) { try Datastore(path: path) }
+    #expect(error?.isCorruption == true)
+    #expect(error?.message.contains("event e") == true)
   }
 
   @Test("a v1 fixture migrates to the current schema, keeping its data")

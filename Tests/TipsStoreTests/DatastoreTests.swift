@@ -189,6 +189,40 @@ struct DatastoreTests {
     }
   }
 
+  @Test("a batch's donations of one event are one row; bounding skips, then deletes whole chunks")
+  func packedChunks() throws {
+    let directory = TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.file("store.sqlite")
+    func rows(_ store: Datastore) throws -> Int64? {
+      try store.openConnection().scalarInt("SELECT count(*) FROM donation_chunks")
+    }
+    do {
+      let store = try Datastore(path: path)
+      try store.commit((0..<64).map { .donation(eventID: "e", donation(Double($0)), keepNewest: 100) })
+      #expect(try rows(store) == 1)
+      // 64 + 64 = 128 > 100: the first chunk straddles the bound, so 28 of it are skipped and it stays.
+      try store.commit((64..<128).map { .donation(eventID: "e", donation(Double($0)), keepNewest: 100) })
+      #expect(try rows(store) == 2)
+      var snapshot = try store.load()
+      #expect(instants(snapshot, "e") == (28..<128).map(Double.init))
+      #expect(snapshot.lifetimeCounts["e"] == 128)
+      // 64 more: the whole first chunk is past the bound and goes; the second straddles.
+      try store.commit((128..<192).map { .donation(eventID: "e", donation(Double($0)), keepNewest: 100) })
+      #expect(try rows(store) == 2)
+      snapshot = try store.load()
+      #expect(instants(snapshot, "e") == (92..<192).map(Double.init))
+      #expect(snapshot.lifetimeCounts["e"] == 192)
+      store.close()
+    }
+    // Skips survive a reopen, and writes before any load keep counting from them.
+    let store = try Datastore(path: path)
+    try store.commit([.donation(eventID: "e", donation(192), keepNewest: 100)])
+    let snapshot = try store.load()
+    #expect(instants(snapshot, "e") == (93..<193).map(Double.init))
+    #expect(snapshot.lifetimeCounts["e"] == 193)
+  }
+
   @Test("trimming 1000-donation histories deletes exactly the oldest")
   func largeBounding() throws {
     let store = try Datastore(path: ":memory:")
@@ -238,12 +272,12 @@ struct DatastoreTests {
       let store = try Datastore(path: path)
       try store.commit([.donation(eventID: "a", donation(1), keepNewest: 5)])
       let side = try SQLiteConnection(path: path)
-      #expect(throws: SQLiteError.self) { _ = try side.scalarText("SELECT count(*) FROM donations") }
+      #expect(throws: SQLiteError.self) { _ = try side.scalarText("SELECT count(*) FROM donation_chunks") }
       side.close()
       store.close()
     }
     let side = try SQLiteConnection(path: path)
-    #expect(try side.scalarText("SELECT count(*) FROM donations") == "1")
+    #expect(try side.scalarText("SELECT count(*) FROM donation_chunks") == "1")
     side.close()
   }
 
