@@ -17,13 +17,11 @@ extension Datastore {
         try connection.prepare(SQL.begin).run()
         for write in writes { try self.write(write, connection) }
         try flushChunks(connection)
-        try recordDropped(connection)
         try connection.prepare(SQL.commit).run()
       } catch {
         if connection.inTransaction { try? connection.execute(SQL.rollback) }
         // The in-memory histories may hold row ids of the rolled-back batch: rebuild them from the file.
         self.histories = nil
-        self.droppedInBatch = [:]
         self.pendingChunks = [:]
         self.pendingOrder = []
         throw error
@@ -95,8 +93,13 @@ extension Datastore {
       upsert.bind(1, eventID)
       upsert.bind(2, limit)
       try upsert.run()
-      if let history = histories?[eventID] {
-        try trim(history, to: limit, connection)
+      if let history = histories?[eventID], history.bound(to: limit), let newest = history.newest {
+        // No chunk is written now: the event's newest chunk records the new bound.
+        let update = try connection.prepare(SQL.setFirstVisible)
+        update.bind(1, newest.rowID)
+        update.bind(2, history.firstVisible)
+        try update.run()
+        try deleteDeadChunks(history, connection, all: false)
       }
 
     case .variantAssignment(let tipID, let variant):
@@ -125,7 +128,6 @@ extension Datastore {
         try connection.prepare("DELETE FROM \(table)").run()
       }
       histories = [:]
-      droppedInBatch = [:]
     }
   }
 
@@ -136,29 +138,20 @@ extension Datastore {
     for eventID in pendingOrder {
       guard let chunk = pendingChunks[eventID] else { continue }
       let history = try self.history(eventID, connection)
+      let endSeq = history.lifetime + chunk.count
+      history.lifetime = endSeq
+      _ = history.bound(to: chunk.keep)
       insert.bind(1, history.rowID)
       insert.bind(2, chunk.count)
-      insert.bindBlob(3, chunk.bytes)
+      insert.bind(3, endSeq)
+      insert.bind(4, history.firstVisible)
+      insert.bindBlob(5, chunk.bytes)
       try insert.run()
-      history.append(chunk: connection.lastInsertRowID, count: chunk.count)
-      try trim(history, to: chunk.keep, connection)
+      history.append(chunk: connection.lastInsertRowID, count: chunk.count, endSeq: endSeq)
+      try deleteDeadChunks(history, connection, all: false)
     }
     pendingChunks.removeAll(keepingCapacity: true)
     pendingOrder.removeAll(keepingCapacity: true)
-  }
-
-  /// Adds the donations dropped in this batch to their events' `dropped` counts and records their `skip`: one
-  /// update per trimmed event per commit.
-  private func recordDropped(_ connection: SQLiteConnection) throws(SQLiteError) {
-    guard !droppedInBatch.isEmpty else { return }
-    let update = try connection.prepare(SQL.addDropped)
-    for (rowID, trimmed) in droppedInBatch {
-      update.bind(1, rowID)
-      update.bind(2, trimmed.dropped)
-      update.bind(3, trimmed.history.skip)
-      try update.run()
-    }
-    droppedInBatch = [:]
   }
 
   /// The event's history, inserting the event's name on its first donation.
@@ -172,16 +165,14 @@ extension Datastore {
     return history
   }
 
-  /// Drops an event's oldest donations beyond `limit`: they are skipped, and the oldest chunks are deleted, by
-  /// primary key, once every donation in them is skipped.
-  private func trim(_ history: EventHistory, to limit: Int, _ connection: SQLiteConnection) throws(SQLiteError) {
-    let excess = history.visible - max(limit, 0)
-    guard excess > 0 else { return }
-    history.skip += excess
-    droppedInBatch[history.rowID, default: Trimmed(history: history)].dropped += excess
-    guard let first = history.oldest, first.count <= history.skip else { return }
+  /// Deletes the event's chunks wholly past its bound (never the newest, which holds the numbers) once there are
+  /// ``deadChunkBatch`` of them (or any, with `all`): a few deletes every so often instead of one per commit.
+  private func deleteDeadChunks(_ history: EventHistory, _ connection: SQLiteConnection, all: Bool) throws(SQLiteError) {
+    let dead = history.deadChunks
+    guard dead >= (all ? 1 : deadChunkBatch) else { return }
     let delete = try connection.prepare(SQL.deleteChunk)
-    while let oldest = history.oldest, oldest.count <= history.skip {
+    for _ in 0..<dead {
+      guard let oldest = history.oldest else { break }
       delete.bind(1, oldest.rowID)
       try delete.run()
       guard connection.changes == 1 else {

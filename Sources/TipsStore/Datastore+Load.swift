@@ -10,39 +10,53 @@ import TipsJSON
   import Darwin
 #endif
 
-/// One event's stored donations as the store tracks them in memory: the event's row id in `events`, its chunks'
-/// row ids and sizes, oldest first (a queue: appended at each commit with donations of the event, consumed from the
-/// front when bounding), and how many donations at the front are already dropped (`events.skip`).
+/// One event's stored donations as the store tracks them in memory: the event's row id in `events`, its chunks
+/// (row id, size and the lifetime count after it), oldest first — a queue, appended at each commit with donations
+/// of the event and consumed from the front when dead chunks are deleted — the lifetime count, and the number of
+/// the oldest donation still kept (donations are numbered from 1 over the event's life).
 final class EventHistory {
   let rowID: Int64
-  /// Dropped donations at the front of the oldest chunk.
-  var skip: Int
-  private var chunks: [(rowID: Int64, count: Int)]
+  /// Donations ever (the newest chunk's `end_seq`).
+  var lifetime: Int
+  /// The number of the oldest donation still kept; `lifetime + 1` when none is.
+  private(set) var firstVisible: Int
+  private var chunks: [(rowID: Int64, count: Int, endSeq: Int)]
   private var head = 0
-  /// Stored donations (in every chunk, skipped ones included).
-  private(set) var count: Int
-  /// The donations a load returns.
-  var visible: Int { count - skip }
 
-  init(rowID: Int64, skip: Int = 0, chunks: [(rowID: Int64, count: Int)] = []) {
+  init(rowID: Int64, lifetime: Int = 0, firstVisible: Int = 1, chunks: [(rowID: Int64, count: Int, endSeq: Int)] = []) {
     self.rowID = rowID
-    self.skip = skip
+    self.lifetime = lifetime
+    self.firstVisible = firstVisible
     self.chunks = chunks
-    count = chunks.reduce(0) { $0 + $1.count }
   }
 
-  func append(chunk rowID: Int64, count: Int) {
-    chunks.append((rowID, count))
-    self.count += count
+  /// Kept donations.
+  var visible: Int { max(0, lifetime - firstVisible + 1) }
+
+  /// Keeps at most the newest `limit` donations; returns whether that dropped any.
+  func bound(to limit: Int) -> Bool {
+    let first = lifetime - max(limit, 0) + 1
+    guard first > firstVisible else { return false }
+    firstVisible = first
+    return true
   }
 
-  /// The oldest chunk.
-  var oldest: (rowID: Int64, count: Int)? { head < chunks.count ? chunks[head] : nil }
+  func append(chunk rowID: Int64, count: Int, endSeq: Int) {
+    chunks.append((rowID, count, endSeq))
+  }
 
-  /// Forgets the oldest chunk (deleted), all of whose donations were skipped.
+  var oldest: (rowID: Int64, count: Int, endSeq: Int)? { head < chunks.count ? chunks[head] : nil }
+  var newest: (rowID: Int64, count: Int, endSeq: Int)? { head < chunks.count ? chunks[chunks.count - 1] : nil }
+
+  /// Chunks at the front wholly past the bound, the newest excepted (it holds the numbers).
+  var deadChunks: Int {
+    var index = head
+    while index < chunks.count - 1 && chunks[index].endSeq < firstVisible { index += 1 }
+    return index - head
+  }
+
+  /// Forgets the oldest chunk (deleted).
   func removeOldest() {
-    count -= chunks[head].count
-    skip -= chunks[head].count
     head += 1
     if head >= 1024 && head * 2 >= chunks.count {
       chunks.removeFirst(head)
@@ -82,22 +96,16 @@ extension Datastore {
     }
   }
 
-  /// The events table by dense slot: names, row ids, donations dropped so far, and those skipped at the front.
-  private func readEvents(
-    _ connection: SQLiteConnection
-  ) throws(SQLiteError) -> (names: [String], rowIDs: [Int64], dropped: [Int], skips: [Int]) {
+  /// The events table by dense slot: names and row ids.
+  private func readEvents(_ connection: SQLiteConnection) throws(SQLiteError) -> (names: [String], rowIDs: [Int64]) {
     var names: [String] = []
     var rowIDs: [Int64] = []
-    var dropped: [Int] = []
-    var skips: [Int] = []
     let events = try connection.prepare(SQL.selectEvents)
     while try events.step() {
       rowIDs.append(events.int64(0))
       names.append(events.text(1) ?? "")
-      dropped.append(events.int(2))
-      skips.append(events.int(3))
     }
-    return (names, rowIDs, dropped, skips)
+    return (names, rowIDs)
   }
 
   private func readSnapshot(
@@ -106,10 +114,14 @@ extension Datastore {
     var snapshot = EngineSnapshot()
 
     // Each event gets a dense slot, found from a donation's integer event id without hashing.
-    let (names, rowIDs, dropped, skips) = try readEvents(connection)
+    let (names, rowIDs) = try readEvents(connection)
     let slots = EventSlots(rowIDs: rowIDs)
     var buckets = [[Donation]](repeating: [], count: names.count)
-    var chunks = [[(rowID: Int64, count: Int)]](repeating: [], count: names.count)
+    var chunks = [[(rowID: Int64, count: Int, endSeq: Int)]](repeating: [], count: names.count)
+    // Per slot: the number of the first donation decoded, and the newest chunk's numbers.
+    var firstDecoded = [Int](repeating: 1, count: names.count)
+    var lifetimes = [Int](repeating: 0, count: names.count)
+    var firstVisibles = [Int](repeating: 1, count: names.count)
 
     var infos = InfoCache()
     let rows = try connection.prepare(SQL.selectChunks)
@@ -118,34 +130,44 @@ extension Datastore {
       guard let slot = slots[eventRowID] else {
         throw SQLiteError(corrupt: "a donation chunk refers to event id \(eventRowID), which is not in the events table")
       }
+      let count = rows.int(2)
+      let endSeq = rows.int(3)
+      let start = endSeq - count + 1
+      if chunks[slot].isEmpty {
+        firstDecoded[slot] = start
+      } else if start != lifetimes[slot] + 1 {
+        throw SQLiteError(corrupt: "the donation chunks of event \(names[slot]) are not consecutive")
+      }
       let before = buckets[slot].count
-      try DonationChunk.forEach(rows.blobBytes(3), event: names[slot]) { (at, json) throws(SQLiteError) in
+      try DonationChunk.forEach(rows.blobBytes(5), event: names[slot]) { (at, json) throws(SQLiteError) in
         let info = try json.map { (bytes) throws(SQLiteError) in try infos.object(bytes, event: names[slot]) }
         buckets[slot].append(Donation(at: at, info: info))
       }
-      let count = rows.int(2)
-      guard buckets[slot].count - before == count else {
+      guard count > 0, buckets[slot].count - before == count else {
         throw SQLiteError(corrupt: "a donation chunk of event \(names[slot]) holds another count than it says")
       }
-      chunks[slot].append((rows.int64(0), count))
+      chunks[slot].append((rows.int64(0), count, endSeq))
+      lifetimes[slot] = endSeq
+      firstVisibles[slot] = rows.int(4)
     }
 
     var histories: [String: EventHistory] = [:]
     histories.reserveCapacity(names.count)
     snapshot.donations.reserveCapacity(names.count)
     for slot in names.indices {
-      let history = EventHistory(rowID: rowIDs[slot], skip: skips[slot], chunks: chunks[slot])
-      histories[names[slot]] = history
-      let stored = buckets[slot].count
-      guard history.skip >= 0, history.skip <= stored, dropped[slot] >= history.skip else {
-        throw SQLiteError(corrupt: "event \(names[slot]) skips \(history.skip) of its \(stored) stored donations")
+      let lifetime = lifetimes[slot]
+      let firstVisible = firstVisibles[slot]
+      guard firstVisible >= firstDecoded[slot], firstVisible <= lifetime + 1 else {
+        throw SQLiteError(corrupt: "event \(names[slot]) keeps donations from number \(firstVisible), which it does not hold")
       }
-      // A chunk straddling the bound stays until all of it is dropped: its dropped donations are skipped.
-      let visible = stored - history.skip
+      histories[names[slot]] = EventHistory(
+        rowID: rowIDs[slot], lifetime: lifetime, firstVisible: firstVisible, chunks: chunks[slot])
+      // Donations numbered below firstVisible are dropped (the dead chunks not yet deleted, a straddling chunk's).
+      let skip = firstVisible - firstDecoded[slot]
+      let visible = buckets[slot].count - skip
       if visible > 0 {
-        snapshot.donations[names[slot]] = history.skip == 0 ? buckets[slot] : Array(buckets[slot].suffix(visible))
+        snapshot.donations[names[slot]] = skip == 0 ? buckets[slot] : Array(buckets[slot].suffix(visible))
       }
-      let lifetime = visible + dropped[slot]
       if lifetime > visible { snapshot.lifetimeCounts[names[slot]] = lifetime }
     }
 
@@ -212,21 +234,25 @@ extension Datastore {
 
   /// Rebuilds ``histories`` without loading the donations (writes before any load): one scan of chunk ids and sizes.
   func readHistories(_ connection: SQLiteConnection) throws(SQLiteError) -> [String: EventHistory] {
-    let (names, rowIDs, _, skips) = try readEvents(connection)
+    let (names, rowIDs) = try readEvents(connection)
     let slots = EventSlots(rowIDs: rowIDs)
-    var chunks = [[(rowID: Int64, count: Int)]](repeating: [], count: names.count)
+    var chunks = [[(rowID: Int64, count: Int, endSeq: Int)]](repeating: [], count: names.count)
+    var firstVisibles = [Int](repeating: 1, count: names.count)
     let rows = try connection.prepare(SQL.selectChunkCounts)
     while try rows.step() {
       let eventRowID = rows.int64(1)
       guard let slot = slots[eventRowID] else {
         throw SQLiteError(corrupt: "a donation chunk refers to event id \(eventRowID), which is not in the events table")
       }
-      chunks[slot].append((rows.int64(0), rows.int(2)))
+      chunks[slot].append((rows.int64(0), rows.int(2), rows.int(3)))
+      firstVisibles[slot] = rows.int(4)
     }
     rows.reset()
     var histories: [String: EventHistory] = [:]
     for slot in names.indices {
-      histories[names[slot]] = EventHistory(rowID: rowIDs[slot], skip: skips[slot], chunks: chunks[slot])
+      histories[names[slot]] = EventHistory(
+        rowID: rowIDs[slot], lifetime: chunks[slot].last?.endSeq ?? 0, firstVisible: firstVisibles[slot],
+        chunks: chunks[slot])
     }
     return histories
   }

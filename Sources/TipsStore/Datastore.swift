@@ -88,14 +88,17 @@ public final class Datastore {
   /// bounding the history deletes by primary key without a query. nil until built (by a load or before the first
   /// write), and dropped whenever a transaction fails.
   var histories: [String: EventHistory]?
-  /// Events the open batch trimmed, by row id: the donations dropped, added to `events.dropped` (and their
-  /// `skip` recorded) before it commits.
-  var droppedInBatch: [Int64: Trimmed] = [:]
   /// The open batch's donations per event, written as one chunk each (see ``DonationChunk``), in first-seen order.
   var pendingChunks: [String: PendingChunk] = [:]
   var pendingOrder: [String] = []
   /// The state read at open to validate the file, handed out by the first ``load()`` unless a write came first.
   var preloaded: EngineSnapshot?
+
+  /// The page size of new datastore files, in bytes (`TIPSD_PAGE_SIZE` overrides it, for benchmarks).
+  static let pageSize: Int = {
+    if let text = getenv("TIPSD_PAGE_SIZE").map({ String(cString: $0) }), let size = Int(text) { return size }
+    return 1024
+  }()
 
   /// The schema version this build writes.
   public static var currentSchemaVersion: Int { Schema.currentVersion }
@@ -220,6 +223,9 @@ public final class Datastore {
     }
 
     try sqlite("cannot configure") { () throws(SQLiteError) in
+      // A new file gets small pages: a commit appends every page it changed to the WAL, and one request's commit
+      // changes one page. (An existing file keeps its page size; WAL mode cannot change it.)
+      if tables.isEmpty { try connection.execute("PRAGMA page_size = \(Datastore.pageSize)") }
       let mode = try connection.scalarText("PRAGMA journal_mode = WAL")?.lowercased()
       guard mode == "wal" || mode == "memory" else {
         throw SQLiteError(code: SQLITE_ERROR, message: "cannot switch to WAL mode (journal_mode is \(mode ?? "?"))")

@@ -4,11 +4,12 @@ import TipsJSON
 
 /// The donations of one event written in one commit, packed in one row of `donation_chunks` (schema 5).
 ///
-/// A turn's donations of an event cost one row insert instead of one per donation, and bounding the history
-/// deletes whole chunks instead of a row per donation. Donations past the bound in a chunk that also holds newer
-/// ones are dropped by counting them in `events.skip` (a load skips that many at the front of the event's oldest
-/// chunk) until the whole chunk is past the bound and its row is deleted. `events.dropped` counts every dropped
-/// donation, skipped or deleted, so that kept + dropped is the lifetime count.
+/// Each row also carries the event's lifetime count after it (`end_seq`: its donations are numbered
+/// `end_seq - count + 1 ... end_seq`) and the number of the event's oldest donation still kept after that commit
+/// (`first_visible`). A load reads both from the event's newest chunk: donations numbered below `first_visible`
+/// are dropped, and `end_seq` is the lifetime count. So bounding the history writes nothing by itself: a turn
+/// costs one row insert per event. Chunks wholly below the bound are deleted in batches (``deadChunkBatch`` of
+/// them at a time), the newest never (it holds the numbers).
 ///
 /// Encoding, per donation in order: the instant as the IEEE-754 bits of a Double, 8 bytes little-endian; the
 /// length of the associated values' JSON as an unsigned LEB128 varint (0: no associated values); that JSON.
@@ -77,8 +78,5 @@ struct PendingChunk {
   var keep = 0
 }
 
-/// An event whose history a batch trimmed: the donations dropped in the batch, for `events.dropped` and `skip`.
-struct Trimmed {
-  let history: EventHistory
-  var dropped = 0
-}
+/// How many chunks wholly past the bound an event may keep before they are deleted (together, in one commit).
+let deadChunkBatch = 32

@@ -19,9 +19,10 @@ import TipsJSON
 //    once per event per commit, not per donation); the install id (meta) and per-tip variant assignments.
 //    Datastores of earlier versions forgot what they trimmed, so their lifetime counts start at what they keep.
 // 5. donations packed by commit: `donation_chunks` holds the donations of one event written in one commit in one
-//    row (see DonationChunk), so a turn costs one insert per event, and bounding deletes whole chunks;
-//    `events.skip` counts the donations at the front of the oldest chunk that are already dropped (a chunk
-//    straddling the bound), and `events.dropped` now counts those too. The migration packs each event's rows.
+//    row (see DonationChunk) with the event's lifetime count after it (`end_seq`) and the sequence number of its
+//    first donation still kept (`first_visible`), so a turn costs one row insert per event and nothing else;
+//    chunks wholly past the bound are deleted in batches. `events.dropped` is no longer written (the newest
+//    chunk's numbers say it all). The migration packs each event's rows into one chunk.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -99,9 +100,10 @@ enum Schema {
           id INTEGER PRIMARY KEY,
           event INTEGER NOT NULL,
           count INTEGER NOT NULL,
+          end_seq INTEGER NOT NULL,
+          first_visible INTEGER NOT NULL,
           data BLOB NOT NULL
         );
-        ALTER TABLE events ADD COLUMN skip INTEGER NOT NULL DEFAULT 0;
         """,
       transform: { connection throws(SQLiteError) in try Schema.packDonations(connection) }
     ),
@@ -111,6 +113,9 @@ enum Schema {
   static func packDonations(_ connection: SQLiteConnection) throws(SQLiteError) {
     var order: [Int64] = []
     var chunks: [Int64: PendingChunk] = [:]
+    var dropped: [Int64: Int] = [:]
+    let events = try connection.prepareUncached("SELECT id, dropped FROM events")
+    while try events.step() { dropped[events.int64(0)] = events.int(1) }
     let rows = try connection.prepareUncached("SELECT event, at, info FROM donations ORDER BY id")
     while try rows.step() {
       let event = rows.int64(0)
@@ -128,11 +133,16 @@ enum Schema {
       DonationChunk.append(Donation(at: rows.double(1), info: info), to: &chunks[event]!.bytes)
       chunks[event]!.count += 1
     }
-    let insert = try connection.prepareUncached("INSERT INTO donation_chunks (event, count, data) VALUES (?1, ?2, ?3)")
+    let insert = try connection.prepareUncached(
+      "INSERT INTO donation_chunks (event, count, end_seq, first_visible, data) VALUES (?1, ?2, ?3, ?4, ?5)")
     for event in order {
+      let chunk = chunks[event]!
+      let before = dropped[event] ?? 0
       insert.bind(1, event)
-      insert.bind(2, chunks[event]!.count)
-      insert.bindBlob(3, chunks[event]!.bytes)
+      insert.bind(2, chunk.count)
+      insert.bind(3, before + chunk.count)
+      insert.bind(4, before + 1)
+      insert.bindBlob(5, chunk.bytes)
       try insert.run()
     }
     try connection.execute("DROP TABLE donations")
@@ -159,12 +169,15 @@ enum SQL {
   static let commit: StaticString = "COMMIT"
   static let rollback: StaticString = "ROLLBACK"
 
-  static let selectEvents: StaticString = "SELECT id, name, dropped, skip FROM events"
-  static let addDropped: StaticString = "UPDATE events SET dropped = dropped + ?2, skip = ?3 WHERE id = ?1"
+  static let selectEvents: StaticString = "SELECT id, name FROM events"
   static let insertEvent: StaticString = "INSERT INTO events (name) VALUES (?1)"
-  static let selectChunks: StaticString = "SELECT id, event, count, data FROM donation_chunks ORDER BY id"
-  static let selectChunkCounts: StaticString = "SELECT id, event, count FROM donation_chunks ORDER BY id"
-  static let insertChunk: StaticString = "INSERT INTO donation_chunks (event, count, data) VALUES (?1, ?2, ?3)"
+  static let selectChunks: StaticString =
+    "SELECT id, event, count, end_seq, first_visible, data FROM donation_chunks ORDER BY id"
+  static let selectChunkCounts: StaticString =
+    "SELECT id, event, count, end_seq, first_visible FROM donation_chunks ORDER BY id"
+  static let insertChunk: StaticString =
+    "INSERT INTO donation_chunks (event, count, end_seq, first_visible, data) VALUES (?1, ?2, ?3, ?4, ?5)"
+  static let setFirstVisible: StaticString = "UPDATE donation_chunks SET first_visible = ?2 WHERE id = ?1"
   static let deleteChunk: StaticString = "DELETE FROM donation_chunks WHERE id = ?1"
 
   static let selectParameters: StaticString = "SELECT id, value FROM parameters"

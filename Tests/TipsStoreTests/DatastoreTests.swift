@@ -189,7 +189,7 @@ struct DatastoreTests {
     }
   }
 
-  @Test("a batch's donations of one event are one row; bounding skips, then deletes whole chunks")
+  @Test("a batch's donations of one event are one row; bounding writes nothing; dead chunks go in batches")
   func packedChunks() throws {
     let directory = TemporaryDirectory()
     defer { directory.remove() }
@@ -201,26 +201,32 @@ struct DatastoreTests {
       let store = try Datastore(path: path)
       try store.commit((0..<64).map { .donation(eventID: "e", donation(Double($0)), keepNewest: 100) })
       #expect(try rows(store) == 1)
-      // 64 + 64 = 128 > 100: the first chunk straddles the bound, so 28 of it are skipped and it stays.
+      // 128 > 100: the first chunk straddles the bound; its oldest 28 are dropped (numbered below the second
+      // chunk's first_visible), and no row is updated or deleted.
       try store.commit((64..<128).map { .donation(eventID: "e", donation(Double($0)), keepNewest: 100) })
       #expect(try rows(store) == 2)
       var snapshot = try store.load()
       #expect(instants(snapshot, "e") == (28..<128).map(Double.init))
       #expect(snapshot.lifetimeCounts["e"] == 128)
-      // 64 more: the whole first chunk is past the bound and goes; the second straddles.
-      try store.commit((128..<192).map { .donation(eventID: "e", donation(Double($0)), keepNewest: 100) })
-      #expect(try rows(store) == 2)
+      // One donation per commit, 200 times: dead chunks pile up to 32, then go together.
+      for k in 128..<328 {
+        try store.commit([.donation(eventID: "e", donation(Double(k)), keepNewest: 100)])
+        #expect(try rows(store)! <= 100 + 32 + 1)
+      }
       snapshot = try store.load()
-      #expect(instants(snapshot, "e") == (92..<192).map(Double.init))
-      #expect(snapshot.lifetimeCounts["e"] == 192)
+      #expect(instants(snapshot, "e") == (228..<328).map(Double.init))
+      #expect(snapshot.lifetimeCounts["e"] == 328)
+      // A lower limit drops at once without a chunk; a higher one later does not bring anything back.
+      try store.commit([.donationLimit(eventID: "e", limit: 10)])
+      #expect(instants(try store.load(), "e") == (318..<328).map(Double.init))
       store.close()
     }
-    // Skips survive a reopen, and writes before any load keep counting from them.
+    // The numbers survive a reopen, and writes before any load continue from them.
     let store = try Datastore(path: path)
-    try store.commit([.donation(eventID: "e", donation(192), keepNewest: 100)])
+    try store.commit([.donation(eventID: "e", donation(328), keepNewest: 100)])
     let snapshot = try store.load()
-    #expect(instants(snapshot, "e") == (93..<193).map(Double.init))
-    #expect(snapshot.lifetimeCounts["e"] == 193)
+    #expect(instants(snapshot, "e") == (318..<329).map(Double.init))
+    #expect(snapshot.lifetimeCounts["e"] == 329)
   }
 
   @Test("trimming 1000-donation histories deletes exactly the oldest")
