@@ -20,7 +20,9 @@ public enum LanguageServerRunner {
     func send(_ messages: [JSONValue]) -> Bool {
       for message in messages {
         do {
-          try System.writeAll(output, Framer.encode(message.serialized(), as: .contentLength), what: "write to the client")
+          // Content-Length, as LSP has it (a client writing newline-delimited JSON gets that back).
+          let framed = Framer.encode(message.serialized(), as: framer.framing ?? .contentLength)
+          try System.writeAll(output, framed, what: "write to the client")
         } catch {
           log("tipsd lsp: \(error)")
           return false

@@ -45,13 +45,14 @@ enum RuleWords {
 
   static func eventClause(_ object: JSONObject) -> String {
     let event = object["event"]?.stringValue.map(code) ?? "(an event)"
-    var text = "\(event) was donated "
+    var text: String
     if case .object(let count)? = object["count"], count.count == 1, let (name, value) = count.members.first,
       let n = value.intValue
     {
-      text += times(name, n)
+      let how = times(name, n)
+      text = how == "never" ? "\(event) was never donated" : "\(event) was donated \(how)"
     } else {
-      text += "(no `count` yet: it needs one of eq, ne, lt, lte, gt, gte)"
+      text = "\(event) was donated (no `count` yet: it needs one of eq, ne, lt, lte, gt, gte)"
     }
     if case .object(let matching)? = object["where"], !matching.isEmpty {
       text +=
