@@ -20,8 +20,8 @@ extension LanguageServer {
 
   func completion(_ params: JSONValue?) throws(ResponseError) -> JSONValue {
     var items: [JSONValue] = []
-    if let (document, offset) = try locate(params), !document.isMessages {
-      items = completionItems(document, offset)
+    if let (document, offset) = try locate(params) {
+      items = document.isMessages ? messageCompletion(document, offset) : completionItems(document, offset)
     }
     return ["isIncomplete": false, "items": .array(items)]
   }
@@ -136,7 +136,8 @@ extension LanguageServer {
   // MARK: - Hover
 
   func hover(_ params: JSONValue?) throws(ResponseError) -> JSONValue {
-    guard let (document, offset) = try locate(params), !document.isMessages else { return .null }
+    guard let (document, offset) = try locate(params) else { return .null }
+    if document.isMessages { return messageHover(document, offset) }
     let tree = document.tree
     guard let node = tree.node(under: offset) ?? tree.node(at: offset) else { return .null }
     var sections: [String] = []
@@ -248,7 +249,8 @@ extension LanguageServer {
   // MARK: - Definition
 
   func definition(_ params: JSONValue?) throws(ResponseError) -> JSONValue {
-    guard let (document, offset) = try locate(params), !document.isMessages else { return .null }
+    guard let (document, offset) = try locate(params) else { return .null }
+    if document.isMessages { return messageDefinition(document, offset) }
     let tree = document.tree
     guard let node = tree.node(under: offset) ?? tree.node(at: offset), tree[node].kind == .string,
       !tree[node].isKey, let parent = tree[node].parent

@@ -381,6 +381,34 @@ let uri = "untitled:catalog-1"
   }
 }
 
+@Suite struct MessageFileTests {
+  @Test func keysCompleteHoverAndLeadToTheSourceCopy() throws {
+    let directory = NSTemporaryDirectory() + "tipsd-lsp-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: directory + "/messages", withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let catalog = """
+      {"locales": ["en", "ja"],
+       "tips": [{"id": "filter.tip", "title": "Narrow it down", "message": "Use the filter.",
+                 "actions": [{"id": "learn-more", "title": "Learn more"}],
+                 "variants": {"friendly": {"title": "Too many results?"}}}]}
+      """
+    try catalog.write(toFile: directory + "/catalog.json", atomically: true, encoding: .utf8)
+    let client = Client()
+    let messages = FileURI.uri(directory + "/messages/ja.json")
+    let text = "{\"tipkit\": {\"filter.tip.title\": \"絞り込み🔍\", \"\": \"\"}}"
+    client.open(messages, text)
+    let items = client.request("textDocument/completion", client.at(messages, find("\"\": ", in: text).start.moved(1)))
+    let labels = items["items"]?.arrayValue?.map { $0["label"]!.stringValue! }
+    #expect(labels == ["filter.tip.message", "filter.tip.actions.learn-more", "filter.tip.variants.friendly.title"])
+    #expect(items["items"]?[1]?["detail"] == "Learn more")
+    let hover = client.request("textDocument/hover", client.at(messages, find("filter.tip.title", in: text).start))
+    #expect(hover["contents"]?["value"] == "`filter.tip.title`: the catalog's source copy is “Narrow it down”")
+    let definition = client.request("textDocument/definition", client.at(messages, find("絞り込み", in: text).start))
+    #expect(definition["uri"] == .string(FileURI.uri(directory + "/catalog.json")))
+    #expect(definition["range"] == Client.json(find("\"Narrow it down\"", in: catalog)))
+  }
+}
+
 extension LSPPosition {
   func moved(_ characters: Int) -> LSPPosition { LSPPosition(line: line, character: character + characters) }
 }
