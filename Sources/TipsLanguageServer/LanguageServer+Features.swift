@@ -20,7 +20,7 @@ extension LanguageServer {
 
   func completion(_ params: JSONValue?) throws(ResponseError) -> JSONValue {
     var items: [JSONValue] = []
-    if let (document, offset) = try locate(params) {
+    if let (document, offset) = try locate(params), document.isCatalogLike {
       items = document.isMessages ? messageCompletion(document, offset) : completionItems(document, offset)
     }
     return ["isIncomplete": false, "items": .array(items)]
@@ -136,7 +136,7 @@ extension LanguageServer {
   // MARK: - Hover
 
   func hover(_ params: JSONValue?) throws(ResponseError) -> JSONValue {
-    guard let (document, offset) = try locate(params) else { return .null }
+    guard let (document, offset) = try locate(params), document.isCatalogLike else { return .null }
     if document.isMessages { return messageHover(document, offset) }
     let tree = document.tree
     guard let node = tree.node(under: offset) ?? tree.node(at: offset) else { return .null }
@@ -249,7 +249,7 @@ extension LanguageServer {
   // MARK: - Definition
 
   func definition(_ params: JSONValue?) throws(ResponseError) -> JSONValue {
-    guard let (document, offset) = try locate(params) else { return .null }
+    guard let (document, offset) = try locate(params), document.isCatalogLike else { return .null }
     if document.isMessages { return messageDefinition(document, offset) }
     let tree = document.tree
     guard let node = tree.node(under: offset) ?? tree.node(at: offset), tree[node].kind == .string,

@@ -319,6 +319,7 @@ public final class LanguageServer {
   }
 
   func project(for document: OpenDocument) -> Project? {
+    guard document.isCatalogLike else { return nil }
     if document.isMessages, let path = document.path {
       let directory = Paths.directory(path)
       guard let catalog = findCatalog(messagesDirectory: directory) else { return nil }
@@ -395,8 +396,10 @@ public final class LanguageServer {
     return result
   }
 
-  /// A message file without a catalog: its JSON syntax, and a note that nothing else is checked.
+  /// A message file without a catalog: its JSON syntax, and a note that nothing else is checked. Another JSON
+  /// document that is no catalog: nothing.
   func standaloneDiagnostics(_ document: OpenDocument) -> [PublishedDiagnostic] {
+    guard document.isMessages else { return [] }
     var out: [PublishedDiagnostic] = []
     do {
       _ = try JSONParser.parse(document.text.bytes)
@@ -495,6 +498,21 @@ final class OpenDocument {
 
   /// The name lint diagnostics carry for it.
   var fileKey: String { path ?? text.uri }
+
+  /// Whether it is a catalog (or a message file) to check: any document but a JSON object whose top-level keys
+  /// are all foreign to catalogs (`package.json`, `tsconfig.json`: an editor set to start the server for every JSON
+  /// file gets nothing for those). A key being typed counts when it begins a catalog key; `$schema` when it names a
+  /// catalog schema.
+  var isCatalogLike: Bool {
+    if isMessages { return true }
+    let tree = self.tree
+    guard let root = tree.root, tree[root].kind == .object, !tree[root].members.isEmpty else { return true }
+    return tree[root].members.contains { member in
+      let key = tree[member.key].text
+      if key == "$schema" { return member.value.map { tree[$0].text.contains("catalog") } ?? true }
+      return Catalog.keys.contains { $0 != "$schema" && $0.hasPrefix(key) }
+    }
+  }
 
   var tree: SyntaxTree {
     if let cachedTree { return cachedTree }

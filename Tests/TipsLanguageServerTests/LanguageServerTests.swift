@@ -210,6 +210,19 @@ let uri = "untitled:catalog-1"
     _ = client.request("textDocument/completion", client.at(uri, LSPPosition(line: 1, character: 3)))
   }
 
+  @Test func otherJSONDocumentsAreLeftAlone() throws {
+    let client = Client()
+    let package = "{\"name\": \"app\", \"version\": \"1.0.0\", \"dependencies\": {}}"
+    client.open("untitled:package", package)
+    #expect(client.diagnostics["untitled:package"] == [])
+    #expect(client.request("textDocument/completion", client.at("untitled:package", find("{}", in: package).start.moved(1)))["items"] == [])
+    // A catalog in the making counts: a schema naming the catalog's, or a key being typed.
+    client.open("untitled:new", "{\"$schema\": \"../protocol/schemas/catalog.json\", \"tip\": 1}")
+    #expect(client.diagnostics["untitled:new"]?.contains { $0["code"] == "decode" } == true)
+    client.open("untitled:typing", "{\"\"}")
+    #expect(client.request("textDocument/completion", client.at("untitled:typing", LSPPosition(line: 0, character: 2)))["items"]?.arrayValue?.count == 9)
+  }
+
   @Test func messageFilesAreLintedWithTheirCatalogFromBuffers() throws {
     let directory = NSTemporaryDirectory() + "tipsd-lsp-" + UUID().uuidString
     try FileManager.default.createDirectory(atPath: directory + "/messages", withIntermediateDirectories: true)
