@@ -115,7 +115,8 @@ enum ObjectRole: Sendable, Hashable {
         ("options", "{maxDisplayCount, maxDisplayDuration, ignoresDisplayFrequency}"),
         ("localizations", "{locale: {title?, message?, actions?}}"),
         ("variants", "A/B copy over one rule tree: {name: {title, message?, actions?}}"),
-        ("presentation", "{style: popover|inline, arrowEdge?}"), ("metadata", "an object handed to frontends untouched"),
+        ("presentation", "{style: popover|inline, arrowEdge?}"),
+        ("metadata", "an object handed to frontends untouched"),
         ("removal", "when and why the tip stops showing (checklist)"), ("sync", "\"local\" or \"synced\" (checklist)"),
       ]
     case .rule:
@@ -123,26 +124,36 @@ enum ObjectRole: Sendable, Hashable {
     case .count:
       Self.operators
     case .within:
-      [("minutes", "a window in minutes"), ("hours", "a window in hours"), ("days", "a window in days"),
-       ("weeks", "a window in weeks")]
+      [
+        ("minutes", "a window in minutes"), ("hours", "a window in hours"), ("days", "a window in days"),
+        ("weeks", "a window in weeks"),
+      ]
     case .eventDeclaration:
-      [("id", "the event's id"), ("description", "what the event means"),
-       ("maxDonations", "how many donations its history keeps (default 1000)")]
+      [
+        ("id", "the event's id"), ("description", "what the event means"),
+        ("maxDonations", "how many donations its history keeps (default 1000)"),
+      ]
     case .parameterDeclaration:
-      [("id", "the parameter's id"), ("default", "its value until set (Bool, Int, Double or String)"),
-       ("transient", "reset at every start")]
+      [
+        ("id", "the parameter's id"), ("default", "its value until set (Bool, Int, Double or String)"),
+        ("transient", "reset at every start"),
+      ]
     case .group:
       [("id", "the group's id"), ("priority", "\"ordered\" or \"firstAvailable\""), ("tips", "the member tips' ids")]
     case .action:
       [("id", "the action's id"), ("title", "its title"), ("invalidate", "whether performing it invalidates the tip")]
     case .options:
-      [("maxDisplayCount", "TipKit's MaxDisplayCount"), ("maxDisplayDuration", "TipKit's MaxDisplayDuration, seconds"),
-       ("ignoresDisplayFrequency", "TipKit's IgnoresDisplayFrequency")]
+      [
+        ("maxDisplayCount", "TipKit's MaxDisplayCount"), ("maxDisplayDuration", "TipKit's MaxDisplayDuration, seconds"),
+        ("ignoresDisplayFrequency", "TipKit's IgnoresDisplayFrequency"),
+      ]
     case .presentation:
       [("style", "\"popover\" or \"inline\""), ("arrowEdge", "\"top\", \"bottom\", \"leading\" or \"trailing\"")]
     case .variant:
-      [("title", "the variant's title"), ("message", "its message"), ("actions", "its actions"),
-       ("localizations", "its translations")]
+      [
+        ("title", "the variant's title"), ("message", "its message"), ("actions", "its actions"),
+        ("localizations", "its translations"),
+      ]
     case .other: []
     }
   }

@@ -50,8 +50,9 @@ extension LanguageServer {
       if tree[node].isKey {
         let role = ObjectRole(path: tree.path(of: parent))
         return role.offeredKeys(present: presentKeys(tree, parent, excluding: node)).map {
-          item($0.name, role == .count || ($0.name.count <= 3 && role == .rule) ? .operator : .property, $0.detail,
-               $0.name + close, start, end)
+          item(
+            $0.name, role == .count || ($0.name.count <= 3 && role == .rule) ? .operator : .property, $0.detail,
+            $0.name + close, start, end)
         }
       }
       return valueCandidates(document, node: node, parent: parent).map {
@@ -110,13 +111,16 @@ extension LanguageServer {
     let role = ObjectRole(path: tree.path(of: object))
     let outline = document.outline
     if role == .rule && key == "event" {
-      return outline.eventCandidates(tree, excluding: excluding).map { Candidate(text: $0.id, kind: .event, detail: $0.detail) }
+      return outline.eventCandidates(tree, excluding: excluding).map {
+        Candidate(text: $0.id, kind: .event, detail: $0.detail)
+      }
     }
     if role == .rule && key == "parameter" {
       return outline.parameters.map { parameter in
         let value = tree.member(parameter.node, "default").flatMap { tree.json($0) }
         return Candidate(
-          text: parameter.id, kind: .variable, detail: value.map { "parameter, default \($0.jsonString)" } ?? "parameter")
+          text: parameter.id, kind: .variable,
+          detail: value.map { "parameter, default \($0.jsonString)" } ?? "parameter")
       }
     }
     return role.enumeration(key).map { Candidate(text: $0, kind: .enumMember, detail: nil) }

@@ -100,7 +100,9 @@ extension LanguageServer {
           "newText": .string(quote ? "\(JSONValue.string(slot.key).jsonString): " : slot.key + close),
         ],
       ]
-      if let source = slot.source, catalogTree[source].kind == .string { item["detail"] = .string(catalogTree[source].text) }
+      if let source = slot.source, catalogTree[source].kind == .string {
+        item["detail"] = .string(catalogTree[source].text)
+      }
       return .object(item)
     }
   }

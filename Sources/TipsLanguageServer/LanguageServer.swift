@@ -408,7 +408,8 @@ public final class LanguageServer {
         severity: .error, check: LintCheck.json.rawValue, file: document.fileKey, path: "$",
         message: "invalid JSON: \(error.message)")
       let (start, end) = errorRange(document, at: error.offset)
-      out.append(PublishedDiagnostic(diagnostic, start: start, end: end, json: diagnosticJSON(diagnostic, document, start, end)))
+      out.append(
+        PublishedDiagnostic(diagnostic, start: start, end: end, json: diagnosticJSON(diagnostic, document, start, end)))
     }
     let note = Diagnostic(
       severity: .warning, check: "no-catalog", file: document.fileKey, path: "$",

@@ -1,5 +1,5 @@
-public import TipsJSON
 import TipsClient
+public import TipsJSON
 import TipsSystem
 
 /// What a running daemon says about a tip (`tips/explain`), for hover.

@@ -87,8 +87,10 @@ enum RuleWords {
 
   static func parameterClause(_ object: JSONObject) -> String {
     let parameter = object["parameter"]?.stringValue.map(code) ?? "(a parameter)"
-    let words = ["eq": "is", "ne": "is not", "lt": "is less than", "lte": "is at most", "gt": "is greater than",
-                 "gte": "is at least"]
+    let words = [
+      "eq": "is", "ne": "is not", "lt": "is less than", "lte": "is at most", "gt": "is greater than",
+      "gte": "is at least",
+    ]
     guard let (op, value) = object.members.first(where: { words[$0.key] != nil }) else {
       return "parameter \(parameter) (no operator yet: eq, ne, lt, lte, gt or gte)"
     }

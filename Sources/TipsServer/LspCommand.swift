@@ -60,7 +60,8 @@ enum LspCommand {
       options: LanguageServerOptions(serverVersion: TipsdVersion.server, lint: lint),
       live: socket.map { DaemonLiveValues(socketPath: $0) },
       log: { writeStderr($0 + "\n") })
-    writeStderr("tipsd lsp \(TipsdVersion.server): serving on stdin/stdout; live values from \(socket ?? "no daemon")\n")
+    writeStderr(
+      "tipsd lsp \(TipsdVersion.server): serving on stdin/stdout; live values from \(socket ?? "no daemon")\n")
     return LanguageServerRunner.run(server, log: { writeStderr($0 + "\n") })
   }
 }

@@ -29,18 +29,24 @@ import TipsJSON
     ]
     var text = catalogText
     for version in 2...250 {
-      let lines = max(1, text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).count)
+      let lines = max(
+        1, text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).count)
       func randomPosition() -> JSONValue {
-        ["line": .int(Int64(Int.random(in: 0...lines, using: &random))), "character": .int(Int64(Int.random(in: 0...120, using: &random)))]
+        [
+          "line": .int(Int64(Int.random(in: 0...lines, using: &random))),
+          "character": .int(Int64(Int.random(in: 0...120, using: &random))),
+        ]
       }
       // Mostly a few characters on one line, as typing does; now and then a span of lines.
       var start = randomPosition()
       var end: JSONValue = [
-        "line": start["line"]!, "character": .int(start["character"]!.intValue! + Int64.random(in: 0...3, using: &random)),
+        "line": start["line"]!,
+        "character": .int(start["character"]!.intValue! + Int64.random(in: 0...3, using: &random)),
       ]
       if Int.random(in: 0..<20, using: &random) == 0 { end = randomPosition() }
       if let a = start["line"]?.intValue, let b = end["line"]?.intValue, b < a { swap(&start, &end) }
-      let insert = (0..<Int.random(in: 0...3, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
+      let insert = (0..<Int.random(in: 0...3, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+        .joined()
       client.change(uri, version: Int64(version), [["range": ["start": start, "end": end], "text": .string(insert)]])
       #expect(client.diagnostics[uri] != nil)
       let at: JSONValue = ["textDocument": ["uri": .string(uri)], "position": randomPosition()]
@@ -49,8 +55,10 @@ import TipsJSON
       }
       let actions = client.call(
         "textDocument/codeAction",
-        ["textDocument": ["uri": .string(uri)], "range": ["start": randomPosition(), "end": randomPosition()],
-         "context": ["diagnostics": []]])
+        [
+          "textDocument": ["uri": .string(uri)], "range": ["start": randomPosition(), "end": randomPosition()],
+          "context": ["diagnostics": []],
+        ])
       #expect(actions["error"] == nil)
       text = client.server.documents[uri]!.text.text
     }

@@ -91,7 +91,8 @@ func find(_ needle: String, in text: String, occurrence: Int = 0) -> LSPRange {
   }
   func position(_ index: String.Index) -> LSPPosition {
     let before = text[..<index]
-    let lineStart = before.lastIndex(where: { $0 == "\n" || $0 == "\r\n" }).map { text.index(after: $0) } ?? text.startIndex
+    let lineStart =
+      before.lastIndex(where: { $0 == "\n" || $0 == "\r\n" }).map { text.index(after: $0) } ?? text.startIndex
     let line = before.filter { $0 == "\n" || $0 == "\r\n" }.count
     return LSPPosition(line: line, character: text[lineStart..<index].utf16.count)
   }
@@ -190,7 +191,8 @@ let uri = "untitled:catalog-1"
     range.end = LSPPosition(line: range.start.line, character: range.start.character + 1)
     client.change(uri, version: 3, [["range": Client.json(range), "text": "X"]])
     let typo = try #require(client.diagnostics[uri]?.first { $0["code"] == "undeclared-event" })
-    #expect(typo["range"]?["start"] == Client.json(LSPPosition(line: range.start.line, character: range.start.character - 1)))
+    #expect(
+      typo["range"]?["start"] == Client.json(LSPPosition(line: range.start.line, character: range.start.character - 1)))
     client.change(uri, version: 4, [["text": .string(fixed)]])
     #expect(client.diagnostics[uri]?.contains { $0["code"] == "undeclared-event" } == false)
   }
@@ -204,7 +206,9 @@ let uri = "untitled:catalog-1"
     #expect(diagnostics[0]["code"] == "json")
     // At the emoji: line 1, UTF-16 character 30, two units wide.
     let start = find("😀", in: text).start
-    #expect(diagnostics[0]["range"] == Client.json(LSPRange(start: start, end: LSPPosition(line: 1, character: start.character + 2))))
+    #expect(
+      diagnostics[0]["range"]
+        == Client.json(LSPRange(start: start, end: LSPPosition(line: 1, character: start.character + 2))))
     // And everything else still answers.
     _ = client.request("textDocument/hover", client.at(uri, start))
     _ = client.request("textDocument/completion", client.at(uri, LSPPosition(line: 1, character: 3)))
@@ -215,12 +219,16 @@ let uri = "untitled:catalog-1"
     let package = "{\"name\": \"app\", \"version\": \"1.0.0\", \"dependencies\": {}}"
     client.open("untitled:package", package)
     #expect(client.diagnostics["untitled:package"] == [])
-    #expect(client.request("textDocument/completion", client.at("untitled:package", find("{}", in: package).start.moved(1)))["items"] == [])
+    #expect(
+      client.request("textDocument/completion", client.at("untitled:package", find("{}", in: package).start.moved(1)))[
+        "items"] == [])
     // A catalog in the making counts: a schema naming the catalog's, or a key being typed.
     client.open("untitled:new", "{\"$schema\": \"../protocol/schemas/catalog.json\", \"tip\": 1}")
     #expect(client.diagnostics["untitled:new"]?.contains { $0["code"] == "decode" } == true)
     client.open("untitled:typing", "{\"\"}")
-    #expect(client.request("textDocument/completion", client.at("untitled:typing", LSPPosition(line: 0, character: 2)))["items"]?.arrayValue?.count == 9)
+    #expect(
+      client.request("textDocument/completion", client.at("untitled:typing", LSPPosition(line: 0, character: 2)))[
+        "items"]?.arrayValue?.count == 9)
   }
 
   @Test func messageFilesAreLintedWithTheirCatalogFromBuffers() throws {
@@ -319,14 +327,17 @@ let uri = "untitled:catalog-1"
     let client = Client()
     client.open(uri, catalogText)
     let hover = client.request("textDocument/hover", client.at(uri, find("\"gte\": 3", in: catalogText).start))
-    #expect(hover["contents"]?["value"] == "Holds when `serach.opened` was donated at least 3 times within the last 1 day.")
+    #expect(
+      hover["contents"]?["value"] == "Holds when `serach.opened` was donated at least 3 times within the last 1 day.")
     let onEvent = client.request("textDocument/hover", client.at(uri, find("serach.opened", in: catalogText).start))
     let text = try #require(onEvent["contents"]?["value"]?.stringValue)
     #expect(text.hasPrefix("Holds when `serach.opened` was donated at least 3 times within the last 1 day.\n\n"))
     #expect(text.contains("`serach.opened` is not declared in `events` (did you mean `search.opened`?)"))
-    let rule = find("{\"event\": \"serach.opened\", \"count\": {\"gte\": 3}, \"within\": {\"days\": 1}}", in: catalogText)
+    let rule = find(
+      "{\"event\": \"serach.opened\", \"count\": {\"gte\": 3}, \"within\": {\"days\": 1}}", in: catalogText)
     #expect(hover["range"] == Client.json(rule))
-    let parameter = client.request("textDocument/hover", client.at(uri, find("\"isLoggedIn\", \"eq\"", in: catalogText).start))
+    let parameter = client.request(
+      "textDocument/hover", client.at(uri, find("\"isLoggedIn\", \"eq\"", in: catalogText).start))
     #expect(parameter["contents"]?["value"] == "Holds when parameter `isLoggedIn` is `false`.")
     let event = client.request("textDocument/hover", client.at(uri, find("filter.used", in: catalogText).start))
     #expect(event["contents"]?["value"] == "`filter.used`: The filter was used.")
@@ -352,7 +363,8 @@ let uri = "untitled:catalog-1"
     let text = try #require(second["contents"]?["value"]?.stringValue)
     #expect(text.contains("this rule **holds** — filter.used count=0 (lifetime), needs == 0"))
     #expect(text.contains("`filter.tip`: shouldDisplay **false**, available"))
-    let other = client.request("textDocument/hover", client.at(uri, find("\"isLoggedIn\", \"eq\"", in: catalogText).start))
+    let other = client.request(
+      "textDocument/hover", client.at(uri, find("\"isLoggedIn\", \"eq\"", in: catalogText).start))
     #expect(other["contents"]?["value"]?.stringValue?.contains("has no tip `login.tip`") == true)
   }
 
@@ -360,7 +372,8 @@ let uri = "untitled:catalog-1"
     let client = Client()
     client.open(uri, catalogText)
     func definition(_ needle: String, occurrence: Int = 0) -> JSONValue {
-      client.request("textDocument/definition", client.at(uri, find(needle, in: catalogText, occurrence: occurrence).start))
+      client.request(
+        "textDocument/definition", client.at(uri, find(needle, in: catalogText, occurrence: occurrence).start))
     }
     #expect(definition("filter.used", occurrence: 1)["range"] == Client.json(find("\"filter.used\"", in: catalogText)))
     #expect(definition("isLoggedIn", occurrence: 1)["range"] == Client.json(find("\"isLoggedIn\"", in: catalogText)))
@@ -385,11 +398,17 @@ let uri = "untitled:catalog-1"
     // Nothing elsewhere, and nothing when only refactorings are asked for.
     let elsewhere = client.request(
       "textDocument/codeAction",
-      ["textDocument": ["uri": .string(uri)], "range": Client.json(find("login.tip", in: catalogText)), "context": ["diagnostics": []]])
+      [
+        "textDocument": ["uri": .string(uri)], "range": Client.json(find("login.tip", in: catalogText)),
+        "context": ["diagnostics": []],
+      ])
     #expect(elsewhere == [])
     let refactor = client.request(
       "textDocument/codeAction",
-      ["textDocument": ["uri": .string(uri)], "range": diagnostic["range"]!, "context": ["diagnostics": [], "only": ["refactor"]]])
+      [
+        "textDocument": ["uri": .string(uri)], "range": diagnostic["range"]!,
+        "context": ["diagnostics": [], "only": ["refactor"]],
+      ])
     #expect(refactor == [])
   }
 }

@@ -1,4 +1,5 @@
 import Testing
+import TipsJSON
 
 @testable import TipsLanguageServer
 
@@ -107,7 +108,8 @@ import Testing
 
   @Test func toleratesWhatIsBeingTyped() throws {
     // An unterminated string ends at its line's end; a missing comma and an unclosed object are stepped over.
-    let text = "{\"tips\": [{\"id\": \"a.tip\", \"rules\": [{\"event\": \"sea\n  \"count\": {\"gte\": 1}}\n  {\"event\": "
+    let text =
+      "{\"tips\": [{\"id\": \"a.tip\", \"rules\": [{\"event\": \"sea\n  \"count\": {\"gte\": 1}}\n  {\"event\": "
     let tree = SyntaxTree(Array(text.utf8))
     let sea = try #require(tree.nodes.firstIndex { $0.text == "sea" })
     #expect(!tree[sea].closed)
@@ -125,8 +127,6 @@ import Testing
     #expect(tree.nodes.count <= SyntaxTree.maximumDepth + 1)
   }
 }
-
-import TipsJSON
 
 enum TipsJSONParse {
   static func parse(_ text: String) throws -> JSONValue { try JSONParser.parse(Array(text.utf8)) }
