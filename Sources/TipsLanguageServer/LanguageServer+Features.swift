@@ -51,8 +51,7 @@ extension LanguageServer {
         let role = ObjectRole(path: tree.path(of: parent))
         return role.offeredKeys(present: presentKeys(tree, parent, excluding: node)).map {
           item(
-            $0.name, role == .count || ($0.name.count <= 3 && role == .rule) ? .operator : .property, $0.detail,
-            $0.name + close, start, end)
+            $0.name, Self.isOperator($0.name, role) ? .operator : .property, $0.detail, $0.name + close, start, end)
         }
       }
       return valueCandidates(document, node: node, parent: parent).map {
@@ -83,8 +82,14 @@ extension LanguageServer {
     }
     let role = ObjectRole(path: tree.path(of: container))
     return role.offeredKeys(present: presentKeys(tree, container, excluding: nil)).map {
-      item($0.name, role == .count ? .operator : .property, $0.detail, "\"\($0.name)\": ", offset, offset)
+      item(
+        $0.name, Self.isOperator($0.name, role) ? .operator : .property, $0.detail, "\"\($0.name)\": ", offset, offset)
     }
+  }
+
+  /// Comparison operators (in a `count`, or a parameter rule) complete as operators, other keys as properties.
+  static func isOperator(_ key: String, _ role: ObjectRole) -> Bool {
+    (role == .count || role == .rule) && ObjectRole.operators.contains { $0.name == key }
   }
 
   func presentKeys(_ tree: SyntaxTree, _ object: Int, excluding: Int?) -> Set<String> {
