@@ -6,7 +6,8 @@
 //              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
 //   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┤
 //   TipsEngine, TipsTransport ← TipsEmbedded ───────┤   (in-memory loop: `tipsd test`, in-process tests)
-//   TipsJSON ← TipsTranscript ──────────────────────┘   (the transcript format)
+//   TipsJSON ← TipsTranscript ──────────────────────┤   (the transcript format)
+//   TipsCatalog, TipsFraming, TipsClient ← TipsLanguageServer ┘   (`tipsd lsp`)
 //   TipsSystem (POSIX calls) under TipsStore, TipsCatalog, TipsTransport and TipsClient
 import PackageDescription
 
@@ -93,12 +94,23 @@ let package = Package(
     // MARK: TipsTranscript — the transcript format of `tipsd test` and protocol/conformance (parse, match, JUnit)
     .target(name: "TipsTranscript", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
 
+    // MARK: TipsLanguageServer — `tipsd lsp`: an LSP 3.17 server for catalogs and message files (a handler, and a
+    // runner on stdin/stdout)
+    .target(
+      name: "TipsLanguageServer",
+      dependencies: ["TipsCatalog", "TipsEngine", "TipsJSON", "TipsFraming", "TipsClient", "TipsSystem"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsLanguageServerTests",
+      dependencies: ["TipsLanguageServer", "TipsCatalog", "TipsJSON"],
+      swiftSettings: swiftSettings),
+
     // MARK: TipsServer — wires engine, store, protocol, framing and transport
     .target(
       name: "TipsServer",
       dependencies: [
         "TipsEngine", "TipsCatalog", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient",
-        "TipsSystem", "TipsEmbedded", "TipsTranscript",
+        "TipsSystem", "TipsEmbedded", "TipsTranscript", "TipsLanguageServer",
       ],
       swiftSettings: swiftSettings
     ),

@@ -46,11 +46,14 @@ public enum CatalogLoader {
   }
 
   /// Checks a catalog already in memory (`file` names it in diagnostics), with message files from disk.
+  /// `messageFiles` (file name → bytes, e.g. `"ja.json"`) stand in for files of `messagesDirectory`, present on disk
+  /// or not: an editor's unsaved buffers (`tipsd lsp`).
   public static func check(
-    bytes: [UInt8], file: String, messagesDirectory: String? = nil, options: LintOptions = LintOptions()
+    bytes: [UInt8], file: String, messagesDirectory: String? = nil, options: LintOptions = LintOptions(),
+    messageFiles: [String: [UInt8]] = [:]
   ) -> CatalogReport {
     var linter = Linter(file: file, bytes: bytes, options: options)
-    return linter.run(messagesDirectory: messagesDirectory)
+    return linter.run(messagesDirectory: messagesDirectory, messageFiles: messageFiles)
   }
 }
 
@@ -70,7 +73,7 @@ struct Linter {
     self.files = [file]
   }
 
-  mutating func run(messagesDirectory: String?) -> CatalogReport {
+  mutating func run(messagesDirectory: String?, messageFiles: [String: [UInt8]] = [:]) -> CatalogReport {
     let json: JSONValue
     do {
       json = try JSONParser.parse(bytes)
@@ -93,7 +96,7 @@ struct Linter {
     }
     var catalog = decoder.catalog
     if let messagesDirectory {
-      let (messages, problems) = MessageCatalog.scan(directory: messagesDirectory)
+      let (messages, problems) = MessageCatalog.scan(directory: messagesDirectory, overrides: messageFiles)
       files += messages.files.map { $0.path }
       diagnostics += problems
       checkMessages(messages, catalog: catalog)

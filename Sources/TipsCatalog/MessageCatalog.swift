@@ -84,12 +84,17 @@ public struct MessageCatalog: Sendable {
   }
 
   /// Every file of `directory`, with a diagnostic (check `io`, `json`, `duplicate-key` or `messages`) for each
-  /// problem; what could be read is kept.
-  static func scan(directory: String) -> (MessageCatalog, [Diagnostic]) {
+  /// problem; what could be read is kept. `overrides` (file name → bytes) are read instead of the files of those
+  /// names, which need not exist.
+  static func scan(directory: String, overrides: [String: [UInt8]] = [:]) -> (MessageCatalog, [Diagnostic]) {
     var diagnostics: [Diagnostic] = []
-    let names: [String]
+    var names: [String]
     do {
       names = try System.listDirectory(directory)
+      let missing = overrides.keys.filter { !names.contains($0) }
+      if !missing.isEmpty {
+        names = (names + missing).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+      }
     } catch {
       return (
         MessageCatalog(),
@@ -113,7 +118,7 @@ public struct MessageCatalog: Sendable {
       }
       let bytes: [UInt8]
       do {
-        bytes = try System.readFile(path)
+        if let buffer = overrides[name] { bytes = buffer } else { bytes = try System.readFile(path) }
       } catch {
         diagnostics.append(
           Diagnostic(.io, file: path, path: "$", position: nil, message: "cannot read it: \(error.reason)"))

@@ -19,6 +19,8 @@ public enum TipsdCommand {
       tipsd lint CATALOG [--messages DIR] [--format text|json|github] [--id-pattern P] [--simulate]
                                                         check a catalog: the ship-day checklist (exit 1 on errors)
       tipsd strings export|import CATALOG …             translators' files: json, .strings, .xcstrings
+      tipsd lsp [--socket PATH | --no-live]             a language server (LSP 3.17, stdio) for catalogs and
+                                                        message files: diagnostics, completion, hover, definition
       tipsd help | --help                               this text
       tipsd version | --version
 
@@ -86,6 +88,7 @@ public enum TipsdCommand {
     case "test": return TestCommand.run(args, environment: environment)
     case "lint": return LintCommand.run(args)
     case "strings": return StringsCommand.run(args)
+    case "lsp": return LspCommand.run(args, environment: environment)
     case "help", "--help", "-h":
       print(usage)
       return 0

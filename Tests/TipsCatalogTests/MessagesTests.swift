@@ -134,4 +134,22 @@ import TipsJSON
     #expect(problem.message.contains("{trailNmae}"))
     #expect(problem.file.hasSuffix("/ja.json"))
   }
+
+  /// In-memory message files (an editor's unsaved buffers, `tipsd lsp`) stand in for the files of those names, on
+  /// disk or not.
+  @Test func inMemoryMessageFilesStandInForTheDisk() throws {
+    let directory = try writeFiles([
+      "catalog.json": Self.catalog, "messages/ja.json": #"{"tipkit": {"a.tip.nonsense": "x"}}"#,
+    ])
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let bytes = Array(Self.catalog.utf8)
+    let onDisk = CatalogLoader.check(
+      bytes: bytes, file: "\(directory)/catalog.json", messagesDirectory: "\(directory)/messages")
+    #expect(onDisk.of(.extraMessageKey).map(\.path) == ["tipkit.a.tip.nonsense"])
+    let buffers = CatalogLoader.check(
+      bytes: bytes, file: "\(directory)/catalog.json", messagesDirectory: "\(directory)/messages",
+      messageFiles: ["ja.json": Array(#"{"tipkit": {"a.tip.title": "エー"}}"#.utf8), "ko.json": Array("{oops".utf8)])
+    #expect(buffers.of(.extraMessageKey).isEmpty)
+    #expect(buffers.of(.json).map(\.file) == ["\(directory)/messages/ko.json"])
+  }
 }
