@@ -1,5 +1,3 @@
-public import TipsEngine
-
 /// `tips/setVariant`: forces the A/B variant a tip with `variants` shows on this install (sticky, stored), or with
 /// `variant` null or absent goes back to the one the install id picks. The tip is reported again with the
 /// variant's own status and display budget; events stay shared.
