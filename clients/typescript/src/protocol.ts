@@ -126,6 +126,14 @@ export interface TipDefinition {
   removal?: string;
   /** Whether its state is local to the device or synced. */
   sync?: "local" | "synced";
+  /** What the tip is for: the event that shows it helped, within a window after an impression (default 24 h). */
+  goal?: TipGoal;
+}
+
+/** A tip's goal, read by `metrics/get`: e.g. `{event: "filter.used", within: {hours: 24}}`. */
+export interface TipGoal {
+  event: string;
+  within?: { minutes: number } | { hours: number } | { days: number } | { weeks: number };
 }
 
 /** One A/B copy of a tip. */
