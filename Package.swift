@@ -3,6 +3,7 @@
 // Dependencies flow one way:
 //   TipsJSON ← TipsEngine ← TipsStore ──────────────┐
 //              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
+//              TipsEngine ← TipsMetrics ────────────┤
 //   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┘
 //   TipsSystem (POSIX calls) under TipsStore, TipsTransport and TipsClient
 import PackageDescription
@@ -37,6 +38,10 @@ let package = Package(
     // MARK: TipsEngine — pure rule engine with an injected clock
     .target(name: "TipsEngine", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
     .testTarget(name: "TipsEngineTests", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+
+    // MARK: TipsMetrics — seed 000's metrics over the lifecycle history (pure)
+    .target(name: "TipsMetrics", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+    .testTarget(name: "TipsMetricsTests", dependencies: ["TipsMetrics", "TipsEngine"], swiftSettings: swiftSettings),
 
     // MARK: TipsStore — SQLite persistence of engine state
     .target(name: "TipsStore", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "CSQLite"], swiftSettings: swiftSettings),
@@ -77,6 +82,7 @@ let package = Package(
       name: "TipsServer",
       dependencies: [
         "TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient", "TipsSystem",
+        "TipsMetrics",
       ],
       swiftSettings: swiftSettings
     ),
