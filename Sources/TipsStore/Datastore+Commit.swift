@@ -3,12 +3,13 @@ public import TipsEngine
 import TipsJSON
 
 extension Datastore {
-  /// Applies `writes`, in order, in ONE transaction (`BEGIN IMMEDIATE` … `COMMIT`), and returns once it is
-  /// committed: only then may the mutations be acknowledged. On failure nothing of the batch is kept.
+  /// Applies `writes`, in order, and appends the `history` entries, in ONE transaction (`BEGIN IMMEDIATE` …
+  /// `COMMIT`), and returns once it is committed: only then may the mutations be acknowledged. On failure nothing
+  /// of the batch is kept.
   ///
-  /// The server groups every write of an event-loop turn into one call (group commit).
-  public func commit(_ writes: [StateWrite]) throws(DatastoreError) {
-    guard !writes.isEmpty else { return }
+  /// The server groups every write and history entry of an event-loop turn into one call (group commit).
+  public func commit(_ writes: [StateWrite], history: [HistoryEvent] = []) throws(DatastoreError) {
+    guard !writes.isEmpty || !history.isEmpty else { return }
     let connection = try openConnection()
     preloaded = nil
     try sqlite("cannot write to") { () throws(SQLiteError) in
@@ -16,6 +17,7 @@ extension Datastore {
         if histories == nil { histories = try readHistories(connection) }
         try connection.prepare(SQL.begin).run()
         for write in writes { try self.write(write, connection) }
+        if !history.isEmpty { try writeHistory(history, connection) }
         try recordDropped(connection)
         try connection.prepare(SQL.commit).run()
       } catch {

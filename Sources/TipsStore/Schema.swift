@@ -15,6 +15,11 @@
 // 4. lifetime counts: `events.dropped` counts the donations trimmed away (kept + dropped = donations ever; bumped
 //    once per event per commit, not per donation); the install id (meta) and per-tip variant assignments.
 //    Datastores of earlier versions forgot what they trimmed, so their lifetime counts start at what they keep.
+// 5. the lifecycle history (issue #13): `history`, one row per impression, eligibility change, invalidation,
+//    action, variant assignment and donation of a goal or app-closed event, keyed by its cursor (assigned by the
+//    server, never reused: pruning keeps the newest row; a reset leaves the history alone), with no index (rows
+//    are appended at the table's end, and pruned from its start in cursor order); `history_tips`, the eligibility
+//    last recorded per tip, so a restart that finds a tip as it left it records nothing.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -83,6 +88,32 @@ enum Schema {
         CREATE TABLE variant_assignments (tip TEXT PRIMARY KEY NOT NULL, variant TEXT NOT NULL) WITHOUT ROWID;
         """
     ),
+    Migration(
+      version: 5,
+      sql: """
+        CREATE TABLE history (
+          id INTEGER PRIMARY KEY,
+          at REAL NOT NULL,
+          kind INTEGER NOT NULL,
+          tip TEXT,
+          event TEXT,
+          variant TEXT,
+          duration REAL,
+          action_id TEXT,
+          action_index INTEGER,
+          reason TEXT,
+          status TEXT,
+          should_display INTEGER
+        );
+        CREATE TABLE history_tips (
+          tip TEXT PRIMARY KEY NOT NULL,
+          status TEXT NOT NULL,
+          reason TEXT,
+          should_display INTEGER NOT NULL,
+          variant TEXT
+        ) WITHOUT ROWID;
+        """
+    ),
   ]
 
   /// Tables every current datastore has, cleared by a reset (schema_version excepted).
@@ -145,6 +176,32 @@ enum SQL {
     ON CONFLICT (tip) DO UPDATE SET variant = excluded.variant
     """
   static let deleteVariant: StaticString = "DELETE FROM variant_assignments WHERE tip = ?1"
+
+  static let insertHistory: StaticString = """
+    INSERT INTO history (id, at, kind, tip, event, variant, duration, action_id, action_index, reason, status,
+      should_display) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+    """
+  static let selectHistoryAfter: StaticString = """
+    SELECT id, at, kind, tip, event, variant, duration, action_id, action_index, reason, status, should_display
+    FROM history WHERE id > ?1 AND kind <> 6 ORDER BY id LIMIT ?2
+    """
+  static let selectHistoryForMetrics: StaticString = """
+    SELECT id, at, kind, tip, event, variant, duration, action_id, action_index, reason, status, should_display
+    FROM history WHERE kind IN (1, 4, 6) ORDER BY id
+    """
+  static let selectHistoryBounds: StaticString = "SELECT min(id), max(id) FROM history"
+  static let selectHistoryOldestAt: StaticString = "SELECT at FROM history ORDER BY id LIMIT 1"
+  static let selectStreamedOldest: StaticString = "SELECT min(id) FROM history WHERE kind <> 6"
+  static let selectFirstYoung: StaticString = "SELECT id FROM history WHERE at >= ?1 ORDER BY id LIMIT 1"
+  static let deleteHistoryBefore: StaticString = "DELETE FROM history WHERE id < ?1"
+  static let selectHistoryTips: StaticString = "SELECT tip, status, reason, should_display, variant FROM history_tips"
+  static let upsertHistoryTip: StaticString = """
+    INSERT INTO history_tips (tip, status, reason, should_display, variant) VALUES (?1, ?2, ?3, ?4, ?5)
+    ON CONFLICT (tip) DO UPDATE SET status = excluded.status, reason = excluded.reason,
+      should_display = excluded.should_display, variant = excluded.variant
+    """
+  static let pageCount: StaticString = "PRAGMA page_count"
+  static let pageSize: StaticString = "PRAGMA page_size"
 
   static let selectLimits: StaticString = "SELECT event, max_count FROM donation_limits"
   static let upsertLimit: StaticString = """
