@@ -13,6 +13,14 @@ public struct EventSummary: Sendable, Hashable {
   public var lastDonation: Donation?
   /// The event's own cap on kept donations, when configured.
   public var maxDonations: Int?
+
+  public init(id: String, count: Int, lifetime: Int, lastDonation: Donation?, maxDonations: Int?) {
+    self.id = id
+    self.count = count
+    self.lifetime = lifetime
+    self.lastDonation = lastDonation
+    self.maxDonations = maxDonations
+  }
 }
 
 /// One declared parameter: its value now and its declaration.

@@ -42,6 +42,17 @@ public enum TipsdCommand {
       --allow-uid UID          also accept socket clients running as UID (repeatable); by default only
                                the daemon's own uid may connect (checked with SO_PEERCRED)
 
+    HISTORY AND METRICS
+      --history-days DAYS      keep this many days of lifecycle history (impressions, eligibility changes,
+                               invalidations, actions, variants, goal and app-closed donations) for
+                               analytics/* and metrics/get (default 90; 0 records none)
+      --app-closed-event NAME  the event the app donates when it goes to the background (e.g.
+                               app.backgrounded): enables the close rate after an impression
+      --close-window SECONDS   an app close this soon after an impression counts against the tip (default 10)
+      --close-rate-alert RATIO flag tips whose close rate is above RATIO (e.g. 0.2)
+      --baseline-days DAYS     compare the goal's daily rate this many days before and after a tip's first
+                               impression (default 7)
+
     HTTP AND WEBSOCKET (off unless --listen is given)
       --listen HOST:PORT       also serve HTTP/1.1 and WebSocket on HOST:PORT (repeatable): 127.0.0.1:8787,
                                [::1]:8787, localhost:8787; port 0 picks a free port (logged). One JSON-RPC
@@ -149,6 +160,26 @@ public enum TipsdCommand {
         let text = try value(flag)
         guard let uid = UInt32(text) else { throw ServerError("--allow-uid: \"\(text)\" is not a uid") }
         configuration.allowedPeerUIDs.insert(uid)
+      case "--history-days":
+        let days = try number(flag)
+        guard days >= 0 else { throw ServerError("--history-days: must be 0 or a positive number of days") }
+        configuration.historyDays = days
+      case "--app-closed-event":
+        let name = try value(flag)
+        guard !name.isEmpty else { throw ServerError("--app-closed-event: must not be empty") }
+        configuration.appClosedEvent = name
+      case "--close-window":
+        let seconds = try number(flag)
+        guard seconds > 0 else { throw ServerError("--close-window: must be a positive number of seconds") }
+        configuration.closeWindow = seconds
+      case "--close-rate-alert":
+        let ratio = try number(flag)
+        guard ratio >= 0, ratio <= 1 else { throw ServerError("--close-rate-alert: must be a ratio from 0 to 1") }
+        configuration.closeRateAlert = ratio
+      case "--baseline-days":
+        let days = try number(flag)
+        guard days > 0 else { throw ServerError("--baseline-days: must be a positive number of days") }
+        configuration.baselineDays = days
       case "--allow-testing": configuration.allowTesting = true
       case "--strict-events": configuration.strictEvents = true
       case "--install-id":

@@ -87,8 +87,24 @@ struct Dispatcher {
     }
   }
 
-  /// Runs one request through the lifecycle gate and its handler; returns the encoded reply.
+  /// Runs one request through the lifecycle gate and its handler; returns the encoded reply. Counted in `/metrics`
+  /// by method and outcome, with its duration.
   func call(_ method: String, id: RequestID?, params: JSONValue?, on session: Session) throws(ResponseError) -> [UInt8] {
+    let metrics = services.metrics
+    let started = OperationalMetrics.monotonic()
+    do {
+      let bytes = try callUnmeasured(method, id: id, params: params, on: session)
+      metrics.requestAnswered(slot: metrics.slot(of: method), ok: true, seconds: OperationalMetrics.monotonic() - started)
+      return bytes
+    } catch {
+      metrics.requestAnswered(slot: metrics.slot(of: method), ok: false, seconds: OperationalMetrics.monotonic() - started)
+      throw error
+    }
+  }
+
+  private func callUnmeasured(_ method: String, id: RequestID?, params: JSONValue?, on session: Session)
+    throws(ResponseError) -> [UInt8]
+  {
     switch session.lifecycle {
     case .uninitialized where method != InitializeRequest.method && method != DiscoverRequest.method:
       throw .serverNotInitialized(method: method)

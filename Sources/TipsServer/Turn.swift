@@ -1,20 +1,29 @@
 import TipsEngine
 import TipsStore
 
-/// The current event-loop turn: the durable writes its requests staged, committed together in one transaction from
-/// one place (``Server``'s end of turn), and the connections with output to hand over afterwards.
+/// The current event-loop turn: the durable writes and history entries its requests staged, committed together in
+/// one transaction from one place (``Server``'s end of turn), and the connections with output to hand over
+/// afterwards.
 final class Turn {
   let store: Datastore
   let logger: Logger
+  let metrics: OperationalMetrics
   private(set) var pendingWrites: [StateWrite] = []
-  /// Writes staged since the daemon started; a request staged durable writes when it grew during the request.
+  /// History entries (cursors assigned) committed with the writes: an acknowledged request's history is as durable
+  /// as its writes.
+  private(set) var pendingHistory: [HistoryEvent] = []
+  /// Writes and history entries staged since the daemon started; a request staged durable writes when it grew
+  /// during the request.
   private(set) var writesStaged = 0
+  /// Whether anything changed in this turn (a write, a history entry, or a change notified), for `inspect/changed`.
+  var changed = false
   /// Connections with output to flush (or paused input to resume) at the end of the turn.
   private(set) var dirty: [UInt64: Session] = [:]
 
-  init(store: Datastore, logger: Logger) {
+  init(store: Datastore, logger: Logger, metrics: OperationalMetrics) {
     self.store = store
     self.logger = logger
+    self.metrics = metrics
   }
 
   /// Stages durable writes for this turn's commit.
@@ -22,6 +31,15 @@ final class Turn {
     guard !writes.isEmpty else { return }
     pendingWrites.append(contentsOf: writes)
     writesStaged += writes.count
+    changed = true
+  }
+
+  /// Stages history entries for this turn's commit.
+  func stage(history: [HistoryEvent]) {
+    guard !history.isEmpty else { return }
+    pendingHistory.append(contentsOf: history)
+    writesStaged += history.count
+    changed = true
   }
 
   func markDirty(_ session: Session) {
@@ -39,17 +57,25 @@ final class Turn {
     return sessions
   }
 
-  /// Commits the turn's writes in one transaction; false if the commit failed (the writes are dropped, and every
-  /// request that staged them is answered with -32005 instead of its result).
+  /// Commits the turn's writes and history in one transaction; false if the commit failed (both are dropped, and
+  /// every request that staged them is answered with -32005 instead of its result).
   func commit() -> Bool {
-    guard !pendingWrites.isEmpty else { return true }
+    guard !pendingWrites.isEmpty || !pendingHistory.isEmpty else { return true }
     let writes = pendingWrites
+    let history = pendingHistory
     pendingWrites.removeAll(keepingCapacity: true)
+    pendingHistory.removeAll(keepingCapacity: true)
+    let started = OperationalMetrics.monotonic()
     do {
-      try store.commit(writes)
+      try store.commit(writes, history: history)
+      metrics.commitDuration.observe(OperationalMetrics.monotonic() - started)
+      metrics.commitBatch.observe(Double(writes.count + history.count))
       return true
     } catch {
-      logger.error("datastore commit failed", [("error", "\(error)"), ("writes", String(writes.count))])
+      metrics.commitFailures += 1
+      logger.error(
+        "datastore commit failed",
+        [("error", "\(error)"), ("writes", String(writes.count)), ("history", String(history.count))])
       return false
     }
   }

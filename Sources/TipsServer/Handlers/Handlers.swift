@@ -12,6 +12,7 @@ enum Handlers {
     registerStatus(&table)
     registerSubscriptions(&table)
     registerTesting(&table)
+    registerMeasuring(&table)
     for type in Messages.requests {
       precondition(table[type.method] != nil, "no handler for \(type.method)")
     }
