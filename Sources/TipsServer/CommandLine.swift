@@ -14,6 +14,10 @@ public enum TipsdCommand {
       tipsd serve [--stdio | --socket PATH] [options]   run the daemon
       tipsd call [--socket PATH] METHOD [PARAMS-JSON]   send one request, print the result as JSON
       tipsd token [--socket PATH | --token-file PATH]   print the WebSocket listener's token
+      tipsd metrics [--since 7d] [--json | --csv]       seed 000's metrics per tip and variant, as a table
+      tipsd inspect [--watch] [--json]                  every tip, event, parameter and group, now (--watch:
+                                                        redrawn on every change, across daemon restarts)
+      tipsd report --html FILE [--since 7d]             a self-contained static HTML report
       tipsd help | --help                               this text
       tipsd version | --version
 
@@ -56,7 +60,8 @@ public enum TipsdCommand {
     HTTP AND WEBSOCKET (off unless --listen is given)
       --listen HOST:PORT       also serve HTTP/1.1 and WebSocket on HOST:PORT (repeatable): 127.0.0.1:8787,
                                [::1]:8787, localhost:8787; port 0 picks a free port (logged). One JSON-RPC
-                               message per text frame; GET /healthz answers without a token
+                               message per text frame; GET /healthz answers without a token, GET /metrics
+                               (Prometheus) with Authorization: Bearer <token>, GET / is the web inspector
       --token-file PATH        the token WebSocket clients must present (default: `token` beside the
                                socket); created (mode 0600) when missing, kept across restarts
       --allow-origin ORIGIN    also accept browser pages from ORIGIN, e.g. http://localhost:8081 (repeatable)
@@ -83,6 +88,9 @@ public enum TipsdCommand {
     case "serve": return serve(args, environment: environment)
     case "call": return CallCommand.run(args, environment: environment)
     case "token": return token(args, environment: environment)
+    case "metrics": return MetricsCommand.run(args, environment: environment)
+    case "inspect": return InspectCommand.run(args, environment: environment)
+    case "report": return ReportCommand.run(args, environment: environment)
     case "help", "--help", "-h":
       print(usage)
       return 0
