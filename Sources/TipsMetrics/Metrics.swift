@@ -383,7 +383,8 @@ public enum Metrics {
       let from = max(first.at - span, historyStart ?? (first.at - span))
       let to = max(first.at, min(first.at + span, end))
       let before = goals.filter { $0.cursor < first.cursor && $0.at >= from && $0.at < first.at }.count
-      let after = goals.filter { $0.cursor > first.cursor && $0.at < to }.count
+      // The span after ends at `until` (excluded) or now (included: nothing has happened after now).
+      let after = goals.filter { $0.cursor > first.cursor && ($0.at < to || ($0.at == to && to == now)) }.count
       return GoalRateChange(
         firstImpressionAt: first.at, before: RateWindow(from: from, to: first.at, count: before),
         after: RateWindow(from: first.at, to: to, count: after))
