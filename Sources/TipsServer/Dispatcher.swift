@@ -88,23 +88,25 @@ struct Dispatcher {
   }
 
   /// Runs one request through the lifecycle gate and its handler; returns the encoded reply. Counted in `/metrics`
-  /// by method and outcome, with its duration.
+  /// by method (its slot; `unknown` for any other name) and outcome, with its duration.
   func call(_ method: String, id: RequestID?, params: JSONValue?, on session: Session) throws(ResponseError) -> [UInt8] {
     let metrics = services.metrics
+    let entry = table.entry(method)
+    let slot = entry?.slot ?? metrics.unknownSlot
     let started = OperationalMetrics.monotonic()
     do {
-      let bytes = try callUnmeasured(method, id: id, params: params, on: session)
-      metrics.requestAnswered(slot: metrics.slot(of: method), ok: true, seconds: OperationalMetrics.monotonic() - started)
+      let bytes = try callUnmeasured(method, entry, id: id, params: params, on: session)
+      metrics.requestAnswered(slot: slot, ok: true, seconds: OperationalMetrics.monotonic() - started)
       return bytes
     } catch {
-      metrics.requestAnswered(slot: metrics.slot(of: method), ok: false, seconds: OperationalMetrics.monotonic() - started)
+      metrics.requestAnswered(slot: slot, ok: false, seconds: OperationalMetrics.monotonic() - started)
       throw error
     }
   }
 
-  private func callUnmeasured(_ method: String, id: RequestID?, params: JSONValue?, on session: Session)
-    throws(ResponseError) -> [UInt8]
-  {
+  private func callUnmeasured(
+    _ method: String, _ entry: HandlerTable.Entry?, id: RequestID?, params: JSONValue?, on session: Session
+  ) throws(ResponseError) -> [UInt8] {
     switch session.lifecycle {
     case .uninitialized where method != InitializeRequest.method && method != DiscoverRequest.method:
       throw .serverNotInitialized(method: method)
@@ -113,7 +115,7 @@ struct Dispatcher {
     default:
       break
     }
-    guard let run = table[method] else { throw .methodNotFound(method) }
-    return try run(id, params, RequestContext(session: session, services: services, method: method)).get()
+    guard let entry else { throw .methodNotFound(method) }
+    return try entry.run(id, params, RequestContext(session: session, services: services, method: method)).get()
   }
 }

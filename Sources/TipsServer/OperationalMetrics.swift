@@ -1,6 +1,7 @@
 #if canImport(Glibc)
   import Glibc
 #endif
+import TipsEngine
 
 /// The daemon's operational counters and histograms, rendered in the Prometheus text format (0.0.4) at
 /// `GET /metrics`. Loop thread only; counting a request is two array increments and a bucket search.
@@ -31,8 +32,8 @@ final class OperationalMetrics {
   /// Request methods by slot (the registry's, then `unknown` for any other name).
   let methods: [String]
   let slots: [String: Int]
-  private var ok: [UInt64]
-  private var failed: [UInt64]
+  @exclusivity(unchecked) private var ok: [UInt64]
+  @exclusivity(unchecked) private var failed: [UInt64]
   let requestDuration = Histogram(bounds: [
     0.000_005, 0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.1, 1,
   ])
@@ -44,7 +45,8 @@ final class OperationalMetrics {
   var connectionsAccepted: [String: UInt64] = [:]
   var notificationsCoalesced: UInt64 = 0
   var notificationsSent: [String: UInt64] = [:]
-  var historyEvents: [String: UInt64] = [:]
+  /// By `HistoryEvent.Kind.code`. `@exclusivity(unchecked)` like the counters below: loop thread only.
+  @exclusivity(unchecked) var historyEvents = [UInt64](repeating: 0, count: 8)
 
   init(methods requestMethods: [String]) {
     methods = requestMethods + ["unknown"]
@@ -56,7 +58,10 @@ final class OperationalMetrics {
   }
 
   /// The slot counting `method` (`unknown` for a name that is not a method).
-  func slot(of method: String) -> Int { slots[method] ?? methods.count - 1 }
+  func slot(of method: String) -> Int { slots[method] ?? unknownSlot }
+
+  /// The slot of names that are not methods.
+  var unknownSlot: Int { methods.count - 1 }
 
   func requestAnswered(slot: Int, ok succeeded: Bool, seconds: Double) {
     if succeeded { ok[slot] += 1 } else { failed[slot] += 1 }
@@ -148,8 +153,8 @@ final class OperationalMetrics {
       "tips/shouldDisplayChanged notifications replaced or dropped while a slow client's queue held an older one.")
     sample("tipsd_notifications_coalesced_total", [], String(notificationsCoalesced))
     family("tipsd_history_events_total", "counter", "Lifecycle history entries recorded, by type.")
-    for type in historyEvents.keys.sorted() {
-      sample("tipsd_history_events_total", [("type", type)], String(historyEvents[type]!))
+    for kind in HistoryEvent.Kind.allCases {
+      sample("tipsd_history_events_total", [("type", kind.rawValue)], String(historyEvents[kind.code]))
     }
     family("tipsd_history_cursor", "gauge", "The newest lifecycle history cursor.")
     sample("tipsd_history_cursor", [], String(gauges.historyCursor))

@@ -45,22 +45,17 @@ final class Services {
   func record(_ mutation: Mutation, history leading: [HistoryEvent] = []) {
     turn.stage(mutation.writes)
     if !mutation.changes.isEmpty { turn.changed = true }
-    var entries = leading
-    if history.enabled && (!mutation.writes.isEmpty || !mutation.changes.isEmpty) {
-      entries += history.entries(for: mutation, now: engine.clock.now())
+    if history.enabled {
+      let engine = self.engine
+      let streamed = history.record(
+        mutation, leading: leading, now: { engine.clock.now() }, into: turn, metrics: metrics)
+      if !streamed.isEmpty && subscriptions.hasAnalyticsSubscribers {
+        for (session, note) in subscriptions.analyticsNotifications(for: streamed[...]) {
+          stage(.notification(note), on: session)
+        }
+      }
     }
-    if history.enabled && !entries.isEmpty { recordHistory(&entries) }
     for (session, note) in subscriptions.notifications(for: mutation.changes, engine: engine) {
-      stage(.notification(note), on: session)
-    }
-  }
-
-  /// Assigns cursors, stages the entries for the commit and as `analytics/event` for live subscribers.
-  private func recordHistory(_ entries: inout [HistoryEvent]) {
-    history.assignCursors(&entries)
-    turn.stage(history: entries)
-    for entry in entries { metrics.historyEvents[entry.kind.rawValue, default: 0] += 1 }
-    for (session, note) in subscriptions.analyticsNotifications(for: entries) {
       stage(.notification(note), on: session)
     }
   }
@@ -153,14 +148,23 @@ struct HandlerTable: Sendable {
   /// Decodes the params, runs the handler and encodes its result (the reply's bytes).
   typealias Run = @Sendable (RequestID?, JSONValue?, RequestContext) -> Result<[UInt8], ResponseError>
 
-  private(set) var handlers: [String: Run] = [:]
+  /// A method's handler and its slot among the methods (where `/metrics` counts it).
+  struct Entry: Sendable {
+    var run: Run
+    var slot: Int
+  }
+
+  private(set) var handlers: [String: Entry] = [:]
+  /// Every method, in slot order.
+  private(set) var methods: [String] = []
 
   /// Registers the handler of `R`.
   mutating func on<R: RequestType>(
     _ type: R.Type, _ handler: @escaping @Sendable (R, RequestContext) throws(ResponseError) -> R.Response
   ) {
     precondition(handlers[R.method] == nil, "two handlers for \(R.method)")
-    handlers[R.method] = { id, params, context in
+    methods.append(R.method)
+    handlers[R.method] = Entry(slot: methods.count - 1) { id, params, context in
       if R.isTestingOnly && !context.services.configuration.allowTesting {
         return .failure(.testingDisabled(method: R.method))
       }
@@ -174,5 +178,13 @@ struct HandlerTable: Sendable {
     }
   }
 
-  subscript(method: String) -> Run? { handlers[method] }
+  subscript(method: String) -> Run? { handlers[method]?.run }
+
+  func entry(_ method: String) -> Entry? { handlers[method] }
+}
+
+extension HandlerTable.Entry {
+  init(slot: Int, _ run: @escaping HandlerTable.Run) {
+    self.init(run: run, slot: slot)
+  }
 }

@@ -99,9 +99,7 @@ public final class Server {
     let startEngine = engine
     let startStore = store
     func commit(_ mutation: Mutation) throws(DatastoreError) {
-      var entries = history.entries(for: mutation, now: startEngine.clock.now())
-      history.assignCursors(&entries)
-      try startStore.commit(mutation.writes, history: entries)
+      try startStore.commit(mutation.writes, history: history.entries(for: mutation, now: startEngine.clock.now()))
     }
     if let id = configuration.installID ?? (engine.installIdentifier == nil ? Self.randomInstallID() : nil) {
       do {
@@ -122,13 +120,23 @@ public final class Server {
       logger.info("catalog registered", [("path", catalogPath), ("tips", String(catalog.tips.count))])
     }
     history.refreshTrackedEvents(engine)
-    metrics = OperationalMetrics(methods: Messages.requests.map { $0.method })
+    metrics = OperationalMetrics(methods: Handlers.table.methods)
     let turn = Turn(store: store, logger: logger, metrics: metrics)
     var requestEndOfTurn: () -> Void = {}
     services = Services(
       engine: engine, turn: turn, configuration: configuration, logger: logger, virtualClock: virtualClock,
       history: history, requestEndOfTurn: { requestEndOfTurn() })
     dispatcher = Dispatcher(table: Handlers.table, services: services)
+    let failedStore = store
+    turn.onCommitFailure = { [history, logger] in
+      // Cursors continue after the newest one stored: the lost entries were never announced (their analytics/event
+      // notifications required the commit), so reusing their numbers is safe and keeps the datastore's ids dense.
+      do {
+        history.commitFailed(lastStored: try failedStore.historyBounds().newestCursor)
+      } catch {
+        logger.warning("cannot read the history's newest cursor after a failed commit", [("error", "\(error)")])
+      }
+    }
     requestEndOfTurn = { [unowned self] in self.requestEndOfTurn() }
     services.stopDaemon = { [unowned self] status in
       self.exitStatus = status

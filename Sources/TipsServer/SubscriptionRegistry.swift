@@ -90,6 +90,8 @@ final class SubscriptionRegistry {
     ]
   }
 
+  var hasAnalyticsSubscribers: Bool { !analyticsSubscribers.isEmpty }
+
   /// Whether any analytics subscriber is replaying the history.
   var hasCatchingUp: Bool { analyticsSubscribers.values.contains { !$0.live } }
 
@@ -215,7 +217,7 @@ final class SubscriptionRegistry {
 
   /// `analytics/event` for every live analytics subscriber, for each streamed entry (cursors assigned). Staged as
   /// requiring the commit: a failed commit drops them, so no client ever sees a cursor that was not stored.
-  func analyticsNotifications(for events: [HistoryEvent]) -> [(Session, StagedNotification)] {
+  func analyticsNotifications(for events: ArraySlice<HistoryEvent>) -> [(Session, StagedNotification)] {
     guard !analyticsSubscribers.isEmpty else { return [] }
     var out: [(Session, StagedNotification)] = []
     for event in events where event.kind.isStreamed {

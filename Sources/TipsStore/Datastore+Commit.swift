@@ -9,6 +9,11 @@ extension Datastore {
   ///
   /// The server groups every write and history entry of an event-loop turn into one call (group commit).
   public func commit(_ writes: [StateWrite], history: [HistoryEvent] = []) throws(DatastoreError) {
+    try commit(writes, history: HistoryBatch(history))
+  }
+
+  /// ``commit(_:history:)`` with the history already encoded (the server's hot path).
+  public func commit(_ writes: [StateWrite], history: HistoryBatch) throws(DatastoreError) {
     guard !writes.isEmpty || !history.isEmpty else { return }
     let connection = try openConnection()
     preloaded = nil

@@ -22,38 +22,40 @@ public struct HistoryBounds: Sendable, Equatable {
   public var newestCursor: Int64
   /// The instant of the oldest entry kept, of any kind (nil when empty).
   public var oldestAt: Timestamp?
+
+  public init(oldestCursor: Int64?, newestCursor: Int64, oldestAt: Timestamp?) {
+    self.oldestCursor = oldestCursor
+    self.newestCursor = newestCursor
+    self.oldestAt = oldestAt
+  }
 }
 
 extension Datastore {
+  /// Entries per `history` row at most (a commit that recorded more writes several rows).
+  static let historyChunkSize = 256
+
   // MARK: Writing (inside commit's transaction)
 
-  /// Appends history entries (their cursors already assigned), and records each eligibility change as its tip's
-  /// last recorded state.
-  func writeHistory(_ events: [HistoryEvent], _ connection: SQLiteConnection) throws(SQLiteError) {
-    let insert = try connection.prepare(SQL.insertHistory)
-    for event in events {
-      insert.bind(1, event.cursor)
-      insert.bind(2, event.at)
-      insert.bind(3, event.kind.code)
-      insert.bind(4, event.tipID)
-      insert.bind(5, event.eventID)
-      insert.bind(6, event.variant)
-      insert.bind(7, event.duration)
-      insert.bind(8, event.actionID)
-      if let index = event.actionIndex { insert.bind(9, index) } else { insert.bindNull(9) }
-      insert.bind(10, event.reason)
-      insert.bind(11, event.status)
-      if let flag = event.shouldDisplay { insert.bind(12, flag ? 1 : 0) } else { insert.bindNull(12) }
+  /// Appends a batch's chunks, and records each eligibility change as its tip's last recorded state.
+  func writeHistory(_ batch: HistoryBatch, _ connection: SQLiteConnection) throws(SQLiteError) {
+    let insert = try connection.prepare(SQL.insertHistoryChunk)
+    for chunk in batch.chunks {
+      insert.bind(1, chunk.first)
+      insert.bind(2, chunk.last)
+      insert.bind(3, chunk.oldestAt)
+      insert.bind(4, chunk.newestAt)
+      insert.bind(5, chunk.kinds)
+      batch.bytes[chunk.start..<chunk.end].withUnsafeBytes { insert.bindBlob(6, $0) }
       try insert.run()
-      if event.kind == .eligibility, let tip = event.tipID, let status = event.status {
-        let upsert = try connection.prepare(SQL.upsertHistoryTip)
-        upsert.bind(1, tip)
-        upsert.bind(2, status)
-        upsert.bind(3, event.reason)
-        upsert.bind(4, event.shouldDisplay == true ? 1 : 0)
-        upsert.bind(5, event.variant)
-        try upsert.run()
-      }
+    }
+    for state in batch.tipStates {
+      let upsert = try connection.prepare(SQL.upsertHistoryTip)
+      upsert.bind(1, state.tip)
+      upsert.bind(2, state.status)
+      upsert.bind(3, state.reason)
+      upsert.bind(4, state.shouldDisplay ? 1 : 0)
+      upsert.bind(5, state.variant)
+      try upsert.run()
     }
   }
 
@@ -64,16 +66,14 @@ extension Datastore {
     let connection = try openConnection()
     return try sqlite("cannot read the history of") { () throws(SQLiteError) in
       var state = HistoryState()
-      let bounds = try connection.prepare(SQL.selectHistoryBounds)
-      if try bounds.step() { state.lastCursor = bounds.int64(1) }
-      bounds.reset()
+      state.lastCursor = try newestCursor(connection)
       let tips = try connection.prepare(SQL.selectHistoryTips)
+      defer { tips.reset() }
       while try tips.step() {
         guard let tip = tips.text(0), let status = tips.text(1) else { continue }
         state.tips[tip] = RecordedTipState(
           status: status, reason: tips.text(2), shouldDisplay: tips.int(3) != 0, variant: tips.text(4))
       }
-      tips.reset()
       return state
     }
   }
@@ -82,10 +82,24 @@ extension Datastore {
   public func history(after: Int64, limit: Int) throws(DatastoreError) -> [HistoryEvent] {
     let connection = try openConnection()
     return try sqlite("cannot read the history of") { () throws(SQLiteError) in
-      let select = try connection.prepare(SQL.selectHistoryAfter)
-      select.bind(1, after)
-      select.bind(2, max(0, limit))
-      return try readEvents(select)
+      guard limit > 0 else { return [] }
+      // The chunk holding `after + 1` starts at or before it.
+      let start = try connection.prepare(SQL.selectChunkStart)
+      start.bind(1, after + 1)
+      var from: Int64 = 0
+      if try start.step(), !start.isNull(0) { from = start.int64(0) }
+      start.reset()
+      let chunks = try connection.prepare(SQL.selectChunksFrom)
+      chunks.bind(1, from)
+      defer { chunks.reset() }
+      var out: [HistoryEvent] = []
+      while out.count < limit, try chunks.step() {
+        for event in try decodeChunk(chunks) where event.cursor > after && event.kind.isStreamed {
+          out.append(event)
+          if out.count == limit { break }
+        }
+      }
+      return out
     }
   }
 
@@ -93,7 +107,16 @@ extension Datastore {
   public func historyForMetrics() throws(DatastoreError) -> [HistoryEvent] {
     let connection = try openConnection()
     return try sqlite("cannot read the history of") { () throws(SQLiteError) in
-      try readEvents(try connection.prepare(SQL.selectHistoryForMetrics))
+      let chunks = try connection.prepare(SQL.selectChunksWithKinds)
+      chunks.bind(1, HistoryCodec.metricKinds)
+      defer { chunks.reset() }
+      var out: [HistoryEvent] = []
+      while try chunks.step() {
+        for event in try decodeChunk(chunks) where HistoryCodec.metricKinds & (1 << event.kind.code) != 0 {
+          out.append(event)
+        }
+      }
+      return out
     }
   }
 
@@ -101,42 +124,41 @@ extension Datastore {
   public func historyBounds() throws(DatastoreError) -> HistoryBounds {
     let connection = try openConnection()
     return try sqlite("cannot read the history of") { () throws(SQLiteError) in
-      var result = HistoryBounds(oldestCursor: nil, newestCursor: 0, oldestAt: nil)
-      let bounds = try connection.prepare(SQL.selectHistoryBounds)
-      if try bounds.step() { result.newestCursor = bounds.int64(1) }
-      bounds.reset()
-      let streamed = try connection.prepare(SQL.selectStreamedOldest)
-      if try streamed.step(), !streamed.isNull(0) { result.oldestCursor = streamed.int64(0) }
+      var result = HistoryBounds(oldestCursor: nil, newestCursor: try newestCursor(connection), oldestAt: nil)
+      let streamed = try connection.prepare(SQL.selectFirstChunkWithKinds)
+      streamed.bind(1, HistoryCodec.streamedKinds)
+      if try streamed.step() {
+        result.oldestCursor = try decodeChunk(streamed).first { $0.kind.isStreamed }?.cursor
+      }
       streamed.reset()
-      let oldest = try connection.prepare(SQL.selectHistoryOldestAt)
+      let oldest = try connection.prepare(SQL.selectOldestChunkAt)
       if try oldest.step() { result.oldestAt = oldest.double(0) }
       oldest.reset()
       return result
     }
   }
 
-  private func readEvents(_ select: Statement) throws(SQLiteError) -> [HistoryEvent] {
-    defer { select.reset() }
-    var events: [HistoryEvent] = []
-    while try select.step() {
-      guard let kind = HistoryEvent.Kind(code: select.int(2)) else {
-        throw SQLiteError(corrupt: "history entry \(select.int64(0)) has an unknown kind \(select.int(2))")
-      }
-      events.append(
-        HistoryEvent(
-          cursor: select.int64(0), kind: kind, at: select.double(1), tipID: select.text(3), eventID: select.text(4),
-          variant: select.text(5), duration: select.optionalDouble(6), actionID: select.text(7),
-          actionIndex: select.isNull(8) ? nil : select.int(8), reason: select.text(9), status: select.text(10),
-          shouldDisplay: select.isNull(11) ? nil : select.int(11) != 0))
+  private func newestCursor(_ connection: SQLiteConnection) throws(SQLiteError) -> Int64 {
+    let newest = try connection.prepare(SQL.selectNewestChunk)
+    defer { newest.reset() }
+    return try newest.step() ? newest.int64(1) : 0
+  }
+
+  /// The entries of the row `select` is on (columns: id, entries).
+  private func decodeChunk(_ select: Statement) throws(SQLiteError) -> [HistoryEvent] {
+    let id = select.int64(0)
+    guard let events = HistoryCodec.decode(select.blobBytes(1), first: id) else {
+      throw SQLiteError(corrupt: "the history chunk starting at cursor \(id) cannot be decoded")
     }
     return events
   }
 
   // MARK: Pruning
 
-  /// Deletes the entries older than `cutoff` from the start of the history, in cursor order, up to the first entry
-  /// at or after it (an older entry after a younger one — the clock went back — waits for a later prune). The
-  /// newest entry is always kept, so cursors continue after it. One transaction; returns the entries deleted.
+  /// Deletes the chunks whose entries are all older than `cutoff`, from the start of the history in cursor order, up
+  /// to the first chunk with an entry at or after it (an older chunk after a younger one — the clock went back —
+  /// waits for a later prune). The newest chunk is always kept, so cursors continue after it. One transaction;
+  /// returns the entries deleted.
   @discardableResult
   public func pruneHistory(before cutoff: Timestamp) throws(DatastoreError) -> Int {
     let connection = try openConnection()
@@ -144,19 +166,22 @@ extension Datastore {
     return try sqlite("cannot prune the history of") { () throws(SQLiteError) in
       try connection.prepare(SQL.begin).run()
       do throws(SQLiteError) {
-        let bounds = try connection.prepare(SQL.selectHistoryBounds)
-        var newest: Int64 = 0
-        if try bounds.step() { newest = bounds.int64(1) }
-        bounds.reset()
-        let young = try connection.prepare(SQL.selectFirstYoung)
+        let newest = try connection.prepare(SQL.selectNewestChunk)
+        var keepFrom: Int64 = 0
+        if try newest.step() { keepFrom = newest.int64(0) }
+        newest.reset()
+        let young = try connection.prepare(SQL.selectFirstYoungChunk)
         young.bind(1, cutoff)
-        var keepFrom = newest
-        if try young.step() { keepFrom = min(newest, young.int64(0)) }
+        if try young.step() { keepFrom = min(keepFrom, young.int64(0)) }
         young.reset()
-        let delete = try connection.prepare(SQL.deleteHistoryBefore)
+        let count = try connection.prepare(SQL.countEntriesBefore)
+        count.bind(1, keepFrom)
+        _ = try count.step()
+        let deleted = count.int(0)
+        count.reset()
+        let delete = try connection.prepare(SQL.deleteChunksBefore)
         delete.bind(1, keepFrom)
         try delete.run()
-        let deleted = connection.changes
         try connection.prepare(SQL.commit).run()
         return deleted
       } catch {

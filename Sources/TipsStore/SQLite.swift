@@ -231,7 +231,23 @@ final class Statement {
     }
   }
 
+  /// Binds bytes as a blob (SQLite copies them).
+  func bindBlob(_ index: Int32, _ buffer: UnsafeRawBufferPointer) {
+    // A zero-length blob, not NULL, for an empty buffer.
+    sqlite3_bind_blob(
+      handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+      tipsd_sqlite_transient())
+  }
+
   // MARK: Columns
+
+  /// The column's blob bytes without copying, valid until the next step/reset (empty for NULL or an empty blob).
+  func blobBytes(_ column: Int32) -> UnsafeRawBufferPointer {
+    let pointer = sqlite3_column_blob(handle, column)
+    let count = Int(sqlite3_column_bytes(handle, column))
+    guard count > 0, let pointer else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    return UnsafeRawBufferPointer(start: pointer, count: count)
+  }
 
   func isNull(_ column: Int32) -> Bool {
     sqlite3_column_type(handle, column) == SQLITE_NULL

@@ -15,11 +15,13 @@
 // 4. lifetime counts: `events.dropped` counts the donations trimmed away (kept + dropped = donations ever; bumped
 //    once per event per commit, not per donation); the install id (meta) and per-tip variant assignments.
 //    Datastores of earlier versions forgot what they trimmed, so their lifetime counts start at what they keep.
-// 5. the lifecycle history (issue #13): `history`, one row per impression, eligibility change, invalidation,
-//    action, variant assignment and donation of a goal or app-closed event, keyed by its cursor (assigned by the
-//    server, never reused: pruning keeps the newest row; a reset leaves the history alone), with no index (rows
-//    are appended at the table's end, and pruned from its start in cursor order); `history_tips`, the eligibility
-//    last recorded per tip, so a restart that finds a tip as it left it records nothing.
+// 5. the lifecycle history (issue #13): `history` holds the entries (impressions, eligibility changes,
+//    invalidations, actions, variant assignments, donations of goal and app-closed events) in chunks, one row per
+//    commit that recorded any (at most 256 entries a row), keyed by the chunk's first cursor, its entries encoded by
+//    `HistoryCodec`: one insert per commit instead of one per entry. Cursors are assigned by the server and never
+//    reused (pruning keeps the newest chunk; a datastore reset leaves the history alone). No index: chunks are
+//    appended at the table's end and pruned from its start. `history_tips` holds the eligibility last recorded per
+//    tip, so a restart that finds a tip as it left it records nothing.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -93,17 +95,11 @@ enum Schema {
       sql: """
         CREATE TABLE history (
           id INTEGER PRIMARY KEY,
-          at REAL NOT NULL,
-          kind INTEGER NOT NULL,
-          tip TEXT,
-          event TEXT,
-          variant TEXT,
-          duration REAL,
-          action_id TEXT,
-          action_index INTEGER,
-          reason TEXT,
-          status TEXT,
-          should_display INTEGER
+          last INTEGER NOT NULL,
+          first_at REAL NOT NULL,
+          last_at REAL NOT NULL,
+          kinds INTEGER NOT NULL,
+          entries BLOB NOT NULL
         );
         CREATE TABLE history_tips (
           tip TEXT PRIMARY KEY NOT NULL,
@@ -177,23 +173,19 @@ enum SQL {
     """
   static let deleteVariant: StaticString = "DELETE FROM variant_assignments WHERE tip = ?1"
 
-  static let insertHistory: StaticString = """
-    INSERT INTO history (id, at, kind, tip, event, variant, duration, action_id, action_index, reason, status,
-      should_display) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-    """
-  static let selectHistoryAfter: StaticString = """
-    SELECT id, at, kind, tip, event, variant, duration, action_id, action_index, reason, status, should_display
-    FROM history WHERE id > ?1 AND kind <> 6 ORDER BY id LIMIT ?2
-    """
-  static let selectHistoryForMetrics: StaticString = """
-    SELECT id, at, kind, tip, event, variant, duration, action_id, action_index, reason, status, should_display
-    FROM history WHERE kind IN (1, 4, 6) ORDER BY id
-    """
-  static let selectHistoryBounds: StaticString = "SELECT min(id), max(id) FROM history"
-  static let selectHistoryOldestAt: StaticString = "SELECT at FROM history ORDER BY id LIMIT 1"
-  static let selectStreamedOldest: StaticString = "SELECT min(id) FROM history WHERE kind <> 6"
-  static let selectFirstYoung: StaticString = "SELECT id FROM history WHERE at >= ?1 ORDER BY id LIMIT 1"
-  static let deleteHistoryBefore: StaticString = "DELETE FROM history WHERE id < ?1"
+  static let insertHistoryChunk: StaticString =
+    "INSERT INTO history (id, last, first_at, last_at, kinds, entries) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+  static let selectChunkStart: StaticString = "SELECT max(id) FROM history WHERE id <= ?1"
+  static let selectChunksFrom: StaticString = "SELECT id, entries FROM history WHERE id >= ?1 ORDER BY id"
+  static let selectChunksWithKinds: StaticString =
+    "SELECT id, entries FROM history WHERE kinds & ?1 <> 0 ORDER BY id"
+  static let selectFirstChunkWithKinds: StaticString =
+    "SELECT id, entries FROM history WHERE kinds & ?1 <> 0 ORDER BY id LIMIT 1"
+  static let selectNewestChunk: StaticString = "SELECT id, last FROM history ORDER BY id DESC LIMIT 1"
+  static let selectOldestChunkAt: StaticString = "SELECT first_at FROM history ORDER BY id LIMIT 1"
+  static let selectFirstYoungChunk: StaticString = "SELECT id FROM history WHERE last_at >= ?1 ORDER BY id LIMIT 1"
+  static let countEntriesBefore: StaticString = "SELECT coalesce(sum(last - id + 1), 0) FROM history WHERE id < ?1"
+  static let deleteChunksBefore: StaticString = "DELETE FROM history WHERE id < ?1"
   static let selectHistoryTips: StaticString = "SELECT tip, status, reason, should_display, variant FROM history_tips"
   static let upsertHistoryTip: StaticString = """
     INSERT INTO history_tips (tip, status, reason, should_display, variant) VALUES (?1, ?2, ?3, ?4, ?5)

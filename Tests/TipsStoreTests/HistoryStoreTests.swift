@@ -64,11 +64,13 @@ struct HistoryStoreTests {
     #expect(try store.historyState().tips["t"] != nil)
   }
 
-  @Test("pruning deletes from the start up to the first young entry, and always keeps the newest")
+  @Test("pruning deletes from the start up to the first young chunk, and always keeps the newest")
   func prune() throws {
     let store = try Datastore(path: ":memory:")
-    try store.commit([], history: entries(from: 1, [.impression, .impression, .donation, .impression], at: 100))
-    // at: 100, 101, 102, 103
+    // One commit each, so one chunk each, at 100, 101, 102, 103.
+    for (offset, kind) in [HistoryEvent.Kind.impression, .impression, .donation, .impression].enumerated() {
+      try store.commit([], history: entries(from: Int64(offset + 1), [kind], at: 100 + Double(offset)))
+    }
     #expect(try store.pruneHistory(before: 102) == 2)
     #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 4, newestCursor: 4, oldestAt: 102))
     #expect(try store.pruneHistory(before: 1_000) == 1)
@@ -80,6 +82,38 @@ struct HistoryStoreTests {
     #expect(try store.pruneHistory(before: 103) == 0)
     #expect(try store.pruneHistory(before: 104) == 1)
     #expect(try store.history(after: 0, limit: 10).map(\.cursor) == [5])
+  }
+
+  @Test("a commit's entries are one chunk (of at most 256), its instants its oldest and newest; a chunk prunes whole")
+  func chunks() throws {
+    let store = try Datastore(path: ":memory:")
+    var many: [HistoryEvent] = []
+    for n in 1...600 {
+      many.append(HistoryEvent(cursor: Int64(n), kind: .impression, at: 1_000 + Double(n), tipID: "t", duration: Double(n)))
+    }
+    try store.commit([], history: many)
+    #expect(try store.history(after: 0, limit: 1000) == many)
+    #expect(try store.history(after: 255, limit: 3).map(\.cursor) == [256, 257, 258])
+    #expect(try store.history(after: 599, limit: 10).map(\.cursor) == [600])
+    #expect(try store.history(after: 600, limit: 10).isEmpty)
+    // Chunks of 256, 256 and 88: the first two hold only entries older than 1513.
+    #expect(try store.pruneHistory(before: 1_513) == 512)
+    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 513, newestCursor: 600, oldestAt: 1_513))
+  }
+
+  @Test("the chunk encoding round-trips every field and refuses damaged bytes")
+  func codec() throws {
+    let events = entries(from: 41, [.variant, .impression, .eligibility, .donation, .action, .invalidation])
+      + [HistoryEvent(cursor: 50, kind: .eligibility, at: -1.5, tipID: "é 🧭", status: "available", shouldDisplay: true)]
+    let bytes = HistoryCodec.encode(events[...])
+    let decoded = bytes.withUnsafeBytes { HistoryCodec.decode($0, first: 41) }
+    #expect(decoded == events)
+    for cut in [1, 5, bytes.count - 1] {
+      #expect(Array(bytes.prefix(cut)).withUnsafeBytes { HistoryCodec.decode($0, first: 41) } == nil)
+    }
+    var badKind = bytes
+    badKind[0] = 99
+    #expect(badKind.withUnsafeBytes { HistoryCodec.decode($0, first: 41) } == nil)
   }
 
   @Test("the history survives closing and reopening a file, and an older schema migrates to it")
