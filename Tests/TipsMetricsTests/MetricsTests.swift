@@ -238,6 +238,12 @@ struct MetricsTests {
     #expect(cut.before == RateWindow(from: History.t0, to: History.t0 + 2 * day, count: 2))
     #expect(cut.after == RateWindow(from: History.t0 + 2 * day, to: History.t0 + 3 * day, count: 1))
     #expect(cut.change == 1)
+    // A donation at the very instant of `now` is in the span after (nothing can come after now).
+    var atNow = History()
+    atNow.impression(at: 0)
+    atNow.donate("filter.used", at: day)
+    #expect(compute(atNow, now: day).tip("filter.tip")?.overall.goalRate?.after?.count == 1)
+    #expect(compute(atNow, now: 2 * day, until: day).tip("filter.tip")?.overall.goalRate?.after?.count == 0)
     // No goal donations before: no ratio.
     var fresh = History()
     fresh.impression(at: 0)
