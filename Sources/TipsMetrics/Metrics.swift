@@ -110,8 +110,8 @@ public struct RateWindow: Sendable, Hashable {
   }
 
   public var days: Double { max(0, to - from) / 86_400 }
-  /// Donations per day; nil for an empty span.
-  public var perDay: Double? { days > 0 ? Double(count) / days : nil }
+  /// Donations per day; nil when the span covers less than a day (half an hour of history is no daily rate).
+  public var perDay: Double? { days >= 1 ? Double(count) / days : nil }
 }
 
 /// (4) Seed 000's "did usage of that feature move?": the goal event's daily rate in the days before the first
@@ -205,7 +205,7 @@ public struct MetricsReport: Sendable, Hashable {
 ///   action in between means the user engaged: not a close). Pending as in (1). Flagged above `closeRateAlert`.
 /// - **(4) Goal rate before and after.** From the tip's first impression in the history (up to `until`, ignoring
 ///   `since`): goal donations per day in the `baselineDays` before it (cut at the start of the kept history) against
-///   the `baselineDays` after it (cut at `until` or now).
+///   the `baselineDays` after it (cut at `until` or now); a span shorter than a day has no rate.
 ///
 /// Per variant, impressions are grouped by the variant they showed; "the tip's next impression" is the next one of
 /// any variant, and an exposure belongs to the variant of its first impression.

@@ -244,6 +244,14 @@ struct MetricsTests {
     atNow.donate("filter.used", at: day)
     #expect(compute(atNow, now: day).tip("filter.tip")?.overall.goalRate?.after?.count == 1)
     #expect(compute(atNow, now: 2 * day, until: day).tip("filter.tip")?.overall.goalRate?.after?.count == 0)
+    // Less than a day of history before the first impression: no daily rate, so no ratio.
+    var brief = History()
+    brief.donate("filter.used", at: 0)
+    brief.impression(at: 1_800)
+    brief.donate("filter.used", at: 3_600)
+    let partial = try #require(compute(brief, now: 3 * day).tip("filter.tip")?.overall.goalRate)
+    #expect(partial.before?.count == 1 && partial.before?.perDay == nil && partial.change == nil)
+    #expect(partial.after?.perDay != nil)
     // No goal donations before: no ratio.
     var fresh = History()
     fresh.impression(at: 0)
