@@ -5,7 +5,7 @@ SWIFT_FLAGS ?=
 PYTHON ?= python3
 APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript libwebsockets-dev libwebsockets-evlib-uv \
   openssl chromium chromium-driver
-PIP_PACKAGES := pytest jsonschema
+PIP_PACKAGES := pytest jsonschema prometheus-client
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
 # The daemon's default socket, so `tipsd call` and `tipsd token` find it without --socket.
@@ -37,7 +37,7 @@ deps-apt:
 	fi
 
 deps-pip:
-	@$(PYTHON) -c "import pytest, jsonschema" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
+	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
 
 build: deps-apt
 	$(SWIFT) build $(SWIFT_FLAGS)
