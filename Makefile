@@ -48,7 +48,9 @@ release: deps-apt
 run: release
 	@echo "tipsd: serving the demo catalog on $(SOCKET) and ws://$(LISTEN)/ — in another terminal try:"
 	@echo "  $(BIN_RELEASE) call tips/status      $(BIN_RELEASE) token      curl http://$(LISTEN)/healthz"
-	$(BIN_RELEASE) serve --socket "$(SOCKET)" --listen "$(LISTEN)" --catalog catalog/demo.json --allow-testing
+	@echo "  $(BIN_RELEASE) inspect --watch       $(BIN_RELEASE) metrics    the inspector: http://$(LISTEN)/#token=\$$($(BIN_RELEASE) token)"
+	$(BIN_RELEASE) serve --socket "$(SOCKET)" --listen "$(LISTEN)" --catalog catalog/demo.json --allow-testing \
+	  --app-closed-event app.backgrounded
 
 test: deps test-swift test-clients test-protocol
 
