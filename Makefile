@@ -7,7 +7,7 @@ APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript lib
   openssl chromium chromium-driver
 # make bench's peers: Redis does the same durable work as tipsd's events/donate (serve.redis_ratio).
 BENCH_APT_PACKAGES := redis-server
-PIP_PACKAGES := pytest jsonschema
+PIP_PACKAGES := pytest jsonschema prometheus-client
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
 # The daemon's default socket, so `tipsd call` and `tipsd token` find it without --socket.
@@ -49,7 +49,7 @@ bench-deps:
 	fi
 
 deps-pip:
-	@$(PYTHON) -c "import pytest, jsonschema" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
+	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
 
 build: deps-apt
 	$(SWIFT) build $(SWIFT_FLAGS)
@@ -60,7 +60,9 @@ release: deps-apt
 run: release
 	@echo "tipsd: serving the demo catalog on $(SOCKET) and ws://$(LISTEN)/ — in another terminal try:"
 	@echo "  $(BIN_RELEASE) call tips/status      $(BIN_RELEASE) token      curl http://$(LISTEN)/healthz"
-	$(BIN_RELEASE) serve --socket "$(SOCKET)" --listen "$(LISTEN)" --catalog catalog/demo.json --allow-testing
+	@echo "  $(BIN_RELEASE) inspect --watch       $(BIN_RELEASE) metrics    the inspector: http://$(LISTEN)/#token=\$$($(BIN_RELEASE) token)"
+	$(BIN_RELEASE) serve --socket "$(SOCKET)" --listen "$(LISTEN)" --catalog catalog/demo.json --allow-testing \
+	  --app-closed-event app.backgrounded
 
 test: deps test-swift test-clients test-protocol
 

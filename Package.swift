@@ -4,6 +4,7 @@
 //   TipsJSON ← TipsEngine ← TipsStore ──────────────┐
 //              TipsEngine ← TipsCatalog ────────────┤
 //              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
+//              TipsEngine ← TipsMetrics ────────────┤
 //   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┤
 //   TipsEngine, TipsTransport ← TipsEmbedded ───────┤   (in-memory loop: `tipsd test`, in-process tests)
 //   TipsJSON ← TipsTranscript ──────────────────────┤   (the transcript format)
@@ -41,6 +42,10 @@ let package = Package(
     // MARK: TipsEngine — pure rule engine with an injected clock
     .target(name: "TipsEngine", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
     .testTarget(name: "TipsEngineTests", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+
+    // MARK: TipsMetrics — seed 000's metrics over the lifecycle history (pure)
+    .target(name: "TipsMetrics", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+    .testTarget(name: "TipsMetricsTests", dependencies: ["TipsMetrics", "TipsEngine"], swiftSettings: swiftSettings),
 
     // MARK: TipsStore — SQLite persistence of engine state
     .target(name: "TipsStore", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "CSQLite"], swiftSettings: swiftSettings),
@@ -110,7 +115,7 @@ let package = Package(
       name: "TipsServer",
       dependencies: [
         "TipsEngine", "TipsCatalog", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient",
-        "TipsSystem", "TipsEmbedded", "TipsTranscript", "TipsLanguageServer",
+        "TipsSystem", "TipsEmbedded", "TipsTranscript", "TipsLanguageServer", "TipsMetrics",
       ],
       swiftSettings: swiftSettings
     ),

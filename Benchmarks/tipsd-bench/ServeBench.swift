@@ -79,16 +79,18 @@ private func monotonic() -> Double {
   return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-private func donateRequest(_ id: Int) -> [UInt8] {
-  Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"search.opened"}}"#.utf8) + [10]
+private func donateRequest(_ id: Int, event: String = "search.opened") -> [UInt8] {
+  Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"\#(event)"}}"#.utf8) + [10]
 }
 
 private let initializeRequest = Array(
   #"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1.0","clientInfo":{"name":"bench"}}}"#
     .utf8) + [10]
 
-/// Requests per second with up to `window` requests in flight, sent `batch` at a time.
-private func pipelined(_ path: String, requests: Int, window: Int = 512, batch: Int = 64) throws -> Double {
+/// Requests per second with up to `window` requests in flight, sent `batch` at a time (donations of `event`).
+private func pipelined(
+  _ path: String, requests: Int, window: Int = 512, batch: Int = 64, event: String = "search.opened"
+) throws -> Double {
   let connection = try LineConnection(path: path)
   connection.send(initializeRequest)
   _ = connection.readLines(atLeast: 1)
@@ -99,7 +101,7 @@ private func pipelined(_ path: String, requests: Int, window: Int = 512, batch: 
     while sent < requests && sent - received < window {
       var chunk: [UInt8] = []
       for _ in 0..<min(batch, requests - sent, window - (sent - received)) {
-        chunk += donateRequest(sent + 1)
+        chunk += donateRequest(sent + 1, event: event)
         sent += 1
       }
       connection.send(chunk)
@@ -353,4 +355,55 @@ func runServeBenchmarks() throws {
   print("serve.idle_rss_mb_target: 64")
   print("serve.bytes_per_idle_connection: \(format(perConnection, 0))")
   print("serve.bytes_per_idle_connection_target: 65536")
+}
+
+/// What recording the lifecycle history costs (issue #13): pipelined donations of a goal event (`filter.used`, the
+/// demo catalog's filter tip's goal: every donation is a history entry, the worst case) on a daemon that records
+/// history against one started with `--history-days 0`, in alternating rounds, one run.
+func runHistoryBenchmarks() throws {
+  let executableDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+  let tipsd = ProcessInfo.processInfo.environment["TIPSD_BIN"] ?? "\(executableDirectory)/tipsd"
+  let catalog = ProcessInfo.processInfo.environment["TIPSD_CATALOG"] ?? "catalog/demo.json"
+  let directory = NSTemporaryDirectory() + "tipsd-bench-history-\(getpid())"
+  try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+  defer { try? FileManager.default.removeItem(atPath: directory) }
+  func start(_ name: String, _ extra: [String]) throws -> ServerProcess {
+    try ServerProcess(
+      executable: tipsd,
+      arguments: [
+        "serve", "--socket", "\(directory)/\(name).sock", "--datastore", "\(directory)/\(name).sqlite", "--catalog",
+        catalog, "--log-level", "warning",
+      ] + extra,
+      directory: directory, socketPath: "\(directory)/\(name).sock")
+  }
+  let recording = try start("history", ["--app-closed-event", "app.backgrounded"])
+  defer { recording.stop() }
+  let baseline = try start("nohistory", ["--history-days", "0"])
+  defer { baseline.stop() }
+  _ = try pipelined(recording.socketPath, requests: 20_000, event: "filter.used")
+  _ = try pipelined(baseline.socketPath, requests: 20_000, event: "filter.used")
+  // Rounds of four runs back to back, recording-baseline-baseline-recording (ABBA): the machine's drifting load — this
+  // is a shared 2-core machine — and any advantage of going first or second affect both daemons alike within a
+  // round. The figure is the median over rounds of 1 − (recording's requests per second / the baseline's).
+  var on: [Double] = []
+  var off: [Double] = []
+  var ratios: [Double] = []
+  for _ in 0..<9 {
+    let a1 = try pipelined(recording.socketPath, requests: 40_000, event: "filter.used")
+    let b1 = try pipelined(baseline.socketPath, requests: 40_000, event: "filter.used")
+    let b2 = try pipelined(baseline.socketPath, requests: 40_000, event: "filter.used")
+    let a2 = try pipelined(recording.socketPath, requests: 40_000, event: "filter.used")
+    // Rates of equal request counts: the round's rate is the harmonic mean (total requests / total time).
+    let a = 2 / (1 / a1 + 1 / a2)
+    let b = 2 / (1 / b1 + 1 / b2)
+    on.append(a)
+    off.append(b)
+    ratios.append(1 - a / b)
+  }
+  print("serve.goal_donate_per_sec_history: \(format(median(on), 0))")
+  print("serve.goal_donate_per_sec_no_history: \(format(median(off), 0))")
+  print("serve.history_overhead_ratio: \(format(median(ratios), 3))")
+  print("serve.history_overhead_ratio_quartiles: \(format(percentile(ratios, 0.25), 3)) \(format(percentile(ratios, 0.75), 3))")
+  print("serve.history_overhead_ratio_target: 0.1")
+  try storeHistoryFigures()
 }

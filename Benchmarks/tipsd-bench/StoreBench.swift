@@ -64,6 +64,52 @@ private func mutationsPerSecond(path: String, count: Int, groupSize: Int, fsync:
   return Double(count) / (storeNow() - start)
 }
 
+/// Microseconds per donation committed in groups of `groupSize`, each donation with (or without) its lifecycle
+/// history entry (a goal event's donation, issue #13): the store's share of what recording history costs.
+private func microsecondsPerDonation(path: String, count: Int, groupSize: Int, history: Bool) throws -> Double {
+  removeDatastore(path)
+  let store = try Datastore(path: path)
+  defer {
+    store.close()
+    removeDatastore(path)
+  }
+  func write(_ k: Int) -> StateWrite {
+    .donation(eventID: "filter.used", Donation(at: 1_700_000_000 + Double(k)), keepNewest: 1000)
+  }
+  func entry(_ k: Int) -> HistoryEvent {
+    HistoryEvent(cursor: Int64(k + 1), kind: .donation, at: 1_700_000_000 + Double(k), eventID: "filter.used")
+  }
+  try store.commit((0..<2_000).map(write), history: history ? (0..<2_000).map(entry) : [])
+  var batches: [(writes: [StateWrite], history: [HistoryEvent])] = []
+  var k = 2_000
+  while k < 2_000 + count {
+    let end = min(k + groupSize, 2_000 + count)
+    batches.append(((k..<end).map(write), history ? (k..<end).map(entry) : []))
+    k = end
+  }
+  let start = storeNow()
+  for batch in batches { try store.commit(batch.writes, history: batch.history) }
+  return (storeNow() - start) / Double(count) * 1e6
+}
+
+/// The store's share of recording history: microseconds per goal donation committed with and without its entry.
+func storeHistoryFigures() throws {
+  let directory = makeBenchDirectory()
+  defer { rmdir(directory) }
+  let path = directory + "/history.sqlite"
+  var plain: [Double] = []
+  var recorded: [Double] = []
+  for _ in 0..<5 {
+    plain.append(try microsecondsPerDonation(path: path, count: 50_000, groupSize: 64, history: false))
+    recorded.append(try microsecondsPerDonation(path: path, count: 50_000, groupSize: 64, history: true))
+  }
+  let plainUs = plain.sorted()[2]
+  let recordedUs = recorded.sorted()[2]
+  print("store.goal_donation_us_group_commit: \(format(plainUs, decimals: 2))")
+  print("store.goal_donation_with_history_entry_us_group_commit: \(format(recordedUs, decimals: 2))")
+  print("store.history_entry_us: \(format(recordedUs - plainUs, decimals: 2))")
+}
+
 /// Builds a datastore holding `events` × `perEvent` donations, in one transaction per 100,000 writes.
 /// `uniqueInfo`: every donation carries distinct associated values (worst case for the load); otherwise half
 /// carry none and most of the rest repeat a few typical objects.

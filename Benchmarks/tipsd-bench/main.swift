@@ -9,6 +9,7 @@ let suites: [(name: String, run: () throws -> Void)] = [
   ("store", runStoreBenchmarks),
   ("json", runJSONBenchmarks),
   ("serve", runServeBenchmarks),
+  ("history", runHistoryBenchmarks),
 ]
 
 if CommandLine.arguments.dropFirst().first == "load" {

@@ -223,6 +223,11 @@ extension Linter {
         usages.append(("\(path).event", event, pattern))
       }
     }
+    // A tip's goal (what metrics/get measures it by) is an event too.
+    for (index, tip) in decoder.catalog.tips.enumerated() {
+      guard let goal = tip.goal, decoder.tipPaths.indices.contains(index) else { continue }
+      usages.append(("\(decoder.tipPaths[index]).goal.event", goal.eventID, nil))
+    }
     guard let declared = decoder.catalog.events else {
       if !usages.isEmpty {
         let count = Set(usages.map { $0.event }).count
@@ -252,7 +257,7 @@ extension Linter {
     }
     for (index, event) in declared.enumerated() where !used.contains(event.id) {
       let path = decoder.eventPaths.indices.contains(index) ? "\(decoder.eventPaths[index]).id" : "events"
-      add(.unusedEvent, path, "event \"\(event.id)\" is declared but no rule or template reads it")
+      add(.unusedEvent, path, "event \"\(event.id)\" is declared but no rule, goal or template reads it")
     }
   }
 

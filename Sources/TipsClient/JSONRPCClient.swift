@@ -137,10 +137,17 @@ public final class JSONRPCClient: @unchecked Sendable {
     }
   }
 
+  /// Whether the daemon closed the connection (a read found end of input or failed): then a nil from
+  /// ``readMessage(timeout:)`` or ``nextNotification(_:timeout:)`` means the connection is gone, not a timeout.
+  public private(set) var atEndOfInput = false
+
   /// Reads once into the framer; false at end of input (or an error).
   private func fill() -> Bool {
     let read = readBuffer.withUnsafeMutableBytes { b in Result { () throws(SystemError) in try System.read(readFD, into: b) } }
-    guard case .success(let n) = read, n > 0 else { return false }
+    guard case .success(let n) = read, n > 0 else {
+      atEndOfInput = true
+      return false
+    }
     readBuffer.withUnsafeBytes { framer.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
     return true
   }

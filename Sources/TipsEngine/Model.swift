@@ -41,12 +41,15 @@ public struct TipDefinition: Sendable, Hashable {
   public var removal: String?
   /// Whether its state syncs across a user's devices (the checklist's "local-only or synced, and why").
   public var sync: TipSync?
+  /// What the tip is for: the event that shows it helped, and how soon after an impression it must be donated
+  /// (seed 000's "feature-usage rate within 24 hours of a tip impression"). Read by the metrics only.
+  public var goal: TipGoal?
 
   public init(
     id: String, title: String, message: String? = nil, image: String? = nil, actions: [TipAction] = [],
     rules: [Rule] = [], options: TipOptions = TipOptions(), localizations: [String: TipLocalization] = [:],
     variants: [TipVariant] = [], presentation: TipPresentation? = nil, metadata: JSONObject? = nil,
-    removal: String? = nil, sync: TipSync? = nil
+    removal: String? = nil, sync: TipSync? = nil, goal: TipGoal? = nil
   ) {
     self.id = id
     self.title = title
@@ -61,6 +64,7 @@ public struct TipDefinition: Sendable, Hashable {
     self.metadata = metadata
     self.removal = removal
     self.sync = sync
+    self.goal = goal
   }
 
   /// The variant named `name`, if the tip declares it.
@@ -93,6 +97,22 @@ public struct TipDefinition: Sendable, Hashable {
     }
     tip.localizations = merged
     return tip
+  }
+}
+
+/// `goal`: the event whose donation shows that a tip helped, and the window after an impression in which it counts
+/// (`{"event": "filter.used", "within": {"hours": 24}}`; `within` defaults to 24 hours).
+public struct TipGoal: Sendable, Hashable {
+  public var eventID: String
+  /// Seconds after an impression within which a donation of ``eventID`` counts as the tip's goal reached.
+  public var within: Double
+
+  /// The window when a goal names none: seed 000's 24 hours.
+  public static let defaultWithin: Double = 86_400
+
+  public init(eventID: String, within: Double = TipGoal.defaultWithin) {
+    self.eventID = eventID
+    self.within = within
   }
 }
 

@@ -106,14 +106,14 @@ func parameterTypeName(_ value: JSONValue) -> String {
 extension TipDefinition {
   static let jsonKeys = [
     "id", "title", "message", "image", "actions", "rules", "options", "localizations", "variants", "presentation",
-    "metadata", "removal", "sync",
+    "metadata", "removal", "sync", "goal",
   ]
 
   /// The most JSON a tip's `metadata` may hold (compact UTF-8 bytes).
   public static let maxMetadataBytes = 4096
 
   /// Decodes `{id, title, message?, image?, actions?: [{id, title, invalidate?}], rules?: [...], options?: {...},
-  /// localizations?, variants?, presentation?, metadata?, removal?, sync?}`.
+  /// localizations?, variants?, presentation?, metadata?, removal?, sync?, goal?}`.
   /// Unknown keys, malformed rules and duplicate action ids are rejected with the offending path.
   public init(json: JSONValue, path: String) throws(EngineError) {
     typealias D = JSONDecoding
@@ -185,10 +185,12 @@ extension TipDefinition {
       }
       sync = choice
     }
+    var goal: TipGoal?
+    if let value = D.optional(object, "goal") { goal = try TipGoal(json: value, path: D.join(path, "goal")) }
     self.init(
       id: id, title: title, message: message, image: image, actions: actions, rules: rules, options: options,
       localizations: localizations, variants: variants, presentation: presentation, metadata: metadata,
-      removal: removal, sync: sync)
+      removal: removal, sync: sync, goal: goal)
   }
 
   /// The definition as JSON, in the shape ``init(json:path:)`` reads (`actions` and `rules` always present).
@@ -205,7 +207,26 @@ extension TipDefinition {
     if let metadata { object["metadata"] = .object(metadata) }
     if let removal { object["removal"] = .string(removal) }
     if let sync { object["sync"] = .string(sync.rawValue) }
+    if let goal { object["goal"] = goal.json }
     return .object(object)
+  }
+}
+
+extension TipGoal {
+  /// Decodes `{event, within?: {minutes|hours|days|weeks: n}}` (`within` defaults to 24 hours).
+  public init(json: JSONValue, path: String) throws(EngineError) {
+    typealias D = JSONDecoding
+    let object = try D.object(json, path)
+    try D.checkKeys(object, ["event", "within"], path)
+    let event = try D.nonEmptyString(try D.required(object, "event", path), D.join(path, "event"))
+    var within = Self.defaultWithin
+    if let value = D.optional(object, "within") { within = try EventRule.duration(value, D.join(path, "within")) }
+    self.init(eventID: event, within: within)
+  }
+
+  /// `{"event", "within"}`, `within` in the largest exact unit.
+  public var json: JSONValue {
+    ["event": .string(eventID), "within": EventRule.durationJSON(within)]
   }
 }
 

@@ -101,23 +101,7 @@ extension EventRule {
     }
 
     var within: Double?
-    if let value = object["within"] {
-      let withinPath = D.join(path, "within")
-      let units = try D.object(value, withinPath)
-      let unitNames = withinUnits.map(\.name)
-      for (key, _) in units where !unitNames.contains(key) {
-        throw D.fail(withinPath, "unknown unit \"\(key)\"")
-      }
-      guard units.count == 1, let (unit, amount) = units.members.first,
-        let seconds = withinUnits.first(where: { $0.name == unit })?.seconds
-      else {
-        throw D.fail(withinPath, "expected exactly one of \"minutes\", \"hours\", \"days\", \"weeks\"")
-      }
-      guard let number = amount.doubleValue, number.isFinite, number > 0 else {
-        throw D.fail(D.join(withinPath, unit), "expected a positive number, got \(D.describeNumber(amount))")
-      }
-      within = number * seconds
-    }
+    if let value = object["within"] { within = try Self.duration(value, D.join(path, "within")) }
 
     var matching: JSONObject?
     if let value = object["where"] {
@@ -133,14 +117,36 @@ extension EventRule {
       countValue: countValue)
   }
 
-  /// `within` in the largest unit that divides it exactly (minutes, possibly fractional, otherwise).
-  var withinJSON: JSONValue? {
-    guard let within else { return nil }
-    for unit in withinUnits where (within / unit.seconds).rounded() == within / unit.seconds {
-      return [unit.name: JSONDecoding.number(within / unit.seconds)]
+  /// Decodes a duration object with exactly one unit (`{"hours": 24}`: `minutes`, `hours`, `days`, `weeks`) into
+  /// seconds; the amount must be positive.
+  static func duration(_ value: JSONValue, _ path: String) throws(EngineError) -> Double {
+    typealias D = JSONDecoding
+    let units = try D.object(value, path)
+    let unitNames = withinUnits.map(\.name)
+    for (key, _) in units where !unitNames.contains(key) {
+      throw D.fail(path, "unknown unit \"\(key)\"")
     }
-    return ["minutes": .double(within / 60)]
+    guard units.count == 1, let (unit, amount) = units.members.first,
+      let seconds = withinUnits.first(where: { $0.name == unit })?.seconds
+    else {
+      throw D.fail(path, "expected exactly one of \"minutes\", \"hours\", \"days\", \"weeks\"")
+    }
+    guard let number = amount.doubleValue, number.isFinite, number > 0 else {
+      throw D.fail(D.join(path, unit), "expected a positive number, got \(D.describeNumber(amount))")
+    }
+    return number * seconds
   }
+
+  /// A duration in the largest unit that divides it exactly (minutes, possibly fractional, otherwise).
+  static func durationJSON(_ seconds: Double) -> JSONValue {
+    for unit in withinUnits where (seconds / unit.seconds).rounded() == seconds / unit.seconds {
+      return [unit.name: JSONDecoding.number(seconds / unit.seconds)]
+    }
+    return ["minutes": .double(seconds / 60)]
+  }
+
+  /// `within` in the largest unit that divides it exactly (minutes, possibly fractional, otherwise).
+  var withinJSON: JSONValue? { within.map(Self.durationJSON) }
 
   public var json: JSONValue {
     var object: JSONObject = ["event": .string(eventID)]

@@ -9,6 +9,9 @@ public enum Messages {
   public static let requests: [any RequestType.Type] = [
     SubscribeActionsRequest.self,
     UnsubscribeActionsRequest.self,
+    AnalyticsReadRequest.self,
+    AnalyticsSubscribeRequest.self,
+    AnalyticsUnsubscribeRequest.self,
     CatalogReloadRequest.self,
     ClockAdvanceRequest.self,
     ClockNowRequest.self,
@@ -19,6 +22,8 @@ public enum Messages {
     RegisterGroupRequest.self,
     UnregisterGroupRequest.self,
     InitializeRequest.self,
+    InspectStateRequest.self,
+    MetricsGetRequest.self,
     DefineParametersRequest.self,
     SetParameterRequest.self,
     DiscoverRequest.self,
@@ -52,7 +57,9 @@ public enum Messages {
 
   /// Notifications the daemon sends, byte-wise sorted.
   public static let serverNotifications: [any ServerNotificationType.Type] = [
+    AnalyticsEventNotification.self,
     CurrentTipChangedNotification.self,
+    InspectChangedNotification.self,
     ActionPerformedNotification.self,
     ShouldDisplayChangedNotification.self,
   ]

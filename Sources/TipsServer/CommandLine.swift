@@ -21,6 +21,10 @@ public enum TipsdCommand {
       tipsd strings export|import CATALOG …             translators' files: json, .strings, .xcstrings
       tipsd lsp [--socket PATH | --no-live]             a language server (LSP 3.17, stdio) for catalogs and
                                                         message files: diagnostics, completion, hover, definition
+      tipsd metrics [--since 7d] [--json | --csv]       seed 000's metrics per tip and variant, as a table
+      tipsd inspect [--watch] [--json]                  every tip, event, parameter and group, now (--watch:
+                                                        redrawn on every change, across daemon restarts)
+      tipsd report --html FILE [--since 7d]             a self-contained static HTML report
       tipsd help | --help                               this text
       tipsd version | --version
 
@@ -54,10 +58,22 @@ public enum TipsdCommand {
       --allow-uid UID          also accept socket clients running as UID (repeatable); by default only
                                the daemon's own uid may connect (checked with SO_PEERCRED)
 
+    HISTORY AND METRICS
+      --history-days DAYS      keep this many days of lifecycle history (impressions, eligibility changes,
+                               invalidations, actions, variants, goal and app-closed donations) for
+                               analytics/* and metrics/get (default 90; 0 records none)
+      --app-closed-event NAME  the event the app donates when it goes to the background (e.g.
+                               app.backgrounded): enables the close rate after an impression
+      --close-window SECONDS   an app close this soon after an impression counts against the tip (default 10)
+      --close-rate-alert RATIO flag tips whose close rate is above RATIO (e.g. 0.2)
+      --baseline-days DAYS     compare the goal's daily rate this many days before and after a tip's first
+                               impression (default 7)
+
     HTTP AND WEBSOCKET (off unless --listen is given)
       --listen HOST:PORT       also serve HTTP/1.1 and WebSocket on HOST:PORT (repeatable): 127.0.0.1:8787,
                                [::1]:8787, localhost:8787; port 0 picks a free port (logged). One JSON-RPC
-                               message per text frame; GET /healthz answers without a token
+                               message per text frame; GET /healthz answers without a token, GET /metrics
+                               (Prometheus) with Authorization: Bearer <token>, GET / is the web inspector
       --token-file PATH        the token WebSocket clients must present (default: `token` beside the
                                socket); created (mode 0600) when missing, kept across restarts
       --allow-origin ORIGIN    also accept browser pages from ORIGIN, e.g. http://localhost:8081 (repeatable)
@@ -89,6 +105,9 @@ public enum TipsdCommand {
     case "lint": return LintCommand.run(args)
     case "strings": return StringsCommand.run(args)
     case "lsp": return LspCommand.run(args, environment: environment)
+    case "metrics": return MetricsCommand.run(args, environment: environment)
+    case "inspect": return InspectCommand.run(args, environment: environment)
+    case "report": return ReportCommand.run(args, environment: environment)
     case "help", "--help", "-h":
       print(usage)
       return 0
@@ -167,6 +186,26 @@ public enum TipsdCommand {
         let text = try value(flag)
         guard let uid = UInt32(text) else { throw ServerError("--allow-uid: \"\(text)\" is not a uid") }
         configuration.allowedPeerUIDs.insert(uid)
+      case "--history-days":
+        let days = try number(flag)
+        guard days >= 0 else { throw ServerError("--history-days: must be 0 or a positive number of days") }
+        configuration.historyDays = days
+      case "--app-closed-event":
+        let name = try value(flag)
+        guard !name.isEmpty else { throw ServerError("--app-closed-event: must not be empty") }
+        configuration.appClosedEvent = name
+      case "--close-window":
+        let seconds = try number(flag)
+        guard seconds > 0 else { throw ServerError("--close-window: must be a positive number of seconds") }
+        configuration.closeWindow = seconds
+      case "--close-rate-alert":
+        let ratio = try number(flag)
+        guard ratio >= 0, ratio <= 1 else { throw ServerError("--close-rate-alert: must be a ratio from 0 to 1") }
+        configuration.closeRateAlert = ratio
+      case "--baseline-days":
+        let days = try number(flag)
+        guard days > 0 else { throw ServerError("--baseline-days: must be a positive number of days") }
+        configuration.baselineDays = days
       case "--allow-testing": configuration.allowTesting = true
       case "--watch": configuration.watchCatalog = true
       case "--strict-events": configuration.strictEvents = true

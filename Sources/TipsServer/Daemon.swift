@@ -124,7 +124,8 @@ public enum Daemon {
     return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
   }
 
-  /// The HTTP/WebSocket listener of `--listen`, if any: its token, its access checks and `GET /healthz`.
+  /// The HTTP/WebSocket listener of `--listen`, if any: its token, its access checks and its HTTP routes
+  /// (`/healthz`, `/metrics`, the inspector at `/`).
   static func startWebListener(
     configuration: ServerConfiguration, logger: Logger, loop: UVLoop, server: Server
   ) throws(ServerError) -> WebListener? {
@@ -153,10 +154,9 @@ public enum Daemon {
     }
     listener.onConnection = { [unowned server] stream in server.accept(stream, transport: "websocket") }
     let started = SystemTime.now()
+    let secure = tls != nil
     listener.onRequest = { [unowned server] request in
-      guard request.path == "/healthz" else { return .error(404, "not found: \(request.path) (try /healthz)") }
-      guard request.method == "GET" else { return .error(405, "use GET") }
-      return Health.response(server: server, uptime: SystemTime.now() - started)
+      HTTPRoutes.respond(request, server: server, uptime: SystemTime.now() - started, tls: secure)
     }
     for address in listener.boundAddresses {
       logger.info("serving HTTP and WebSocket", [("listen", "\(tls == nil ? "ws" : "wss")://\(address)/")])

@@ -13,16 +13,16 @@ struct Dispatcher {
 
   private final class LastLookup {
     var method = ""
-    var run: HandlerTable.Run?
+    var entry: HandlerTable.Entry?
   }
 
-  /// The handler of `method`.
-  private func handler(for method: String) -> HandlerTable.Run? {
-    if let run = lastLookup.run, lastLookup.method == method { return run }
-    guard let run = table[method] else { return nil }
+  /// The handler (and metrics slot) of `method`.
+  private func entry(for method: String) -> HandlerTable.Entry? {
+    if let entry = lastLookup.entry, lastLookup.method == method { return entry }
+    guard let entry = table.entry(method) else { return nil }
     lastLookup.method = method
-    lastLookup.run = run
-    return run
+    lastLookup.entry = entry
+    return entry
   }
 
   /// Decodes one frame and stages its reply, if any.
@@ -104,8 +104,26 @@ struct Dispatcher {
     }
   }
 
-  /// Runs one request through the lifecycle gate and its handler; returns the encoded reply.
+  /// Runs one request through the lifecycle gate and its handler; returns the encoded reply. Counted in `/metrics`
+  /// by method (its slot; `unknown` for any other name) and outcome, with its duration.
   func call(_ method: String, id: RequestID?, params: JSONValue?, on session: Session) throws(ResponseError) -> [UInt8] {
+    let metrics = services.metrics
+    let entry = entry(for: method)
+    let slot = entry?.slot ?? metrics.unknownSlot
+    let started = OperationalMetrics.monotonic()
+    do {
+      let bytes = try callUnmeasured(method, entry, id: id, params: params, on: session)
+      metrics.requestAnswered(slot: slot, ok: true, seconds: OperationalMetrics.monotonic() - started)
+      return bytes
+    } catch {
+      metrics.requestAnswered(slot: slot, ok: false, seconds: OperationalMetrics.monotonic() - started)
+      throw error
+    }
+  }
+
+  private func callUnmeasured(
+    _ method: String, _ entry: HandlerTable.Entry?, id: RequestID?, params: JSONValue?, on session: Session
+  ) throws(ResponseError) -> [UInt8] {
     switch session.lifecycle {
     case .uninitialized where method != InitializeRequest.method && method != DiscoverRequest.method:
       throw .serverNotInitialized(method: method)
@@ -114,7 +132,7 @@ struct Dispatcher {
     default:
       break
     }
-    guard let run = handler(for: method) else { throw .methodNotFound(method) }
-    return try run(id, params, RequestContext(session: session, services: services, method: method)).get()
+    guard let entry else { throw .methodNotFound(method) }
+    return try entry.run(id, params, RequestContext(session: session, services: services, method: method)).get()
   }
 }

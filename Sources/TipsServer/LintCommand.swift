@@ -1,4 +1,5 @@
 import TipsCatalog
+import TipsSystem
 
 /// `tipsd lint CATALOG [--messages DIR] [--format text|json|github] [--id-pattern PATTERN] [--simulate]`: the
 /// ship-day checklist as checks (``CatalogLoader``). Exit status 1 with errors, 0 with warnings only, 2 on a usage
@@ -6,7 +7,8 @@ import TipsCatalog
 enum LintCommand {
   static let usage = """
     usage: tipsd lint CATALOG [--messages DIR] [--format text|json|github] [--id-pattern PATTERN] [--simulate]
-      --messages DIR        translators' message files DIR/{locale}.json (their "tipkit" copy)
+      --messages DIR        translators' message files DIR/{locale}.json (their "tipkit" copy); default: a
+                            `messages` directory beside the catalog, if there is one
       --format FORMAT       text (default), json, or github (GitHub Actions annotations)
       --id-pattern PATTERN  feature.purpose (default: lowercase dotted, two segments or more), any, or a regex
       --simulate            also show which tips a fresh install and an already-qualified user see
@@ -55,6 +57,11 @@ enum LintCommand {
       index += 1
     }
     guard let catalogPath else { return usageError("which catalog? (tipsd lint CATALOG)") }
+    // As `tipsd serve` does: translators' files beside the catalog unless told otherwise.
+    if messages == nil {
+      let directory = catalogPath.contains("/") ? String(catalogPath[..<catalogPath.lastIndex(of: "/")!]) : "."
+      if System.isDirectory("\(directory)/messages") { messages = "\(directory)/messages" }
+    }
     let report = CatalogLoader.load(path: catalogPath, messagesDirectory: messages, options: options)
     print(report.rendered(format), terminator: "")
     return report.exitStatus

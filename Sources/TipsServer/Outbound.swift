@@ -31,6 +31,14 @@ struct StagedNotification {
   /// For `tips/shouldDisplayChanged`: the tip and value, so a newer one for the same subscription and tip can
   /// replace it while it waits behind back-pressure.
   var shouldDisplay: (tipID: String, value: Bool)?
+  /// Dropped when the turn's commit fails (`analytics/event`: what it announces was not stored).
+  var requiresCommit = false
+
+  init(notification: any ServerNotificationType, shouldDisplay: (tipID: String, value: Bool)?, requiresCommit: Bool = false) {
+    self.notification = notification
+    self.shouldDisplay = shouldDisplay
+    self.requiresCommit = requiresCommit
+  }
 
   var subscription: String { notification.subscription }
   static let estimatedSize = 256
@@ -103,6 +111,14 @@ struct OutboundStateMachine {
   private var backlog: Backlog?
   /// Bytes waiting behind back-pressure.
   var queuedBytes: Int { backlog?.bytes ?? 0 }
+  /// Notifications coalesced away since last taken (for `/metrics`).
+  private(set) var coalesced = 0
+
+  /// The coalesced count since the last call.
+  mutating func takeCoalesced() -> Int {
+    defer { coalesced = 0 }
+    return coalesced
+  }
   /// The `shouldDisplay` the client last received per subscription and tip (in a notification or an observe result).
   private var lastDelivered: [CoalesceKey: Bool] = [:]
   private var seq: [String: Int64] = [:]
@@ -130,6 +146,10 @@ struct OutboundStateMachine {
   mutating func commitFinished(success: Bool, failure: (RequestID?) -> [UInt8]) {
     guard !staged.isEmpty else { return }
     if !success {
+      staged.removeAll {
+        if case .notification(let note) = $0 { return note.requiresCommit }
+        return false
+      }
       for index in staged.indices {
         guard case .reply(var reply) = staged[index] else { continue }
         for part in reply.parts.indices where reply.parts[part].durable {
@@ -245,6 +265,7 @@ struct OutboundStateMachine {
     if case .notification(let note) = item, let (tipID, value) = note.shouldDisplay {
       let key = CoalesceKey(subscription: note.subscription, tipID: tipID)
       if let index = backlog.coalesce[key] {
+        coalesced += 1
         backlog.bytes -= backlog.queue[index]?.estimatedSize ?? 0
         if value == lastDelivered[key] {
           // The client already has this value: the waiting notification goes, and nothing replaces it.

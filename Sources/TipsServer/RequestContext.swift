@@ -1,6 +1,7 @@
 import TipsEngine
 import TipsJSON
 import TipsProtocol
+import TipsStore
 
 /// What every handler may use: the engine, the subscriptions, the turn and the daemon's settings — one object the
 /// server builds once, instead of handlers reading server fields.
@@ -12,6 +13,10 @@ final class Services {
   let logger: Logger
   /// Set when the daemon runs with `--clock virtual`.
   let virtualClock: VirtualClock?
+  /// The lifecycle history: entries derived from mutations, cursors.
+  let history: HistoryRecorder
+  /// `/metrics`.
+  let metrics: OperationalMetrics
   /// Asks the loop to run the end of turn soon (work staged outside an I/O callback must not wait for one).
   let requestEndOfTurn: () -> Void
   /// `exit` over stdio: stop the daemon with this status.
@@ -23,7 +28,7 @@ final class Services {
 
   init(
     engine: Engine, turn: Turn, configuration: ServerConfiguration, logger: Logger, virtualClock: VirtualClock?,
-    requestEndOfTurn: @escaping () -> Void
+    history: HistoryRecorder, requestEndOfTurn: @escaping () -> Void
   ) {
     self.engine = engine
     self.subscriptions = SubscriptionRegistry()
@@ -31,12 +36,29 @@ final class Services {
     self.configuration = configuration
     self.logger = logger
     self.virtualClock = virtualClock
+    self.history = history
+    self.metrics = turn.metrics
     self.requestEndOfTurn = requestEndOfTurn
   }
 
-  /// Records an engine mutation: its writes for this turn's commit, its changes as notifications to subscribers.
-  func record(_ mutation: Mutation) {
+  var store: Datastore { turn.store }
+
+  /// Records an engine mutation: its writes for this turn's commit, its changes as notifications to subscribers,
+  /// and the history entries it causes (after `leading`, the entries of the request itself: an impression, an
+  /// action) for the same commit and for the analytics stream.
+  func record(_ mutation: Mutation, history leading: [HistoryEvent] = []) {
     turn.stage(mutation.writes)
+    if !mutation.changes.isEmpty { turn.changed = true }
+    if history.enabled {
+      let engine = self.engine
+      let streamed = history.record(
+        mutation, leading: leading, now: { engine.clock.now() }, into: turn, metrics: metrics)
+      if !streamed.isEmpty && subscriptions.hasAnalyticsSubscribers {
+        for (session, note) in subscriptions.analyticsNotifications(for: streamed[...]) {
+          stage(.notification(note), on: session)
+        }
+      }
+    }
     for (session, note) in subscriptions.notifications(for: mutation.changes, engine: engine) {
       stage(.notification(note), on: session)
     }
@@ -44,9 +66,50 @@ final class Services {
 
   /// Stages output for a connection, to be handed over after this turn's commit.
   func stage(_ item: OutboundStateMachine.Item, on session: Session) {
+    if case .notification(let note) = item {
+      metrics.notificationsSent[type(of: note.notification).method, default: 0] += 1
+    }
     session.outbound.stage(item)
     markDirty(session)
   }
+
+  /// After a commit: stages a page of the history for each analytics subscriber replaying it whose connection has
+  /// room (below its high-water mark), and turns live those that caught up. Everything recorded is committed at
+  /// this point, so a subscriber that read the history to its end misses nothing by going live. Returns whether a
+  /// replay goes on (the caller runs another turn).
+  func pumpAnalytics() -> Bool {
+    var more = false
+    for subscriber in subscriptions.analyticsSubscribers.values where !subscriber.live {
+      let session = subscriber.session
+      guard !session.outbound.closing else { continue }
+      let owed = session.outbound.stagedBytes + session.outbound.queuedBytes + session.stream.pendingWriteBytes
+      guard owed < configuration.outgoingHighWater else { continue }
+      let page: [HistoryEvent]
+      do {
+        page = try store.history(after: subscriber.delivered, limit: Self.replayPage)
+      } catch {
+        logger.error("cannot replay the history", [("error", "\(error)")])
+        continue
+      }
+      for event in page {
+        let note = AnalyticsEventNotification(subscription: subscriber.id, event: AnalyticsEventInfo(event))
+        stage(.notification(StagedNotification(notification: note, shouldDisplay: nil)), on: session)
+      }
+      subscriber.delivered = page.last?.cursor ?? subscriber.delivered
+      if page.count < Self.replayPage {
+        subscriber.live = true
+        // Entries recorded but not committed cannot exist here (this runs after the commit), but a failed commit
+        // burns cursors: nothing above `delivered` is stored, so going live loses nothing.
+        subscriber.delivered = max(subscriber.delivered, history.lastCursor)
+      } else {
+        more = true
+      }
+    }
+    return more
+  }
+
+  /// History entries replayed per subscriber per turn.
+  static let replayPage = 256
 
   func markDirty(_ session: Session) {
     turn.markDirty(session)
@@ -89,14 +152,23 @@ struct HandlerTable: Sendable {
   /// Decodes the params, runs the handler and encodes its result (the reply's bytes).
   typealias Run = @Sendable (RequestID?, JSONValue?, RequestContext) -> Result<[UInt8], ResponseError>
 
-  private(set) var handlers: [String: Run] = [:]
+  /// A method's handler and its slot among the methods (where `/metrics` counts it).
+  struct Entry: Sendable {
+    var run: Run
+    var slot: Int
+  }
+
+  private(set) var handlers: [String: Entry] = [:]
+  /// Every method, in slot order.
+  private(set) var methods: [String] = []
 
   /// Registers the handler of `R`.
   mutating func on<R: RequestType>(
     _ type: R.Type, _ handler: @escaping @Sendable (R, RequestContext) throws(ResponseError) -> R.Response
   ) {
     precondition(handlers[R.method] == nil, "two handlers for \(R.method)")
-    handlers[R.method] = { id, params, context in
+    methods.append(R.method)
+    handlers[R.method] = Entry(slot: methods.count - 1) { id, params, context in
       if R.isTestingOnly && !context.services.configuration.allowTesting {
         return .failure(.testingDisabled(method: R.method))
       }
@@ -110,5 +182,13 @@ struct HandlerTable: Sendable {
     }
   }
 
-  subscript(method: String) -> Run? { handlers[method] }
+  subscript(method: String) -> Run? { handlers[method]?.run }
+
+  func entry(_ method: String) -> Entry? { handlers[method] }
+}
+
+extension HandlerTable.Entry {
+  init(slot: Int, _ run: @escaping HandlerTable.Run) {
+    self.init(run: run, slot: slot)
+  }
 }

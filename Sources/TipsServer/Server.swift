@@ -32,6 +32,12 @@ public final class Server {
   let store: Datastore
   let services: Services
   let dispatcher: Dispatcher
+  /// `/metrics`.
+  let metrics: OperationalMetrics
+  /// When the daemon started (loop milliseconds), for `tipsd_uptime_seconds`.
+  private let startedAt: UInt64
+  /// The engine instant of the last history prune.
+  private var lastPrune: Double = -.infinity
   private(set) var sessions: [UInt64: Session] = [:]
   /// The catalog in force, when the daemon serves one (`--catalog`).
   private(set) var catalogService: CatalogService?
@@ -55,6 +61,7 @@ public final class Server {
     self.configuration = configuration
     self.logger = logger
     self.loop = loop
+    startedAt = loop.now
     let virtualClock: VirtualClock?
     let engineClock: any EngineClock
     switch configuration.clock {
@@ -79,18 +86,29 @@ public final class Server {
       logger.warning("datastore was unreadable; moved it aside and started fresh", [("moved_to", moved)])
     }
     let started = loop.now
+    let historyState: HistoryState
     do {
       engine.restore(try store.load())
+      historyState = try store.historyState()
     } catch {
       throw ServerError("\(error)")
     }
+    let history = HistoryRecorder(
+      enabled: configuration.recordsHistory, appClosedEvent: configuration.appClosedEvent, state: historyState)
     logger.info(
       "datastore loaded",
       [("path", store.path), ("schema", String(store.schemaVersion)), ("ms", String(loop.now - started))])
     // Variants are assigned from the install id, so it is settled before any tip is registered.
+    /// What happened while the daemon was down (a window expired, a variant was assigned) is recorded with the
+    /// start's own writes.
+    let startEngine = engine
+    let startStore = store
+    func commit(_ mutation: Mutation) throws(DatastoreError) {
+      try startStore.commit(mutation.writes, history: history.entries(for: mutation, now: startEngine.clock.now()))
+    }
     if let id = configuration.installID ?? (engine.installIdentifier == nil ? Self.randomInstallID() : nil) {
       do {
-        try store.commit(try engine.setInstallID(id).writes)
+        try commit(try engine.setInstallID(id))
       } catch {
         throw ServerError("cannot store the install id: \(error)")
       }
@@ -108,7 +126,9 @@ public final class Server {
             + errors.map { "  " + $0.rendered }.joined(separator: "\n"))
       }
       do {
-        try store.commit(try catalog.register(in: engine).writes)
+        let mutation = try catalog.register(in: engine)
+        history.refreshTrackedEvents(engine)
+        try commit(mutation)
       } catch {
         throw ServerError("catalog \(catalogPath): \(error)")
       }
@@ -118,12 +138,24 @@ public final class Server {
         "catalog registered",
         [("path", catalogPath), ("tips", String(catalog.tips.count)), ("warnings", String(report.warnings.count))])
     }
-    let turn = Turn(store: store, logger: logger)
+    history.refreshTrackedEvents(engine)
+    metrics = OperationalMetrics(methods: Handlers.table.methods)
+    let turn = Turn(store: store, logger: logger, metrics: metrics)
     var requestEndOfTurn: () -> Void = {}
     services = Services(
       engine: engine, turn: turn, configuration: configuration, logger: logger, virtualClock: virtualClock,
-      requestEndOfTurn: { requestEndOfTurn() })
+      history: history, requestEndOfTurn: { requestEndOfTurn() })
     dispatcher = Dispatcher(table: Handlers.table, services: services)
+    let failedStore = store
+    turn.onCommitFailure = { [history, logger] in
+      // Cursors continue after the newest one stored: the lost entries were never announced (their analytics/event
+      // notifications required the commit), so reusing their numbers is safe and keeps the datastore's ids dense.
+      do {
+        history.commitFailed(lastStored: try failedStore.historyBounds().newestCursor)
+      } catch {
+        logger.warning("cannot read the history's newest cursor after a failed commit", [("error", "\(error)")])
+      }
+    }
     requestEndOfTurn = { [unowned self] in self.requestEndOfTurn() }
     services.stopDaemon = { [unowned self] status in
       self.exitStatus = status
@@ -158,9 +190,28 @@ public final class Server {
     }
     let tick = loop.makeTimer()
     tick.keepsLoopAlive = false
-    tick.start(afterMilliseconds: 1_000, repeatEvery: 1_000) { [unowned self] in self.checkPartialMessages() }
+    tick.start(afterMilliseconds: 1_000, repeatEvery: 1_000) { [unowned self] in
+      self.checkPartialMessages()
+      self.pruneHistoryIfDue()
+    }
     housekeeping = tick
+    pruneHistoryIfDue()
     requestEndOfTurn()
+  }
+
+  /// Deletes history older than `--history-days`: at start, then whenever the engine's clock has moved an hour
+  /// since the last prune (checked every second; under the virtual clock, after `clock/advance`).
+  func pruneHistoryIfDue() {
+    guard services.history.enabled else { return }
+    let now = engine.clock.now()
+    guard abs(now - lastPrune) >= 3_600 else { return }
+    lastPrune = now
+    do {
+      let deleted = try store.pruneHistory(before: now - configuration.historyDays * 86_400)
+      if deleted > 0 { logger.info("pruned the lifecycle history", [("entries", String(deleted))]) }
+    } catch {
+      logger.warning("cannot prune the lifecycle history", [("error", "\(error)")])
+    }
   }
 
   /// Stops accepting, delivers what clients are owed (for at most two seconds), then ``finish()``es.
@@ -216,6 +267,7 @@ public final class Server {
       stream: stream, maxMessageSize: configuration.maxMessageSize, highWater: configuration.outgoingHighWater,
       queueLimit: configuration.outgoingQueueLimit, isPrimary: primary, transport: transport)
     sessions[session.id] = session
+    metrics.connectionsAccepted[transport, default: 0] += 1
     stream.onData = { [unowned self, unowned session] bytes in self.received(bytes, on: session) }
     stream.onClose = { [unowned self, unowned session] reason in self.closed(session, reason: reason) }
     stream.startReading()
@@ -224,6 +276,15 @@ public final class Server {
 
   /// The number of connections served now.
   public var connectionCount: Int { sessions.count }
+
+  /// `GET /metrics`: the operational metrics in the Prometheus text format.
+  public func prometheusText() -> String {
+    metrics.render(
+      OperationalMetrics.Gauges(
+        connections: connectionsByTransport, subscriptions: services.subscriptions.countsByKind,
+        datastoreBytes: try? store.sizeBytes(), historyCursor: services.history.lastCursor,
+        uptimeSeconds: Double(loop.now - startedAt) / 1000, version: TipsdVersion.server))
+  }
 
   /// Connections by transport (`unix`, `websocket`, `stdio`).
   public var connectionsByTransport: [String: Int] {
@@ -308,6 +369,13 @@ public final class Server {
   func endOfTurn() {
     endOfTurnRequested = false
     let committed = services.turn.commit()
+    if services.turn.changed {
+      services.turn.changed = false
+      for (session, note) in services.subscriptions.inspectNotifications() {
+        services.stage(.notification(note), on: session)
+      }
+    }
+    if services.subscriptions.hasCatchingUp && services.pumpAnalytics() { requestEndOfTurn() }
     var resumed: [Session] = []
     for session in services.turn.takeDirty() {
       if flush(session, committed: committed) { resumed.append(session) }
@@ -334,6 +402,7 @@ public final class Server {
     }
     var resumed = false
     let stream = session.stream
+    defer { metrics.notificationsCoalesced += UInt64(session.outbound.takeCoalesced()) }
     let gathers = !stream.deliversMessages
     let framing = session.framing
     let highWater = session.outbound.highWater

@@ -74,6 +74,21 @@ public struct ServerConfiguration: Sendable {
   public var installID: String?
   /// Peer uids (`SO_PEERCRED`) accepted on the Unix socket besides the daemon's own (`--allow-uid`, repeatable).
   public var allowedPeerUIDs: Set<UInt32> = []
+  /// `--history-days`: days of lifecycle history kept (impressions, eligibility changes, invalidations, actions,
+  /// variant assignments, goal and app-closed donations); 0 records none.
+  public var historyDays: Double = 90
+  /// `--app-closed-event`: the event the app donates when it goes to the background, for the close rate (the
+  /// catalog may later declare it too; this is the value the server reads). nil: the close rate is unavailable.
+  public var appClosedEvent: String?
+  /// `--close-window`: seconds after an impression within which an app close counts against the tip.
+  public var closeWindow: Double = 10
+  /// `--close-rate-alert`: a close rate above this ratio is flagged; nil: never.
+  public var closeRateAlert: Double?
+  /// `--baseline-days`: days before and after a tip's first impression whose goal donations are compared.
+  public var baselineDays: Double = 7
+
+  /// Whether the lifecycle history is recorded.
+  public var recordsHistory: Bool { historyDays > 0 }
 
   /// Whether a Unix-socket peer may connect: its uid is the daemon's own or on the allow-list. A peer whose
   /// credentials cannot be read (`nil`) is refused.
@@ -88,5 +103,5 @@ public struct ServerConfiguration: Sendable {
 /// The daemon's identity, reported by `initialize` and `tipsd --version`.
 public enum TipsdVersion {
   public static let server = "0.1.0"
-  public static let protocolVersion = "1.1"
+  public static let protocolVersion = "1.2"
 }

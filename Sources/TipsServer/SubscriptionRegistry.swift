@@ -1,8 +1,9 @@
 import TipsEngine
 import TipsProtocol
 
-/// Every `tips/observe` and `actions/subscribe` subscription, and the one place that turns engine changes and
-/// performed actions into complete notifications for their subscribers.
+/// Every `tips/observe`, `actions/subscribe` and `analytics/subscribe` subscription and inspect watcher, and the one
+/// place that turns engine changes, performed actions and history entries into complete notifications for their
+/// subscribers.
 final class SubscriptionRegistry {
   /// A `tips/observe` subscription.
   final class Observer {
@@ -39,14 +40,60 @@ final class SubscriptionRegistry {
     }
   }
 
-  enum Kind { case observe, actions }
+  /// An `analytics/subscribe` subscription: replaying the history from a cursor (catching up, paced by the client's
+  /// reading, see ``Services/pumpAnalytics()``), then live.
+  final class AnalyticsSubscriber {
+    let id: String
+    unowned let session: Session
+    /// The newest cursor staged for it (while catching up: where the replay continues).
+    var delivered: Int64
+    /// Live: new events are staged as they are recorded. Catching up: they are read back from the datastore.
+    var live: Bool
+
+    init(id: String, session: Session, delivered: Int64, live: Bool) {
+      self.id = id
+      self.session = session
+      self.delivered = delivered
+      self.live = live
+    }
+  }
+
+  /// An inspector's `inspect/state {watch: true}`: one `inspect/changed` after the next change.
+  final class InspectWatcher {
+    let id: String
+    unowned let session: Session
+    var armed = true
+
+    init(id: String, session: Session) {
+      self.id = id
+      self.session = session
+    }
+  }
+
+  enum Kind { case observe, actions, analytics }
 
   private(set) var observers: [String: Observer] = [:]
   private(set) var actionSubscribers: [String: ActionSubscriber] = [:]
+  private(set) var analyticsSubscribers: [String: AnalyticsSubscriber] = [:]
+  /// At most one per connection, by connection id.
+  private(set) var inspectWatchers: [UInt64: InspectWatcher] = [:]
   /// Subscription ids issued so far (`sub-1`, `sub-2`, …).
   private var issued = 0
 
-  var count: Int { observers.count + actionSubscribers.count }
+  var count: Int { observers.count + actionSubscribers.count + analyticsSubscribers.count + inspectWatchers.count }
+
+  /// Open subscriptions by kind (for `/metrics`).
+  var countsByKind: [String: Int] {
+    [
+      "observe": observers.count, "actions": actionSubscribers.count, "analytics": analyticsSubscribers.count,
+      "inspect": inspectWatchers.count,
+    ]
+  }
+
+  var hasAnalyticsSubscribers: Bool { !analyticsSubscribers.isEmpty }
+
+  /// Whether any analytics subscriber is replaying the history.
+  var hasCatchingUp: Bool { analyticsSubscribers.values.contains { !$0.live } }
 
   private func makeID() -> String {
     issued += 1
@@ -80,12 +127,34 @@ final class SubscriptionRegistry {
     return subscriber.id
   }
 
+  /// A new `analytics/subscribe` subscription: replaying from `after` (catching up), or live from now.
+  func subscribeAnalytics(session: Session, after: Int64?, head: Int64) -> String {
+    let subscriber = AnalyticsSubscriber(
+      id: makeID(), session: session, delivered: after ?? head, live: after == nil)
+    analyticsSubscribers[subscriber.id] = subscriber
+    session.subscriptions.insert(subscriber.id)
+    return subscriber.id
+  }
+
+  /// Arms the connection's inspect watcher (made on first use); returns its subscription id.
+  func watchInspect(session: Session) -> String {
+    if let watcher = inspectWatchers[session.id] {
+      watcher.armed = true
+      return watcher.id
+    }
+    let watcher = InspectWatcher(id: makeID(), session: session)
+    inspectWatchers[session.id] = watcher
+    session.subscriptions.insert(watcher.id)
+    return watcher.id
+  }
+
   /// Ends `session`'s own subscription of that kind; false when it is gone or another connection's.
   func unsubscribe(_ id: String, kind: Kind, session: Session) -> Bool {
     let owner: Session? =
       switch kind {
       case .observe: observers[id]?.session
       case .actions: actionSubscribers[id]?.session
+      case .analytics: analyticsSubscribers[id]?.session
       }
     guard owner === session else { return false }
     end(id, session: session)
@@ -97,13 +166,16 @@ final class SubscriptionRegistry {
     for id in session.subscriptions {
       observers[id] = nil
       actionSubscribers[id] = nil
+      analyticsSubscribers[id] = nil
     }
+    inspectWatchers[session.id] = nil
     session.subscriptions.removeAll()
   }
 
   private func end(_ id: String, session: Session) {
     observers[id] = nil
     actionSubscribers[id] = nil
+    analyticsSubscribers[id] = nil
     session.subscriptions.remove(id)
     session.outbound.subscriptionEnded(id)
   }
@@ -139,6 +211,31 @@ final class SubscriptionRegistry {
           out.append((observer.session, StagedNotification(notification: note, shouldDisplay: nil)))
         }
       }
+    }
+    return out
+  }
+
+  /// `analytics/event` for every live analytics subscriber, for each streamed entry (cursors assigned). Staged as
+  /// requiring the commit: a failed commit drops them, so no client ever sees a cursor that was not stored.
+  func analyticsNotifications(for events: ArraySlice<HistoryEvent>) -> [(Session, StagedNotification)] {
+    guard !analyticsSubscribers.isEmpty else { return [] }
+    var out: [(Session, StagedNotification)] = []
+    for event in events where event.kind.isStreamed {
+      for subscriber in analyticsSubscribers.values where subscriber.live {
+        subscriber.delivered = event.cursor
+        let note = AnalyticsEventNotification(subscription: subscriber.id, event: AnalyticsEventInfo(event))
+        out.append((subscriber.session, StagedNotification(notification: note, shouldDisplay: nil, requiresCommit: true)))
+      }
+    }
+    return out
+  }
+
+  /// `inspect/changed` for every armed inspect watcher, disarming it.
+  func inspectNotifications() -> [(Session, StagedNotification)] {
+    var out: [(Session, StagedNotification)] = []
+    for watcher in inspectWatchers.values where watcher.armed {
+      watcher.armed = false
+      out.append((watcher.session, StagedNotification(notification: InspectChangedNotification(subscription: watcher.id), shouldDisplay: nil)))
     }
     return out
   }

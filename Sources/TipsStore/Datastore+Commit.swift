@@ -3,12 +3,18 @@ public import TipsEngine
 import TipsJSON
 
 extension Datastore {
-  /// Applies `writes`, in order, in ONE transaction (`BEGIN IMMEDIATE` … `COMMIT`), and returns once it is
-  /// committed: only then may the mutations be acknowledged. On failure nothing of the batch is kept.
+  /// Applies `writes`, in order, and appends the `history` entries, in ONE transaction (`BEGIN IMMEDIATE` …
+  /// `COMMIT`), and returns once it is committed: only then may the mutations be acknowledged. On failure nothing
+  /// of the batch is kept.
   ///
-  /// The server groups every write of an event-loop turn into one call (group commit).
-  public func commit(_ writes: [StateWrite]) throws(DatastoreError) {
-    guard !writes.isEmpty else { return }
+  /// The server groups every write and history entry of an event-loop turn into one call (group commit).
+  public func commit(_ writes: [StateWrite], history: [HistoryEvent] = []) throws(DatastoreError) {
+    try commit(writes, history: HistoryBatch(history))
+  }
+
+  /// ``commit(_:history:)`` with the history already encoded (the server's hot path).
+  public func commit(_ writes: [StateWrite], history: HistoryBatch) throws(DatastoreError) {
+    guard !writes.isEmpty || !history.isEmpty else { return }
     let connection = try openConnection()
     preloaded = nil
     try sqlite("cannot write to") { () throws(SQLiteError) in
@@ -17,6 +23,7 @@ extension Datastore {
         try connection.prepare(SQL.begin).run()
         for write in writes { try self.write(write, connection) }
         try flushChunks(connection)
+        if !history.isEmpty { try writeHistory(history, connection) }
         try connection.prepare(SQL.commit).run()
       } catch {
         if connection.inTransaction { try? connection.execute(SQL.rollback) }

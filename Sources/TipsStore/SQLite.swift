@@ -218,9 +218,7 @@ final class Statement {
 
   /// Binds bytes as a blob (SQLite copies them).
   func bindBlob(_ index: Int32, _ bytes: [UInt8]) {
-    bytes.withUnsafeBytes { buffer in
-      sqlite3_bind_blob(handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), tipsd_sqlite_transient())
-    }
+    bytes.withUnsafeBytes { bindBlob(index, $0) }
   }
 
   /// Binds UTF-8 bytes (e.g. serialized JSON) as text (SQLite copies them).
@@ -238,7 +236,23 @@ final class Statement {
     }
   }
 
+  /// Binds bytes as a blob (SQLite copies them).
+  func bindBlob(_ index: Int32, _ buffer: UnsafeRawBufferPointer) {
+    // A zero-length blob, not NULL, for an empty buffer.
+    sqlite3_bind_blob(
+      handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+      tipsd_sqlite_transient())
+  }
+
   // MARK: Columns
+
+  /// The column's blob bytes without copying, valid until the next step/reset (empty for NULL or an empty blob).
+  func blobBytes(_ column: Int32) -> UnsafeRawBufferPointer {
+    let pointer = sqlite3_column_blob(handle, column)
+    let count = Int(sqlite3_column_bytes(handle, column))
+    guard count > 0, let pointer else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    return UnsafeRawBufferPointer(start: pointer, count: count)
+  }
 
   func isNull(_ column: Int32) -> Bool {
     sqlite3_column_type(handle, column) == SQLITE_NULL
@@ -265,13 +279,6 @@ final class Statement {
     guard let pointer = sqlite3_column_text(handle, column) else { return nil }
     let count = Int(sqlite3_column_bytes(handle, column))
     return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
-  }
-
-  /// The column's blob bytes without copying, valid until the next step/reset (empty for NULL or an empty blob).
-  func blobBytes(_ column: Int32) -> UnsafeRawBufferPointer {
-    let count = Int(sqlite3_column_bytes(handle, column))
-    guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-    return UnsafeRawBufferPointer(start: pointer, count: count)
   }
 
   /// The column's text bytes without copying, valid until the next step/reset; nil when the column is NULL.

@@ -23,6 +23,13 @@ import TipsJSON
 //    first donation still kept (`first_visible`), so a turn costs one row insert per event and nothing else;
 //    chunks wholly past the bound are deleted in batches. `events.dropped` is no longer written (the newest
 //    chunk's numbers say it all). The migration packs each event's rows into one chunk.
+// 6. the lifecycle history (issue #13): `history` holds the entries (impressions, eligibility changes,
+//    invalidations, actions, variant assignments, donations of goal and app-closed events) in chunks, one row per
+//    commit that recorded any (at most 256 entries a row), keyed by the chunk's first cursor, its entries encoded by
+//    `HistoryCodec`: one insert per commit instead of one per entry. Cursors are assigned by the server and never
+//    reused (pruning keeps the newest chunk; a datastore reset leaves the history alone). No index: chunks are
+//    appended at the table's end and pruned from its start. `history_tips` holds the eligibility last recorded per
+//    tip, so a restart that finds a tip as it left it records nothing.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -106,6 +113,26 @@ enum Schema {
         );
         """,
       transform: { connection throws(SQLiteError) in try Schema.packDonations(connection) }
+    ),
+    Migration(
+      version: 6,
+      sql: """
+        CREATE TABLE history (
+          id INTEGER PRIMARY KEY,
+          last INTEGER NOT NULL,
+          first_at REAL NOT NULL,
+          last_at REAL NOT NULL,
+          kinds INTEGER NOT NULL,
+          entries BLOB NOT NULL
+        );
+        CREATE TABLE history_tips (
+          tip TEXT PRIMARY KEY NOT NULL,
+          status TEXT NOT NULL,
+          reason TEXT,
+          should_display INTEGER NOT NULL,
+          variant TEXT
+        ) WITHOUT ROWID;
+        """
     ),
   ]
 
@@ -211,6 +238,28 @@ enum SQL {
     ON CONFLICT (tip) DO UPDATE SET variant = excluded.variant
     """
   static let deleteVariant: StaticString = "DELETE FROM variant_assignments WHERE tip = ?1"
+
+  static let insertHistoryChunk: StaticString =
+    "INSERT INTO history (id, last, first_at, last_at, kinds, entries) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+  static let selectChunkStart: StaticString = "SELECT max(id) FROM history WHERE id <= ?1"
+  static let selectChunksFrom: StaticString = "SELECT id, entries FROM history WHERE id >= ?1 ORDER BY id"
+  static let selectChunksWithKinds: StaticString =
+    "SELECT id, entries FROM history WHERE kinds & ?1 <> 0 ORDER BY id"
+  static let selectFirstChunkWithKinds: StaticString =
+    "SELECT id, entries FROM history WHERE kinds & ?1 <> 0 ORDER BY id LIMIT 1"
+  static let selectNewestChunk: StaticString = "SELECT id, last FROM history ORDER BY id DESC LIMIT 1"
+  static let selectOldestChunkAt: StaticString = "SELECT first_at FROM history ORDER BY id LIMIT 1"
+  static let selectFirstYoungChunk: StaticString = "SELECT id FROM history WHERE last_at >= ?1 ORDER BY id LIMIT 1"
+  static let countEntriesBefore: StaticString = "SELECT coalesce(sum(last - id + 1), 0) FROM history WHERE id < ?1"
+  static let deleteChunksBefore: StaticString = "DELETE FROM history WHERE id < ?1"
+  static let selectHistoryTips: StaticString = "SELECT tip, status, reason, should_display, variant FROM history_tips"
+  static let upsertHistoryTip: StaticString = """
+    INSERT INTO history_tips (tip, status, reason, should_display, variant) VALUES (?1, ?2, ?3, ?4, ?5)
+    ON CONFLICT (tip) DO UPDATE SET status = excluded.status, reason = excluded.reason,
+      should_display = excluded.should_display, variant = excluded.variant
+    """
+  static let pageCount: StaticString = "PRAGMA page_count"
+  static let pageSize: StaticString = "PRAGMA page_size"
 
   static let selectLimits: StaticString = "SELECT event, max_count FROM donation_limits"
   static let upsertLimit: StaticString = """

@@ -255,3 +255,18 @@ struct FixtureExpectation: Sendable, CustomTestStringConvertible {
     }
   }
 }
+
+@Suite struct GoalEvents {
+  @Test func aGoalReadsItsEventLikeARule() throws {
+    let events = #""events": [{"id": "a.opened", "description": "A"}, {"id": "a.used", "description": "B"}]"#
+    // A declared event read only by a goal is used; a goal naming an undeclared event is caught with a suggestion.
+    let used = try lint("{\(events), \"tips\": [\(cleanTip("a.tip", #""goal": {"event": "a.used"}"#))]}")
+    #expect(used.of(.unusedEvent).isEmpty)
+    #expect(used.errors.isEmpty)
+    let typo = try lint("{\(events), \"tips\": [\(cleanTip("a.tip", #""goal": {"event": "a.usde"}"#))]}")
+    let undeclared = typo.of(.undeclaredEvent)
+    #expect(undeclared.map { $0.path } == ["tips[0].goal.event"])
+    #expect(undeclared.first?.message.contains("did you mean \"a.used\"") == true)
+    #expect(typo.of(.unusedEvent).map { $0.path } == ["events[1].id"])
+  }
+}

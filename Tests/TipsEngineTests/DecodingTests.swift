@@ -255,6 +255,22 @@ struct DecodingTests {
     ),
   ]
 
+  @Test("a goal names its event and window (24 hours unless given) and encodes back")
+  func goal() throws {
+    let definition = try tip(#"{"id": "t", "title": "T", "goal": {"event": "filter.used", "within": {"hours": 48}}}"#)
+    #expect(definition.goal == TipGoal(eventID: "filter.used", within: 172_800))
+    #expect(definition.json["goal"] == json(#"{"event":"filter.used","within":{"days":2}}"#))
+    #expect(try TipDefinition(json: definition.json, path: "again") == definition)
+    #expect(try tip(#"{"id": "t", "title": "T", "goal": {"event": "x"}}"#).goal == TipGoal(eventID: "x", within: 86_400))
+    #expect(try tip(#"{"id": "t", "title": "T", "goal": null}"#).goal == nil)
+    #expect(decodingError(#"{"id": "t", "title": "T", "goal": {"within": {"hours": 1}}}"#) == #"tips[2].goal: missing required key "event""#)
+    #expect(decodingError(#"{"id": "t", "title": "T", "goal": {"event": "x", "hours": 1}}"#) == #"tips[2].goal: unknown key "hours""#)
+    #expect(
+      decodingError(#"{"id": "t", "title": "T", "goal": {"event": "x", "within": {"hours": 0}}}"#)
+        == "tips[2].goal.within.hours: expected a positive number, got 0")
+    #expect(decodingError(#"{"id": "t", "title": "T", "goal": {"event": ""}}"#) == "tips[2].goal.event: expected a non-empty string, got an empty string")
+  }
+
   @Test("malformed tips are rejected with a message naming the path", arguments: tipErrors)
   func tipError(tip: String, message: String) {
     #expect(decodingError(tip) == message)

@@ -19,7 +19,7 @@ import Testing
     let client = transport == .socket ? try daemon.connect(framing: framing) : daemon.stdioClient(framing: framing)
 
     let hello = try client.initialize()
-    #expect(hello["protocolVersion"] == "1.1")
+    #expect(hello["protocolVersion"] == "1.2")
     #expect(hello["serverInfo"]?["name"] == "tipsd")
 
     let registered = try client.result("tips/register", ["tips": [filterTip]])

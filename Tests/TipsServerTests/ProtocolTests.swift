@@ -26,7 +26,7 @@ import Testing
     let client = daemon.stdioClient()
     let reply = try client.call("initialize", ["protocolVersion": "2.0", "clientInfo": ["name": "x"]])
     #expect(reply["error"]?["code"] == -32602)
-    #expect(reply["error"]?["message"]?.stringValue?.contains("1.1") == true)
+    #expect(reply["error"]?["message"]?.stringValue?.contains("1.2") == true)
   }
 
   @Test func specificationExamples() throws {

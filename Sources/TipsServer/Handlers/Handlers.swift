@@ -13,6 +13,7 @@ enum Handlers {
     registerSubscriptions(&table)
     registerTesting(&table)
     registerCatalog(&table)
+    registerMeasuring(&table)
     for type in Messages.requests {
       precondition(table[type.method] != nil, "no handler for \(type.method)")
     }

@@ -14,9 +14,16 @@ extension Handlers {
       return try context.tipState(request.id)
     }
 
+    /// Records the impression (at the call's instant, with its duration and the variant shown) before what it
+    /// causes (a budget's invalidation).
     table.on(DisplayedRequest.self) { request, context throws(ResponseError) in
-      context.record(
-        try context.engine { engine throws(EngineError) in try engine.recordDisplay(request.id, duration: request.duration) })
+      let variant = context.engine.variant(of: request.id)
+      let mutation = try context.engine { engine throws(EngineError) in
+        try engine.recordDisplay(request.id, duration: request.duration)
+      }
+      let at = context.engine.record(of: request.id).lastDisplayedAt ?? context.engine.clock.now()
+      context.services.record(
+        mutation, history: [.impression(tip: request.id, variant: variant, at: at, duration: request.duration)])
       return try context.tipState(request.id)
     }
 
@@ -46,9 +53,15 @@ extension Handlers {
         for action in definition.actions { known.append(action.id) }
         throw .unknownAction(request.actionID, tip: request.id, known: known)
       }
+      let action = HistoryEvent.action(
+        tip: request.id, variant: context.engine.variant(of: request.id), at: context.engine.clock.now(),
+        id: request.actionID, index: index)
       if request.invalidate ?? definition.actions[index].invalidates {
-        context.record(
-          try context.engine { engine throws(EngineError) in try engine.invalidate(request.id, reason: .actionPerformed) })
+        context.services.record(
+          try context.engine { engine throws(EngineError) in try engine.invalidate(request.id, reason: .actionPerformed) },
+          history: [action])
+      } else {
+        context.services.record(.none, history: [action])
       }
       let services = context.services
       for (session, note) in services.subscriptions.actionNotifications(tip: definition, actionIndex: index) {

@@ -21,6 +21,15 @@ public struct HTTPRequest: Sendable {
   public var path: String
   /// Whether it carried the token (`Authorization: Bearer`).
   public var authorized: Bool
+  /// The `Host` header (already checked to name this listener).
+  public var host: String?
+
+  public init(method: String, path: String, authorized: Bool, host: String? = nil) {
+    self.method = method
+    self.path = path
+    self.authorized = authorized
+    self.host = host
+  }
 }
 
 /// The answer to an ``HTTPRequest``.
@@ -356,7 +365,9 @@ public final class WebListener {
       case (.allow, .allow):
         let authorized = policy.checkToken(authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: nil) == .allow
         let query = path.firstIndex(of: "?").map { String(path[..<$0]) } ?? path
-        response = onRequest?(HTTPRequest(method: method, path: query, authorized: authorized)) ?? .error(404, "not found")
+        response =
+          onRequest?(HTTPRequest(method: method, path: query, authorized: authorized, host: host))
+          ?? .error(404, "not found")
       }
     } else {
       response = .error(500, "unknown listener")

@@ -8,7 +8,7 @@
  */
 
 /** The protocol version this client speaks (`MAJOR.MINOR`). */
-export const PROTOCOL_VERSION = "1.1";
+export const PROTOCOL_VERSION = "1.2";
 
 // ─── Core shapes ────────────────────────────────────────────────────────────────────────────────────────────
 
@@ -126,6 +126,14 @@ export interface TipDefinition {
   removal?: string;
   /** Whether its state is local to the device or synced. */
   sync?: "local" | "synced";
+  /** What the tip is for: the event that shows it helped, within a window after an impression (default 24 h). */
+  goal?: TipGoal;
+}
+
+/** A tip's goal, read by `metrics/get`: e.g. `{event: "filter.used", within: {hours: 24}}`. */
+export interface TipGoal {
+  event: string;
+  within?: { minutes: number } | { hours: number } | { days: number } | { weeks: number };
 }
 
 /** One A/B copy of a tip. */
@@ -398,6 +406,125 @@ export interface CancelRequestParams {
   id: number | string;
 }
 
+// ─── Analytics, metrics and the inspector (issue #13) ──────────────────────────────────────────────────────
+
+/** One lifecycle event (stable names; protocol/README.md, "Analytics stream"). */
+export interface AnalyticsEvent {
+  /** Increasing, never reused; pass the last one handled as `after` to resume. */
+  cursor: number;
+  type: "impression" | "eligibility" | "invalidation" | "action" | "variant";
+  tipId: string;
+  variant: string | null;
+  at: number;
+  /** impression */
+  duration?: number;
+  /** eligibility */
+  status?: Status;
+  shouldDisplay?: boolean;
+  /** invalidation, and eligibility when invalidated */
+  reason?: Reason;
+  /** action */
+  actionId?: string;
+  actionIndex?: number;
+}
+
+export interface AnalyticsSubscribeParams {
+  /** Replay the events after this cursor (0: everything kept), then live; absent: live only. */
+  after?: number;
+}
+export interface AnalyticsSubscribeResult {
+  subscription: string;
+  head: number;
+  oldest: number | null;
+}
+export interface AnalyticsReadParams {
+  after?: number;
+  limit?: number;
+}
+export interface AnalyticsReadResult {
+  events: AnalyticsEvent[];
+  next: number;
+  head: number;
+  oldest: number | null;
+}
+
+export interface MetricsGetParams {
+  since?: number;
+  until?: number;
+  tips?: string[];
+}
+export interface RateWindow {
+  from: number;
+  to: number;
+  days: number;
+  count: number;
+  perDay: number | null;
+}
+/** Seed 000's metrics with their sample sizes (protocol/README.md, "Metrics"). */
+export interface MetricSet {
+  variant?: string;
+  impressions: number;
+  goal: { converted: number; decided: number; pending: number; rate: number | null } | null;
+  timeToGoal: { samples: number; median: number | null; open: number } | null;
+  close:
+    | { available: false }
+    | { available: true; closes: number; decided: number; pending: number; rate: number | null; alert: boolean };
+  goalRate: {
+    firstImpressionAt: number | null;
+    before: RateWindow | null;
+    after: RateWindow | null;
+    change: number | null;
+  } | null;
+}
+export interface MetricsResult {
+  now: number;
+  since: number | null;
+  until: number | null;
+  appClosedEvent: string | null;
+  closeWindow: number;
+  closeRateAlert: number | null;
+  baselineDays: number;
+  historyStart: number | null;
+  tips: { tipId: string; goal: TipGoal | null; overall: MetricSet; variants: MetricSet[] }[];
+}
+
+export interface InspectStateParams {
+  /** Arm one `inspect/changed` for the next change. */
+  watch?: boolean;
+}
+/** Everything an inspector shows (`inspect/state`). */
+export interface InspectStateResult {
+  now: number;
+  virtualClock: boolean;
+  testing: boolean;
+  displayFrequency: DisplayFrequency;
+  tips: (TipState & {
+    rules: RuleExplanation[];
+    heldBy: Hold[];
+    nextChangeAt: number | null;
+    override?: "show" | "showAll" | "hide" | "hideAll";
+    lines: string[];
+    firstDisplayedAt: number | null;
+    lastDisplayedAt: number | null;
+    variants: string[];
+    goal: TipGoal | null;
+  })[];
+  events: {
+    id: string;
+    count: number;
+    lifetime: number;
+    lastDonation: { at: number; info?: JSONObject } | null;
+    maxDonations: number | null;
+    goalOf: string[];
+    appClosed: boolean;
+  }[];
+  parameters: { id: string; value: ParameterValue; default: ParameterValue; transient: boolean }[];
+  groups: { id: string; priority: GroupPriority; tips: string[]; currentTip: string | null }[];
+  overrides: { showAll: boolean; hideAll: boolean; show: string[]; hide: string[] };
+  history: { enabled: boolean; days: number; head: number; oldest: number | null; appClosedEvent: string | null };
+  subscription?: string;
+}
+
 // ─── Notifications (server → client) ────────────────────────────────────────────────────────────────────────
 
 export interface ShouldDisplayChangedParams {
@@ -426,10 +553,19 @@ export interface ActionPerformedParams {
   actions: Action[];
 }
 
+export type AnalyticsEventParams = AnalyticsEvent & { subscription: string | number; seq: number };
+
+export interface InspectChangedParams {
+  subscription: string | number;
+  seq: number;
+}
+
 export interface NotificationMap {
   "tips/shouldDisplayChanged": ShouldDisplayChangedParams;
   "groups/currentTipChanged": CurrentTipChangedParams;
   "tips/actionPerformed": ActionPerformedParams;
+  "analytics/event": AnalyticsEventParams;
+  "inspect/changed": InspectChangedParams;
 }
 export type NotificationMethod = keyof NotificationMap;
 
@@ -462,6 +598,11 @@ export interface MethodMap {
   "tips/instantiate": { params: InstantiateParams; result: TipState };
   "actions/subscribe": { params: ActionsSubscribeParams; result: ActionsSubscribeResult };
   "actions/unsubscribe": { params: SubscriptionParams; result: RemovedResult };
+  "analytics/subscribe": { params: AnalyticsSubscribeParams; result: AnalyticsSubscribeResult };
+  "analytics/unsubscribe": { params: SubscriptionParams; result: RemovedResult };
+  "analytics/read": { params: AnalyticsReadParams; result: AnalyticsReadResult };
+  "metrics/get": { params: MetricsGetParams; result: MetricsResult };
+  "inspect/state": { params: InspectStateParams; result: InspectStateResult };
   "testing/showAllTips": { params: void; result: null };
   "testing/hideAllTips": { params: void; result: null };
   "testing/clear": { params: void; result: null };

@@ -23,7 +23,7 @@ test("initialize is sent first, with the protocol version and client info", asyn
   const { daemon, client } = await setup({ clientInfo: { name: "app", version: "2" }, locale: "fr" });
   t.after(() => client.close());
   assert.equal(client.state, "connected");
-  assert.deepEqual(daemon.log[0], { jsonrpc: "2.0", id: daemon.log[0].id, method: "initialize", params: { protocolVersion: "1.1", clientInfo: { name: "app", version: "2" }, locale: "fr" } });
+  assert.deepEqual(daemon.log[0], { jsonrpc: "2.0", id: daemon.log[0].id, method: "initialize", params: { protocolVersion: "1.2", clientInfo: { name: "app", version: "2" }, locale: "fr" } });
   assert.equal(client.initializeResult.serverInfo.name, FAKE_SERVER_NAME);
 });
 

@@ -25,7 +25,7 @@ from .transport import SocketTransport, StdioTransport, Transport, normalize_fra
 
 log = logging.getLogger("tipsd_client")
 
-PROTOCOL_VERSION = "1.1"
+PROTOCOL_VERSION = "1.2"
 _MISSING: Any = object()
 
 

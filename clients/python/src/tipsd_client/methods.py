@@ -8,6 +8,9 @@ is added here too. ``TipsClient.request`` accepts any method name; this list is 
 METHODS = (
     "actions/subscribe",
     "actions/unsubscribe",
+    "analytics/read",
+    "analytics/subscribe",
+    "analytics/unsubscribe",
     "catalog/reload",
     "clock/advance",
     "clock/now",
@@ -18,6 +21,8 @@ METHODS = (
     "groups/register",
     "groups/unregister",
     "initialize",
+    "inspect/state",
+    "metrics/get",
     "parameters/define",
     "parameters/set",
     "rpc.discover",
@@ -46,4 +51,10 @@ METHODS = (
 CLIENT_NOTIFICATIONS = ("$/cancelRequest", "exit", "initialized")
 
 #: Notifications the daemon sends.
-SERVER_NOTIFICATIONS = ("groups/currentTipChanged", "tips/actionPerformed", "tips/shouldDisplayChanged")
+SERVER_NOTIFICATIONS = (
+    "analytics/event",
+    "groups/currentTipChanged",
+    "inspect/changed",
+    "tips/actionPerformed",
+    "tips/shouldDisplayChanged",
+)

@@ -1,4 +1,4 @@
-"""Shapes of protocol 1.1, for type checkers and readers.
+"""Shapes of protocol 1.2, for type checkers and readers.
 
 Results are returned as plain ``dict``s with the wire's (camelCase) member
 names, so members added by a newer minor version pass through untouched;

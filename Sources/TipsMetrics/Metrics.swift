@@ -1,0 +1,393 @@
+public import TipsEngine
+
+// Seed 000's three metrics, and its "Next Step" question, computed from the lifecycle history: pure functions of
+// the history, the tips' goals, the configuration and the period, tested against hand-worked histories.
+//
+// Order is the history's: an entry happened after another when its cursor is larger (so a goal donated in the same
+// instant as an impression, but after it, follows it); durations are differences of `at`.
+
+/// What the metrics read besides the history.
+public struct MetricsConfiguration: Sendable, Hashable {
+  /// The event the app donates when it goes to the background (`--app-closed-event`); nil: no close rate.
+  public var appClosedEvent: String?
+  /// Seconds after an impression within which an app close counts against it (`--close-window`, default 10).
+  public var closeWindow: Double
+  /// A close rate above this is flagged (`--close-rate-alert`); nil: never flagged.
+  public var closeRateAlert: Double?
+  /// Days before and after a tip's first impression whose goal donations are compared (`--baseline-days`, 7).
+  public var baselineDays: Double
+
+  public init(appClosedEvent: String? = nil, closeWindow: Double = 10, closeRateAlert: Double? = nil, baselineDays: Double = 7) {
+    self.appClosedEvent = appClosedEvent
+    self.closeWindow = closeWindow
+    self.closeRateAlert = closeRateAlert
+    self.baselineDays = baselineDays
+  }
+}
+
+/// A tip the metrics are computed for.
+public struct MetricsTip: Sendable, Hashable {
+  public var id: String
+  public var goal: TipGoal?
+  /// Its declared variants, in order (others seen in the history are listed after them).
+  public var variants: [String]
+
+  public init(id: String, goal: TipGoal?, variants: [String] = []) {
+    self.id = id
+    self.goal = goal
+    self.variants = variants
+  }
+
+  public init(_ definition: TipDefinition) {
+    self.init(id: definition.id, goal: definition.goal, variants: definition.variants.map(\.name))
+  }
+}
+
+/// (1) Impressions followed by the goal event within the goal's window (last touch: see ``Metrics``).
+public struct GoalConversion: Sendable, Hashable {
+  /// Impressions the goal event followed in time.
+  public var converted: Int
+  /// Impressions whose outcome is known (converted, or their window closed, or a later impression took over).
+  public var decided: Int
+  /// Impressions whose window is still open, with no goal and no later impression yet: not in the rate.
+  public var pending: Int
+  /// `converted / decided`; nil when nothing is decided.
+  public var rate: Double?
+
+  public init(converted: Int, decided: Int, pending: Int, rate: Double?) {
+    self.converted = converted
+    self.decided = decided
+    self.pending = pending
+    self.rate = rate
+  }
+}
+
+/// (2) Time from an exposure's first impression to the first goal event after it.
+public struct TimeToGoal: Sendable, Hashable {
+  /// Exposures that reached the goal (the sample size of the median).
+  public var samples: Int
+  /// Median seconds; the mean of the two middle samples for an even count; nil without samples.
+  public var median: Double?
+  /// Exposures with no goal event yet.
+  public var open: Int
+
+  public init(samples: Int, median: Double?, open: Int) {
+    self.samples = samples
+    self.median = median
+    self.open = open
+  }
+}
+
+/// (3) Impressions right after which the app was closed.
+public struct CloseRate: Sendable, Hashable {
+  public var closes: Int
+  public var decided: Int
+  /// Impressions less than the close window old with nothing after them yet: not in the rate.
+  public var pending: Int
+  public var rate: Double?
+  /// `rate` is above `--close-rate-alert`.
+  public var alert: Bool
+
+  public init(closes: Int, decided: Int, pending: Int, rate: Double?, alert: Bool) {
+    self.closes = closes
+    self.decided = decided
+    self.pending = pending
+    self.rate = rate
+    self.alert = alert
+  }
+}
+
+/// A span of days and the goal donations in it.
+public struct RateWindow: Sendable, Hashable {
+  public var from: Timestamp
+  public var to: Timestamp
+  public var count: Int
+
+  public init(from: Timestamp, to: Timestamp, count: Int) {
+    self.from = from
+    self.to = to
+    self.count = count
+  }
+
+  public var days: Double { max(0, to - from) / 86_400 }
+  /// Donations per day; nil when the span covers less than a day (half an hour of history is no daily rate).
+  public var perDay: Double? { days >= 1 ? Double(count) / days : nil }
+}
+
+/// (4) Seed 000's "did usage of that feature move?": the goal event's daily rate in the days before the first
+/// impression and after it.
+public struct GoalRateChange: Sendable, Hashable {
+  /// The first impression in the history (before `until`); nil when there is none.
+  public var firstImpressionAt: Timestamp?
+  public var before: RateWindow?
+  public var after: RateWindow?
+
+  public init(firstImpressionAt: Timestamp?, before: RateWindow? = nil, after: RateWindow? = nil) {
+    self.firstImpressionAt = firstImpressionAt
+    self.before = before
+    self.after = after
+  }
+
+  /// `after.perDay / before.perDay`; nil when either is unknown or the rate before is 0.
+  public var change: Double? {
+    guard let b = before?.perDay, b > 0, let a = after?.perDay else { return nil }
+    return a / b
+  }
+}
+
+/// The metrics of one tip, or of one of its variants.
+public struct MetricSet: Sendable, Hashable {
+  /// Impressions in the period.
+  public var impressions: Int
+  /// nil when the tip declares no goal.
+  public var goal: GoalConversion?
+  public var timeToGoal: TimeToGoal?
+  /// nil when no app-closed event is configured (reported as unavailable).
+  public var close: CloseRate?
+  public var goalRate: GoalRateChange?
+
+  public init(
+    impressions: Int, goal: GoalConversion? = nil, timeToGoal: TimeToGoal? = nil, close: CloseRate? = nil,
+    goalRate: GoalRateChange? = nil
+  ) {
+    self.impressions = impressions
+    self.goal = goal
+    self.timeToGoal = timeToGoal
+    self.close = close
+    self.goalRate = goalRate
+  }
+}
+
+public struct TipMetrics: Sendable, Hashable {
+  public var tipID: String
+  public var goal: TipGoal?
+  public var overall: MetricSet
+  /// Per variant, declared ones first (empty for a tip without variants).
+  public var variants: [(name: String, metrics: MetricSet)]
+
+  public static func == (a: TipMetrics, b: TipMetrics) -> Bool {
+    a.tipID == b.tipID && a.goal == b.goal && a.overall == b.overall && a.variants.map(\.name) == b.variants.map(\.name)
+      && a.variants.map(\.metrics) == b.variants.map(\.metrics)
+  }
+
+  public func hash(into hasher: inout Hasher) { hasher.combine(tipID) }
+
+  /// The metrics of one variant.
+  public func variant(_ name: String) -> MetricSet? { variants.first { $0.name == name }?.metrics }
+}
+
+public struct MetricsReport: Sendable, Hashable {
+  public var now: Timestamp
+  public var since: Timestamp?
+  public var until: Timestamp?
+  public var configuration: MetricsConfiguration
+  /// The instant of the oldest history entry kept (nil: empty history).
+  public var historyStart: Timestamp?
+  public var tips: [TipMetrics]
+
+  public func tip(_ id: String) -> TipMetrics? { tips.first { $0.tipID == id } }
+}
+
+/// The computation. Definitions (the README's "Measuring whether a tip helped" says the same):
+///
+/// - **Impressions** are `tips/displayed` calls whose instant is in the period (`since` ≤ at < `until`).
+/// - **(1) Goal conversion, last touch.** An impression converts when the first donation of the goal event after it
+///   comes before the tip's next impression and at most `within` seconds after it. So each goal donation credits at
+///   most one impression, the latest before it: two impressions then one goal count one conversion out of two. A goal
+///   donated before the impression does not count. An impression whose window is still open, with no goal and no
+///   later impression yet, is *pending* and left out of the rate.
+/// - **(2) Time to goal.** An exposure starts at an impression with no impression of the tip since the last goal
+///   donation (the first one ever, or the first after a goal), and ends at the first goal donation after it; the
+///   median of those durations, the mean of the two middle ones for an even count. Exposures without a goal yet are
+///   *open*. Counted when the exposure starts in the period.
+/// - **(3) Close rate.** An impression is followed by a close when the first app-closed donation after it comes at
+///   most `closeWindow` seconds after it, before any action of the tip and before the tip's next impression (an
+///   action in between means the user engaged: not a close). Pending as in (1). Flagged above `closeRateAlert`.
+/// - **(4) Goal rate before and after.** From the tip's first impression in the history (up to `until`, ignoring
+///   `since`): goal donations per day in the `baselineDays` before it (cut at the start of the kept history) against
+///   the `baselineDays` after it (cut at `until` or now); a span shorter than a day has no rate.
+///
+/// Per variant, impressions are grouped by the variant they showed; "the tip's next impression" is the next one of
+/// any variant, and an exposure belongs to the variant of its first impression.
+public enum Metrics {
+  public static func compute(
+    history: [HistoryEvent], tips: [MetricsTip], configuration: MetricsConfiguration, since: Timestamp? = nil,
+    until: Timestamp? = nil, now: Timestamp, historyStart: Timestamp? = nil
+  ) -> MetricsReport {
+    let ordered = history.sorted { $0.cursor < $1.cursor }
+    var donations: [String: [HistoryEvent]] = [:]
+    var impressions: [String: [HistoryEvent]] = [:]
+    var actions: [String: [HistoryEvent]] = [:]
+    for event in ordered {
+      switch event.kind {
+      case .donation: if let id = event.eventID { donations[id, default: []].append(event) }
+      case .impression: if let id = event.tipID { impressions[id, default: []].append(event) }
+      case .action: if let id = event.tipID { actions[id, default: []].append(event) }
+      default: break
+      }
+    }
+    let closes = configuration.appClosedEvent.map { donations[$0] ?? [] }
+    let context = Context(
+      configuration: configuration, since: since, until: until, now: now,
+      end: min(until ?? now, now), historyStart: historyStart)
+    var report = MetricsReport(
+      now: now, since: since, until: until, configuration: configuration, historyStart: historyStart, tips: [])
+    for tip in tips {
+      let tipImpressions = impressions[tip.id] ?? []
+      let outcomes = context.outcomes(
+        impressions: tipImpressions, actions: actions[tip.id] ?? [],
+        goals: tip.goal.map { donations[$0.eventID] ?? [] }, goal: tip.goal, closes: closes)
+      var names = tip.variants
+      for impression in tipImpressions {
+        if let name = impression.variant, !names.contains(name) { names.append(name) }
+      }
+      let goals = tip.goal.map { donations[$0.eventID] ?? [] }
+      report.tips.append(
+        TipMetrics(
+          tipID: tip.id, goal: tip.goal,
+          overall: context.summarize(outcomes, impressions: tipImpressions, goals: goals),
+          variants: names.map { name in
+            (name, context.summarize(
+              outcomes.filter { $0.impression.variant == name },
+              impressions: tipImpressions.filter { $0.variant == name }, goals: goals))
+          }))
+    }
+    return report
+  }
+
+  /// The median, the mean of the two middle values for an even count; nil for no values.
+  public static func median(_ values: [Double]) -> Double? {
+    guard !values.isEmpty else { return nil }
+    let sorted = values.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+  }
+
+  /// What became of one impression.
+  struct Outcome {
+    var impression: HistoryEvent
+    var inPeriod: Bool
+    /// (1): converted, or still pending; neither means decided against.
+    var converted = false
+    var goalPending = false
+    /// (2): this impression starts an exposure; its duration to the goal, if reached.
+    var startsExposure = false
+    var timeToGoal: Double?
+    /// (3)
+    var closed = false
+    var closePending = false
+  }
+
+  struct Context {
+    var configuration: MetricsConfiguration
+    var since: Timestamp?
+    var until: Timestamp?
+    var now: Timestamp
+    /// The end of the period as far as it has happened: min(until, now).
+    var end: Timestamp
+    var historyStart: Timestamp?
+
+    func inPeriod(_ at: Timestamp) -> Bool {
+      (since.map { at >= $0 } ?? true) && (until.map { at < $0 } ?? true)
+    }
+
+    /// The first entry of `list` (sorted by cursor) after `cursor`.
+    func first(after cursor: Int64, in list: [HistoryEvent]) -> HistoryEvent? {
+      var low = 0
+      var high = list.count
+      while low < high {
+        let mid = (low + high) / 2
+        if list[mid].cursor <= cursor { low = mid + 1 } else { high = mid }
+      }
+      return low < list.count ? list[low] : nil
+    }
+
+    func outcomes(
+      impressions: [HistoryEvent], actions: [HistoryEvent], goals: [HistoryEvent]?, goal: TipGoal?,
+      closes: [HistoryEvent]?
+    ) -> [Outcome] {
+      var out: [Outcome] = []
+      var previous: HistoryEvent?
+      for (index, impression) in impressions.enumerated() {
+        var outcome = Outcome(impression: impression, inPeriod: inPeriod(impression.at))
+        let next = index + 1 < impressions.count ? impressions[index + 1] : nil
+        let nextCursor = next?.cursor ?? .max
+        if let goals, let goal {
+          let reached = first(after: impression.cursor, in: goals)
+          if let reached, reached.cursor < nextCursor, reached.at - impression.at <= goal.within {
+            outcome.converted = true
+          } else if reached == nil, next == nil, now - impression.at <= goal.within {
+            outcome.goalPending = true
+          }
+          // An exposure starts when no impression came since the last goal donation.
+          if let previous {
+            let between = first(after: previous.cursor, in: goals)
+            outcome.startsExposure = between.map { $0.cursor < impression.cursor } ?? false
+          } else {
+            outcome.startsExposure = true
+          }
+          if outcome.startsExposure, let reached { outcome.timeToGoal = reached.at - impression.at }
+        }
+        if let closes {
+          let close = first(after: impression.cursor, in: closes)
+          let action = first(after: impression.cursor, in: actions)
+          let actionCursor = action?.cursor ?? .max
+          if let close, close.cursor < nextCursor, close.cursor < actionCursor,
+            close.at - impression.at <= configuration.closeWindow
+          {
+            outcome.closed = true
+          } else if close == nil, next == nil, action == nil, now - impression.at <= configuration.closeWindow {
+            outcome.closePending = true
+          }
+        }
+        out.append(outcome)
+        previous = impression
+      }
+      return out
+    }
+
+    func summarize(_ outcomes: [Outcome], impressions: [HistoryEvent], goals: [HistoryEvent]?) -> MetricSet {
+      let period = outcomes.filter(\.inPeriod)
+      var set = MetricSet(impressions: period.count)
+      if goals != nil {
+        let converted = period.filter(\.converted).count
+        let pending = period.filter(\.goalPending).count
+        let decided = period.count - pending
+        set.goal = GoalConversion(
+          converted: converted, decided: decided, pending: pending,
+          rate: decided > 0 ? Double(converted) / Double(decided) : nil)
+        let exposures = period.filter(\.startsExposure)
+        let samples = exposures.compactMap(\.timeToGoal)
+        set.timeToGoal = TimeToGoal(
+          samples: samples.count, median: Metrics.median(samples), open: exposures.count - samples.count)
+        set.goalRate = goalRate(impressions: impressions, goals: goals ?? [])
+      }
+      if configuration.appClosedEvent != nil {
+        let closes = period.filter(\.closed).count
+        let pending = period.filter(\.closePending).count
+        let decided = period.count - pending
+        let rate = decided > 0 ? Double(closes) / Double(decided) : nil
+        set.close = CloseRate(
+          closes: closes, decided: decided, pending: pending, rate: rate,
+          alert: rate.map { rate in configuration.closeRateAlert.map { rate > $0 } ?? false } ?? false)
+      }
+      return set
+    }
+
+    /// (4): goal donations per day before and after the first impression (before `until`).
+    func goalRate(impressions: [HistoryEvent], goals: [HistoryEvent]) -> GoalRateChange {
+      guard let first = impressions.first(where: { impression in until.map { impression.at < $0 } ?? true }) else {
+        return GoalRateChange(firstImpressionAt: nil)
+      }
+      let span = configuration.baselineDays * 86_400
+      let from = max(first.at - span, historyStart ?? (first.at - span))
+      let to = max(first.at, min(first.at + span, end))
+      let before = goals.filter { $0.cursor < first.cursor && $0.at >= from && $0.at < first.at }.count
+      // The span after ends at `until` (excluded) or now (included: nothing has happened after now).
+      let after = goals.filter { $0.cursor > first.cursor && ($0.at < to || ($0.at == to && to == now)) }.count
+      return GoalRateChange(
+        firstImpressionAt: first.at, before: RateWindow(from: from, to: first.at, count: before),
+        after: RateWindow(from: first.at, to: to, count: after))
+    }
+  }
+}

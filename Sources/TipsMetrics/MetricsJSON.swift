@@ -1,0 +1,77 @@
+public import TipsJSON
+import TipsEngine
+
+// The report as JSON: `metrics/get`'s result and `tipsd metrics --json` (member names documented in
+// protocol/README.md and described in protocol/openrpc.json's `Metrics` schema).
+
+extension MetricsReport {
+  public var json: JSONValue {
+    var object: JSONObject = [
+      "now": number(now), "since": since.map(number) ?? .null, "until": until.map(number) ?? .null,
+      "appClosedEvent": configuration.appClosedEvent.map { .string($0) } ?? .null,
+      "closeWindow": number(configuration.closeWindow),
+      "closeRateAlert": configuration.closeRateAlert.map(number) ?? .null,
+      "baselineDays": number(configuration.baselineDays),
+      "historyStart": historyStart.map(number) ?? .null,
+    ]
+    object["tips"] = .array(tips.map(\.json))
+    return .object(object)
+  }
+}
+
+extension TipMetrics {
+  public var json: JSONValue {
+    var object: JSONObject = ["tipId": .string(tipID), "goal": goal?.json ?? .null, "overall": overall.json]
+    object["variants"] = .array(
+      variants.map { variant in
+        var members: JSONObject = ["variant": .string(variant.name)]
+        for (key, value) in variant.metrics.json.objectValue ?? [:] { members[key] = value }
+        return .object(members)
+      })
+    return .object(object)
+  }
+}
+
+extension MetricSet {
+  public var json: JSONValue {
+    var object: JSONObject = ["impressions": .int(Int64(impressions))]
+    object["goal"] =
+      goal.map { g in
+        ["converted": .int(Int64(g.converted)), "decided": .int(Int64(g.decided)), "pending": .int(Int64(g.pending)),
+         "rate": g.rate.map(number) ?? .null]
+      } ?? .null
+    object["timeToGoal"] =
+      timeToGoal.map { t in
+        ["samples": .int(Int64(t.samples)), "median": t.median.map(number) ?? .null, "open": .int(Int64(t.open))]
+      } ?? .null
+    if let close {
+      object["close"] = [
+        "available": true, "closes": .int(Int64(close.closes)), "decided": .int(Int64(close.decided)),
+        "pending": .int(Int64(close.pending)), "rate": close.rate.map(number) ?? .null, "alert": .bool(close.alert),
+      ]
+    } else {
+      object["close"] = ["available": false]
+    }
+    object["goalRate"] =
+      goalRate.map { r in
+        [
+          "firstImpressionAt": r.firstImpressionAt.map(number) ?? .null, "before": r.before?.json ?? .null,
+          "after": r.after?.json ?? .null, "change": r.change.map(number) ?? .null,
+        ]
+      } ?? .null
+    return .object(object)
+  }
+}
+
+extension RateWindow {
+  public var json: JSONValue {
+    ["from": number(from), "to": number(to), "days": number(days), "count": .int(Int64(count)),
+     "perDay": perDay.map(number) ?? .null]
+  }
+}
+
+/// A number as JSON: an integer when exact, else a double rounded to microseconds' worth of digits.
+func number(_ value: Double) -> JSONValue {
+  if let exact = Int64(exactly: value) { return .int(exact) }
+  return .double((value * 1_000_000).rounded() / 1_000_000)
+}

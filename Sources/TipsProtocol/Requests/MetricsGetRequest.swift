@@ -1,0 +1,40 @@
+public import TipsJSON
+
+/// `metrics/get`: seed 000's metrics per tip and per variant over a period, with their sample sizes (definitions
+/// in protocol/README.md, "Metrics").
+public struct MetricsGetRequest: RequestType, Hashable {
+  public static let method = "metrics/get"
+  public static let params: [ParamSpec] = [.optional("since"), .optional("until"), .optional("tips")]
+
+  /// Impressions at or after this instant (seconds since the epoch); nil: all kept.
+  public var since: Double?
+  /// Impressions before this instant; nil: up to now.
+  public var until: Double?
+  /// These tips only (in this order); nil: every registered tip.
+  public var tips: [String]?
+
+  public init(since: Double? = nil, until: Double? = nil, tips: [String]? = nil) {
+    self.since = since
+    self.until = until
+    self.tips = tips
+  }
+
+  public init(from p: Params) throws(ResponseError) {
+    since = try p.optionalDouble("since")
+    until = try p.optionalDouble("until")
+    tips = try p.optionalStringArray("tips")
+    if let since, let until, until < since { throw p.invalid("until", "must not be before since") }
+  }
+
+  /// The report (built by `TipsMetrics`).
+  public struct Response: ResultValue, Hashable {
+    public var report: JSONValue
+    public init(report: JSONValue) { self.report = report }
+    public static let shape = ResultShape.object(
+      ObjectShape([
+        "now", "since", "until", "appClosedEvent", "closeWindow", "closeRateAlert", "baselineDays", "historyStart",
+        "tips",
+      ]), schema: "Metrics")
+    public func write(to writer: inout JSONWriter) { writer.write(report) }
+  }
+}

@@ -1,0 +1,188 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+import TipsEngine
+
+/// The daemon's operational counters and histograms, rendered in the Prometheus text format (0.0.4) at
+/// `GET /metrics`. Loop thread only; counting a request is two array increments and a bucket search.
+final class OperationalMetrics {
+  /// A Prometheus histogram with fixed upper bounds.
+  final class Histogram {
+    let bounds: [Double]
+    private(set) var counts: [UInt64]
+    private(set) var sum: Double = 0
+    private(set) var count: UInt64 = 0
+
+    init(bounds: [Double]) {
+      self.bounds = bounds
+      counts = [UInt64](repeating: 0, count: bounds.count)
+    }
+
+    func observe(_ value: Double) {
+      sum += value
+      count += 1
+      // Non-cumulative here; cumulated when rendered.
+      for index in bounds.indices where value <= bounds[index] {
+        counts[index] += 1
+        return
+      }
+    }
+  }
+
+  /// Request methods by slot (the registry's, then `unknown` for any other name).
+  let methods: [String]
+  let slots: [String: Int]
+  @exclusivity(unchecked) private var ok: [UInt64]
+  @exclusivity(unchecked) private var failed: [UInt64]
+  let requestDuration = Histogram(bounds: [
+    0.000_005, 0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.1, 1,
+  ])
+  let commitDuration = Histogram(bounds: [
+    0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
+  ])
+  let commitBatch = Histogram(bounds: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 5_000])
+  var commitFailures: UInt64 = 0
+  var connectionsAccepted: [String: UInt64] = [:]
+  var notificationsCoalesced: UInt64 = 0
+  var notificationsSent: [String: UInt64] = [:]
+  /// By `HistoryEvent.Kind.code`. `@exclusivity(unchecked)` like the counters below: loop thread only.
+  @exclusivity(unchecked) var historyEvents = [UInt64](repeating: 0, count: 8)
+
+  init(methods requestMethods: [String]) {
+    methods = requestMethods + ["unknown"]
+    var slots: [String: Int] = [:]
+    for (index, method) in requestMethods.enumerated() { slots[method] = index }
+    self.slots = slots
+    ok = [UInt64](repeating: 0, count: methods.count)
+    failed = ok
+  }
+
+  /// The slot counting `method` (`unknown` for a name that is not a method).
+  func slot(of method: String) -> Int { slots[method] ?? unknownSlot }
+
+  /// The slot of names that are not methods.
+  var unknownSlot: Int { methods.count - 1 }
+
+  func requestAnswered(slot: Int, ok succeeded: Bool, seconds: Double) {
+    if succeeded { ok[slot] += 1 } else { failed[slot] += 1 }
+    requestDuration.observe(seconds)
+  }
+
+  /// Seconds on a monotonic clock.
+  static func monotonic() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+  }
+
+  // MARK: Rendering
+
+  /// The values sampled when scraped.
+  struct Gauges {
+    var connections: [String: Int]
+    var subscriptions: [String: Int]
+    var datastoreBytes: Int64?
+    var historyCursor: Int64
+    var uptimeSeconds: Double
+    var version: String
+  }
+
+  func render(_ gauges: Gauges) -> String {
+    var out = ""
+    func family(_ name: String, _ type: String, _ help: String) {
+      out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+    }
+    func sample(_ name: String, _ labels: [(String, String)] = [], _ value: String) {
+      if labels.isEmpty {
+        out += "\(name) \(value)\n"
+      } else {
+        out += "\(name){" + labels.map { "\($0.0)=\"\(Self.escape($0.1))\"" }.joined(separator: ",") + "} \(value)\n"
+      }
+    }
+    func histogram(_ name: String, _ help: String, _ h: Histogram) {
+      family(name, "histogram", help)
+      var cumulative: UInt64 = 0
+      for (index, bound) in h.bounds.enumerated() {
+        cumulative += h.counts[index]
+        sample("\(name)_bucket", [("le", Self.number(bound))], String(cumulative))
+      }
+      sample("\(name)_bucket", [("le", "+Inf")], String(h.count))
+      sample("\(name)_sum", [], Self.number(h.sum))
+      sample("\(name)_count", [], String(h.count))
+    }
+
+    family("tipsd_build_info", "gauge", "The daemon's version (always 1).")
+    sample("tipsd_build_info", [("version", gauges.version)], "1")
+    family("tipsd_uptime_seconds", "gauge", "Seconds since the daemon started.")
+    sample("tipsd_uptime_seconds", [], Self.number(gauges.uptimeSeconds))
+
+    family("tipsd_requests_total", "counter", "Requests handled, by method and outcome (ok: a result; error: an error reply).")
+    for (index, method) in methods.enumerated() {
+      if ok[index] > 0 { sample("tipsd_requests_total", [("method", method), ("outcome", "ok")], String(ok[index])) }
+      if failed[index] > 0 {
+        sample("tipsd_requests_total", [("method", method), ("outcome", "error")], String(failed[index]))
+      }
+    }
+    histogram(
+      "tipsd_request_duration_seconds", "Time to decode, handle and encode a request (the commit is not included).",
+      requestDuration)
+    histogram("tipsd_commit_duration_seconds", "Time of one group commit (one SQLite transaction).", commitDuration)
+    histogram(
+      "tipsd_commit_batch_size", "State writes and history entries per group commit (one event-loop turn).", commitBatch)
+    family("tipsd_commit_failures_total", "counter", "Group commits that failed (their requests got -32005).")
+    sample("tipsd_commit_failures_total", [], String(commitFailures))
+
+    family("tipsd_connections", "gauge", "Open client connections, by transport.")
+    for transport in ["stdio", "unix", "websocket"] {
+      sample("tipsd_connections", [("transport", transport)], String(gauges.connections[transport] ?? 0))
+    }
+    family("tipsd_connections_accepted_total", "counter", "Client connections accepted, by transport.")
+    for transport in ["stdio", "unix", "websocket"] {
+      sample("tipsd_connections_accepted_total", [("transport", transport)], String(connectionsAccepted[transport] ?? 0))
+    }
+    family("tipsd_subscriptions", "gauge", "Open subscriptions, by kind.")
+    for kind in ["observe", "actions", "analytics", "inspect"] {
+      sample("tipsd_subscriptions", [("kind", kind)], String(gauges.subscriptions[kind] ?? 0))
+    }
+    family("tipsd_notifications_total", "counter", "Notifications staged for subscribers, by method.")
+    for method in notificationsSent.keys.sorted() {
+      sample("tipsd_notifications_total", [("method", method)], String(notificationsSent[method]!))
+    }
+    family(
+      "tipsd_notifications_coalesced_total", "counter",
+      "tips/shouldDisplayChanged notifications replaced or dropped while a slow client's queue held an older one.")
+    sample("tipsd_notifications_coalesced_total", [], String(notificationsCoalesced))
+    family("tipsd_history_events_total", "counter", "Lifecycle history entries recorded, by type.")
+    for kind in HistoryEvent.Kind.allCases {
+      sample("tipsd_history_events_total", [("type", kind.rawValue)], String(historyEvents[kind.code]))
+    }
+    family("tipsd_history_cursor", "gauge", "The newest lifecycle history cursor.")
+    sample("tipsd_history_cursor", [], String(gauges.historyCursor))
+    if let bytes = gauges.datastoreBytes {
+      family("tipsd_datastore_size_bytes", "gauge", "The datastore's size (SQLite pages; the WAL not included).")
+      sample("tipsd_datastore_size_bytes", [], String(bytes))
+    }
+    return out
+  }
+
+  /// A label value with `\`, `"` and newlines escaped.
+  static func escape(_ value: String) -> String {
+    var out = ""
+    for character in value {
+      switch character {
+      case "\\": out += "\\\\"
+      case "\"": out += "\\\""
+      case "\n": out += "\\n"
+      default: out.append(character)
+      }
+    }
+    return out
+  }
+
+  /// A sample value: integers without a fraction, others in shortest form.
+  static func number(_ value: Double) -> String {
+    if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
+    if let exact = Int64(exactly: value) { return String(exact) }
+    return "\(value)"
+  }
+}

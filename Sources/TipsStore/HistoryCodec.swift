@@ -1,0 +1,296 @@
+public import TipsEngine
+
+/// The binary encoding of a chunk of history entries (one `history` row holds the entries one commit recorded: one
+/// insert per commit instead of one per entry, which is what keeps recording within 10% of donation throughput).
+///
+/// Each entry, in cursor order:
+///
+/// | field | encoding |
+/// | --- | --- |
+/// | kind | 1 byte (`HistoryEvent.Kind.code`) |
+/// | cursor | varint: the difference from the previous entry's cursor (the first: from the row's id − 1) |
+/// | at | 8 bytes, IEEE 754 little-endian |
+/// | presence | 2 bytes little-endian: bit i set when field i below is present; bit 15 is `shouldDisplay`'s value |
+/// | 0 tip, 1 event, 2 variant | varint length + UTF-8 |
+/// | 3 duration | 8 bytes |
+/// | 4 actionId | varint length + UTF-8 |
+/// | 5 actionIndex | varint |
+/// | 6 reason, 7 status | varint length + UTF-8 |
+/// | 8 shouldDisplay | (its value is bit 15) |
+enum HistoryCodec {
+  static func encode(_ events: ArraySlice<HistoryEvent>) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(events.count * 24)
+    var previous = (events.first?.cursor ?? 1) - 1
+    for event in events {
+      encode(event, after: previous, into: &out)
+      previous = event.cursor
+    }
+    return out
+  }
+
+  /// Appends one entry whose cursor follows `previous`.
+  static func encode(_ event: HistoryEvent, after previous: Int64, into out: inout [UInt8]) {
+    do {
+      out.append(UInt8(event.kind.code))
+      appendVarint(&out, UInt64(event.cursor - previous))
+      appendDouble(&out, event.at)
+      var presence: UInt16 = 0
+      if event.tipID != nil { presence |= 1 << 0 }
+      if event.eventID != nil { presence |= 1 << 1 }
+      if event.variant != nil { presence |= 1 << 2 }
+      if event.duration != nil { presence |= 1 << 3 }
+      if event.actionID != nil { presence |= 1 << 4 }
+      if event.actionIndex != nil { presence |= 1 << 5 }
+      if event.reason != nil { presence |= 1 << 6 }
+      if event.status != nil { presence |= 1 << 7 }
+      if let flag = event.shouldDisplay { presence |= 1 << 8 | (flag ? 1 << 15 : 0) }
+      out.append(UInt8(presence & 0xFF))
+      out.append(UInt8(presence >> 8))
+      if let tip = event.tipID { appendString(&out, tip) }
+      if let id = event.eventID { appendString(&out, id) }
+      if let variant = event.variant { appendString(&out, variant) }
+      if let duration = event.duration { appendDouble(&out, duration) }
+      if let action = event.actionID { appendString(&out, action) }
+      if let index = event.actionIndex { appendVarint(&out, UInt64(max(0, index))) }
+      if let reason = event.reason { appendString(&out, reason) }
+      if let status = event.status { appendString(&out, status) }
+    }
+  }
+
+  /// Appends a donation entry (the hot path: no `HistoryEvent` is built for it): the fixed part is assembled on the
+  /// stack and appended at once, then the event id's bytes.
+  static func encodeDonation(event: String, at: Double, cursorDelta: Int64, into out: inout [UInt8]) {
+    var event = event
+    event.withUTF8 { name in
+      withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { head in
+        var n = 0
+        func put(_ byte: UInt8) {
+          head[n] = byte
+          n += 1
+        }
+        func putVarint(_ value: UInt64) {
+          var value = value
+          while value >= 0x80 {
+            put(UInt8(value & 0x7F) | 0x80)
+            value >>= 7
+          }
+          put(UInt8(value))
+        }
+        put(UInt8(HistoryEvent.Kind.donation.code))
+        putVarint(UInt64(cursorDelta))
+        var bits = at.bitPattern
+        for _ in 0..<8 {
+          put(UInt8(bits & 0xFF))
+          bits >>= 8
+        }
+        put(1 << 1)
+        put(0)
+        putVarint(UInt64(name.count))
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: head[0..<n]))
+      }
+      out.append(contentsOf: name)
+    }
+  }
+
+  /// Decodes a chunk whose first cursor is `first`; nil when the bytes are not a valid chunk.
+  static func decode(_ bytes: UnsafeRawBufferPointer, first: Int64) -> [HistoryEvent]? {
+    var reader = Reader(bytes: bytes)
+    var events: [HistoryEvent] = []
+    var cursor = first - 1
+    while !reader.atEnd {
+      guard let code = reader.byte(), let kind = HistoryEvent.Kind(code: Int(code)), let delta = reader.varint(),
+        delta > 0, let at = reader.double(), let low = reader.byte(), let high = reader.byte()
+      else { return nil }
+      cursor += Int64(delta)
+      let presence = UInt16(low) | UInt16(high) << 8
+      var event = HistoryEvent(cursor: cursor, kind: kind, at: at)
+      func has(_ bit: UInt16) -> Bool { presence & (1 << bit) != 0 }
+      if has(0) { guard let v = reader.string() else { return nil }; event.tipID = v }
+      if has(1) { guard let v = reader.string() else { return nil }; event.eventID = v }
+      if has(2) { guard let v = reader.string() else { return nil }; event.variant = v }
+      if has(3) { guard let v = reader.double() else { return nil }; event.duration = v }
+      if has(4) { guard let v = reader.string() else { return nil }; event.actionID = v }
+      if has(5) { guard let v = reader.varint(), v <= UInt64(Int.max) else { return nil }; event.actionIndex = Int(v) }
+      if has(6) { guard let v = reader.string() else { return nil }; event.reason = v }
+      if has(7) { guard let v = reader.string() else { return nil }; event.status = v }
+      if has(8) { event.shouldDisplay = presence & (1 << 15) != 0 }
+      events.append(event)
+    }
+    return events
+  }
+
+  /// The kinds present, as a bitmask of `1 << code` (stored beside the chunk, so readers skip chunks cheaply).
+  static func kinds(_ events: ArraySlice<HistoryEvent>) -> Int {
+    events.reduce(0) { $0 | 1 << $1.kind.code }
+  }
+
+  /// Every kind the analytics stream carries, as a mask.
+  static let streamedKinds = HistoryEvent.Kind.allCases.filter(\.isStreamed).reduce(0) { $0 | 1 << $1.code }
+  /// The kinds the metrics read (impressions, actions, donations).
+  static let metricKinds = [HistoryEvent.Kind.impression, .action, .donation].reduce(0) { $0 | 1 << $1.code }
+
+  static func appendVarint(_ out: inout [UInt8], _ value: UInt64) {
+    var value = value
+    while value >= 0x80 {
+      out.append(UInt8(value & 0x7F) | 0x80)
+      value >>= 7
+    }
+    out.append(UInt8(value))
+  }
+
+  static func appendDouble(_ out: inout [UInt8], _ value: Double) {
+    withUnsafeBytes(of: value.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+  }
+
+  static func appendString(_ out: inout [UInt8], _ value: String) {
+    var value = value
+    value.withUTF8 { bytes in
+      appendVarint(&out, UInt64(bytes.count))
+      out.append(contentsOf: bytes)
+    }
+  }
+
+  private struct Reader {
+    let bytes: UnsafeRawBufferPointer
+    var offset = 0
+
+    var atEnd: Bool { offset >= bytes.count }
+
+    mutating func byte() -> UInt8? {
+      guard offset < bytes.count else { return nil }
+      defer { offset += 1 }
+      return bytes[offset]
+    }
+
+    mutating func varint() -> UInt64? {
+      var value: UInt64 = 0
+      var shift: UInt64 = 0
+      while shift < 64 {
+        guard let b = byte() else { return nil }
+        value |= UInt64(b & 0x7F) << shift
+        if b & 0x80 == 0 { return value }
+        shift += 7
+      }
+      return nil
+    }
+
+    mutating func double() -> Double? {
+      guard offset + 8 <= bytes.count else { return nil }
+      var bits: UInt64 = 0
+      for i in 0..<8 { bits |= UInt64(bytes[offset + i]) << (8 * UInt64(i)) }
+      offset += 8
+      return Double(bitPattern: bits)
+    }
+
+    mutating func string() -> String? {
+      guard let length = varint(), length <= UInt64(bytes.count - offset) else { return nil }
+      let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + Int(length))])
+      offset += Int(length)
+      return String(decoding: slice, as: UTF8.self)
+    }
+  }
+}
+
+/// The history entries of one commit, encoded as they are recorded (a donation entry is appended straight to the
+/// bytes, with no `HistoryEvent` built), split into chunks of at most ``Datastore/historyChunkSize`` entries: what
+/// ``Datastore/commit(_:history:)`` stores, one row per chunk.
+public struct HistoryBatch: Sendable {
+  struct Chunk: Sendable {
+    var first: Int64
+    var last: Int64
+    var start: Int
+    var end: Int
+    var oldestAt: Double
+    var newestAt: Double
+    var kinds: Int
+    var count: Int
+  }
+
+  /// An eligibility change, for the `history_tips` table.
+  struct TipState: Sendable {
+    var tip: String
+    var status: String
+    var reason: String?
+    var shouldDisplay: Bool
+    var variant: String?
+  }
+
+  private(set) var bytes: [UInt8] = []
+  private(set) var chunks: [Chunk] = []
+  private(set) var tipStates: [TipState] = []
+  /// Entries in the batch.
+  public private(set) var count = 0
+
+  public init() {}
+
+  public init(_ events: [HistoryEvent]) {
+    for event in events { append(event) }
+  }
+
+  public var isEmpty: Bool { count == 0 }
+
+  /// The newest cursor in the batch, if any.
+  public var lastCursor: Int64? { chunks.last?.last }
+
+  public mutating func removeAll() {
+    bytes.removeAll(keepingCapacity: true)
+    chunks.removeAll(keepingCapacity: true)
+    tipStates.removeAll()
+    count = 0
+  }
+
+  /// Appends an entry; its cursor must be larger than the previous one's.
+  public mutating func append(_ event: HistoryEvent) {
+    let previous = open(cursor: event.cursor, at: event.at, kind: event.kind)
+    HistoryCodec.encode(event, after: previous, into: &bytes)
+    close()
+    if event.kind == .eligibility, let tip = event.tipID, let status = event.status {
+      tipStates.append(
+        TipState(
+          tip: tip, status: status, reason: event.reason, shouldDisplay: event.shouldDisplay ?? false,
+          variant: event.variant))
+    }
+  }
+
+  /// Appends a donation entry (`kind == .donation`) without building a `HistoryEvent`.
+  public mutating func appendDonation(cursor: Int64, event: String, at: Double) {
+    let previous = open(cursor: cursor, at: at, kind: .donation)
+    HistoryCodec.encodeDonation(event: event, at: at, cursorDelta: cursor - previous, into: &bytes)
+    close()
+  }
+
+  /// Starts an entry in the current chunk (or a new one); returns the cursor it follows.
+  private mutating func open(cursor: Int64, at: Double, kind: HistoryEvent.Kind) -> Int64 {
+    if chunks.isEmpty || chunks[chunks.count - 1].count >= Datastore.historyChunkSize {
+      chunks.append(
+        Chunk(
+          first: cursor, last: cursor - 1, start: bytes.count, end: bytes.count, oldestAt: at, newestAt: at, kinds: 0,
+          count: 0))
+    }
+    let index = chunks.count - 1
+    let previous = chunks[index].last
+    precondition(cursor > previous, "history cursors must increase")
+    chunks[index].last = cursor
+    chunks[index].oldestAt = min(chunks[index].oldestAt, at)
+    chunks[index].newestAt = max(chunks[index].newestAt, at)
+    chunks[index].kinds |= 1 << kind.code
+    chunks[index].count += 1
+    count += 1
+    return previous
+  }
+
+  private mutating func close() {
+    chunks[chunks.count - 1].end = bytes.count
+  }
+
+  /// The entries, decoded (tests, and what a commit stored).
+  public var events: [HistoryEvent] {
+    var out: [HistoryEvent] = []
+    for chunk in chunks {
+      let decoded = bytes[chunk.start..<chunk.end].withUnsafeBytes { HistoryCodec.decode($0, first: chunk.first) }
+      out += decoded ?? []
+    }
+    return out
+  }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import TipsEngine
+import TipsJSON
+
+@testable import TipsStore
+
+private func entries(from first: Int64, _ kinds: [HistoryEvent.Kind], at: Double = 100) -> [HistoryEvent] {
+  kinds.enumerated().map { offset, kind in
+    let cursor = first + Int64(offset)
+    switch kind {
+    case .impression: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", duration: 2.5)
+    case .action:
+      return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "b", actionID: "go", actionIndex: 1)
+    case .donation: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), eventID: "filter.used")
+    case .eligibility:
+      return HistoryEvent(
+        cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "b", reason: "tipClosed",
+        status: "invalidated", shouldDisplay: false)
+    case .invalidation: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", reason: "tipClosed")
+    case .variant: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "b")
+    }
+  }
+}
+
+@Suite("Datastore: the lifecycle history")
+struct HistoryStoreTests {
+  @Test("history entries commit with the batch's writes and read back field for field, donations aside")
+  func roundTrip() throws {
+    let store = try Datastore(path: ":memory:")
+    let written = entries(from: 1, [.variant, .impression, .eligibility, .donation, .action, .invalidation])
+    try store.commit([.parameter(id: "p", value: 1)], history: written)
+    let streamed = try store.history(after: 0, limit: 100)
+    #expect(streamed == written.filter { $0.kind != .donation })
+    #expect(try store.history(after: 3, limit: 1).map(\.cursor) == [5])
+    #expect(try store.historyForMetrics().map(\.kind) == [.impression, .donation, .action])
+    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 1, newestCursor: 6, oldestAt: 100))
+    let state = try store.historyState()
+    #expect(state.lastCursor == 6)
+    #expect(state.tips == ["t": RecordedTipState(status: "invalidated", reason: "tipClosed", shouldDisplay: false, variant: "b")])
+    #expect(try store.load().parameters == ["p": 1])
+  }
+
+  @Test("history alone is a batch; a failed batch keeps none of its history")
+  func atomic() throws {
+    let store = try Datastore(path: ":memory:", options: DatastoreOptions(maxPages: 40))
+    try store.commit([], history: entries(from: 1, [.impression]))
+    #expect(try store.historyState().lastCursor == 1)
+    // A batch too large for the capped file fails as a full disk would: neither its writes nor its history stay.
+    let big = JSONValue.string(String(repeating: "x", count: 400_000))
+    #expect(throws: DatastoreError.self) {
+      try store.commit([.parameter(id: "big", value: big)], history: entries(from: 2, [.impression, .action]))
+    }
+    #expect(try store.historyState().lastCursor == 1)
+    #expect(try store.load().parameters.isEmpty)
+  }
+
+  @Test("a datastore reset leaves the history (and its cursors) alone")
+  func resetKeepsHistory() throws {
+    let store = try Datastore(path: ":memory:")
+    try store.commit([.parameter(id: "p", value: 1)], history: entries(from: 1, [.impression, .eligibility]))
+    try store.commit([.reset])
+    #expect(try store.history(after: 0, limit: 10).count == 2)
+    #expect(try store.historyState().tips["t"] != nil)
+  }
+
+  @Test("pruning deletes from the start up to the first young chunk, and always keeps the newest")
+  func prune() throws {
+    let store = try Datastore(path: ":memory:")
+    // One commit each, so one chunk each, at 100, 101, 102, 103.
+    for (offset, kind) in [HistoryEvent.Kind.impression, .impression, .donation, .impression].enumerated() {
+      try store.commit([], history: entries(from: Int64(offset + 1), [kind], at: 100 + Double(offset)))
+    }
+    #expect(try store.pruneHistory(before: 102) == 2)
+    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 4, newestCursor: 4, oldestAt: 102))
+    #expect(try store.pruneHistory(before: 1_000) == 1)
+    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 4, newestCursor: 4, oldestAt: 103))
+    #expect(try store.pruneHistory(before: 1_000) == 0)
+    #expect(try store.historyState().lastCursor == 4)
+    // An entry older than the one before it (the clock went back) waits for a later prune.
+    try store.commit([], history: [HistoryEvent(cursor: 5, kind: .impression, at: 50, tipID: "t")])
+    #expect(try store.pruneHistory(before: 103) == 0)
+    #expect(try store.pruneHistory(before: 104) == 1)
+    #expect(try store.history(after: 0, limit: 10).map(\.cursor) == [5])
+  }
+
+  @Test("a commit's entries are one chunk (of at most 256), its instants its oldest and newest; a chunk prunes whole")
+  func chunks() throws {
+    let store = try Datastore(path: ":memory:")
+    var many: [HistoryEvent] = []
+    for n in 1...600 {
+      many.append(HistoryEvent(cursor: Int64(n), kind: .impression, at: 1_000 + Double(n), tipID: "t", duration: Double(n)))
+    }
+    try store.commit([], history: many)
+    #expect(try store.history(after: 0, limit: 1000) == many)
+    #expect(try store.history(after: 255, limit: 3).map(\.cursor) == [256, 257, 258])
+    #expect(try store.history(after: 599, limit: 10).map(\.cursor) == [600])
+    #expect(try store.history(after: 600, limit: 10).isEmpty)
+    // Chunks of 256, 256 and 88: the first two hold only entries older than 1513.
+    #expect(try store.pruneHistory(before: 1_513) == 512)
+    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 513, newestCursor: 600, oldestAt: 1_513))
+  }
+
+  @Test("the chunk encoding round-trips every field and refuses damaged bytes")
+  func codec() throws {
+    let events = entries(from: 41, [.variant, .impression, .eligibility, .donation, .action, .invalidation])
+      + [HistoryEvent(cursor: 50, kind: .eligibility, at: -1.5, tipID: "é 🧭", status: "available", shouldDisplay: true)]
+    let bytes = HistoryCodec.encode(events[...])
+    let decoded = bytes.withUnsafeBytes { HistoryCodec.decode($0, first: 41) }
+    #expect(decoded == events)
+    for cut in [1, 5, bytes.count - 1] {
+      #expect(Array(bytes.prefix(cut)).withUnsafeBytes { HistoryCodec.decode($0, first: 41) } == nil)
+    }
+    var badKind = bytes
+    badKind[0] = 99
+    #expect(badKind.withUnsafeBytes { HistoryCodec.decode($0, first: 41) } == nil)
+  }
+
+  @Test("the history survives closing and reopening a file, and an older schema migrates to it")
+  func reopen() throws {
+    let directory = TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.file("store.sqlite")
+    do {
+      let store = try Datastore(path: path)
+      try store.commit([], history: entries(from: 7, [.action, .eligibility]))
+      store.close()
+    }
+    let store = try Datastore(path: path)
+    #expect(try store.history(after: 0, limit: 10).map(\.cursor) == [7, 8])
+    #expect(try store.historyState().lastCursor == 8)
+    #expect(try store.sizeBytes() > 0)
+  }
+}
