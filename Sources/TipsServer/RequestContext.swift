@@ -59,7 +59,13 @@ final class Services {
         }
       }
     }
+    if logger.level <= .debug && !mutation.changes.isEmpty {
+      logger.debug("changes", [("changes", mutation.changes.map { "\($0)" }.joined(separator: "; "))])
+    }
     for (session, note) in subscriptions.notifications(for: mutation.changes, engine: engine) {
+      logger.debug(
+        "notification staged",
+        [("connection", String(session.id)), ("method", type(of: note.notification).method)])
       stage(.notification(note), on: session)
     }
   }
