@@ -47,6 +47,10 @@ final class TimeDriver {
     timer.start(afterMilliseconds: milliseconds) { [unowned self] in
       self.scheduled = nil
       self.fire()
+      // Arm again at once if the change is still ahead (the timer came early: the loop's clock and the engine's
+      // differ). Waiting for the end of the turn would not do: a turn with nothing to write or send does not request
+      // one, and with no timer armed the loop would sleep until the next client byte.
+      self.reschedule()
     }
   }
 
