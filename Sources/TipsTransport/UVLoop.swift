@@ -99,6 +99,12 @@ public final class UVLoop: EventLoop {
     return UVTimer(loop: self)
   }
 
+  /// A poll of a descriptor the caller owns (a ``UVPoll``), not yet watching anything.
+  public func makePoll(fileDescriptor: Int32) throws(TransportError) -> any LoopPoll {
+    assertUsable()
+    return try UVPoll(loop: self, fileDescriptor: fileDescriptor)
+  }
+
   /// Calls `handler` on the loop thread whenever `signum` is delivered to the process.
   public func onSignal(_ signum: Int32, _ handler: @escaping () -> Void) throws(UVError) -> SignalWatcher {
     assertUsable()
