@@ -123,7 +123,40 @@ extension Datastore {
       }
       histories = [:]
       droppedInBatch = [:]
+
+    case .donations(let eventID, let donations, let lifetime):
+      let history = try self.history(eventID, connection)
+      let delete = try connection.prepare(SQL.deleteDonation)
+      for id in history.removeOldest(history.count) {
+        delete.bind(1, id)
+        try delete.run()
+      }
+      let insert = try connection.prepare(SQL.insertDonation)
+      for donation in donations {
+        insert.bind(1, history.rowID)
+        insert.bind(2, donation.at)
+        if let info = donation.info {
+          insert.bindText(3, JSONValue.object(info).serialized())
+        } else {
+          insert.bindNull(3)
+        }
+        try insert.run()
+        history.append(connection.lastInsertRowID)
+      }
+      try setLifetime(history, lifetime, connection)
+
+    case .lifetime(let eventID, let lifetime):
+      try setLifetime(try self.history(eventID, connection), lifetime, connection)
     }
+  }
+
+  /// Sets an event's lifetime count outright (`dropped` = lifetime − kept), replacing what this batch trimmed so far.
+  private func setLifetime(_ history: EventHistory, _ lifetime: Int, _ connection: SQLiteConnection) throws(SQLiteError) {
+    droppedInBatch[history.rowID] = nil
+    let update = try connection.prepare(SQL.setDropped)
+    update.bind(1, history.rowID)
+    update.bind(2, max(0, lifetime - history.count))
+    try update.run()
   }
 
   /// Adds the donations trimmed in this batch to their events' `dropped` counts: one update per event per commit.

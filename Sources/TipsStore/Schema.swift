@@ -146,6 +146,8 @@ enum SQL {
     """
   static let deleteVariant: StaticString = "DELETE FROM variant_assignments WHERE tip = ?1"
 
+  static let setDropped: StaticString = "UPDATE events SET dropped = ?2 WHERE id = ?1"
+
   static let selectLimits: StaticString = "SELECT event, max_count FROM donation_limits"
   static let upsertLimit: StaticString = """
     INSERT INTO donation_limits (event, max_count) VALUES (?1, ?2)
