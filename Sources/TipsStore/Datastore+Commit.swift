@@ -6,9 +6,10 @@ extension Datastore {
   /// Applies `writes`, in order, in ONE transaction (`BEGIN IMMEDIATE` … `COMMIT`), and returns once it is
   /// committed: only then may the mutations be acknowledged. On failure nothing of the batch is kept.
   ///
-  /// The server groups every write of an event-loop turn into one call (group commit).
-  public func commit(_ writes: [StateWrite]) throws(DatastoreError) {
-    guard !writes.isEmpty else { return }
+  /// The server groups every write of an event-loop turn into one call (group commit). `sync` holds the sync layer's
+  /// writes of the same turn (its outbox and merge state), committed in the same transaction.
+  public func commit(_ writes: [StateWrite], sync: [SyncWrite] = []) throws(DatastoreError) {
+    guard !writes.isEmpty || !sync.isEmpty else { return }
     let connection = try openConnection()
     preloaded = nil
     try sqlite("cannot write to") { () throws(SQLiteError) in
@@ -17,6 +18,7 @@ extension Datastore {
         try connection.prepare(SQL.begin).run()
         for write in writes { try self.write(write, connection) }
         try recordDropped(connection)
+        for write in sync { try self.write(write, connection) }
         try connection.prepare(SQL.commit).run()
       } catch {
         if connection.inTransaction { try? connection.execute(SQL.rollback) }

@@ -15,6 +15,9 @@
 // 4. lifetime counts: `events.dropped` counts the donations trimmed away (kept + dropped = donations ever; bumped
 //    once per event per commit, not per donation); the install id (meta) and per-tip variant assignments.
 //    Datastores of earlier versions forgot what they trimmed, so their lifetime counts start at what they keep.
+// 5. sync across devices (`--sync`): `sync_meta` (device id, account, cursor, clock), `sync_state` (what each device
+//    contributed: counters, invalidations, eligibility resets, parameter registers) and `sync_outbox` (operations
+//    not yet committed by PostgreSQL). Not data tables: a datastore reset is itself synced and keeps them.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -83,6 +86,20 @@ enum Schema {
         CREATE TABLE variant_assignments (tip TEXT PRIMARY KEY NOT NULL, variant TEXT NOT NULL) WITHOUT ROWID;
         """
     ),
+    Migration(
+      version: 5,
+      sql: """
+        CREATE TABLE sync_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE sync_state (
+          kind TEXT NOT NULL,
+          device TEXT NOT NULL,
+          key TEXT NOT NULL,
+          value TEXT NOT NULL,
+          PRIMARY KEY (kind, device, key)
+        ) WITHOUT ROWID;
+        CREATE TABLE sync_outbox (seq INTEGER PRIMARY KEY, created REAL NOT NULL, op TEXT NOT NULL);
+        """
+    ),
   ]
 
   /// Tables every current datastore has, cleared by a reset (schema_version excepted).
@@ -146,6 +163,20 @@ enum SQL {
     """
   static let deleteVariant: StaticString = "DELETE FROM variant_assignments WHERE tip = ?1"
 
+  static let selectSyncMeta: StaticString = "SELECT key, value FROM sync_meta"
+  static let upsertSyncMeta: StaticString =
+    "INSERT INTO sync_meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+  static let deleteSyncMeta: StaticString = "DELETE FROM sync_meta WHERE key = ?1"
+  static let selectSyncState: StaticString = "SELECT kind, device, key, value FROM sync_state"
+  static let upsertSyncState: StaticString = """
+    INSERT INTO sync_state (kind, device, key, value) VALUES (?1, ?2, ?3, ?4)
+    ON CONFLICT (kind, device, key) DO UPDATE SET value = excluded.value
+    """
+  static let deleteSyncState: StaticString = "DELETE FROM sync_state WHERE kind = ?1 AND device = ?2 AND key = ?3"
+  static let clearSyncState: StaticString = "DELETE FROM sync_state"
+  static let selectOutbox: StaticString = "SELECT seq, created, op FROM sync_outbox ORDER BY seq"
+  static let insertOutbox: StaticString = "INSERT INTO sync_outbox (seq, created, op) VALUES (?1, ?2, ?3)"
+  static let deleteOutbox: StaticString = "DELETE FROM sync_outbox WHERE seq = ?1"
   static let setDropped: StaticString = "UPDATE events SET dropped = ?2 WHERE id = ?1"
 
   static let selectLimits: StaticString = "SELECT event, max_count FROM donation_limits"
