@@ -2,9 +2,10 @@
 // tipsd — TipKit's eligibility engine as a JSON-RPC daemon.
 // Dependencies flow one way:
 //   TipsJSON ← TipsEngine ← TipsStore ──────────────┐
+//              TipsStore, TipsTransport ← TipsSync ─┤
 //              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
 //   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┘
-//   TipsSystem (POSIX calls) under TipsStore, TipsTransport and TipsClient
+//   TipsSystem (POSIX calls) under TipsStore, TipsTransport and TipsClient; CLibPQ (libpq) under TipsSync
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -26,6 +27,8 @@ let package = Package(
     .systemLibrary(
       name: "CLibWebSockets", pkgConfig: "libwebsockets",
       providers: [.apt(["libwebsockets-dev", "libwebsockets-evlib-uv"])]),
+    /// libpq, PostgreSQL's client, for sync across devices (non-blocking API only, on the daemon's loop).
+    .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
     // MARK: TipsSystem — one funnel for POSIX calls (errno, EINTR)
     .target(name: "TipsSystem", swiftSettings: swiftSettings),
@@ -72,11 +75,22 @@ let package = Package(
       name: "TipsClient", dependencies: ["TipsJSON", "TipsFraming", "TipsTransport", "TipsSystem"],
       swiftSettings: swiftSettings),
 
-    // MARK: TipsServer — wires engine, store, protocol, framing and transport
+    // MARK: TipsSync — sync across devices through PostgreSQL: the merge model, the libpq client, the outbox pump
+    .target(
+      name: "TipsSync", dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsTransport", "CLibPQ"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsSyncTests",
+      dependencies: ["TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "tipsd"],
+      swiftSettings: swiftSettings
+    ),
+
+    // MARK: TipsServer — wires engine, store, sync, protocol, framing and transport
     .target(
       name: "TipsServer",
       dependencies: [
-        "TipsEngine", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient", "TipsSystem",
+        "TipsEngine", "TipsStore", "TipsSync", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient",
+        "TipsSystem",
       ],
       swiftSettings: swiftSettings
     ),
@@ -106,7 +120,9 @@ let package = Package(
     // MARK: benchmarks (make bench)
     .executableTarget(
       name: "tipsd-bench",
-      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsClient"],
+      dependencies: [
+        "TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsClient", "TipsSystem",
+      ],
       path: "Benchmarks/tipsd-bench",
       swiftSettings: swiftSettings
     ),
