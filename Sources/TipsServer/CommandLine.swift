@@ -3,6 +3,7 @@
 #endif
 import TipsJSON
 import TipsStore
+import TipsSync
 import TipsTransport
 
 /// `tipsd` — the command line. The executable only calls ``TipsdCommand/main(_:environment:)``.
@@ -14,6 +15,7 @@ public enum TipsdCommand {
       tipsd serve [--stdio | --socket PATH] [options]   run the daemon
       tipsd call [--socket PATH] METHOD [PARAMS-JSON]   send one request, print the result as JSON
       tipsd token [--socket PATH | --token-file PATH]   print the WebSocket listener's token
+      tipsd sync status [--socket PATH] [--json]        outbox, lag, last push and pull of sync across devices
       tipsd help | --help                               this text
       tipsd version | --version
 
@@ -42,6 +44,15 @@ public enum TipsdCommand {
       --allow-uid UID          also accept socket clients running as UID (repeatable); by default only
                                the daemon's own uid may connect (checked with SO_PEERCRED)
 
+    SYNC ACROSS DEVICES (off unless --sync is given; see README "Sync across devices")
+      --sync URL               sync this account's tip state with its other devices through PostgreSQL:
+                               postgresql://USER[:PASSWORD]@HOST[:PORT]/DB or a libpq "key=value" string
+                               (the password is never logged). tipsd creates and migrates a `tipsd` schema
+      --account ID             whose state this is (required with --sync); a datastore syncs one account
+      --device ID              this device's id (default: a random id made on first start, kept in the datastore)
+      --sync-outbox-limit N    refuse synced changes (-32012) while N operations wait for PostgreSQL
+                               (default 100000; queued operations are merged first where the merge allows)
+
     HTTP AND WEBSOCKET (off unless --listen is given)
       --listen HOST:PORT       also serve HTTP/1.1 and WebSocket on HOST:PORT (repeatable): 127.0.0.1:8787,
                                [::1]:8787, localhost:8787; port 0 picks a free port (logged). One JSON-RPC
@@ -58,6 +69,7 @@ public enum TipsdCommand {
       tipsd call --socket /tmp/tipsd.sock events/donate '{"id": "search.opened"}'
       tipsd call --socket /tmp/tipsd.sock tips/explain '{"id": "filter.tip"}'
       tipsd serve --listen 127.0.0.1:8787 --catalog catalog/demo.json; tipsd token
+      tipsd serve --sync postgresql://tipsd@db.example/tips --account alice --catalog catalog/demo.json
     """
 
   /// Runs the command line; returns the process exit status.
@@ -72,6 +84,7 @@ public enum TipsdCommand {
     case "serve": return serve(args, environment: environment)
     case "call": return CallCommand.run(args, environment: environment)
     case "token": return token(args, environment: environment)
+    case "sync": return SyncCommand.run(args, environment: environment)
     case "help", "--help", "-h":
       print(usage)
       return 0
@@ -93,6 +106,10 @@ public enum TipsdCommand {
     configuration.datastorePath = Datastore.defaultPath(environment: environment)
     var virtualStart: Double?
     var clockName = "system"
+    var syncServer: String?
+    var syncAccount: String?
+    var syncDevice: String?
+    var syncOutboxLimit: Int?
     var index = 0
     func value(_ flag: String) throws(ServerError) -> String {
       index += 1
@@ -155,6 +172,16 @@ public enum TipsdCommand {
         let id = try value(flag)
         guard !id.isEmpty else { throw ServerError("--install-id: must not be empty") }
         configuration.installID = id
+      case "--sync": syncServer = try value(flag)
+      case "--account":
+        let id = try value(flag)
+        guard !id.isEmpty else { throw ServerError("--account: must not be empty") }
+        syncAccount = id
+      case "--device":
+        let id = try value(flag)
+        guard !id.isEmpty else { throw ServerError("--device: must not be empty") }
+        syncDevice = id
+      case "--sync-outbox-limit": syncOutboxLimit = try positive(flag)
       case "--help", "-h": throw ServerError(usage)
       default: throw ServerError("unknown option \"\(flag)\" (see tipsd --help)")
       }
@@ -172,6 +199,19 @@ public enum TipsdCommand {
     }
     if !web.isEnabled && (web.tokenFile != nil || !web.allowedOrigins.isEmpty || web.tlsCertificate != nil) {
       throw ServerError("--token-file, --allow-origin and --tls-* need --listen HOST:PORT")
+    }
+    if let syncServer {
+      guard let syncAccount else { throw ServerError("--sync needs --account ID (whose state this is)") }
+      do {
+        _ = try SyncServer(syncServer)
+      } catch {
+        throw ServerError(error.message)
+      }
+      var sync = SyncConfiguration(server: syncServer, account: syncAccount, device: syncDevice)
+      if let syncOutboxLimit { sync.outboxLimit = syncOutboxLimit }
+      configuration.sync = sync
+    } else if syncAccount != nil || syncDevice != nil || syncOutboxLimit != nil {
+      throw ServerError("--account, --device and --sync-outbox-limit need --sync URL")
     }
     switch clockName {
     case "system":

@@ -16,6 +16,8 @@ final class Services {
   let requestEndOfTurn: () -> Void
   /// `exit` over stdio: stop the daemon with this status.
   var stopDaemon: (ServerExit) -> Void = { _ in }
+  /// Sync across devices (`--sync`), if configured.
+  var sync: SyncService?
 
   init(
     engine: Engine, turn: Turn, configuration: ServerConfiguration, logger: Logger, virtualClock: VirtualClock?,
@@ -30,8 +32,16 @@ final class Services {
     self.requestEndOfTurn = requestEndOfTurn
   }
 
-  /// Records an engine mutation: its writes for this turn's commit, its changes as notifications to subscribers.
+  /// Records an engine mutation: its writes for this turn's commit, its changes as notifications to subscribers; with
+  /// sync, its synced writes become operations for the account's other devices.
   func record(_ mutation: Mutation) {
+    recordMerged(mutation)
+    if let sync, !mutation.writes.isEmpty { sync.recordedLocal(mutation) }
+  }
+
+  /// Records a mutation that merged other devices' state (or brought the engine to a merged value): persisted and
+  /// notified like any other, never sent back out as operations.
+  func recordMerged(_ mutation: Mutation) {
     turn.stage(mutation.writes)
     for (session, note) in subscriptions.notifications(for: mutation.changes, engine: engine) {
       stage(.notification(note), on: session)
@@ -96,6 +106,7 @@ struct HandlerTable: Sendable {
       if R.isTestingOnly && !context.services.configuration.allowTesting {
         return .failure(.testingDisabled(method: R.method))
       }
+      if let refusal = context.services.sync?.refusal(for: R.method) { return .failure(refusal) }
       do throws(ResponseError) {
         let request = try Messages.decode(R.self, params: params)
         let response = try handler(request, context)

@@ -110,6 +110,9 @@ public final class Server {
       self.exitStatus = status
       self.beginStop()
     }
+    if let sync = configuration.sync {
+      services.sync = try SyncService(configuration: sync, store: store, services: services)
+    }
   }
 
   /// A fresh install id: 128 random bits in hex.
@@ -134,6 +137,7 @@ public final class Server {
     tick.keepsLoopAlive = false
     tick.start(afterMilliseconds: 1_000, repeatEvery: 1_000) { [unowned self] in self.checkPartialMessages() }
     housekeeping = tick
+    services.sync?.start(loop: loop)
     requestEndOfTurn()
   }
 
@@ -157,6 +161,7 @@ public final class Server {
     guard !finished else { return }
     finished = true
     _ = services.turn.commit()
+    services.sync?.stop()
     timeDriver?.close()
     housekeeping?.close()
     for session in sessions.values where !session.stream.isClosed {
@@ -282,6 +287,7 @@ public final class Server {
   func endOfTurn() {
     endOfTurnRequested = false
     let committed = services.turn.commit()
+    services.sync?.afterCommit(committed)
     var resumed: [Session] = []
     for session in services.turn.takeDirty() {
       if flush(session, committed: committed) { resumed.append(session) }

@@ -7,6 +7,8 @@ final class Turn {
   let store: Datastore
   let logger: Logger
   private(set) var pendingWrites: [StateWrite] = []
+  /// The sync layer's writes of the turn (outbox, merge state), committed in the same transaction.
+  private(set) var pendingSyncWrites: [SyncWrite] = []
   /// Writes staged since the daemon started; a request staged durable writes when it grew during the request.
   private(set) var writesStaged = 0
   /// Connections with output to flush (or paused input to resume) at the end of the turn.
@@ -22,6 +24,11 @@ final class Turn {
     guard !writes.isEmpty else { return }
     pendingWrites.append(contentsOf: writes)
     writesStaged += writes.count
+  }
+
+  /// Stages the sync layer's writes for this turn's commit.
+  func stageSync(_ writes: [SyncWrite]) {
+    pendingSyncWrites.append(contentsOf: writes)
   }
 
   func markDirty(_ session: Session) {
@@ -42,11 +49,13 @@ final class Turn {
   /// Commits the turn's writes in one transaction; false if the commit failed (the writes are dropped, and every
   /// request that staged them is answered with -32005 instead of its result).
   func commit() -> Bool {
-    guard !pendingWrites.isEmpty else { return true }
+    guard !pendingWrites.isEmpty || !pendingSyncWrites.isEmpty else { return true }
     let writes = pendingWrites
+    let syncWrites = pendingSyncWrites
     pendingWrites.removeAll(keepingCapacity: true)
+    pendingSyncWrites.removeAll(keepingCapacity: true)
     do {
-      try store.commit(writes)
+      try store.commit(writes, sync: syncWrites)
       return true
     } catch {
       logger.error("datastore commit failed", [("error", "\(error)"), ("writes", String(writes.count))])

@@ -11,6 +11,7 @@ enum Handlers {
     registerEvents(&table)
     registerStatus(&table)
     registerSubscriptions(&table)
+    registerSync(&table)
     registerTesting(&table)
     for type in Messages.requests {
       precondition(table[type.method] != nil, "no handler for \(type.method)")

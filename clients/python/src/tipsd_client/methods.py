@@ -21,6 +21,7 @@ METHODS = (
     "parameters/set",
     "rpc.discover",
     "shutdown",
+    "sync/status",
     "testing/clear",
     "testing/hideAllTips",
     "testing/hideTips",
