@@ -199,20 +199,27 @@ final class PGConnection {
       fail(Self.errorMessage(connection))
       return
     }
-    while let notice = PQnotifies(connection) {
-      let channel = String(cString: notice.pointee.relname)
-      let payload = notice.pointee.extra.map { String(cString: $0) } ?? ""
-      PQfreemem(notice)
-      onNotification?(channel, payload)
-      guard phase == .ready else { return }
-    }
-    while inFlight != nil, phase == .ready, PQisBusy(connection) == 0 {
-      guard let result = PQgetResult(connection) else {
-        complete()
-        continue
+    // libpq parses no further than a finished result until it is taken, so a NOTIFY read together with a result is
+    // only found after PQgetResult: look for notifications again after taking results, until neither yields more.
+    var progress = true
+    while progress && phase == .ready {
+      progress = false
+      while phase == .ready, let notice = PQnotifies(connection) {
+        progress = true
+        let channel = String(cString: notice.pointee.relname)
+        let payload = notice.pointee.extra.map { String(cString: $0) } ?? ""
+        PQfreemem(notice)
+        onNotification?(channel, payload)
       }
-      collect(result)
-      PQclear(result)
+      while inFlight != nil, phase == .ready, PQisBusy(connection) == 0 {
+        progress = true
+        guard let result = PQgetResult(connection) else {
+          complete()
+          continue
+        }
+        collect(result)
+        PQclear(result)
+      }
     }
     if phase == .ready && PQstatus(connection) == CONNECTION_BAD { fail(Self.errorMessage(connection)) }
   }
