@@ -69,6 +69,8 @@ public final class SyncPump {
   private var busy = false
   private var pullNeeded = false
   private var warnedSinceConnected = false
+  /// Counts connection attempts, so a resolution finishing after the pump moved on is ignored.
+  private var connectAttempt = 0
 
   public private(set) var state = State.disconnected
   /// Wall-clock seconds of the last successful push and pull.
@@ -104,6 +106,7 @@ public final class SyncPump {
   /// Closes the connection for good.
   public func stop() {
     state = .stopped
+    connectAttempt += 1
     ready = false
     retryTimer?.close()
     retryTimer = nil
@@ -117,9 +120,48 @@ public final class SyncPump {
     guard state != .stopped && state != .incompatible else { return }
     state = .connecting
     let server = configuration.server
+    guard server.needsResolution else {
+      open(hostaddr: nil)
+      return
+    }
+    // libpq would resolve host names with a blocking getaddrinfo: resolve them on libuv's thread pool instead and
+    // hand libpq the addresses (`hostaddr`; `host` still names the server for TLS and the password file).
+    connectAttempt += 1
+    let attempt = connectAttempt
+    var addresses = [String](repeating: "", count: server.hosts.count)
+    var pending = server.hosts.indices.filter { SyncServer.isName(server.hosts[$0]) }
+    func next() {
+      guard attempt == connectAttempt, state == .connecting else { return }
+      guard let index = pending.first else {
+        open(hostaddr: addresses.joined(separator: ","))
+        return
+      }
+      pending.removeFirst()
+      loop.resolve(host: server.hosts[index]) { [weak self] result in
+        guard let self, attempt == self.connectAttempt, self.state == .connecting else { return }
+        switch result {
+        case .success(let address):
+          addresses[index] = address
+          next()
+        case .failure(let error):
+          self.connectionFailed("\(error)")
+        }
+      }
+    }
+    next()
+  }
+
+  /// Opens the connection (after resolving host names, if any).
+  private func open(hostaddr: String?) {
+    let server = configuration.server
+    var keywords = ["dbname", "application_name"]
+    var values = [server.connectionString, "tipsd"]
+    if let hostaddr {
+      keywords.append("hostaddr")
+      values.append(hostaddr)
+    }
     let connection = PGConnection(
-      loop: loop, keywords: ["dbname", "application_name"], values: [server.connectionString, "tipsd"],
-      connectTimeout: configuration.connectTimeout)
+      loop: loop, keywords: keywords, values: values, connectTimeout: configuration.connectTimeout)
     self.connection = connection
     connection.onReady = { [unowned self] in self.migrate() }
     connection.onFailure = { [unowned self] message in self.lost(message) }
@@ -180,11 +222,18 @@ public final class SyncPump {
     guard let failed = connection else { return }
     connection = nil
     failed.close()
+    connectionFailed(message)
+  }
+
+  /// The attempt failed (a connection lost, a name not resolved): retry after the backoff.
+  private func connectionFailed(_ message: String) {
     ready = false
     busy = false
     guard state != .stopped && state != .incompatible else { return }
     state = .disconnected
-    let scrubbed = configuration.server.scrub(message)
+    // One line: libpq's messages continue on tab-indented lines.
+    let scrubbed = configuration.server.scrub(message).split(whereSeparator: \.isNewline)
+      .map { $0.drop { $0 == " " || $0 == "\t" } }.joined(separator: " ")
     lastError = scrubbed
     if !warnedSinceConnected {
       warnedSinceConnected = true

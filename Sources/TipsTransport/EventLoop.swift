@@ -109,6 +109,9 @@ public protocol EventLoop: AnyObject {
   func makeTimer() -> any LoopTimer
   /// A poll of a descriptor the caller owns (a database client's socket), not yet watching anything.
   func makePoll(fileDescriptor: Int32) throws(TransportError) -> any LoopPoll
+  /// Resolves a host name to one numeric address without blocking the loop (`completion` runs on the loop thread,
+  /// always — with a failure if the loop closes first).
+  func resolve(host: String, _ completion: @escaping (Result<String, TransportError>) -> Void)
   /// Runs `handler` once per turn, after the turn's I/O callbacks, for the life of the loop.
   func afterEachTurn(_ handler: @escaping () -> Void)
   /// Makes the end-of-turn handlers run soon even if no I/O arrives: work staged by a timer or signal callback

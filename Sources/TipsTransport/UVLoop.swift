@@ -105,6 +105,12 @@ public final class UVLoop: EventLoop {
     return try UVPoll(loop: self, fileDescriptor: fileDescriptor)
   }
 
+  /// Resolves a host name on libuv's thread pool (`uv_getaddrinfo`); the loop never waits for DNS.
+  public func resolve(host: String, _ completion: @escaping (Result<String, TransportError>) -> Void) {
+    assertUsable()
+    UVResolution.start(loop: self, host: host, completion: completion)
+  }
+
   /// Calls `handler` on the loop thread whenever `signum` is delivered to the process.
   public func onSignal(_ signum: Int32, _ handler: @escaping () -> Void) throws(UVError) -> SignalWatcher {
     assertUsable()

@@ -263,6 +263,22 @@ import TipsTestSupport
     #expect(device.daemon.log.contains("password=***") || device.daemon.log.contains(":***@"))
   }
 
+  /// A server named by host name over TCP: the name is resolved on libuv's thread pool and handed to libpq as
+  /// `hostaddr` (libpq's own lookup would block the loop); an unresolvable name is a connection failure like any other.
+  @Test func hostNamesAreResolvedOffTheLoop() throws {
+    let postgres = try PostgresServer(tcp: true)
+    defer { postgres.destroy() }
+    let catalog = try SyncFixture.writeCatalog(in: postgres.directory)
+    let phone = try Device("phone", url: try #require(postgres.tcpURL), catalog: catalog)
+    let tablet = try Device("tablet", url: postgres.url, catalog: catalog)
+    let lost = try Device("lost", url: "postgresql://postgres@tipsd-test.invalid/postgres", catalog: catalog)
+    defer { for device in [phone, tablet, lost] { device.destroy() } }
+    try phone.call("events/donate", ["id": "e1"])
+    try waitUntilConverged([phone, tablet])
+    #expect(try tablet.call("events/donate", ["id": "e1"])["lifetime"] == 2)
+    #expect(waitUntil(timeout: testTimeout * 3) { (try? lost.syncStatus()["lastError"]?.stringValue)??.contains("tipsd-test.invalid") == true })
+  }
+
   /// A datastore belongs to one account and one device: the device id is made once and kept; another account or
   /// another --device on the same datastore is refused at start.
   @Test func datastoreKeepsItsAccountAndDevice() throws {

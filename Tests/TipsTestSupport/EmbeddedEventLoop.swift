@@ -45,6 +45,24 @@ public final class EmbeddedEventLoop: EventLoop {
     return poll
   }
 
+  /// Resolves with the system's resolver at once (tests only name hosts such as `localhost`); the completion runs in
+  /// the next turn, as the loop's own would.
+  public func resolve(host: String, _ completion: @escaping (Result<String, TransportError>) -> Void) {
+    var hints = addrinfo()
+    hints.ai_family = AF_UNSPEC
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    var result: UnsafeMutablePointer<addrinfo>?
+    var answer: Result<String, TransportError> = .failure(TransportError("cannot resolve \(host)"))
+    if getaddrinfo(host, nil, &hints, &result) == 0, let result {
+      var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+      if getnameinfo(result.pointee.ai_addr, result.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
+        answer = .success(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+      }
+      freeaddrinfo(result)
+    }
+    scheduleIO { completion(answer) }
+  }
+
   public func afterEachTurn(_ handler: @escaping () -> Void) { turnHandlers.append(handler) }
 
   public func requestEndOfTurn() { endOfTurnRequested = true }

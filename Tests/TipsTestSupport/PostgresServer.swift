@@ -15,19 +15,29 @@ public final class PostgresServer: @unchecked Sendable {
   public private(set) var isRunning = false
 
   /// Where clients connect: the socket directory, the `postgres` database and superuser (trust authentication).
-  public var url: String { "postgresql:///postgres?host=\(directory)&port=5432&user=postgres" }
+  public var url: String { "postgresql:///postgres?host=\(directory)&port=\(port)&user=postgres" }
+
+  /// The port (names the socket file too).
+  public var port: Int { tcpPort ?? 5432 }
 
   /// The same server under a URL that names a password, to check that it is never logged (trust authentication
   /// ignores it).
   public func url(password: String) -> String {
-    "postgresql://postgres:\(password)@/postgres?host=\(directory)&port=5432"
+    "postgresql://postgres:\(password)@/postgres?host=\(directory)&port=\(port)"
   }
 
   /// A URL where no server listens (a device that stays offline).
   public static let unreachableURL = "postgresql:///postgres?host=/nonexistent-tipsd-test&port=5432&user=postgres"
 
-  /// Creates the cluster and starts the server.
-  public init() throws {
+  /// Also listening on TCP at `127.0.0.1` and `::1` on this port (nil: the Unix socket only).
+  public let tcpPort: Int?
+
+  /// A URL naming the server by host name over TCP (`localhost`): the daemon resolves it off its loop.
+  public var tcpURL: String? { tcpPort.map { "postgresql://postgres@localhost:\($0)/postgres" } }
+
+  /// Creates the cluster and starts the server; `tcp`: also listen on a free loopback TCP port.
+  public init(tcp: Bool = false) throws {
+    tcpPort = tcp ? Self.freePort() : nil
     guard let bin = Self.findBinaries() else {
       throw TestFailure(
         "PostgreSQL's server programs (initdb, pg_ctl) were not found: install PostgreSQL 15 (Debian: apt install "
@@ -52,9 +62,11 @@ public final class PostgresServer: @unchecked Sendable {
 
   /// Starts (or restarts) the server and waits until it accepts connections.
   public func start() throws {
+    // With TCP the server's port is the TCP one, and so is its socket's name.
+    let listen = tcpPort == nil ? "''" : "'127.0.0.1,::1'"
     let options =
-      "-c listen_addresses='' -k \(directory) -p 5432 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-      + " -c max_connections=60"
+      "-c listen_addresses=\(listen) -k \(directory) -p \(port) -c fsync=off -c synchronous_commit=off"
+      + " -c full_page_writes=off -c max_connections=60"
     try run("pg_ctl", ["-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "120", "-o", options, "start"])
     isRunning = true
   }
@@ -68,7 +80,7 @@ public final class PostgresServer: @unchecked Sendable {
 
   /// Runs SQL with `psql` and returns its unaligned, tuples-only output.
   public func query(_ sql: String) throws -> String {
-    try run("psql", ["-X", "-q", "-A", "-t", "-h", directory, "-p", "5432", "-U", "postgres", "-d", "postgres", "-c", sql])
+    try run("psql", ["-X", "-q", "-A", "-t", "-h", directory, "-p", String(port), "-U", "postgres", "-d", "postgres", "-c", sql])
   }
 
   /// Stops the server if it runs and removes the directory. Idempotent.
@@ -121,6 +133,23 @@ public final class PostgresServer: @unchecked Sendable {
         "\(program) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)\n\(log)")
     }
     return text
+  }
+
+  /// A loopback TCP port free at the time of asking (the kernel's pick).
+  static func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    _ = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
   }
 
   /// PostgreSQL's bin directory: `TIPSD_PG_BIN`, else the directory of an `initdb` on PATH, else the newest

@@ -1,5 +1,9 @@
 import CLibPQ
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Where the account's PostgreSQL is (`--sync`): a `postgresql://` URI or a libpq `key=value` string, checked by libpq
 /// itself. Its password is never logged: ``redacted`` stands in for it everywhere, and ``scrub(_:)`` removes it from
 /// any message that might echo it.
@@ -10,6 +14,10 @@ public struct SyncServer: Sendable, Equatable, CustomStringConvertible {
   public let redacted: String
   /// The password, for scrubbing messages; nil when there is none.
   private let password: String?
+  /// The `host` list (comma-separated in libpq), when no `hostaddr` is given: each entry a name, a numeric address or
+  /// a socket directory. Names are resolved by the loop (``needsResolution``) and handed to libpq as `hostaddr`,
+  /// because libpq's own lookup inside `PQconnectPoll` is a blocking `getaddrinfo`.
+  public let hosts: [String]
 
   /// Parses with libpq (`PQconninfoParse`); throws libpq's message (which never contains the password) when libpq
   /// cannot read it.
@@ -21,21 +29,33 @@ public struct SyncServer: Sendable, Equatable, CustomStringConvertible {
       throw SyncSetupError("--sync: not a PostgreSQL connection string (\(message))")
     }
     defer { PQconninfoFree(options) }
-    var password: String?
+    var values: [String: String] = [:]
     var option = options
     while let keyword = option.pointee.keyword {
-      if String(cString: keyword) == "password", let value = option.pointee.val {
-        let text = String(cString: value)
-        if !text.isEmpty { password = text }
-      }
+      if let value = option.pointee.val { values[String(cString: keyword)] = String(cString: value) }
       option += 1
     }
     self.connectionString = connectionString
-    self.password = password
+    self.password = values["password"].flatMap { $0.isEmpty ? nil : $0 }
+    if let host = values["host"], !host.isEmpty, (values["hostaddr"] ?? "").isEmpty {
+      hosts = host.split(separator: ",", omittingEmptySubsequences: false).map { String($0) }
+    } else {
+      hosts = []
+    }
     self.redacted = Self.redact(connectionString)
   }
 
   public var description: String { redacted }
+
+  /// Whether some host is a name the loop must resolve first (not a socket directory, not a numeric address).
+  public var needsResolution: Bool { hosts.contains(where: Self.isName) }
+
+  /// Whether a `host` entry is a name (to resolve) rather than a socket directory or a numeric address.
+  static func isName(_ host: String) -> Bool {
+    guard !host.isEmpty, !host.hasPrefix("/"), !host.hasPrefix("@") else { return false }
+    var buffer = in6_addr()
+    return inet_pton(AF_INET, host, &buffer) != 1 && inet_pton(AF_INET6, host, &buffer) != 1
+  }
 
   /// `message` with the password (if any) replaced by `***`.
   public func scrub(_ message: String) -> String {
