@@ -21,9 +21,10 @@ final class UVResolution {
     request.initialize(to: uv_getaddrinfo_t())
     let box = UVResolution(host: host, completion: completion)
     request.pointee.data = Unmanaged.passRetained(box).toOpaque()
+    // Any socket type: the first address is all that is used. (Naming SOCK_STREAM here would make the whole-module
+    // build attribute glibc's socket-type enum to CLibUV's import and hide it from files that import only Glibc.)
     var hints = addrinfo()
     hints.ai_family = AF_UNSPEC
-    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
     let rc = uv_getaddrinfo(loop.uvLoop, request, { request, status, result in
       guard let request, let data = request.pointee.data else { return }
       let box = Unmanaged<UVResolution>.fromOpaque(data).takeRetainedValue()

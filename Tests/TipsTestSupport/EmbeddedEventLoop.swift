@@ -50,7 +50,6 @@ public final class EmbeddedEventLoop: EventLoop {
   public func resolve(host: String, _ completion: @escaping (Result<String, TransportError>) -> Void) {
     var hints = addrinfo()
     hints.ai_family = AF_UNSPEC
-    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
     var result: UnsafeMutablePointer<addrinfo>?
     var answer: Result<String, TransportError> = .failure(TransportError("cannot resolve \(host)"))
     if getaddrinfo(host, nil, &hints, &result) == 0, let result {
