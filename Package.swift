@@ -120,9 +120,7 @@ let package = Package(
     // MARK: benchmarks (make bench)
     .executableTarget(
       name: "tipsd-bench",
-      dependencies: [
-        "TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsClient", "TipsSystem",
-      ],
+      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsClient"],
       path: "Benchmarks/tipsd-bench",
       swiftSettings: swiftSettings
     ),

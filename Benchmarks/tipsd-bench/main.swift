@@ -6,6 +6,7 @@ let suites: [(name: String, run: () throws -> Void)] = [
   ("store", runStoreBenchmarks),
   ("json", runJSONBenchmarks),
   ("serve", runServeBenchmarks),
+  ("sync", runSyncBenchmarks),
 ]
 
 let selected = Set(CommandLine.arguments.dropFirst())
