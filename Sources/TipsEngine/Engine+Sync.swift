@@ -57,22 +57,25 @@ extension Engine {
     return finish([], writes: [write])
   }
 
-  /// Merges donations of other devices into an event's history (in ``Donation/precedes(_:_:)`` order, newest
-  /// `maxDonations` kept) and sets its lifetime count, the sum over devices. Writes appends when every merged donation
-  /// is newer than what is stored (the common case), else rewrites the event's rows.
+  /// Merges donations of other devices into an event's history (in ``Donation/precedes(_:_:canonical:)`` order —
+  /// canonical with sync, see ``EngineConfiguration/canonicalDonationOrder`` — newest `maxDonations` kept) and sets its
+  /// lifetime count, the sum over devices. Writes appends when every merged donation is newer than what is stored (the
+  /// common case), else rewrites the event's rows.
   public func mergeDonations(_ donations: [Donation], lifetime: Int, intoEvent eventID: String) -> Mutation {
     let now = tick()
     let log = eventLog(eventID)
     let limit = limit(of: log)
     let before = log.count == 0 ? [] : log.donations
     let lifetimeBefore = log.lifetime
+    let canonical = configuration.canonicalDonationOrder
+    let sorted = donations.sorted { Donation.precedes($0, $1, canonical: canonical) }
     var inOrder = true
-    for donation in donations.sorted(by: Donation.precedes) where !log.insert(donation) { inOrder = false }
+    for donation in sorted where !log.insert(donation, canonical: canonical) { inOrder = false }
     log.lifetime = max(lifetime, log.count)
     log.trim(to: limit)
     var writes: [StateWrite] = []
     if inOrder {
-      for donation in donations.sorted(by: Donation.precedes) {
+      for donation in sorted {
         writes.append(.donation(eventID: eventID, donation, keepNewest: limit))
       }
       if log.lifetime != lifetimeBefore + donations.count { writes.append(.lifetime(eventID: eventID, log.lifetime)) }

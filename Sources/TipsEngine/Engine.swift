@@ -384,7 +384,7 @@ public final class Engine {
     let limit = limit(of: log)
     let donation = Donation(at: now, info: info)
     var writes: [StateWrite] = [.donation(eventID: eventID, donation, keepNewest: limit)]
-    if !log.append(donation, limit: limit) {
+    if !log.append(donation, limit: limit, canonical: configuration.canonicalDonationOrder) {
       // Inserted before the newest (the clock went back, or another device's donations are newer): the store's rows
       // are rewritten in the log's order.
       writes.append(.donations(eventID: eventID, log.donations, lifetime: log.lifetime))

@@ -44,21 +44,21 @@ final class EventLog {
 
   /// Adds a donation (counting it in the lifetime count) and trims to `limit` (keeping the newest). Returns whether it
   /// went to the end; one older than the newest stored (a clock that went back, or one of another device) is inserted
-  /// in ``Donation/precedes(_:_:)`` order instead.
+  /// in ``Donation/precedes(_:_:canonical:)`` order instead.
   @discardableResult
-  func append(_ donation: Donation, limit: Int) -> Bool {
-    let atEnd = insert(donation)
+  func append(_ donation: Donation, limit: Int, canonical: Bool) -> Bool {
+    let atEnd = insert(donation, canonical: canonical)
     lifetime += 1
     trim(to: limit)
     return atEnd
   }
 
-  /// Inserts a donation in ``Donation/precedes(_:_:)`` order (after those it does not precede), without counting it
-  /// or trimming. Returns whether it went to the end.
+  /// Inserts a donation in ``Donation/precedes(_:_:canonical:)`` order (after those it does not precede), without
+  /// counting it or trimming. Returns whether it went to the end.
   @discardableResult
-  func insert(_ donation: Donation) -> Bool {
+  func insert(_ donation: Donation, canonical: Bool) -> Bool {
     if !memo.isEmpty { memo.removeAll(keepingCapacity: true) }
-    guard count > 0, Donation.precedes(donation, self[count - 1]) else {
+    guard count > 0, Donation.precedes(donation, self[count - 1], canonical: canonical) else {
       buffer.append(donation)
       return true
     }
@@ -66,7 +66,7 @@ final class EventLog {
     var high = buffer.count
     while low < high {
       let mid = (low + high) / 2
-      if Donation.precedes(donation, buffer[mid]) { high = mid } else { low = mid + 1 }
+      if Donation.precedes(donation, buffer[mid], canonical: canonical) { high = mid } else { low = mid + 1 }
     }
     buffer.insert(donation, at: low)
     return false

@@ -18,12 +18,13 @@ public struct Donation: Sendable, Hashable {
 }
 
 extension Donation {
-  /// The order an event's donations are kept in, the same on every device whatever order they arrived in: by time,
-  /// then — for donations at the same instant — by their associated values' JSON with keys sorted (no values first).
-  /// Donations neither precedes are identical in everything a rule reads.
-  public static func precedes(_ a: Donation, _ b: Donation) -> Bool {
+  /// The order an event's donations are kept in: by time; for donations at the same instant, in the order they arrived
+  /// unless `canonical` (``EngineConfiguration/canonicalDonationOrder``), then by their associated values' JSON with
+  /// keys sorted (no values first) — the same order on every device whatever order they arrived in. Canonical
+  /// donations neither precedes are identical in everything a rule reads.
+  public static func precedes(_ a: Donation, _ b: Donation, canonical: Bool = true) -> Bool {
     if a.at != b.at { return a.at < b.at }
-    guard a.info != b.info else { return false }
+    guard canonical, a.info != b.info else { return false }
     return canonicalInfo(a.info).lexicographicallyPrecedes(canonicalInfo(b.info))
   }
 

@@ -61,7 +61,9 @@ public final class Server {
       virtualClock = virtual
       engineClock = virtual
     }
-    engine = Engine(clock: engineClock)
+    // With sync, donations made at one instant are kept in the same order on every device.
+    engine = Engine(
+      clock: engineClock, configuration: EngineConfiguration(canonicalDonationOrder: configuration.sync != nil))
     do {
       store = try Datastore(
         path: configuration.datastorePath,

@@ -21,7 +21,7 @@ public struct SyncEffects: Sendable {
 /// - **Epochs.** `datastore/reset` starts a new epoch (its HLC) on every device; every operation names the epoch its
 ///   device knew, and operations of an older epoch than the newest reset are void.
 /// - **Donations**: a union keyed by (device, seq) (PostgreSQL's key); each event's history is the newest
-///   `maxDonations` of the union in ``Donation/precedes(_:_:)`` order; its lifetime count is the sum over devices of
+///   `maxDonations` of the union in ``Donation/precedes(_:_:canonical:)`` order; its lifetime count is the sum over devices of
 ///   each device's own cumulative count.
 /// - **Display count, duration, first/last display**: per-device cumulative counters, summed (first: the earliest,
 ///   last: the latest) over the counters of the record's current eligibility generation.

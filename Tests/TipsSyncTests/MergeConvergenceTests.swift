@@ -21,7 +21,7 @@ private final class SimulatedDevice {
     clock = VirtualClock(now: start)
     path = "\(directory)/\(id).sqlite"
     store = try Datastore(path: path)
-    engine = Engine(clock: clock)
+    engine = Engine(clock: clock, configuration: EngineConfiguration(canonicalDonationOrder: true))
     model = try Self.open(engine: engine, store: store, id: id)
   }
 
@@ -72,7 +72,7 @@ private final class SimulatedDevice {
   func restart() throws {
     store.close()
     store = try Self.reopen(path)
-    engine = Engine(clock: clock)
+    engine = Engine(clock: clock, configuration: EngineConfiguration(canonicalDonationOrder: true))
     model = try Self.open(engine: engine, store: store, id: id)
   }
 }
