@@ -162,6 +162,7 @@ public final class Server {
   public func finish() {
     guard !finished else { return }
     finished = true
+    services.sync?.beforeCommit()
     _ = services.turn.commit()
     services.sync?.stop()
     timeDriver?.close()
@@ -288,6 +289,7 @@ public final class Server {
   /// stream, resume connections whose output drained, and re-arm the time-driven timer.
   func endOfTurn() {
     endOfTurnRequested = false
+    services.sync?.beforeCommit()
     let committed = services.turn.commit()
     services.sync?.afterCommit(committed)
     var resumed: [Session] = []

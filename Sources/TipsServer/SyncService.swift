@@ -97,6 +97,12 @@ final class SyncService: SyncPumpDelegate {
     apply(effects)
   }
 
+  /// Before the turn's commit: the model's clock and epoch, once per commit.
+  func beforeCommit() {
+    let writes = model.takeMetaWrites()
+    if !writes.isEmpty { services.turn.stageSync(writes) }
+  }
+
   /// After the turn's commit: what is now committed may be pushed.
   func afterCommit(_ success: Bool) {
     guard success else { return }

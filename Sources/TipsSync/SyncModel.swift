@@ -91,6 +91,8 @@ public final class SyncModel {
 
   /// Whether the datastore had never synced before (its existing state was queued as this device's contribution).
   public private(set) var bootstrapped = false
+  /// Whether the clock or epoch changed since ``takeMetaWrites()``.
+  private var metaDirty = false
 
   /// Loads the model from what the datastore holds. A datastore that never synced gets `device` and `account`, and
   /// its existing state is queued as this device's contribution (``bootstrapped``). Throws a message when the
@@ -243,7 +245,7 @@ public final class SyncModel {
       }
     }
     for key in touched { reconcile(key, &effects) }
-    if !effects.isEmpty { finishMeta(&effects) }
+    if !effects.isEmpty { metaDirty = true }
     return effects
   }
 
@@ -354,7 +356,7 @@ public final class SyncModel {
       cursor = newCursor
       effects.writes.append(.meta(key: MetaKey.cursor, value: String(newCursor)))
     }
-    finishMeta(&effects)
+    metaDirty = true
     return effects
   }
 
@@ -493,10 +495,19 @@ public final class SyncModel {
     effects.writes.append(.state(kind: Kind.parameter, device: "", key: id, value: value.jsonString))
   }
 
-  /// Appends the clock, sequence and epoch to a step's writes.
+  /// Appends the clock and epoch to a step's writes.
   private func finishMeta(_ effects: inout SyncEffects) {
     effects.writes.append(.meta(key: MetaKey.clock, value: String(clock.last.rawValue)))
     effects.writes.append(.meta(key: MetaKey.epoch, value: String(epoch.rawValue)))
+    metaDirty = false
+  }
+
+  /// The clock and epoch, when they changed since last asked: written once per commit rather than once per change.
+  public func takeMetaWrites() -> [SyncWrite] {
+    guard metaDirty else { return [] }
+    var effects = SyncEffects()
+    finishMeta(&effects)
+    return effects.writes
   }
 
   private func load(_ row: SyncStateRow) {

@@ -59,7 +59,7 @@ private final class SimulatedDevice {
 
   /// Commits a step's writes as one transaction.
   func commit(_ writes: [StateWrite], _ effects: SyncEffects) throws {
-    try store.commit(writes + effects.mutations.flatMap(\.writes), sync: effects.writes)
+    try store.commit(writes + effects.mutations.flatMap(\.writes), sync: effects.writes + model.takeMetaWrites())
   }
 
   /// A local mutation, as `Services.record` handles it.
