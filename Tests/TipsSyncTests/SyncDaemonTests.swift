@@ -63,6 +63,20 @@ import TipsTestSupport
     }
   }
 
+  /// Waits for a condition checked with queries (a hang guard only).
+  func expectEventually(_ what: String, _ condition: () throws -> Bool) throws {
+    var failure: (any Error)?
+    let held = waitUntil(timeout: testTimeout * 3) {
+      do {
+        return try condition()
+      } catch {
+        failure = error
+        return false
+      }
+    }
+    if !held { throw TestFailure("\(what): never happened\(failure.map { " (\($0))" } ?? "")") }
+  }
+
   @Test func twoDevicesConverge() throws {
     let seed = Self.baseSeed
     print("SyncDaemonTests.twoDevicesConverge: seed \(seed) (TIPSD_SYNC_SEED=\(seed) repeats it)")
@@ -114,10 +128,23 @@ import TipsTestSupport
     try postgres.start()
     try changes(20, on: devices)
 
-    // A burst, then SIGKILL with the push most likely in flight; the outbox survives in the datastore and PostgreSQL
-    // refuses what it already has (account, device, seq).
+    // SIGKILL mid-push: a psql session holds the account's row lock, so the tablet's push of a burst waits inside
+    // PostgreSQL; the tablet is killed while it waits and restarted. When the lock goes, the dead daemon's push
+    // commits anyway while its outbox still holds the batch: the restarted one pushes it again and PostgreSQL keeps
+    // one copy (account, device, seq).
+    let lock = try postgres.session("BEGIN; SELECT 1 FROM tipsd.accounts WHERE account = 'alice' FOR UPDATE;")
+    defer { lock.release() }
+    try expectEventually("the psql session holds the lock") {
+      try postgres.query("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'").hasPrefix("1")
+    }
     for index in 0..<40 { try tablet.call("events/donate", ["id": "e2", "info": ["burst": .int(Int64(index))]]) }
+    try expectEventually("a push waits for the lock") {
+      try postgres.query(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'tipsd' AND wait_event_type = 'Lock'"
+      ).trimmingCharacters(in: .whitespacesAndNewlines) != "0"
+    }
     try tablet.killAndRestart()
+    lock.release()
 
     try changes(60, on: devices)
     #expect(try offline.syncStatus()["state"] != "connected")

@@ -83,6 +83,65 @@ public final class PostgresServer: @unchecked Sendable {
     try run("psql", ["-X", "-q", "-A", "-t", "-h", directory, "-p", String(port), "-U", "postgres", "-d", "postgres", "-c", sql])
   }
 
+  /// A `psql` session that keeps a transaction open: statements are sent on its standard input, so it can hold a lock
+  /// while a test does something else (a push blocked in PostgreSQL). ``release()`` rolls it back and waits.
+  public final class Session: @unchecked Sendable {
+    private let pid: pid_t
+    private var input: Int32
+
+    fileprivate init(pid: pid_t, input: Int32) {
+      self.pid = pid
+      self.input = input
+    }
+
+    /// Sends statements (a newline is added).
+    public func send(_ sql: String) {
+      let bytes = Array((sql + "\n").utf8)
+      _ = bytes.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+    }
+
+    /// Rolls back, ends the session and waits for psql to exit. Idempotent.
+    public func release() {
+      guard input >= 0 else { return }
+      send("ROLLBACK;")
+      close(input)
+      input = -1
+      var status: Int32 = 0
+      while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
+
+    deinit { release() }
+  }
+
+  /// Starts a `psql` session and sends it `sql`.
+  public func session(_ sql: String) throws -> Session {
+    var pipeEnds: [Int32] = [0, 0]
+    guard pipe(&pipeEnds) == 0 else { throw TestFailure("pipe: \(String(cString: strerror(errno)))") }
+    let executable = "\(binDirectory)/psql"
+    let arguments = ["-X", "-q", "-h", directory, "-p", String(port), "-U", "postgres", "-d", "postgres"]
+    let argv = asPostgresUser ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
+    posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
+    posix_spawn_file_actions_addopen(&actions, 1, "\(directory)/session.out", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
+    cArguments.append(nil)
+    defer { for argument in cArguments { free(argument) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
+    close(pipeEnds[0])
+    guard spawned == 0 else {
+      close(pipeEnds[1])
+      throw TestFailure("cannot run psql: \(String(cString: strerror(spawned)))")
+    }
+    let session = Session(pid: pid, input: pipeEnds[1])
+    session.send(sql)
+    return session
+  }
+
   /// Stops the server if it runs and removes the directory. Idempotent.
   public func destroy() {
     if isRunning {
