@@ -39,8 +39,7 @@ final class SyncService: SyncPumpDelegate {
       model = try SyncModel(
         engine: engine, snapshot: try store.loadSync(), account: configuration.account, device: configuration.device,
         outboxLimit: configuration.outboxLimit,
-        isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local },
-        wallNow: SystemTime.now())
+        isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local })
       let first = model.bootstrap(wallNow: SystemTime.now())
       try store.commit([], sync: first.writes)
     } catch let error as SyncSetupError {

@@ -99,7 +99,7 @@ public final class SyncModel {
   /// datastore belongs to another account or device.
   public init(
     engine: Engine, snapshot: SyncSnapshot, account: String, device: String?, outboxLimit: Int,
-    isSynced: @escaping (String) -> Bool = { _ in true }, wallNow: Double
+    isSynced: @escaping (String) -> Bool = { _ in true }
   ) throws(SyncSetupError) {
     self.engine = engine
     self.account = account

@@ -33,8 +33,7 @@ private final class SimulatedDevice {
     for (event, limit) in SyncFixture.limits { try store.commit(try engine.setDonationLimit(event, limit).writes) }
     let model = try SyncModel(
       engine: engine, snapshot: try store.loadSync(), account: "acct", device: id, outboxLimit: 100_000,
-      isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local },
-      wallNow: 0)
+      isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local })
     try store.commit([], sync: model.bootstrap(wallNow: 0).writes)
     return model
   }

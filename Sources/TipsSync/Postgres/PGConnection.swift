@@ -1,6 +1,10 @@
 import CLibPQ
 import TipsTransport
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// What one statement returned: its rows, every value as text (`nil` for SQL NULL).
 struct PGResult {
   var rows: [[String?]] = []
@@ -317,7 +321,3 @@ extension String {
     return String(result)
   }
 }
-
-#if canImport(Glibc)
-  import Glibc
-#endif
