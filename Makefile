@@ -3,8 +3,10 @@ SHELL := /bin/bash
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 PYTHON ?= python3
+# postgresql and libpq-dev: sync across devices (libpq for the daemon; the server for the tests and `make bench`, which
+# run their own private clusters with initdb; no system service is started or touched).
 APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript libwebsockets-dev libwebsockets-evlib-uv \
-  openssl chromium chromium-driver
+  openssl chromium chromium-driver postgresql libpq-dev
 # make bench's peers: Redis does the same durable work as tipsd's events/donate (serve.redis_ratio).
 BENCH_APT_PACKAGES := redis-server
 PIP_PACKAGES := pytest jsonschema prometheus-client
@@ -35,6 +37,11 @@ deps-apt:
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  case " $$missing " in *" postgresql "*) \
+	    echo "  (postgresql: no main cluster is created or started; the tests and benchmarks run their own)"; \
+	    $$SUDO mkdir -p /etc/postgresql-common/createcluster.d && \
+	    echo "create_main_cluster = false" | $$SUDO tee /etc/postgresql-common/createcluster.d/00-tipsd-tests.conf >/dev/null;; \
+	  esac; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 

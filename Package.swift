@@ -3,13 +3,14 @@
 // Dependencies flow one way:
 //   TipsJSON ← TipsEngine ← TipsStore ──────────────┐
 //              TipsEngine ← TipsCatalog ────────────┤
+//              TipsStore, TipsTransport ← TipsSync ─┤
 //              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
 //              TipsEngine ← TipsMetrics ────────────┤
 //   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┤
 //   TipsEngine, TipsTransport ← TipsEmbedded ───────┤   (in-memory loop: `tipsd test`, in-process tests)
 //   TipsJSON ← TipsTranscript ──────────────────────┤   (the transcript format)
 //   TipsCatalog, TipsFraming, TipsClient ← TipsLanguageServer ┘   (`tipsd lsp`)
-//   TipsSystem (POSIX calls) under TipsStore, TipsCatalog, TipsTransport and TipsClient
+//   TipsSystem (POSIX calls) under TipsStore, TipsCatalog, TipsTransport and TipsClient; CLibPQ (libpq) under TipsSync
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -31,6 +32,8 @@ let package = Package(
     .systemLibrary(
       name: "CLibWebSockets", pkgConfig: "libwebsockets",
       providers: [.apt(["libwebsockets-dev", "libwebsockets-evlib-uv"])]),
+    /// libpq, PostgreSQL's client, for sync across devices (non-blocking API only, on the daemon's loop).
+    .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
     // MARK: TipsSystem — one funnel for POSIX calls (errno, EINTR)
     .target(name: "TipsSystem", swiftSettings: swiftSettings),
@@ -110,12 +113,22 @@ let package = Package(
       dependencies: ["TipsLanguageServer", "TipsCatalog", "TipsJSON"],
       swiftSettings: swiftSettings),
 
-    // MARK: TipsServer — wires engine, store, protocol, framing and transport
+    // MARK: TipsSync — sync across devices through PostgreSQL: the merge model, the libpq client, the outbox pump
+    .target(
+      name: "TipsSync", dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsTransport", "CLibPQ"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsSyncTests",
+      dependencies: ["TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "tipsd"],
+      swiftSettings: swiftSettings
+    ),
+
+    // MARK: TipsServer — wires engine, store, sync, protocol, framing and transport
     .target(
       name: "TipsServer",
       dependencies: [
-        "TipsEngine", "TipsCatalog", "TipsStore", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON", "TipsClient",
-        "TipsSystem", "TipsEmbedded", "TipsTranscript", "TipsLanguageServer", "TipsMetrics",
+        "TipsEngine", "TipsCatalog", "TipsStore", "TipsSync", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON",
+        "TipsClient", "TipsSystem", "TipsEmbedded", "TipsTranscript", "TipsLanguageServer", "TipsMetrics",
       ],
       swiftSettings: swiftSettings
     ),

@@ -10,6 +10,7 @@ let suites: [(name: String, run: () throws -> Void)] = [
   ("json", runJSONBenchmarks),
   ("serve", runServeBenchmarks),
   ("history", runHistoryBenchmarks),
+  ("sync", runSyncBenchmarks),
 ]
 
 if CommandLine.arguments.dropFirst().first == "load" {

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
 public import TipsEngine
 public import TipsTransport
 
@@ -13,6 +16,7 @@ public final class EmbeddedEventLoop: EventLoop {
   /// Milliseconds since the loop was made.
   public private(set) var now: UInt64 = 0
   private var timers: [EmbeddedTimer] = []
+  private var polls: [EmbeddedPoll] = []
   private var turnHandlers: [() -> Void] = []
   private var io: [() -> Void] = []
   private var endOfTurnActions: [() -> Void] = []
@@ -31,6 +35,31 @@ public final class EmbeddedEventLoop: EventLoop {
     let timer = EmbeddedTimer(loop: self)
     timers.append(timer)
     return timer
+  }
+
+  /// A poll checked with `poll(2)` (no waiting) at every turn: a real descriptor (a database socket) works in
+  /// process, and a ready one counts as work for ``run()``.
+  public func makePoll(fileDescriptor: Int32) throws(TransportError) -> any LoopPoll {
+    let poll = EmbeddedPoll(loop: self, fileDescriptor: fileDescriptor)
+    polls.append(poll)
+    return poll
+  }
+
+  /// Resolves with the system's resolver at once (tests only name hosts such as `localhost`); the completion runs in
+  /// the next turn, as the loop's own would.
+  public func resolve(host: String, _ completion: @escaping (Result<String, TransportError>) -> Void) {
+    var hints = addrinfo()
+    hints.ai_family = AF_UNSPEC
+    var result: UnsafeMutablePointer<addrinfo>?
+    var answer: Result<String, TransportError> = .failure(TransportError("cannot resolve \(host)"))
+    if getaddrinfo(host, nil, &hints, &result) == 0, let result {
+      var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+      if getnameinfo(result.pointee.ai_addr, result.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
+        answer = .success(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+      }
+      freeaddrinfo(result)
+    }
+    scheduleIO { completion(answer) }
   }
 
   public func afterEachTurn(_ handler: @escaping () -> Void) { turnHandlers.append(handler) }
@@ -70,6 +99,7 @@ public final class EmbeddedEventLoop: EventLoop {
 
   private var hasWorkNow: Bool {
     !io.isEmpty || endOfTurnRequested || !endOfTurnActions.isEmpty || timers.contains { $0.due(at: now) }
+      || polls.contains { !$0.ready().isEmpty }
   }
 
   private var nextDeadline: UInt64? {
@@ -81,10 +111,14 @@ public final class EmbeddedEventLoop: EventLoop {
     // Timers due now, in deadline order (ties: start order), as libuv runs them.
     let due = timers.filter { $0.due(at: now) }.sorted { ($0.deadline, $0.serial) < ($1.deadline, $1.serial) }
     for timer in due where timer.due(at: now) { timer.fire() }
-    // I/O: what peers sent and did, in order.
+    // I/O: what peers sent and did, in order; then descriptors that are ready.
     let events = io
     io.removeAll()
     for event in events { event() }
+    for poll in polls {
+      let ready = poll.ready()
+      if !ready.isEmpty { poll.handler?(ready) }
+    }
     endOfTurnRequested = false
     for handler in turnHandlers { handler() }
     while !endOfTurnActions.isEmpty {
@@ -99,6 +133,7 @@ public final class EmbeddedEventLoop: EventLoop {
   func scheduleIO(_ event: @escaping () -> Void) { io.append(event) }
   func atEndOfTurn(_ action: @escaping () -> Void) { endOfTurnActions.append(action) }
   func remove(_ timer: EmbeddedTimer) { timers.removeAll { $0 === timer } }
+  func remove(_ poll: EmbeddedPoll) { polls.removeAll { $0 === poll } }
   func serial() -> Int {
     nextTimerSerial += 1
     return nextTimerSerial
@@ -143,6 +178,45 @@ final class EmbeddedTimer: LoopTimer {
       isActive = false
     }
     handler?()
+  }
+}
+
+/// A poll on an ``EmbeddedEventLoop``: readiness is asked of the kernel with a zero timeout at each turn.
+final class EmbeddedPoll: LoopPoll {
+  unowned let loop: EmbeddedEventLoop
+  let fileDescriptor: Int32
+  private(set) var watching: PollEvents = []
+  var handler: ((PollEvents) -> Void)?
+
+  init(loop: EmbeddedEventLoop, fileDescriptor: Int32) {
+    self.loop = loop
+    self.fileDescriptor = fileDescriptor
+  }
+
+  func watch(_ events: PollEvents, _ onEvents: @escaping (PollEvents) -> Void) {
+    watching = events
+    handler = onEvents
+  }
+
+  /// What of the watched conditions holds now.
+  func ready() -> PollEvents {
+    guard !watching.isEmpty else { return [] }
+    var request = pollfd(fd: fileDescriptor, events: 0, revents: 0)
+    if watching.contains(.readable) { request.events |= Int16(POLLIN) }
+    if watching.contains(.writable) { request.events |= Int16(POLLOUT) }
+    guard Glibc.poll(&request, 1, 0) > 0 else { return [] }
+    // A hang-up or an error is reported as whatever is watched, so the owner's next read or write finds it.
+    if request.revents & Int16(POLLHUP | POLLERR) != 0 { return watching }
+    var ready: PollEvents = []
+    if request.revents & Int16(POLLIN) != 0 { ready.insert(.readable) }
+    if request.revents & Int16(POLLOUT) != 0 { ready.insert(.writable) }
+    return ready.intersection(watching)
+  }
+
+  func close() {
+    watching = []
+    handler = nil
+    loop.remove(self)
   }
 }
 

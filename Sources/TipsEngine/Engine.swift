@@ -383,9 +383,13 @@ public final class Engine {
     let log = eventLog(eventID)
     let limit = limit(of: log)
     let donation = Donation(at: now, info: info)
-    log.append(donation, limit: limit)
-    let mutation = finish(
-      settle(rules: log.dependents, now: now), writes: [.donation(eventID: eventID, donation, keepNewest: limit)])
+    var writes: [StateWrite] = [.donation(eventID: eventID, donation, keepNewest: limit)]
+    if !log.append(donation, limit: limit, canonical: configuration.canonicalDonationOrder) {
+      // Inserted before the newest (the clock went back, or another device's donations are newer): the store's rows
+      // are rewritten in the log's order.
+      writes.append(.donations(eventID: eventID, log.donations, lifetime: log.lifetime))
+    }
+    let mutation = finish(settle(rules: log.dependents, now: now), writes: writes)
     return (log.count, log.lifetime, mutation)
   }
 

@@ -32,8 +32,13 @@ public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
 public struct EngineConfiguration: Sendable {
   /// How many donations of an event are kept (newest first) when no per-event limit is set. TipKit keeps 1000.
   public var defaultDonationLimit: Int
+  /// How donations made at the same instant are ordered (which of them a bounded history drops first): in the order
+  /// they arrived (false, the default), or by their associated values (``Donation/precedes(_:_:canonical:)``), the
+  /// same order on every device whatever order they arrived in — what sync across devices needs.
+  public var canonicalDonationOrder: Bool
 
-  public init(defaultDonationLimit: Int = 1000) {
+  public init(defaultDonationLimit: Int = 1000, canonicalDonationOrder: Bool = false) {
     self.defaultDonationLimit = max(1, defaultDonationLimit)
+    self.canonicalDonationOrder = canonicalDonationOrder
   }
 }

@@ -42,12 +42,34 @@ final class EventLog {
   /// The `i`-th stored donation, oldest first.
   subscript(i: Int) -> Donation { buffer[head + i] }
 
-  /// Appends a donation and trims to `limit` (keeping the newest).
-  func append(_ donation: Donation, limit: Int) {
-    buffer.append(donation)
+  /// Adds a donation (counting it in the lifetime count) and trims to `limit` (keeping the newest). Returns whether it
+  /// went to the end; one older than the newest stored (a clock that went back, or one of another device) is inserted
+  /// in ``Donation/precedes(_:_:canonical:)`` order instead.
+  @discardableResult
+  func append(_ donation: Donation, limit: Int, canonical: Bool) -> Bool {
+    let atEnd = insert(donation, canonical: canonical)
     lifetime += 1
-    if !memo.isEmpty { memo.removeAll(keepingCapacity: true) }
     trim(to: limit)
+    return atEnd
+  }
+
+  /// Inserts a donation in ``Donation/precedes(_:_:canonical:)`` order (after those it does not precede), without
+  /// counting it or trimming. Returns whether it went to the end.
+  @discardableResult
+  func insert(_ donation: Donation, canonical: Bool) -> Bool {
+    if !memo.isEmpty { memo.removeAll(keepingCapacity: true) }
+    guard count > 0, Donation.precedes(donation, self[count - 1], canonical: canonical) else {
+      buffer.append(donation)
+      return true
+    }
+    var low = head
+    var high = buffer.count
+    while low < high {
+      let mid = (low + high) / 2
+      if Donation.precedes(donation, buffer[mid], canonical: canonical) { high = mid } else { low = mid + 1 }
+    }
+    buffer.insert(donation, at: low)
+    return false
   }
 
   /// Keeps only the newest `limit` donations; returns whether any were dropped.

@@ -17,6 +17,25 @@ public struct Donation: Sendable, Hashable {
   }
 }
 
+extension Donation {
+  /// The order an event's donations are kept in: by time; for donations at the same instant, in the order they arrived
+  /// unless `canonical` (``EngineConfiguration/canonicalDonationOrder``), then by their associated values' JSON with
+  /// keys sorted (no values first) — the same order on every device whatever order they arrived in. Canonical
+  /// donations neither precedes are identical in everything a rule reads.
+  public static func precedes(_ a: Donation, _ b: Donation, canonical: Bool = true) -> Bool {
+    if a.at != b.at { return a.at < b.at }
+    guard canonical, a.info != b.info else { return false }
+    return canonicalInfo(a.info).lexicographicallyPrecedes(canonicalInfo(b.info))
+  }
+
+  /// Associated values as JSON with their keys sorted (empty for none): a donation's tie-breaker.
+  static func canonicalInfo(_ info: JSONObject?) -> [UInt8] {
+    guard let info else { return [] }
+    let sorted = info.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    return JSONValue.object(JSONObject(sorted)).serialized()
+  }
+}
+
 /// Per-tip durable record. `pending`/`available` are derived from rules; only invalidation is stored.
 public struct TipRecord: Sendable, Hashable {
   public var invalidationReason: InvalidationReason?
@@ -105,6 +124,11 @@ public enum StateWrite: Sendable, Hashable {
   case donationLimit(eventID: String, limit: Int)
   /// Clear everything (datastore reset).
   case reset
+  /// Replace an event's stored donations (oldest first) and its lifetime count: after a donation was inserted before
+  /// the newest (a clock that went back, or donations merged from another device).
+  case donations(eventID: String, [Donation], lifetime: Int)
+  /// An event's lifetime count (donations ever, kept and dropped), set by a merge from another device.
+  case lifetime(eventID: String, Int)
 }
 
 /// What a subscriber must be told after a mutation.

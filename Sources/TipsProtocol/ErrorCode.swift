@@ -58,6 +58,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
   /// -32011: a testing method (testing overrides, `datastore/reset`, `clock/advance`, `clock/set`) on a daemon
   /// started without `--allow-testing`.
   public static let testingDisabled = ErrorCode(rawValue: -32011)
+  /// -32012: a change that syncs across devices while the sync outbox is full (`--sync-outbox-limit` operations wait
+  /// for PostgreSQL, even after merging): refused, not applied.
+  public static let syncOutboxFull = ErrorCode(rawValue: -32012)
 }
 
 extension ErrorCode: ExpressibleByIntegerLiteral {

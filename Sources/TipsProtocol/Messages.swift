@@ -28,6 +28,7 @@ public enum Messages {
     SetParameterRequest.self,
     DiscoverRequest.self,
     ShutdownRequest.self,
+    SyncStatusRequest.self,
     ClearTestingOverridesRequest.self,
     HideAllTipsRequest.self,
     HideTipsRequest.self,

@@ -142,6 +142,16 @@ extension ResponseError {
         + "development only, never in a shipped app)")
   }
 
+  /// -32012: the sync outbox is full (PostgreSQL unreachable for long): the change was refused, nothing changed.
+  public static func syncOutboxFull(method: String, limit: Int) -> ResponseError {
+    ResponseError(
+      code: .syncOutboxFull,
+      message:
+        "\(method): refused: \(limit) changes are waiting for the sync server (--sync-outbox-limit); this change "
+        + "would be kept on this device only. It is accepted again once PostgreSQL is reachable (see `tipsd sync status`)",
+      data: ["limit": .int(Int64(limit))])
+  }
+
   /// -32005: the turn's commit failed, so this change is not acknowledged.
   public static func datastoreFailure(path: String) -> ResponseError {
     ResponseError(

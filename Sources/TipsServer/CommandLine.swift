@@ -3,6 +3,7 @@
 #endif
 import TipsJSON
 import TipsStore
+import TipsSync
 import TipsTransport
 import TipsSystem
 
@@ -25,6 +26,7 @@ public enum TipsdCommand {
       tipsd inspect [--watch] [--json]                  every tip, event, parameter and group, now (--watch:
                                                         redrawn on every change, across daemon restarts)
       tipsd report --html FILE [--since 7d]             a self-contained static HTML report
+      tipsd sync status [--socket PATH] [--json]        outbox, lag, last push and pull of sync across devices
       tipsd help | --help                               this text
       tipsd version | --version
 
@@ -68,6 +70,14 @@ public enum TipsdCommand {
       --close-rate-alert RATIO flag tips whose close rate is above RATIO (e.g. 0.2)
       --baseline-days DAYS     compare the goal's daily rate this many days before and after a tip's first
                                impression (default 7)
+    SYNC ACROSS DEVICES (off unless --sync is given; see README "Sync across devices")
+      --sync URL               sync this account's tip state with its other devices through PostgreSQL:
+                               postgresql://USER[:PASSWORD]@HOST[:PORT]/DB or a libpq "key=value" string
+                               (the password is never logged). tipsd creates and migrates a `tipsd` schema
+      --account ID             whose state this is (required with --sync); a datastore syncs one account
+      --device ID              this device's id (default: a random id made on first start, kept in the datastore)
+      --sync-outbox-limit N    refuse synced changes (-32012) while N operations wait for PostgreSQL
+                               (default 100000; queued operations are merged first where the merge allows)
 
     HTTP AND WEBSOCKET (off unless --listen is given)
       --listen HOST:PORT       also serve HTTP/1.1 and WebSocket on HOST:PORT (repeatable): 127.0.0.1:8787,
@@ -87,6 +97,7 @@ public enum TipsdCommand {
       tipsd call --socket /tmp/tipsd.sock tips/explain '{"id": "filter.tip"}'
       tipsd serve --listen 127.0.0.1:8787 --catalog catalog/demo.json; tipsd token
       tipsd lint catalog/demo.json --messages catalog/messages --simulate
+      tipsd serve --sync postgresql://tipsd@db.example/tips --account alice --catalog catalog/demo.json
     """
 
   /// Runs the command line; returns the process exit status.
@@ -108,6 +119,7 @@ public enum TipsdCommand {
     case "metrics": return MetricsCommand.run(args, environment: environment)
     case "inspect": return InspectCommand.run(args, environment: environment)
     case "report": return ReportCommand.run(args, environment: environment)
+    case "sync": return SyncCommand.run(args, environment: environment)
     case "help", "--help", "-h":
       print(usage)
       return 0
@@ -129,6 +141,10 @@ public enum TipsdCommand {
     configuration.datastorePath = Datastore.defaultPath(environment: environment)
     var virtualStart: Double?
     var clockName = "system"
+    var syncServer: String?
+    var syncAccount: String?
+    var syncDevice: String?
+    var syncOutboxLimit: Int?
     var index = 0
     func value(_ flag: String) throws(ServerError) -> String {
       index += 1
@@ -213,6 +229,16 @@ public enum TipsdCommand {
         let id = try value(flag)
         guard !id.isEmpty else { throw ServerError("--install-id: must not be empty") }
         configuration.installID = id
+      case "--sync": syncServer = try value(flag)
+      case "--account":
+        let id = try value(flag)
+        guard !id.isEmpty else { throw ServerError("--account: must not be empty") }
+        syncAccount = id
+      case "--device":
+        let id = try value(flag)
+        guard !id.isEmpty else { throw ServerError("--device: must not be empty") }
+        syncDevice = id
+      case "--sync-outbox-limit": syncOutboxLimit = try positive(flag)
       case "--help", "-h": throw ServerError(usage)
       default: throw ServerError("unknown option \"\(flag)\" (see tipsd --help)")
       }
@@ -230,6 +256,19 @@ public enum TipsdCommand {
     }
     if !web.isEnabled && (web.tokenFile != nil || !web.allowedOrigins.isEmpty || web.tlsCertificate != nil) {
       throw ServerError("--token-file, --allow-origin and --tls-* need --listen HOST:PORT")
+    }
+    if let syncServer {
+      guard let syncAccount else { throw ServerError("--sync needs --account ID (whose state this is)") }
+      do {
+        _ = try SyncServer(syncServer)
+      } catch {
+        throw ServerError(error.message)
+      }
+      var sync = SyncConfiguration(server: syncServer, account: syncAccount, device: syncDevice)
+      if let syncOutboxLimit { sync.outboxLimit = syncOutboxLimit }
+      configuration.sync = sync
+    } else if syncAccount != nil || syncDevice != nil || syncOutboxLimit != nil {
+      throw ServerError("--account, --device and --sync-outbox-limit need --sync URL")
     }
     switch clockName {
     case "system":

@@ -25,6 +25,8 @@ final class Services {
   var catalog: CatalogService?
   /// `catalog/reload`: reload the catalog file and apply it (nil when the daemon has no catalog).
   var reloadCatalog: ((_ trigger: String) -> CatalogReloadRequest.Response)?
+  /// Sync across devices (`--sync`), if configured.
+  var sync: SyncService?
 
   init(
     engine: Engine, turn: Turn, configuration: ServerConfiguration, logger: Logger, virtualClock: VirtualClock?,
@@ -45,8 +47,16 @@ final class Services {
 
   /// Records an engine mutation: its writes for this turn's commit, its changes as notifications to subscribers,
   /// and the history entries it causes (after `leading`, the entries of the request itself: an impression, an
-  /// action) for the same commit and for the analytics stream.
+  /// action) for the same commit and for the analytics stream; with sync, its synced writes become operations for
+  /// the account's other devices.
   func record(_ mutation: Mutation, history leading: [HistoryEvent] = []) {
+    recordMerged(mutation, history: leading)
+    if let sync, !mutation.writes.isEmpty { sync.recordedLocal(mutation) }
+  }
+
+  /// Records a mutation that merged other devices' state (or brought the engine to a merged value): persisted,
+  /// recorded in the history and notified like any other, never sent back out as operations.
+  func recordMerged(_ mutation: Mutation, history leading: [HistoryEvent] = []) {
     turn.stage(mutation.writes)
     if !mutation.changes.isEmpty { turn.changed = true }
     if history.enabled {
@@ -178,6 +188,7 @@ struct HandlerTable: Sendable {
       if R.isTestingOnly && !context.services.configuration.allowTesting {
         return .failure(.testingDisabled(method: R.method))
       }
+      if let refusal = context.services.sync?.refusal(for: R.method) { return .failure(refusal) }
       do throws(ResponseError) {
         let request = try Messages.decode(R.self, params: params)
         let response = try handler(request, context)

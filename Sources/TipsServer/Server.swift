@@ -73,7 +73,9 @@ public final class Server {
       virtualClock = virtual
       engineClock = virtual
     }
-    engine = Engine(clock: engineClock)
+    // With sync, donations made at one instant are kept in the same order on every device.
+    engine = Engine(
+      clock: engineClock, configuration: EngineConfiguration(canonicalDonationOrder: configuration.sync != nil))
     do {
       store = try Datastore(
         path: configuration.datastorePath,
@@ -168,6 +170,9 @@ public final class Server {
     if configuration.strictEvents && catalogService?.declaredEvents == nil {
       throw ServerError("--strict-events needs a --catalog that declares its events (\"events\": [{\"id\", \"description\"}])")
     }
+    if let sync = configuration.sync {
+      services.sync = try SyncService(configuration: sync, store: store, services: services)
+    }
   }
 
   /// A fresh install id: 128 random bits in hex.
@@ -196,6 +201,7 @@ public final class Server {
     }
     housekeeping = tick
     pruneHistoryIfDue()
+    services.sync?.start(loop: loop)
     requestEndOfTurn()
   }
 
@@ -233,7 +239,9 @@ public final class Server {
   public func finish() {
     guard !finished else { return }
     finished = true
+    services.sync?.beforeCommit()
     _ = services.turn.commit()
+    services.sync?.stop()
     timeDriver?.close()
     housekeeping?.close()
     for session in sessions.values where !session.stream.isClosed {
@@ -368,6 +376,7 @@ public final class Server {
   /// stream, resume connections whose output drained, and re-arm the time-driven timer.
   func endOfTurn() {
     endOfTurnRequested = false
+    services.sync?.beforeCommit()
     let committed = services.turn.commit()
     if services.turn.changed {
       services.turn.changed = false
@@ -376,6 +385,7 @@ public final class Server {
       }
     }
     if services.subscriptions.hasCatchingUp && services.pumpAnalytics() { requestEndOfTurn() }
+    services.sync?.afterCommit(committed)
     var resumed: [Session] = []
     for session in services.turn.takeDirty() {
       if flush(session, committed: committed) { resumed.append(session) }

@@ -33,6 +33,26 @@ public struct WebConfiguration: Sendable {
   public var isEnabled: Bool { !addresses.isEmpty }
 }
 
+/// Sync across devices through PostgreSQL (`--sync`), off unless given.
+public struct SyncConfiguration: Sendable {
+  /// `--sync`: a `postgresql://` URI or libpq `key=value` string (may hold a password: never logged).
+  public var server: String
+  /// `--account ID`: whose state this is; every device of the account syncs with the others.
+  public var account: String
+  /// `--device ID`: this device's id (default: one made on first start and kept in the datastore).
+  public var device: String?
+  /// `--sync-outbox-limit N`: synced changes are refused while this many operations wait for PostgreSQL.
+  public var outboxLimit = 100_000
+  /// The pump's reconnect backoff ceiling, in seconds (not a command-line option).
+  public var retryMax: Double = 2
+
+  public init(server: String, account: String, device: String? = nil) {
+    self.server = server
+    self.account = account
+    self.device = device
+  }
+}
+
 /// Everything `tipsd serve` can be told. Defaults are what `tipsd serve` uses with no flags.
 public struct ServerConfiguration: Sendable {
   public var listen: Listen = .stdio
@@ -72,6 +92,8 @@ public struct ServerConfiguration: Sendable {
   /// `--install-id`: the install id variants are assigned from (else the one `initialize` sends, else a random
   /// one made on first start and kept in the datastore).
   public var installID: String?
+  /// `--sync`, `--account`, `--device`, `--sync-outbox-limit`.
+  public var sync: SyncConfiguration?
   /// Peer uids (`SO_PEERCRED`) accepted on the Unix socket besides the daemon's own (`--allow-uid`, repeatable).
   public var allowedPeerUIDs: Set<UInt32> = []
   /// `--history-days`: days of lifecycle history kept (impressions, eligibility changes, invalidations, actions,

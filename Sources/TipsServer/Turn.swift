@@ -19,6 +19,8 @@ final class Turn {
   @exclusivity(unchecked) private(set) var writesStaged = 0
   /// Whether anything changed in this turn (a write, a history entry, or a change notified), for `inspect/changed`.
   @exclusivity(unchecked) var changed = false
+  /// The sync layer's writes of the turn (outbox, merge state), committed in the same transaction.
+  private(set) var pendingSyncWrites: [SyncWrite] = []
   /// Connections with output to flush (or paused input to resume) at the end of the turn, in the order they were
   /// marked (each once: ``Session/isDirty``).
   private(set) var dirty: [Session] = []
@@ -54,6 +56,11 @@ final class Turn {
   /// Called when a commit fails, after its writes and history were dropped.
   var onCommitFailure: (() -> Void)?
 
+  /// Stages the sync layer's writes for this turn's commit.
+  func stageSync(_ writes: [SyncWrite]) {
+    pendingSyncWrites.append(contentsOf: writes)
+  }
+
   func markDirty(_ session: Session) {
     guard !session.isDirty else { return }
     session.isDirty = true
@@ -77,14 +84,16 @@ final class Turn {
   /// Commits the turn's writes and history in one transaction; false if the commit failed (both are dropped, and
   /// every request that staged them is answered with -32005 instead of its result).
   func commit() -> Bool {
-    guard !pendingWrites.isEmpty || !pendingHistory.isEmpty else { return true }
+    guard !pendingWrites.isEmpty || !pendingHistory.isEmpty || !pendingSyncWrites.isEmpty else { return true }
     let writes = pendingWrites
     let history = pendingHistory
+    let syncWrites = pendingSyncWrites
     pendingWrites.removeAll(keepingCapacity: true)
     pendingHistory.removeAll()
+    pendingSyncWrites.removeAll(keepingCapacity: true)
     let started = OperationalMetrics.monotonic()
     do {
-      try store.commit(writes, history: history)
+      try store.commit(writes, history: history, sync: syncWrites)
       metrics.commitDuration.observe(OperationalMetrics.monotonic() - started)
       metrics.commitBatch.observe(Double(writes.count + history.count))
       return true

@@ -7,14 +7,15 @@ extension Datastore {
   /// `COMMIT`), and returns once it is committed: only then may the mutations be acknowledged. On failure nothing
   /// of the batch is kept.
   ///
-  /// The server groups every write and history entry of an event-loop turn into one call (group commit).
-  public func commit(_ writes: [StateWrite], history: [HistoryEvent] = []) throws(DatastoreError) {
-    try commit(writes, history: HistoryBatch(history))
+  /// The server groups every write and history entry of an event-loop turn into one call (group commit). `sync`
+  /// holds the sync layer's writes of the same turn (its outbox and merge state), committed in the same transaction.
+  public func commit(_ writes: [StateWrite], history: [HistoryEvent] = [], sync: [SyncWrite] = []) throws(DatastoreError) {
+    try commit(writes, history: HistoryBatch(history), sync: sync)
   }
 
-  /// ``commit(_:history:)`` with the history already encoded (the server's hot path).
-  public func commit(_ writes: [StateWrite], history: HistoryBatch) throws(DatastoreError) {
-    guard !writes.isEmpty || !history.isEmpty else { return }
+  /// ``commit(_:history:sync:)`` with the history already encoded (the server's hot path).
+  public func commit(_ writes: [StateWrite], history: HistoryBatch, sync: [SyncWrite] = []) throws(DatastoreError) {
+    guard !writes.isEmpty || !history.isEmpty || !sync.isEmpty else { return }
     let connection = try openConnection()
     preloaded = nil
     try sqlite("cannot write to") { () throws(SQLiteError) in
@@ -24,6 +25,7 @@ extension Datastore {
         for write in writes { try self.write(write, connection) }
         try flushChunks(connection)
         if !history.isEmpty { try writeHistory(history, connection) }
+        for write in sync { try self.write(write, connection) }
         try connection.prepare(SQL.commit).run()
       } catch {
         if connection.inTransaction { try? connection.execute(SQL.rollback) }
@@ -135,7 +137,48 @@ extension Datastore {
         try connection.prepare("DELETE FROM \(table)").run()
       }
       histories = [:]
+
+    case .donations(let eventID, let donations, let lifetime):
+      // Rewritten whole (a donation inserted before the newest, a merge from another device): the batch's pending
+      // donations of the event are in the list, so they are not written on their own.
+      if pendingChunks.removeValue(forKey: eventID) != nil { pendingOrder.removeAll { $0 == eventID } }
+      let history = try self.history(eventID, connection)
+      let delete = try connection.prepare(SQL.deleteChunk)
+      for chunk in history.removeAll() {
+        delete.bind(1, chunk)
+        try delete.run()
+      }
+      if !donations.isEmpty {
+        var bytes: [UInt8] = []
+        for donation in donations { DonationChunk.append(donation, to: &bytes) }
+        let insert = try connection.prepare(SQL.insertChunk)
+        insert.bind(1, history.rowID)
+        insert.bind(2, donations.count)
+        insert.bind(3, donations.count)
+        insert.bind(4, 1)
+        insert.bindBlob(5, bytes)
+        try insert.run()
+        history.append(chunk: connection.lastInsertRowID, count: donations.count, endSeq: donations.count)
+      }
+      history.restart(numbering: donations.count)
+      try setLifetime(history, lifetime, connection)
+
+    case .lifetime(let eventID, let lifetime):
+      try flushChunks(connection)
+      try setLifetime(try self.history(eventID, connection), lifetime, connection)
     }
+  }
+
+  /// Sets an event's lifetime count outright (a merge from another device): `events.dropped` holds what the
+  /// lifetime count adds to the numbering of its chunks.
+  private func setLifetime(_ history: EventHistory, _ lifetime: Int, _ connection: SQLiteConnection) throws(SQLiteError) {
+    let offset = lifetime - history.lifetime
+    guard offset != history.offset else { return }
+    let update = try connection.prepare(SQL.setDropped)
+    update.bind(1, history.rowID)
+    update.bind(2, offset)
+    try update.run()
+    history.offset = offset
   }
 
   /// Writes the batch's pending donations: one chunk per event, then bounds each event's history.

@@ -16,8 +16,11 @@ import TipsJSON
 /// the oldest donation still kept (donations are numbered from 1 over the event's life).
 final class EventHistory {
   let rowID: Int64
-  /// Donations ever (the newest chunk's `end_seq`).
+  /// The number of the newest donation stored (the newest chunk's `end_seq`).
   var lifetime: Int
+  /// `events.dropped` since schema 5: what the lifetime count adds to the numbering (set by merges from other
+  /// devices, and carried over from the lifetime counts of schema 4).
+  var offset = 0
   /// The number of the oldest donation still kept; `lifetime + 1` when none is.
   private(set) var firstVisible: Int
   private var chunks: [(rowID: Int64, count: Int, endSeq: Int)]
@@ -53,6 +56,20 @@ final class EventHistory {
     var index = head
     while index < chunks.count - 1 && chunks[index].endSeq < firstVisible { index += 1 }
     return index - head
+  }
+
+  /// Forgets every chunk; returns their row ids (to delete).
+  func removeAll() -> [Int64] {
+    let ids = chunks[head...].map { $0.rowID }
+    chunks = []
+    head = 0
+    return ids
+  }
+
+  /// Numbers donations afresh after a rewrite: `count` donations, all kept.
+  func restart(numbering count: Int) {
+    lifetime = count
+    firstVisible = 1
   }
 
   /// Forgets the oldest chunk (deleted).
@@ -96,16 +113,20 @@ extension Datastore {
     }
   }
 
-  /// The events table by dense slot: names and row ids.
-  private func readEvents(_ connection: SQLiteConnection) throws(SQLiteError) -> (names: [String], rowIDs: [Int64]) {
+  /// The events table by dense slot: names, row ids, and what each event's lifetime count adds to its numbering.
+  private func readEvents(
+    _ connection: SQLiteConnection
+  ) throws(SQLiteError) -> (names: [String], rowIDs: [Int64], offsets: [Int]) {
     var names: [String] = []
     var rowIDs: [Int64] = []
+    var offsets: [Int] = []
     let events = try connection.prepare(SQL.selectEvents)
     while try events.step() {
       rowIDs.append(events.int64(0))
       names.append(events.text(1) ?? "")
+      offsets.append(events.int(2))
     }
-    return (names, rowIDs)
+    return (names, rowIDs, offsets)
   }
 
   private func readSnapshot(
@@ -114,7 +135,7 @@ extension Datastore {
     var snapshot = EngineSnapshot()
 
     // Each event gets a dense slot, found from a donation's integer event id without hashing.
-    let (names, rowIDs) = try readEvents(connection)
+    let (names, rowIDs, offsets) = try readEvents(connection)
     let slots = EventSlots(rowIDs: rowIDs)
     var buckets = [[Donation]](repeating: [], count: names.count)
     var chunks = [[(rowID: Int64, count: Int, endSeq: Int)]](repeating: [], count: names.count)
@@ -160,15 +181,16 @@ extension Datastore {
       guard firstVisible >= firstDecoded[slot], firstVisible <= lifetime + 1 else {
         throw SQLiteError(corrupt: "event \(names[slot]) keeps donations from number \(firstVisible), which it does not hold")
       }
-      histories[names[slot]] = EventHistory(
-        rowID: rowIDs[slot], lifetime: lifetime, firstVisible: firstVisible, chunks: chunks[slot])
+      let history = EventHistory(rowID: rowIDs[slot], lifetime: lifetime, firstVisible: firstVisible, chunks: chunks[slot])
+      history.offset = offsets[slot]
+      histories[names[slot]] = history
       // Donations numbered below firstVisible are dropped (the dead chunks not yet deleted, a straddling chunk's).
       let skip = firstVisible - firstDecoded[slot]
       let visible = buckets[slot].count - skip
       if visible > 0 {
         snapshot.donations[names[slot]] = skip == 0 ? buckets[slot] : Array(buckets[slot].suffix(visible))
       }
-      if lifetime > visible { snapshot.lifetimeCounts[names[slot]] = lifetime }
+      if lifetime + offsets[slot] > visible { snapshot.lifetimeCounts[names[slot]] = lifetime + offsets[slot] }
     }
 
     let parameters = try connection.prepare(SQL.selectParameters)
@@ -234,7 +256,7 @@ extension Datastore {
 
   /// Rebuilds ``histories`` without loading the donations (writes before any load): one scan of chunk ids and sizes.
   func readHistories(_ connection: SQLiteConnection) throws(SQLiteError) -> [String: EventHistory] {
-    let (names, rowIDs) = try readEvents(connection)
+    let (names, rowIDs, offsets) = try readEvents(connection)
     let slots = EventSlots(rowIDs: rowIDs)
     var chunks = [[(rowID: Int64, count: Int, endSeq: Int)]](repeating: [], count: names.count)
     var firstVisibles = [Int](repeating: 1, count: names.count)
@@ -250,9 +272,11 @@ extension Datastore {
     rows.reset()
     var histories: [String: EventHistory] = [:]
     for slot in names.indices {
-      histories[names[slot]] = EventHistory(
+      let history = EventHistory(
         rowID: rowIDs[slot], lifetime: chunks[slot].last?.endSeq ?? 0, firstVisible: firstVisibles[slot],
         chunks: chunks[slot])
+      history.offset = offsets[slot]
+      histories[names[slot]] = history
     }
     return histories
   }

@@ -19,10 +19,10 @@ import TipsJSON
 //    once per event per commit, not per donation); the install id (meta) and per-tip variant assignments.
 //    Datastores of earlier versions forgot what they trimmed, so their lifetime counts start at what they keep.
 // 5. donations packed by commit: `donation_chunks` holds the donations of one event written in one commit in one
-//    row (see DonationChunk) with the event's lifetime count after it (`end_seq`) and the sequence number of its
-//    first donation still kept (`first_visible`), so a turn costs one row insert per event and nothing else;
-//    chunks wholly past the bound are deleted in batches. `events.dropped` is no longer written (the newest
-//    chunk's numbers say it all). The migration packs each event's rows into one chunk.
+//    row (see DonationChunk) with the number of its newest donation (`end_seq`) and of the event's oldest donation
+//    still kept (`first_visible`), so a turn costs one row insert per event and nothing else; chunks wholly past
+//    the bound are deleted in batches. `events.dropped` is now what the lifetime count adds to that numbering (set
+//    by merges from other devices; the dropped count of schema 4). The migration packs each event's rows.
 // 6. the lifecycle history (issue #13): `history` holds the entries (impressions, eligibility changes,
 //    invalidations, actions, variant assignments, donations of goal and app-closed events) in chunks, one row per
 //    commit that recorded any (at most 256 entries a row), keyed by the chunk's first cursor, its entries encoded by
@@ -30,6 +30,9 @@ import TipsJSON
 //    reused (pruning keeps the newest chunk; a datastore reset leaves the history alone). No index: chunks are
 //    appended at the table's end and pruned from its start. `history_tips` holds the eligibility last recorded per
 //    tip, so a restart that finds a tip as it left it records nothing.
+// 7. sync across devices (`--sync`): `sync_meta` (device id, account, cursor, clock), `sync_state` (what each device
+//    contributed: counters, invalidations, eligibility resets, parameter registers) and `sync_outbox` (operations
+//    not yet committed by PostgreSQL). Not data tables: a datastore reset is itself synced and keeps them.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -134,15 +137,26 @@ enum Schema {
         ) WITHOUT ROWID;
         """
     ),
+    Migration(
+      version: 7,
+      sql: """
+        CREATE TABLE sync_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE sync_state (
+          kind TEXT NOT NULL,
+          device TEXT NOT NULL,
+          key TEXT NOT NULL,
+          value TEXT NOT NULL,
+          PRIMARY KEY (kind, device, key)
+        ) WITHOUT ROWID;
+        CREATE TABLE sync_outbox (seq INTEGER PRIMARY KEY, created REAL NOT NULL, op TEXT NOT NULL);
+        """
+    ),
   ]
 
   /// Migration 5: each event's donation rows, in order, become one chunk; then the old table goes.
   static func packDonations(_ connection: SQLiteConnection) throws(SQLiteError) {
     var order: [Int64] = []
     var chunks: [Int64: PendingChunk] = [:]
-    var dropped: [Int64: Int] = [:]
-    let events = try connection.prepareUncached("SELECT id, dropped FROM events")
-    while try events.step() { dropped[events.int64(0)] = events.int(1) }
     let rows = try connection.prepareUncached("SELECT event, at, info FROM donations ORDER BY id")
     while try rows.step() {
       let event = rows.int64(0)
@@ -163,12 +177,12 @@ enum Schema {
     let insert = try connection.prepareUncached(
       "INSERT INTO donation_chunks (event, count, end_seq, first_visible, data) VALUES (?1, ?2, ?3, ?4, ?5)")
     for event in order {
+      // Numbered from 1; `events.dropped` keeps what the lifetime count adds (see EventHistory.offset).
       let chunk = chunks[event]!
-      let before = dropped[event] ?? 0
       insert.bind(1, event)
       insert.bind(2, chunk.count)
-      insert.bind(3, before + chunk.count)
-      insert.bind(4, before + 1)
+      insert.bind(3, chunk.count)
+      insert.bind(4, 1)
       insert.bindBlob(5, chunk.bytes)
       try insert.run()
     }
@@ -196,7 +210,7 @@ enum SQL {
   static let commit: StaticString = "COMMIT"
   static let rollback: StaticString = "ROLLBACK"
 
-  static let selectEvents: StaticString = "SELECT id, name FROM events"
+  static let selectEvents: StaticString = "SELECT id, name, dropped FROM events"
   static let insertEvent: StaticString = "INSERT INTO events (name) VALUES (?1)"
   static let selectChunks: StaticString =
     "SELECT id, event, count, end_seq, first_visible, data FROM donation_chunks ORDER BY id"
@@ -260,6 +274,21 @@ enum SQL {
     """
   static let pageCount: StaticString = "PRAGMA page_count"
   static let pageSize: StaticString = "PRAGMA page_size"
+  static let selectSyncMeta: StaticString = "SELECT key, value FROM sync_meta"
+  static let upsertSyncMeta: StaticString =
+    "INSERT INTO sync_meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+  static let deleteSyncMeta: StaticString = "DELETE FROM sync_meta WHERE key = ?1"
+  static let selectSyncState: StaticString = "SELECT kind, device, key, value FROM sync_state"
+  static let upsertSyncState: StaticString = """
+    INSERT INTO sync_state (kind, device, key, value) VALUES (?1, ?2, ?3, ?4)
+    ON CONFLICT (kind, device, key) DO UPDATE SET value = excluded.value
+    """
+  static let deleteSyncState: StaticString = "DELETE FROM sync_state WHERE kind = ?1 AND device = ?2 AND key = ?3"
+  static let clearSyncState: StaticString = "DELETE FROM sync_state"
+  static let selectOutbox: StaticString = "SELECT seq, created, op FROM sync_outbox ORDER BY seq"
+  static let insertOutbox: StaticString = "INSERT INTO sync_outbox (seq, created, op) VALUES (?1, ?2, ?3)"
+  static let deleteOutbox: StaticString = "DELETE FROM sync_outbox WHERE seq = ?1"
+  static let setDropped: StaticString = "UPDATE events SET dropped = ?2 WHERE id = ?1"
 
   static let selectLimits: StaticString = "SELECT event, max_count FROM donation_limits"
   static let upsertLimit: StaticString = """

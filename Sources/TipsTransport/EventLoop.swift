@@ -1,5 +1,5 @@
-// The three small abstractions the server is written against: a byte stream, a timer and an event loop with an
-// end-of-turn hook. `UVLoop`, `UVStream` and `UVTimer` implement them on libuv for production;
+// The small abstractions the server is written against: a byte stream, a timer, a file-descriptor poll and an event
+// loop with an end-of-turn hook. `UVLoop`, `UVStream`, `UVTimer` and `UVPoll` implement them on libuv for production;
 // `TipsTestSupport.EmbeddedEventLoop` implements them in memory with manual time, so server tests run in-process,
 // deterministically, with no sockets and no sleeps (the way `NIOEmbedded.EmbeddedEventLoop` serves swift-nio).
 
@@ -75,6 +75,31 @@ extension ByteStream {
   public func close(after flushing: Bool) { close(after: flushing, reason: "closed by server") }
 }
 
+/// What a ``LoopPoll`` reports (and what it is asked to watch for).
+public struct PollEvents: OptionSet, Sendable, Hashable {
+  public let rawValue: Int32
+  public init(rawValue: Int32) { self.rawValue = rawValue }
+  /// The descriptor can be read without blocking (or has hung up: the next read says so).
+  public static let readable = PollEvents(rawValue: 1)
+  /// The descriptor can be written without blocking.
+  public static let writable = PollEvents(rawValue: 2)
+}
+
+/// Readiness of a file descriptor someone else reads and writes (libpq's socket), on the loop. Loop thread only.
+///
+/// The poll does not own the descriptor: close the poll *before* whoever owns the descriptor closes it (a
+/// descriptor must not be closed while it is watched). `onEvents` runs on the loop thread whenever one of the
+/// watched conditions holds (level-triggered: again next turn if nothing consumed it). An error on the descriptor is
+/// reported as both readable and writable, so the owner's next read or write finds it.
+public protocol LoopPoll: AnyObject {
+  /// The descriptor watched.
+  var fileDescriptor: Int32 { get }
+  /// Watches for `events` (replacing what was watched before); an empty set stops watching.
+  func watch(_ events: PollEvents, _ onEvents: @escaping (PollEvents) -> Void)
+  /// Stops watching and releases the poll for good (the descriptor is untouched). Idempotent.
+  func close()
+}
+
 /// What the server needs of an event loop: a millisecond clock, timers, and the end-of-turn hook that group commit
 /// hangs on. Loop thread only.
 public protocol EventLoop: AnyObject {
@@ -82,6 +107,11 @@ public protocol EventLoop: AnyObject {
   var now: UInt64 { get }
   /// A new, stopped timer.
   func makeTimer() -> any LoopTimer
+  /// A poll of a descriptor the caller owns (a database client's socket), not yet watching anything.
+  func makePoll(fileDescriptor: Int32) throws(TransportError) -> any LoopPoll
+  /// Resolves a host name to one numeric address without blocking the loop (`completion` runs on the loop thread,
+  /// always — with a failure if the loop closes first).
+  func resolve(host: String, _ completion: @escaping (Result<String, TransportError>) -> Void)
   /// Runs `handler` once per turn, after the turn's I/O callbacks, for the life of the loop.
   func afterEachTurn(_ handler: @escaping () -> Void)
   /// Makes the end-of-turn handlers run soon even if no I/O arrives: work staged by a timer or signal callback

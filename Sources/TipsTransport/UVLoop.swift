@@ -99,6 +99,18 @@ public final class UVLoop: EventLoop {
     return UVTimer(loop: self)
   }
 
+  /// A poll of a descriptor the caller owns (a ``UVPoll``), not yet watching anything.
+  public func makePoll(fileDescriptor: Int32) throws(TransportError) -> any LoopPoll {
+    assertUsable()
+    return try UVPoll(loop: self, fileDescriptor: fileDescriptor)
+  }
+
+  /// Resolves a host name on libuv's thread pool (`uv_getaddrinfo`); the loop never waits for DNS.
+  public func resolve(host: String, _ completion: @escaping (Result<String, TransportError>) -> Void) {
+    assertUsable()
+    UVResolution.start(loop: self, host: host, completion: completion)
+  }
+
   /// Calls `handler` on the loop thread whenever `signum` is delivered to the process.
   public func onSignal(_ signum: Int32, _ handler: @escaping () -> Void) throws(UVError) -> SignalWatcher {
     assertUsable()

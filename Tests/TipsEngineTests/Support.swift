@@ -67,6 +67,12 @@ struct FakeStore {
       }
     case .reset:
       snapshot = EngineSnapshot()
+    case .donations(let eventID, let list, let lifetime):
+      snapshot.donations[eventID] = list.isEmpty ? nil : list
+      snapshot.lifetimeCounts[eventID] = lifetime > list.count ? lifetime : nil
+    case .lifetime(let eventID, let lifetime):
+      let kept = snapshot.donations[eventID]?.count ?? 0
+      snapshot.lifetimeCounts[eventID] = lifetime > kept ? lifetime : nil
     }
   }
 

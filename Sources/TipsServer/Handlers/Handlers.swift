@@ -11,6 +11,7 @@ enum Handlers {
     registerEvents(&table)
     registerStatus(&table)
     registerSubscriptions(&table)
+    registerSync(&table)
     registerTesting(&table)
     registerCatalog(&table)
     registerMeasuring(&table)

@@ -34,6 +34,7 @@ import {
   RegisterResult,
   ResultOf,
   StatusResult,
+  SyncStatusResult,
   TipDefinition,
   TipState,
   CatalogReloadResult,
@@ -286,6 +287,11 @@ export class TipsClient<S extends boolean = false> {
   /** `clock/set` (virtual clock only; seconds since the epoch). */
   clockSet(now: number): Promise<Outcome<S, ClockResult>> {
     return this.request("clock/set", { now });
+  }
+
+  /** `sync/status`: sync across devices — connection state, outbox, lag, last push and pull. */
+  syncStatus(): Promise<Outcome<S, SyncStatusResult>> {
+    return this.request("sync/status", undefined);
   }
 
   /** `rpc.discover`: the daemon's OpenRPC document. */

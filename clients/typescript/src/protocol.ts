@@ -402,6 +402,25 @@ export interface ClockResult {
   now: number;
 }
 
+/** `sync/status` (sync across devices, `tipsd serve --sync`). */
+export interface SyncStatusResult {
+  enabled: boolean;
+  state: "disabled" | "connecting" | "connected" | "disconnected" | "incompatible" | "stopped";
+  /** The connection string with its password replaced by `***`. */
+  server: string | null;
+  account: string | null;
+  device: string | null;
+  /** Operations waiting for PostgreSQL. */
+  outbox: number;
+  outboxLimit: number | null;
+  /** Seconds since the oldest waiting operation was made (0 when none waits). */
+  lagSeconds: number;
+  cursor: number;
+  lastPushAt: number | null;
+  lastPullAt: number | null;
+  lastError: string | null;
+}
+
 export interface CancelRequestParams {
   id: number | string;
 }
@@ -603,6 +622,7 @@ export interface MethodMap {
   "analytics/read": { params: AnalyticsReadParams; result: AnalyticsReadResult };
   "metrics/get": { params: MetricsGetParams; result: MetricsResult };
   "inspect/state": { params: InspectStateParams; result: InspectStateResult };
+  "sync/status": { params: void; result: SyncStatusResult };
   "testing/showAllTips": { params: void; result: null };
   "testing/hideAllTips": { params: void; result: null };
   "testing/clear": { params: void; result: null };
@@ -641,6 +661,8 @@ export const ErrorCode = {
   UnknownAction: -32008,
   InvalidRule: -32009,
   TooManyConnections: -32010,
+  /** A synced change refused while the sync outbox is full (`--sync-outbox-limit`). */
+  SyncOutboxFull: -32012,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -26,6 +26,7 @@ from .errors import (  # noqa: E402
     ServerNotInitializedError,
     ShuttingDownError,
     SubscriptionClosed,
+    SyncOutboxFullError,
     TipsdConnectionError,
     TipsdError,
     TipsdProtocolError,
@@ -58,7 +59,7 @@ __all__ = [
     "ParseError", "InvalidRequestError", "MethodNotFoundError", "InvalidParamsError", "InternalError",
     "ServerNotInitializedError", "UnknownTipError", "UnknownSubscriptionError", "VirtualClockDisabledError",
     "DatastoreFailureError", "ShuttingDownError", "UnknownGroupError", "UnknownActionError",
-    "InvalidRuleError", "TooManyConnectionsError",
+    "InvalidRuleError", "TooManyConnectionsError", "SyncOutboxFullError",
     "ShouldDisplayChanged", "CurrentTipChanged", "ActionPerformed", "UnknownNotification",
     "Reason", "Status", "DisplayFrequency", "GroupPriority",
 ]

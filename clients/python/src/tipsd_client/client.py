@@ -729,6 +729,12 @@ class TipsClient:
         """``datastore/reset`` (``Tips.resetDatastore()``)."""
         await self.request("datastore/reset")
 
+    # ------------------------------------------------------------------ sync
+
+    async def sync_status(self) -> dict[str, Any]:
+        """``sync/status``: sync across devices — ``{enabled, state, outbox, lagSeconds, lastPushAt, …}``."""
+        return await self.request("sync/status")
+
     # ------------------------------------------------------------------ clock
 
     async def clock(self) -> dict[str, Any]:

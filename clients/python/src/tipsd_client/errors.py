@@ -28,6 +28,7 @@ class ErrorCode(IntEnum):
     UNKNOWN_ACTION = -32008
     INVALID_RULE = -32009
     TOO_MANY_CONNECTIONS = -32010
+    SYNC_OUTBOX_FULL = -32012
 
 
 class TipsdError(Exception):
@@ -129,6 +130,10 @@ class TooManyConnectionsError(TipsdError):
     pass
 
 
+class SyncOutboxFullError(TipsdError):
+    """A synced change refused while the sync outbox is full (``--sync-outbox-limit``)."""
+
+
 _BY_CODE: dict[int, type[TipsdError]] = {
     ErrorCode.PARSE_ERROR: ParseError,
     ErrorCode.INVALID_REQUEST: InvalidRequestError,
@@ -145,6 +150,7 @@ _BY_CODE: dict[int, type[TipsdError]] = {
     ErrorCode.UNKNOWN_ACTION: UnknownActionError,
     ErrorCode.INVALID_RULE: InvalidRuleError,
     ErrorCode.TOO_MANY_CONNECTIONS: TooManyConnectionsError,
+    ErrorCode.SYNC_OUTBOX_FULL: SyncOutboxFullError,
 }
 
 

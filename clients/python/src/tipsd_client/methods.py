@@ -27,6 +27,7 @@ METHODS = (
     "parameters/set",
     "rpc.discover",
     "shutdown",
+    "sync/status",
     "testing/clear",
     "testing/hideAllTips",
     "testing/hideTips",

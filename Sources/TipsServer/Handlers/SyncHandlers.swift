@@ -1,0 +1,10 @@
+import TipsProtocol
+
+extension Handlers {
+  /// Sync across devices.
+  static func registerSync(_ table: inout HandlerTable) {
+    table.on(SyncStatusRequest.self) { _, context throws(ResponseError) in
+      context.services.sync?.status() ?? .disabled
+    }
+  }
+}

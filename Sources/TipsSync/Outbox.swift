@@ -1,0 +1,124 @@
+import TipsEngine
+import TipsStore
+
+/// The operations this device made that PostgreSQL has not committed yet, oldest first, mirrored in `sync_outbox`.
+///
+/// Bounded by merging: a newer operation of the same register supersedes an older one still queued (a device's
+/// display counter of a record, a parameter's value, a record's eligibility reset), a datastore reset supersedes
+/// everything queued before it, a resetEligibility the record's queued invalidations, and an event keeps at most as
+/// many queued donations as its history keeps (an older one could never be in any device's history: this device
+/// alone has that many newer ones; its count lives on in the newer operations' cumulative count).
+struct Outbox {
+  struct Entry {
+    var operation: SyncOperation
+    var payload: String
+    /// Wall-clock seconds when it was queued.
+    var created: Double
+    /// The register it belongs to (superseded by a newer one of the same register).
+    var register: String?
+  }
+
+  private(set) var entries: [Int64: Entry] = [:]
+  private var order: [Int64] = []
+  private var head = 0
+  private var registers: [String: Int64] = [:]
+  /// Queued donations per event, in queue order.
+  private var donations: [String: [Int64]] = [:]
+  /// Queued invalidations per record key.
+  private var invalidations: [String: [Int64]] = [:]
+
+  var count: Int { entries.count }
+
+  /// When the oldest queued operation was queued.
+  var oldestCreated: Double? {
+    var index = head
+    while index < order.count {
+      if let entry = entries[order[index]] { return entry.created }
+      index += 1
+    }
+    return nil
+  }
+
+  /// The oldest `limit` operations.
+  func first(_ limit: Int) -> [Entry] {
+    var result: [Entry] = []
+    var index = head
+    while index < order.count && result.count < limit {
+      if let entry = entries[order[index]] { result.append(entry) }
+      index += 1
+    }
+    return result
+  }
+
+  /// Queues an operation (restoring one from the store when `restoring`), returning the writes that mirror it and
+  /// the supersessions it caused. `donationLimit` is the event's history bound.
+  mutating func add(
+    _ operation: SyncOperation, created: Double, donationLimit: (String) -> Int, restoring: Bool = false
+  ) -> [SyncWrite] {
+    var writes: [SyncWrite] = []
+    let seq = operation.seq
+    var register: String?
+    switch operation.body {
+    case .reset:
+      for old in Array(entries.keys) { writes += remove(old) }
+    case .display(let key, _, _, _, _, _):
+      register = "display\u{1E}" + key
+    case .parameter(let id, _):
+      register = "parameter\u{1E}" + id
+    case .resetEligibility(let key):
+      register = "eligibility\u{1E}" + key
+      for old in invalidations[key] ?? [] { writes += remove(old) }
+      if let display = registers["display\u{1E}" + key] { writes += remove(display) }
+    case .invalidate(let key, _, _):
+      invalidations[key, default: []].append(seq)
+    case .donation(let event, _, _, _):
+      donations[event, default: []].append(seq)
+    }
+    if let register, let old = registers[register] { writes += remove(old) }
+    if let register { registers[register] = seq }
+    let payload = operation.payload
+    entries[seq] = Entry(operation: operation, payload: payload, created: created, register: register)
+    order.append(seq)
+    if !restoring { writes.append(.outboxAppend(seq: seq, created: created, op: payload)) }
+    if case .donation(let event, _, _, _) = operation.body, let queued = donations[event],
+      queued.count > donationLimit(event)
+    {
+      writes += remove(oldestDonation(queued))
+    }
+    return writes
+  }
+
+  /// The queued donation that comes first in history order.
+  private func oldestDonation(_ seqs: [Int64]) -> Int64 {
+    var oldest = seqs[0]
+    for seq in seqs.dropFirst() {
+      guard case .donation(_, let at, let info, _) = entries[seq]?.operation.body,
+        case .donation(_, let oldestAt, let oldestInfo, _) = entries[oldest]?.operation.body
+      else { continue }
+      if Donation.precedes(Donation(at: at, info: info), Donation(at: oldestAt, info: oldestInfo)) { oldest = seq }
+    }
+    return oldest
+  }
+
+  /// Removes an operation (committed by PostgreSQL, or superseded); nothing when it is not queued.
+  mutating func remove(_ seq: Int64) -> [SyncWrite] {
+    guard let entry = entries.removeValue(forKey: seq) else { return [] }
+    if let register = entry.register, registers[register] == seq { registers[register] = nil }
+    switch entry.operation.body {
+    case .donation(let event, _, _, _):
+      donations[event]?.removeAll { $0 == seq }
+      if donations[event]?.isEmpty == true { donations[event] = nil }
+    case .invalidate(let key, _, _):
+      invalidations[key]?.removeAll { $0 == seq }
+      if invalidations[key]?.isEmpty == true { invalidations[key] = nil }
+    default:
+      break
+    }
+    while head < order.count && entries[order[head]] == nil { head += 1 }
+    if head > 1024 && head * 2 > order.count {
+      order.removeFirst(head)
+      head = 0
+    }
+    return [.outboxDelete(seq: seq)]
+  }
+}

@@ -1,0 +1,323 @@
+import CLibPQ
+import TipsTransport
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What one statement returned: its rows, every value as text (`nil` for SQL NULL).
+struct PGResult {
+  var rows: [[String?]] = []
+}
+
+/// A failed connection or statement, with libpq's or the server's message.
+struct PGError: Error, CustomStringConvertible {
+  var message: String
+  var description: String { message }
+}
+
+/// One PostgreSQL connection driven by libpq's non-blocking API on the daemon's loop: nothing here waits for the
+/// server. `PQconnectStartParams`/`PQconnectPoll` connect, `PQsendQuery(Params)` sends, `PQflush` writes what the
+/// socket took, and a ``LoopPoll`` on `PQsocket` says when to call `PQconsumeInput`/`PQgetResult` (or `PQflush`
+/// again); `PQnotifies` yields `NOTIFY`s. One statement is in flight at a time; later ones queue.
+///
+/// Ownership: the `PGconn` is this object's; the poll is closed before `PQfinish` closes the socket (a watched
+/// descriptor must not be closed). The connection fails once — ``onFailure`` — and is then inert; the owner makes a
+/// new one to reconnect. Loop thread only.
+final class PGConnection {
+  private enum Phase { case idle, connecting, ready, closed }
+
+  private struct Query {
+    var sql: String
+    /// nil: the simple-query protocol (several statements, no parameters).
+    var parameters: [String?]?
+    var completion: (Result<[PGResult], PGError>) -> Void
+  }
+
+  private let loop: any EventLoop
+  private let keywords: [String]
+  private let values: [String]
+  private let connectTimeout: Double
+  private var phase = Phase.idle
+  private var connection: OpaquePointer?
+  private var poll: (any LoopPoll)?
+  private var timer: (any LoopTimer)?
+  private var queue: [Query] = []
+  private var inFlight: Query?
+  private var results: [PGResult] = []
+  private var firstError: String?
+
+  /// Connected (once).
+  var onReady: (() -> Void)?
+  /// The connection failed or was lost (once); it is closed.
+  var onFailure: ((String) -> Void)?
+  /// A `NOTIFY` on a channel this connection listens to: (channel, payload).
+  var onNotification: ((String, String) -> Void)?
+
+  /// `keywords`/`values`: libpq connection parameters; a `dbname` holding a URI or conninfo string is expanded.
+  init(loop: any EventLoop, keywords: [String], values: [String], connectTimeout: Double) {
+    self.loop = loop
+    self.keywords = keywords
+    self.values = values
+    self.connectTimeout = connectTimeout
+  }
+
+  deinit { release() }
+
+  var isReady: Bool { phase == .ready }
+
+  /// Starts connecting.
+  func start() {
+    guard phase == .idle else { return }
+    phase = .connecting
+    connection = withCStrings(keywords) { keys in
+      withCStrings(values) { vals in PQconnectStartParams(keys, vals, 1) }
+    }
+    guard let connection, PQstatus(connection) != CONNECTION_BAD else {
+      fail(connection.map(Self.errorMessage) ?? "cannot allocate a PostgreSQL connection")
+      return
+    }
+    let timer = loop.makeTimer()
+    timer.keepsLoopAlive = false
+    timer.start(afterMilliseconds: UInt64(connectTimeout * 1000)) { [weak self] in
+      guard let self, self.phase == .connecting else { return }
+      self.fail("no connection within \(Int(self.connectTimeout)) s")
+    }
+    self.timer = timer
+    // "At the beginning, consider it as having returned PGRES_POLLING_WRITING" (libpq's documentation).
+    watch(.writable, recreate: true)
+  }
+
+  /// Queues a statement: with `parameters` one statement (`$1`… bound as text), without several (simple protocol).
+  func send(
+    _ sql: String, parameters: [String?]? = nil, completion: @escaping (Result<[PGResult], PGError>) -> Void
+  ) {
+    guard phase != .closed else {
+      completion(.failure(PGError(message: "the connection is closed")))
+      return
+    }
+    queue.append(Query(sql: sql, parameters: parameters, completion: completion))
+    sendNext()
+  }
+
+  /// Closes the connection; queued statements fail. Idempotent; no ``onFailure``.
+  func close() {
+    onFailure = nil
+    fail("the connection was closed")
+  }
+
+  // MARK: Connecting
+
+  private func advanceConnect() {
+    guard phase == .connecting, let connection else { return }
+    switch PQconnectPoll(connection) {
+    case PGRES_POLLING_READING:
+      watch(.readable, recreate: true)
+    case PGRES_POLLING_WRITING:
+      watch(.writable, recreate: true)
+    case PGRES_POLLING_OK:
+      phase = .ready
+      timer?.close()
+      timer = nil
+      _ = PQsetnonblocking(connection, 1)
+      watch(.readable, recreate: true)
+      onReady?()
+      sendNext()
+    default:
+      fail(Self.errorMessage(connection))
+    }
+  }
+
+  /// Watches libpq's socket. While connecting the socket may change between steps (another host, a retry without
+  /// TLS), so the poll is made again at each; closing one stops watching at once, so the same descriptor number can
+  /// be watched again straight away.
+  private func watch(_ events: PollEvents, recreate: Bool = false) {
+    guard let connection, phase != .closed else { return }
+    let socket = PQsocket(connection)
+    guard socket >= 0 else {
+      fail(Self.errorMessage(connection))
+      return
+    }
+    if recreate || poll?.fileDescriptor != socket {
+      poll?.close()
+      poll = nil
+      do {
+        poll = try loop.makePoll(fileDescriptor: socket)
+      } catch {
+        fail("\(error)")
+        return
+      }
+    }
+    poll?.watch(events) { [weak self] ready in self?.handle(ready) }
+  }
+
+  private func handle(_ ready: PollEvents) {
+    switch phase {
+    case .connecting:
+      advanceConnect()
+    case .ready:
+      if ready.contains(.readable) { readInput() }
+      if phase == .ready { flush() }
+    case .idle, .closed:
+      break
+    }
+  }
+
+  // MARK: Statements
+
+  private func sendNext() {
+    guard phase == .ready, inFlight == nil, !queue.isEmpty, let connection else { return }
+    let query = queue.removeFirst()
+    inFlight = query
+    results = []
+    firstError = nil
+    let sent: Int32
+    if let parameters = query.parameters {
+      sent = withOptionalCStrings(parameters) { pointers in
+        PQsendQueryParams(connection, query.sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
+      }
+    } else {
+      sent = PQsendQuery(connection, query.sql)
+    }
+    guard sent == 1 else {
+      fail(Self.errorMessage(connection))
+      return
+    }
+    flush()
+  }
+
+  /// Writes what libpq holds; watches for writability while some is left (reading too: the server may need to be
+  /// read before it reads more).
+  private func flush() {
+    guard phase == .ready, let connection else { return }
+    switch PQflush(connection) {
+    case 0: watch(.readable)
+    case 1: watch([.readable, .writable])
+    default: fail(Self.errorMessage(connection))
+    }
+  }
+
+  private func readInput() {
+    guard let connection else { return }
+    guard PQconsumeInput(connection) == 1 else {
+      fail(Self.errorMessage(connection))
+      return
+    }
+    // libpq parses no further than a finished result until it is taken, so a NOTIFY read together with a result is
+    // only found after PQgetResult: look for notifications again after taking results, until neither yields more.
+    var progress = true
+    while progress && phase == .ready {
+      progress = false
+      while phase == .ready, let notice = PQnotifies(connection) {
+        progress = true
+        let channel = String(cString: notice.pointee.relname)
+        let payload = notice.pointee.extra.map { String(cString: $0) } ?? ""
+        PQfreemem(notice)
+        onNotification?(channel, payload)
+      }
+      while inFlight != nil, phase == .ready, PQisBusy(connection) == 0 {
+        progress = true
+        guard let result = PQgetResult(connection) else {
+          complete()
+          continue
+        }
+        collect(result)
+        PQclear(result)
+      }
+    }
+    if phase == .ready && PQstatus(connection) == CONNECTION_BAD { fail(Self.errorMessage(connection)) }
+  }
+
+  private func collect(_ result: OpaquePointer) {
+    switch PQresultStatus(result) {
+    case PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE:
+      var rows: [[String?]] = []
+      let fields = PQnfields(result)
+      for row in 0..<PQntuples(result) {
+        var values: [String?] = []
+        for field in 0..<fields {
+          values.append(PQgetisnull(result, row, field) == 1 ? nil : String(cString: PQgetvalue(result, row, field)))
+        }
+        rows.append(values)
+      }
+      results.append(PGResult(rows: rows))
+    case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+      results.append(PGResult())
+    default:
+      if firstError == nil {
+        let message = String(cString: PQresultErrorMessage(result))
+        firstError = message.trimmingTrailingNewlines().isEmpty ? "statement failed" : message.trimmingTrailingNewlines()
+      }
+    }
+  }
+
+  private func complete() {
+    guard let query = inFlight else { return }
+    inFlight = nil
+    if let firstError {
+      query.completion(.failure(PGError(message: firstError)))
+    } else {
+      query.completion(.success(results))
+    }
+    results = []
+    sendNext()
+  }
+
+  // MARK: Failure
+
+  private func fail(_ message: String) {
+    guard phase != .closed else { return }
+    phase = .closed
+    let pending = (inFlight.map { [$0] } ?? []) + queue
+    inFlight = nil
+    queue = []
+    release()
+    let error = PGError(message: message.trimmingTrailingNewlines())
+    for query in pending { query.completion(.failure(error)) }
+    let failure = onFailure
+    onFailure = nil
+    onReady = nil
+    onNotification = nil
+    failure?(error.message)
+  }
+
+  /// Stops watching, then closes the socket (in that order), and the timer.
+  private func release() {
+    poll?.close()
+    poll = nil
+    timer?.close()
+    timer = nil
+    if let connection { PQfinish(connection) }
+    connection = nil
+  }
+
+  private static func errorMessage(_ connection: OpaquePointer) -> String {
+    let message = String(cString: PQerrorMessage(connection)).trimmingTrailingNewlines()
+    return message.isEmpty ? "PostgreSQL connection failed" : message
+  }
+}
+
+// MARK: - C strings
+
+/// Calls `body` with a NULL-terminated array of C strings.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+  var pointers: [UnsafePointer<CChar>?] = strings.map { UnsafePointer(strdup($0)) }
+  pointers.append(nil)
+  defer { for pointer in pointers { free(UnsafeMutablePointer(mutating: pointer)) } }
+  return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// Calls `body` with an array of C strings, NULL for nil (libpq's SQL NULL parameter).
+private func withOptionalCStrings<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+  let pointers: [UnsafePointer<CChar>?] = strings.map { $0.map { UnsafePointer(strdup($0)) } ?? nil }
+  defer { for pointer in pointers { free(UnsafeMutablePointer(mutating: pointer)) } }
+  return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+}
+
+extension String {
+  func trimmingTrailingNewlines() -> String {
+    var result = Substring(self)
+    while let last = result.last, last == "\n" || last == "\r" || last == " " { result = result.dropLast() }
+    return String(result)
+  }
+}

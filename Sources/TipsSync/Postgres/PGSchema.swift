@@ -1,0 +1,112 @@
+/// The `tipsd` schema in PostgreSQL, which tipsd creates and migrates itself, and the statements the pump runs.
+///
+/// - `tipsd.schema_version (version)`: one row.
+/// - `tipsd.accounts (account PRIMARY KEY, last_cursor, created_at)`: one row per account; its row lock serializes
+///   the account's pushes, so cursors are handed out in commit order (a reader never sees cursor n+1 before n).
+/// - `tipsd.ops (account, cursor, device, seq, op, committed_at)`: every operation of every account, primary key
+///   (account, cursor) — the catch-up index — and unique (account, device, seq), so a push repeated after a crash or
+///   a lost reply inserts nothing twice. `op` is the operation's JSON (``SyncOperation/payload``).
+/// - `tipsd.push(account, device, channel, seqs[], ops[])`: inserts a batch in one transaction, bumps the account's
+///   cursor, `pg_notify`s the account's channel, returns the last cursor.
+///
+/// Many accounts share one database; every query names its account.
+enum PGSchema {
+  /// The schema version this build writes.
+  static let version = 1
+
+  /// Creates or migrates the schema, under a transaction-scoped advisory lock (daemons starting together take turns),
+  /// and returns the version row. Idempotent.
+  static let migrate = """
+    BEGIN;
+    SELECT pg_advisory_xact_lock(7305786447316791297);
+    CREATE SCHEMA IF NOT EXISTS tipsd;
+    CREATE TABLE IF NOT EXISTS tipsd.schema_version (version integer NOT NULL);
+    INSERT INTO tipsd.schema_version SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM tipsd.schema_version);
+    DO $migrate$
+    BEGIN
+      IF (SELECT version FROM tipsd.schema_version) < 1 THEN
+        CREATE TABLE tipsd.accounts (
+          account text PRIMARY KEY,
+          last_cursor bigint NOT NULL DEFAULT 0,
+          created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE tipsd.ops (
+          account text NOT NULL,
+          cursor bigint NOT NULL,
+          device text NOT NULL,
+          seq bigint NOT NULL,
+          op text NOT NULL,
+          committed_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (account, cursor),
+          UNIQUE (account, device, seq)
+        );
+        CREATE FUNCTION tipsd.push(p_account text, p_device text, p_channel text, p_seqs bigint[], p_ops text[])
+          RETURNS bigint LANGUAGE plpgsql AS $push$
+        DECLARE
+          last bigint;
+          added integer := 0;
+          i integer;
+        BEGIN
+          INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
+          SELECT last_cursor INTO last FROM tipsd.accounts WHERE account = p_account FOR UPDATE;
+          FOR i IN 1 .. coalesce(array_length(p_seqs, 1), 0) LOOP
+            INSERT INTO tipsd.ops (account, cursor, device, seq, op)
+              VALUES (p_account, last + 1, p_device, p_seqs[i], p_ops[i])
+              ON CONFLICT (account, device, seq) DO NOTHING;
+            IF FOUND THEN
+              last := last + 1;
+              added := added + 1;
+            END IF;
+          END LOOP;
+          IF added > 0 THEN
+            UPDATE tipsd.accounts SET last_cursor = last WHERE account = p_account;
+            PERFORM pg_notify(p_channel, last::text);
+          END IF;
+          RETURN last;
+        END
+        $push$;
+        UPDATE tipsd.schema_version SET version = 1;
+      END IF;
+    END
+    $migrate$;
+    SELECT version FROM tipsd.schema_version;
+    COMMIT;
+    """
+
+  /// `$1` account, `$2` device, `$3` channel, `$4` seqs (`bigint[]` text), `$5` ops (`text[]` text).
+  static let push = "SELECT tipsd.push($1, $2, $3, $4::bigint[], $5::text[])"
+
+  /// `$1` account, `$2` after this cursor, `$3` at most this many: the catch-up, on the (account, cursor) key.
+  static let pull = """
+    SELECT cursor, device, seq, op FROM tipsd.ops WHERE account = $1 AND cursor > $2 ORDER BY cursor LIMIT $3
+    """
+
+  /// A PostgreSQL array literal of texts: `{"a","b\\"c"}`.
+  static func textArray(_ items: [String]) -> String {
+    var literal = "{"
+    for (index, item) in items.enumerated() {
+      if index > 0 { literal += "," }
+      literal += "\""
+      for character in item.unicodeScalars {
+        if character == "\"" || character == "\\" { literal += "\\" }
+        literal.unicodeScalars.append(character)
+      }
+      literal += "\""
+    }
+    return literal + "}"
+  }
+
+  /// A PostgreSQL array literal of integers: `{1,2}`.
+  static func integerArray(_ items: [Int64]) -> String {
+    "{" + items.map(String.init).joined(separator: ",") + "}"
+  }
+
+  /// The account's `NOTIFY` channel: `tipsd_` and 16 hex digits of FNV-1a (64-bit) of the account id — an identifier
+  /// whatever the id holds; two accounts sharing one only cost a catch-up query that finds nothing.
+  static func channel(account: String) -> String {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in account.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+    let hex = String(hash, radix: 16)
+    return "tipsd_" + String(repeating: "0", count: 16 - hex.count) + hex
+  }
+}

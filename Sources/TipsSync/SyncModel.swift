@@ -1,0 +1,570 @@
+public import TipsEngine
+import TipsJSON
+public import TipsStore
+
+/// What a sync step asks of the server: engine mutations to record (notify subscribers, persist), in order, and the
+/// sync layer's own writes for the same transaction.
+public struct SyncEffects: Sendable {
+  public var mutations: [Mutation] = []
+  public var writes: [SyncWrite] = []
+
+  public init() {}
+
+  public var isEmpty: Bool { mutations.isEmpty && writes.isEmpty }
+}
+
+/// The merge model: what every device of the account contributed, and the merged value of each synced piece of state,
+/// kept equal to the engine's. Pure — no I/O, time from the engine's clock — and single-threaded (the loop's).
+///
+/// Merge rules (they converge whatever order operations arrive in, because each merged value is a function of the
+/// *set* of operations received):
+/// - **Epochs.** `datastore/reset` starts a new epoch (its HLC) on every device; every operation names the epoch its
+///   device knew, and operations of an older epoch than the newest reset are void.
+/// - **Donations**: a union keyed by (device, seq) (PostgreSQL's key); each event's history is the newest
+///   `maxDonations` of the union in ``Donation/precedes(_:_:canonical:)`` order; its lifetime count is the sum over devices of
+///   each device's own cumulative count.
+/// - **Display count, duration, first/last display**: per-device cumulative counters, summed (first: the earliest,
+///   last: the latest) over the counters of the record's current eligibility generation.
+/// - **Invalidation**: sticky; the earliest (HLC, then device) of the invalidations newer than the record's last
+///   `resetEligibility` wins. A `resetEligibility` voids the invalidations older than it and starts a new generation:
+///   the display counters of older generations count as zero (a device restarts its own when it learns of it).
+/// - **Parameters**: last writer wins, by HLC, then device id.
+/// - Tips whose definition says `"sync": "local"` are neither sent nor merged; definitions, groups, display
+///   frequency (and its cooldown), donation limits, variants and install ids are each device's own.
+public final class SyncModel {
+  public let device: String
+  public let account: String
+  public let engine: Engine
+  /// Operations beyond this many queued make synced changes refused (``isOutboxFull``).
+  public let outboxLimit: Int
+  /// Whether a record key's tip syncs (false for a definition with `"sync": "local"`).
+  public var isSynced: (String) -> Bool
+
+  public private(set) var epoch: HLC = .zero
+  public private(set) var clock = HybridClock()
+  /// The first sequence number of this datastore's life as `device`: this device's operations from before it (a
+  /// datastore replaced under the same `--device`) are merged like another device's; later ones were applied here.
+  public private(set) var since: Int64 = 0
+  /// The last `tipsd.ops` cursor applied.
+  public private(set) var cursor: Int64 = 0
+
+  struct DisplayCounter: Equatable {
+    var generation: HLC
+    var count: Int
+    var duration: Double
+    var first: Double?
+    var last: Double?
+    var seq: Int64
+  }
+
+  struct Invalidation: Equatable {
+    var hlc: HLC
+    var device: String
+    var reason: InvalidationReason
+    var at: Double
+
+    func precedes(_ other: Invalidation) -> Bool {
+      hlc != other.hlc ? hlc < other.hlc : device.utf8.lexicographicallyPrecedes(other.device.utf8)
+    }
+  }
+
+  struct ParameterRegister: Equatable {
+    var hlc: HLC
+    var device: String
+    var value: JSONValue
+
+    func isNewer(than other: ParameterRegister) -> Bool {
+      hlc != other.hlc ? hlc > other.hlc : other.device.utf8.lexicographicallyPrecedes(device.utf8)
+    }
+  }
+
+  /// Per event, per device: cumulative donations in this epoch.
+  var lifetimes: [String: [String: Int]] = [:]
+  /// Per record key, per device: display counter.
+  var displays: [String: [String: DisplayCounter]] = [:]
+  /// Per record key: the newest resetEligibility.
+  var eligibility: [String: HLC] = [:]
+  /// Per record key: invalidations newer than its eligibility reset, earliest first.
+  var invalidations: [String: [Invalidation]] = [:]
+  var parameters: [String: ParameterRegister] = [:]
+  var outbox = Outbox()
+
+  /// Whether the datastore had never synced before (its existing state was queued as this device's contribution).
+  public private(set) var bootstrapped = false
+  /// Whether the clock or epoch changed since ``takeMetaWrites()``.
+  private var metaDirty = false
+
+  /// Loads the model from what the datastore holds. A datastore that never synced gets `device` and `account`, and
+  /// its existing state is queued as this device's contribution (``bootstrapped``). Throws a message when the
+  /// datastore belongs to another account or device.
+  public init(
+    engine: Engine, snapshot: SyncSnapshot, account: String, device: String?, outboxLimit: Int,
+    isSynced: @escaping (String) -> Bool = { _ in true }
+  ) throws(SyncSetupError) {
+    self.engine = engine
+    self.account = account
+    self.outboxLimit = outboxLimit
+    self.isSynced = isSynced
+    let meta = snapshot.meta
+    if let stored = meta[MetaKey.account], stored != account {
+      throw SyncSetupError(
+        "this datastore syncs account \"\(stored)\"; it cannot sync account \"\(account)\" (use another --datastore)")
+    }
+    if let stored = meta[MetaKey.device], let device, stored != device {
+      throw SyncSetupError(
+        "this datastore is device \"\(stored)\" of its account; it cannot be device \"\(device)\" (drop --device, or "
+          + "use another --datastore)")
+    }
+    self.device = meta[MetaKey.device] ?? device ?? Self.randomDeviceID()
+    epoch = HLC(rawValue: meta[MetaKey.epoch].flatMap { Int64($0) } ?? 0)
+    clock = HybridClock(last: HLC(rawValue: meta[MetaKey.clock].flatMap { Int64($0) } ?? 0))
+    since = meta[MetaKey.since].flatMap { Int64($0) } ?? 0
+    cursor = meta[MetaKey.cursor].flatMap { Int64($0) } ?? 0
+    for row in snapshot.state { load(row) }
+    for row in snapshot.outbox {
+      guard let operation = SyncOperation(device: self.device, seq: row.seq, payload: row.op) else { continue }
+      _ = outbox.add(operation, created: row.created, donationLimit: { _ in .max }, restoring: true)
+    }
+    bootstrapped = meta[MetaKey.device] == nil
+  }
+
+  /// The first effects of a datastore that never synced: its identity, and its existing state (donations, records,
+  /// parameters) queued as this device's contribution. Empty otherwise.
+  public func bootstrap(wallNow: Double) -> SyncEffects {
+    guard bootstrapped else { return SyncEffects() }
+    var effects = SyncEffects()
+    effects.writes.append(.meta(key: MetaKey.device, value: device))
+    effects.writes.append(.meta(key: MetaKey.account, value: account))
+    since = clock.next(physicalSeconds: engine.clock.now()).rawValue
+    effects.writes.append(.meta(key: MetaKey.since, value: String(since)))
+    for event in engine.eventIDs.sorted() {
+      let kept = engine.donations(event)
+      let lifetime = engine.lifetimeCount(event)
+      setLifetime(event, device, lifetime, &effects)
+      for (index, donation) in kept.enumerated() {
+        let cumulative = lifetime - (kept.count - 1 - index)
+        enqueue(.donation(event: event, at: donation.at, info: donation.info, lifetime: cumulative), &effects, wallNow)
+      }
+    }
+    for key in engine.recordKeys.sorted() where isSynced(key) {
+      let record = engine.record(forKey: key)
+      if record.displayCount > 0 || record.displayedDuration > 0 {
+        let hlc = clock.next(physicalSeconds: engine.clock.now())
+        let counter = DisplayCounter(
+          generation: .zero, count: record.displayCount, duration: record.displayedDuration,
+          first: record.firstDisplayedAt, last: record.lastDisplayedAt, seq: hlc.rawValue)
+        setDisplay(key, device, counter, &effects)
+        enqueue(
+          .display(
+            key: key, generation: .zero, count: counter.count, duration: counter.duration, first: counter.first,
+            last: counter.last), &effects, wallNow, hlc: hlc)
+      }
+      if let reason = record.invalidationReason {
+        addLocalInvalidation(key, reason: reason, at: record.invalidatedAt ?? engine.clock.now(), &effects, wallNow)
+      }
+    }
+    for (id, value) in engine.storedParameters.sorted(by: { $0.key < $1.key }) {
+      let hlc = clock.next(physicalSeconds: engine.clock.now())
+      setParameter(id, ParameterRegister(hlc: hlc, device: device, value: value), &effects)
+      enqueue(.parameter(id: id, value: value), &effects, wallNow, hlc: hlc)
+    }
+    bootstrapped = false
+    finishMeta(&effects)
+    return effects
+  }
+
+  /// A fresh device id: 128 random bits in hex.
+  static func randomDeviceID() -> String {
+    var generator = SystemRandomNumberGenerator()
+    let hex = Array("0123456789abcdef")
+    return String((0..<32).map { _ in hex[Int(generator.next() % 16)] })
+  }
+
+  // MARK: - Outbox
+
+  /// Operations queued for PostgreSQL.
+  public var outboxCount: Int { outbox.count }
+
+  /// Whether synced changes must be refused: the outbox holds ``outboxLimit`` operations even after merging.
+  public var isOutboxFull: Bool { outbox.count >= outboxLimit }
+
+  /// When the oldest queued operation was queued (wall clock), if any.
+  public var oldestQueued: Double? { outbox.oldestCreated }
+
+  /// The oldest queued operations, at most `limit`: (seq, payload).
+  public func outboxBatch(_ limit: Int) -> [(seq: Int64, payload: String)] {
+    outbox.first(limit).map { ($0.operation.seq, $0.payload) }
+  }
+
+  /// PostgreSQL committed these operations: they leave the outbox.
+  public func pushed(_ seqs: [Int64]) -> SyncEffects {
+    var effects = SyncEffects()
+    for seq in seqs { effects.writes += outbox.remove(seq) }
+    return effects
+  }
+
+  // MARK: - Local changes
+
+  /// Turns the writes of a local mutation into operations (and this device's contributions), then brings the engine
+  /// to the merged value where this device's view was not the whole story (a display while another device's counts
+  /// are known, an earlier invalidation elsewhere).
+  public func recordLocal(_ writes: [StateWrite], wallNow: Double) -> SyncEffects {
+    var effects = SyncEffects()
+    var touched: [String] = []
+    for write in writes {
+      switch write {
+      case .donation(let event, let donation, _):
+        let lifetime = (lifetimes[event]?[device] ?? 0) + 1
+        setLifetime(event, device, lifetime, &effects)
+        enqueue(
+          .donation(event: event, at: donation.at, info: donation.info, lifetime: lifetime), &effects, wallNow)
+      case .tipRecord(let key, let new):
+        guard isSynced(key) else { continue }
+        let old = projection(key)
+        if new.isEmpty {
+          if !old.isEmpty { localResetEligibility(key, &effects, wallNow) }
+        } else {
+          if new.displayCount > old.displayCount {
+            localDisplay(key, old: old, new: new, &effects, wallNow)
+          }
+          if let reason = new.invalidationReason, old.invalidationReason == nil {
+            addLocalInvalidation(key, reason: reason, at: new.invalidatedAt ?? engine.clock.now(), &effects, wallNow)
+          }
+        }
+        touched.append(key)
+      case .parameter(let id, let value):
+        let hlc = clock.next(physicalSeconds: engine.clock.now())
+        setParameter(id, ParameterRegister(hlc: hlc, device: device, value: value), &effects)
+        enqueue(.parameter(id: id, value: value), &effects, wallNow, hlc: hlc)
+      case .reset:
+        let hlc = clock.next(physicalSeconds: engine.clock.now())
+        startEpoch(hlc, &effects)
+        enqueue(.reset, &effects, wallNow, hlc: hlc)
+      default:
+        continue
+      }
+    }
+    for key in touched { reconcile(key, &effects) }
+    if !effects.isEmpty { metaDirty = true }
+    return effects
+  }
+
+  private func localDisplay(_ key: String, old: TipRecord, new: TipRecord, _ effects: inout SyncEffects, _ wallNow: Double) {
+    let generation = eligibility[key] ?? .zero
+    var own = displays[key]?[device] ?? DisplayCounter(generation: generation, count: 0, duration: 0, seq: 0)
+    if own.generation != generation { own = DisplayCounter(generation: generation, count: 0, duration: 0, seq: 0) }
+    own.count += new.displayCount - old.displayCount
+    own.duration += max(0, new.displayedDuration - old.displayedDuration)
+    let at = new.lastDisplayedAt ?? engine.clock.now()
+    own.first = own.first ?? at
+    own.last = at
+    let hlc = clock.next(physicalSeconds: engine.clock.now())
+    own.seq = hlc.rawValue
+    setDisplay(key, device, own, &effects)
+    enqueue(
+      .display(key: key, generation: generation, count: own.count, duration: own.duration, first: own.first, last: own.last),
+      &effects, wallNow, hlc: hlc)
+  }
+
+  private func addLocalInvalidation(
+    _ key: String, reason: InvalidationReason, at: Double, _ effects: inout SyncEffects, _ wallNow: Double
+  ) {
+    let hlc = clock.next(physicalSeconds: engine.clock.now())
+    insertInvalidation(key, Invalidation(hlc: hlc, device: device, reason: reason, at: at), &effects)
+    enqueue(.invalidate(key: key, reason: reason, at: at), &effects, wallNow, hlc: hlc)
+  }
+
+  private func localResetEligibility(_ key: String, _ effects: inout SyncEffects, _ wallNow: Double) {
+    let hlc = clock.next(physicalSeconds: engine.clock.now())
+    raiseEligibility(key, to: hlc, &effects)
+    enqueue(.resetEligibility(key: key), &effects, wallNow, hlc: hlc)
+  }
+
+  // MARK: - Remote changes
+
+  /// Merges operations pulled from PostgreSQL (in cursor order; this device's own are skipped) and brings the engine
+  /// to the merged values. `cursor` is the last row's cursor.
+  public func applyRemote(_ operations: [SyncOperation?], cursor newCursor: Int64, wallNow: Double) -> SyncEffects {
+    var effects = SyncEffects()
+    var donations: [String: [Donation]] = [:]
+    var events: Set<String> = []
+    var keys: Set<String> = []
+    var parameterIDs: Set<String> = []
+    for case let operation? in operations where operation.device != device || operation.seq < since {
+      clock.observe(operation.hlc)
+      if case .reset = operation.body {
+        guard operation.hlc > epoch else { continue }
+        remoteReset(operation.hlc, &effects)
+        donations = [:]
+        events = []
+        continue
+      }
+      if operation.epoch < epoch { continue }
+      if operation.epoch > epoch {
+        // Its device knew a reset this one has not seen yet: that reset comes first.
+        remoteReset(operation.epoch, &effects)
+        donations = [:]
+        events = []
+      }
+      let from = operation.device
+      switch operation.body {
+      case .reset:
+        break
+      case .donation(let event, let at, let info, let lifetime):
+        if lifetime > lifetimes[event]?[from] ?? 0 { setLifetime(event, from, lifetime, &effects) }
+        donations[event, default: []].append(Donation(at: at, info: info))
+        events.insert(event)
+      case .display(let key, let generation, let count, let duration, let first, let last):
+        guard isSynced(key) else { continue }
+        let current = eligibility[key] ?? .zero
+        if generation < current { continue }
+        if generation > current { raiseEligibility(key, to: generation, &effects) }
+        if let existing = displays[key]?[from], existing.generation == generation, existing.seq >= operation.seq {
+          continue
+        }
+        let counter = DisplayCounter(
+          generation: generation, count: count, duration: duration, first: first, last: last, seq: operation.seq)
+        setDisplay(key, from, counter, &effects)
+        keys.insert(key)
+      case .invalidate(let key, let reason, let at):
+        guard isSynced(key), operation.hlc > eligibility[key] ?? .zero else { continue }
+        insertInvalidation(key, Invalidation(hlc: operation.hlc, device: from, reason: reason, at: at), &effects)
+        keys.insert(key)
+      case .resetEligibility(let key):
+        guard isSynced(key), operation.hlc > eligibility[key] ?? .zero else { continue }
+        raiseEligibility(key, to: operation.hlc, &effects)
+        keys.insert(key)
+      case .parameter(let id, let value):
+        let register = ParameterRegister(hlc: operation.hlc, device: from, value: value)
+        if let existing = parameters[id], !register.isNewer(than: existing) { continue }
+        setParameter(id, register, &effects)
+        parameterIDs.insert(id)
+      }
+    }
+    for event in events.sorted() {
+      let total = lifetimes[event]?.values.reduce(0, +) ?? 0
+      effects.mutations.append(engine.mergeDonations(donations[event] ?? [], lifetime: total, intoEvent: event))
+    }
+    for key in keys.sorted() {
+      checkBudgets(key, &effects, wallNow)
+      reconcile(key, &effects)
+    }
+    for id in parameterIDs.sorted() {
+      effects.mutations.append(engine.applySyncedParameter(id, parameters[id]?.value))
+    }
+    if newCursor > cursor {
+      cursor = newCursor
+      effects.writes.append(.meta(key: MetaKey.cursor, value: String(newCursor)))
+    }
+    metaDirty = true
+    return effects
+  }
+
+  private func remoteReset(_ hlc: HLC, _ effects: inout SyncEffects) {
+    startEpoch(hlc, &effects)
+    effects.mutations.append(engine.reset())
+  }
+
+  /// A record's budgets reached by displays merged from other devices: invalidate it here, as a display would have
+  /// (count first, then duration). Every device that sees it does the same; the earliest invalidation wins.
+  private func checkBudgets(_ key: String, _ effects: inout SyncEffects, _ wallNow: Double) {
+    let record = projection(key)
+    guard record.invalidationReason == nil,
+      let options = engine.definition(of: Engine.tipID(ofRecordKey: key))?.options
+    else { return }
+    let now = engine.clock.now()
+    if let maxCount = options.maxDisplayCount, record.displayCount >= maxCount {
+      addLocalInvalidation(key, reason: .displayCountExceeded, at: now, &effects, wallNow)
+    } else if let maxDuration = options.maxDisplayDuration, record.displayedDuration >= maxDuration {
+      addLocalInvalidation(key, reason: .displayDurationExceeded, at: now, &effects, wallNow)
+    }
+  }
+
+  // MARK: - Merged values
+
+  /// The merged record of a key (see the type's rules).
+  public func projection(_ key: String) -> TipRecord {
+    let generation = eligibility[key] ?? .zero
+    var record = TipRecord()
+    if let counters = displays[key] {
+      for device in counters.keys.sorted() {
+        guard let counter = counters[device], counter.generation == generation else { continue }
+        record.displayCount += counter.count
+        record.displayedDuration += counter.duration
+        if let first = counter.first { record.firstDisplayedAt = min(record.firstDisplayedAt ?? first, first) }
+        if let last = counter.last { record.lastDisplayedAt = max(record.lastDisplayedAt ?? last, last) }
+      }
+    }
+    if let winner = invalidations[key]?.first {
+      record.invalidationReason = winner.reason
+      record.invalidatedAt = winner.at
+    }
+    return record
+  }
+
+  /// Brings the engine's record of `key` to the merged one.
+  private func reconcile(_ key: String, _ effects: inout SyncEffects) {
+    let merged = projection(key)
+    if engine.record(forKey: key) != merged {
+      effects.mutations.append(engine.applySyncedRecord(merged, forKey: key))
+    }
+  }
+
+  // MARK: - State changes (each mirrored by a write)
+
+  private func enqueue(
+    _ body: SyncOperation.Body, _ effects: inout SyncEffects, _ wallNow: Double, hlc given: HLC? = nil
+  ) {
+    // The sequence number is the HLC: strictly increasing per device, and — unlike a counter — still increasing when
+    // a device's datastore is replaced under the same id (PostgreSQL would refuse a repeated (device, seq)).
+    let hlc = given ?? clock.next(physicalSeconds: engine.clock.now())
+    let operation = SyncOperation(device: device, seq: hlc.rawValue, hlc: hlc, epoch: epoch, body: body)
+    effects.writes += outbox.add(operation, created: wallNow, donationLimit: { [engine] in engine.donationLimit($0) })
+  }
+
+  private func startEpoch(_ hlc: HLC, _ effects: inout SyncEffects) {
+    epoch = hlc
+    lifetimes = [:]
+    displays = [:]
+    eligibility = [:]
+    invalidations = [:]
+    parameters = [:]
+    effects.writes.append(.clearState)
+  }
+
+  private func raiseEligibility(_ key: String, to hlc: HLC, _ effects: inout SyncEffects) {
+    eligibility[key] = hlc
+    effects.writes.append(.state(kind: Kind.eligibility, device: "", key: key, value: String(hlc.rawValue)))
+    if let list = invalidations[key] {
+      let kept = list.filter { $0.hlc > hlc }
+      if kept != list { setInvalidations(key, kept, &effects) }
+    }
+    if let counters = displays[key] {
+      for (from, counter) in counters where counter.generation < hlc {
+        displays[key]?[from] = nil
+        effects.writes.append(.state(kind: Kind.display, device: from, key: key, value: nil))
+      }
+    }
+  }
+
+  private func insertInvalidation(_ key: String, _ invalidation: Invalidation, _ effects: inout SyncEffects) {
+    var list = invalidations[key] ?? []
+    guard !list.contains(where: { $0.hlc == invalidation.hlc && $0.device == invalidation.device }) else { return }
+    list.append(invalidation)
+    list.sort { $0.precedes($1) }
+    setInvalidations(key, list, &effects)
+  }
+
+  private func setInvalidations(_ key: String, _ list: [Invalidation], _ effects: inout SyncEffects) {
+    invalidations[key] = list.isEmpty ? nil : list
+    let value: String? =
+      list.isEmpty
+      ? nil
+      : JSONValue.array(
+        list.map {
+          .object([
+            "hlc": .int($0.hlc.rawValue), "device": .string($0.device), "reason": .string($0.reason.rawValue),
+            "at": .double($0.at),
+          ])
+        }
+      ).jsonString
+    effects.writes.append(.state(kind: Kind.invalidations, device: "", key: key, value: value))
+  }
+
+  private func setLifetime(_ event: String, _ from: String, _ count: Int, _ effects: inout SyncEffects) {
+    lifetimes[event, default: [:]][from] = count
+    effects.writes.append(.state(kind: Kind.lifetime, device: from, key: event, value: String(count)))
+  }
+
+  private func setDisplay(_ key: String, _ from: String, _ counter: DisplayCounter, _ effects: inout SyncEffects) {
+    displays[key, default: [:]][from] = counter
+    var object: JSONObject = [
+      "generation": .int(counter.generation.rawValue), "count": .int(Int64(counter.count)),
+      "duration": .double(counter.duration), "seq": .int(counter.seq),
+    ]
+    if let first = counter.first { object["first"] = .double(first) }
+    if let last = counter.last { object["last"] = .double(last) }
+    effects.writes.append(.state(kind: Kind.display, device: from, key: key, value: JSONValue.object(object).jsonString))
+  }
+
+  private func setParameter(_ id: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
+    parameters[id] = register
+    let value: JSONValue = [
+      "hlc": .int(register.hlc.rawValue), "device": .string(register.device), "value": register.value,
+    ]
+    effects.writes.append(.state(kind: Kind.parameter, device: "", key: id, value: value.jsonString))
+  }
+
+  /// Appends the clock and epoch to a step's writes.
+  private func finishMeta(_ effects: inout SyncEffects) {
+    effects.writes.append(.meta(key: MetaKey.clock, value: String(clock.last.rawValue)))
+    effects.writes.append(.meta(key: MetaKey.epoch, value: String(epoch.rawValue)))
+    metaDirty = false
+  }
+
+  /// The clock and epoch, when they changed since last asked: written once per commit rather than once per change.
+  public func takeMetaWrites() -> [SyncWrite] {
+    guard metaDirty else { return [] }
+    var effects = SyncEffects()
+    finishMeta(&effects)
+    return effects.writes
+  }
+
+  private func load(_ row: SyncStateRow) {
+    switch row.kind {
+    case Kind.lifetime:
+      if let count = Int(row.value) { lifetimes[row.key, default: [:]][row.device] = count }
+    case Kind.display:
+      guard let value = try? JSONParser.parse(row.value), let generation = value["generation"]?.intValue,
+        let count = value["count"]?.intValue, let duration = value["duration"]?.doubleValue
+      else { return }
+      displays[row.key, default: [:]][row.device] = DisplayCounter(
+        generation: HLC(rawValue: generation), count: Int(count), duration: duration,
+        first: value["first"]?.doubleValue, last: value["last"]?.doubleValue, seq: value["seq"]?.intValue ?? 0)
+    case Kind.eligibility:
+      if let hlc = Int64(row.value) { eligibility[row.key] = HLC(rawValue: hlc) }
+    case Kind.invalidations:
+      guard let list = (try? JSONParser.parse(row.value))?.arrayValue else { return }
+      invalidations[row.key] = list.compactMap { item in
+        guard let hlc = item["hlc"]?.intValue, let device = item["device"]?.stringValue,
+          let reason = item["reason"]?.stringValue.flatMap(InvalidationReason.init(rawValue:)),
+          let at = item["at"]?.doubleValue
+        else { return nil }
+        return Invalidation(hlc: HLC(rawValue: hlc), device: device, reason: reason, at: at)
+      }
+    case Kind.parameter:
+      guard let value = try? JSONParser.parse(row.value), let hlc = value["hlc"]?.intValue,
+        let device = value["device"]?.stringValue, let stored = value["value"]
+      else { return }
+      parameters[row.key] = ParameterRegister(hlc: HLC(rawValue: hlc), device: device, value: stored)
+    default:
+      break
+    }
+  }
+
+  /// `sync_state.kind` values.
+  enum Kind {
+    static let lifetime = "lifetime"
+    static let display = "display"
+    static let eligibility = "eligibility"
+    static let invalidations = "invalidations"
+    static let parameter = "parameter"
+  }
+
+  /// `sync_meta` keys.
+  public enum MetaKey {
+    public static let device = "device"
+    public static let account = "account"
+    public static let epoch = "epoch"
+    public static let clock = "clock"
+    public static let since = "since"
+    public static let cursor = "cursor"
+  }
+}
+
+/// Why sync cannot start with this datastore (another account or device), as a sentence.
+public struct SyncSetupError: Error, Sendable, CustomStringConvertible {
+  public var message: String
+  public init(_ message: String) { self.message = message }
+  public var description: String { message }
+}

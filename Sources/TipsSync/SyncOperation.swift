@@ -1,0 +1,132 @@
+public import TipsEngine
+public import TipsJSON
+
+/// One change a device sends to the account's other devices: what `tipsd.ops` holds in PostgreSQL and the local
+/// `sync_outbox` holds until PostgreSQL has committed it.
+///
+/// Operations carry *state*, not deltas, wherever the merge allows (a device's cumulative display counter, its
+/// cumulative donation count, a parameter's value), so a newer one supersedes an older one of the same register: the
+/// outbox can merge them, and a device that missed one loses nothing.
+public struct SyncOperation: Sendable, Equatable {
+  /// The device that made it.
+  public var device: String
+  /// The device's own sequence number (strictly increasing per device): with `device`, the operation's identity —
+  /// PostgreSQL refuses a second copy, so a push repeated after a crash is harmless.
+  public var seq: Int64
+  /// When it was made.
+  public var hlc: HLC
+  /// The datastore reset (its HLC) this operation comes after, as far as its device knew; ``HLC/zero`` for none.
+  /// An operation of an older epoch than the account's newest reset is void.
+  public var epoch: HLC
+  public var body: Body
+
+  public enum Body: Sendable, Equatable {
+    /// `datastore/reset`: tombstones the account (everything of an older epoch), on every device.
+    case reset
+    /// One donation, and the device's cumulative count of donations of that event in this epoch.
+    case donation(event: String, at: Double, info: JSONObject?, lifetime: Int)
+    /// A device's cumulative displays of one record (`tipId` or `tipId\u{1F}variant`) since the eligibility reset
+    /// `generation` (the newest it knew; ``HLC/zero`` for none).
+    case display(key: String, generation: HLC, count: Int, duration: Double, first: Double?, last: Double?)
+    /// An invalidation of one record.
+    case invalidate(key: String, reason: InvalidationReason, at: Double)
+    /// `tips/resetEligibility` of one record: clears invalidations and display counters older than it.
+    case resetEligibility(key: String)
+    /// A parameter's value (last writer wins, by HLC then device id).
+    case parameter(id: String, value: JSONValue)
+  }
+
+  public init(device: String, seq: Int64, hlc: HLC, epoch: HLC, body: Body) {
+    self.device = device
+    self.seq = seq
+    self.hlc = hlc
+    self.epoch = epoch
+    self.body = body
+  }
+
+  /// The kind's name on the wire.
+  public var kind: String {
+    switch body {
+    case .reset: "reset"
+    case .donation: "donation"
+    case .display: "display"
+    case .invalidate: "invalidate"
+    case .resetEligibility: "resetEligibility"
+    case .parameter: "parameter"
+    }
+  }
+
+  // MARK: JSON
+
+  /// The payload stored in `tipsd.ops.op` and `sync_outbox.op` (device and seq are columns of their own):
+  /// `{"hlc": N, "epoch": N, "kind": K, …kind's members}`.
+  public var payload: String {
+    var object: JSONObject = ["hlc": .int(hlc.rawValue), "epoch": .int(epoch.rawValue), "kind": .string(kind)]
+    switch body {
+    case .reset:
+      break
+    case .donation(let event, let at, let info, let lifetime):
+      object["event"] = .string(event)
+      object["at"] = .double(at)
+      if let info { object["info"] = .object(info) }
+      object["lifetime"] = .int(Int64(lifetime))
+    case .display(let key, let generation, let count, let duration, let first, let last):
+      object["key"] = .string(key)
+      object["generation"] = .int(generation.rawValue)
+      object["count"] = .int(Int64(count))
+      object["duration"] = .double(duration)
+      if let first { object["first"] = .double(first) }
+      if let last { object["last"] = .double(last) }
+    case .invalidate(let key, let reason, let at):
+      object["key"] = .string(key)
+      object["reason"] = .string(reason.rawValue)
+      object["at"] = .double(at)
+    case .resetEligibility(let key):
+      object["key"] = .string(key)
+    case .parameter(let id, let value):
+      object["id"] = .string(id)
+      object["value"] = value
+    }
+    return JSONValue.object(object).jsonString
+  }
+
+  /// Decodes a payload; nil for one this build does not understand (a newer tipsd's kind), which is skipped.
+  public init?(device: String, seq: Int64, payload: String) {
+    guard let value = try? JSONParser.parse(payload), case .object(let object) = value,
+      let hlc = object["hlc"]?.intValue, let epoch = object["epoch"]?.intValue, let kind = object["kind"]?.stringValue
+    else { return nil }
+    func string(_ key: String) -> String? { object[key]?.stringValue }
+    func number(_ key: String) -> Double? { object[key]?.doubleValue }
+    let body: Body
+    switch kind {
+    case "reset":
+      body = .reset
+    case "donation":
+      guard let event = string("event"), let at = number("at"), let lifetime = object["lifetime"]?.intValue else {
+        return nil
+      }
+      body = .donation(event: event, at: at, info: object["info"]?.objectValue, lifetime: Int(lifetime))
+    case "display":
+      guard let key = string("key"), let generation = object["generation"]?.intValue,
+        let count = object["count"]?.intValue, let duration = number("duration")
+      else { return nil }
+      body = .display(
+        key: key, generation: HLC(rawValue: generation), count: Int(count), duration: duration, first: number("first"),
+        last: number("last"))
+    case "invalidate":
+      guard let key = string("key"), let reason = string("reason").flatMap(InvalidationReason.init(rawValue:)),
+        let at = number("at")
+      else { return nil }
+      body = .invalidate(key: key, reason: reason, at: at)
+    case "resetEligibility":
+      guard let key = string("key") else { return nil }
+      body = .resetEligibility(key: key)
+    case "parameter":
+      guard let id = string("id"), let value = object["value"] else { return nil }
+      body = .parameter(id: id, value: value)
+    default:
+      return nil
+    }
+    self.init(device: device, seq: seq, hlc: HLC(rawValue: hlc), epoch: HLC(rawValue: epoch), body: body)
+  }
+}

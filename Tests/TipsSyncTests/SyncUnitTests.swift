@@ -1,0 +1,109 @@
+import Testing
+import TipsEngine
+import TipsJSON
+import TipsStore
+@testable import TipsSync
+
+@Suite struct SyncServerTests {
+  @Test(arguments: [
+    ("postgresql://tipsd:hunter2@db.example:5432/tips", "postgresql://tipsd:***@db.example:5432/tips"),
+    ("postgres://tipsd:hunter2@db.example/tips?sslmode=require", "postgres://tipsd:***@db.example/tips?sslmode=require"),
+    ("postgresql://tipsd@db.example/tips?password=hunter2&sslmode=verify-full",
+     "postgresql://tipsd@db.example/tips?password=***&sslmode=verify-full"),
+    ("postgresql:///postgres?host=/tmp/pg&port=5432", "postgresql:///postgres?host=/tmp/pg&port=5432"),
+    ("host=db.example user=tipsd password=hunter2 dbname=tips", "host=db.example user=tipsd password=*** dbname=tips"),
+    ("host=db.example password = 'hunter 2\\' x' dbname=tips", "host=db.example password = *** dbname=tips"),
+  ])
+  func passwordsAreRedacted(input: String, expected: String) throws {
+    let server = try SyncServer(input)
+    #expect(server.redacted == expected)
+    #expect(!server.redacted.contains("hunter"))
+    #expect("\(server)" == expected)
+  }
+
+  @Test func messagesAreScrubbed() throws {
+    let server = try SyncServer("postgresql://tipsd:hunter2@db.example/tips")
+    #expect(server.scrub("FATAL: password authentication failed (hunter2)") == "FATAL: password authentication failed (***)")
+  }
+
+  @Test func libpqRejectsWhatItCannotRead() {
+    #expect(throws: SyncSetupError.self) { try SyncServer("postgresql://[::1") }
+    #expect(throws: SyncSetupError.self) { try SyncServer("host=db nonsense") }
+  }
+}
+
+@Suite struct PGSchemaTests {
+  @Test func arrayLiterals() {
+    #expect(PGSchema.textArray([]) == "{}")
+    #expect(PGSchema.textArray(["a", "b\"c", "d\\e", "{\"k\": 1}"]) == #"{"a","b\"c","d\\e","{\"k\": 1}"}"#)
+    #expect(PGSchema.integerArray([1, -2, 30]) == "{1,-2,30}")
+  }
+
+  @Test func channelsAreIdentifiersPerAccount() {
+    let channel = PGSchema.channel(account: "alice@example.com; DROP TABLE x")
+    #expect(channel.hasPrefix("tipsd_") && channel.count == 22)
+    #expect(channel.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+    #expect(channel != PGSchema.channel(account: "bob"))
+    #expect(channel == PGSchema.channel(account: "alice@example.com; DROP TABLE x"))
+  }
+}
+
+@Suite struct SyncOperationTests {
+  @Test func payloadsRoundTrip() throws {
+    let bodies: [SyncOperation.Body] = [
+      .reset,
+      .donation(event: "e", at: 1_700_000_000.123456, info: ["region": "north", "n": 1.5], lifetime: 1001),
+      .donation(event: "e", at: 1_700_000_000, info: nil, lifetime: 1),
+      .display(key: "tip\u{1F}friendly", generation: HLC(rawValue: 42), count: 3, duration: 12.25, first: 1, last: 2),
+      .display(key: "tip", generation: .zero, count: 0, duration: 0, first: nil, last: nil),
+      .invalidate(key: "tip", reason: .displayCountExceeded, at: 3.5),
+      .resetEligibility(key: "tip"),
+      .parameter(id: "level", value: 3),
+      .parameter(id: "name", value: "Ünïcode \"quoted\""),
+    ]
+    for body in bodies {
+      let operation = SyncOperation(
+        device: "d", seq: 111_398_400_000_000_000, hlc: HLC(rawValue: 111_398_400_000_000_000),
+        epoch: HLC(rawValue: 7), body: body)
+      let decoded = try #require(SyncOperation(device: "d", seq: operation.seq, payload: operation.payload))
+      #expect(decoded == operation)
+    }
+    #expect(SyncOperation(device: "d", seq: 1, payload: #"{"hlc":1,"epoch":0,"kind":"fromTheFuture"}"#) == nil)
+    #expect(SyncOperation(device: "d", seq: 1, payload: "not json") == nil)
+  }
+}
+
+@Suite struct OutboxTests {
+  func operation(_ seq: Int64, _ body: SyncOperation.Body) -> SyncOperation {
+    SyncOperation(device: "me", seq: seq, hlc: HLC(rawValue: seq), epoch: .zero, body: body)
+  }
+
+  @Test func newerRegistersSupersedeQueuedOnes() {
+    var outbox = Outbox()
+    let limit: (String) -> Int = { _ in 2 }
+    _ = outbox.add(operation(1, .display(key: "t", generation: .zero, count: 1, duration: 1, first: 1, last: 1)), created: 0, donationLimit: limit)
+    _ = outbox.add(operation(2, .parameter(id: "p", value: 1)), created: 0, donationLimit: limit)
+    _ = outbox.add(operation(3, .invalidate(key: "t", reason: .tipClosed, at: 3)), created: 0, donationLimit: limit)
+    let writes = outbox.add(
+      operation(4, .display(key: "t", generation: .zero, count: 2, duration: 2, first: 1, last: 4)), created: 0,
+      donationLimit: limit)
+    #expect(writes.contains(.outboxDelete(seq: 1)))
+    #expect(outbox.first(10).map(\.operation.seq) == [2, 3, 4])
+    _ = outbox.add(operation(5, .parameter(id: "p", value: 2)), created: 0, donationLimit: limit)
+    #expect(outbox.first(10).map(\.operation.seq) == [3, 4, 5])
+    // A resetEligibility voids the record's queued invalidations and display counter.
+    _ = outbox.add(operation(6, .resetEligibility(key: "t")), created: 0, donationLimit: limit)
+    #expect(outbox.first(10).map(\.operation.seq) == [5, 6])
+    // An event keeps at most its history's bound of queued donations: the oldest goes (its count lives on).
+    for seq in Int64(7)...9 {
+      _ = outbox.add(operation(seq, .donation(event: "e", at: Double(seq), info: nil, lifetime: Int(seq))), created: 0, donationLimit: limit)
+    }
+    #expect(outbox.first(10).map(\.operation.seq) == [5, 6, 8, 9])
+    // A datastore reset supersedes everything queued before it.
+    _ = outbox.add(operation(10, .reset), created: 0, donationLimit: limit)
+    #expect(outbox.first(10).map(\.operation.seq) == [10])
+    #expect(outbox.remove(10) == [.outboxDelete(seq: 10)])
+    #expect(outbox.remove(10) == [])
+    #expect(outbox.count == 0 && outbox.oldestCreated == nil)
+  }
+}
