@@ -132,3 +132,30 @@ struct HistoryStoreTests {
     #expect(try store.sizeBytes() > 0)
   }
 }
+
+@Suite struct HistoryCodecTests {
+  @Test("a donation of the event the chunk's previous entry named stores no id; it decodes back, across chunks too")
+  func repeatedEventIDs() throws {
+    var batch = HistoryBatch()
+    let names = ["goal.a", "goal.a", "goal.b", "goal.a"] + Array(repeating: "goal.a", count: 300)
+    var cursor: Int64 = 10
+    var impressionAt = 0
+    for (index, name) in names.enumerated() {
+      if index == 2 {
+        cursor += 1
+        batch.append(HistoryEvent(cursor: cursor, kind: .impression, at: 5, tipID: "t.tip"))
+        impressionAt = index
+      }
+      cursor += 1
+      batch.appendDonation(cursor: cursor, event: name, at: Double(index))
+    }
+    let events = batch.events
+    #expect(events.count == names.count + 1)
+    let donations = events.filter { $0.kind == .donation }
+    #expect(donations.map { $0.eventID } == names.map { Optional($0) })
+    #expect(donations.map { $0.at } == names.indices.map(Double.init))
+    #expect(events[impressionAt].kind == .impression && events[impressionAt].eventID == nil)
+    // The repeated ids were not written: well under the bytes of writing each id.
+    #expect(batch.bytes.count < names.count * 14)
+  }
+}
