@@ -661,6 +661,8 @@ export const ErrorCode = {
   UnknownAction: -32008,
   InvalidRule: -32009,
   TooManyConnections: -32010,
+  /** A testing-only method on a daemon started without --allow-testing. */
+  TestingDisabled: -32011,
   /** A synced change refused while the sync outbox is full (`--sync-outbox-limit`). */
   SyncOutboxFull: -32012,
 } as const;
