@@ -45,6 +45,13 @@ public enum CatalogLoader {
     return check(bytes: bytes, file: path, messagesDirectory: messagesDirectory, options: options)
   }
 
+  /// The translators' files that go with a catalog when none are named: a `messages` directory beside it, if
+  /// there is one (`catalog/messages/` for `catalog/app.json`). What `tipsd serve` and `tipsd lint` both use.
+  public static func messagesDirectory(besideCatalog path: String) -> String? {
+    let candidate = "\(System.splitPath(path).directory)/messages"
+    return System.isDirectory(candidate) ? candidate : nil
+  }
+
   /// Checks a catalog already in memory (`file` names it in diagnostics), with message files from disk.
   /// `messageFiles` (file name → bytes, e.g. `"ja.json"`) stand in for files of `messagesDirectory`, present on disk
   /// or not: an editor's unsaved buffers (`tipsd lsp`).

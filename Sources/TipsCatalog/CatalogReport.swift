@@ -54,14 +54,7 @@ public struct CatalogReport: Sendable {
 
   func renderedText() -> String {
     var out = ""
-    for diagnostic in diagnostics {
-      out += diagnostic.file
-      if let line = diagnostic.line {
-        out += ":\(line)"
-        if let column = diagnostic.column { out += ":\(column)" }
-      }
-      out += ": \(diagnostic.severity.rawValue): \(diagnostic.path): \(diagnostic.message) [\(diagnostic.check)]\n"
-    }
+    for diagnostic in diagnostics { out += diagnostic.textLine + "\n" }
     out += summaryLine + "\n"
     if let simulation { out += simulation.textLines.joined(separator: "\n") + "\n" }
     return out

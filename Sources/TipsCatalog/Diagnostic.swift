@@ -94,6 +94,17 @@ public struct Diagnostic: Sendable, Hashable {
     self.message = message
   }
 
+  /// `file:line:col: severity: path: message [check]`, as `tipsd lint` prints it (quotes no copy text, so a daemon
+  /// may log it).
+  public var textLine: String {
+    var position = file
+    if let line {
+      position += ":\(line)"
+      if let column { position += ":\(column)" }
+    }
+    return "\(position): \(severity.rawValue): \(path): \(message) [\(check)]"
+  }
+
   init(_ check: LintCheck, file: String, path: String, position: SourcePosition?, message: String) {
     self.init(
       severity: check.severity, check: check.rawValue, file: file, path: path, line: position?.line,

@@ -82,10 +82,7 @@ enum JSONDecoding {
   }
 
   /// A number as JSON: `.int` when it is an exact integer, else `.double`.
-  static func number(_ value: Double) -> JSONValue {
-    if let exact = Int64(exactly: value) { return .int(exact) }
-    return .double(value)
-  }
+  static func number(_ value: Double) -> JSONValue { JSONValue.number(value) }
 }
 
 /// The JSON type name used in parameter type errors: `bool`, `int`, `double`, `string`, `null`, `array`, `object`.

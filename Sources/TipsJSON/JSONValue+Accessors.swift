@@ -82,3 +82,11 @@ extension JSONValue {
     }
   }
 }
+
+extension JSONValue {
+  /// A number as JSON: `.int` when it is an exact integer, else `.double`.
+  public static func number(_ value: Double) -> JSONValue {
+    if let exact = Int64(exactly: value) { return .int(exact) }
+    return .double(value)
+  }
+}

@@ -167,13 +167,6 @@ final class CatalogService {
 }
 
 extension Diagnostic {
-  /// `file:line:col: severity: path: message [check]`, as `tipsd lint` prints it (never quotes copy text).
-  var rendered: String {
-    var position = file
-    if let line { position += ":\(line)" + (column.map { ":\($0)" } ?? "") }
-    return "\(position): \(severity.rawValue): \(path): \(message) [\(check)]"
-  }
-
   /// The `Diagnostic` object of `catalog/reload`.
   var json: JSONValue {
     var object: JSONObject = [

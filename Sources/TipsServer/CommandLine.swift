@@ -5,6 +5,7 @@ import TipsJSON
 import TipsStore
 import TipsSync
 import TipsTransport
+import TipsCatalog
 import TipsSystem
 
 /// `tipsd` — the command line. The executable only calls ``TipsdCommand/main(_:environment:)``.
@@ -278,8 +279,7 @@ public enum TipsdCommand {
     }
     // Translators' files live beside the catalog by default (`catalog/messages/` for `catalog/app.json`).
     if configuration.messagesDirectory == nil, let catalog = configuration.catalogPath {
-      let directory = catalog.contains("/") ? String(catalog[..<catalog.lastIndex(of: "/")!]) : "."
-      if System.isDirectory("\(directory)/messages") { configuration.messagesDirectory = "\(directory)/messages" }
+      configuration.messagesDirectory = CatalogLoader.messagesDirectory(besideCatalog: catalog)
     }
     return configuration
   }

@@ -2,6 +2,7 @@
   import Glibc
 #endif
 import TipsJSON
+import TipsSystem
 import TipsTransport
 
 /// `tipsd serve` in production: a ``Server`` on a libuv loop, listening on stdio or a Unix socket, stopping on
@@ -94,7 +95,7 @@ public enum Daemon {
   ) -> CatalogFileWatch? {
     guard let path = configuration.catalogPath else { return nil }
     let watch = CatalogFileWatch(timer: loop.makeTimer())
-    let (directory, name) = splitPath(path)
+    let (directory, name) = System.splitPath(path)
     do {
       watch.watchers.append(
         try loop.watch(directory) { [unowned server, unowned watch] changed in
@@ -115,13 +116,6 @@ public enum Daemon {
     }
     logger.info("watching the catalog for changes", [("path", path)])
     return watch
-  }
-
-  /// `("dir", "file")` of a path (`"."` for a bare file name).
-  static func splitPath(_ path: String) -> (directory: String, name: String) {
-    guard let slash = path.lastIndex(of: "/") else { return (".", path) }
-    let directory = String(path[..<slash])
-    return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
   }
 
   /// The HTTP/WebSocket listener of `--listen`, if any: its token, its access checks and its HTTP routes

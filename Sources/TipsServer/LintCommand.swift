@@ -58,10 +58,7 @@ enum LintCommand {
     }
     guard let catalogPath else { return usageError("which catalog? (tipsd lint CATALOG)") }
     // As `tipsd serve` does: translators' files beside the catalog unless told otherwise.
-    if messages == nil {
-      let directory = catalogPath.contains("/") ? String(catalogPath[..<catalogPath.lastIndex(of: "/")!]) : "."
-      if System.isDirectory("\(directory)/messages") { messages = "\(directory)/messages" }
-    }
+    if messages == nil { messages = CatalogLoader.messagesDirectory(besideCatalog: catalogPath) }
     let report = CatalogLoader.load(path: catalogPath, messagesDirectory: messages, options: options)
     print(report.rendered(format), terminator: "")
     return report.exitStatus

@@ -69,13 +69,17 @@ final class Services {
         }
       }
     }
-    if logger.level <= .debug && !mutation.changes.isEmpty {
+    // Debug lines only when asked for: their metadata would otherwise be built on every request.
+    let debugging = logger.level <= .debug
+    if debugging && !mutation.changes.isEmpty {
       logger.debug("changes", [("changes", mutation.changes.map { "\($0)" }.joined(separator: "; "))])
     }
     for (session, note) in subscriptions.notifications(for: mutation.changes, engine: engine) {
-      logger.debug(
-        "notification staged",
-        [("connection", String(session.id)), ("method", type(of: note.notification).method)])
+      if debugging {
+        logger.debug(
+          "notification staged",
+          [("connection", String(session.id)), ("method", type(of: note.notification).method)])
+      }
       stage(.notification(note), on: session)
     }
   }

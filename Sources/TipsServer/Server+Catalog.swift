@@ -16,7 +16,7 @@ extension Server {
       logger.error(
         "catalog reload refused; the catalog in force keeps serving",
         [("trigger", trigger), ("errors", String(report.errors.count))])
-      for error in report.errors { logger.error("catalog: \(error.rendered)") }
+      for error in report.errors { logger.error("catalog: \(error.textLine)") }
       return CatalogReloadRequest.Response(applied: false, diagnostics: diagnostics)
     }
     let applied: (Mutation, CatalogService.Summary)

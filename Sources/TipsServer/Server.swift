@@ -120,12 +120,12 @@ public final class Server {
       // are logged.
       let service = CatalogService(path: catalogPath, messagesDirectory: configuration.messagesDirectory)
       let report = service.load()
-      for warning in report.warnings { logger.warning("catalog: \(warning.rendered)") }
+      for warning in report.warnings { logger.warning("catalog: \(warning.textLine)") }
       guard let catalog = report.catalog else {
         let errors = report.errors
         throw ServerError(
           "catalog \(catalogPath) has \(errors.count) error\(errors.count == 1 ? "" : "s") (run `tipsd lint` on it):\n"
-            + errors.map { "  " + $0.rendered }.joined(separator: "\n"))
+            + errors.map { "  " + $0.textLine }.joined(separator: "\n"))
       }
       do {
         let mutation = try catalog.register(in: engine)

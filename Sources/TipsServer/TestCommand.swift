@@ -189,7 +189,7 @@ struct TranscriptSession {
     var args = transcript.serveArgs ?? TranscriptRunner.defaultArgs
     args += transcript.args
     // Relative paths in a transcript's flags are relative to the transcript.
-    let directory = transcript.path.contains("/") ? String(transcript.path[..<transcript.path.lastIndex(of: "/")!]) : "."
+    let directory = System.splitPath(transcript.path).directory
     for (index, arg) in args.enumerated() where arg == "--catalog" && index + 1 < args.count {
       if !args[index + 1].hasPrefix("/") && System.fileExists("\(directory)/\(args[index + 1])") {
         args[index + 1] = "\(directory)/\(args[index + 1])"
@@ -351,7 +351,7 @@ struct TranscriptSession {
   /// what the time change caused.
   private mutating func advance(_ seconds: Double, line: Int) throws(Stop) {
     let control = try controlClient(line: line)
-    let id = control.sendRequest("clock/advance", ["seconds": JSONDecodingNumber.value(seconds)])
+    let id = control.sendRequest("clock/advance", ["seconds": JSONValue.number(seconds)])
     try drain(control, line: line)
     let reply: JSONValue
     do {
@@ -406,13 +406,5 @@ struct TranscriptSession {
     server.finish()
     server.closeDatastore()
     self.server = nil
-  }
-}
-
-/// A number as JSON: an integer when it is one.
-enum JSONDecodingNumber {
-  static func value(_ number: Double) -> JSONValue {
-    if let exact = Int64(exactly: number) { return .int(exact) }
-    return .double(number)
   }
 }

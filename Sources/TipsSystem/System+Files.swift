@@ -25,6 +25,13 @@ extension System {
     }
   }
 
+  /// `("dir", "file")` of a path: `"."` for a bare file name, `"/"` for a file at the root.
+  public static func splitPath(_ path: String) -> (directory: String, name: String) {
+    guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+    let directory = String(path[..<slash])
+    return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+  }
+
   /// Creates `path` and its missing parents (mode 0755 before the umask); an existing directory is fine.
   public static func makeDirectories(_ path: String) throws(SystemError) {
     if path.isEmpty || isDirectory(path) { return }
