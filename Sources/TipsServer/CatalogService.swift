@@ -72,8 +72,6 @@ final class CatalogService {
     var removed: [String] = []
     var changed: [String] = []
     var unchanged: [String] = []
-    var groupsChanged: [String] = []
-    var groupsRemoved: [String] = []
   }
 
   /// Applies `next` in place of the catalog in force; returns the engine's mutation (changes to notify, writes to
@@ -99,7 +97,6 @@ final class CatalogService {
     for group in next.groups { nextGroups[group.id] = group }
     for group in old.groups where nextGroups[group.id] == nil {
       add(try engine.unregisterGroup(group.id))
-      summary.groupsRemoved.append(group.id)
     }
 
     for event in next.events ?? [] {
@@ -155,7 +152,6 @@ final class CatalogService {
     for group in old.groups { oldGroups[group.id] = group }
     for group in next.groups where oldGroups[group.id] != group || engine.group(group.id) == nil {
       add(try engine.registerGroup(group))
-      summary.groupsChanged.append(group.id)
     }
 
     if let frequency = next.displayFrequency, frequency != engine.displayFrequency {

@@ -108,7 +108,7 @@ extension Datastore {
         update.bind(1, newest.rowID)
         update.bind(2, history.firstVisible)
         try update.run()
-        try deleteDeadChunks(history, connection, all: false)
+        try deleteDeadChunks(history, connection)
       }
 
     case .variantAssignment(let tipID, let variant):
@@ -198,7 +198,7 @@ extension Datastore {
       insert.bindBlob(5, chunk.bytes)
       try insert.run()
       history.append(chunk: connection.lastInsertRowID, count: chunk.count, endSeq: endSeq)
-      try deleteDeadChunks(history, connection, all: false)
+      try deleteDeadChunks(history, connection)
     }
     pendingChunks.removeAll(keepingCapacity: true)
     pendingOrder.removeAll(keepingCapacity: true)
@@ -216,10 +216,10 @@ extension Datastore {
   }
 
   /// Deletes the event's chunks wholly past its bound (never the newest, which holds the numbers) once there are
-  /// ``deadChunkBatch`` of them (or any, with `all`): a few deletes every so often instead of one per commit.
-  private func deleteDeadChunks(_ history: EventHistory, _ connection: SQLiteConnection, all: Bool) throws(SQLiteError) {
+  /// ``deadChunkBatch`` of them: a few deletes every so often instead of one per commit.
+  private func deleteDeadChunks(_ history: EventHistory, _ connection: SQLiteConnection) throws(SQLiteError) {
     let dead = history.deadChunks
-    guard dead >= (all ? 1 : deadChunkBatch) else { return }
+    guard dead >= deadChunkBatch else { return }
     let delete = try connection.prepare(SQL.deleteChunk)
     for _ in 0..<dead {
       guard let oldest = history.oldest else { break }

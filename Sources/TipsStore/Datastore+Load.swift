@@ -33,9 +33,6 @@ final class EventHistory {
     self.chunks = chunks
   }
 
-  /// Kept donations.
-  var visible: Int { max(0, lifetime - firstVisible + 1) }
-
   /// Keeps at most the newest `limit` donations; returns whether that dropped any.
   func bound(to limit: Int) -> Bool {
     let first = lifetime - max(limit, 0) + 1
