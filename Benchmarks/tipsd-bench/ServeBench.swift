@@ -111,13 +111,17 @@ private func pipelined(
   return Double(requests) / (monotonic() - start)
 }
 
-/// `tipsd-bench load SOCKET [REQUESTS] [WINDOW]`: pipelined donations against a running daemon, for profiling it
-/// (`perf record -p PID`) under the bench's own load; prints the rate.
+/// `tipsd-bench load SOCKET [REQUESTS] [WINDOW] [EVENT]`: pipelined donations against a running daemon, for
+/// profiling it (`perf record -p PID`) under the bench's own load; prints the rate. EVENT `filter.used` is the demo
+/// catalog's goal event (every donation a history entry, as in the history suite).
 func runLoad(_ arguments: [String]) throws {
-  guard let path = arguments.first else { throw BenchError("usage: tipsd-bench load SOCKET [REQUESTS] [WINDOW]") }
+  guard let path = arguments.first else {
+    throw BenchError("usage: tipsd-bench load SOCKET [REQUESTS] [WINDOW] [EVENT]")
+  }
   let requests = arguments.count > 1 ? Int(arguments[1]) ?? 1_000_000 : 1_000_000
   let window = arguments.count > 2 ? Int(arguments[2]) ?? 64 : 64
-  print("load.donate_per_sec: \(format(try pipelined(path, requests: requests, window: window), 0))")
+  let event = arguments.count > 3 ? arguments[3] : "search.opened"
+  print("load.donate_per_sec: \(format(try pipelined(path, requests: requests, window: window, event: event), 0))")
 }
 
 private func median(_ values: [Double]) -> Double { percentile(values, 0.5) }

@@ -1,6 +1,6 @@
 // tipsd-bench: `make bench` runs every suite; `tipsd-bench engine store` runs a selection.
-// Each figure and ratio is printed on its own line as `name: value`. `tipsd-bench load SOCKET [REQUESTS] [WINDOW]`
-// drives a running daemon with the bench's pipelined donations (for profiling).
+// Each figure and ratio is printed on its own line as `name: value`. `tipsd-bench load SOCKET [REQUESTS] [WINDOW] [EVENT]`
+// drives a running daemon with the bench's pipelined donations of EVENT (for profiling).
 
 import Foundation
 

@@ -158,4 +158,51 @@ struct HistoryStoreTests {
     // The repeated ids were not written: well under the bytes of writing each id.
     #expect(batch.bytes.count < names.count * 14)
   }
+
+  @Test("a run of donations stores continuations: instants exact in any order, the run broken by a gap, another event or a chunk's end")
+  func continuations() throws {
+    // Instants a run may hold: microseconds apart, equal, earlier than the previous (a donation dated by the
+    // client), far apart, negative, and the extremes of the bit patterns (wrapping differences).
+    let base = 1_764_500_000.123456
+    let instants: [Double] = [
+      base, base + 0.000002, base + 0.000002, base - 3_600, base + 86_400 * 400, -1.5, 0, .greatestFiniteMagnitude,
+      -.greatestFiniteMagnitude, .leastNonzeroMagnitude, base,
+    ]
+    var batch = HistoryBatch()
+    var expected: [HistoryEvent] = []
+    var cursor: Int64 = 100
+    func donate(_ name: String, _ at: Double, skip: Int64 = 0) {
+      cursor += 1 + skip
+      batch.appendDonation(cursor: cursor, event: name, at: at)
+      expected.append(HistoryEvent(cursor: cursor, kind: .donation, at: at, eventID: name))
+    }
+    for at in instants { donate("goal.a", at) }
+    donate("goal.a", base, skip: 2)  // a gap in the cursors (a cursor given to another entry elsewhere)
+    donate("goal.b", base)
+    donate("goal.a", base + 1)
+    cursor += 1
+    let impression = HistoryEvent(cursor: cursor, kind: .impression, at: base, tipID: "t", duration: 2)
+    batch.append(impression)
+    expected.append(impression)
+    donate("goal.a", base + 2)  // after an entry of another kind: written whole
+    for k in 0..<600 { donate("goal.a", base + 3 + Double(k) * 0.000001) }  // crosses two chunk ends
+    #expect(batch.events == expected)
+    // 600 continuations and a few whole entries: about 2-3 bytes each, not 12.
+    #expect(batch.bytes.count < 600 * 3 + 20 * 16)
+
+    // Stored and read back through the datastore, a HistoryEvent batch of donations encodes the same way.
+    let directory = TemporaryDirectory()
+    defer { directory.remove() }
+    let store = try Datastore(path: directory.file("store.sqlite"))
+    try store.commit([], history: batch)
+    #expect(try store.historyForMetrics() == expected)
+    #expect(HistoryBatch(expected).bytes == batch.bytes)
+
+    // A continuation with nothing to continue (a chunk's first entry, or after another kind) is malformed.
+    let orphan: [UInt8] = [HistoryCodec.continuationTag, 2]
+    #expect(orphan.withUnsafeBytes { HistoryCodec.decode($0, first: 1) } == nil)
+    var afterImpression = HistoryBatch([impression]).bytes
+    afterImpression += orphan
+    #expect(afterImpression.withUnsafeBytes { HistoryCodec.decode($0, first: cursor) } == nil)
+  }
 }
