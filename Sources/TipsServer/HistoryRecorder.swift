@@ -104,11 +104,30 @@ final class HistoryRecorder {
 
   /// Stages `leading` and the entries `mutation` causes on the turn, cursors assigned, counted in `metrics`.
   /// Returns the entries the analytics stream carries (empty for donations, the usual case).
+  ///
+  /// Inlined into the caller for the hot path — a donation that changed no tip (nearly all of them), which records
+  /// at most its own entry — so that nothing else (the clock closure, the streamed array) is built for it.
+  @inline(__always)
   func record(
     _ mutation: Mutation, leading: [HistoryEvent], now: () -> Timestamp, into turn: Turn,
     metrics: OperationalMetrics
   ) -> [HistoryEvent] {
     guard enabled else { return [] }
+    if leading.isEmpty && mutation.changes.isEmpty && mutation.writes.count == 1,
+      case .donation(let eventID, let given, _) = mutation.writes[0]
+    {
+      if tracks(eventID) { stageDonation(eventID, at: given.at, into: turn, metrics: metrics) }
+      return []
+    }
+    return recordEntries(mutation, leading: leading, now: now, into: turn, metrics: metrics)
+  }
+
+  /// ``record(_:leading:now:into:metrics:)`` off the hot path.
+  @inline(never)
+  private func recordEntries(
+    _ mutation: Mutation, leading: [HistoryEvent], now: () -> Timestamp, into turn: Turn,
+    metrics: OperationalMetrics
+  ) -> [HistoryEvent] {
     var streamed: [HistoryEvent] = []
     func stage(_ event: HistoryEvent) {
       var event = event
@@ -121,12 +140,16 @@ final class HistoryRecorder {
     for event in leading { stage(event) }
     derive(
       mutation, now: now,
-      donation: { eventID, at in
-        lastCursor += 1
-        turn.stageDonation(cursor: lastCursor, event: eventID, at: at)
-        metrics.historyEvents[HistoryEvent.Kind.donation.code] += 1
-      }, stage)
+      donation: { eventID, at in stageDonation(eventID, at: at, into: turn, metrics: metrics) }, stage)
     return streamed
+  }
+
+  /// Stages a tracked event's donation entry with the next cursor.
+  @inline(__always)
+  private func stageDonation(_ eventID: String, at: Timestamp, into turn: Turn, metrics: OperationalMetrics) {
+    lastCursor += 1
+    turn.stageDonation(cursor: lastCursor, event: eventID, at: at)
+    metrics.historyEvents[HistoryEvent.Kind.donation.code] += 1
   }
 
   /// After a failed commit: cursors continue after the newest one stored (the lost ones were never announced).

@@ -182,6 +182,7 @@ enum HistoryCodec {
   /// The kinds the metrics read (impressions, actions, donations).
   static let metricKinds = [HistoryEvent.Kind.impression, .action, .donation].reduce(0) { $0 | 1 << $1.code }
 
+  @inline(__always)
   static func appendVarint(_ out: inout [UInt8], _ value: UInt64) {
     var value = value
     while value >= 0x80 {
@@ -247,6 +248,9 @@ enum HistoryCodec {
 /// The history entries of one commit, encoded as they are recorded (a donation entry is appended straight to the
 /// bytes, with no `HistoryEvent` built), split into chunks of at most ``Datastore/historyChunkSize`` entries: what
 /// ``Datastore/commit(_:history:)`` stores, one row per chunk.
+///
+/// A donation continuing a run is the hot path of recording (every goal donation of a busy app): it touches only
+/// the open chunk, held apart from the closed ones, and appends two or three bytes.
 public struct HistoryBatch: Sendable {
   struct Chunk: Sendable {
     var first: Int64
@@ -269,11 +273,14 @@ public struct HistoryBatch: Sendable {
   }
 
   private(set) var bytes: [UInt8] = []
-  private(set) var chunks: [Chunk] = []
+  /// The full chunks, then ``open``.
+  private var closed: [Chunk] = []
+  /// The chunk entries go to (`count == 0`: none yet; the next entry starts it).
+  private var open = Chunk(first: 0, last: 0, start: 0, end: 0, oldestAt: 0, newestAt: 0, kinds: 0, count: 0)
   private(set) var tipStates: [TipState] = []
-  /// The event id of the current chunk's last entry (for the repeated-id shortcut of donation entries).
+  /// The event id of the open chunk's last entry (for the repeated-id shortcut of donation entries).
   private var lastDonationEvent: String?
-  /// The instant's bits of the current chunk's last entry when it is a donation (a continuation may follow it).
+  /// When the open chunk's last entry is a donation: the instant's bits (a continuation may follow it).
   private var lastDonationAt: UInt64?
   /// Entries in the batch.
   public private(set) var count = 0
@@ -286,12 +293,16 @@ public struct HistoryBatch: Sendable {
 
   public var isEmpty: Bool { count == 0 }
 
+  /// The chunks, in cursor order (one `history` row each).
+  var chunks: [Chunk] { open.count == 0 ? closed : closed + [open] }
+
   /// The newest cursor in the batch, if any.
-  public var lastCursor: Int64? { chunks.last?.last }
+  public var lastCursor: Int64? { count == 0 ? nil : open.last }
 
   public mutating func removeAll() {
     bytes.removeAll(keepingCapacity: true)
-    chunks.removeAll(keepingCapacity: true)
+    closed.removeAll(keepingCapacity: true)
+    open.count = 0
     tipStates.removeAll()
     lastDonationEvent = nil
     lastDonationAt = nil
@@ -307,9 +318,9 @@ public struct HistoryBatch: Sendable {
       appendDonation(cursor: event.cursor, event: eventID, at: event.at)
       return
     }
-    let previous = open(cursor: event.cursor, at: event.at, kind: event.kind)
+    let previous = start(cursor: event.cursor, at: event.at, kind: event.kind)
     HistoryCodec.encode(event, after: previous, into: &bytes)
-    close()
+    open.end = bytes.count
     lastDonationEvent = event.eventID
     lastDonationAt = nil
     if event.kind == .eligibility, let tip = event.tipID, let status = event.status {
@@ -322,53 +333,50 @@ public struct HistoryBatch: Sendable {
 
   /// Appends a donation entry (`kind == .donation`) without building a `HistoryEvent`.
   public mutating func appendDonation(cursor: Int64, event: String, at: Double) {
-    let index = chunks.count - 1
-    if let previousAt = lastDonationAt, index >= 0, chunks[index].count < Datastore.historyChunkSize,
-      chunks[index].last == cursor - 1, lastDonationEvent == event
+    if let previousAt = lastDonationAt, open.count < Datastore.historyChunkSize, open.last &+ 1 == cursor,
+      lastDonationEvent == event
     {
       // The run goes on: a continuation (see HistoryCodec), 2 or 3 bytes.
-      chunks[index].last = cursor
-      if at < chunks[index].oldestAt { chunks[index].oldestAt = at }
-      if at > chunks[index].newestAt { chunks[index].newestAt = at }
-      chunks[index].count += 1
+      open.last = cursor
+      if at < open.oldestAt { open.oldestAt = at }
+      if at > open.newestAt { open.newestAt = at }
+      open.count += 1
       count += 1
       bytes.append(HistoryCodec.continuationTag)
       HistoryCodec.appendVarint(&bytes, HistoryCodec.instantDelta(at, after: previousAt))
-      chunks[index].end = bytes.count
+      open.end = bytes.count
       lastDonationAt = at.bitPattern
       return
     }
-    let fresh = chunks.isEmpty || chunks[chunks.count - 1].count >= Datastore.historyChunkSize
-    let previous = open(cursor: cursor, at: at, kind: .donation)
+    let fresh = open.count == 0 || open.count >= Datastore.historyChunkSize
+    let previous = start(cursor: cursor, at: at, kind: .donation)
     let same = !fresh && lastDonationEvent == event
     HistoryCodec.encodeDonation(event: event, at: at, cursorDelta: cursor - previous, sameEvent: same, into: &bytes)
-    close()
+    open.end = bytes.count
     lastDonationEvent = event
     lastDonationAt = at.bitPattern
   }
 
-  /// Starts an entry in the current chunk (or a new one); returns the cursor it follows.
-  private mutating func open(cursor: Int64, at: Double, kind: HistoryEvent.Kind) -> Int64 {
-    if chunks.isEmpty || chunks[chunks.count - 1].count >= Datastore.historyChunkSize {
-      chunks.append(
-        Chunk(
-          first: cursor, last: cursor - 1, start: bytes.count, end: bytes.count, oldestAt: at, newestAt: at, kinds: 0,
-          count: 0))
+  /// Starts an entry in the open chunk (or a new one when it is full); returns the cursor it follows.
+  private mutating func start(cursor: Int64, at: Double, kind: HistoryEvent.Kind) -> Int64 {
+    if open.count >= Datastore.historyChunkSize {
+      closed.append(open)
+      open.count = 0
     }
-    let index = chunks.count - 1
-    let previous = chunks[index].last
+    if open.count == 0 {
+      open = Chunk(
+        first: cursor, last: cursor - 1, start: bytes.count, end: bytes.count, oldestAt: at, newestAt: at, kinds: 0,
+        count: 0)
+    }
+    let previous = open.last
     precondition(cursor > previous, "history cursors must increase")
-    chunks[index].last = cursor
-    chunks[index].oldestAt = min(chunks[index].oldestAt, at)
-    chunks[index].newestAt = max(chunks[index].newestAt, at)
-    chunks[index].kinds |= 1 << kind.code
-    chunks[index].count += 1
+    open.last = cursor
+    open.oldestAt = min(open.oldestAt, at)
+    open.newestAt = max(open.newestAt, at)
+    open.kinds |= 1 << kind.code
+    open.count += 1
     count += 1
     return previous
-  }
-
-  private mutating func close() {
-    chunks[chunks.count - 1].end = bytes.count
   }
 
   /// The entries, decoded (tests, and what a commit stored).
