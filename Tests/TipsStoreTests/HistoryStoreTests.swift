@@ -205,4 +205,32 @@ struct HistoryStoreTests {
     afterImpression += orphan
     #expect(afterImpression.withUnsafeBytes { HistoryCodec.decode($0, first: cursor) } == nil)
   }
+
+  @Test("a schema 7 file's history (donations written whole) migrates to schema 8 and reads back beside continuations")
+  func schema7History() throws {
+    let directory = TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.file("store.sqlite")
+    // A schema 7 file as that build wrote it: every donation entry whole (kind, cursor, instant, presence, id).
+    let old = (1...5).map { HistoryEvent(cursor: Int64($0), kind: .donation, at: 1_000 + Double($0), eventID: "goal.a") }
+    try Datastore(path: path).close()
+    do {
+      let side = try SQLiteConnection(path: path)
+      try side.execute("UPDATE schema_version SET version = 7")
+      let insert = try side.prepareUncached(
+        "INSERT INTO history (id, last, first_at, last_at, kinds, entries) VALUES (1, 5, 1001, 1005, 64, ?1)")
+      insert.bindBlob(1, HistoryCodec.encode(old[...]))
+      try insert.run()
+      side.close()
+    }
+    let store = try Datastore(path: path)
+    #expect(store.schemaVersion == 8)
+    #expect(try store.historyForMetrics() == old)
+    var batch = HistoryBatch()
+    for cursor in 6...9 { batch.appendDonation(cursor: Int64(cursor), event: "goal.a", at: 1_000 + Double(cursor)) }
+    try store.commit([], history: batch)
+    let all = (1...9).map { HistoryEvent(cursor: Int64($0), kind: .donation, at: 1_000 + Double($0), eventID: "goal.a") }
+    #expect(try store.historyForMetrics() == all)
+    #expect(try store.historyState().lastCursor == 9)
+  }
 }
