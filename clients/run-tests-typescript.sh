@@ -36,6 +36,14 @@ if ! node -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' 2>/dev/null
   export NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--experimental-websocket"
 fi
 
+# The Chromium test of the browser build runs whenever a Chromium is installed (`make test` installs Debian's);
+# TIPSD_CHROMIUM picks another binary, TIPSD_CHROMIUM= (empty) skips it.
+if [ -z "${TIPSD_CHROMIUM+set}" ]; then
+  for candidate in chromium chromium-browser google-chrome; do
+    if command -v "$candidate" >/dev/null; then export TIPSD_CHROMIUM="$(command -v "$candidate")"; break; fi
+  done
+fi
+
 # The per-file hang guard, in ms: 10 x TIPSD_TEST_TIMEOUT (test-support/timing.js reads the same variable).
 # node --test-timeout exists from Node 20.11; older Nodes run without the guard.
 guard=()

@@ -130,7 +130,7 @@ class FakeDaemon {
         return { subscription };
       }
       case "events/donate":
-        return { count: 1 };
+        return { count: 1, lifetime: 1 }; // the daemon's reply to an event's first donation
       case "tips/status":
         return { tips: (params.ids || [...this.tips.keys()]).map((id) => this.tipState(id)) };
       case "tips/configure":

@@ -94,7 +94,7 @@ test("dist-browser: connectWebSocket works through a global WebSocket class", as
   });
   const tips = await connectWebSocket("ws://127.0.0.1:8787/", { token: TOKEN, strict: true, logger: null });
   assert.deepEqual(made, [["ws://127.0.0.1:8787/", ["tipsd.v1", `tipsd.token.${TOKEN}`]]]);
-  assert.deepEqual(await tips.donate("search.opened"), { count: 1 });
+  assert.deepEqual(await tips.donate("search.opened"), { count: 1, lifetime: 1 });
   await tips.close();
 });
 

@@ -1,5 +1,6 @@
 "use strict";
-// Opt-in (TIPSD_CHROMIUM=/usr/bin/chromium): a real browser loads dist-browser/index.js with <script type="module">
+// Runs under clients/run-tests-typescript.sh (and so `make test`) whenever a Chromium is installed, which sets
+// TIPSD_CHROMIUM; run directly, it needs TIPSD_CHROMIUM=/usr/bin/chromium. A real browser loads dist-browser/index.js with <script type="module">
 // (no bundler) and connects with its own WebSocket — token as subprotocol — to test-support/ws-server.js in front of
 // the fake daemon; a wrong token leaves the page's client in no-op mode. Skipped unless TIPSD_CHROMIUM is set.
 const test = require("node:test");

@@ -151,7 +151,7 @@ test("daemon absent: lenient calls are no-ops resolving undefined, with one warn
   const connected = client.waitUntilConnected(1000);
   clock.next(); // the next retry (at most 20 ms away) comes before the 1000 ms limit
   assert.equal(await connected, true);
-  assert.deepEqual(await client.donate("search.opened"), { count: 1 });
+  assert.deepEqual(await client.donate("search.opened"), { count: 1, lifetime: 1 });
 });
 
 test("daemon absent, strict: connect rejects with ENOTCONNECTED; createClient calls reject", async () => {
@@ -195,7 +195,7 @@ test("calls made while the first connection is being established wait for it", a
   assert.equal(client.state, "connecting");
   const donation = client.donate("search.opened");
   release();
-  assert.deepEqual(await donation, { count: 1 });
+  assert.deepEqual(await donation, { count: 1, lifetime: 1 });
   assert.deepEqual(daemon.log.map((m) => m.method), ["initialize", "events/donate"]);
 });
 

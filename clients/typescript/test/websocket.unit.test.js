@@ -174,13 +174,13 @@ test("webSocketTransport: waits for open, one message per frame, string and bina
       timers: clock,
     });
     assert.equal(client.state, "connected");
-    assert.deepEqual(await client.donate("e"), { count: 1 });
+    assert.deepEqual(await client.donate("e"), { count: 1, lifetime: 1 });
     assert.ok(sockets[0].sent.every((s) => !s.endsWith("\n")), "no framing on frames");
     daemon.crash();
     await until(() => client.state === "disconnected", { what: "the drop noticed" });
     assert.equal(clock.next(), 5, "the retry");
     await until(() => client.state === "connected" && sockets.length === 2, { what: "reconnect over a new WebSocket" });
-    assert.deepEqual(await client.donate("e"), { count: 1 });
+    assert.deepEqual(await client.donate("e"), { count: 1, lifetime: 1 });
     await client.close();
     assert.equal(sockets[1].readyState, 3);
   }
@@ -294,7 +294,7 @@ test("connectWebSocket: on React Native the token is also sent as Authorization:
   for (const [options, args] of runs) {
     const client = await connectWebSocket(URL, { token: TOKEN, strict: true, logger: null, ...options });
     assert.deepEqual(FakeWebSocket.instances.at(-1).args, args, JSON.stringify(options));
-    assert.deepEqual(await client.donate("e"), { count: 1 });
+    assert.deepEqual(await client.donate("e"), { count: 1, lifetime: 1 });
     await client.close();
   }
   // Elsewhere (browsers ignore a third argument; `ws` takes it): only when asked.
@@ -380,7 +380,7 @@ test("connectWebSocket: reconnects on the ManualClock after the daemon closes (1
   assert.equal(daemon.methods("tips/register").length, 2, "registrations replayed");
   assert.equal(daemon.methods("tips/observe").length, 2, "re-observed");
   assert.deepEqual(changes, ["initial:false", "resync:true"]);
-  assert.deepEqual(await client.donate("e"), { count: 1 });
+  assert.deepEqual(await client.donate("e"), { count: 1, lifetime: 1 });
   assert.deepEqual(clock.pending(), [], "nothing more scheduled");
 });
 
@@ -405,7 +405,7 @@ test("connectWebSocket: without a global WebSocket the client is in no-op mode (
   swapGlobal(t, "WebSocket", fakeWebSocketClass(daemon)); // a polyfill installed after start-up
   assert.equal(clock.next(), 10);
   assert.equal(await client.ready(), true, "connected through the new global");
-  assert.deepEqual(await client.donate("e"), { count: 1 });
+  assert.deepEqual(await client.donate("e"), { count: 1, lifetime: 1 });
 
   // strict: connect() rejects instead.
   swapGlobal(t, "WebSocket");
@@ -500,7 +500,7 @@ test("Node's WebSocket: subprotocol handshake, text frames, 401 on a wrong token
   await client.register([{ id: "t", title: "T" }]);
   const changes = [];
   client.observe("t", (c) => changes.push(c.shouldDisplay));
-  assert.deepEqual(await client.donate("e"), { count: 1 });
+  assert.deepEqual(await client.donate("e"), { count: 1, lifetime: 1 });
   await barrier(client);
   const [conn] = server.connections;
   for (const frame of conn.received) assert.equal(JSON.parse(frame).jsonrpc, "2.0");
