@@ -1,8 +1,8 @@
 "use strict";
-// Runs under clients/run-tests-typescript.sh (and so `make test`) whenever a Chromium is installed, which sets
-// TIPSD_CHROMIUM; run directly, it needs TIPSD_CHROMIUM=/usr/bin/chromium. A real browser loads dist-browser/index.js with <script type="module">
-// (no bundler) and connects with its own WebSocket — token as subprotocol — to test-support/ws-server.js in front of
-// the fake daemon; a wrong token leaves the page's client in no-op mode. Skipped unless TIPSD_CHROMIUM is set.
+// A real browser loads dist-browser/index.js with <script type="module"> (no bundler) and connects with its own
+// WebSocket — token as subprotocol — to test-support/ws-server.js in front of the fake daemon; a wrong token leaves
+// the page's client in no-op mode. Needs TIPSD_CHROMIUM (a Chromium binary), which clients/run-tests-typescript.sh
+// (and so `make test`) sets whenever a Chromium is installed; skipped without it.
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("node:fs");
