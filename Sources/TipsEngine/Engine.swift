@@ -37,6 +37,9 @@ public final class Engine {
   // Events and parameters
   var logs: [String: EventLog] = [:]
   var logList: [EventLog] = []
+  /// The log ``eventLog(_:)`` returned last: donations come in runs of one event, and comparing two ids costs far
+  /// less than hashing one. Never stale: an id's log, once made, is never replaced or removed.
+  @exclusivity(unchecked) private var lastLog: EventLog?
   var parameters: [String: ParameterSlot] = [:]
   var windows: [WindowKey: WindowWatch] = [:]
 
@@ -476,10 +479,15 @@ public final class Engine {
   }
 
   func eventLog(_ id: String) -> EventLog {
-    if let log = logs[id] { return log }
+    if let lastLog, lastLog.id == id { return lastLog }
+    if let log = logs[id] {
+      lastLog = log
+      return log
+    }
     let log = EventLog(id: id, number: logList.count)
     logs[id] = log
     logList.append(log)
+    lastLog = log
     return log
   }
 
