@@ -31,8 +31,7 @@ extension Datastore {
         if connection.inTransaction { try? connection.execute(SQL.rollback) }
         // The in-memory histories may hold row ids of the rolled-back batch: rebuild them from the file.
         self.histories = nil
-        self.pendingChunks = [:]
-        self.pendingOrder = []
+        self.pending.removeAll()
         throw error
       }
     }
@@ -42,13 +41,7 @@ extension Datastore {
     switch write {
     case .donation(let eventID, let donation, let keepNewest):
       // Packed with the batch's other donations of the event, written by flushChunks.
-      if pendingChunks[eventID] == nil {
-        pendingChunks[eventID] = PendingChunk()
-        pendingOrder.append(eventID)
-      }
-      DonationChunk.append(donation, to: &pendingChunks[eventID]!.bytes)
-      pendingChunks[eventID]!.count += 1
-      pendingChunks[eventID]!.keep = keepNewest
+      pending.append(donation, event: eventID, keep: keepNewest)
 
     case .parameter(let id, let value):
       let upsert = try connection.prepare(SQL.upsertParameter)
@@ -131,8 +124,7 @@ extension Datastore {
 
     case .reset:
       // Donations staged before the reset would be deleted with everything else.
-      pendingChunks = [:]
-      pendingOrder = []
+      pending.removeAll()
       for table in Schema.dataTables {
         try connection.prepare("DELETE FROM \(table)").run()
       }
@@ -141,7 +133,7 @@ extension Datastore {
     case .donations(let eventID, let donations, let lifetime):
       // Rewritten whole (a donation inserted before the newest, a merge from another device): the batch's pending
       // donations of the event are in the list, so they are not written on their own.
-      if pendingChunks.removeValue(forKey: eventID) != nil { pendingOrder.removeAll { $0 == eventID } }
+      pending.remove(eventID)
       let history = try self.history(eventID, connection)
       let delete = try connection.prepare(SQL.deleteChunk)
       for chunk in history.removeAll() {
@@ -183,10 +175,9 @@ extension Datastore {
 
   /// Writes the batch's pending donations: one chunk per event, then bounds each event's history.
   private func flushChunks(_ connection: SQLiteConnection) throws(SQLiteError) {
-    guard !pendingOrder.isEmpty else { return }
+    guard !pending.isEmpty else { return }
     let insert = try connection.prepare(SQL.insertChunk)
-    for eventID in pendingOrder {
-      guard let chunk = pendingChunks[eventID] else { continue }
+    for (eventID, chunk) in zip(pending.events, pending.chunks) {
       let history = try self.history(eventID, connection)
       let endSeq = history.lifetime + chunk.count
       history.lifetime = endSeq
@@ -200,8 +191,7 @@ extension Datastore {
       history.append(chunk: connection.lastInsertRowID, count: chunk.count, endSeq: endSeq)
       try deleteDeadChunks(history, connection)
     }
-    pendingChunks.removeAll(keepingCapacity: true)
-    pendingOrder.removeAll(keepingCapacity: true)
+    pending.removeAll()
   }
 
   /// The event's history, inserting the event's name on its first donation.

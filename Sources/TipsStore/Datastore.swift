@@ -89,8 +89,7 @@ public final class Datastore {
   /// write), and dropped whenever a transaction fails.
   var histories: [String: EventHistory]?
   /// The open batch's donations per event, written as one chunk each (see ``DonationChunk``), in first-seen order.
-  var pendingChunks: [String: PendingChunk] = [:]
-  var pendingOrder: [String] = []
+  var pending = PendingChunks()
   /// The state read at open to validate the file, handed out by the first ``load()`` unless a write came first.
   var preloaded: EngineSnapshot?
 

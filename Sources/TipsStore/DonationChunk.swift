@@ -78,5 +78,55 @@ struct PendingChunk {
   var keep = 0
 }
 
+/// The open batch's donations, one ``PendingChunk`` per event in first-seen order.
+///
+/// A donation of the event the previous one named (a pipelined client's usual run) finds its chunk without hashing
+/// the event id: hashing it, several times per donation, was a fifth of a pipelined donation's store work.
+struct PendingChunks {
+  /// The events, in first-seen order, and their chunks (same positions).
+  private(set) var events: [String] = []
+  private(set) var chunks: [PendingChunk] = []
+  private var positions: [String: Int] = [:]
+  /// The event the last donation named, and its position.
+  private var last: (event: String, position: Int)?
+
+  var isEmpty: Bool { events.isEmpty }
+
+  /// Packs a donation into its event's chunk.
+  mutating func append(_ donation: Donation, event: String, keep: Int) {
+    let position: Int
+    if let last, last.event == event {
+      position = last.position
+    } else if let found = positions[event] {
+      position = found
+    } else {
+      position = events.count
+      positions[event] = position
+      events.append(event)
+      chunks.append(PendingChunk())
+    }
+    last = (event, position)
+    DonationChunk.append(donation, to: &chunks[position].bytes)
+    chunks[position].count += 1
+    chunks[position].keep = keep
+  }
+
+  /// Drops the event's pending donations (the batch writes them another way).
+  mutating func remove(_ event: String) {
+    guard let position = positions[event] else { return }
+    events.remove(at: position)
+    chunks.remove(at: position)
+    positions = Dictionary(uniqueKeysWithValues: events.enumerated().map { ($1, $0) })
+    last = nil
+  }
+
+  mutating func removeAll() {
+    events.removeAll(keepingCapacity: true)
+    chunks.removeAll(keepingCapacity: true)
+    positions.removeAll(keepingCapacity: true)
+    last = nil
+  }
+}
+
 /// How many chunks wholly past the bound an event may keep before they are deleted (together, in one commit).
 let deadChunkBatch = 32

@@ -229,6 +229,38 @@ struct DatastoreTests {
     #expect(snapshot.lifetimeCounts["e"] == 329)
   }
 
+  @Test("one batch interleaving events, rewriting one of them midway and donating to it again, keeps every donation in order")
+  func interleavedBatch() throws {
+    let directory = TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.file("store.sqlite")
+    let store = try Datastore(path: path)
+    try store.commit([.donation(eventID: "a", donation(1), keepNewest: 3)])
+    try store.commit([
+      .donation(eventID: "a", donation(2), keepNewest: 3),
+      .donation(eventID: "b", donation(10), keepNewest: 100),
+      .donation(eventID: "a", donation(3), keepNewest: 3),
+      .donation(eventID: "c", donation(20), keepNewest: 100),
+      .donation(eventID: "b", donation(11), keepNewest: 100),
+      .donation(eventID: "b", donation(12), keepNewest: 100),
+      // "b" rewritten whole (a merge from another device): its pending donations are in the list.
+      .donations(eventID: "b", [donation(9), donation(10), donation(11), donation(12)], lifetime: 7),
+      .donation(eventID: "b", donation(13), keepNewest: 100),
+      .donation(eventID: "a", donation(4), keepNewest: 3),
+      .donation(eventID: "c", donation(21), keepNewest: 100),
+      .donation(eventID: "b", donation(14), keepNewest: 100),
+    ])
+    let loaded = try store.load()
+    store.close()
+    for snapshot in [loaded, try Datastore(path: path).load()] {
+      #expect(instants(snapshot, "a") == [2, 3, 4])
+      #expect(instants(snapshot, "b") == [9, 10, 11, 12, 13, 14])
+      #expect(instants(snapshot, "c") == [20, 21])
+      // Lifetime counts are kept where they exceed what is kept.
+      #expect(snapshot.lifetimeCounts == ["a": 4, "b": 9])
+    }
+  }
+
   @Test("trimming 1000-donation histories deletes exactly the oldest")
   func largeBounding() throws {
     let store = try Datastore(path: ":memory:")
