@@ -68,7 +68,7 @@ public final class Engine {
   var lastNow: Timestamp = -.infinity
   var timeWentBack = false
   /// Changes found by `restore`, delivered with the next mutation.
-  var deferredChanges: [Change] = []
+  @exclusivity(unchecked) var deferredChanges: [Change] = []
 
   public init(clock: any EngineClock, configuration: EngineConfiguration = .init()) {
     self.clock = clock

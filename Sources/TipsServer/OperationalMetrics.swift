@@ -9,9 +9,10 @@ final class OperationalMetrics {
   /// A Prometheus histogram with fixed upper bounds.
   final class Histogram {
     let bounds: [Double]
-    private(set) var counts: [UInt64]
-    private(set) var sum: Double = 0
-    private(set) var count: UInt64 = 0
+    // Observed for every request: `@exclusivity(unchecked)` like the counters below (loop thread only).
+    @exclusivity(unchecked) private(set) var counts: [UInt64]
+    @exclusivity(unchecked) private(set) var sum: Double = 0
+    @exclusivity(unchecked) private(set) var count: UInt64 = 0
 
     init(bounds: [Double]) {
       self.bounds = bounds

@@ -17,8 +17,9 @@ final class Services {
   let history: HistoryRecorder
   /// `/metrics`.
   let metrics: OperationalMetrics
-  /// Asks the loop to run the end of turn soon (work staged outside an I/O callback must not wait for one).
-  let requestEndOfTurn: () -> Void
+  /// Asks the loop to run the end of turn soon (work staged outside an I/O callback must not wait for one). Set by
+  /// the server once it exists; called for every request, so `@exclusivity(unchecked)` (loop thread only).
+  @exclusivity(unchecked) var requestEndOfTurn: () -> Void = {}
   /// `exit` over stdio: stop the daemon with this status.
   var stopDaemon: (ServerExit) -> Void = { _ in }
   /// The catalog the daemon serves (declared events, templates), if any.
@@ -30,7 +31,7 @@ final class Services {
 
   init(
     engine: Engine, turn: Turn, configuration: ServerConfiguration, logger: Logger, virtualClock: VirtualClock?,
-    history: HistoryRecorder, requestEndOfTurn: @escaping () -> Void
+    history: HistoryRecorder
   ) {
     self.engine = engine
     self.subscriptions = SubscriptionRegistry()
@@ -40,7 +41,6 @@ final class Services {
     self.virtualClock = virtualClock
     self.history = history
     self.metrics = turn.metrics
-    self.requestEndOfTurn = requestEndOfTurn
   }
 
   var store: Datastore { turn.store }

@@ -143,10 +143,9 @@ public final class Server {
     history.refreshTrackedEvents(engine)
     metrics = OperationalMetrics(methods: Handlers.table.methods)
     let turn = Turn(store: store, logger: logger, metrics: metrics)
-    var requestEndOfTurn: () -> Void = {}
     services = Services(
       engine: engine, turn: turn, configuration: configuration, logger: logger, virtualClock: virtualClock,
-      history: history, requestEndOfTurn: { requestEndOfTurn() })
+      history: history)
     dispatcher = Dispatcher(table: Handlers.table, services: services)
     let failedStore = store
     turn.onCommitFailure = { [history, logger] in
@@ -158,7 +157,7 @@ public final class Server {
         logger.warning("cannot read the history's newest cursor after a failed commit", [("error", "\(error)")])
       }
     }
-    requestEndOfTurn = { [unowned self] in self.requestEndOfTurn() }
+    services.requestEndOfTurn = { [unowned self] in self.requestEndOfTurn() }
     services.stopDaemon = { [unowned self] status in
       self.exitStatus = status
       self.beginStop()

@@ -8,11 +8,13 @@ final class Session {
 
   let stream: any ByteStream
   let id: UInt64
-  var framer: Framer
+  // `framer` and `outbound` are touched for every message; `@exclusivity(unchecked)` like the turn's hot fields: one
+  // owner (the loop thread), never passed inout across a call that touches them again.
+  @exclusivity(unchecked) var framer: Framer
   var lifecycle = Lifecycle.uninitialized
   /// The `initialize` locale: chooses the copy of localized tips sent to this client.
   var locale: String?
-  var outbound: OutboundStateMachine
+  @exclusivity(unchecked) var outbound: OutboundStateMachine
   /// When the framer last started holding a partial message (loop milliseconds), for the partial-message timeout.
   var partialSince: UInt64?
   /// Whether the turn lists this connection among those to flush at its end (``Turn/markDirty(_:)``).

@@ -89,7 +89,9 @@ public final class Datastore {
   /// write), and dropped whenever a transaction fails.
   var histories: [String: EventHistory]?
   /// The open batch's donations per event, written as one chunk each (see ``DonationChunk``), in first-seen order.
-  var pending = PendingChunks()
+  /// Touched for every donation; `@exclusivity(unchecked)`: one writer at a time (the commit), never passed inout
+  /// across a call that touches it again.
+  @exclusivity(unchecked) var pending = PendingChunks()
   /// The state read at open to validate the file, handed out by the first ``load()`` unless a write came first.
   var preloaded: EngineSnapshot?
 

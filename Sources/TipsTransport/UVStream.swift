@@ -53,8 +53,9 @@ public final class UVStream: ByteStream, LoopHandleOwner {
   /// Called exactly once when the connection has fully closed.
   public var onClose: ((CloseReason) -> Void)?
 
-  /// Bytes handed to libuv that have not been written yet.
-  public private(set) var pendingWriteBytes = 0
+  /// Bytes handed to libuv that have not been written yet. Read for every reply; `@exclusivity(unchecked)`: the
+  /// loop thread only, never passed inout.
+  @exclusivity(unchecked) public private(set) var pendingWriteBytes = 0
 
   private enum State { case open, flushing, closing, closed }
   private var state = State.open
