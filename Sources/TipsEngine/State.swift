@@ -131,6 +131,16 @@ public enum StateWrite: Sendable, Hashable {
   case lifetime(eventID: String, Int)
 }
 
+extension StateWrite {
+  /// A `.donation`'s event id and instant (nil for any other write): what the server's history reads of every
+  /// donation, without copying the donation's associated values.
+  @inlinable
+  public var donatedEvent: (eventID: String, at: Timestamp)? {
+    guard case .donation(let eventID, let donation, _) = self else { return nil }
+    return (eventID, donation.at)
+  }
+}
+
 /// What a subscriber must be told after a mutation.
 public enum Change: Sendable, Hashable {
   /// A tip's status or shouldDisplay changed (it is reported only when one of them differs from the last report).

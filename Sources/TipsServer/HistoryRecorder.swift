@@ -103,21 +103,21 @@ final class HistoryRecorder {
   }
 
   /// Stages `leading` and the entries `mutation` causes on the turn, cursors assigned, counted in `metrics`.
-  /// Returns the entries the analytics stream carries (empty for donations, the usual case).
+  /// Returns the entries the analytics stream carries (nil or empty for donations, the usual case).
   ///
   /// Inlined into the caller for the hot path — a donation that changed no tip (nearly all of them), which records
-  /// at most its own entry — so that nothing else (the clock closure, the streamed array) is built for it.
+  /// at most its own entry — so that nothing else (the clock closure, an array to return) is built for it.
   @inline(__always)
   func record(
     _ mutation: Mutation, leading: [HistoryEvent], now: () -> Timestamp, into turn: Turn,
     metrics: OperationalMetrics
-  ) -> [HistoryEvent] {
-    guard enabled else { return [] }
+  ) -> [HistoryEvent]? {
+    guard enabled else { return nil }
     if leading.isEmpty && mutation.changes.isEmpty && mutation.writes.count == 1,
-      case .donation(let eventID, let given, _) = mutation.writes[0]
+      let (eventID, at) = mutation.writes[0].donatedEvent
     {
-      if tracks(eventID) { stageDonation(eventID, at: given.at, into: turn, metrics: metrics) }
-      return []
+      if tracks(eventID) { stageDonation(eventID, at: at, into: turn, metrics: metrics) }
+      return nil
     }
     return recordEntries(mutation, leading: leading, now: now, into: turn, metrics: metrics)
   }

@@ -60,10 +60,10 @@ final class Services {
     turn.stage(mutation.writes)
     if !mutation.changes.isEmpty { turn.changed = true }
     if history.enabled {
-      let engine = self.engine
-      let streamed = history.record(
-        mutation, leading: leading, now: { engine.clock.now() }, into: turn, metrics: metrics)
-      if !streamed.isEmpty && subscriptions.hasAnalyticsSubscribers {
+      if let streamed = history.record(
+        mutation, leading: leading, now: { self.engine.clock.now() }, into: turn, metrics: metrics),
+        !streamed.isEmpty && subscriptions.hasAnalyticsSubscribers
+      {
         for (session, note) in subscriptions.analyticsNotifications(for: streamed[...]) {
           stage(.notification(note), on: session)
         }
