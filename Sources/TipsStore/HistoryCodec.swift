@@ -18,15 +18,18 @@ public import TipsEngine
 /// | 6 reason, 7 status | varint length + UTF-8 |
 /// | 8 shouldDisplay | (its value is bit 15) |
 ///
-/// A donation that continues a run (schema 8) is stored in 2 or 3 bytes instead: when the chunk's previous entry was
-/// a donation of the same event and its cursor is the previous one's + 1, the entry is the byte
-/// ``continuationTag`` (7, not a kind's code) and a varint: the zigzag-encoded difference between the IEEE 754 bits
-/// of its instant and of the previous entry's (wrapping, so exact for any two instants; donations microseconds apart
-/// differ by a few units in the last place). A turn's goal donations are such runs: they cost about 2 bytes each
-/// instead of 12, and the bytes written per commit are what recording history costs the datastore.
+/// Donations that continue a run (schema 8) are stored in about one byte each instead: a donation of the event the
+/// chunk's previous entry donated, whose cursor is the previous one's + 1, is a *continuation*. Consecutive
+/// continuations form one run record: the byte ``runTag`` (7, not a kind's code), a count byte (1...255), then per
+/// continuation a varint: the zigzag-encoded difference between the IEEE 754 bits of its instant and of the previous
+/// entry's (wrapping, so exact for any two instants; donations microseconds apart differ by a few units in the last
+/// place, one byte). A turn's goal donations are such runs, and the bytes written per commit are what recording
+/// history costs the datastore (its pages in the WAL).
 enum HistoryCodec {
-  /// The first byte of a donation entry continuing a run (see above).
-  static let continuationTag: UInt8 = 7
+  /// The first byte of a run record of continuations (see above).
+  static let runTag: UInt8 = 7
+  /// The most continuations one run record holds (its count is one byte).
+  static let maxRun: UInt8 = 255
 
   /// The varint a continuation stores: the zigzag-encoded wrapping difference of the two instants' bits.
   @inline(__always)
@@ -135,14 +138,17 @@ enum HistoryCodec {
     var previousDonationAt: UInt64?
     while !reader.atEnd {
       guard let code = reader.byte() else { return nil }
-      if code == continuationTag {
-        guard let previousAt = previousDonationAt, let eventID = previousEvent, let delta = reader.varint() else {
-          return nil
+      if code == runTag {
+        guard var previousAt = previousDonationAt, let eventID = previousEvent, let count = reader.byte(), count > 0
+        else { return nil }
+        for _ in 0..<count {
+          guard let delta = reader.varint() else { return nil }
+          cursor += 1
+          let at = instant(delta: delta, after: previousAt)
+          events.append(HistoryEvent(cursor: cursor, kind: .donation, at: at, eventID: eventID))
+          previousAt = at.bitPattern
         }
-        cursor += 1
-        let at = instant(delta: delta, after: previousAt)
-        events.append(HistoryEvent(cursor: cursor, kind: .donation, at: at, eventID: eventID))
-        previousDonationAt = at.bitPattern
+        previousDonationAt = previousAt
         continue
       }
       guard let kind = HistoryEvent.Kind(code: Int(code)), let delta = reader.varint(),
@@ -282,6 +288,8 @@ public struct HistoryBatch: Sendable {
   private var lastDonationEvent: String?
   /// When the open chunk's last entry is a donation: the instant's bits (a continuation may follow it).
   private var lastDonationAt: UInt64?
+  /// When the open chunk's last entry is a continuation: the offset of its run record's count byte in ``bytes``.
+  private var runCount: Int?
   /// Entries in the batch.
   public private(set) var count = 0
 
@@ -306,6 +314,7 @@ public struct HistoryBatch: Sendable {
     tipStates.removeAll()
     lastDonationEvent = nil
     lastDonationAt = nil
+    runCount = nil
     count = 0
   }
 
@@ -323,6 +332,7 @@ public struct HistoryBatch: Sendable {
     open.end = bytes.count
     lastDonationEvent = event.eventID
     lastDonationAt = nil
+    runCount = nil
     if event.kind == .eligibility, let tip = event.tipID, let status = event.status {
       tipStates.append(
         TipState(
@@ -336,13 +346,19 @@ public struct HistoryBatch: Sendable {
     if let previousAt = lastDonationAt, open.count < Datastore.historyChunkSize, open.last &+ 1 == cursor,
       lastDonationEvent == event
     {
-      // The run goes on: a continuation (see HistoryCodec), 2 or 3 bytes.
+      // The run goes on: a continuation (see HistoryCodec), counted in the open run record or starting one.
       open.last = cursor
       if at < open.oldestAt { open.oldestAt = at }
       if at > open.newestAt { open.newestAt = at }
       open.count += 1
       count += 1
-      bytes.append(HistoryCodec.continuationTag)
+      if let offset = runCount, bytes[offset] < HistoryCodec.maxRun {
+        bytes[offset] += 1
+      } else {
+        bytes.append(HistoryCodec.runTag)
+        runCount = bytes.count
+        bytes.append(1)
+      }
       HistoryCodec.appendVarint(&bytes, HistoryCodec.instantDelta(at, after: previousAt))
       open.end = bytes.count
       lastDonationAt = at.bitPattern
@@ -355,6 +371,7 @@ public struct HistoryBatch: Sendable {
     open.end = bytes.count
     lastDonationEvent = event
     lastDonationAt = at.bitPattern
+    runCount = nil
   }
 
   /// Starts an entry in the open chunk (or a new one when it is full); returns the cursor it follows.

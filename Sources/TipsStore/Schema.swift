@@ -33,9 +33,10 @@ import TipsJSON
 // 7. sync across devices (`--sync`): `sync_meta` (device id, account, cursor, clock), `sync_state` (what each device
 //    contributed: counters, invalidations, eligibility resets, parameter registers) and `sync_outbox` (operations
 //    not yet committed by PostgreSQL). Not data tables: a datastore reset is itself synced and keeps them.
-// 8. history chunks may hold donation continuations: a donation of the event the previous entry donated, with the
-//    next cursor, stored as a tag byte and the varint difference of the instants (2 or 3 bytes instead of 12; see
-//    `HistoryCodec`). No table changes; older builds refuse the file rather than misread its history.
+// 8. history chunks may hold runs of donation continuations: donations of the event the previous entry donated, with
+//    the next cursors, stored as a tag, a count and per donation the varint difference of the instants (about one
+//    byte instead of 12; see `HistoryCodec`). No table changes; older builds refuse the file rather than misread its
+//    history.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -154,7 +155,7 @@ enum Schema {
         CREATE TABLE sync_outbox (seq INTEGER PRIMARY KEY, created REAL NOT NULL, op TEXT NOT NULL);
         """
     ),
-    // No table changes: history chunks may now hold donation continuations (HistoryCodec), which a build of
+    // No table changes: history chunks may now hold runs of donation continuations (HistoryCodec), which a build of
     // schema 7 would read as malformed; the version makes it refuse the file instead.
     Migration(version: 8, sql: ""),
   ]

@@ -187,8 +187,9 @@ struct HistoryStoreTests {
     donate("goal.a", base + 2)  // after an entry of another kind: written whole
     for k in 0..<600 { donate("goal.a", base + 3 + Double(k) * 0.000001) }  // crosses two chunk ends
     #expect(batch.events == expected)
-    // 600 continuations and a few whole entries: about 2-3 bytes each, not 12.
-    #expect(batch.bytes.count < 600 * 3 + 20 * 16)
+    // 600 continuations a microsecond apart (a few units in the last place) and a few whole entries: about one byte
+    // each (and a tag and a count per run), not 12.
+    #expect(batch.bytes.count < 600 + 20 * 16)
 
     // Stored and read back through the datastore, a HistoryEvent batch of donations encodes the same way.
     let directory = TemporaryDirectory()
@@ -198,12 +199,21 @@ struct HistoryStoreTests {
     #expect(try store.historyForMetrics() == expected)
     #expect(HistoryBatch(expected).bytes == batch.bytes)
 
-    // A continuation with nothing to continue (a chunk's first entry, or after another kind) is malformed.
-    let orphan: [UInt8] = [HistoryCodec.continuationTag, 2]
+    // A run with nothing to continue (a chunk's first entry, or after another kind) is malformed, and so is an
+    // empty run or one cut short.
+    let orphan: [UInt8] = [HistoryCodec.runTag, 1, 2]
     #expect(orphan.withUnsafeBytes { HistoryCodec.decode($0, first: 1) } == nil)
     var afterImpression = HistoryBatch([impression]).bytes
     afterImpression += orphan
     #expect(afterImpression.withUnsafeBytes { HistoryCodec.decode($0, first: cursor) } == nil)
+    var first = HistoryBatch()
+    first.appendDonation(cursor: 1, event: "goal.a", at: base)
+    let whole = first.bytes
+    first.appendDonation(cursor: 2, event: "goal.a", at: base + 1)
+    #expect(first.events.count == 2 && first.bytes.starts(with: whole) && first.bytes[whole.count] == HistoryCodec.runTag)
+    for damaged in [whole + [HistoryCodec.runTag, 0], whole + [HistoryCodec.runTag, 2, 4], whole + [HistoryCodec.runTag]] {
+      #expect(damaged.withUnsafeBytes { HistoryCodec.decode($0, first: 1) } == nil)
+    }
   }
 
   @Test("a schema 7 file's history (donations written whole) migrates to schema 8 and reads back beside continuations")
