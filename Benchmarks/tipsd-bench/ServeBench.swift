@@ -400,7 +400,7 @@ func runHistoryBenchmarks() throws {
   var on: [Double] = []
   var off: [Double] = []
   var ratios: [Double] = []
-  for _ in 0..<15 {
+  for _ in 0..<31 {
     let a1 = try pipelined(recording.socketPath, requests: 40_000, event: "filter.used")
     let b1 = try pipelined(baseline.socketPath, requests: 40_000, event: "filter.used")
     let b2 = try pipelined(baseline.socketPath, requests: 40_000, event: "filter.used")
