@@ -133,7 +133,7 @@ public enum StateWrite: Sendable, Hashable {
 
 extension StateWrite {
   /// A `.donation`'s event id and instant (nil for any other write): what the server's history reads of every
-  /// donation, without copying the donation's associated values.
+  /// donation.
   @inlinable
   public var donatedEvent: (eventID: String, at: Timestamp)? {
     guard case .donation(let eventID, let donation, _) = self else { return nil }
