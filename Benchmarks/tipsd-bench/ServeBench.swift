@@ -124,6 +124,15 @@ func runLoad(_ arguments: [String]) throws {
   print("load.donate_per_sec: \(format(try pipelined(path, requests: requests, window: window, event: event), 0))")
 }
 
+/// `tipsd-bench load-ws PORT TOKEN [REQUESTS]`: the same over WebSocket, against `tipsd serve --listen 127.0.0.1:PORT`.
+func runWebSocketLoad(_ arguments: [String]) throws {
+  guard arguments.count >= 2, let port = Int(arguments[0]) else {
+    throw BenchError("usage: tipsd-bench load-ws PORT TOKEN [REQUESTS]")
+  }
+  let requests = arguments.count > 2 ? Int(arguments[2]) ?? 1_000_000 : 1_000_000
+  print("load.websocket_donate_per_sec: \(format(try pipelinedWebSocket(port: port, token: arguments[1], requests: requests), 0))")
+}
+
 private func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
 
 /// Sets the CPU affinity of processes (`taskset -p -c LIST PID`).

@@ -1,6 +1,7 @@
 // tipsd-bench: `make bench` runs every suite; `tipsd-bench engine store` runs a selection.
 // Each figure and ratio is printed on its own line as `name: value`. `tipsd-bench load SOCKET [REQUESTS] [WINDOW] [EVENT]`
-// drives a running daemon with the bench's pipelined donations of EVENT (for profiling).
+// drives a running daemon with the bench's pipelined donations of EVENT (for profiling); `tipsd-bench load-ws PORT
+// TOKEN [REQUESTS]` does the same over WebSocket.
 
 import Foundation
 
@@ -15,6 +16,10 @@ let suites: [(name: String, run: () throws -> Void)] = [
 
 if CommandLine.arguments.dropFirst().first == "load" {
   try runLoad(Array(CommandLine.arguments.dropFirst(2)))
+  exit(0)
+}
+if CommandLine.arguments.dropFirst().first == "load-ws" {
+  try runWebSocketLoad(Array(CommandLine.arguments.dropFirst(2)))
   exit(0)
 }
 
