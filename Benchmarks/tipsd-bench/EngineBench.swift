@@ -26,13 +26,6 @@ enum EngineBench {
     print("\(name): \(rounded)")
   }
 
-  /// Seconds on the monotonic clock.
-  static func monotonic() -> Double {
-    var spec = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &spec)
-    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1_000_000_000
-  }
-
   /// Resident memory of the process in bytes (`/proc/self/statm`, second field, in pages).
   static func residentBytes() -> Int {
     guard let file = fopen("/proc/self/statm", "r") else { return 0 }

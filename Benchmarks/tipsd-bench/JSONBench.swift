@@ -12,12 +12,9 @@ private let request = Array(
 private func measure(_ label: String, iterations: Int, _ body: () throws -> Int) rethrows -> Double {
   var sink = 0
   for _ in 0..<(iterations / 10) { sink &+= try body() }
-  var ts = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  let start = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+  let start = monotonic()
   for _ in 0..<iterations { sink &+= try body() }
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  let elapsed = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9 - start
+  let elapsed = monotonic() - start
   precondition(sink != 0, label)
   return elapsed / Double(iterations) * 1e6
 }

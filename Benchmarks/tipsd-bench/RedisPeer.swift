@@ -137,22 +137,7 @@ func pipelinedRedis(_ path: String, requests: Int, window: Int, batch: Int = 64)
   let connection = try RedisConnection(path: path)
   let check = connection.roundTrip(RedisPeer.evalRequest(0))
   guard check.hasPrefix(":") else { throw BenchError("redis: EVAL answered \(check)") }
-  var ts = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  let start = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-  var sent = 0
-  var received = 0
-  while received < requests {
-    while sent < requests && sent - received < window {
-      var chunk: [UInt8] = []
-      for _ in 0..<min(batch, requests - sent, window - (sent - received)) {
-        chunk += RedisPeer.evalRequest(sent + 1)
-        sent += 1
-      }
-      connection.send(chunk)
-    }
-    received += connection.readReplies(atLeast: 1)
-  }
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  return Double(requests) / (Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9 - start)
+  return pipelinedRate(
+    requests: requests, window: window, batch: batch, request: RedisPeer.evalRequest, send: connection.send,
+    receive: { connection.readReplies(atLeast: 1) })
 }

@@ -73,12 +73,6 @@ extension JSONRPCClient {
   }
 }
 
-private func monotonic() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
 private func donateRequest(_ id: Int, event: String = "search.opened") -> [UInt8] {
   Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"\#(event)"}}"#.utf8) + [10]
 }
@@ -94,21 +88,9 @@ private func pipelined(
   let connection = try LineConnection(path: path)
   connection.send(initializeRequest)
   _ = connection.readLines(atLeast: 1)
-  let start = monotonic()
-  var sent = 0
-  var received = 0
-  while received < requests {
-    while sent < requests && sent - received < window {
-      var chunk: [UInt8] = []
-      for _ in 0..<min(batch, requests - sent, window - (sent - received)) {
-        chunk += donateRequest(sent + 1, event: event)
-        sent += 1
-      }
-      connection.send(chunk)
-    }
-    received += connection.readLines(atLeast: 1)
-  }
-  return Double(requests) / (monotonic() - start)
+  return pipelinedRate(
+    requests: requests, window: window, batch: batch, request: { donateRequest($0, event: event) },
+    send: connection.send, receive: { connection.readLines(atLeast: 1) })
 }
 
 /// `tipsd-bench load SOCKET [REQUESTS] [WINDOW] [EVENT]`: pipelined donations against a running daemon, for
@@ -186,30 +168,17 @@ private func freePort() -> Int {
   return Int(UInt16(bigEndian: address.sin_port))
 }
 
-private func donateText(_ id: Int) -> [UInt8] {
-  Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"search.opened"}}"#.utf8)
-}
+/// A donation as a WebSocket text message: the line without its newline.
+private func donateText(_ id: Int) -> [UInt8] { Array(donateRequest(id).dropLast()) }
 
 /// Requests per second over the WebSocket listener, with up to `window` requests in flight (one per frame).
 private func pipelinedWebSocket(port: Int, token: String, requests: Int, window: Int = 512, batch: Int = 64) throws -> Double {
   let connection = try WebSocketLoad(port: port, token: token)
   connection.send(WebSocketLoad.frame(Array(initializeRequest.dropLast())))
   _ = connection.readFrames(atLeast: 1)
-  let start = monotonic()
-  var sent = 0
-  var received = 0
-  while received < requests {
-    while sent < requests && sent - received < window {
-      var chunk: [UInt8] = []
-      for _ in 0..<min(batch, requests - sent, window - (sent - received)) {
-        chunk += WebSocketLoad.frame(donateText(sent + 1))
-        sent += 1
-      }
-      connection.send(chunk)
-    }
-    received += connection.readFrames(atLeast: 1)
-  }
-  return Double(requests) / (monotonic() - start)
+  return pipelinedRate(
+    requests: requests, window: window, batch: batch, request: { WebSocketLoad.frame(donateText($0)) },
+    send: connection.send, receive: { connection.readFrames(atLeast: 1) })
 }
 
 /// Round trips of one request at a time over the WebSocket listener, in microseconds.

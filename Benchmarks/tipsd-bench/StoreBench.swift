@@ -14,13 +14,6 @@ import TipsStore
   import Darwin
 #endif
 
-/// Monotonic seconds.
-private func storeNow() -> Double {
-  var time = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &time)
-  return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-}
-
 /// A fresh directory under /tmp.
 private func makeBenchDirectory() -> String {
   var template = Array("/tmp/tipsd-store-bench-XXXXXX".utf8CString)
@@ -59,9 +52,9 @@ private func mutationsPerSecond(path: String, count: Int, groupSize: Int, fsync:
     batches.append((k..<end).map(benchDonation))
     k = end
   }
-  let start = storeNow()
+  let start = monotonic()
   for batch in batches { try store.commit(batch) }
-  return Double(count) / (storeNow() - start)
+  return Double(count) / (monotonic() - start)
 }
 
 /// Microseconds per donation committed in groups of `groupSize`, each donation with (or without) its lifecycle
@@ -87,9 +80,9 @@ private func microsecondsPerDonation(path: String, count: Int, groupSize: Int, h
     batches.append(((k..<end).map(write), history ? (k..<end).map(entry) : []))
     k = end
   }
-  let start = storeNow()
+  let start = monotonic()
   for batch in batches { try store.commit(batch.writes, history: batch.history) }
-  return (storeNow() - start) / Double(count) * 1e6
+  return (monotonic() - start) / Double(count) * 1e6
 }
 
 /// The store's share of recording history: microseconds per goal donation committed with and without its entry.
@@ -155,13 +148,13 @@ private func startupMilliseconds(path: String, expected: Int, runs: Int) throws 
   var totals: [Double] = []
   var ready: [Double] = []
   for _ in 0..<runs {
-    let start = storeNow()
+    let start = monotonic()
     let store = try Datastore(path: path)
     let snapshot = try store.load()
-    let loaded = storeNow()
+    let loaded = monotonic()
     let engine = Engine(clock: VirtualClock(now: 2_000_000_000))
     engine.restore(snapshot)
-    let restored = storeNow()
+    let restored = monotonic()
     precondition(engine.donationCount("event.0") > 0, "engine restored nothing")
     let count = snapshot.donations.values.reduce(0) { $0 + $1.count }
     precondition(count == expected, "loaded \(count) donations, expected \(expected)")
@@ -201,9 +194,9 @@ func runStoreBenchmarks() throws {
 
   // Startup with 1,000,000 donations: 1000 events at the default bound of 1000 each.
   let largePath = "\(directory)/large.sqlite"
-  let buildStart = storeNow()
+  let buildStart = monotonic()
   try buildLargeDatastore(path: largePath, events: 1000, perEvent: 1000, uniqueInfo: false)
-  let buildSeconds = storeNow() - buildStart
+  let buildSeconds = monotonic() - buildStart
   var info = stat()
   stat(largePath, &info)
   let startup = try startupMilliseconds(path: largePath, expected: 1_000_000, runs: 3)
