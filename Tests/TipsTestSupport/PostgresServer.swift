@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A private PostgreSQL server for one test: `initdb` into a fresh temporary directory, `pg_ctl start` listening only
 /// on a Unix socket in that directory (no TCP port, so parallel tests and a system PostgreSQL never collide), stopped
