@@ -1,3 +1,5 @@
+import TipsJSON
+
 /// A line and column in a text file: both 1-based; the column counts Unicode scalars (not bytes), as editors do.
 public struct SourcePosition: Sendable, Hashable {
   public var line: Int
@@ -161,51 +163,28 @@ struct JSONPositions: Sendable {
     mutating func string() -> String? {
       guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
       index += 1
-      var scalars = String.UnicodeScalarView()
-      var raw: [UInt8] = []
-      func flush() {
-        if !raw.isEmpty {
-          scalars.append(contentsOf: String(decoding: raw, as: UTF8.self).unicodeScalars)
-          raw.removeAll()
-        }
-      }
-      var pendingHigh: UInt32?
+      var text = JSONStringText()
       while index < bytes.count {
         let byte = bytes[index]
         index += 1
         switch byte {
         case UInt8(ascii: "\""):
-          flush()
-          return String(scalars)
+          return text.text()
         case UInt8(ascii: "\\"):
           guard index < bytes.count else { return nil }
           let escape = bytes[index]
           index += 1
-          flush()
-          switch escape {
-          case UInt8(ascii: "n"): scalars.append("\n")
-          case UInt8(ascii: "t"): scalars.append("\t")
-          case UInt8(ascii: "r"): scalars.append("\r")
-          case UInt8(ascii: "b"): scalars.append("\u{08}")
-          case UInt8(ascii: "f"): scalars.append("\u{0C}")
-          case UInt8(ascii: "u"):
+          if escape == UInt8(ascii: "u") {
             guard index + 4 <= bytes.count,
               let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
             else { return nil }
             index += 4
-            if (0xD800...0xDBFF).contains(code) {
-              pendingHigh = code
-            } else if (0xDC00...0xDFFF).contains(code), let high = pendingHigh {
-              let combined = 0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00)
-              if let scalar = Unicode.Scalar(combined) { scalars.append(scalar) }
-              pendingHigh = nil
-            } else if let scalar = Unicode.Scalar(code) {
-              scalars.append(scalar)
-            }
-          default: scalars.append(Unicode.Scalar(escape))
+            text.append(unicode: code)
+          } else {
+            text.append(escape: escape)
           }
         default:
-          raw.append(byte)
+          text.append(byte: byte)
         }
       }
       return nil

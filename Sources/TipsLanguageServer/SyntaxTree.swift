@@ -264,28 +264,35 @@ public struct SyntaxTree: Sendable {
       return node
     }
 
-    mutating func object(parent: Int?, depth: Int) -> Int {
-      let node = add(.object, parent: parent)
-      index += 1
+    /// Steps over whitespace and commas to a container's next item; false when the container ends: at its `close`
+    /// (consumed), or left open — at the end of the text or at `foreign`, the enclosing container's close.
+    mutating func nextItem(of node: Int, close: UInt8, foreign: UInt8) -> Bool {
       while true {
         skipWhitespace()
         guard index < bytes.count else {
           nodes[node].closed = false
-          break
+          return false
         }
-        let byte = bytes[index]
-        if byte == UInt8(ascii: "}") {
+        switch bytes[index] {
+        case close:
           index += 1
-          break
-        }
-        if byte == UInt8(ascii: "]") {  // the enclosing array's: this object was left open
+          return false
+        case foreign:
           nodes[node].closed = false
-          break
-        }
-        if byte == UInt8(ascii: ",") {
+          return false
+        case UInt8(ascii: ","):
           index += 1
-          continue
+        default:
+          return true
         }
+      }
+    }
+
+    mutating func object(parent: Int?, depth: Int) -> Int {
+      let node = add(.object, parent: parent)
+      index += 1
+      while nextItem(of: node, close: UInt8(ascii: "}"), foreign: UInt8(ascii: "]")) {
+        let byte = bytes[index]
         guard byte == UInt8(ascii: "\"") else {
           // Not a key: a value without one, or a stray byte. Scan it (and forget it) or step over it.
           if value(parent: node, depth: depth + 1) == nil { index += 1 }
@@ -313,25 +320,7 @@ public struct SyntaxTree: Sendable {
     mutating func array(parent: Int?, depth: Int) -> Int {
       let node = add(.array, parent: parent)
       index += 1
-      while true {
-        skipWhitespace()
-        guard index < bytes.count else {
-          nodes[node].closed = false
-          break
-        }
-        let byte = bytes[index]
-        if byte == UInt8(ascii: "]") {
-          index += 1
-          break
-        }
-        if byte == UInt8(ascii: "}") {  // the enclosing object's: this array was left open
-          nodes[node].closed = false
-          break
-        }
-        if byte == UInt8(ascii: ",") {
-          index += 1
-          continue
-        }
+      while nextItem(of: node, close: UInt8(ascii: "]"), foreign: UInt8(ascii: "}")) {
         if let element = value(parent: node, depth: depth + 1) {
           nodes[element].index = nodes[node].elements.count
           nodes[node].elements.append(element)
@@ -347,15 +336,7 @@ public struct SyntaxTree: Sendable {
     mutating func string(parent: Int?) -> Int {
       let node = add(.string, parent: parent)
       index += 1
-      var scalars = String.UnicodeScalarView()
-      var raw: [UInt8] = []
-      func flush() {
-        if !raw.isEmpty {
-          scalars.append(contentsOf: String(decoding: raw, as: UTF8.self).unicodeScalars)
-          raw.removeAll()
-        }
-      }
-      var pendingHigh: UInt32?
+      var text = JSONStringText()
       var closed = false
       scan: while index < bytes.count {
         let byte = bytes[index]
@@ -367,7 +348,6 @@ public struct SyntaxTree: Sendable {
         case 0x0A, 0x0D:
           break scan
         case UInt8(ascii: "\\"):
-          flush()
           guard index + 1 < bytes.count else {
             index += 1
             break scan
@@ -375,11 +355,6 @@ public struct SyntaxTree: Sendable {
           let escape = bytes[index + 1]
           index += 2
           switch escape {
-          case UInt8(ascii: "n"): scalars.append("\n")
-          case UInt8(ascii: "t"): scalars.append("\t")
-          case UInt8(ascii: "r"): scalars.append("\r")
-          case UInt8(ascii: "b"): scalars.append("\u{08}")
-          case UInt8(ascii: "f"): scalars.append("\u{0C}")
           case UInt8(ascii: "u"):
             var code: UInt32 = 0
             var digits = 0
@@ -388,31 +363,24 @@ public struct SyntaxTree: Sendable {
               digits += 1
               index += 1
             }
-            guard digits == 4 else { continue }
-            if (0xD800...0xDBFF).contains(code) {
-              pendingHigh = code
-            } else if (0xDC00...0xDFFF).contains(code), let high = pendingHigh {
-              if let scalar = Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00)) {
-                scalars.append(scalar)
-              }
-              pendingHigh = nil
-            } else if let scalar = Unicode.Scalar(code) {
-              scalars.append(scalar)
+            guard digits == 4 else {
+              text.flush()
+              continue
             }
+            text.append(unicode: code)
           case 0x0A, 0x0D:
             index -= 1
             break scan
-          default: scalars.append(Unicode.Scalar(escape))
+          default: text.append(escape: escape)
           }
         default:
-          raw.append(byte)
+          text.append(byte: byte)
           index += 1
         }
       }
-      flush()
       nodes[node].end = index
       nodes[node].closed = closed
-      nodes[node].text = String(scalars)
+      nodes[node].text = text.text()
       return node
     }
 
