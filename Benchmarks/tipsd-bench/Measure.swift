@@ -1,12 +1,8 @@
 // What every suite measures with: the stopwatch, and the windowed pipelining loop of the serve suites.
-import Glibc
+import TipsSystem
 
 /// Seconds on the monotonic clock.
-func monotonic() -> Double {
-  var spec = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &spec)
-  return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-}
+func monotonic() -> Double { System.monotonicSeconds() }
 
 /// Requests per second of a pipelined run: up to `window` requests in flight, sent `batch` at a time. `request(n)`
 /// is the n-th request's bytes (from 1), `send` writes bytes, `receive` waits for at least one reply and returns how

@@ -128,7 +128,7 @@ public final class JSONRPCClient: @unchecked Sendable {
   /// Waits up to `timeout` seconds for `fd` to be readable; false on timeout.
   private func waitReadable(until deadline: Double) -> Bool {
     while true {
-      let remaining = deadline - Self.monotonic()
+      let remaining = deadline - System.monotonicSeconds()
       guard remaining > 0 else { return false }
       var pfd = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
       let ready = poll(&pfd, 1, Int32(min(remaining * 1000, 86_400_000)) + 1)
@@ -154,7 +154,7 @@ public final class JSONRPCClient: @unchecked Sendable {
 
   /// Reads one message, or nil at end of input or after `timeout` seconds.
   public func readMessage(timeout: Double? = nil) throws(ClientError) -> JSONValue? {
-    let deadline = Self.monotonic() + (timeout ?? self.timeout)
+    let deadline = System.monotonicSeconds() + (timeout ?? self.timeout)
     while true {
       if let event = framer.next() {
         switch event {
@@ -175,8 +175,8 @@ public final class JSONRPCClient: @unchecked Sendable {
   /// Reads until the reply with `id` arrives; notifications and other replies are kept.
   public func awaitReply(id: JSONValue, timeout: Double? = nil) throws(ClientError) -> JSONValue {
     if let index = replies.firstIndex(where: { $0["id"] == id }) { return replies.remove(at: index) }
-    let deadline = Self.monotonic() + (timeout ?? self.timeout)
-    while let message = try readMessage(timeout: max(0, deadline - Self.monotonic())) {
+    let deadline = System.monotonicSeconds() + (timeout ?? self.timeout)
+    while let message = try readMessage(timeout: max(0, deadline - System.monotonicSeconds())) {
       if message["method"] != nil && message["id"] == nil {
         notifications.append(message)
       } else if message["id"] == id {
@@ -220,8 +220,8 @@ public final class JSONRPCClient: @unchecked Sendable {
     if let index = notifications.firstIndex(where: { method == nil || $0["method"]?.stringValue == method }) {
       return notifications.remove(at: index)
     }
-    let deadline = Self.monotonic() + (timeout ?? self.timeout)
-    while let message = try readMessage(timeout: max(0, deadline - Self.monotonic())) {
+    let deadline = System.monotonicSeconds() + (timeout ?? self.timeout)
+    while let message = try readMessage(timeout: max(0, deadline - System.monotonicSeconds())) {
       if message["id"] != nil && message["method"] == nil {
         replies.append(message)
         continue
@@ -252,7 +252,7 @@ public final class JSONRPCClient: @unchecked Sendable {
   /// Reads until the peer closes (true) or `timeout` passes (false); messages read meanwhile are returned.
   public func readUntilEOF(timeout: Double? = nil) -> (messages: [JSONValue], eof: Bool) {
     var messages: [JSONValue] = []
-    let deadline = Self.monotonic() + (timeout ?? self.timeout)
+    let deadline = System.monotonicSeconds() + (timeout ?? self.timeout)
     while true {
       while let event = framer.next() {
         if case .message(let bytes) = event, let value = try? JSONParser.parse(bytes) { messages.append(value) }
@@ -272,11 +272,5 @@ public final class JSONRPCClient: @unchecked Sendable {
       for i in 0..<n where readBuffer[i] == 0x0A { got += 1 }
     }
     return got
-  }
-
-  static func monotonic() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
   }
 }

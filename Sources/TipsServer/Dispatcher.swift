@@ -1,6 +1,7 @@
 import TipsFraming
 import TipsJSON
 import TipsProtocol
+import TipsSystem
 
 /// Turns one framed payload (a message or a batch) into handler calls and a staged reply: the lifecycle gate, the
 /// handler lookup and the batch bound live here; the handlers in `Handlers/`.
@@ -110,13 +111,13 @@ struct Dispatcher {
     let metrics = services.metrics
     let entry = entry(for: method)
     let slot = entry?.slot ?? metrics.unknownSlot
-    let started = OperationalMetrics.monotonic()
+    let started = System.monotonicSeconds()
     do {
       let bytes = try callUnmeasured(method, entry, id: id, params: params, on: session)
-      metrics.requestAnswered(slot: slot, ok: true, seconds: OperationalMetrics.monotonic() - started)
+      metrics.requestAnswered(slot: slot, ok: true, seconds: System.monotonicSeconds() - started)
       return bytes
     } catch {
-      metrics.requestAnswered(slot: slot, ok: false, seconds: OperationalMetrics.monotonic() - started)
+      metrics.requestAnswered(slot: slot, ok: false, seconds: System.monotonicSeconds() - started)
       throw error
     }
   }

@@ -69,13 +69,6 @@ final class OperationalMetrics {
     requestDuration.observe(seconds)
   }
 
-  /// Seconds on a monotonic clock.
-  static func monotonic() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-  }
-
   // MARK: Rendering
 
   /// The values sampled when scraped.

@@ -1,5 +1,6 @@
 import TipsEngine
 import TipsStore
+import TipsSystem
 
 /// The current event-loop turn: the durable writes and history entries its requests staged, committed together in
 /// one transaction from one place (``Server``'s end of turn), and the connections with output to hand over
@@ -93,10 +94,10 @@ final class Turn {
     pendingWrites.removeAll(keepingCapacity: true)
     pendingHistory.removeAll()
     pendingSyncWrites.removeAll(keepingCapacity: true)
-    let started = OperationalMetrics.monotonic()
+    let started = System.monotonicSeconds()
     do {
       try store.commit(writes, history: history, sync: syncWrites)
-      metrics.commitDuration.observe(OperationalMetrics.monotonic() - started)
+      metrics.commitDuration.observe(System.monotonicSeconds() - started)
       metrics.commitBatch.observe(Double(writes.count + history.count))
       return true
     } catch {

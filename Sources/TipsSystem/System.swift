@@ -24,6 +24,13 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 public enum System {
+  /// Seconds on the monotonic clock (`CLOCK_MONOTONIC`): durations and deadlines, never wall time.
+  public static func monotonicSeconds() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+  }
+
   /// Runs `body` — a call returning -1 (or any negative value) and setting `errno` on failure — retrying while it
   /// fails with EINTR. Returns the call's result, or throws with the `errno` it left.
   @discardableResult
