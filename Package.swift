@@ -158,7 +158,10 @@ let package = Package(
     // MARK: benchmarks (make bench)
     .executableTarget(
       name: "tipsd-bench",
-      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsClient", "TipsSystem"],
+      dependencies: [
+        "TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsClient", "TipsSystem",
+        "TipsTestSupport",
+      ],
       path: "Benchmarks/tipsd-bench",
       swiftSettings: swiftSettings
     ),

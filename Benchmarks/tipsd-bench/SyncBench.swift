@@ -1,6 +1,7 @@
 import Foundation
 import TipsClient
 import TipsJSON
+import TipsTestSupport
 
 // Sync across devices: two `tipsd serve --sync` daemons of one account through a private PostgreSQL (initdb into a
 // temporary directory, a Unix socket only, as the postgres user when run as root).
@@ -8,60 +9,6 @@ import TipsJSON
 //   subscriber sees the tip whose rule counts them become displayable) — local commit, push, NOTIFY, pull and merge.
 // - sync.replication_lag_*_ms: one change at a time (a parameter flipped on A), from sending the request to A until
 //   B's subscriber is notified; p50 and p99.
-
-/// A private PostgreSQL server for the benchmark.
-private final class BenchPostgres {
-  let directory: String
-  let bin: String
-  let asPostgres = geteuid() == 0
-
-  init?() {
-    let debian = "/usr/lib/postgresql"
-    let versions = ((try? FileManager.default.contentsOfDirectory(atPath: debian)) ?? []).compactMap(Int.init).sorted()
-    guard let version = versions.last else { return nil }
-    bin = "\(debian)/\(version)/bin"
-    directory = NSTemporaryDirectory() + "tipsd-bench-pg-\(getpid())"
-    try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    if asPostgres, let user = getpwnam("postgres") {
-      chown(directory, user.pointee.pw_uid, user.pointee.pw_gid)
-    }
-  }
-
-  var url: String { "postgresql:///postgres?host=\(directory)&port=5432&user=postgres" }
-
-  func start() throws {
-    try run("initdb", ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "--no-sync", "--no-locale"])
-    try run(
-      "pg_ctl",
-      ["-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-o",
-       "-c listen_addresses='' -k \(directory) -p 5432 -c fsync=off -c synchronous_commit=off", "start"])
-  }
-
-  func stop() {
-    _ = try? run("pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"])
-    try? FileManager.default.removeItem(atPath: directory)
-  }
-
-  /// posix_spawn and a blocking waitpid: pg_ctl leaves a server behind that inherits the program's descriptors.
-  private func run(_ program: String, _ arguments: [String]) throws {
-    let argv = (asPostgres ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []) + ["\(bin)/\(program)"] + arguments
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-    defer { for argument in cArguments { free(argument) } }
-    var pid: pid_t = 0
-    guard posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ) == 0 else {
-      throw BenchError("cannot run \(argv[0])")
-    }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    guard status == 0 else { throw BenchError("\(program) failed (\(status)); see \(directory)/log") }
-  }
-}
 
 /// A `tipsd serve --sync` daemon.
 private final class SyncDaemon {
@@ -105,12 +52,14 @@ private func percentile(_ values: [Double], _ p: Double) -> Double {
 func runSyncBenchmarks() throws {
   let executableDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
   let tipsd = ProcessInfo.processInfo.environment["TIPSD_BIN"] ?? "\(executableDirectory)/tipsd"
-  guard let postgres = BenchPostgres() else {
+  // The tests' private PostgreSQL (TipsTestSupport): initdb into a temporary directory, a Unix socket only, as the
+  // postgres user when run as root, its programs run from the server's own directory.
+  guard PostgresServer.findBinaries() != nil else {
     print("sync.skipped: PostgreSQL is not installed (apt install postgresql)")
     return
   }
-  try postgres.start()
-  defer { postgres.stop() }
+  let postgres = try PostgresServer()
+  defer { postgres.destroy() }
   let directory = NSTemporaryDirectory() + "tipsd-bench-sync-\(getpid())"
   try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
   defer { try? FileManager.default.removeItem(atPath: directory) }

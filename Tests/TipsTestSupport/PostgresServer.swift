@@ -113,30 +113,22 @@ public final class PostgresServer: @unchecked Sendable {
     deinit { release() }
   }
 
-  /// Starts a `psql` session and sends it `sql`.
+  /// Starts a `psql` session and sends it `sql`. Its output goes to `session.out`, its errors to `session.err`.
   public func session(_ sql: String) throws -> Session {
     var pipeEnds: [Int32] = [0, 0]
     guard pipe(&pipeEnds) == 0 else { throw TestFailure("pipe: \(String(cString: strerror(errno)))") }
-    let executable = "\(binDirectory)/psql"
     let arguments = ["-X", "-q", "-h", directory, "-p", String(port), "-U", "postgres", "-d", "postgres"]
-    let argv = asPostgresUser ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
-    posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
-    posix_spawn_file_actions_addopen(&actions, 1, "\(directory)/session.out", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
-    cArguments.append(nil)
-    defer { for argument in cArguments { free(argument) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
-    close(pipeEnds[0])
-    guard spawned == 0 else {
+    let pid: pid_t
+    do {
+      pid = try spawn(
+        "psql", arguments, input: .descriptor(pipeEnds[0]), closing: [pipeEnds[1]],
+        output: "\(directory)/session.out", errors: "\(directory)/session.err", append: true)
+    } catch {
+      close(pipeEnds[0])
       close(pipeEnds[1])
-      throw TestFailure("cannot run psql: \(String(cString: strerror(spawned)))")
+      throw error
     }
+    close(pipeEnds[0])
     let session = Session(pid: pid, input: pipeEnds[1])
     session.send(sql)
     return session
@@ -154,44 +146,41 @@ public final class PostgresServer: @unchecked Sendable {
   /// The server's log, for failure messages.
   public var log: String { (try? String(contentsOfFile: "\(directory)/server.log", encoding: .utf8)) ?? "" }
 
-  /// Runs a PostgreSQL program to completion (as the `postgres` user when root) and returns its output.
+  /// Runs a PostgreSQL program to completion (as the `postgres` user when root) and returns its standard output.
   ///
-  /// Spawned with `posix_spawn` and reaped with a blocking `waitpid` on its own pid, not with Foundation's `Process`:
-  /// `pg_ctl start` leaves a server behind that inherits the program's descriptors (a pipe would never reach
-  /// end-of-file, so output goes to a file), and Foundation's child monitoring was seen to miss the exit of
-  /// `runuser` when two tests started their servers at once.
+  /// Its standard error is kept apart (a warning is never read as a query's result) and shown when the program fails.
   @discardableResult
   private func run(_ program: String, _ arguments: [String]) throws -> String {
-    let executable = "\(binDirectory)/\(program)"
-    let argv = asPostgresUser ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
-    let outputPath = "\(directory)/.\(program)-\(UInt32.random(in: 0...UInt32.max)).out"
-    defer { unlink(outputPath) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
-    cArguments.append(nil)
-    defer { for argument in cArguments { free(argument) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
-    guard spawned == 0 else {
-      throw TestFailure("cannot run \(argv[0]): \(String(cString: strerror(spawned)))")
+    let stem = "\(directory)/.\(program)-\(UInt32.random(in: 0...UInt32.max))"
+    defer {
+      unlink("\(stem).out")
+      unlink("\(stem).err")
     }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 {
-      guard errno == EINTR else { throw TestFailure("waitpid(\(program)): \(String(cString: strerror(errno)))") }
-    }
-    let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+    let pid = try spawn(program, arguments, output: "\(stem).out", errors: "\(stem).err")
+    let status = try waitForExit(pid)
+    let output = (try? String(contentsOfFile: "\(stem).out", encoding: .utf8)) ?? ""
+    let errors = (try? String(contentsOfFile: "\(stem).err", encoding: .utf8)) ?? ""
     let exited = status & 0x7f == 0
     let code = (status >> 8) & 0xff
     guard exited && code == 0 else {
       throw TestFailure(
-        "\(program) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)\n\(log)")
+        "\(program) \(arguments.joined(separator: " ")) failed (status \(status)): \(errors)\(output)\n\(log)")
     }
-    return text
+    return output
+  }
+
+  /// Starts a PostgreSQL program, as the `postgres` user when root, with the server's directory as its working
+  /// directory: the caller's may be one the `postgres` user cannot enter (a checkout in a 0700 home or `mktemp -d`),
+  /// and every program would then warn that it cannot change directory.
+  private func spawn(
+    _ program: String, _ arguments: [String], input: ChildStream = .null, closing: [Int32] = [], output: String,
+    errors: String, append: Bool = false
+  ) throws -> pid_t {
+    let executable = "\(binDirectory)/\(program)"
+    let argv = asPostgresUser ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+    return try spawnChild(
+      argv, workingDirectory: directory, input: input, output: .file(output, append: append),
+      errors: .file(errors, append: append), closing: closing)
   }
 
   /// A loopback TCP port free at the time of asking (the kernel's pick).
@@ -213,7 +202,7 @@ public final class PostgresServer: @unchecked Sendable {
 
   /// PostgreSQL's bin directory: `TIPSD_PG_BIN`, else the directory of an `initdb` on PATH, else the newest
   /// `/usr/lib/postgresql/*/bin` (Debian keeps the server programs off PATH).
-  static func findBinaries() -> String? {
+  public static func findBinaries() -> String? {
     let fileManager = FileManager.default
     func usable(_ directory: String) -> Bool {
       fileManager.isExecutableFile(atPath: "\(directory)/initdb") && fileManager.isExecutableFile(atPath: "\(directory)/pg_ctl")
