@@ -44,3 +44,67 @@ import TipsTransport
     #expect(results.count == 4)
   }
 }
+
+/// Pipeline mode: batches sent together, each one transaction, results in order; an error aborts its batch only.
+@Suite struct PGPipelineTests {
+  @Test func batchesCommitAtomicallyAndInOrder() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    try postgres.query("CREATE TABLE t (id integer PRIMARY KEY, note text)")
+    let loop = EmbeddedEventLoop()
+    func spin(until condition: () -> Bool) -> Bool {
+      waitUntil {
+        loop.run()
+        return condition()
+      }
+    }
+    let connection = PGConnection(loop: loop, keywords: ["dbname"], values: [postgres.url], connectTimeout: 30)
+    var ready = false
+    connection.onReady = { ready = true }
+    connection.start()
+    #expect(spin { ready })
+    #expect(connection.enterPipelineMode())
+    #expect(connection.isPipelined)
+
+    var completions: [(Int, Result<[PGResult], PGError>)] = []
+    connection.sendBatch([
+      .prepare("insert_t", "INSERT INTO t (id, note) VALUES ($1::integer, $2)"),
+      .prepared("insert_t", ["1", "one"]),
+      .query("SELECT count(*) FROM t"),
+    ]) { completions.append((1, $0)) }
+    // The second batch inserts, then fails: nothing of it is committed.
+    connection.sendBatch([.prepared("insert_t", ["2", "two"]), .prepared("insert_t", ["1", "duplicate"])]) {
+      completions.append((2, $0))
+    }
+    connection.sendBatch([.prepared("insert_t", ["3", nil]), .query("SELECT id, note FROM t ORDER BY id")]) {
+      completions.append((3, $0))
+    }
+    #expect(connection.batchesInFlight == 3)
+    #expect(spin { completions.count == 3 })
+    #expect(completions.map(\.0) == [1, 2, 3])
+    let first = try completions[0].1.get()
+    #expect(first.count == 3 && first[2].rows == [["1"]])
+    guard case .failure(let error) = completions[1].1 else {
+      Issue.record("the batch with a duplicate key succeeded")
+      return
+    }
+    #expect(error.message.contains("duplicate key"))
+    let third = try completions[2].1.get()
+    #expect(third.last?.rows == [["1", "one"], ["3", nil]])
+    #expect(try postgres.query("SELECT string_agg(id::text, ',' ORDER BY id) FROM t") == "1,3\n")
+
+    // A plain send is a batch of one; the connection failing fails every batch in flight.
+    var plain: Result<[PGResult], PGError>?
+    connection.send("SELECT $1::int * 2", parameters: ["21"]) { plain = $0 }
+    #expect(spin { plain != nil })
+    #expect((try? plain?.get())?.first?.rows == [["42"]])
+    var failure: String?
+    connection.onFailure = { failure = $0 }
+    var late: [Result<[PGResult], PGError>] = []
+    connection.sendBatch([.query("SELECT pg_sleep(5)")]) { late.append($0) }
+    connection.sendBatch([.query("SELECT 1")]) { late.append($0) }
+    try postgres.stop()
+    #expect(spin { failure != nil && late.count == 2 })
+    #expect(late.allSatisfy { if case .failure = $0 { true } else { false } })
+  }
+}

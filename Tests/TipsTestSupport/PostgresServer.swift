@@ -79,6 +79,7 @@ public final class PostgresServer: @unchecked Sendable {
   }
 
   /// Runs SQL with `psql` and returns its unaligned, tuples-only output.
+  @discardableResult
   public func query(_ sql: String) throws -> String {
     try run("psql", ["-X", "-q", "-A", "-t", "-h", directory, "-p", String(port), "-U", "postgres", "-d", "postgres", "-c", sql])
   }

@@ -16,10 +16,44 @@ struct PGError: Error, CustomStringConvertible {
   var description: String { message }
 }
 
+/// One statement of a pipelined batch (``PGConnection/sendBatch(_:completion:)``), its parameters bound as text
+/// (`nil`: SQL NULL).
+struct PGStatement {
+  enum Kind {
+    /// Parse, bind and run `sql`.
+    case query(String)
+    /// Run the statement prepared as `name`.
+    case prepared(String)
+    /// Prepare `sql` as `name` (no parameters bound; the result is empty).
+    case prepare(name: String, sql: String)
+  }
+
+  var kind: Kind
+  var parameters: [String?]
+
+  static func query(_ sql: String, _ parameters: [String?] = []) -> PGStatement {
+    PGStatement(kind: .query(sql), parameters: parameters)
+  }
+
+  static func prepared(_ name: String, _ parameters: [String?]) -> PGStatement {
+    PGStatement(kind: .prepared(name), parameters: parameters)
+  }
+
+  static func prepare(_ name: String, _ sql: String) -> PGStatement {
+    PGStatement(kind: .prepare(name: name, sql: sql), parameters: [])
+  }
+}
+
 /// One PostgreSQL connection driven by libpq's non-blocking API on the daemon's loop: nothing here waits for the
 /// server. `PQconnectStartParams`/`PQconnectPoll` connect, `PQsendQuery(Params)` sends, `PQflush` writes what the
 /// socket took, and a ``LoopPoll`` on `PQsocket` says when to call `PQconsumeInput`/`PQgetResult` (or `PQflush`
 /// again); `PQnotifies` yields `NOTIFY`s. One statement is in flight at a time; later ones queue.
+///
+/// **Pipeline mode** (``enterPipelineMode()``, libpq ≥ 14): batches of statements (``sendBatch(_:completion:)``) are
+/// sent at once, each followed by a sync point, without waiting for earlier ones: every batch is one implicit
+/// transaction (its statements commit together at the sync, or none does), many may be in flight, and their results
+/// come back in order. An error aborts the rest of its batch only. ``send(_:parameters:completion:)`` is then a batch
+/// of one statement (parameters required: pipeline mode has no simple-query protocol).
 ///
 /// Ownership: the `PGconn` is this object's; the poll is closed before `PQfinish` closes the socket (a watched
 /// descriptor must not be closed). The connection fails once — ``onFailure`` — and is then inert; the owner makes a
@@ -46,6 +80,21 @@ final class PGConnection {
   private var inFlight: Query?
   private var results: [PGResult] = []
   private var firstError: String?
+
+  /// A pipelined batch awaiting its results.
+  private struct Batch {
+    var completion: (Result<[PGResult], PGError>) -> Void
+    var results: [PGResult] = []
+    var firstError: String?
+  }
+
+  /// Whether the connection is in pipeline mode.
+  private(set) var isPipelined = false
+  /// Pipelined batches sent and not yet complete, oldest first (their results arrive in this order).
+  private var batches: [Batch] = []
+  private var batchesHead = 0
+  /// Pipelined batches sent and not yet answered.
+  var batchesInFlight: Int { batches.count - batchesHead }
 
   /// Connected (once).
   var onReady: (() -> Void)?
@@ -96,8 +145,61 @@ final class PGConnection {
       completion(.failure(PGError(message: "the connection is closed")))
       return
     }
+    if isPipelined {
+      sendBatch([.query(sql, parameters ?? [])], completion: completion)
+      return
+    }
     queue.append(Query(sql: sql, parameters: parameters, completion: completion))
     sendNext()
+  }
+
+  /// Enters pipeline mode. Only once connected, with no statement in flight or queued; false if libpq refused.
+  @discardableResult
+  func enterPipelineMode() -> Bool {
+    guard phase == .ready, !isPipelined, inFlight == nil, queue.isEmpty, let connection else { return false }
+    guard PQenterPipelineMode(connection) == 1 else { return false }
+    isPipelined = true
+    return true
+  }
+
+  /// Pipeline mode: sends `statements` and a sync point at once; `completion` gets one result per statement (a
+  /// `prepare` gives an empty one) once PostgreSQL has committed them together, or the first error (nothing of the
+  /// batch committed). Batches sent later may complete only after this one.
+  func sendBatch(_ statements: [PGStatement], completion: @escaping (Result<[PGResult], PGError>) -> Void) {
+    precondition(isPipelined || phase == .closed, "sendBatch needs pipeline mode")
+    guard phase == .ready, let connection else {
+      completion(.failure(PGError(message: "the connection is closed")))
+      return
+    }
+    for statement in statements {
+      let sent: Int32
+      switch statement.kind {
+      case .query(let sql):
+        sent = withOptionalCStrings(statement.parameters) { pointers in
+          PQsendQueryParams(connection, sql, Int32(statement.parameters.count), nil, pointers, nil, nil, 0)
+        }
+      case .prepared(let name):
+        sent = withOptionalCStrings(statement.parameters) { pointers in
+          PQsendQueryPrepared(connection, name, Int32(statement.parameters.count), pointers, nil, nil, 0)
+        }
+      case .prepare(let name, let sql):
+        sent = PQsendPrepare(connection, name, sql, 0, nil)
+      }
+      guard sent == 1 else {
+        let message = Self.errorMessage(connection)
+        batches.append(Batch(completion: completion))
+        fail(message)
+        return
+      }
+    }
+    guard PQpipelineSync(connection) == 1 else {
+      let message = Self.errorMessage(connection)
+      batches.append(Batch(completion: completion))
+      fail(message)
+      return
+    }
+    batches.append(Batch(completion: completion))
+    flush()
   }
 
   /// Closes the connection; queued statements fail. Idempotent; no ``onFailure``.
@@ -215,6 +317,10 @@ final class PGConnection {
         PQfreemem(notice)
         onNotification?(channel, payload)
       }
+      if isPipelined {
+        if readPipelineResults(connection) { progress = true }
+        continue
+      }
       while inFlight != nil, phase == .ready, PQisBusy(connection) == 0 {
         progress = true
         guard let result = PQgetResult(connection) else {
@@ -228,26 +334,89 @@ final class PGConnection {
     if phase == .ready && PQstatus(connection) == CONNECTION_BAD { fail(Self.errorMessage(connection)) }
   }
 
-  private func collect(_ result: OpaquePointer) {
+  /// Takes the pipelined batches' results that have arrived; returns whether any did.
+  private func readPipelineResults(_ connection: OpaquePointer) -> Bool {
+    var progress = false
+    var nulls = 0
+    while batchesHead < batches.count, phase == .ready, PQisBusy(connection) == 0 {
+      // NULL ends one statement's results; a sync point ends the batch (after it libpq returns no NULL). Two NULLs in
+      // a row mean nothing more is ready.
+      guard let result = PQgetResult(connection) else {
+        nulls += 1
+        if nulls > 1 { break }
+        continue
+      }
+      nulls = 0
+      progress = true
+      let status = PQresultStatus(result)
+      if status == PGRES_PIPELINE_SYNC {
+        PQclear(result)
+        completeBatch()
+        continue
+      }
+      if status == PGRES_PIPELINE_ABORTED {
+        if batches[batchesHead].firstError == nil { batches[batchesHead].firstError = "statement aborted" }
+      } else if let rows = Self.rows(of: result) {
+        batches[batchesHead].results.append(rows)
+      } else if batches[batchesHead].firstError == nil {
+        batches[batchesHead].firstError = Self.resultError(result)
+      }
+      PQclear(result)
+    }
+    return progress
+  }
+
+  private func completeBatch() {
+    let batch = batches[batchesHead]
+    batchesHead += 1
+    if batchesHead == batches.count {
+      batches.removeAll(keepingCapacity: true)
+      batchesHead = 0
+    } else if batchesHead >= 64 && batchesHead * 2 >= batches.count {
+      batches.removeFirst(batchesHead)
+      batchesHead = 0
+    }
+    if let error = batch.firstError {
+      batch.completion(.failure(PGError(message: error)))
+    } else {
+      batch.completion(.success(batch.results))
+    }
+  }
+
+  /// A result's rows (an empty result for a command), or nil for an error.
+  private static func rows(of result: OpaquePointer) -> PGResult? {
     switch PQresultStatus(result) {
     case PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE:
       var rows: [[String?]] = []
       let fields = PQnfields(result)
+      rows.reserveCapacity(Int(PQntuples(result)))
       for row in 0..<PQntuples(result) {
         var values: [String?] = []
+        values.reserveCapacity(Int(fields))
         for field in 0..<fields {
           values.append(PQgetisnull(result, row, field) == 1 ? nil : String(cString: PQgetvalue(result, row, field)))
         }
         rows.append(values)
       }
-      results.append(PGResult(rows: rows))
+      return PGResult(rows: rows)
     case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
-      results.append(PGResult())
+      return PGResult()
     default:
-      if firstError == nil {
-        let message = String(cString: PQresultErrorMessage(result))
-        firstError = message.trimmingTrailingNewlines().isEmpty ? "statement failed" : message.trimmingTrailingNewlines()
-      }
+      return nil
+    }
+  }
+
+  /// A failed result's message, on one line-trimmed string.
+  private static func resultError(_ result: OpaquePointer) -> String {
+    let message = String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines()
+    return message.isEmpty ? "statement failed" : message
+  }
+
+  private func collect(_ result: OpaquePointer) {
+    if let rows = Self.rows(of: result) {
+      results.append(rows)
+    } else if firstError == nil {
+      firstError = Self.resultError(result)
     }
   }
 
@@ -271,9 +440,13 @@ final class PGConnection {
     let pending = (inFlight.map { [$0] } ?? []) + queue
     inFlight = nil
     queue = []
+    let pendingBatches = batches[batchesHead...]
+    batches = []
+    batchesHead = 0
     release()
     let error = PGError(message: message.trimmingTrailingNewlines())
     for query in pending { query.completion(.failure(error)) }
+    for batch in pendingBatches { batch.completion(.failure(error)) }
     let failure = onFailure
     onFailure = nil
     onReady = nil
