@@ -123,6 +123,15 @@ let package = Package(
       swiftSettings: swiftSettings
     ),
 
+    // MARK: TipsHosted — hosted mode: every user's state in PostgreSQL (account snapshots, loading, group commit)
+    .target(
+      name: "TipsHosted", dependencies: ["TipsEngine", "TipsStore", "TipsSync", "TipsJSON", "TipsTransport"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsHostedTests",
+      dependencies: ["TipsHosted", "TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport"],
+      swiftSettings: swiftSettings),
+
     // MARK: TipsServer — wires engine, store, sync, protocol, framing and transport
     .target(
       name: "TipsServer",

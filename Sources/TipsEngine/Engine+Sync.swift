@@ -107,3 +107,42 @@ extension Engine {
     return finish(settle(rules: dirty, now: now), writes: [write])
   }
 }
+
+// MARK: - State a hosted account replicates besides the synced state
+//
+// Hosted mode (one tipsd for every user of an app) keeps an account's whole state in PostgreSQL, so what a device
+// keeps as its own — the display-frequency cooldown and the variant each tip shows — is replicated between the nodes
+// serving the account too.
+
+extension Engine {
+  /// The instant the display-frequency cooldown started, if any.
+  public var cooldownStart: Timestamp? { cooldownStartedAt }
+
+  /// The stored variant assignment of every tip with variants, by tip id.
+  public var storedVariantAssignments: [String: String] { variantAssignments }
+
+  /// Moves the cooldown's start to `start` when that is later than the engine's (a display on another node), and
+  /// re-evaluates the tips the cooldown gates.
+  public func applySyncedCooldown(_ start: Timestamp) -> Mutation {
+    let now = tick()
+    guard start > cooldownStartedAt ?? -.infinity else { return finish([]) }
+    let before = cooldownActive(now)
+    cooldownStartedAt = start
+    return finish(settle(state: cooldownGateChanged(before: before, now: now), now: now), writes: [.cooldown(start)])
+  }
+
+  /// Sets the variant a tip is assigned (decided on another node); a registered tip that declares it switches to it
+  /// and is reported again, as ``setVariant(_:_:)`` does.
+  public func applySyncedVariant(_ tipID: String, _ variant: String) -> Mutation {
+    guard variantAssignments[tipID] != variant else { return finish([]) }
+    let now = tick()
+    variantAssignments[tipID] = variant
+    let writes: [StateWrite] = [.variantAssignment(tipID: tipID, variant: variant)]
+    guard let slot = slot(tipID), slot.definition.variant(variant) != nil, slot.variant != variant else {
+      return finish([], writes: writes)
+    }
+    switchVariant(slot, to: variant)
+    slot.reported = nil
+    return finish(settle(state: [slot.index], now: now), writes: writes)
+  }
+}

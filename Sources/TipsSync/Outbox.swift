@@ -65,6 +65,10 @@ struct Outbox {
       register = "display\u{1E}" + key
     case .parameter(let id, _):
       register = "parameter\u{1E}" + id
+    case .variant(let tip, _):
+      register = "variant\u{1E}" + tip
+    case .cooldown:
+      register = "cooldown"
     case .resetEligibility(let key):
       register = "eligibility\u{1E}" + key
       for old in invalidations[key] ?? [] { writes += remove(old) }

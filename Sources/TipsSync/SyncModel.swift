@@ -31,9 +31,16 @@ public struct SyncEffects: Sendable {
 /// - **Parameters**: last writer wins, by HLC, then device id.
 /// - Tips whose definition says `"sync": "local"` are neither sent nor merged; definitions, groups, display
 ///   frequency (and its cooldown), donation limits, variants and install ids are each device's own.
+/// - **Hosted accounts** (``Role/hosted``: a tipsd node serving the account, whose state lives in PostgreSQL only)
+///   also replicate what a device keeps as its own: each tip's variant assignment (last writer wins, by HLC then
+///   device id) and the display-frequency cooldown (the latest start wins). Devices skip those operations.
 public final class SyncModel {
+  /// Whose model this is: a device daemon (`--sync`) or a hosted node serving the account.
+  public enum Role: Sendable { case device, hosted }
+
   public let device: String
   public let account: String
+  public let role: Role
   public let engine: Engine
   /// Operations beyond this many queued make synced changes refused (``isOutboxFull``).
   public let outboxLimit: Int
@@ -87,7 +94,16 @@ public final class SyncModel {
   /// Per record key: invalidations newer than its eligibility reset, earliest first.
   var invalidations: [String: [Invalidation]] = [:]
   var parameters: [String: ParameterRegister] = [:]
+  /// Hosted: per tip, its variant assignment (``ParameterRegister/value`` holds the variant's name as a string).
+  var variants: [String: ParameterRegister] = [:]
+  /// Hosted: the latest cooldown start.
+  var cooldown: Double?
   var outbox = Outbox()
+
+  /// Whether merged displays that reach a record's budget invalidate it here (``applyRemote(_:cursor:wallNow:)``).
+  /// Off only to compute a hosted account's snapshot, which must hold what the stored operations say and nothing a
+  /// node decided on its own.
+  public var checksBudgets = true
 
   /// Whether the datastore had never synced before (its existing state was queued as this device's contribution).
   public private(set) var bootstrapped = false
@@ -99,10 +115,11 @@ public final class SyncModel {
   /// datastore belongs to another account or device.
   public init(
     engine: Engine, snapshot: SyncSnapshot, account: String, device: String?, outboxLimit: Int,
-    isSynced: @escaping (String) -> Bool = { _ in true }
+    role: Role = .device, isSynced: @escaping (String) -> Bool = { _ in true }
   ) throws(SyncSetupError) {
     self.engine = engine
     self.account = account
+    self.role = role
     self.outboxLimit = outboxLimit
     self.isSynced = isSynced
     let meta = snapshot.meta
@@ -240,6 +257,19 @@ public final class SyncModel {
         let hlc = clock.next(physicalSeconds: engine.clock.now())
         startEpoch(hlc, &effects)
         enqueue(.reset, &effects, wallNow, hlc: hlc)
+      case .variantAssignment(let tip, let variant?) where role == .hosted:
+        guard variants[tip]?.value.stringValue != variant else { continue }
+        let hlc = clock.next(physicalSeconds: engine.clock.now())
+        setVariant(tip, ParameterRegister(hlc: hlc, device: device, value: .string(variant)), &effects)
+        enqueue(.variant(tip: tip, variant: variant), &effects, wallNow, hlc: hlc)
+      case .cooldown(let start?) where role == .hosted:
+        guard let latest = cooldown, latest >= start else {
+          setCooldown(start, &effects)
+          enqueue(.cooldown(at: start), &effects, wallNow)
+          continue
+        }
+        // A display on a node whose clock lags: the cooldown stays at the latest start known.
+        if latest > start { effects.mutations.append(engine.applySyncedCooldown(latest)) }
       default:
         continue
       }
@@ -290,6 +320,8 @@ public final class SyncModel {
     var events: Set<String> = []
     var keys: Set<String> = []
     var parameterIDs: Set<String> = []
+    var variantTips: Set<String> = []
+    var cooldownMoved = false
     for case let operation? in operations where operation.device != device || operation.seq < since {
       clock.observe(operation.hlc)
       if case .reset = operation.body {
@@ -339,6 +371,16 @@ public final class SyncModel {
         if let existing = parameters[id], !register.isNewer(than: existing) { continue }
         setParameter(id, register, &effects)
         parameterIDs.insert(id)
+      case .variant(let tip, let variant):
+        guard role == .hosted else { continue }
+        let register = ParameterRegister(hlc: operation.hlc, device: from, value: .string(variant))
+        if let existing = variants[tip], !register.isNewer(than: existing) { continue }
+        setVariant(tip, register, &effects)
+        variantTips.insert(tip)
+      case .cooldown(let at):
+        guard role == .hosted, at > cooldown ?? -.infinity else { continue }
+        setCooldown(at, &effects)
+        cooldownMoved = true
       }
     }
     for event in events.sorted() {
@@ -346,12 +388,16 @@ public final class SyncModel {
       effects.mutations.append(engine.mergeDonations(donations[event] ?? [], lifetime: total, intoEvent: event))
     }
     for key in keys.sorted() {
-      checkBudgets(key, &effects, wallNow)
+      if checksBudgets { checkBudgets(key, &effects, wallNow) }
       reconcile(key, &effects)
     }
     for id in parameterIDs.sorted() {
       effects.mutations.append(engine.applySyncedParameter(id, parameters[id]?.value))
     }
+    for tip in variantTips.sorted() {
+      if let variant = variants[tip]?.value.stringValue { effects.mutations.append(engine.applySyncedVariant(tip, variant)) }
+    }
+    if cooldownMoved, let cooldown { effects.mutations.append(engine.applySyncedCooldown(cooldown)) }
     if newCursor > cursor {
       cursor = newCursor
       effects.writes.append(.meta(key: MetaKey.cursor, value: String(newCursor)))
@@ -378,6 +424,84 @@ public final class SyncModel {
     } else if let maxDuration = options.maxDisplayDuration, record.displayedDuration >= maxDuration {
       addLocalInvalidation(key, reason: .displayDurationExceeded, at: now, &effects, wallNow)
     }
+  }
+
+  // MARK: - Hosted accounts
+
+  /// Every piece of merged state as `sync_state` rows, in a stable order: what a hosted account's snapshot stores
+  /// (with ``snapshotMeta`` and the engine's donations), read back by ``init(engine:snapshot:account:device:outboxLimit:role:isSynced:)``.
+  public func stateRows() -> [SyncStateRow] {
+    var rows: [SyncStateRow] = []
+    for (event, counts) in lifetimes.sorted(by: { $0.key < $1.key }) {
+      for (from, count) in counts.sorted(by: { $0.key < $1.key }) {
+        rows.append(SyncStateRow(kind: Kind.lifetime, device: from, key: event, value: String(count)))
+      }
+    }
+    for (key, counters) in displays.sorted(by: { $0.key < $1.key }) {
+      for (from, counter) in counters.sorted(by: { $0.key < $1.key }) {
+        rows.append(SyncStateRow(kind: Kind.display, device: from, key: key, value: Self.encode(counter)))
+      }
+    }
+    for (key, hlc) in eligibility.sorted(by: { $0.key < $1.key }) {
+      rows.append(SyncStateRow(kind: Kind.eligibility, device: "", key: key, value: String(hlc.rawValue)))
+    }
+    for (key, list) in invalidations.sorted(by: { $0.key < $1.key }) where !list.isEmpty {
+      rows.append(SyncStateRow(kind: Kind.invalidations, device: "", key: key, value: Self.encode(list)))
+    }
+    for (id, register) in parameters.sorted(by: { $0.key < $1.key }) {
+      rows.append(SyncStateRow(kind: Kind.parameter, device: "", key: id, value: Self.encode(register)))
+    }
+    for (tip, register) in variants.sorted(by: { $0.key < $1.key }) {
+      rows.append(SyncStateRow(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
+    }
+    if let cooldown {
+      rows.append(SyncStateRow(kind: Kind.cooldown, device: "", key: "", value: JSONValue.double(cooldown).jsonString))
+    }
+    return rows
+  }
+
+  /// The `sync_meta` a snapshot stores: the epoch, the clock and the cursor it was taken at.
+  public var snapshotMeta: [String: String] {
+    [MetaKey.epoch: String(epoch.rawValue), MetaKey.clock: String(clock.last.rawValue), MetaKey.cursor: String(cursor)]
+  }
+
+  /// Hosted: brings a fresh engine (the catalog registered, no state) to the merged state the model was loaded with
+  /// — `donations` are the snapshot's kept donations per event — through the same merge calls as a pull.
+  public func applyLoadedState(donations: [String: [Donation]]) -> SyncEffects {
+    var effects = SyncEffects()
+    for event in Set(donations.keys).union(lifetimes.keys).sorted() {
+      let total = lifetimes[event]?.values.reduce(0, +) ?? 0
+      effects.mutations.append(engine.mergeDonations(donations[event] ?? [], lifetime: total, intoEvent: event))
+    }
+    for key in Set(displays.keys).union(invalidations.keys).sorted() where isSynced(key) {
+      reconcile(key, &effects)
+    }
+    for (id, register) in parameters.sorted(by: { $0.key < $1.key }) {
+      effects.mutations.append(engine.applySyncedParameter(id, register.value))
+    }
+    for (tip, register) in variants.sorted(by: { $0.key < $1.key }) {
+      if let variant = register.value.stringValue { effects.mutations.append(engine.applySyncedVariant(tip, variant)) }
+    }
+    if let cooldown { effects.mutations.append(engine.applySyncedCooldown(cooldown)) }
+    return effects
+  }
+
+  /// Hosted: merges the operations stored after the snapshot — every one as another device's, this node's own too
+  /// (the engine was built from nothing) — then starts this node's life: its operations from now on come after
+  /// ``since`` and are skipped when pulled back.
+  public func applyLoaded(_ operations: [SyncOperation?], cursor newCursor: Int64, wallNow: Double) -> SyncEffects {
+    since = .max
+    let effects = applyRemote(operations, cursor: newCursor, wallNow: wallNow)
+    since = clock.next(physicalSeconds: engine.clock.now()).rawValue
+    return effects
+  }
+
+  /// Hosted: this node pushed its operations and PostgreSQL returned the account's last cursor; when it is exactly
+  /// the pushed count past the model's, nobody else wrote in between, so there is nothing to pull for it.
+  public func advanceCursorAfterPush(pushed: Int, lastCursor: Int64) -> Bool {
+    guard lastCursor == cursor + Int64(pushed) else { return false }
+    cursor = lastCursor
+    return true
   }
 
   // MARK: - Merged values
@@ -429,7 +553,12 @@ public final class SyncModel {
     eligibility = [:]
     invalidations = [:]
     parameters = [:]
+    // A reset keeps variant assignments (as the engine does) and ends the cooldown.
+    cooldown = nil
     effects.writes.append(.clearState)
+    for (tip, register) in variants.sorted(by: { $0.key < $1.key }) {
+      effects.writes.append(.state(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
+    }
   }
 
   private func raiseEligibility(_ key: String, to hlc: HLC, _ effects: inout SyncEffects) {
@@ -457,18 +586,19 @@ public final class SyncModel {
 
   private func setInvalidations(_ key: String, _ list: [Invalidation], _ effects: inout SyncEffects) {
     invalidations[key] = list.isEmpty ? nil : list
-    let value: String? =
-      list.isEmpty
-      ? nil
-      : JSONValue.array(
-        list.map {
-          .object([
-            "hlc": .int($0.hlc.rawValue), "device": .string($0.device), "reason": .string($0.reason.rawValue),
-            "at": .double($0.at),
-          ])
-        }
-      ).jsonString
-    effects.writes.append(.state(kind: Kind.invalidations, device: "", key: key, value: value))
+    effects.writes.append(
+      .state(kind: Kind.invalidations, device: "", key: key, value: list.isEmpty ? nil : Self.encode(list)))
+  }
+
+  private static func encode(_ list: [Invalidation]) -> String {
+    JSONValue.array(
+      list.map {
+        .object([
+          "hlc": .int($0.hlc.rawValue), "device": .string($0.device), "reason": .string($0.reason.rawValue),
+          "at": .double($0.at),
+        ])
+      }
+    ).jsonString
   }
 
   private func setLifetime(_ event: String, _ from: String, _ count: Int, _ effects: inout SyncEffects) {
@@ -478,21 +608,47 @@ public final class SyncModel {
 
   private func setDisplay(_ key: String, _ from: String, _ counter: DisplayCounter, _ effects: inout SyncEffects) {
     displays[key, default: [:]][from] = counter
+    effects.writes.append(.state(kind: Kind.display, device: from, key: key, value: Self.encode(counter)))
+  }
+
+  private static func encode(_ counter: DisplayCounter) -> String {
     var object: JSONObject = [
       "generation": .int(counter.generation.rawValue), "count": .int(Int64(counter.count)),
       "duration": .double(counter.duration), "seq": .int(counter.seq),
     ]
     if let first = counter.first { object["first"] = .double(first) }
     if let last = counter.last { object["last"] = .double(last) }
-    effects.writes.append(.state(kind: Kind.display, device: from, key: key, value: JSONValue.object(object).jsonString))
+    return JSONValue.object(object).jsonString
   }
 
   private func setParameter(_ id: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
     parameters[id] = register
+    effects.writes.append(.state(kind: Kind.parameter, device: "", key: id, value: Self.encode(register)))
+  }
+
+  private func setVariant(_ tip: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
+    variants[tip] = register
+    effects.writes.append(.state(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
+  }
+
+  private func setCooldown(_ at: Double, _ effects: inout SyncEffects) {
+    cooldown = at
+    effects.writes.append(.state(kind: Kind.cooldown, device: "", key: "", value: JSONValue.double(at).jsonString))
+  }
+
+  /// A register's `sync_state` value: `{"hlc", "device", "value"}`.
+  private static func encode(_ register: ParameterRegister) -> String {
     let value: JSONValue = [
       "hlc": .int(register.hlc.rawValue), "device": .string(register.device), "value": register.value,
     ]
-    effects.writes.append(.state(kind: Kind.parameter, device: "", key: id, value: value.jsonString))
+    return value.jsonString
+  }
+
+  private static func decodeRegister(_ text: String) -> ParameterRegister? {
+    guard let value = try? JSONParser.parse(text), let hlc = value["hlc"]?.intValue,
+      let device = value["device"]?.stringValue, let stored = value["value"]
+    else { return nil }
+    return ParameterRegister(hlc: HLC(rawValue: hlc), device: device, value: stored)
   }
 
   /// Appends the clock and epoch to a step's writes.
@@ -533,10 +689,11 @@ public final class SyncModel {
         return Invalidation(hlc: HLC(rawValue: hlc), device: device, reason: reason, at: at)
       }
     case Kind.parameter:
-      guard let value = try? JSONParser.parse(row.value), let hlc = value["hlc"]?.intValue,
-        let device = value["device"]?.stringValue, let stored = value["value"]
-      else { return }
-      parameters[row.key] = ParameterRegister(hlc: HLC(rawValue: hlc), device: device, value: stored)
+      if let register = Self.decodeRegister(row.value) { parameters[row.key] = register }
+    case Kind.variant:
+      if let register = Self.decodeRegister(row.value), register.value.stringValue != nil { variants[row.key] = register }
+    case Kind.cooldown:
+      if let at = (try? JSONParser.parse(row.value))?.doubleValue { cooldown = at }
     default:
       break
     }
@@ -549,6 +706,8 @@ public final class SyncModel {
     static let eligibility = "eligibility"
     static let invalidations = "invalidations"
     static let parameter = "parameter"
+    static let variant = "variant"
+    static let cooldown = "cooldown"
   }
 
   /// `sync_meta` keys.

@@ -34,6 +34,12 @@ public struct SyncOperation: Sendable, Equatable {
     case resetEligibility(key: String)
     /// A parameter's value (last writer wins, by HLC then device id).
     case parameter(id: String, value: JSONValue)
+    /// Hosted accounts only: the variant a tip is assigned (last writer wins, by HLC then device id). Devices keep
+    /// their own assignments and skip it.
+    case variant(tip: String, variant: String)
+    /// Hosted accounts only: a display started the display-frequency cooldown at `at` (the latest start wins).
+    /// Devices keep their own cooldown and skip it.
+    case cooldown(at: Double)
   }
 
   public init(device: String, seq: Int64, hlc: HLC, epoch: HLC, body: Body) {
@@ -53,6 +59,8 @@ public struct SyncOperation: Sendable, Equatable {
     case .invalidate: "invalidate"
     case .resetEligibility: "resetEligibility"
     case .parameter: "parameter"
+    case .variant: "variant"
+    case .cooldown: "cooldown"
     }
   }
 
@@ -86,6 +94,11 @@ public struct SyncOperation: Sendable, Equatable {
     case .parameter(let id, let value):
       object["id"] = .string(id)
       object["value"] = value
+    case .variant(let tip, let variant):
+      object["tip"] = .string(tip)
+      object["variant"] = .string(variant)
+    case .cooldown(let at):
+      object["at"] = .double(at)
     }
     return JSONValue.object(object).jsonString
   }
@@ -124,6 +137,12 @@ public struct SyncOperation: Sendable, Equatable {
     case "parameter":
       guard let id = string("id"), let value = object["value"] else { return nil }
       body = .parameter(id: id, value: value)
+    case "variant":
+      guard let tip = string("tip"), let variant = string("variant") else { return nil }
+      body = .variant(tip: tip, variant: variant)
+    case "cooldown":
+      guard let at = number("at") else { return nil }
+      body = .cooldown(at: at)
     default:
       return nil
     }

@@ -1,0 +1,71 @@
+public import TipsEngine
+import TipsStore
+public import TipsSync
+
+/// One `tipsd.ops` row as read back: its cursor, the device or node that made it, its sequence number and payload.
+public struct StoredOperation: Sendable, Equatable {
+  public var cursor: Int64
+  public var device: String
+  public var seq: Int64
+  public var payload: String
+
+  public init(cursor: Int64, device: String, seq: Int64, payload: String) {
+    self.cursor = cursor
+    self.device = device
+    self.seq = seq
+    self.payload = payload
+  }
+
+  /// The decoded operation; nil for a kind this build does not understand.
+  public var operation: SyncOperation? { SyncOperation(device: device, seq: seq, payload: payload) }
+}
+
+/// Builds a hosted account's merge model from what PostgreSQL holds: its snapshot and the operations stored after it.
+public enum AccountLoader {
+  /// Loads `account` into `engine` — a fresh engine with the catalog registered and the account as its install id —
+  /// as node `device`: the snapshot's merged state, then every later operation (this node's own included), then the
+  /// node's new life begins. Returns the model and how many stored operations this build could not read.
+  ///
+  /// `decides`: whether the load may take decisions of the node's own — a display budget reached by merged displays
+  /// invalidates the record, an operation queued for the next push — as serving the account does. A load that makes
+  /// a snapshot (``snapshot(account:engine:snapshot:operations:isSynced:)``) takes none: a snapshot holds what the
+  /// stored operations say, nothing else.
+  public static func load(
+    account: String, device: String, engine: Engine, snapshot: AccountSnapshot?, operations: [StoredOperation],
+    wallNow: Double, decides: Bool = true, isSynced: @escaping (String) -> Bool = { _ in true }
+  ) throws(HostedError) -> (model: SyncModel, skipped: Int) {
+    let snapshot = snapshot ?? .empty
+    var sync = SyncSnapshot()
+    sync.meta = snapshot.meta
+    sync.meta[SyncModel.MetaKey.account] = account
+    sync.meta[SyncModel.MetaKey.device] = device
+    sync.meta[SyncModel.MetaKey.cursor] = String(snapshot.cursor)
+    sync.state = snapshot.rows
+    let model: SyncModel
+    do {
+      model = try SyncModel(
+        engine: engine, snapshot: sync, account: account, device: device, outboxLimit: .max, role: .hosted,
+        isSynced: isSynced)
+    } catch {
+      throw HostedError("account \(account): \(error.message)")
+    }
+    model.checksBudgets = decides
+    _ = model.applyLoadedState(donations: snapshot.donations)
+    let decoded = operations.map(\.operation)
+    let last = operations.last?.cursor ?? snapshot.cursor
+    _ = model.applyLoaded(decoded, cursor: max(last, snapshot.cursor), wallNow: wallNow)
+    return (model, decoded.filter { $0 == nil }.count)
+  }
+
+  /// The snapshot of `account` after `operations` (stored after `snapshot`): a pure function of what PostgreSQL holds,
+  /// computed on `engine`, a fresh engine with the catalog registered.
+  public static func snapshot(
+    account: String, engine: Engine, snapshot: AccountSnapshot?, operations: [StoredOperation],
+    isSynced: @escaping (String) -> Bool = { _ in true }
+  ) throws(HostedError) -> AccountSnapshot {
+    let (model, _) = try load(
+      account: account, device: "snapshot", engine: engine, snapshot: snapshot, operations: operations, wallNow: 0,
+      decides: false, isSynced: isSynced)
+    return AccountSnapshot(model: model)
+  }
+}
