@@ -119,49 +119,22 @@ public final class SyncPump {
   private func connect() {
     guard state != .stopped && state != .incompatible else { return }
     state = .connecting
-    let server = configuration.server
-    guard server.needsResolution else {
-      open(hostaddr: nil)
-      return
-    }
-    // libpq would resolve host names with a blocking getaddrinfo: resolve them on libuv's thread pool instead and
-    // hand libpq the addresses (`hostaddr`; `host` still names the server for TLS and the password file).
     connectAttempt += 1
     let attempt = connectAttempt
-    var addresses = [String](repeating: "", count: server.hosts.count)
-    var pending = server.hosts.indices.filter { SyncServer.isName(server.hosts[$0]) }
-    func next() {
-      guard attempt == connectAttempt, state == .connecting else { return }
-      guard let index = pending.first else {
-        open(hostaddr: addresses.joined(separator: ","))
-        return
-      }
-      pending.removeFirst()
-      loop.resolve(host: server.hosts[index]) { [weak self] result in
-        guard let self, attempt == self.connectAttempt, self.state == .connecting else { return }
-        switch result {
-        case .success(let address):
-          addresses[index] = address
-          next()
-        case .failure(let error):
-          self.connectionFailed("\(error)")
-        }
+    PGConnector.make(
+      loop: loop, server: configuration.server, applicationName: "tipsd", connectTimeout: configuration.connectTimeout,
+      isCurrent: { [weak self] in self.map { attempt == $0.connectAttempt && $0.state == .connecting } ?? false }
+    ) { [weak self] result in
+      guard let self else { return }
+      switch result {
+      case .success(let connection): self.open(connection)
+      case .failure(let error): self.connectionFailed(error.message)
       }
     }
-    next()
   }
 
-  /// Opens the connection (after resolving host names, if any).
-  private func open(hostaddr: String?) {
-    let server = configuration.server
-    var keywords = ["dbname", "application_name"]
-    var values = [server.connectionString, "tipsd"]
-    if let hostaddr {
-      keywords.append("hostaddr")
-      values.append(hostaddr)
-    }
-    let connection = PGConnection(
-      loop: loop, keywords: keywords, values: values, connectTimeout: configuration.connectTimeout)
+  /// Starts a connection (host names already resolved).
+  private func open(_ connection: PGConnection) {
     self.connection = connection
     connection.onReady = { [unowned self] in self.migrate() }
     connection.onFailure = { [unowned self] message in self.lost(message) }

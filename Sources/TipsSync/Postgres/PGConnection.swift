@@ -1,25 +1,25 @@
 import CLibPQ
-import TipsTransport
+package import TipsTransport
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
 /// What one statement returned: its rows, every value as text (`nil` for SQL NULL).
-struct PGResult {
-  var rows: [[String?]] = []
+package struct PGResult {
+  package var rows: [[String?]] = []
 }
 
 /// A failed connection or statement, with libpq's or the server's message.
-struct PGError: Error, CustomStringConvertible {
-  var message: String
-  var description: String { message }
+package struct PGError: Error, CustomStringConvertible {
+  package var message: String
+  package var description: String { message }
 }
 
 /// One statement of a pipelined batch (``PGConnection/sendBatch(_:completion:)``), its parameters bound as text
 /// (`nil`: SQL NULL).
-struct PGStatement {
-  enum Kind {
+package struct PGStatement {
+  package enum Kind {
     /// Parse, bind and run `sql`.
     case query(String)
     /// Run the statement prepared as `name`.
@@ -28,18 +28,18 @@ struct PGStatement {
     case prepare(name: String, sql: String)
   }
 
-  var kind: Kind
-  var parameters: [String?]
+  package var kind: Kind
+  package var parameters: [String?]
 
-  static func query(_ sql: String, _ parameters: [String?] = []) -> PGStatement {
+  package static func query(_ sql: String, _ parameters: [String?] = []) -> PGStatement {
     PGStatement(kind: .query(sql), parameters: parameters)
   }
 
-  static func prepared(_ name: String, _ parameters: [String?]) -> PGStatement {
+  package static func prepared(_ name: String, _ parameters: [String?]) -> PGStatement {
     PGStatement(kind: .prepared(name), parameters: parameters)
   }
 
-  static func prepare(_ name: String, _ sql: String) -> PGStatement {
+  package static func prepare(_ name: String, _ sql: String) -> PGStatement {
     PGStatement(kind: .prepare(name: name, sql: sql), parameters: [])
   }
 }
@@ -58,7 +58,7 @@ struct PGStatement {
 /// Ownership: the `PGconn` is this object's; the poll is closed before `PQfinish` closes the socket (a watched
 /// descriptor must not be closed). The connection fails once — ``onFailure`` — and is then inert; the owner makes a
 /// new one to reconnect. Loop thread only.
-final class PGConnection {
+package final class PGConnection {
   private enum Phase { case idle, connecting, ready, closed }
 
   private struct Query {
@@ -89,22 +89,22 @@ final class PGConnection {
   }
 
   /// Whether the connection is in pipeline mode.
-  private(set) var isPipelined = false
+  package private(set) var isPipelined = false
   /// Pipelined batches sent and not yet complete, oldest first (their results arrive in this order).
   private var batches: [Batch] = []
   private var batchesHead = 0
   /// Pipelined batches sent and not yet answered.
-  var batchesInFlight: Int { batches.count - batchesHead }
+  package var batchesInFlight: Int { batches.count - batchesHead }
 
   /// Connected (once).
-  var onReady: (() -> Void)?
+  package var onReady: (() -> Void)?
   /// The connection failed or was lost (once); it is closed.
-  var onFailure: ((String) -> Void)?
+  package var onFailure: ((String) -> Void)?
   /// A `NOTIFY` on a channel this connection listens to: (channel, payload).
-  var onNotification: ((String, String) -> Void)?
+  package var onNotification: ((String, String) -> Void)?
 
   /// `keywords`/`values`: libpq connection parameters; a `dbname` holding a URI or conninfo string is expanded.
-  init(loop: any EventLoop, keywords: [String], values: [String], connectTimeout: Double) {
+  package init(loop: any EventLoop, keywords: [String], values: [String], connectTimeout: Double) {
     self.loop = loop
     self.keywords = keywords
     self.values = values
@@ -113,10 +113,10 @@ final class PGConnection {
 
   deinit { release() }
 
-  var isReady: Bool { phase == .ready }
+  package var isReady: Bool { phase == .ready }
 
   /// Starts connecting.
-  func start() {
+  package func start() {
     guard phase == .idle else { return }
     phase = .connecting
     connection = withCStrings(keywords) { keys in
@@ -138,7 +138,7 @@ final class PGConnection {
   }
 
   /// Queues a statement: with `parameters` one statement (`$1`… bound as text), without several (simple protocol).
-  func send(
+  package func send(
     _ sql: String, parameters: [String?]? = nil, completion: @escaping (Result<[PGResult], PGError>) -> Void
   ) {
     guard phase != .closed else {
@@ -155,7 +155,7 @@ final class PGConnection {
 
   /// Enters pipeline mode. Only once connected, with no statement in flight or queued; false if libpq refused.
   @discardableResult
-  func enterPipelineMode() -> Bool {
+  package func enterPipelineMode() -> Bool {
     guard phase == .ready, !isPipelined, inFlight == nil, queue.isEmpty, let connection else { return false }
     guard PQenterPipelineMode(connection) == 1 else { return false }
     isPipelined = true
@@ -165,7 +165,7 @@ final class PGConnection {
   /// Pipeline mode: sends `statements` and a sync point at once; `completion` gets one result per statement (a
   /// `prepare` gives an empty one) once PostgreSQL has committed them together, or the first error (nothing of the
   /// batch committed). Batches sent later may complete only after this one.
-  func sendBatch(_ statements: [PGStatement], completion: @escaping (Result<[PGResult], PGError>) -> Void) {
+  package func sendBatch(_ statements: [PGStatement], completion: @escaping (Result<[PGResult], PGError>) -> Void) {
     precondition(isPipelined || phase == .closed, "sendBatch needs pipeline mode")
     guard phase == .ready, let connection else {
       completion(.failure(PGError(message: "the connection is closed")))
@@ -203,7 +203,7 @@ final class PGConnection {
   }
 
   /// Closes the connection; queued statements fail. Idempotent; no ``onFailure``.
-  func close() {
+  package func close() {
     onFailure = nil
     fail("the connection was closed")
   }

@@ -9,14 +9,29 @@
 /// - `tipsd.push(account, device, channel, seqs[], ops[])`: inserts a batch in one transaction, bumps the account's
 ///   cursor, `pg_notify`s the account's channel, returns the last cursor.
 ///
+/// Version 2 (hosted mode) adds:
+/// - `tipsd.accounts.history_cursor`: the account's last lifecycle-history cursor.
+/// - `tipsd.snapshots (account PRIMARY KEY, cursor, state, updated_at)`: a hosted account's state as of `cursor`
+///   (`TipsHosted.AccountSnapshot`'s JSON), so a node loads the snapshot and the operations after it.
+/// - `tipsd.history (account, cursor, count, first_at, last_at, entries)`: the account's lifecycle history, one row per
+///   account per commit (entries encoded as the datastore's `history` rows are), primary key (account, cursor).
+/// - `tipsd.append_history(account, count, first_at, last_at, entries)`: stores a chunk under the next cursors and
+///   returns the first.
+/// - `tipsd.push` also notifies the fleet's one channel, `tipsd_fleet`, with `cursor account`: a hosted node listens
+///   there once rather than once per account (PostgreSQL checks every notification against each listener's list of
+///   channels one by one).
+///
 /// Many accounts share one database; every query names its account.
-enum PGSchema {
+public enum PGSchema {
   /// The schema version this build writes.
-  static let version = 1
+  package static let version = 2
+
+  /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
+  public static let fleetChannel = "tipsd_fleet"
 
   /// Creates or migrates the schema, under a transaction-scoped advisory lock (daemons starting together take turns),
   /// and returns the version row. Idempotent.
-  static let migrate = """
+  public static let migrate = """
     BEGIN;
     SELECT pg_advisory_xact_lock(7305786447316791297);
     CREATE SCHEMA IF NOT EXISTS tipsd;
@@ -67,6 +82,66 @@ enum PGSchema {
         $push$;
         UPDATE tipsd.schema_version SET version = 1;
       END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 2 THEN
+        ALTER TABLE tipsd.accounts ADD COLUMN history_cursor bigint NOT NULL DEFAULT 0;
+        CREATE TABLE tipsd.snapshots (
+          account text PRIMARY KEY,
+          cursor bigint NOT NULL,
+          state text NOT NULL,
+          updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE tipsd.history (
+          account text NOT NULL,
+          cursor bigint NOT NULL,
+          count integer NOT NULL,
+          first_at double precision NOT NULL,
+          last_at double precision NOT NULL,
+          entries bytea NOT NULL,
+          PRIMARY KEY (account, cursor)
+        );
+        CREATE INDEX history_last_at ON tipsd.history (last_at);
+        CREATE OR REPLACE FUNCTION tipsd.push(p_account text, p_device text, p_channel text, p_seqs bigint[], p_ops text[])
+          RETURNS bigint LANGUAGE plpgsql AS $push$
+        DECLARE
+          last bigint;
+          added integer := 0;
+          i integer;
+        BEGIN
+          INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
+          SELECT last_cursor INTO last FROM tipsd.accounts WHERE account = p_account FOR UPDATE;
+          FOR i IN 1 .. coalesce(array_length(p_seqs, 1), 0) LOOP
+            INSERT INTO tipsd.ops (account, cursor, device, seq, op)
+              VALUES (p_account, last + 1, p_device, p_seqs[i], p_ops[i])
+              ON CONFLICT (account, device, seq) DO NOTHING;
+            IF FOUND THEN
+              last := last + 1;
+              added := added + 1;
+            END IF;
+          END LOOP;
+          IF added > 0 THEN
+            UPDATE tipsd.accounts SET last_cursor = last WHERE account = p_account;
+            PERFORM pg_notify(p_channel, last::text);
+            PERFORM pg_notify('tipsd_fleet', last::text || ' ' || p_account);
+          END IF;
+          RETURN last;
+        END
+        $push$;
+        CREATE FUNCTION tipsd.append_history(
+          p_account text, p_count integer, p_first_at double precision, p_last_at double precision, p_entries bytea)
+          RETURNS bigint LANGUAGE plpgsql AS $history$
+        DECLARE
+          first bigint;
+        BEGIN
+          INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
+          UPDATE tipsd.accounts SET history_cursor = history_cursor + p_count WHERE account = p_account
+            RETURNING history_cursor - p_count + 1 INTO first;
+          INSERT INTO tipsd.history (account, cursor, count, first_at, last_at, entries)
+            VALUES (p_account, first, p_count, p_first_at, p_last_at, p_entries);
+          RETURN first;
+        END
+        $history$;
+        UPDATE tipsd.schema_version SET version = 2;
+      END IF;
     END
     $migrate$;
     SELECT version FROM tipsd.schema_version;
@@ -74,15 +149,15 @@ enum PGSchema {
     """
 
   /// `$1` account, `$2` device, `$3` channel, `$4` seqs (`bigint[]` text), `$5` ops (`text[]` text).
-  static let push = "SELECT tipsd.push($1, $2, $3, $4::bigint[], $5::text[])"
+  package static let push = "SELECT tipsd.push($1, $2, $3, $4::bigint[], $5::text[])"
 
   /// `$1` account, `$2` after this cursor, `$3` at most this many: the catch-up, on the (account, cursor) key.
-  static let pull = """
+  package static let pull = """
     SELECT cursor, device, seq, op FROM tipsd.ops WHERE account = $1 AND cursor > $2 ORDER BY cursor LIMIT $3
     """
 
   /// A PostgreSQL array literal of texts: `{"a","b\\"c"}`.
-  static func textArray(_ items: [String]) -> String {
+  package static func textArray(_ items: [String]) -> String {
     var literal = "{"
     for (index, item) in items.enumerated() {
       if index > 0 { literal += "," }
@@ -97,13 +172,13 @@ enum PGSchema {
   }
 
   /// A PostgreSQL array literal of integers: `{1,2}`.
-  static func integerArray(_ items: [Int64]) -> String {
+  package static func integerArray(_ items: [Int64]) -> String {
     "{" + items.map(String.init).joined(separator: ",") + "}"
   }
 
   /// The account's `NOTIFY` channel: `tipsd_` and 16 hex digits of FNV-1a (64-bit) of the account id — an identifier
   /// whatever the id holds; two accounts sharing one only cost a catch-up query that finds nothing.
-  static func channel(account: String) -> String {
+  package static func channel(account: String) -> String {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
     for byte in account.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
     let hex = String(hash, radix: 16)

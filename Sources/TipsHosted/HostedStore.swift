@@ -1,0 +1,413 @@
+public import TipsSync
+import TipsJSON
+public import TipsTransport
+
+/// Where a hosted node keeps every account's state: PostgreSQL, through three connections on the node's loop —
+/// a writer (each loop turn's changes of every account in one pipelined transaction), a reader (account loads,
+/// catch-ups, history, admin reads; pipelined, so loads never wait for each other) and a listener on the fleet's one
+/// `NOTIFY` channel. Nothing here blocks; every call completes on the loop.
+///
+/// The tables are the sync schema's (`PGSchema`, version 2): an account's operations in `tipsd.ops` (a hosted node is
+/// one more device of the account, named after the node), its snapshot in `tipsd.snapshots`, its lifecycle history
+/// in `tipsd.history`.
+public final class HostedStore {
+  public struct Configuration: Sendable {
+    public var server: SyncServer
+    /// The node's name: its device id in every account it serves.
+    public var node: String
+    public var connectTimeout: Double = 10
+    public var retryMax: Double = 2
+
+    public init(server: SyncServer, node: String) {
+      self.server = server
+      self.node = node
+    }
+  }
+
+  /// What a fleet notification says.
+  public enum Notice: Sendable, Hashable {
+    /// `account`'s operations reach `cursor` (some device or node pushed).
+    case operations(account: String, cursor: Int64)
+    /// `account` was erased (`accounts/delete`).
+    case deleted(account: String)
+  }
+
+  /// An account as PostgreSQL holds it: its snapshot, the operations after it and its history's last cursor.
+  public struct StoredAccount: Sendable {
+    public var snapshot: AccountSnapshot?
+    public var operations: [StoredOperation]
+    public var historyCursor: Int64
+    /// Whether PostgreSQL knows the account at all.
+    public var exists: Bool
+  }
+
+  /// One account's part of a commit: its operations (as its outbox holds them) and its history chunks.
+  public struct AccountChanges: Sendable {
+    public var account: String
+    public var operations: [(seq: Int64, payload: String)]
+    public var history: [HistoryChunk]
+
+    public init(account: String, operations: [(seq: Int64, payload: String)], history: [HistoryChunk]) {
+      self.account = account
+      self.operations = operations
+      self.history = history
+    }
+  }
+
+  /// History entries one commit recorded for one account, encoded (`HistoryBatch`'s chunk encoding), with cursors
+  /// relative to the chunk: PostgreSQL gives the chunk its first cursor.
+  public struct HistoryChunk: Sendable, Equatable {
+    public var count: Int
+    public var firstAt: Double
+    public var lastAt: Double
+    public var bytes: [UInt8]
+
+    public init(count: Int, firstAt: Double, lastAt: Double, bytes: [UInt8]) {
+      self.count = count
+      self.firstAt = firstAt
+      self.lastAt = lastAt
+      self.bytes = bytes
+    }
+  }
+
+  /// What PostgreSQL answered for one account of a commit.
+  public struct Committed: Sendable, Equatable {
+    /// The account's last operation cursor after the push (nil: it pushed no operations).
+    public var lastCursor: Int64?
+    /// Each history chunk's first cursor, in order.
+    public var historyFirst: [Int64]
+  }
+
+  /// A stored history chunk.
+  public struct StoredHistory: Sendable, Equatable {
+    public var cursor: Int64
+    public var count: Int
+    public var bytes: [UInt8]
+  }
+
+  public let configuration: Configuration
+  private let writer: PGLink
+  private let reader: PGLink
+  private let listener: PGLink
+  /// A fleet notification arrived.
+  public var onNotice: ((Notice) -> Void)?
+  /// The writer became able (true) or unable (false) to commit.
+  public var onWritableChange: ((Bool) -> Void)?
+
+  public init(
+    loop: any EventLoop, configuration: Configuration,
+    log: @escaping (SyncPump.LogLevel, String, [(String, String)]) -> Void
+  ) {
+    self.configuration = configuration
+    let link = { (name: String, role: PGLink.Role) in
+      PGLink(
+        name: name, loop: loop, server: configuration.server, role: role,
+        connectTimeout: configuration.connectTimeout, retryMax: configuration.retryMax, log: log)
+    }
+    writer = link("writer", .pipelined(prepare: [(Statement.push, PGSchema.push), (Statement.history, Self.appendHistory)]))
+    reader = link(
+      "reader", .pipelined(prepare: [(Statement.load, Self.load), (Statement.pull, PGSchema.pull), (Statement.readHistory, Self.readHistory)]))
+    listener = link("listener", .listener(channels: [PGSchema.fleetChannel]))
+    writer.onStateChange = { [unowned self] state in self.onWritableChange?(state == .ready) }
+    listener.onNotification = { [unowned self] channel, payload in
+      guard channel == PGSchema.fleetChannel, let notice = Self.notice(payload) else { return }
+      self.onNotice?(notice)
+    }
+  }
+
+  public func start() {
+    writer.start()
+    reader.start()
+    listener.start()
+  }
+
+  public func stop() {
+    writer.stop()
+    reader.stop()
+    listener.stop()
+  }
+
+  /// Whether changes can be committed now.
+  public var isWritable: Bool { writer.isReady }
+  /// Whether accounts can be loaded now.
+  public var isReadable: Bool { reader.isReady }
+  /// Whether the schema in PostgreSQL is newer than this build (nothing can be served).
+  public var isIncompatible: Bool { writer.state == .incompatible || reader.state == .incompatible }
+  /// The writer's last error, for `/healthz` and logs.
+  public var lastError: String? { writer.lastError ?? reader.lastError }
+  /// Commits sent and not yet answered.
+  public var commitsInFlight: Int { writer.inFlight }
+
+  // MARK: Writes
+
+  /// Commits every account's changes in one transaction, accounts in sorted order (two nodes committing overlapping
+  /// accounts take their row locks in the same order, so they never deadlock). `completion` gets each account's
+  /// result once PostgreSQL has committed — or a failure, and then nothing of the batch is stored (unless the
+  /// connection broke after COMMIT was sent: the caller reloads the accounts to learn which).
+  public func commit(_ changes: [AccountChanges], completion: @escaping (Result<[String: Committed], HostedError>) -> Void) {
+    let sorted = changes.sorted { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }
+    var statements: [PGStatement] = []
+    var layout: [(account: String, pushes: Bool, chunks: Int)] = []
+    for change in sorted {
+      let pushes = !change.operations.isEmpty
+      if pushes {
+        statements.append(
+          .prepared(
+            Statement.push,
+            [
+              change.account, configuration.node, PGSchema.channel(account: change.account),
+              PGSchema.integerArray(change.operations.map(\.seq)), PGSchema.textArray(change.operations.map(\.payload)),
+            ]))
+      }
+      for chunk in change.history {
+        statements.append(
+          .prepared(
+            Statement.history,
+            [change.account, String(chunk.count), "\(chunk.firstAt)", "\(chunk.lastAt)", Hex.bytea(chunk.bytes)]))
+      }
+      layout.append((change.account, pushes, change.history.count))
+    }
+    guard !statements.isEmpty else {
+      completion(.success([:]))
+      return
+    }
+    writer.send(statements) { result in
+      switch result {
+      case .failure(let error):
+        completion(.failure(error))
+      case .success(let results):
+        var answers: [String: Committed] = [:]
+        var index = 0
+        func value() -> Int64? {
+          defer { index += 1 }
+          return index < results.count ? results[index].rows.first?.first.flatMap { $0.flatMap { Int64($0) } } : nil
+        }
+        for entry in layout {
+          let last = entry.pushes ? value() : nil
+          var firsts: [Int64] = []
+          for _ in 0..<entry.chunks { firsts.append(value() ?? 0) }
+          answers[entry.account] = Committed(lastCursor: last, historyFirst: firsts)
+        }
+        completion(.success(answers))
+      }
+    }
+  }
+
+  /// Stores a snapshot unless a newer one is there already.
+  public func writeSnapshot(
+    account: String, _ snapshot: AccountSnapshot, completion: @escaping (Result<Void, HostedError>) -> Void
+  ) {
+    writer.send([
+      .query(
+        """
+        INSERT INTO tipsd.snapshots (account, cursor, state) VALUES ($1, $2::bigint, $3)
+        ON CONFLICT (account) DO UPDATE SET cursor = excluded.cursor, state = excluded.state, updated_at = now()
+        WHERE tipsd.snapshots.cursor < excluded.cursor
+        """, [account, String(snapshot.cursor), snapshot.json.jsonString])
+    ]) { completion($0.map { _ in () }) }
+  }
+
+  /// Erases every row of `account` in one transaction and notifies the fleet (every node drops it from memory and
+  /// closes its sessions).
+  public func deleteAccount(_ account: String, completion: @escaping (Result<Void, HostedError>) -> Void) {
+    writer.send([
+      .query("DELETE FROM tipsd.ops WHERE account = $1", [account]),
+      .query("DELETE FROM tipsd.history WHERE account = $1", [account]),
+      .query("DELETE FROM tipsd.snapshots WHERE account = $1", [account]),
+      .query("DELETE FROM tipsd.accounts WHERE account = $1", [account]),
+      .query("SELECT pg_notify($1, $2)", [PGSchema.fleetChannel, "deleted " + account]),
+    ]) { completion($0.map { _ in () }) }
+  }
+
+  /// Deletes history older than `cutoff` (seconds since the epoch) in every account; returns the rows deleted.
+  public func pruneHistory(before cutoff: Double, completion: @escaping (Result<Int, HostedError>) -> Void) {
+    writer.send([
+      .query("WITH gone AS (DELETE FROM tipsd.history WHERE last_at < $1::double precision RETURNING 1) SELECT count(*) FROM gone", ["\(cutoff)"])
+    ]) { result in
+      completion(result.map { Int($0.first?.rows.first?.first.flatMap { $0 } ?? "0") ?? 0 })
+    }
+  }
+
+  // MARK: Reads
+
+  /// Reads an account: its snapshot, the operations stored after it and its history's last cursor, as of one
+  /// instant (one statement).
+  public func load(_ account: String, completion: @escaping (Result<StoredAccount, HostedError>) -> Void) {
+    reader.send([.prepared(Statement.load, [account])]) { result in
+      completion(
+        result.flatMap { results -> Result<StoredAccount, HostedError> in
+          var stored = StoredAccount(snapshot: nil, operations: [], historyCursor: 0, exists: false)
+          for row in results.first?.rows ?? [] {
+            guard row.count == 5, let kind = row[0], let cursor = row[1].flatMap({ Int64($0) }) else { continue }
+            switch kind {
+            case "0":
+              guard let text = row[4] else { continue }
+              do {
+                stored.snapshot = try AccountSnapshot(json: try JSONParser.parse(text))
+              } catch {
+                return .failure(HostedError("account \(account): its stored snapshot is unreadable (\(error))"))
+              }
+            case "1":
+              guard let device = row[2], let seq = row[3].flatMap({ Int64($0) }), let payload = row[4] else { continue }
+              stored.operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
+            default:
+              stored.exists = true
+              stored.historyCursor = cursor
+            }
+          }
+          return .success(stored)
+        })
+    }
+  }
+
+  /// The operations of `account` after `cursor`, at most `limit`, in cursor order.
+  public func pull(
+    _ account: String, after cursor: Int64, limit: Int, completion: @escaping (Result<[StoredOperation], HostedError>) -> Void
+  ) {
+    reader.send([.prepared(Statement.pull, [account, String(cursor), String(limit)])]) { result in
+      completion(
+        result.map { results in
+          (results.first?.rows ?? []).compactMap { row in
+            guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let device = row[1],
+              let seq = row[2].flatMap({ Int64($0) }), let payload = row[3]
+            else { return nil }
+            return StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload)
+          }
+        })
+    }
+  }
+
+  /// The history chunks of `account` holding cursors after `cursor`, at most `limit` chunks, in cursor order.
+  public func history(
+    _ account: String, after cursor: Int64, limit: Int, completion: @escaping (Result<[StoredHistory], HostedError>) -> Void
+  ) {
+    reader.send([.prepared(Statement.readHistory, [account, String(cursor), String(limit)])]) { result in
+      completion(
+        result.map { results in
+          (results.first?.rows ?? []).compactMap { row in
+            guard row.count == 3, let cursor = row[0].flatMap({ Int64($0) }), let count = row[1].flatMap({ Int($0) }),
+              let bytes = row[2].flatMap(Hex.decodeBytea)
+            else { return nil }
+            return StoredHistory(cursor: cursor, count: count, bytes: bytes)
+          }
+        })
+    }
+  }
+
+  /// Accounts in id order after `after`, at most `limit`, with their last operation cursor.
+  public func listAccounts(
+    after: String?, limit: Int, completion: @escaping (Result<[(account: String, cursor: Int64)], HostedError>) -> Void
+  ) {
+    reader.send([
+      .query(
+        "SELECT account, last_cursor FROM tipsd.accounts WHERE $1::text IS NULL OR account > $1 ORDER BY account LIMIT $2::integer",
+        [after, String(limit)])
+    ]) { result in
+      completion(
+        result.map { results in
+          (results.first?.rows ?? []).compactMap { row in
+            guard row.count == 2, let account = row[0], let cursor = row[1].flatMap({ Int64($0) }) else { return nil }
+            return (account, cursor)
+          }
+        })
+    }
+  }
+
+  /// Accounts with more than `threshold` operations stored after their snapshot (the compactor's work), at most
+  /// `limit`.
+  public func compactionCandidates(
+    threshold: Int, limit: Int, completion: @escaping (Result<[String], HostedError>) -> Void
+  ) {
+    reader.send([
+      .query(
+        """
+        SELECT a.account FROM tipsd.accounts a LEFT JOIN tipsd.snapshots s ON s.account = a.account
+        WHERE a.last_cursor - coalesce(s.cursor, 0) > $1::bigint ORDER BY a.last_cursor - coalesce(s.cursor, 0) DESC
+        LIMIT $2::integer
+        """, [String(threshold), String(limit)])
+    ]) { result in
+      completion(result.map { results in (results.first?.rows ?? []).compactMap { $0.first ?? nil } })
+    }
+  }
+
+  // MARK: Statements
+
+  enum Statement {
+    static let push = "tipsd_push"
+    static let history = "tipsd_append_history"
+    static let load = "tipsd_load"
+    static let pull = "tipsd_pull"
+    static let readHistory = "tipsd_read_history"
+  }
+
+  static let appendHistory =
+    "SELECT tipsd.append_history($1, $2::integer, $3::double precision, $4::double precision, $5::bytea)"
+
+  /// `$1` account: its snapshot (kind 0), the operations after the snapshot's cursor (kind 1) and its account row
+  /// (kind 2: the history cursor), in one statement — one consistent view.
+  static let load = """
+    SELECT 0 AS kind, s.cursor, NULL::text, NULL::bigint, s.state FROM tipsd.snapshots s WHERE s.account = $1
+    UNION ALL
+    SELECT 1, o.cursor, o.device, o.seq, o.op FROM tipsd.ops o
+      WHERE o.account = $1 AND o.cursor > coalesce((SELECT cursor FROM tipsd.snapshots WHERE account = $1), 0)
+    UNION ALL
+    SELECT 2, a.history_cursor, NULL, NULL, NULL FROM tipsd.accounts a WHERE a.account = $1
+    ORDER BY 1, 2
+    """
+
+  /// `$1` account, `$2` after this cursor, `$3` at most this many chunks.
+  static let readHistory = """
+    SELECT cursor, count, entries FROM tipsd.history WHERE account = $1 AND cursor + count - 1 > $2::bigint
+    ORDER BY cursor LIMIT $3::integer
+    """
+
+  /// Reads a fleet notification's payload: `cursor account` or `deleted account`.
+  static func notice(_ payload: String) -> Notice? {
+    guard let space = payload.firstIndex(of: " ") else { return nil }
+    let head = payload[..<space]
+    let account = String(payload[payload.index(after: space)...])
+    guard !account.isEmpty else { return nil }
+    if head == "deleted" { return .deleted(account: account) }
+    guard let cursor = Int64(head) else { return nil }
+    return .operations(account: account, cursor: cursor)
+  }
+}
+
+/// `bytea` values as PostgreSQL's hex text format (`\x0a1b…`).
+enum Hex {
+  private static let digits = Array("0123456789abcdef".utf8)
+
+  static func bytea(_ bytes: [UInt8]) -> String {
+    var text: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
+    text.reserveCapacity(2 + bytes.count * 2)
+    for byte in bytes {
+      text.append(digits[Int(byte >> 4)])
+      text.append(digits[Int(byte & 0xF)])
+    }
+    return String(decoding: text, as: UTF8.self)
+  }
+
+  static func decodeBytea(_ text: String) -> [UInt8]? {
+    let utf8 = Array(text.utf8)
+    guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else {
+      return nil
+    }
+    func nibble(_ c: UInt8) -> UInt8? {
+      switch c {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+      case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+      default: nil
+      }
+    }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity((utf8.count - 2) / 2)
+    var index = 2
+    while index < utf8.count {
+      guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
+      bytes.append(high << 4 | low)
+      index += 2
+    }
+    return bytes
+  }
+}

@@ -1,0 +1,209 @@
+import TipsSync
+import TipsTransport
+
+/// One PostgreSQL connection a hosted node keeps up on its loop: it connects (host names resolved off the loop),
+/// creates or migrates the `tipsd` schema, enters pipeline mode and prepares its statements — or, for the listener,
+/// `LISTEN`s on the fleet's channel — and when the connection fails or is lost it fails what was in flight and
+/// connects again after a backoff (0.1 s doubling to `retryMax`). libpq picks the server: with a multi-host URL and
+/// `target_session_attrs=read-write`, the primary, whichever it is now.
+///
+/// Loop thread only.
+final class PGLink {
+  enum Role {
+    /// Pipelined batches (writes, loads, reads).
+    case pipelined(prepare: [(name: String, sql: String)])
+    /// `LISTEN`s on these channels; delivers their notifications.
+    case listener(channels: [String])
+  }
+
+  enum State: Equatable {
+    case down, connecting, ready
+    /// The database's `tipsd` schema is newer than this build: nothing is served.
+    case incompatible
+    case stopped
+  }
+
+  let name: String
+  private let loop: any EventLoop
+  private let server: SyncServer
+  private let role: Role
+  private let connectTimeout: Double
+  private let retryMax: Double
+  private let log: (SyncPump.LogLevel, String, [(String, String)]) -> Void
+
+  private var connection: PGConnection?
+  private var retryTimer: (any LoopTimer)?
+  private var retryDelay = 0.1
+  private var attempt = 0
+  private var warned = false
+
+  private(set) var state = State.down
+  /// The last connection or statement error (password scrubbed).
+  private(set) var lastError: String?
+  /// The state changed (ready or not).
+  var onStateChange: ((State) -> Void)?
+  /// A notification on a listened channel: (channel, payload).
+  var onNotification: ((String, String) -> Void)?
+
+  init(
+    name: String, loop: any EventLoop, server: SyncServer, role: Role, connectTimeout: Double, retryMax: Double,
+    log: @escaping (SyncPump.LogLevel, String, [(String, String)]) -> Void
+  ) {
+    self.name = name
+    self.loop = loop
+    self.server = server
+    self.role = role
+    self.connectTimeout = connectTimeout
+    self.retryMax = retryMax
+    self.log = log
+  }
+
+  var isReady: Bool { state == .ready }
+
+  func start() {
+    guard state == .down else { return }
+    connect()
+  }
+
+  func stop() {
+    state = .stopped
+    attempt += 1
+    retryTimer?.close()
+    retryTimer = nil
+    connection?.close()
+    connection = nil
+  }
+
+  /// Sends a batch (one transaction); fails at once when the link is not ready.
+  func send(_ statements: [PGStatement], completion: @escaping (Result<[PGResult], HostedError>) -> Void) {
+    guard state == .ready, let connection else {
+      completion(.failure(HostedError("PostgreSQL is unavailable: \(lastError ?? "not connected yet")")))
+      return
+    }
+    connection.sendBatch(statements) { [server] result in
+      completion(result.mapError { HostedError(server.scrub($0.message)) })
+    }
+  }
+
+  /// Batches sent and not yet answered.
+  var inFlight: Int { connection?.batchesInFlight ?? 0 }
+
+  // MARK: Connecting
+
+  private func connect() {
+    guard state != .stopped && state != .incompatible else { return }
+    setState(.connecting)
+    attempt += 1
+    let current = attempt
+    PGConnector.make(
+      loop: loop, server: server, applicationName: "tipsd-\(name)", connectTimeout: connectTimeout,
+      isCurrent: { [weak self] in self.map { current == $0.attempt && $0.state == .connecting } ?? false }
+    ) { [weak self] result in
+      guard let self else { return }
+      switch result {
+      case .success(let connection): self.open(connection)
+      case .failure(let error): self.failed(error.message)
+      }
+    }
+  }
+
+  private func open(_ connection: PGConnection) {
+    self.connection = connection
+    connection.onReady = { [unowned self] in self.migrate() }
+    connection.onFailure = { [unowned self] message in self.lost(message) }
+    connection.onNotification = { [unowned self] channel, payload in self.onNotification?(channel, payload) }
+    connection.start()
+  }
+
+  private func migrate() {
+    connection?.send(PGSchema.migrate) { [unowned self] result in
+      switch result {
+      case .failure(let error):
+        self.lost("cannot create or migrate the tipsd schema: \(error.message)")
+      case .success(let results):
+        let version = results.last { !$0.rows.isEmpty }?.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0
+        guard version <= PGSchema.version else {
+          self.lastError = "the database's tipsd schema is version \(version), newer than this tipsd understands "
+            + "(\(PGSchema.version))"
+          self.log(.error, "hosted: PostgreSQL's schema is too new; not serving", [("reason", self.lastError ?? "")])
+          self.connection?.close()
+          self.connection = nil
+          self.setState(.incompatible)
+          return
+        }
+        self.prepare()
+      }
+    }
+  }
+
+  private func prepare() {
+    guard let connection else { return }
+    switch role {
+    case .listener(let channels):
+      connection.send(channels.map { "LISTEN \($0);" }.joined(separator: " ")) { [unowned self] result in
+        if case .failure(let error) = result {
+          self.lost("cannot LISTEN: \(error.message)")
+          return
+        }
+        self.connected()
+      }
+    case .pipelined(let statements):
+      guard connection.enterPipelineMode() else {
+        lost("cannot enter pipeline mode")
+        return
+      }
+      guard !statements.isEmpty else {
+        connected()
+        return
+      }
+      connection.sendBatch(statements.map { .prepare($0.name, $0.sql) }) { [unowned self] result in
+        if case .failure(let error) = result {
+          self.lost("cannot prepare statements: \(error.message)")
+          return
+        }
+        self.connected()
+      }
+    }
+  }
+
+  private func connected() {
+    retryDelay = 0.1
+    lastError = nil
+    if warned { log(.info, "hosted: PostgreSQL reachable again", [("connection", name)]) }
+    warned = false
+    setState(.ready)
+  }
+
+  // MARK: Failures
+
+  private func lost(_ message: String) {
+    guard let failed = connection else { return }
+    connection = nil
+    failed.close()
+    self.failed(message)
+  }
+
+  private func failed(_ message: String) {
+    guard state != .stopped && state != .incompatible else { return }
+    let scrubbed = server.scrub(message).split(whereSeparator: \.isNewline)
+      .map { $0.drop { $0 == " " || $0 == "\t" } }.joined(separator: " ")
+    lastError = scrubbed
+    if !warned {
+      warned = true
+      log(.warning, "hosted: PostgreSQL unreachable; retrying", [("connection", name), ("error", scrubbed)])
+    }
+    setState(.down)
+    let delay = retryDelay
+    retryDelay = min(retryDelay * 2, retryMax)
+    let timer = retryTimer ?? loop.makeTimer()
+    timer.keepsLoopAlive = false
+    retryTimer = timer
+    timer.start(afterMilliseconds: UInt64(delay * 1000)) { [weak self] in self?.connect() }
+  }
+
+  private func setState(_ new: State) {
+    guard state != new else { return }
+    state = new
+    onStateChange?(new)
+  }
+}

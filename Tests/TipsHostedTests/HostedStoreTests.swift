@@ -1,0 +1,173 @@
+import Foundation
+import Testing
+import TipsJSON
+import TipsSync
+import TipsTestSupport
+import TipsTransport
+@testable import TipsHosted
+
+/// The hosted store against a real PostgreSQL, on the embedded loop.
+@Suite struct HostedStoreTests {
+  final class Harness {
+    let postgres: PostgresServer
+    let loop = EmbeddedEventLoop()
+    let store: HostedStore
+    var notices: [HostedStore.Notice] = []
+
+    init(postgres: PostgresServer, node: String = "node-a") throws {
+      self.postgres = postgres
+      store = HostedStore(
+        loop: loop, configuration: HostedStore.Configuration(server: try SyncServer(postgres.url), node: node),
+        log: { _, _, _ in })
+      store.onNotice = { [unowned self] in self.notices.append($0) }
+      store.start()
+    }
+
+    @discardableResult
+    func spin(until condition: () -> Bool) -> Bool {
+      waitUntil {
+        loop.run()
+        // Retries wait on timers: let the loop's manual time follow the real one roughly.
+        loop.advance(by: 5)
+        return condition()
+      }
+    }
+
+    func await<T>(_ call: (@escaping (Result<T, HostedError>) -> Void) -> Void) throws -> T {
+      var result: Result<T, HostedError>?
+      call { result = $0 }
+      guard spin(until: { result != nil }), let result else { throw TestFailure("no answer") }
+      return try result.get()
+    }
+  }
+
+  @Test func commitsLoadsPullsAndErasesAccounts() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    let harness = try Harness(postgres: postgres)
+    defer { harness.store.stop() }
+    #expect(harness.spin { harness.store.isWritable && harness.store.isReadable })
+
+    let chunk = HostedStore.HistoryChunk(count: 2, firstAt: 10, lastAt: 11, bytes: [1, 2, 3, 0xff])
+    let answers = try harness.await { completion in
+      harness.store.commit([
+        HostedStore.AccountChanges(
+          account: "bob", operations: [(1, #"{"a":1}"#), (2, #"{"b":"x\"y"}"#)], history: [chunk]),
+        HostedStore.AccountChanges(account: "alice", operations: [(5, "{}")], history: [chunk, chunk]),
+      ], completion: completion)
+    }
+    #expect(answers["bob"] == HostedStore.Committed(lastCursor: 2, historyFirst: [1]))
+    #expect(answers["alice"] == HostedStore.Committed(lastCursor: 1, historyFirst: [1, 3]))
+    #expect(harness.spin { harness.notices.count >= 2 })
+    #expect(Set(harness.notices) == [.operations(account: "alice", cursor: 1), .operations(account: "bob", cursor: 2)])
+
+    // A repeated push stores nothing twice.
+    let again = try harness.await { completion in
+      harness.store.commit(
+        [HostedStore.AccountChanges(account: "bob", operations: [(2, #"{"b":"x\"y"}"#), (3, "{}")], history: [])],
+        completion: completion)
+    }
+    #expect(again["bob"]?.lastCursor == 3)
+
+    let bob = try harness.await { harness.store.load("bob", completion: $0) }
+    #expect(bob.exists && bob.snapshot == nil && bob.historyCursor == 2)
+    #expect(bob.operations.map(\.cursor) == [1, 2, 3])
+    #expect(bob.operations.map(\.payload) == [#"{"a":1}"#, #"{"b":"x\"y"}"#, "{}"])
+    #expect(bob.operations.allSatisfy { $0.device == "node-a" })
+    let nobody = try harness.await { harness.store.load("nobody", completion: $0) }
+    #expect(!nobody.exists && nobody.operations.isEmpty)
+
+    let snapshot = AccountSnapshot(cursor: 2, meta: ["epoch": "0"], rows: [], donations: [:])
+    try harness.await { harness.store.writeSnapshot(account: "bob", snapshot, completion: $0) }
+    // An older snapshot never replaces a newer one.
+    try harness.await {
+      harness.store.writeSnapshot(account: "bob", AccountSnapshot(cursor: 1, meta: [:], rows: [], donations: [:]), completion: $0)
+    }
+    let resumed = try harness.await { harness.store.load("bob", completion: $0) }
+    #expect(resumed.snapshot == snapshot)
+    #expect(resumed.operations.map(\.cursor) == [3])
+
+    let pulled = try harness.await { harness.store.pull("bob", after: 1, limit: 10, completion: $0) }
+    #expect(pulled.map(\.cursor) == [2, 3])
+    let history = try harness.await { harness.store.history("alice", after: 0, limit: 10, completion: $0) }
+    #expect(history == [HostedStore.StoredHistory(cursor: 1, count: 2, bytes: chunk.bytes),
+      HostedStore.StoredHistory(cursor: 3, count: 2, bytes: chunk.bytes)])
+    let later = try harness.await { harness.store.history("alice", after: 2, limit: 10, completion: $0) }
+    #expect(later.map(\.cursor) == [3])
+    let listed = try harness.await { harness.store.listAccounts(after: nil, limit: 10, completion: $0) }
+    #expect(listed.map(\.account) == ["alice", "bob"])
+    let page = try harness.await { harness.store.listAccounts(after: "alice", limit: 10, completion: $0) }
+    #expect(page.map(\.account) == ["bob"])
+
+    harness.notices = []
+    try harness.await { harness.store.deleteAccount("bob", completion: $0) }
+    #expect(harness.spin { harness.notices.contains(.deleted(account: "bob")) })
+    for table in ["ops", "history", "snapshots", "accounts"] {
+      #expect(try postgres.query("SELECT count(*) FROM tipsd.\(table) WHERE account = 'bob'") == "0\n", "\(table)")
+    }
+    #expect(try postgres.query("SELECT count(*) FROM tipsd.ops WHERE account = 'alice'") == "1\n")
+  }
+
+  /// A commit is one transaction: when one account's part fails, nothing of the batch is stored; the store keeps
+  /// working. When PostgreSQL goes away commits fail at once, and the store reconnects by itself.
+  @Test func aFailedCommitStoresNothingAndTheStoreReconnects() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    let harness = try Harness(postgres: postgres)
+    defer { harness.store.stop() }
+    #expect(harness.spin { harness.store.isWritable })
+    // A payload PostgreSQL refuses (a NUL byte cannot be stored in text) fails the whole batch.
+    var failure: Result<[String: HostedStore.Committed], HostedError>?
+    harness.store.commit([
+      HostedStore.AccountChanges(account: "a", operations: [(1, "{}")], history: []),
+      HostedStore.AccountChanges(account: "b", operations: [(1, "bad\u{0}payload")], history: []),
+    ]) { failure = $0 }
+    #expect(harness.spin { failure != nil })
+    if case .success = failure { Issue.record("a batch with a bad row committed") }
+    #expect(try postgres.query("SELECT count(*) FROM tipsd.ops") == "0\n")
+
+    try postgres.stop()
+    #expect(harness.spin { !harness.store.isWritable })
+    var refused: Result<[String: HostedStore.Committed], HostedError>?
+    harness.store.commit([HostedStore.AccountChanges(account: "a", operations: [(1, "{}")], history: [])]) { refused = $0 }
+    #expect(harness.spin { refused != nil })
+    if case .failure(let error) = refused { #expect(error.message.contains("PostgreSQL is unavailable")) } else {
+      Issue.record("a commit succeeded while PostgreSQL was down")
+    }
+    try postgres.start()
+    #expect(harness.spin { harness.store.isWritable })
+    let answers = try harness.await { completion in
+      harness.store.commit([HostedStore.AccountChanges(account: "a", operations: [(1, "{}")], history: [])], completion: completion)
+    }
+    #expect(answers["a"]?.lastCursor == 1)
+  }
+
+  /// A database migrated by an earlier tipsd (schema 1, sync only) is migrated to schema 2 and keeps its operations.
+  @Test func aVersionOneDatabaseIsMigrated() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    let migrate = PGSchema.migrate
+    let start = try #require(migrate.range(of: "IF (SELECT version FROM tipsd.schema_version) < 2 THEN"))
+    let setTwo = try #require(migrate.range(of: "UPDATE tipsd.schema_version SET version = 2;"))
+    let end = try #require(migrate.range(of: "END IF;", range: setTwo.upperBound..<migrate.endIndex))
+    try postgres.query(String(migrate[..<start.lowerBound]) + String(migrate[end.upperBound...]))
+    #expect(try postgres.query("SELECT version FROM tipsd.schema_version") == "1\n")
+    try postgres.query("SELECT tipsd.push('alice', 'phone', 'c', '{7}'::bigint[], '{\"{}\"}'::text[])")
+    let harness = try Harness(postgres: postgres)
+    defer { harness.store.stop() }
+    #expect(harness.spin { harness.store.isReadable })
+    let alice = try harness.await { harness.store.load("alice", completion: $0) }
+    #expect(alice.operations.map(\.device) == ["phone"])
+    #expect(try postgres.query("SELECT version FROM tipsd.schema_version") == "2\n")
+  }
+
+  @Test func byteaRoundTripsAndNoticesParse() {
+    let bytes: [UInt8] = [0, 1, 0x7f, 0x80, 0xfe, 0xff]
+    #expect(Hex.bytea(bytes) == "\\x00017f80feff")
+    #expect(Hex.decodeBytea(Hex.bytea(bytes)) == bytes)
+    #expect(Hex.decodeBytea("\\x0") == nil && Hex.decodeBytea("00") == nil && Hex.decodeBytea("\\xzz") == nil)
+    #expect(HostedStore.notice("42 alice@example.com") == .operations(account: "alice@example.com", cursor: 42))
+    #expect(HostedStore.notice("deleted auth0|abc") == .deleted(account: "auth0|abc"))
+    #expect(HostedStore.notice("42") == nil && HostedStore.notice("x alice") == nil && HostedStore.notice("7 ") == nil)
+  }
+}
