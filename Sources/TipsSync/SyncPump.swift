@@ -20,6 +20,8 @@ public protocol SyncPumpDelegate: AnyObject {
 /// page) says there is more. One statement at a time. When the connection fails or is lost (PostgreSQL down, slow or
 /// restarted), it retries with a backoff (0.1 s doubling to `retryMax`) and catches up again after every reconnect;
 /// meanwhile the daemon serves from its datastore and queues its changes.
+///
+/// The decisions are ``SyncPumpStateMachine``'s; this class performs its actions with libpq and reports back.
 public final class SyncPump {
   public struct Configuration: Sendable {
     public var server: SyncServer
@@ -61,23 +63,27 @@ public final class SyncPump {
   private let channel: String
   private let wallClock: () -> Double
 
+  private var machine: SyncPumpStateMachine
   private var connection: PGConnection?
   private var retryTimer: (any LoopTimer)?
-  private var retryDelay = 0.1
-  /// Ready: schema checked and listening.
-  private var ready = false
-  private var busy = false
-  private var pullNeeded = false
-  private var warnedSinceConnected = false
   /// Counts connection attempts, so a resolution finishing after the pump moved on is ignored.
   private var connectAttempt = 0
 
-  public private(set) var state = State.disconnected
+  public var state: State {
+    switch machine.phase {
+    case .disconnected: .disconnected
+    case .connecting: .connecting
+    case .connected: .connected
+    case .incompatible: .incompatible
+    case .stopped: .stopped
+    }
+  }
+
   /// Wall-clock seconds of the last successful push and pull.
   public private(set) var lastPushAt: Double?
   public private(set) var lastPullAt: Double?
   /// The last connection or statement error (password scrubbed), cleared on reconnect.
-  public private(set) var lastError: String?
+  public var lastError: String? { machine.lastError }
   /// Operations pushed and rows pulled since start.
   public private(set) var pushedCount = 0
   public private(set) var pulledCount = 0
@@ -92,185 +98,133 @@ public final class SyncPump {
     self.wallClock = wallClock
     self.log = log
     channel = PGSchema.channel(account: configuration.account)
+    machine = SyncPumpStateMachine(
+      server: configuration.server.redacted, account: configuration.account, pullBatch: configuration.pullBatch,
+      retryMax: configuration.retryMax)
   }
 
   /// Starts connecting.
-  public func start() {
-    guard state != .stopped else { return }
-    connect()
-  }
+  public func start() { perform(machine.start()) }
 
   /// New operations were committed locally: push them if connected.
-  public func kick() { pump() }
+  public func kick() { perform(machine.kicked(outboxHasWork: outboxHasWork)) }
 
   /// Closes the connection for good.
   public func stop() {
-    state = .stopped
     connectAttempt += 1
-    ready = false
     retryTimer?.close()
     retryTimer = nil
-    connection?.close()
-    connection = nil
+    perform(machine.stop())
   }
 
-  // MARK: Connection
+  private var outboxHasWork: Bool { !(delegate?.outboxBatch(1).isEmpty ?? true) }
+
+  // MARK: Performing the machine's actions
+
+  private func perform(_ actions: [SyncPumpStateMachine.Action]) {
+    for action in actions {
+      switch action {
+      case .connect: connect()
+      case .run(let statement): run(statement)
+      case .closeConnection:
+        connection?.close()
+        connection = nil
+      case .retry(let seconds):
+        let timer = retryTimer ?? loop.makeTimer()
+        retryTimer = timer
+        timer.start(afterMilliseconds: UInt64(seconds * 1000)) { [unowned self] in self.perform(self.machine.retryDue()) }
+      case .log(let line):
+        log(line.level, line.message, line.metadata.map { ($0.key, $0.value) })
+      }
+    }
+  }
 
   private func connect() {
-    guard state != .stopped && state != .incompatible else { return }
-    state = .connecting
     connectAttempt += 1
     let attempt = connectAttempt
     PGConnector.make(
       loop: loop, server: configuration.server, applicationName: "tipsd", connectTimeout: configuration.connectTimeout,
-      isCurrent: { [weak self] in self.map { attempt == $0.connectAttempt && $0.state == .connecting } ?? false }
+      isCurrent: { [weak self] in self.map { attempt == $0.connectAttempt && $0.machine.phase == .connecting } ?? false }
     ) { [weak self] result in
       guard let self else { return }
       switch result {
-      case .success(let connection): self.open(connection)
-      case .failure(let error): self.connectionFailed(error.message)
+      case .success(let connection):
+        self.connection = connection
+        connection.onReady = { [unowned self] in self.perform(self.machine.connected()) }
+        connection.onFailure = { [unowned self, unowned connection] message in
+          guard self.connection === connection else { return }
+          self.perform(self.machine.connectionFailed(self.configuration.server.scrub(message)))
+        }
+        connection.onNotification = { [unowned self] channel, _ in
+          guard channel == self.channel else { return }
+          self.perform(self.machine.notified(outboxHasWork: self.outboxHasWork))
+        }
+        connection.start()
+      case .failure(let error):
+        self.perform(self.machine.connectionFailed(self.configuration.server.scrub(error.message)))
       }
     }
   }
 
-  /// Starts a connection (host names already resolved).
-  private func open(_ connection: PGConnection) {
-    self.connection = connection
-    connection.onReady = { [unowned self] in self.migrate() }
-    connection.onFailure = { [unowned self] message in self.lost(message) }
-    connection.onNotification = { [unowned self] channel, _ in
-      guard channel == self.channel else { return }
-      self.pullNeeded = true
-      self.pump()
-    }
-    connection.start()
-  }
-
-  private func migrate() {
-    connection?.send(PGSchema.migrate) { [unowned self] result in
+  /// Sends one statement on the current connection; its completion is ignored once the connection was replaced.
+  private func send(
+    _ sql: String, parameters: [String?]? = nil, failure what: String,
+    _ success: @escaping ([PGResult]) -> Void
+  ) {
+    guard let connection else { return }
+    connection.send(sql, parameters: parameters) { [weak self, weak connection] result in
+      guard let self, let connection, self.connection === connection else { return }
       switch result {
       case .failure(let error):
-        self.failStatement("cannot create or migrate the tipsd schema", error)
+        self.perform(self.machine.statementFailed(what, message: self.configuration.server.scrub(error.message)))
       case .success(let results):
-        let version = results.last { !$0.rows.isEmpty }?.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0
-        guard version <= PGSchema.version else {
-          self.state = .incompatible
-          self.lastError = "the database's tipsd schema is version \(version), newer than this tipsd understands "
-            + "(\(PGSchema.version)); not syncing"
-          self.log(.error, "sync disabled", [("reason", self.lastError ?? "")])
-          self.connection?.close()
-          self.connection = nil
-          return
-        }
-        self.listen()
+        success(results)
       }
     }
   }
 
-  private func listen() {
-    connection?.send("LISTEN \(channel)") { [unowned self] result in
-      if case .failure(let error) = result {
-        self.failStatement("cannot LISTEN", error)
+  private func run(_ statement: SyncPumpStateMachine.Statement) {
+    switch statement {
+    case .migrate:
+      send(PGSchema.migrate, failure: "cannot create or migrate the tipsd schema") { [unowned self] results in
+        let version = results.last { !$0.rows.isEmpty }?.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0
+        self.perform(self.machine.migrated(version: version, supported: PGSchema.version))
+      }
+    case .listen:
+      send("LISTEN \(channel)", failure: "cannot LISTEN") { [unowned self] _ in
+        self.perform(self.machine.listening(outboxHasWork: self.outboxHasWork))
+      }
+    case .pull:
+      guard let delegate else { return }
+      let parameters: [String?] = [configuration.account, String(delegate.cursor), String(configuration.pullBatch)]
+      send(PGSchema.pull, parameters: parameters, failure: "catch-up query failed") { [unowned self] results in
+        let rows = (results.first?.rows ?? []).compactMap { row -> Row? in
+          guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let device = row[1],
+            let seq = row[2].flatMap({ Int64($0) }), let payload = row[3]
+          else { return nil }
+          return Row(cursor: cursor, device: device, seq: seq, payload: payload)
+        }
+        self.lastPullAt = self.wallClock()
+        self.pulledCount += rows.count
+        if !rows.isEmpty { self.delegate?.received(rows) }
+        self.perform(self.machine.pulled(rows: rows.count, outboxHasWork: self.outboxHasWork))
+      }
+    case .push:
+      let batch = delegate?.outboxBatch(configuration.pushBatch) ?? []
+      guard !batch.isEmpty else {
+        perform(machine.pushed(outboxHasWork: false))
         return
       }
-      self.ready = true
-      self.state = .connected
-      self.retryDelay = 0.1
-      self.lastError = nil
-      self.warnedSinceConnected = false
-      self.log(.info, "sync connected", [("server", self.configuration.server.redacted), ("account", self.configuration.account)])
-      // Catch up after every (re)connect: NOTIFYs sent while we were away are gone.
-      self.pullNeeded = true
-      self.pump()
-    }
-  }
-
-  private func failStatement(_ what: String, _ error: PGError) {
-    lost("\(what): \(error.message)")
-  }
-
-  /// The connection failed or was lost: retry after the backoff.
-  private func lost(_ message: String) {
-    // Once per connection: a lost connection fails its pending statement and then reports itself.
-    guard let failed = connection else { return }
-    connection = nil
-    failed.close()
-    connectionFailed(message)
-  }
-
-  /// The attempt failed (a connection lost, a name not resolved): retry after the backoff.
-  private func connectionFailed(_ message: String) {
-    ready = false
-    busy = false
-    guard state != .stopped && state != .incompatible else { return }
-    state = .disconnected
-    // One line: libpq's messages continue on tab-indented lines.
-    let scrubbed = configuration.server.scrub(message).split(whereSeparator: \.isNewline)
-      .map { $0.drop { $0 == " " || $0 == "\t" } }.joined(separator: " ")
-    lastError = scrubbed
-    if !warnedSinceConnected {
-      warnedSinceConnected = true
-      log(
-        .warning, "sync: PostgreSQL unreachable; serving locally and retrying",
-        [("server", configuration.server.redacted), ("error", scrubbed)])
-    } else {
-      log(.debug, "sync: still unreachable", [("error", scrubbed)])
-    }
-    let delay = retryDelay
-    retryDelay = min(retryDelay * 2, configuration.retryMax)
-    let timer = retryTimer ?? loop.makeTimer()
-    retryTimer = timer
-    timer.start(afterMilliseconds: UInt64(delay * 1000)) { [unowned self] in self.connect() }
-  }
-
-  // MARK: Pulling and pushing
-
-  /// Runs the next statement: a pull when one is needed, else a push of what is queued.
-  private func pump() {
-    guard ready, !busy, let connection, let delegate else { return }
-    if pullNeeded {
-      pullNeeded = false
-      busy = true
-      let parameters: [String?] = [configuration.account, String(delegate.cursor), String(configuration.pullBatch)]
-      connection.send(PGSchema.pull, parameters: parameters) { [unowned self] result in
-        self.busy = false
-        switch result {
-        case .failure(let error):
-          self.failStatement("catch-up query failed", error)
-        case .success(let results):
-          let rows = (results.first?.rows ?? []).compactMap { row -> Row? in
-            guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let device = row[1],
-              let seq = row[2].flatMap({ Int64($0) }), let payload = row[3]
-            else { return nil }
-            return Row(cursor: cursor, device: device, seq: seq, payload: payload)
-          }
-          self.lastPullAt = self.wallClock()
-          self.pulledCount += rows.count
-          if !rows.isEmpty { self.delegate?.received(rows) }
-          if rows.count >= self.configuration.pullBatch { self.pullNeeded = true }
-          self.pump()
-        }
-      }
-      return
-    }
-    let batch = delegate.outboxBatch(configuration.pushBatch)
-    guard !batch.isEmpty else { return }
-    busy = true
-    let seqs = batch.map(\.seq)
-    let parameters: [String?] = [
-      configuration.account, configuration.device, channel, PGSchema.integerArray(seqs),
-      PGSchema.textArray(batch.map(\.payload)),
-    ]
-    connection.send(PGSchema.push, parameters: parameters) { [unowned self] result in
-      self.busy = false
-      switch result {
-      case .failure(let error):
-        self.failStatement("push failed", error)
-      case .success:
+      let seqs = batch.map(\.seq)
+      let parameters: [String?] = [
+        configuration.account, configuration.device, channel, PGSchema.integerArray(seqs),
+        PGSchema.textArray(batch.map(\.payload)),
+      ]
+      send(PGSchema.push, parameters: parameters, failure: "push failed") { [unowned self] _ in
         self.lastPushAt = self.wallClock()
         self.pushedCount += seqs.count
         self.delegate?.committed(seqs)
-        self.pump()
+        self.perform(self.machine.pushed(outboxHasWork: self.outboxHasWork))
       }
     }
   }
