@@ -61,6 +61,18 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
   /// -32012: a change that syncs across devices while the sync outbox is full (`--sync-outbox-limit` operations wait
   /// for PostgreSQL, even after merging): refused, not applied.
   public static let syncOutboxFull = ErrorCode(rawValue: -32012)
+  /// -32013: hosted mode: no valid sign-in — the token is missing, malformed, badly signed, expired or not for this
+  /// app (`data.reason` says which). Sent with id null before closing a session whose token expired.
+  public static let unauthorized = ErrorCode(rawValue: -32013)
+  /// -32014: hosted mode: signed in, but not allowed — an admin method without the admin token, another account's
+  /// data, or a definition method (the catalog defines tips for every account).
+  public static let forbidden = ErrorCode(rawValue: -32014)
+  /// -32015: hosted mode: the account's quota is used up (`data.quota`: `rate` or `donations`); retry after
+  /// `data.retryAfter` seconds (rate) — nothing changed.
+  public static let quotaExceeded = ErrorCode(rawValue: -32015)
+  /// -32016: hosted mode: PostgreSQL could not commit the change (unreachable, failing over, or the commit failed):
+  /// not acknowledged — retry after `data.retryAfter` seconds. Reads keep working from memory.
+  public static let unavailable = ErrorCode(rawValue: -32016)
 }
 
 extension ErrorCode: ExpressibleByIntegerLiteral {

@@ -7,11 +7,16 @@ public import TipsJSON
 public enum Messages {
   /// Requests a client sends, byte-wise sorted by method name.
   public static let requests: [any RequestType.Type] = [
+    AccountsDeleteRequest.self,
+    AccountsExportRequest.self,
+    AccountsImportRequest.self,
+    AccountsListRequest.self,
     SubscribeActionsRequest.self,
     UnsubscribeActionsRequest.self,
     AnalyticsReadRequest.self,
     AnalyticsSubscribeRequest.self,
     AnalyticsUnsubscribeRequest.self,
+    AuthRefreshRequest.self,
     CatalogReloadRequest.self,
     ClockAdvanceRequest.self,
     ClockNowRequest.self,

@@ -185,4 +185,33 @@ extension ResponseError {
     ResponseError(
       code: .tooManyConnections, message: "too many connections: the daemon serves at most \(limit) at once")
   }
+
+  // MARK: Hosted mode
+
+  /// -32013: no valid sign-in; `reason` is the verifier's code (`missing`, `expired`, `badSignature`, …).
+  public static func unauthorized(reason: String, _ detail: String) -> ResponseError {
+    ResponseError(code: .unauthorized, message: "unauthorized: \(detail)", data: ["reason": .string(reason)])
+  }
+
+  /// -32014: signed in, but this is not allowed.
+  public static func forbidden(method: String, _ detail: String) -> ResponseError {
+    ResponseError(code: .forbidden, message: "\(method): forbidden: \(detail)")
+  }
+
+  /// -32015: the account's `quota` (`rate` or `donations`) is used up; nothing changed.
+  public static func quotaExceeded(
+    method: String, quota: String, limit: Int, retryAfter: Double?, _ detail: String
+  ) -> ResponseError {
+    var data: JSONObject = ["quota": .string(quota), "limit": .int(Int64(limit))]
+    data["retryAfter"] = retryAfter.map { .double(($0 * 1000).rounded(.up) / 1000) } ?? .null
+    return ResponseError(code: .quotaExceeded, message: "\(method): quota exceeded: \(detail)", data: .object(data))
+  }
+
+  /// -32016: PostgreSQL did not commit the change; retry after `retryAfter` seconds.
+  public static func unavailable(method: String, retryAfter: Double, _ detail: String) -> ResponseError {
+    ResponseError(
+      code: .unavailable,
+      message: "\(method): not acknowledged, retry: \(detail)",
+      data: ["retryAfter": .double(retryAfter)])
+  }
 }

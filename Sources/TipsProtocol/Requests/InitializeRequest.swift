@@ -5,6 +5,7 @@ public struct InitializeRequest: RequestType, Hashable {
   public static let method = "initialize"
   public static let params: [ParamSpec] = [
     .required("protocolVersion"), .required("clientInfo"), .optional("locale"), .optional("installId"),
+    .optional("auth"),
   ]
   /// Newer clients may send members this daemon does not know.
   public static let acceptsUnknownParams = true
@@ -18,12 +19,18 @@ public struct InitializeRequest: RequestType, Hashable {
   /// The app install's id, which A/B variants are assigned from (ignored when the daemon runs with
   /// `--install-id`).
   public var installID: String?
+  /// Hosted mode: `auth.token`, the app's JWT (or the admin token) — how a Unix-socket or stdio client signs in.
+  public var authToken: String?
 
-  public init(protocolVersion: String, clientName: String, locale: String? = nil, installID: String? = nil) {
+  public init(
+    protocolVersion: String, clientName: String, locale: String? = nil, installID: String? = nil,
+    authToken: String? = nil
+  ) {
     self.protocolVersion = protocolVersion
     self.clientName = clientName
     self.locale = locale
     self.installID = installID
+    self.authToken = authToken
   }
 
   public init(from p: Params) throws(ResponseError) {
@@ -31,6 +38,10 @@ public struct InitializeRequest: RequestType, Hashable {
     clientName = try p.object("clientInfo")["name"]?.stringValue ?? "?"
     locale = try p.optionalString("locale")
     installID = try p.optionalString("installId")
+    if let auth = try p.optionalObject("auth") {
+      guard case .string(let token)? = auth["token"] else { throw p.invalid("auth", "must be {\"token\": string}") }
+      authToken = token
+    }
   }
 
   /// The major version, which must equal the daemon's.
@@ -47,10 +58,12 @@ public struct InitializeRequest: RequestType, Hashable {
     public var notifications: [String]
     /// Client-to-server methods and notifications the daemon answers.
     public var methods: [String]
+    /// Hosted mode: who the session is signed in as (absent otherwise, and before signing in).
+    public var auth: SignIn?
 
     public init(
       protocolVersion: String, serverName: String = "tipsd", serverVersion: String, framings: [String],
-      virtualClock: Bool, maxMessageSize: Int, notifications: [String], methods: [String]
+      virtualClock: Bool, maxMessageSize: Int, notifications: [String], methods: [String], auth: SignIn? = nil
     ) {
       self.protocolVersion = protocolVersion
       self.serverName = serverName
@@ -60,10 +73,11 @@ public struct InitializeRequest: RequestType, Hashable {
       self.maxMessageSize = maxMessageSize
       self.notifications = notifications
       self.methods = methods
+      self.auth = auth
     }
 
     public static let shape = ResultShape.object(
-      ObjectShape(["protocolVersion", "serverInfo", "capabilities"]), schema: "InitializeResult")
+      ObjectShape(["protocolVersion", "serverInfo", "capabilities", "auth"], optional: ["auth"]), schema: "InitializeResult")
     /// `capabilities`.
     public static let capabilitiesShape = ObjectShape(
       ["framings", "virtualClock", "maxMessageSize", "notifications", "methods"])
@@ -92,6 +106,10 @@ public struct InitializeRequest: RequestType, Hashable {
       writer.key("methods")
       writer.writeStringArray(methods)
       writer.endObject()
+      if let auth {
+        writer.key("auth")
+        auth.write(to: &writer)
+      }
       writer.endObject()
     }
   }

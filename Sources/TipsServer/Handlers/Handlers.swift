@@ -15,6 +15,7 @@ enum Handlers {
     registerTesting(&table)
     registerCatalog(&table)
     registerMeasuring(&table)
+    registerHosted(&table)
     for type in Messages.requests {
       precondition(table[type.method] != nil, "no handler for \(type.method)")
     }

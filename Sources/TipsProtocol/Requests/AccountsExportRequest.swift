@@ -1,0 +1,50 @@
+public import TipsJSON
+
+/// `accounts/export` (hosted mode, admin only): everything tipsd holds about one account, as JSON — a user's
+/// data-access request. `accounts/import` reads it back into an account.
+public struct AccountsExportRequest: RequestType, Hashable {
+  public static let method = "accounts/export"
+  public static let params: [ParamSpec] = [.required("account")]
+
+  public var account: String
+
+  public init(account: String) { self.account = account }
+
+  public init(from p: Params) throws(ResponseError) {
+    account = try p.string("account")
+  }
+
+  public struct Response: ResultValue, Hashable {
+    public var account: String
+    /// When the export was made (seconds since 1970-01-01 UTC).
+    public var exportedAt: Double
+    /// The account's merged state (a snapshot: what every device and node contributed, and each event's donations).
+    public var state: JSONValue
+    /// Its lifecycle history, oldest first (the `analytics/event` shape without `subscription` and `seq`).
+    public var history: [AnalyticsEventInfo]
+
+    public init(account: String, exportedAt: Double, state: JSONValue, history: [AnalyticsEventInfo]) {
+      self.account = account
+      self.exportedAt = exportedAt
+      self.state = state
+      self.history = history
+    }
+
+    public static let shape = ResultShape.object(
+      ObjectShape(["account", "exportedAt", "state", "history"]), schema: "AccountExport")
+
+    public func write(to writer: inout JSONWriter) {
+      writer.beginObject()
+      writer.key("account")
+      writer.writeString(account)
+      writer.key("exportedAt")
+      writer.writeDouble(exportedAt)
+      writer.member("state", state)
+      writer.key("history")
+      writer.beginArray()
+      for event in history { event.write(to: &writer) }
+      writer.endArray()
+      writer.endObject()
+    }
+  }
+}
