@@ -1,0 +1,217 @@
+/// Which accounts a hosted node holds in memory, and what each is doing — a state machine whose event methods return
+/// actions (no I/O: the server performs them), so loading, committing, catching up, failures and eviction are tested
+/// on their own.
+///
+/// An account is *resident* from its first request until it is evicted. At any moment it is:
+/// - **loading**: its snapshot and operations are being read; requests for it wait (their sessions are parked). A
+///   burst of first requests for one account loads it once.
+/// - **idle**: its engine may be used: requests run, a catch-up pull may start.
+/// - **busy**: its changes are being committed, or a pull is reading what other nodes and devices wrote: requests
+///   wait, so the engine never runs ahead of PostgreSQL by more than the one transaction in flight.
+/// - **reloading**: a commit failed (or its outcome is unknown): the engine may hold what PostgreSQL does not, so it
+///   is read again from PostgreSQL before anything else happens.
+///
+/// Eviction: past `capacity` resident accounts, the least recently used idle accounts without sessions are dropped
+/// (their state is all in PostgreSQL). Accounts with sessions are never evicted; the node may then hold more than
+/// `capacity`.
+public struct Residency: Sendable {
+  public enum Phase: Sendable, Equatable { case loading, idle, busy, reloading }
+
+  public enum Action: Sendable, Equatable {
+    /// Read the account from PostgreSQL (``Residency/loaded(_:success:)`` when done).
+    case load(String)
+    /// The account is idle again: run the requests that waited for it.
+    case resume(String)
+    /// Loading failed: answer the requests that waited with an error.
+    case failWaiters(String)
+    /// Read what others stored after the account's cursor (``Residency/pulled(_:)`` when done).
+    case pull(String)
+    /// Drop the account's engine from memory.
+    case evict(String)
+  }
+
+  struct Entry {
+    var phase: Phase
+    var sessions = 0
+    /// A fleet notification said others stored operations up to this cursor (pull when idle).
+    var wantsPull = false
+    // The LRU list of idle accounts without sessions (eviction candidates), most recently used last.
+    var previous: String?
+    var next: String?
+    var listed = false
+  }
+
+  /// Resident accounts above which idle ones without sessions are evicted.
+  public let capacity: Int
+  private var entries: [String: Entry] = [:]
+  private var oldest: String?
+  private var newest: String?
+  /// Accounts in the eviction list.
+  public private(set) var evictable = 0
+
+  public init(capacity: Int) {
+    precondition(capacity > 0)
+    self.capacity = capacity
+  }
+
+  /// Accounts held (in any phase).
+  public var count: Int { entries.count }
+
+  public func phase(of account: String) -> Phase? { entries[account]?.phase }
+
+  /// Every account held.
+  public var accounts: [String] { Array(entries.keys) }
+
+  /// Whether requests for `account` may run now.
+  public func isIdle(_ account: String) -> Bool { entries[account]?.phase == .idle }
+
+  /// Sessions signed in to `account` on this node.
+  public func sessions(of account: String) -> Int { entries[account]?.sessions ?? 0 }
+
+  // MARK: Events
+
+  /// A request (or a new session) needs `account`: loads it when absent. The caller runs the request only if the
+  /// account is then ``Phase/idle``, else parks it until ``Action/resume(_:)``.
+  public mutating func need(_ account: String) -> [Action] {
+    guard var entry = entries[account] else {
+      entries[account] = Entry(phase: .loading)
+      return [.load(account)]
+    }
+    if entry.listed {
+      unlist(account, &entry)
+      if entry.phase == .idle && entry.sessions == 0 { list(account, &entry) }
+    }
+    entries[account] = entry
+    return []
+  }
+
+  /// The load finished.
+  public mutating func loaded(_ account: String, success: Bool) -> [Action] {
+    guard var entry = entries[account], entry.phase == .loading || entry.phase == .reloading else { return [] }
+    guard success else {
+      unlist(account, &entry)
+      entries[account] = nil
+      return [.failWaiters(account)]
+    }
+    entry.phase = .idle
+    entries[account] = entry
+    return settle(account) + evictions(sparing: account)
+  }
+
+  /// The account's changes are being committed (its requests wait until ``committed(_:success:)``).
+  public mutating func committing(_ account: String) {
+    guard var entry = entries[account] else { return }
+    unlist(account, &entry)
+    entry.phase = .busy
+    entries[account] = entry
+  }
+
+  /// Its commit finished; on failure the account is read again from PostgreSQL.
+  public mutating func committed(_ account: String, success: Bool) -> [Action] {
+    guard var entry = entries[account], entry.phase == .busy else { return [] }
+    guard success else {
+      entry.phase = .reloading
+      entries[account] = entry
+      return [.load(account)]
+    }
+    entry.phase = .idle
+    entries[account] = entry
+    return settle(account) + evictions(sparing: account)
+  }
+
+  /// Others stored operations for `account` (a fleet notification past its cursor): pull when idle, or once idle.
+  public mutating func othersWrote(_ account: String) -> [Action] {
+    guard var entry = entries[account] else { return [] }
+    entry.wantsPull = true
+    entries[account] = entry
+    return entry.phase == .idle ? settle(account) : []
+  }
+
+  /// The pull finished (merged, or failed: then the account is read again).
+  public mutating func pulled(_ account: String, success: Bool = true) -> [Action] {
+    guard var entry = entries[account], entry.phase == .busy else { return [] }
+    guard success else {
+      entry.phase = .reloading
+      entries[account] = entry
+      return [.load(account)]
+    }
+    entry.phase = .idle
+    entries[account] = entry
+    return settle(account) + evictions(sparing: account)
+  }
+
+  public mutating func sessionOpened(_ account: String) {
+    guard var entry = entries[account] else { return }
+    entry.sessions += 1
+    unlist(account, &entry)
+    entries[account] = entry
+  }
+
+  public mutating func sessionClosed(_ account: String) -> [Action] {
+    guard var entry = entries[account], entry.sessions > 0 else { return [] }
+    entry.sessions -= 1
+    if entry.sessions == 0 && entry.phase == .idle { list(account, &entry) }
+    entries[account] = entry
+    return evictions()
+  }
+
+  /// The account was erased: it is dropped whatever it was doing (the caller closes its sessions).
+  public mutating func deleted(_ account: String) -> [Action] {
+    guard var entry = entries[account] else { return [] }
+    unlist(account, &entry)
+    entries[account] = nil
+    return [.evict(account)]
+  }
+
+  // MARK: Internals
+
+  /// An account just became idle: a pull it owes starts (busy again), else its waiters resume.
+  private mutating func settle(_ account: String) -> [Action] {
+    guard var entry = entries[account], entry.phase == .idle else { return [] }
+    if entry.wantsPull {
+      entry.wantsPull = false
+      entry.phase = .busy
+      unlist(account, &entry)
+      entries[account] = entry
+      return [.pull(account)]
+    }
+    if entry.sessions == 0 && !entry.listed { list(account, &entry) }
+    entries[account] = entry
+    return [.resume(account)]
+  }
+
+  /// Evicts the oldest evictable accounts while more than `capacity` are held — never `sparing`, the account whose
+  /// waiting requests are about to run.
+  private mutating func evictions(sparing: String? = nil) -> [Action] {
+    var actions: [Action] = []
+    var candidate = oldest
+    while entries.count > capacity, let account = candidate, var entry = entries[account] {
+      candidate = entry.next
+      guard account != sparing else { continue }
+      unlist(account, &entry)
+      entries[account] = nil
+      actions.append(.evict(account))
+    }
+    return actions
+  }
+
+  private mutating func list(_ account: String, _ entry: inout Entry) {
+    guard !entry.listed else { return }
+    entry.listed = true
+    entry.previous = newest
+    entry.next = nil
+    if let newest { entries[newest]?.next = account } else { oldest = account }
+    newest = account
+    evictable += 1
+  }
+
+  private mutating func unlist(_ account: String, _ entry: inout Entry) {
+    guard entry.listed else { return }
+    entry.listed = false
+    if let previous = entry.previous { entries[previous]?.next = entry.next } else { oldest = entry.next }
+    if let next = entry.next { entries[next]?.previous = entry.previous } else { newest = entry.previous }
+    entry.previous = nil
+    entry.next = nil
+    evictable -= 1
+  }
+}

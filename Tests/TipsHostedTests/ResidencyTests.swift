@@ -1,0 +1,93 @@
+import Testing
+@testable import TipsHosted
+
+@Suite struct ResidencyTests {
+  @Test func aBurstOfFirstRequestsLoadsOnce() {
+    var residency = Residency(capacity: 10)
+    #expect(residency.need("alice") == [.load("alice")])
+    #expect(residency.need("alice") == [] && residency.need("alice") == [])
+    #expect(residency.phase(of: "alice") == .loading && !residency.isIdle("alice"))
+    #expect(residency.loaded("alice", success: true) == [.resume("alice")])
+    #expect(residency.isIdle("alice"))
+    #expect(residency.need("alice") == [])
+  }
+
+  @Test func aFailedLoadFailsItsWaitersAndTheNextRequestTriesAgain() {
+    var residency = Residency(capacity: 10)
+    _ = residency.need("alice")
+    #expect(residency.loaded("alice", success: false) == [.failWaiters("alice")])
+    #expect(residency.phase(of: "alice") == nil)
+    #expect(residency.need("alice") == [.load("alice")])
+  }
+
+  @Test func requestsWaitWhileCommittingAndAFailedCommitReloads() {
+    var residency = Residency(capacity: 10)
+    _ = residency.need("alice")
+    _ = residency.loaded("alice", success: true)
+    residency.committing("alice")
+    #expect(!residency.isIdle("alice"))
+    #expect(residency.committed("alice", success: true) == [.resume("alice")])
+    residency.committing("alice")
+    #expect(residency.committed("alice", success: false) == [.load("alice")])
+    #expect(residency.phase(of: "alice") == .reloading)
+    // Nothing runs until the reload: a late commit or pull result is ignored.
+    #expect(residency.committed("alice", success: true) == [] && residency.pulled("alice") == [])
+    #expect(residency.loaded("alice", success: true) == [.resume("alice")])
+  }
+
+  @Test func othersWritesArePulledWhenTheAccountIsIdle() {
+    var residency = Residency(capacity: 10)
+    _ = residency.need("alice")
+    // A notice while loading: the load reads everything anyway, but a pull afterwards is harmless and simple.
+    #expect(residency.othersWrote("alice") == [])
+    #expect(residency.loaded("alice", success: true) == [.pull("alice")])
+    #expect(residency.phase(of: "alice") == .busy)
+    #expect(residency.pulled("alice") == [.resume("alice")])
+    #expect(residency.othersWrote("alice") == [.pull("alice")])
+    // Notices during the pull or a commit are remembered: one more pull once idle.
+    #expect(residency.othersWrote("alice") == [])
+    #expect(residency.pulled("alice") == [.pull("alice")])
+    #expect(residency.pulled("alice", success: false) == [.load("alice")])
+    #expect(residency.othersWrote("nobody") == [])
+  }
+
+  @Test func theLeastRecentlyUsedIdleAccountsWithoutSessionsAreEvicted() {
+    var residency = Residency(capacity: 3)
+    for account in ["a", "b", "c"] {
+      _ = residency.need(account)
+      _ = residency.loaded(account, success: true)
+    }
+    #expect(residency.evictable == 3)
+    residency.sessionOpened("a")
+    _ = residency.need("b")  // b is now the most recently used
+    _ = residency.need("d")
+    // d's load pushes the count past the capacity: c is the oldest without a session (a has one, b was used).
+    #expect(residency.loaded("d", success: true) == [.resume("d"), .evict("c")])
+    _ = residency.need("e")
+    #expect(residency.loaded("e", success: true) == [.resume("e"), .evict("b")])
+    // An account with a session stays; a busy one too. Past capacity with nothing evictable: nothing is dropped.
+    residency.committing("d")
+    _ = residency.need("f")
+    #expect(residency.loaded("f", success: true) == [.resume("f"), .evict("e")])
+    #expect(Set(residency.accounts) == ["a", "d", "f"])
+    residency.sessionOpened("f")
+    _ = residency.need("g")
+    // g is loaded for requests waiting on it: it is not evicted the moment they can run, even past capacity.
+    #expect(residency.loaded("g", success: true) == [.resume("g")])
+    #expect(residency.count == 4)
+    // The session closing makes a evictable: the oldest evictable goes (g, listed before a).
+    #expect(residency.sessionClosed("a") == [.evict("g")])
+    #expect(residency.count == 3)
+  }
+
+  @Test func aDeletedAccountIsDroppedWhateverItWasDoing() {
+    var residency = Residency(capacity: 3)
+    _ = residency.need("alice")
+    _ = residency.loaded("alice", success: true)
+    residency.committing("alice")
+    #expect(residency.deleted("alice") == [.evict("alice")])
+    #expect(residency.phase(of: "alice") == nil && residency.evictable == 0)
+    #expect(residency.committed("alice", success: true) == [])
+    #expect(residency.deleted("alice") == [])
+  }
+}
