@@ -1,4 +1,5 @@
-"""Python client for tipsd, the TipKit eligibility daemon (protocol 1.0).
+"""Python client for tipsd, the TipKit eligibility daemon (the protocol
+version it speaks is ``PROTOCOL_VERSION``, in ``methods.py``).
 
     from tipsd_client import TipsClient
 
@@ -39,15 +40,19 @@ from .errors import (  # noqa: E402
 )
 from .models import (  # noqa: E402
     ActionPerformed,
+    AnalyticsEvent,
     CurrentTipChanged,
     DisplayFrequency,
     GroupPriority,
+    InspectChanged,
     Reason,
     ShouldDisplayChanged,
     Status,
     UnknownNotification,
 )
-from .client import PROTOCOL_VERSION, TipsClient, connect  # noqa: E402
+from .methods import PROTOCOL_VERSION  # noqa: E402
+from .client import TipsClient, connect  # noqa: E402
+from .websocket import TokenRequest  # noqa: E402
 from .subscription import Subscription, Unsubscribe  # noqa: E402
 from .daemon import TipsdDaemon, TipsdNotFound, find_tipsd, stdio_command  # noqa: E402
 from .sync import SyncSubscription, SyncTipsClient  # noqa: E402
@@ -60,6 +65,7 @@ __all__ = [
     "ServerNotInitializedError", "UnknownTipError", "UnknownSubscriptionError", "VirtualClockDisabledError",
     "DatastoreFailureError", "ShuttingDownError", "UnknownGroupError", "UnknownActionError",
     "InvalidRuleError", "TooManyConnectionsError", "SyncOutboxFullError",
-    "ShouldDisplayChanged", "CurrentTipChanged", "ActionPerformed", "UnknownNotification",
+    "ShouldDisplayChanged", "CurrentTipChanged", "ActionPerformed", "AnalyticsEvent", "InspectChanged",
+    "UnknownNotification", "TokenRequest",
     "Reason", "Status", "DisplayFrequency", "GroupPriority",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 
 
 class ErrorCode(IntEnum):
-    """Error codes of protocol 1.0 (protocol/README.md, "Errors")."""
+    """The protocol's error codes (protocol/README.md, "Errors")."""
 
     PARSE_ERROR = -32700
     INVALID_REQUEST = -32600

@@ -237,6 +237,14 @@ class SyncTipsClient:
 
         return SyncSubscription(self, self._run(go()))
 
+    def analytics(self, after: int | None = None) -> SyncSubscription:
+        """The lifecycle stream (see :meth:`TipsClient.analytics`): ``sub.next()`` is an ``AnalyticsEvent``."""
+
+        async def go() -> Subscription:
+            return await self._client.analytics(after)
+
+        return SyncSubscription(self, self._run(go()))
+
     def on_action(self, callback: Callable[[ActionPerformed], Any], tip_ids: str | Iterable[str] | None = None) -> Callable[[], bool]:
         """``callback`` runs on the client's loop thread. Returns an
         ``unsubscribe()`` function that blocks until the daemon confirms."""

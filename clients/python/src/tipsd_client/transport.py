@@ -1,10 +1,12 @@
-"""Framing and byte transports (Unix socket, child process over stdio).
+"""Framing and byte transports (Unix socket, child process over stdio; the
+WebSocket transport is in ``websocket.py``).
 
 A transport moves whole JSON-RPC messages (as ``bytes``) in both directions;
 the framing decides how they are delimited on the wire:
 
 * ``"newline"`` — one JSON text per line (protocol/README.md);
-* ``"content-length"`` — LSP style ``Content-Length: N\\r\\n\\r\\n`` + N bytes.
+* ``"content-length"`` — LSP style ``Content-Length: N\\r\\n\\r\\n`` + N bytes;
+* ``"websocket"`` — one message per WebSocket frame.
 
 Traffic tap (a debugging aid): when the environment variable
 ``TIPSD_TRAFFIC_LOG`` names a file when a connection is opened, every message
@@ -175,10 +177,10 @@ def make_framer(framing: str) -> Framer:
 class Transport:
     """A bidirectional message pipe. Subclasses open the streams."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter | asyncio.StreamWriter, framing: str) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, framing: str | Framer) -> None:
         self.reader = reader
         self.writer = writer
-        self.framer = make_framer(framing)
+        self.framer = framing if isinstance(framing, Framer) else make_framer(framing)
         self._drain_lock = asyncio.Lock()
         self._closed = False
         self._tap: TrafficTap | None = None
