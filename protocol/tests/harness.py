@@ -525,7 +525,7 @@ def match(pattern: Any, value: Any, bindings: dict, path: str = "") -> str | Non
             return None if found is not None else f"{path or '/'}: no ordering of {value!r} matches {items!r}"
         if len(pattern) != len(value):
             return f"{path or '/'}: expected {len(pattern)} elements, got {len(value)}: {value!r}"
-        for i, (p, v) in enumerate(zip(pattern, value)):
+        for i, (p, v) in enumerate(zip(pattern, value, strict=True)):
             problem = match(p, v, bindings, f"{path}/{i}")
             if problem:
                 return problem
@@ -671,7 +671,7 @@ def replay(transcript: Transcript, daemon: Daemon, conn: Connection) -> None:
             trial = dict(bindings)
             if match_unordered(patterns, got, trial) is None:
                 details = []
-                for (body, n), p in zip(arg, patterns):
+                for (_body, n), p in zip(arg, patterns, strict=True):
                     problems = [match(p, g, dict(bindings)) for g in got]
                     details.append(f"line {n}: " + (" | ".join(str(x) for x in problems)))
                 fail(number, "messages do not match the block (any order):\n  got:\n    "

@@ -593,7 +593,7 @@ def test_wss_with_a_certificate(daemon_factory, tmp_path, observer):
             app = WS(conn, observer)
             assert (await app.call("initialize", init_message()["params"]))["result"]["serverInfo"]["name"] == "tipsd"
     run(body())
-    with pytest.raises(Exception):
+    with pytest.raises(websockets.exceptions.InvalidHandshake):
         # Plain ws:// to a TLS listener is not served.
         run(websockets.connect(web.url, subprotocols=web.subprotocols(), open_timeout=5).__aenter__())
 
