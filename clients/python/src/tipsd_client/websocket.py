@@ -19,7 +19,7 @@ import os
 import ssl
 import struct
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Union
+from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
 from .errors import TipsdConnectionError, TipsdProtocolError
