@@ -3,7 +3,6 @@ and a second run resuming after the last cursor stored."""
 
 from conftest import TIMEOUT, run
 from tipdefs import FILTER_TIP
-
 from tipsd_client import AnalyticsEvent, TipsClient
 
 
@@ -13,7 +12,10 @@ def test_forwarder_resumes_after_the_last_cursor_it_stored(tipsd_daemon):
 
     async def forward(count):
         # The README's forwarder, stopping after `count` events.
-        async with TipsClient.connect(tipsd_daemon.socket_path) as tips, tips.analytics(after=stored["cursor"]) as events:
+        async with (
+            TipsClient.connect(tipsd_daemon.socket_path) as tips,
+            tips.analytics(after=stored["cursor"]) as events,
+        ):
             async for e in events:
                 assert isinstance(e, AnalyticsEvent)
                 forwarded.append((e.cursor, e.type, e.tip_id, e.action_id))

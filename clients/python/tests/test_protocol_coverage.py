@@ -8,10 +8,9 @@ import os
 import pathlib
 import re
 
+import tipsd_client
 from conftest import TIMEOUT, run
 from tipdefs import FILTER_TIP
-
-import tipsd_client
 from tipsd_client import PROTOCOL_VERSION, TipsClient, TipsdDaemon
 
 OPENRPC = pathlib.Path(
@@ -101,7 +100,9 @@ WRAPPERS = {
 }
 
 # Methods whose wrapper returns nothing: notifications, testing switches, unsubscribing (a `removed` flag).
-NO_RESULT = {name for name, m in ((m["name"], m) for m in DOCUMENT["methods"]) if m["result"]["name"] in ("noReply", "null")}
+NO_RESULT = {
+    name for name, m in ((m["name"], m) for m in DOCUMENT["methods"]) if m["result"]["name"] in ("noReply", "null")
+}
 
 
 def test_the_wrappers_cover_exactly_the_documents_methods():
@@ -113,8 +114,9 @@ def test_every_wrapper_sends_its_method_and_returns_the_daemons_result(tipsd_bin
     catalog.write_text(json.dumps({"tips": [{**FILTER_TIP, "variants": VARIANTS}], "templates": [TEMPLATE]}))
 
     async def body(daemon):
-        client = await TipsClient.connect(daemon.socket_path, initialize=False, connect_timeout=TIMEOUT,
-                                          request_timeout=TIMEOUT)
+        client = await TipsClient.connect(
+            daemon.socket_path, initialize=False, connect_timeout=TIMEOUT, request_timeout=TIMEOUT
+        )
         sent = []
         send = client.transport.send
 

@@ -8,9 +8,9 @@ import re
 import time
 
 import pytest
+
 from conftest import TIMEOUT, run
 from tipdefs import FILTER_TIP
-
 from tipsd_client import SyncTipsClient, TipsClient, TipsdConnectionError, TokenRequest
 
 pytestmark = pytest.mark.tipsd(args=["--listen", "127.0.0.1:0"])

@@ -1,9 +1,11 @@
 """Typed calls: one method per request of the protocol, returning its result
 with the shapes of ``models.py`` (subscriptions are in ``subscription.py``)."""
+
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from . import __version__
 from .connection import Connection, _ids
@@ -30,7 +32,7 @@ from .models import (
 def _timestamp(value: float | int | _dt.datetime) -> float | int:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
+            value = value.replace(tzinfo=_dt.UTC)
         ts = value.timestamp()
         return int(ts) if ts == int(ts) else ts
     return value
@@ -84,7 +86,6 @@ class Calls(Connection):
     async def cancel_request(self, request_id: Any) -> None:
         await self.notify("$/cancelRequest", {"id": request_id})
 
-
     # ------------------------------------------------------------------- tips
 
     async def configure(self, display_frequency: str = "immediate", **extra: Any) -> ConfigureResult:
@@ -103,18 +104,14 @@ class Calls(Connection):
         result = await self.request("tips/unregister", {"ids": _ids(ids)})
         return result.get("ids", []) if isinstance(result, dict) else result
 
-    async def register_group(
-        self, id: str, tips: Iterable[str], priority: str = "ordered"
-    ) -> GroupRegisterResult:
+    async def register_group(self, id: str, tips: Iterable[str], priority: str = "ordered") -> GroupRegisterResult:
         """``groups/register``: returns ``{id, currentTip}``."""
         return await self.request("groups/register", {"id": id, "priority": str(priority), "tips": list(tips)})
 
     async def unregister_group(self, id: str) -> None:
         await self.request("groups/unregister", {"id": id})
 
-    async def define_parameters(
-        self, parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]]
-    ) -> list[str]:
+    async def define_parameters(self, parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> list[str]:
         """``parameters/define``. Either ``[{"id", "default", "transient"?}]`` or
         a ``{id: default}`` mapping."""
         if isinstance(parameters, Mapping):
@@ -204,7 +201,6 @@ class Calls(Connection):
     async def set_variant(self, id: str, variant: str | None) -> TipState:
         """``tips/setVariant``: force the A/B variant a tip shows (``None``: back to the install id's pick)."""
         return await self.request("tips/setVariant", {"id": id, "variant": variant})
-
 
     # ---------------------------------------------------------------- testing
 
@@ -297,4 +293,3 @@ class Calls(Connection):
         """``clock/set`` (virtual clock only): seconds since the epoch or a datetime."""
         result = await self.request("clock/set", {"now": _timestamp(now)})
         return result.get("now") if isinstance(result, dict) else result
-

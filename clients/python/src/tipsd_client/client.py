@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 
 from . import __version__
 from .calls import Calls

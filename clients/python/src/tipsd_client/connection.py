@@ -7,14 +7,16 @@ and closes cleanly. The typed calls (``calls.py``) and the subscriptions
 (``subscription.py``) build on it; :class:`~tipsd_client.TipsClient` is all
 three.
 """
+
 from __future__ import annotations
 
 import asyncio
 import inspect
 import json
 import logging
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Self, Sequence
+from typing import TYPE_CHECKING, Any, Self
 
 from .errors import TipsdConnectionError, TipsdError, TipsdProtocolError
 from .models import Notification, parse_notification
@@ -30,7 +32,7 @@ _MISSING: Any = object()
 
 @dataclass
 class _Pending:
-    future: "asyncio.Future[Any]"
+    future: asyncio.Future[Any]
     method: str
     on_result: Callable[[Any], Any] | None
 
@@ -142,10 +144,15 @@ class Connection:
             params = message.get("params")
             if message.get("id") is not None:
                 # The protocol has no server→client requests; answer politely.
-                self._spawn(self._send({
-                    "jsonrpc": "2.0", "id": message["id"],
-                    "error": {"code": -32601, "message": f"client does not handle {method}"},
-                }))
+                self._spawn(
+                    self._send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": message["id"],
+                            "error": {"code": -32601, "message": f"client does not handle {method}"},
+                        }
+                    )
+                )
                 return
             self._on_notification(str(method), params)
             return
@@ -261,7 +268,7 @@ class Connection:
                 return await fut
             try:
                 return await asyncio.wait_for(fut, timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise TimeoutError(f"tipsd did not answer {method} within {timeout}s") from None
         finally:
             self._pending.pop(msg_id, None)
@@ -369,7 +376,7 @@ class Connection:
         if self._reader_task is not None and not self._reader_task.done():
             try:
                 await asyncio.wait_for(asyncio.shield(self._reader_task), 0.5)
-            except (asyncio.TimeoutError, Exception):
+            except (TimeoutError, Exception):
                 self._reader_task.cancel()
                 try:
                     await self._reader_task
@@ -379,7 +386,7 @@ class Connection:
         for task in list(self._callback_tasks):
             task.cancel()
 
-    def _pending_request_raw(self, method: str) -> "asyncio.Future[Any]":
+    def _pending_request_raw(self, method: str) -> asyncio.Future[Any]:
         """Send a request even while closing (used by close())."""
         msg_id = self._next_id
         self._next_id += 1

@@ -5,6 +5,7 @@ names, so members added by a newer minor version pass through untouched;
 the ``TypedDict``s below document them. Notifications are small frozen
 dataclasses with snake_case attributes and the raw ``params`` kept.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

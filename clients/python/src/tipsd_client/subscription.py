@@ -3,11 +3,13 @@ and ``analytics/subscribe`` (:class:`Subscribing`, part of every
 :class:`~tipsd_client.TipsClient`), and the :class:`Subscription` each
 returns: an async iterator of its notifications with the latest state it
 saw, closed by unsubscribing."""
+
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, AsyncIterator, Callable, Generic, Iterable, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Generic, TypeVar
 
 from .connection import Connection, _ids, _key
 from .errors import SubscriptionClosed, TipsdConnectionError, TipsdError, TipsdProtocolError
@@ -133,7 +135,7 @@ class Subscription:
             return await asyncio.wait_for(self.__anext__(), timeout)
         except StopAsyncIteration:
             raise SubscriptionClosed(f"subscription {self.id!r} has ended") from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise TimeoutError(f"no notification on subscription {self.id!r} within {timeout}s") from None
 
     def pending(self) -> list[Notification]:
@@ -168,7 +170,7 @@ class Subscription:
         self._client._forget_subscription(self)
         self._end()
 
-    def close(self) -> "asyncio.Future[bool]":
+    def close(self) -> asyncio.Future[bool]:
         """Unsubscribe. Local delivery stops at once; the returned future (await
         it, or don't) resolves to the server's ``removed`` flag. Idempotent."""
         if self._close_task is None:
@@ -187,7 +189,7 @@ class Subscription:
             return False
         return bool(result.get("removed")) if isinstance(result, dict) else False
 
-    async def __aenter__(self) -> "Subscription":
+    async def __aenter__(self) -> Subscription:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -209,7 +211,7 @@ class Unsubscribe:
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
 
-    def __call__(self) -> "asyncio.Future[bool]":
+    def __call__(self) -> asyncio.Future[bool]:
         return self.subscription.close()
 
     def __repr__(self) -> str:
@@ -248,7 +250,7 @@ class Subscribing(Connection):
         self,
         ids: str | Iterable[str] | None = None,
         groups: str | Iterable[str] | None = None,
-    ) -> "AwaitableContext[Subscription]":
+    ) -> AwaitableContext[Subscription]:
         """``tips/observe``: an async-iterable :class:`Subscription`.
 
         ``sub = await client.observe(["filter.tip"])`` or
@@ -274,8 +276,9 @@ class Subscribing(Connection):
         result = await self.request("tips/unobserve", {"subscription": getattr(subscription, "id", subscription)})
         return bool(result.get("removed")) if isinstance(result, dict) else False
 
-    async def _subscribe(self, kind: str, params: dict[str, Any], *, buffer: bool,
-                         callback: Callable[[Any], Any] | None = None) -> Subscription:
+    async def _subscribe(
+        self, kind: str, params: dict[str, Any], *, buffer: bool, callback: Callable[[Any], Any] | None = None
+    ) -> Subscription:
         method = KINDS[kind][0]
 
         def register(result: Any) -> Subscription:
@@ -302,7 +305,7 @@ class Subscribing(Connection):
         sub = await self._subscribe("actions", params, buffer=False, callback=callback)
         return Unsubscribe(sub)
 
-    def on_action_stream(self, tip_ids: str | Iterable[str] | None = None) -> "AwaitableContext[Subscription]":
+    def on_action_stream(self, tip_ids: str | Iterable[str] | None = None) -> AwaitableContext[Subscription]:
         """``actions/subscribe`` as an async iterator of :class:`ActionPerformed`:
         ``async with client.on_action_stream() as actions: async for a in actions``."""
         params = {} if tip_ids is None else {"tipIds": _ids(tip_ids)}
@@ -312,7 +315,7 @@ class Subscribing(Connection):
 
         return AwaitableContext(go)
 
-    def analytics(self, after: int | None = None) -> "AwaitableContext[Subscription]":
+    def analytics(self, after: int | None = None) -> AwaitableContext[Subscription]:
         """``analytics/subscribe``: the lifecycle stream as an async iterator of
         :class:`~tipsd_client.models.AnalyticsEvent` (impressions, eligibility
         changes, invalidations, actions, variant assignments), in cursor order.

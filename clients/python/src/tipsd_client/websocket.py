@@ -18,8 +18,9 @@ import inspect
 import os
 import ssl
 import struct
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import TipsdConnectionError, TipsdProtocolError
@@ -171,7 +172,7 @@ class WebSocketTransport(Transport):
         *,
         ssl_context: ssl.SSLContext | None = None,
         headers: dict[str, str] | None = None,
-    ) -> "WebSocketTransport":
+    ) -> WebSocketTransport:
         """Connect and upgrade. ``token``: what ``tipsd token`` prints, or a
         provider of it (``None`` offers no token: for a bridge of your own)."""
         parts = urlsplit(url)
@@ -226,9 +227,9 @@ class WebSocketTransport(Transport):
         try:
             head = await reader.readuntil(b"\r\n\r\n")
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError) as e:
-            raise TipsdConnectionError(f"tipsd at {url} closed the connection during the WebSocket upgrade{hint}") from (
-                None if isinstance(e, asyncio.IncompleteReadError) else e
-            )
+            raise TipsdConnectionError(
+                f"tipsd at {url} closed the connection during the WebSocket upgrade{hint}"
+            ) from (None if isinstance(e, asyncio.IncompleteReadError) else e)
         status, *header_lines = head.decode("latin-1").split("\r\n")
         fields = {}
         for line in header_lines:
