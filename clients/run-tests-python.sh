@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Python client (with its pytest plugin) and run its suite
-# against the real daemon (.build/debug/tipsd unless TIPSD_BIN is set).
+# against the real daemon (.build/debug/tipsd unless TIPSD_BIN is set); then
+# ruff check and ruff format --check over the Python client and the Python tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -26,4 +27,15 @@ pip_install ./clients/python
 if [ -z "${TIPSD_BIN:-}" ] && [ -x .build/debug/tipsd ]; then
   export TIPSD_BIN="$PWD/.build/debug/tipsd"
 fi
-exec "$PYTHON" -m pytest clients/python/tests -q "$@"
+status=0
+"$PYTHON" -m pytest clients/python/tests -q "$@" || status=$?
+
+# Issue #22: lint and format of the Python client and the Python test suites (settings: ruff.toml). One pinned
+# version, since each ruff release may format a little differently; `ruff check --fix && ruff format` fixes a failure.
+RUFF_VERSION=0.17.6
+"$PYTHON" -m ruff --version 2>/dev/null | grep -qx "ruff $RUFF_VERSION" || pip_install "ruff==$RUFF_VERSION"
+lint=(clients/python protocol/tests)
+echo "ruff $RUFF_VERSION: check and format --check of ${lint[*]}"
+"$PYTHON" -m ruff check --no-cache "${lint[@]}" || status=1
+"$PYTHON" -m ruff format --no-cache --check "${lint[@]}" || status=1
+exit "$status"

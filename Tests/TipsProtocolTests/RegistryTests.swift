@@ -177,6 +177,22 @@ private func bytewise(_ a: String, _ b: String) -> Bool { a.utf8.lexicographical
     #expect(names.count == Messages.requests.count)
   }
 
+  /// Each language client states the protocol version it speaks once (`PROTOCOL_VERSION`), and it is the document's.
+  /// (Each client's own suite also calls every method of the document through its wrapper.)
+  @Test func clientsStateTheDocumentsProtocolVersion() throws {
+    let documented = try #require(document["info"]?["version"]?.stringValue)
+    for (path, prefix) in [
+      ("clients/typescript/src/protocol.ts", "export const PROTOCOL_VERSION = \""),
+      ("clients/python/src/tipsd_client/methods.py", "PROTOCOL_VERSION = \""),
+    ] {
+      let source = try String(contentsOf: repositoryRoot.appendingPathComponent(path), encoding: .utf8)
+      let statements = source.split(separator: "\n").filter { $0.hasPrefix(prefix) }
+      #expect(statements.count == 1, "\(path): \(statements.count) statements of PROTOCOL_VERSION")
+      let stated = statements.first.map { $0.dropFirst(prefix.count).prefix { $0 != "\"" } }
+      #expect(stated.map(String.init) == documented, "\(path) speaks \(stated ?? "?"), the document \(documented)")
+    }
+  }
+
   /// The Python client's `METHODS` (every request method it can send) lists exactly the registry's requests.
   @Test func pythonMethodListMatchesTheRegistry() throws {
     let source = try String(

@@ -28,6 +28,7 @@ def daemon_factory(observer):
         d = harness.Daemon(transport, extra_args, observer=observer, base_args=base_args)
         started.append(d)
         return d
+
     yield start
     for d in started:
         d.stop()

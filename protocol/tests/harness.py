@@ -6,9 +6,9 @@ No check here depends on how fast the daemon or the machine is. Every wait is fo
 (``$TIPSD_TEST_TIMEOUT`` seconds, default 30) only keeps a broken daemon from hanging the suite. "Nothing arrives" is
 proved with a barrier (``Connection.expect_nothing``), never by waiting for a while.
 """
+
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 import os
@@ -20,7 +20,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import jsonschema
 import referencing
@@ -40,10 +41,14 @@ BARRIER_ID_PREFIX = "harness-barrier-"
 _barrier_ids = itertools.count(1)
 
 FILTER_TIP = {
-    "id": "filter.tip", "title": "You can narrow this down",
+    "id": "filter.tip",
+    "title": "You can narrow this down",
     "actions": [{"id": "learn-more", "title": "Learn more"}],
-    "rules": [{"event": "search.opened", "count": {"gte": 3}}, {"event": "filter.used", "count": {"eq": 0}},
-              {"event": "search.opened", "within": {"days": 1}, "count": {"gte": 1}}],
+    "rules": [
+        {"event": "search.opened", "count": {"gte": 3}},
+        {"event": "filter.used", "count": {"eq": 0}},
+        {"event": "search.opened", "within": {"days": 1}, "count": {"gte": 1}},
+    ],
 }
 
 
@@ -59,7 +64,7 @@ def _retrieve(uri: str) -> referencing.Resource:
     if uri == META_SCHEMA_ID:
         return referencing.jsonschema.DRAFT7.create_resource(json.loads(META_SCHEMA_PATH.read_text()))
     if uri.startswith("file://"):
-        path = pathlib.Path(uri[len("file://"):])
+        path = pathlib.Path(uri[len("file://") :])
         return referencing.jsonschema.DRAFT7.create_resource(json.loads(path.read_text()))
     raise referencing.exceptions.NoSuchResource(ref=uri)
 
@@ -68,7 +73,9 @@ def schema_registry(document: dict | None = None) -> referencing.Registry:
     """A registry holding the OpenRPC document (at its file URI), the schema files and the meta-schema."""
     registry = referencing.Registry(retrieve=_retrieve)
     if document is not None:
-        registry = registry.with_resource(OPENRPC_PATH.as_uri(), referencing.jsonschema.DRAFT7.create_resource(document))
+        registry = registry.with_resource(
+            OPENRPC_PATH.as_uri(), referencing.jsonschema.DRAFT7.create_resource(document)
+        )
     return registry
 
 
@@ -86,8 +93,10 @@ class Contract:
     def pointer_validator(self, pointer: str) -> jsonschema.Draft7Validator:
         if pointer not in self._validators:
             self._validators[pointer] = jsonschema.Draft7Validator(
-                {"$ref": f"{OPENRPC_PATH.as_uri()}#{pointer}"}, registry=self.registry,
-                format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+                {"$ref": f"{OPENRPC_PATH.as_uri()}#{pointer}"},
+                registry=self.registry,
+                format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER,
+            )
         return self._validators[pointer]
 
     def schema_validator(self, name: str) -> jsonschema.Draft7Validator:
@@ -181,15 +190,20 @@ class Observer:
         method = self.pending.get(json.dumps(m["id"])) if m["id"] is not None or "result" in m else None
         if "error" in m:
             err = m["error"]
-            if not (isinstance(err, dict) and isinstance(err.get("code"), int) and isinstance(err.get("message"), str)
-                    and set(err) <= {"code", "message", "data"}):
+            if not (
+                isinstance(err, dict)
+                and isinstance(err.get("code"), int)
+                and isinstance(err.get("message"), str)
+                and set(err) <= {"code", "message", "data"}
+            ):
                 self.problems.append(f"malformed error object {err!r}")
                 return
             allowed = self.contract.error_codes(method)
             if err["code"] not in allowed:
                 self.problems.append(
                     f"{method or 'id ' + json.dumps(m['id'])}: error {err['code']} is not documented for this method "
-                    f"(documented: {sorted(allowed)}): {err['message']}")
+                    f"(documented: {sorted(allowed)}): {err['message']}"
+                )
             return
         if method is None:
             self.problems.append(f"result for an id the client never sent: {m!r}")
@@ -334,8 +348,9 @@ class Connection:
             except EOFError:
                 return
             except TimeoutError:
-                raise AssertionError(f"no reply to the barrier request {rid!r} within {timeout} s "
-                                     "(TIPSD_TEST_TIMEOUT)") from None
+                raise AssertionError(
+                    f"no reply to the barrier request {rid!r} within {timeout} s (TIPSD_TEST_TIMEOUT)"
+                ) from None
             if isinstance(m, dict) and "method" not in m and m.get("id") == rid:
                 self._seen(m, log=False)
                 return
@@ -367,8 +382,13 @@ class Connection:
 class Daemon:
     """A fresh `tipsd serve` over stdio or a Unix socket."""
 
-    def __init__(self, transport: str, extra_args: Iterable[str] = (), observer: Observer | None = None,
-                 base_args: Iterable[str] | None = None):
+    def __init__(
+        self,
+        transport: str,
+        extra_args: Iterable[str] = (),
+        observer: Observer | None = None,
+        base_args: Iterable[str] | None = None,
+    ):
         assert transport in ("stdio", "socket")
         self.transport = transport
         self.observer = observer
@@ -382,9 +402,13 @@ class Daemon:
             args += ["--socket", self.socket_path]
         args += (DEFAULT_ARGS if base_args is None else list(base_args)) + list(extra_args)
         self.args = args
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE if transport == "stdio" else subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE if transport == "stdio" else subprocess.DEVNULL,
-                                     stderr=self.stderr, bufsize=0)
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if transport == "stdio" else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if transport == "stdio" else subprocess.DEVNULL,
+            stderr=self.stderr,
+            bufsize=0,
+        )
         if transport == "socket":
             deadline = time.monotonic() + TIMEOUT
             while not os.path.exists(self.socket_path):
@@ -409,7 +433,10 @@ class Daemon:
                     stdin.close()
                 except OSError:
                     pass
-            return Connection(write, stdout.read1 if hasattr(stdout, "read1") else stdout.read, framing, observer, close)
+
+            return Connection(
+                write, stdout.read1 if hasattr(stdout, "read1") else stdout.read, framing, observer, close
+            )
         s = self._connect_socket()
 
         def close():
@@ -418,6 +445,7 @@ class Daemon:
             except OSError:
                 pass
             s.close()
+
         return Connection(s.sendall, s.recv, framing, observer, close)
 
     def _connect_socket(self) -> socket.socket:
@@ -489,10 +517,10 @@ def match(pattern: Any, value: Any, bindings: dict, path: str = "") -> str | Non
         if pattern in TYPE_PATTERNS:
             return None if TYPE_PATTERNS[pattern](value) else f"{path or '/'}: expected {pattern}, got {value!r}"
         if pattern.startswith("$regex:"):
-            ok = isinstance(value, str) and re.fullmatch(pattern[len("$regex:"):], value)
+            ok = isinstance(value, str) and re.fullmatch(pattern[len("$regex:") :], value)
             return None if ok else f"{path or '/'}: expected {pattern}, got {value!r}"
         if pattern.startswith("$capture:"):
-            name = pattern[len("$capture:"):]
+            name = pattern[len("$capture:") :]
             if name in bindings and bindings[name] != value:
                 return f"{path or '/'}: ${name} was {bindings[name]!r}, got {value!r}"
             bindings[name] = value
@@ -525,7 +553,7 @@ def match(pattern: Any, value: Any, bindings: dict, path: str = "") -> str | Non
             return None if found is not None else f"{path or '/'}: no ordering of {value!r} matches {items!r}"
         if len(pattern) != len(value):
             return f"{path or '/'}: expected {len(pattern)} elements, got {len(value)}: {value!r}"
-        for i, (p, v) in enumerate(zip(pattern, value)):
+        for i, (p, v) in enumerate(zip(pattern, value, strict=True)):
             problem = match(p, v, bindings, f"{path}/{i}")
             if problem:
                 return problem
@@ -547,7 +575,7 @@ def match_unordered(patterns: list, values: list, bindings: dict, path: str = ""
     for i, v in enumerate(values):
         trial = dict(bindings)
         if match(first, v, trial, path) is None:
-            remaining = values[:i] + values[i + 1:]
+            remaining = values[:i] + values[i + 1 :]
             tail = match_unordered(rest, remaining, trial, path)
             if tail is not None:
                 bindings.clear()
@@ -567,7 +595,9 @@ class Transcript:
         self.transports = ["stdio", "socket"]
         self.known_bug: str | None = None
         self.framings = ["newline", "content-length"]
-        self.steps: list[tuple[str, Any, int]] = []  # ("send", text) | ("expect", [patterns]) | ("nothing"|"eof"|"exit", n)
+        self.steps: list[
+            tuple[str, Any, int]
+        ] = []  # ("send", text) | ("expect", [patterns]) | ("nothing"|"eof"|"exit", n)
         for number, raw in enumerate(path.read_text().splitlines(), 1):
             line = raw.strip()
             if not line:
@@ -635,8 +665,13 @@ class Transcript:
         return out
 
     def expected_codes(self) -> set[int]:
-        return {int(c) for kind, lines, _ in self.steps if kind == "expect"
-                for body, _ in lines for c in re.findall(r'"code"\s*:\s*(-?\d+)', body)}
+        return {
+            int(c)
+            for kind, lines, _ in self.steps
+            if kind == "expect"
+            for body, _ in lines
+            for c in re.findall(r'"code"\s*:\s*(-?\d+)', body)
+        }
 
 
 def substitute(text: str, bindings: dict) -> str:
@@ -645,6 +680,7 @@ def substitute(text: str, bindings: dict) -> str:
         if name not in bindings:
             raise AssertionError(f"${{{name}}} used before it was captured")
         return json.dumps(bindings[name])
+
     return re.sub(r"\$\{(\w+)\}", repl, text)
 
 
@@ -654,8 +690,10 @@ def replay(transcript: Transcript, daemon: Daemon, conn: Connection) -> None:
 
     def fail(number: int, message: str):
         convo = "\n".join(conn.log[-30:])
-        raise AssertionError(f"{transcript.path.name}:{number}: {message}\n--- conversation (last 30) ---\n{convo}\n"
-                             f"--- daemon log ---\n{daemon.log()[-1500:]}")
+        raise AssertionError(
+            f"{transcript.path.name}:{number}: {message}\n--- conversation (last 30) ---\n{convo}\n"
+            f"--- daemon log ---\n{daemon.log()[-1500:]}"
+        )
 
     for kind, arg, number in transcript.steps:
         if kind == "send":
@@ -671,11 +709,16 @@ def replay(transcript: Transcript, daemon: Daemon, conn: Connection) -> None:
             trial = dict(bindings)
             if match_unordered(patterns, got, trial) is None:
                 details = []
-                for (body, n), p in zip(arg, patterns):
+                for (_body, n), p in zip(arg, patterns, strict=True):
                     problems = [match(p, g, dict(bindings)) for g in got]
                     details.append(f"line {n}: " + (" | ".join(str(x) for x in problems)))
-                fail(number, "messages do not match the block (any order):\n  got:\n    "
-                     + "\n    ".join(json.dumps(g) for g in got) + "\n  mismatches:\n    " + "\n    ".join(details))
+                fail(
+                    number,
+                    "messages do not match the block (any order):\n  got:\n    "
+                    + "\n    ".join(json.dumps(g) for g in got)
+                    + "\n  mismatches:\n    "
+                    + "\n    ".join(details),
+                )
             bindings = trial
         elif kind == "nothing":
             try:

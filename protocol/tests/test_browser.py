@@ -1,12 +1,12 @@
 """Headless Chromium (Debian's chromium + chromium-driver, driven by selenium) loads a page that imports the
 TypeScript client's browser build (clients/typescript/dist-browser, no bundler) and talks to the real daemon over
 its WebSocket listener: the FilterTip flow, a shouldDisplay notification, an action with its array payload (#11)."""
+
 from __future__ import annotations
 
 import functools
 import http.server
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -112,8 +112,14 @@ def chromium():
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--no-first-run", "--disable-extensions"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-extensions",
+    ):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
@@ -125,8 +131,7 @@ def chromium():
 def page_result(driver) -> dict:
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, harness.TIMEOUT).until(
-        lambda d: d.find_element("id", "result").text != "running")
+    WebDriverWait(driver, harness.TIMEOUT).until(lambda d: d.find_element("id", "result").text != "running")
     return json.loads(driver.find_element("id", "result").text)
 
 
@@ -142,7 +147,9 @@ def test_filter_tip_in_headless_chromium(daemon_factory, chromium, tmp_path):
         assert result["count"] == 3
         assert result["seen"] == [False, True, False]
         assert result["status"] == "invalidated" and result["reason"] == "actionPerformed"
-        assert result["actions"] == [{"tipId": "filter.tip", "actions": [{"id": "learn-more", "title": "Learn more", "index": 0}]}]
+        assert result["actions"] == [
+            {"tipId": "filter.tip", "actions": [{"id": "learn-more", "title": "Learn more", "index": 0}]}
+        ]
         assert web.token not in chromium.current_url, "the page takes the token out of the address bar"
         assert web.token not in web.daemon.log()
     finally:

@@ -1,5 +1,4 @@
 """Replays protocol/conformance/*.transcript against a fresh daemon: stdio and socket, newline and Content-Length."""
-import pathlib
 
 import pytest
 

@@ -4,6 +4,7 @@ another client. With TIPSD_INSPECTOR_SCREENSHOT=PATH it also saves the README's 
 `scripts/inspector-screenshot`).
 
 Waits are for conditions (selenium's WebDriverWait with harness.TIMEOUT as the hang guard), never for time."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,16 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                     "--disable-extensions", "--window-size=1400,1500", "--hide-scrollbars"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-extensions",
+        "--window-size=1400,1500",
+        "--hide-scrollbars",
+    ):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
@@ -46,8 +55,9 @@ def wait(driver, condition, what: str):
 
 
 def cell(driver, selector: str) -> str | None:
-    return driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
-                                 selector)
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;", selector
+    )
 
 
 def requested_urls(driver) -> list[str]:
@@ -64,9 +74,19 @@ def requested_urls(driver) -> list[str]:
 
 
 def test_the_inspector_is_self_contained_lists_the_demo_tips_and_follows_another_clients_donation(
-        daemon_factory, browser):
-    web = WebDaemon(daemon_factory, "--catalog", str(DEMO), "--app-closed-event", "app.backgrounded",
-                    "--close-rate-alert", "0.3", "--clock-start", "1767225600")
+    daemon_factory, browser
+):
+    web = WebDaemon(
+        daemon_factory,
+        "--catalog",
+        str(DEMO),
+        "--app-closed-event",
+        "app.backgrounded",
+        "--close-rate-alert",
+        "0.3",
+        "--clock-start",
+        "1767225600",
+    )
     origin = f"http://127.0.0.1:{web.port}"
     with urllib.request.urlopen(origin + "/", timeout=harness.TIMEOUT) as response:
         policy = response.headers["Content-Security-Policy"]
@@ -79,9 +99,14 @@ def test_the_inspector_is_self_contained_lists_the_demo_tips_and_follows_another
     browser.get(f"{origin}/#token={web.token}")
     wait(browser, lambda d: d.execute_script("return document.body.dataset.state") == "connected", "the connection")
     demo_tips = [tip["id"] for tip in json.loads(DEMO.read_text())["tips"]]
-    listed = wait(browser, lambda d: d.execute_script(
-        "const ids = [...document.querySelectorAll('#tips tr[data-tip]')].map(r => r.dataset.tip);"
-        "return ids.length ? ids : null;"), "the tips")
+    listed = wait(
+        browser,
+        lambda d: d.execute_script(
+            "const ids = [...document.querySelectorAll('#tips tr[data-tip]')].map(r => r.dataset.tip);"
+            "return ids.length ? ids : null;"
+        ),
+        "the tips",
+    )
     assert listed == demo_tips
     assert web.token not in browser.current_url, "the token leaves the address bar at once"
     assert cell(browser, 'tr[data-tip="filter.tip"] .status') == "pending"
@@ -96,16 +121,27 @@ def test_the_inspector_is_self_contained_lists_the_demo_tips_and_follows_another
     wait(browser, lambda d: cell(d, 'tr[data-event="search.opened"] .count') == "3", "the donation count")
 
     # --allow-testing: the page's own buttons act (a donation, then an invalidation).
-    browser.execute_script('document.querySelector(\'tr[data-event="filter.used"] button\').click()')
+    browser.execute_script("document.querySelector('tr[data-event=\"filter.used\"] button').click()")
     wait(browser, lambda d: cell(d, 'tr[data-event="filter.used"] .count') == "1", "the page's donation")
     wait(browser, lambda d: cell(d, 'tr[data-tip="filter.tip"] .status') == "pending", "filter.tip pending again")
-    browser.execute_script('document.querySelector(\'tr[data-tip="show-location.tip"] button\').click()')
-    wait(browser, lambda d: (cell(d, 'tr[data-tip="show-location.tip"] .status') or "").startswith("invalidated"),
-         "the page's invalidation")
-    wait(browser, lambda d: d.execute_script("return document.querySelectorAll('#feed li').length") >= 1,
-         "the lifecycle feed")
-    wait(browser, lambda d: d.execute_script(
-        "return document.querySelectorAll('#metrics [data-metrics] svg').length") == len(demo_tips), "the charts")
+    browser.execute_script("document.querySelector('tr[data-tip=\"show-location.tip\"] button').click()")
+    wait(
+        browser,
+        lambda d: (cell(d, 'tr[data-tip="show-location.tip"] .status') or "").startswith("invalidated"),
+        "the page's invalidation",
+    )
+    wait(
+        browser,
+        lambda d: d.execute_script("return document.querySelectorAll('#feed li').length") >= 1,
+        "the lifecycle feed",
+    )
+    wait(
+        browser,
+        lambda d: (
+            d.execute_script("return document.querySelectorAll('#metrics [data-metrics] svg').length") == len(demo_tips)
+        ),
+        "the charts",
+    )
 
     urls = requested_urls(browser)
     assert urls, "the network log is empty"
@@ -121,10 +157,14 @@ def test_the_inspector_is_self_contained_lists_the_demo_tips_and_follows_another
 
 def make_screenshot(browser, app, path: str) -> None:
     """A week of a two-variant tip, for the README: impressions, goals, app closes, one variant over the alert."""
-    tip = {"id": "search.tip", "title": "Search remembers your filters",
-           "variants": {"friendly": {"title": "Your filters, remembered"}, "direct": {"title": "Filters are saved"}},
-           "actions": [{"id": "show-me", "title": "Show me"}],
-           "goal": {"event": "filters.saved", "within": {"hours": 24}}, "options": {"ignoresDisplayFrequency": True}}
+    tip = {
+        "id": "search.tip",
+        "title": "Search remembers your filters",
+        "variants": {"friendly": {"title": "Your filters, remembered"}, "direct": {"title": "Filters are saved"}},
+        "actions": [{"id": "show-me", "title": "Show me"}],
+        "goal": {"event": "filters.saved", "within": {"hours": 24}},
+        "options": {"ignoresDisplayFrequency": True},
+    }
     app.request("tips/register", {"tips": [tip]})
     for _ in range(6):  # a week of the feature's use before the tip shows: the goal rate's baseline
         app.request("events/donate", {"id": "filters.saved"})
@@ -144,10 +184,18 @@ def make_screenshot(browser, app, path: str) -> None:
         app.request("clock/advance", {"seconds": 86400})
     app.request("tips/displayed", {"id": "filter.tip", "duration": 5})
     app.request("tips/performAction", {"id": "filter.tip", "actionId": "learn-more"})
-    wait(browser, lambda d: d.execute_script(
-        "const c = document.querySelector('[data-metrics=\"search.tip\"] svg'); return c && c.querySelectorAll('rect').length === 4"),
-        "the variant chart")
-    wait(browser, lambda d: (cell(d, 'tr[data-tip="filter.tip"] .status') or "").startswith("invalidated"), "the last change")
+    wait(
+        browser,
+        lambda d: d.execute_script(
+            "const c = document.querySelector('[data-metrics=\"search.tip\"] svg'); return c && c.querySelectorAll('rect').length === 4"
+        ),
+        "the variant chart",
+    )
+    wait(
+        browser,
+        lambda d: (cell(d, 'tr[data-tip="filter.tip"] .status') or "").startswith("invalidated"),
+        "the last change",
+    )
     browser.execute_script("window.scrollTo(0, 0)")
     height = browser.execute_script("return document.documentElement.scrollHeight")
     browser.set_window_size(1400, min(max(height + 40, 900), 2400))
@@ -156,5 +204,6 @@ def make_screenshot(browser, app, path: str) -> None:
 
 def test_the_embedded_inspector_is_up_to_date():
     import subprocess
+
     r = subprocess.run([str(harness.REPO / "scripts" / "embed-inspector"), "--check"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr + r.stdout

@@ -1,4 +1,5 @@
 """Multi-connection behaviour and limits over the Unix socket (things one transcript connection cannot show)."""
+
 import json
 import socket
 import time
@@ -49,10 +50,14 @@ def test_every_client_sees_every_change(daemon_factory, framing):
     a.expect_nothing()
 
 
-LOCALIZED_TIP = dict(harness.FILTER_TIP, rules=[{"event": "search.opened", "count": {"gte": 1}}], localizations={
-    "ja": {"title": "もっと絞り込めます", "actions": {"learn-more": "詳しく見る"}},
-    "zh-Hans": {"title": "可以进一步筛选"},
-})
+LOCALIZED_TIP = dict(
+    harness.FILTER_TIP,
+    rules=[{"event": "search.opened", "count": {"gte": 1}}],
+    localizations={
+        "ja": {"title": "もっと絞り込めます", "actions": {"learn-more": "詳しく見る"}},
+        "zh-Hans": {"title": "可以进一步筛选"},
+    },
+)
 
 
 def test_each_client_gets_tip_copy_in_its_locale(daemon_factory):
@@ -83,8 +88,11 @@ def test_each_client_gets_tip_copy_in_its_locale(daemon_factory):
         assert n["method"] == "tips/shouldDisplayChanged" and n["params"]["shouldDisplay"] is True, n
         tip = n["params"]["tip"]
         assert (tip["title"], tip["actions"][0]["title"], tip["locale"]) == expected[name], name
-    zh.request("tips/performAction", {"id": "filter.tip", "actionId": "learn-more", "invalidate": False},
-               notifications=early["zh"])
+    zh.request(
+        "tips/performAction",
+        {"id": "filter.tip", "actionId": "learn-more", "invalidate": False},
+        notifications=early["zh"],
+    )
     for name, conn in clients.items():
         n = early[name].pop() if early[name] else conn.receive()
         assert n["method"] == "tips/actionPerformed", n

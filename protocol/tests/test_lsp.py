@@ -10,6 +10,7 @@ exiting) under harness.TIMEOUT, which only guards against a hang. Every server g
 with no daemon (or at the test's own daemon), so a daemon someone runs on this machine's default socket changes
 nothing.
 """
+
 import asyncio
 import json
 import pathlib
@@ -25,15 +26,17 @@ PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 NO_DAEMON = "/nonexistent/tipsd-lsp-tests.sock"
 
 # CRLF line breaks, and Japanese and emoji (🔍 and ✨ outside and inside the BMP) before the typo on its line.
-CATALOG = "\r\n".join([
-    '{"events": [{"id": "search.opened", "description": "The search screen appeared."},',
-    '            {"id": "filter.used", "description": "The user applied the results filter."}],',
-    ' "tips": [{"id": "filter.tip", "title": "絞り込めます 🔍✨", "rules": [{"event": "serach.opened", "count": {"gte": 3}, "within": {"days": 1}},',
-    '          {"event": "filter.used", "count": {"eq": 0}}]},',
-    '          {"id": "map.tip", "title": "地図 🗺️", "rules": [{"event": "filter.used", "count": {"gte": 1}}]}],',
-    ' "groups": [{"id": "main", "priority": "ordered", "tips": ["filter.tip", "map.tip"]}]}',
-    "",
-])
+CATALOG = "\r\n".join(
+    [
+        '{"events": [{"id": "search.opened", "description": "The search screen appeared."},',
+        '            {"id": "filter.used", "description": "The user applied the results filter."}],',
+        ' "tips": [{"id": "filter.tip", "title": "絞り込めます 🔍✨", "rules": [{"event": "serach.opened", "count": {"gte": 3}, "within": {"days": 1}},',
+        '          {"event": "filter.used", "count": {"eq": 0}}]},',
+        '          {"id": "map.tip", "title": "地図 🗺️", "rules": [{"event": "filter.used", "count": {"gte": 1}}]}],',
+        ' "groups": [{"id": "main", "priority": "ordered", "tips": ["filter.tip", "map.tip"]}]}',
+        "",
+    ]
+)
 
 
 def position(text: str, needle: str, occurrence: int = 0, offset: int = 0) -> types.Position:
@@ -44,7 +47,7 @@ def position(text: str, needle: str, occurrence: int = 0, offset: int = 0) -> ty
     index += offset
     before = text[:index].replace("\r\n", "\n")
     line = before.count("\n")
-    column = before[before.rfind("\n") + 1:]
+    column = before[before.rfind("\n") + 1 :]
     return types.Position(line=line, character=len(column.encode("utf-16-le")) // 2)
 
 
@@ -60,8 +63,7 @@ def config(*args: str) -> ClientServerConfig:
 
 @pytest_lsp.fixture(config=config("--socket", NO_DAEMON))
 async def client(lsp_client: LanguageClient):
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=client_capabilities("visual-studio-code")))
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=client_capabilities("visual-studio-code")))
     yield
     await lsp_client.shutdown_session()
 
@@ -86,8 +88,11 @@ def without_code(code):
 
 
 def open_document(client: LanguageClient, uri: str, text: str, version: int = 1):
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="json", version=version, text=text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="json", version=version, text=text)
+        )
+    )
 
 
 def unsaved_uri(tmp_path: pathlib.Path, name: str = "catalog.json") -> str:
@@ -114,8 +119,10 @@ async def stop(client: LanguageClient):
 async def test_initialize_advertises_the_features_and_shutdown_exits_zero():
     client = await start("--socket", NO_DAEMON)
     try:
-        result = await asyncio.wait_for(client.initialize_session(
-            types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))), harness.TIMEOUT)
+        result = await asyncio.wait_for(
+            client.initialize_session(types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))),
+            harness.TIMEOUT,
+        )
         capabilities = result.capabilities
         assert capabilities.position_encoding == types.PositionEncodingKind.Utf16
         assert capabilities.text_document_sync.change == types.TextDocumentSyncKind.Incremental
@@ -133,8 +140,9 @@ async def test_initialize_advertises_the_features_and_shutdown_exits_zero():
 async def test_exit_without_shutdown_exits_one():
     client = await start("--socket", NO_DAEMON)
     try:
-        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
-            capabilities=types.ClientCapabilities())), harness.TIMEOUT)
+        await asyncio.wait_for(
+            client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities())), harness.TIMEOUT
+        )
         client.exit(None)
         assert await asyncio.wait_for(client._server.wait(), harness.TIMEOUT) == 1
     finally:
@@ -164,14 +172,20 @@ async def test_completion_lists_the_declared_events(client: LanguageClient, tmp_
     uri = unsaved_uri(tmp_path)
     open_document(client, uri, CATALOG)
     await diagnostics_where(client, uri, with_code("undeclared-event"))
-    result = await client.text_document_completion_async(types.CompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=position(CATALOG, "serach.opened", offset=3)))
+    result = await client.text_document_completion_async(
+        types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=position(CATALOG, "serach.opened", offset=3)
+        )
+    )
     assert [item.label for item in result.items] == ["search.opened", "filter.used"]
     assert result.items[0].text_edit.range == span(CATALOG, "serach.opened")
     assert result.items[0].detail == "The search screen appeared."
     # Keys inside a rule's count: the comparison operators.
-    result = await client.text_document_completion_async(types.CompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=position(CATALOG, '{"gte": 3}', offset=2)))
+    result = await client.text_document_completion_async(
+        types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=position(CATALOG, '{"gte": 3}', offset=2)
+        )
+    )
     assert [item.label for item in result.items] == ["eq", "ne", "lt", "lte", "gt", "gte"]
 
 
@@ -180,18 +194,20 @@ async def test_hover_explains_the_rule_and_the_event(client: LanguageClient, tmp
     uri = unsaved_uri(tmp_path)
     open_document(client, uri, CATALOG)
     at = types.TextDocumentIdentifier(uri=uri)
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=at, position=position(CATALOG, '"within"')))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=at, position=position(CATALOG, '"within"'))
+    )
     assert hover.contents.kind == types.MarkupKind.Markdown
-    assert hover.contents.value == (
-        "Holds when `serach.opened` was donated at least 3 times within the last 1 day.")
+    assert hover.contents.value == ("Holds when `serach.opened` was donated at least 3 times within the last 1 day.")
     rule = '{"event": "serach.opened", "count": {"gte": 3}, "within": {"days": 1}}'
     assert hover.range == span(CATALOG, rule)
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=at, position=position(CATALOG, "filter.used")))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=at, position=position(CATALOG, "filter.used"))
+    )
     assert hover.contents.value == "`filter.used`: The user applied the results filter."
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=at, position=position(CATALOG, '"eq": 0')))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=at, position=position(CATALOG, '"eq": 0'))
+    )
     assert hover.contents.value == "Holds when `filter.used` was never donated."
 
 
@@ -201,13 +217,15 @@ async def test_go_to_definition_of_an_event_and_a_group_member(client: LanguageC
     open_document(client, uri, CATALOG)
     at = types.TextDocumentIdentifier(uri=uri)
     # From the event of map.tip's rule (after 地図 🗺️ on its line) to its declaration.
-    location = await client.text_document_definition_async(types.DefinitionParams(
-        text_document=at, position=position(CATALOG, "filter.used", occurrence=2, offset=4)))
+    location = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=at, position=position(CATALOG, "filter.used", occurrence=2, offset=4))
+    )
     assert location.uri == uri
     assert location.range == span(CATALOG, '"filter.used"')
     # From a group's member to the tip.
-    location = await client.text_document_definition_async(types.DefinitionParams(
-        text_document=at, position=position(CATALOG, '"map.tip"]')))
+    location = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=at, position=position(CATALOG, '"map.tip"]'))
+    )
     assert location.range == span(CATALOG, '"map.tip"')
 
 
@@ -217,24 +235,37 @@ async def test_the_quick_fix_and_an_incremental_change_clear_the_typo(client: La
     open_document(client, uri, CATALOG)
     diagnostics = await diagnostics_where(client, uri, with_code("undeclared-event"))
     typo = next(d for d in diagnostics if d.code == "undeclared-event")
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=typo.range,
-        context=types.CodeActionContext(diagnostics=[typo])))
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=typo.range,
+            context=types.CodeActionContext(diagnostics=[typo]),
+        )
+    )
     assert [a.title for a in actions] == ['Change to "search.opened"']
     assert actions[0].kind == types.CodeActionKind.QuickFix
     edit = actions[0].edit.changes[uri][0]
     assert edit.range == typo.range and edit.new_text == '"search.opened"'
     # Apply the fix as an editor would: an incremental change of that range (UTF-16 positions).
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(range=edit.range, text=edit.new_text)]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(range=edit.range, text=edit.new_text)],
+        )
+    )
     await diagnostics_where(client, uri, without_code("undeclared-event"))
     # Another incremental edit breaks it again: the typo comes back at the same place.
     fixed = CATALOG.replace("serach", "search")
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=span(fixed, "search.opened", occurrence=1), text="search.openned")]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=span(fixed, "search.opened", occurrence=1), text="search.openned"
+                )
+            ],
+        )
+    )
     diagnostics = await diagnostics_where(client, uri, with_code("undeclared-event"))
     assert next(d for d in diagnostics if d.code == "undeclared-event").range.start == typo.range.start
 
@@ -249,21 +280,28 @@ async def test_a_malformed_document_gets_a_diagnostic_and_the_server_keeps_servi
     assert diagnostics[0].range == span(text, "😀")  # two UTF-16 units
     assert diagnostics[0].range.end.character - diagnostics[0].range.start.character == 2
     # Completion while the JSON is broken still reads the text around the cursor.
-    result = await client.text_document_completion_async(types.CompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=position(text, "{\"id\"", offset=1)))
+    result = await client.text_document_completion_async(
+        types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=position(text, '{"id"', offset=1)
+        )
+    )
     assert "rules" in [item.label for item in result.items]
     # A full-text change to valid JSON clears it.
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text.replace("😀", '"😀"'))]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text.replace("😀", '"😀"'))],
+        )
+    )
     await diagnostics_where(client, uri, without_code("json"))
 
 
 @pytest.mark.asyncio
 async def test_a_message_file_is_checked_against_its_catalog(client: LanguageClient, tmp_path):
     (tmp_path / "messages").mkdir()
-    (tmp_path / "app.json").write_text(json.dumps({
-        "locales": ["en", "ja"], "tips": [{"id": "filter.tip", "title": "Narrow it down"}]}))
+    (tmp_path / "app.json").write_text(
+        json.dumps({"locales": ["en", "ja"], "tips": [{"id": "filter.tip", "title": "Narrow it down"}]})
+    )
     uri = (tmp_path / "messages" / "ja.json").as_uri()
     text = '{"tipkit": {\n  "filter.tip.title": "絞り込み🔍",\n  "filter.tip.nonsense": "😀"\n}}'
     open_document(client, uri, text)
@@ -287,13 +325,20 @@ async def test_hover_shows_the_live_value_from_a_running_daemon(daemon_factory, 
         connection.request("events/donate", {"id": "search.opened"})
     client = await start("--socket", daemon.socket_path)
     try:
-        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"))), harness.TIMEOUT)
+        await asyncio.wait_for(
+            client.initialize_session(types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))),
+            harness.TIMEOUT,
+        )
         uri = path.as_uri()
         open_document(client, uri, catalog)
-        hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
-            text_document=types.TextDocumentIdentifier(uri=uri), position=position(catalog, '"gte": 3'))),
-            harness.TIMEOUT)
+        hover = await asyncio.wait_for(
+            client.text_document_hover_async(
+                types.HoverParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri), position=position(catalog, '"gte": 3')
+                )
+            ),
+            harness.TIMEOUT,
+        )
         value = hover.contents.value
         assert value.startswith("Holds when `search.opened` was donated at least 3 times within the last 1 day.")
         assert f"**Live** (tipsd at `{daemon.socket_path}`): this rule **holds**" in value

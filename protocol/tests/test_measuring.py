@@ -3,10 +3,10 @@ read with PyPI's prometheus_client parser, and the command-line views (`tipsd me
 
 No timing assumptions: every wait is for a message, a line or a process exit, with harness.TIMEOUT as a hang guard;
 "at least once, in order" is checked on what arrived, whatever the interleaving."""
+
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import queue
 import signal
@@ -46,12 +46,24 @@ class Restartable:
         self.observer.seq.clear()
         log = self.directory / f"stderr-{len(self.logs)}.log"
         self.logs.append(log)
-        args = [harness.tipsd_bin(), "serve", "--socket", self.socket_path, "--datastore", self.datastore,
-                "--clock", "virtual", "--clock-start", "1000000", "--allow-testing"] + self.extra
+        args = [
+            harness.tipsd_bin(),
+            "serve",
+            "--socket",
+            self.socket_path,
+            "--datastore",
+            self.datastore,
+            "--clock",
+            "virtual",
+            "--clock-start",
+            "1000000",
+            "--allow-testing",
+        ] + self.extra
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
 
     def connect(self) -> harness.Connection:
         import socket
+
         deadline = time.monotonic() + harness.TIMEOUT
         while True:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -95,6 +107,7 @@ def restartable(tmp_path, observer):
         daemons.append(d)
         d.start()
         return d
+
     yield make
     for d in daemons:
         d.stop()
@@ -139,8 +152,14 @@ def test_the_stream_delivers_every_event_at_least_once_in_order_across_a_disconn
         assert "result" in producer.request("tips/displayed", {"id": "filter.tip", "duration": n})
         acknowledged.append(n)
     for n in range(1000, 1020):
-        producer.send({"jsonrpc": "2.0", "id": f"unacked-{n}", "method": "tips/displayed",
-                       "params": {"id": "filter.tip", "duration": n}})
+        producer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": f"unacked-{n}",
+                "method": "tips/displayed",
+                "params": {"id": "filter.tip", "duration": n},
+            }
+        )
     daemon.kill9()
 
     # Phase 3: the daemon restarts on the same datastore; more impressions; the forwarder resumes from its cursor.
@@ -172,7 +191,7 @@ def test_the_stream_delivers_every_event_at_least_once_in_order_across_a_disconn
         if not page["events"]:
             break
         after = page["next"]
-    assert [e["cursor"] for e in pulled][:len(cursors)] == cursors
+    assert [e["cursor"] for e in pulled][: len(cursors)] == cursors
 
 
 def test_a_live_subscriber_gets_events_from_now_and_unsubscribes(restartable):
@@ -262,11 +281,16 @@ def test_prometheus_metrics_parse_and_their_counters_match_the_traffic(daemon_fa
     assert values[("tipsd_datastore_size_bytes", ())] > 0
     assert observe["result"]["subscription"]
     # Scraping is not a request: a second scrape counts the same requests.
-    assert samples(scrape(web, web.token)[1])[("tipsd_requests_total", (("method", "events/donate"), ("outcome", "ok")))] == 8
+    assert (
+        samples(scrape(web, web.token)[1])[("tipsd_requests_total", (("method", "events/donate"), ("outcome", "ok")))]
+        == 8
+    )
 
 
 def tipsd(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([harness.tipsd_bin(), *args], capture_output=True, text=True, timeout=harness.TIMEOUT, **kwargs)
+    return subprocess.run(
+        [harness.tipsd_bin(), *args], capture_output=True, text=True, timeout=harness.TIMEOUT, **kwargs
+    )
 
 
 def test_tipsd_metrics_prints_a_table_csv_and_json_and_report_writes_a_static_page(restartable, tmp_path):
@@ -280,13 +304,29 @@ def test_tipsd_metrics_prints_a_table_csv_and_json_and_report_writes_a_static_pa
     table = tipsd("metrics", "--socket", daemon.socket_path)
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["TIP", "VARIANT", "IMPR", "GOAL", "TIME", "TO", "GOAL", "CLOSE", "GOAL/DAY", "BEFORE→AFTER"]
+    assert lines[0].split() == [
+        "TIP",
+        "VARIANT",
+        "IMPR",
+        "GOAL",
+        "TIME",
+        "TO",
+        "GOAL",
+        "CLOSE",
+        "GOAL/DAY",
+        "BEFORE→AFTER",
+    ]
     assert lines[1].split()[:5] == ["filter.tip", "all", "2", "50%", "(1/2)"]
     header = lines[0]
     assert lines[1].index("50%") == header.index("GOAL "), "columns are aligned"
     csv = tipsd("metrics", "--socket", daemon.socket_path, "--csv")
     rows = [line.split(",") for line in csv.stdout.splitlines()]
-    assert rows[0][:4] == ["tip", "variant", "impressions", "goal_rate"] and rows[1][:4] == ["filter.tip", "all", "2", "0.5"]
+    assert rows[0][:4] == ["tip", "variant", "impressions", "goal_rate"] and rows[1][:4] == [
+        "filter.tip",
+        "all",
+        "2",
+        "0.5",
+    ]
     as_json = json.loads(tipsd("metrics", "--socket", daemon.socket_path, "--json", "--since", "1h").stdout)
     assert as_json["tips"][0]["overall"]["goal"] == {"converted": 1, "decided": 2, "pending": 0, "rate": 0.5}
     assert as_json["since"] == 1000060 - 3600
@@ -305,8 +345,12 @@ def test_inspect_watch_redraws_on_changes_and_survives_a_daemon_restart(restarta
     daemon = restartable()
     app = daemon.connect()
     app.request("tips/register", {"tips": [GOAL_TIP]})
-    watcher = subprocess.Popen([harness.tipsd_bin(), "inspect", "--watch", "--json", "--socket", daemon.socket_path],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watcher = subprocess.Popen(
+        [harness.tipsd_bin(), "inspect", "--watch", "--json", "--socket", daemon.socket_path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in watcher.stdout], daemon=True).start()
 

@@ -1,6 +1,6 @@
 """The OpenRPC document: valid against the OpenRPC meta-schema, embedded in the daemon, complete, and self-consistent."""
+
 import json
-import pathlib
 import re
 import subprocess
 
@@ -16,8 +16,9 @@ SCHEMAS = harness.PROTOCOL / "schemas"
 def meta_validator():
     meta = json.loads(harness.META_SCHEMA_PATH.read_text())
     jsonschema.Draft7Validator.check_schema(meta)
-    return jsonschema.Draft7Validator(meta, registry=harness.schema_registry(),
-                                      format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+    return jsonschema.Draft7Validator(
+        meta, registry=harness.schema_registry(), format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
+    )
 
 
 def test_document_validates_against_openrpc_meta_schema():
@@ -26,7 +27,7 @@ def test_document_validates_against_openrpc_meta_schema():
 
 
 def test_every_schema_in_the_document_is_a_valid_draft7_schema():
-    for name, schema in DOC["components"]["schemas"].items():
+    for schema in DOC["components"]["schemas"].values():
         jsonschema.Draft7Validator.check_schema(schema)
     for path in SCHEMAS.glob("*.json"):
         jsonschema.Draft7Validator.check_schema(json.loads(path.read_text()))
@@ -34,6 +35,7 @@ def test_every_schema_in_the_document_is_a_valid_draft7_schema():
 
 def test_every_ref_resolves(contract):
     """Every $ref in the document and the schema files resolves (dangling refs would only fail at validation time)."""
+
     def walk(node, base):
         if isinstance(node, dict):
             if isinstance(node.get("$ref"), str):
@@ -43,6 +45,7 @@ def test_every_ref_resolves(contract):
         elif isinstance(node, list):
             for v in node:
                 yield from walk(v, base)
+
     refs = list(walk(DOC, harness.OPENRPC_PATH))
     for path in SCHEMAS.glob("*.json"):
         refs += list(walk(json.loads(path.read_text()), path))
@@ -62,14 +65,18 @@ def test_rpc_discover_returns_exactly_the_document(daemon_factory):
     d = daemon_factory("stdio")
     c = d.connect()
     reply = c.request("rpc.discover")  # allowed before initialize
-    assert reply["result"] == DOC, ("rpc.discover differs from protocol/openrpc.json: rebuild tipsd after "
-                                    "scripts/embed-openrpc (TIPSD_BIN=" + harness.tipsd_bin() + ")")
+    assert reply["result"] == DOC, (
+        "rpc.discover differs from protocol/openrpc.json: rebuild tipsd after "
+        "scripts/embed-openrpc (TIPSD_BIN=" + harness.tipsd_bin() + ")"
+    )
 
 
 def test_methods_match_capabilities(daemon_factory):
     d = daemon_factory("socket")
     c = d.connect()
-    caps = c.request("initialize", {"protocolVersion": "1.0", "clientInfo": {"name": "doc-test"}})["result"]["capabilities"]
+    caps = c.request("initialize", {"protocolVersion": "1.0", "clientInfo": {"name": "doc-test"}})["result"][
+        "capabilities"
+    ]
     documented = {m["name"] for m in DOC["methods"]}
     answered = set(caps["methods"])
     assert answered - documented == set(), f"answered but not documented: {sorted(answered - documented)}"
@@ -143,18 +150,29 @@ def test_demo_catalog_validates():
 def client_test_tips():
     """Tip definitions used by the Python and TypeScript client tests (the ones meant to be valid)."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("tipdefs", harness.REPO / "clients" / "python" / "tests" / "tipdefs.py")
+
+    spec = importlib.util.spec_from_file_location(
+        "tipdefs", harness.REPO / "clients" / "python" / "tests" / "tipdefs.py"
+    )
     tipdefs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tipdefs)
-    tips = [tipdefs.FILTER_TIP, tipdefs.filter_tip(rules=[]), tipdefs.plain_tip("a.tip"),
-            tipdefs.event_tip("b.tip", "b", 2),
-            tipdefs.plain_tip("north.tip", rules=[{"event": "trail.visited", "where": {"region": "north"}, "count": {"gt": 3}}]),
-            tipdefs.plain_tip("login.tip", rules=[{"parameter": "isLoggedIn", "eq": True}])]
+    tips = [
+        tipdefs.FILTER_TIP,
+        tipdefs.filter_tip(rules=[]),
+        tipdefs.plain_tip("a.tip"),
+        tipdefs.event_tip("b.tip", "b", 2),
+        tipdefs.plain_tip(
+            "north.tip", rules=[{"event": "trail.visited", "where": {"region": "north"}, "count": {"gt": 3}}]
+        ),
+        tipdefs.plain_tip("login.tip", rules=[{"parameter": "isLoggedIn", "eq": True}]),
+    ]
     # TypeScript suites (clients/typescript/test*/): FilterTip, LOGIN_TIP, NEVER_TIP, later.tip
-    tips += [harness.FILTER_TIP,
-             {"id": "login.tip", "title": "Sign in to sync", "rules": [{"parameter": "isLoggedIn", "eq": True}]},
-             {"id": "never.tip", "title": "Never", "rules": [{"event": "never.happens", "count": {"gte": 1}}]},
-             {"id": "later.tip", "title": "Later", "rules": [{"event": "later", "count": {"gte": 1}}]}]
+    tips += [
+        harness.FILTER_TIP,
+        {"id": "login.tip", "title": "Sign in to sync", "rules": [{"parameter": "isLoggedIn", "eq": True}]},
+        {"id": "never.tip", "title": "Never", "rules": [{"event": "never.happens", "count": {"gte": 1}}]},
+        {"id": "later.tip", "title": "Later", "rules": [{"event": "later", "count": {"gte": 1}}]},
+    ]
     return tips
 
 
@@ -175,8 +193,8 @@ RULES_OK = [
     {"anyOf": []},
 ]
 RULES_BAD = [
-    {"event": "e", "count": {"gte ": 3}},              # the seed's typo
-    {"event": "e", "count": {"gte": 3, "lt": 5}},       # two operators
+    {"event": "e", "count": {"gte ": 3}},  # the seed's typo
+    {"event": "e", "count": {"gte": 3, "lt": 5}},  # two operators
     {"event": "e", "count": {"gte": -1}},
     {"event": "e", "count": {"gte": 3}, "within": {"fortnights": 1}},
     {"event": "", "count": {"gte": 3}},
@@ -246,8 +264,8 @@ LOCALIZATIONS_OK = [
     None,
 ]
 LOCALIZATIONS_BAD = [
-    {"ja": {"subtitle": "x"}},       # unknown key
-    {"ja JP": {"title": "x"}},       # not a locale tag
+    {"ja": {"subtitle": "x"}},  # unknown key
+    {"ja JP": {"title": "x"}},  # not a locale tag
     {"": {"title": "x"}},
     {"ja": None},
     {"ja": {"title": 1}},

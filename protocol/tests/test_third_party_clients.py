@@ -8,6 +8,7 @@ tips/shouldDisplayChanged, perform an action, receive the array-shaped tips/acti
 
 Every result and notification they receive is validated against protocol/openrpc.json as well.
 """
+
 import asyncio
 import json
 import queue
@@ -38,8 +39,12 @@ def test_python_lsp_jsonrpc_content_length_over_stdio(contract):
     from pylsp_jsonrpc.exceptions import JsonRpcException
     from pylsp_jsonrpc.streams import JsonRpcStreamReader, JsonRpcStreamWriter
 
-    proc = subprocess.Popen([harness.tipsd_bin(), "serve", "--stdio", *harness.DEFAULT_ARGS],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [harness.tipsd_bin(), "serve", "--stdio", *harness.DEFAULT_ARGS],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     notes: queue.Queue = queue.Queue()
     dispatcher = {
         "tips/shouldDisplayChanged": lambda params: notes.put(("tips/shouldDisplayChanged", params)),
@@ -202,7 +207,12 @@ def test_pygls_json_rpc_client_over_stdio(contract):
             assert params["seq"] == 1 and params["shouldDisplay"] is True
             await call("tips/performAction", {"id": "filter.tip", "actionId": "learn-more"})
             got = dict([await note(), await note()])
-            assert got["tips/actionPerformed"] == {"subscription": act, "seq": 1, "tipId": "filter.tip", "actions": ACTIONS}
+            assert got["tips/actionPerformed"] == {
+                "subscription": act,
+                "seq": 1,
+                "tipId": "filter.tip",
+                "actions": ACTIONS,
+            }
             assert got["tips/shouldDisplayChanged"]["seq"] == 2
             with pytest.raises(JsonRpcException) as err:
                 await call("tips/status", {"ids": ["nope"]})

@@ -2,6 +2,7 @@
 and `wsproto` (PyPI), and raw sockets for the bad input a library would refuse to send.
 
 Every daemon message read here goes through the contract Observer (validated against protocol/openrpc.json)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -36,7 +37,7 @@ class WebDaemon:
         self.daemon = daemon_factory("socket", "--listen", "127.0.0.1:0", *extra)
         deadline = time.monotonic() + harness.TIMEOUT
         while True:
-            m = re.search(r'listen=wss?://127\.0\.0\.1:(\d+)/', self.daemon.log())
+            m = re.search(r"listen=wss?://127\.0\.0\.1:(\d+)/", self.daemon.log())
             if m:
                 self.port = int(m.group(1))
                 break
@@ -72,8 +73,12 @@ def init(conn):
 
 
 def init_message(mid=1, name="ws-test"):
-    return {"jsonrpc": "2.0", "id": mid, "method": "initialize",
-            "params": {"protocolVersion": "1.0", "clientInfo": {"name": name}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": mid,
+        "method": "initialize",
+        "params": {"protocolVersion": "1.0", "clientInfo": {"name": name}},
+    }
 
 
 class WS:
@@ -124,6 +129,7 @@ def run(coro):
 
 # --- Independent clients --------------------------------------------------------------------------------------
 
+
 def test_filter_tip_over_websockets_with_the_token_as_a_subprotocol(web, observer):
     async def body():
         async with websockets.connect(web.url, subprotocols=web.subprotocols()) as conn:
@@ -145,6 +151,7 @@ def test_filter_tip_over_websockets_with_the_token_as_a_subprotocol(web, observe
             assert action["params"]["actions"] == [{"id": "learn-more", "title": "Learn more", "index": 0}]
             hidden = await app.next_notification("tips/shouldDisplayChanged")
             assert hidden["params"]["shouldDisplay"] is False
+
     run(body())
 
 
@@ -154,13 +161,16 @@ def test_bearer_token_and_a_batch_in_one_frame(web, observer):
         async with websockets.connect(web.url, additional_headers=headers) as conn:
             app = WS(conn, observer)
             await app.call("initialize", init_message()["params"])
-            batch = [{"jsonrpc": "2.0", "id": "a", "method": "clock/now"},
-                     {"jsonrpc": "2.0", "method": "events/donate", "params": {"id": "quiet"}},
-                     {"jsonrpc": "2.0", "id": "b", "method": "events/donate", "params": {"id": "quiet"}}]
+            batch = [
+                {"jsonrpc": "2.0", "id": "a", "method": "clock/now"},
+                {"jsonrpc": "2.0", "method": "events/donate", "params": {"id": "quiet"}},
+                {"jsonrpc": "2.0", "id": "b", "method": "events/donate", "params": {"id": "quiet"}},
+            ]
             await app.send(batch)
             replies = await app.recv()
             assert [r["id"] for r in replies] == ["a", "b"]
             assert replies[1]["result"]["count"] == 2
+
     run(body())
 
 
@@ -223,6 +233,7 @@ def test_filter_tip_over_wsproto(web, observer):
 
 # --- HTTP -----------------------------------------------------------------------------------------------------
 
+
 def test_healthz_counts_connections_by_transport(web):
     before = web.healthz()
     assert before["status"] == "ok" and before["version"] and before["uptimeSeconds"] >= 0
@@ -236,6 +247,7 @@ def test_healthz_counts_connections_by_transport(web):
             counts = web.healthz()["connections"]
             assert counts["websocket"] == 1 and counts["unix"] == 1 and counts["total"] == 2
             unix.close()
+
     run(body())
 
 
@@ -255,8 +267,14 @@ def http_status(port: int, request: bytes) -> tuple[bytes, bytes]:
 
 def upgrade_request(port, token=None, host=None, origin=None, protocols=None, extra=b""):
     key = base64.b64encode(os.urandom(16))
-    lines = [b"GET / HTTP/1.1", b"Host: " + (host or f"127.0.0.1:{port}").encode(), b"Upgrade: websocket",
-             b"Connection: Upgrade", b"Sec-WebSocket-Key: " + key, b"Sec-WebSocket-Version: 13"]
+    lines = [
+        b"GET / HTTP/1.1",
+        b"Host: " + (host or f"127.0.0.1:{port}").encode(),
+        b"Upgrade: websocket",
+        b"Connection: Upgrade",
+        b"Sec-WebSocket-Key: " + key,
+        b"Sec-WebSocket-Version: 13",
+    ]
     if protocols is None and token is not None:
         protocols = f"tipsd.v1, tipsd.token.{token}"
     if protocols is not None:
@@ -266,13 +284,16 @@ def upgrade_request(port, token=None, host=None, origin=None, protocols=None, ex
     return b"\r\n".join(lines) + b"\r\n" + extra + b"\r\n"
 
 
-@pytest.mark.parametrize("case,status", [
-    ("no token", b"HTTP/1.1 401 Unauthorized"),
-    ("wrong token", b"HTTP/1.1 401 Unauthorized"),
-    ("bad origin", b"HTTP/1.1 403 Forbidden"),
-    ("bad host", b"HTTP/1.1 403 Forbidden"),
-    ("token without tipsd.v1", b"HTTP/1.1 400 Bad Request"),
-])
+@pytest.mark.parametrize(
+    "case,status",
+    [
+        ("no token", b"HTTP/1.1 401 Unauthorized"),
+        ("wrong token", b"HTTP/1.1 401 Unauthorized"),
+        ("bad origin", b"HTTP/1.1 403 Forbidden"),
+        ("bad host", b"HTTP/1.1 403 Forbidden"),
+        ("token without tipsd.v1", b"HTTP/1.1 400 Bad Request"),
+    ],
+)
 def test_refused_upgrades_get_their_status_before_any_upgrade(web, case, status):
     request = {
         "no token": upgrade_request(web.port),
@@ -298,22 +319,32 @@ def test_allowed_and_own_origins_are_accepted(daemon_factory):
 
 
 def test_plain_http_edges(web):
-    assert http_status(web.port, f"GET /nope HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\n\r\n".encode())[0] \
+    assert (
+        http_status(web.port, f"GET /nope HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\n\r\n".encode())[0]
         == b"HTTP/1.1 404 Not Found"
-    assert http_status(web.port, f"POST /healthz HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\nContent-Length: 0\r\n\r\n"
-                       .encode())[0] == b"HTTP/1.1 405 Method Not Allowed"
-    assert http_status(web.port, b"GET /healthz HTTP/1.1\r\nHost: rebind.example\r\n\r\n")[0] \
-        == b"HTTP/1.1 403 Forbidden"
+    )
+    assert (
+        http_status(
+            web.port, f"POST /healthz HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\nContent-Length: 0\r\n\r\n".encode()
+        )[0]
+        == b"HTTP/1.1 405 Method Not Allowed"
+    )
+    assert (
+        http_status(web.port, b"GET /healthz HTTP/1.1\r\nHost: rebind.example\r\n\r\n")[0] == b"HTTP/1.1 403 Forbidden"
+    )
     # Not HTTP at all: libwebsockets refuses it with 403 (an HTTP/1.0 line: the request never named a version).
     assert http_status(web.port, b"HELLO THERE\r\n\r\n")[0] == b"HTTP/1.0 403 Forbidden"
     # A header block over the limit (8 KiB): libwebsockets closes the connection without a response.
-    line, data = http_status(web.port, f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\nX-Pad: ".encode()
-                             + b"a" * 20000 + b"\r\n\r\n")
+    line, data = http_status(
+        web.port,
+        f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\nX-Pad: ".encode() + b"a" * 20000 + b"\r\n\r\n",
+    )
     assert data == b""
     assert web.healthz()["status"] == "ok", "still serving"
 
 
 # --- Frames ---------------------------------------------------------------------------------------------------
+
 
 def frame(opcode: int, payload: bytes, mask: bool = True, fin: bool = True) -> bytes:
     head = bytes([(0x80 if fin else 0) | opcode])
@@ -337,7 +368,7 @@ def read_frames(sock) -> list:
     while True:
         try:
             chunk = sock.recv(65536)
-        except (ConnectionResetError, socket.timeout):
+        except (TimeoutError, ConnectionResetError):
             break
         if not chunk:
             break
@@ -346,12 +377,15 @@ def read_frames(sock) -> list:
     while i + 2 <= len(data):
         opcode, n, j = data[i] & 0x0F, data[i + 1] & 0x7F, i + 2
         if n == 126:
-            n, j = struct.unpack(">H", data[j:j + 2])[0], j + 2
+            n, j = struct.unpack(">H", data[j : j + 2])[0], j + 2
         elif n == 127:
-            n, j = struct.unpack(">Q", data[j:j + 8])[0], j + 8
-        payload = data[j:j + n]
-        frames.append(("close", struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else None, payload[2:])
-                      if opcode == 8 else (opcode, payload))
+            n, j = struct.unpack(">Q", data[j : j + 8])[0], j + 8
+        payload = data[j : j + n]
+        frames.append(
+            ("close", struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else None, payload[2:])
+            if opcode == 8
+            else (opcode, payload)
+        )
         i = j + n
     return frames
 
@@ -366,21 +400,27 @@ def open_socket(web) -> socket.socket:
     return s
 
 
-@pytest.mark.parametrize("case,code", [
-    ("invalid UTF-8", 1007),
-    ("binary frame", 1003),
-    ("oversized message", 1009),
-    ("oversized fragmented message", 1009),
-])
+@pytest.mark.parametrize(
+    "case,code",
+    [
+        ("invalid UTF-8", 1007),
+        ("binary frame", 1003),
+        ("oversized message", 1009),
+        ("oversized fragmented message", 1009),
+    ],
+)
 def test_bad_frames_close_with_their_code(web, case, code):
     s = open_socket(web)
-    s.sendall({
-        "invalid UTF-8": frame(1, b'{"jsonrpc":"2.0","id":1,"method":"clock/now","x":"\xff\xfe"}'),
-        "binary frame": frame(2, b'{"jsonrpc":"2.0","id":1,"method":"clock/now"}'),
-        "oversized message": frame(1, b"[" + b"1," * 600_000 + b"1]"),
-        "oversized fragmented message": frame(1, b"[" + b"1," * 300_000, fin=False)
-        + frame(0, b"1," * 300_000, fin=False) + frame(0, b"1]"),
-    }[case])
+    s.sendall(
+        {
+            "invalid UTF-8": frame(1, b'{"jsonrpc":"2.0","id":1,"method":"clock/now","x":"\xff\xfe"}'),
+            "binary frame": frame(2, b'{"jsonrpc":"2.0","id":1,"method":"clock/now"}'),
+            "oversized message": frame(1, b"[" + b"1," * 600_000 + b"1]"),
+            "oversized fragmented message": frame(1, b"[" + b"1," * 300_000, fin=False)
+            + frame(0, b"1," * 300_000, fin=False)
+            + frame(0, b"1]"),
+        }[case]
+    )
     closes = [f for f in read_frames(s) if f[0] == "close"]
     s.close()
     assert closes and closes[0][1] == code, closes
@@ -391,8 +431,9 @@ def test_a_fragmented_message_is_reassembled_and_answered(web, observer):
     s = open_socket(web)
     text = json.dumps(init_message(7)).encode()
     observer.sent(text.decode())
-    s.sendall(frame(1, text[:10], fin=False) + frame(0, text[10:30], fin=False) + frame(9, b"ping")
-              + frame(0, text[30:]))
+    s.sendall(
+        frame(1, text[:10], fin=False) + frame(0, text[10:30], fin=False) + frame(9, b"ping") + frame(0, text[30:])
+    )
     s.sendall(frame(8, struct.pack(">H", 1000)))
     frames = read_frames(s)
     s.close()
@@ -417,8 +458,9 @@ def test_an_unmasked_client_frame_is_answered_as_libwebsockets_4_1_does(web):
 def test_daemon_shutdown_closes_with_1001_after_in_flight_replies(web):
     s = open_socket(web)
     s.sendall(frame(1, json.dumps(init_message(1)).encode()))
-    s.sendall(frame(1, json.dumps({"jsonrpc": "2.0", "id": 2, "method": "events/donate", "params": {"id": "last"}})
-                    .encode()))
+    s.sendall(
+        frame(1, json.dumps({"jsonrpc": "2.0", "id": 2, "method": "events/donate", "params": {"id": "last"}}).encode())
+    )
     # Both answered before the signal (a barrier), then SIGTERM.
     s.sendall(frame(1, json.dumps({"jsonrpc": "2.0", "id": 3, "method": "clock/now"}).encode()))
     got = b""
@@ -432,6 +474,7 @@ def test_daemon_shutdown_closes_with_1001_after_in_flight_replies(web):
 
 
 # --- Vanishing peers ------------------------------------------------------------------------------------------
+
 
 def proc_status(pid, field):
     with open(f"/proc/{pid}/status") as f:
@@ -450,16 +493,18 @@ def test_a_thousand_abrupt_resets_during_a_notification_burst(daemon_factory, ob
     donor = web.daemon.connect()
     init(donor)
     donor.request("parameters/define", {"parameters": [{"id": "flag", "default": False}]})
-    donor.request("tips/register", {"tips": [{"id": "toggle.tip", "title": "T",
-                                              "rules": [{"parameter": "flag", "eq": True}]}]})
+    donor.request(
+        "tips/register", {"tips": [{"id": "toggle.tip", "title": "T", "rules": [{"parameter": "flag", "eq": True}]}]}
+    )
     # Warm up, then take the baseline.
     for _ in range(20):
         s = open_socket(web)
         s.close()
     donor.request("clock/now")
     base_fds, base_rss = open_fds(web.pid), proc_status(web.pid, "VmRSS")
-    observe = frame(1, json.dumps(init_message(1)).encode()) + frame(1, json.dumps(
-        {"jsonrpc": "2.0", "id": 2, "method": "tips/observe", "params": {}}).encode())
+    observe = frame(1, json.dumps(init_message(1)).encode()) + frame(
+        1, json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tips/observe", "params": {}}).encode()
+    )
     resets = {"n": 0}
     stop = threading.Event()
 
@@ -487,12 +532,14 @@ def test_a_thousand_abrupt_resets_during_a_notification_burst(daemon_factory, ob
     for w in workers:
         w.join()
     assert resets["n"] >= 1000 and toggles > 0
+
     # Healthy: a fresh WebSocket client is served, and so is the donor.
     async def check():
         async with websockets.connect(web.url, subprotocols=web.subprotocols()) as conn:
             app = WS(conn, observer)
             await app.call("initialize", init_message()["params"])
             assert (await app.call("tips/status", {"ids": ["toggle.tip"]}))["result"]["tips"]
+
     run(check())
     assert "result" in donor.request("clock/now")
     deadline = time.monotonic() + harness.TIMEOUT
@@ -527,8 +574,9 @@ sys.stdin.read()
 
 def test_a_stopped_client_is_found_by_the_ping_timeout(daemon_factory):
     web = WebDaemon(daemon_factory, "--ping-interval", "0.3")
-    client = subprocess.Popen([sys.executable, "-c", CLIENT, str(web.port), web.token],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    client = subprocess.Popen(
+        [sys.executable, "-c", CLIENT, str(web.port), web.token], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     try:
         assert client.stdout.readline().strip() == b"ready"
         deadline = time.monotonic() + harness.TIMEOUT
@@ -554,9 +602,14 @@ def test_a_stopped_client_is_found_by_the_ping_timeout(daemon_factory):
 
 # --- Listening addresses and TLS ------------------------------------------------------------------------------
 
+
 def test_a_non_loopback_listen_address_needs_tls():
-    r = subprocess.run([harness.tipsd_bin(), "serve", "--stdio", "--datastore", ":memory:", "--listen", "0.0.0.0:0"],
-                       stdin=subprocess.DEVNULL, capture_output=True, timeout=harness.TIMEOUT)
+    r = subprocess.run(
+        [harness.tipsd_bin(), "serve", "--stdio", "--datastore", ":memory:", "--listen", "0.0.0.0:0"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=harness.TIMEOUT,
+    )
     assert r.returncode == 2
     assert b"needs TLS" in r.stderr
 
@@ -576,24 +629,45 @@ def test_ipv6_loopback(daemon_factory):
         async with websockets.connect(f"ws://[::1]:{port}/", subprotocols=["tipsd.v1", "tipsd.token." + token]) as c:
             await c.send(json.dumps(init_message()))
             assert "result" in json.loads(await c.recv())
+
     run(body())
 
 
 def test_wss_with_a_certificate(daemon_factory, tmp_path, observer):
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    "/CN=localhost", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     web = WebDaemon(daemon_factory, "--tls-cert", str(cert), "--tls-key", str(key))
     context = ssl.create_default_context(cafile=str(cert))
     context.check_hostname = False
 
     async def body():
-        async with websockets.connect(f"wss://127.0.0.1:{web.port}/", ssl=context,
-                                      subprotocols=web.subprotocols()) as conn:
+        async with websockets.connect(
+            f"wss://127.0.0.1:{web.port}/", ssl=context, subprotocols=web.subprotocols()
+        ) as conn:
             app = WS(conn, observer)
             assert (await app.call("initialize", init_message()["params"]))["result"]["serverInfo"]["name"] == "tipsd"
+
     run(body())
-    with pytest.raises(Exception):
+    with pytest.raises(websockets.exceptions.InvalidHandshake):
         # Plain ws:// to a TLS listener is not served.
         run(websockets.connect(web.url, subprotocols=web.subprotocols(), open_timeout=5).__aenter__())
 
@@ -601,9 +675,12 @@ def test_wss_with_a_certificate(daemon_factory, tmp_path, observer):
 def test_the_token_file_is_private_and_tipsd_token_prints_it(web):
     path = os.path.join(web.daemon.tmp.name, "token")
     assert os.stat(path).st_mode & 0o777 == 0o600
-    r = subprocess.run([harness.tipsd_bin(), "token", "--token-file", path], capture_output=True, timeout=harness.TIMEOUT)
+    r = subprocess.run(
+        [harness.tipsd_bin(), "token", "--token-file", path], capture_output=True, timeout=harness.TIMEOUT
+    )
     assert r.returncode == 0 and r.stdout.decode().strip() == web.token
     assert re.fullmatch(r"[0-9a-f]{64}", web.token)
-    r = subprocess.run([harness.tipsd_bin(), "token", "--socket", web.daemon.socket_path], capture_output=True,
-                       timeout=harness.TIMEOUT)
+    r = subprocess.run(
+        [harness.tipsd_bin(), "token", "--socket", web.daemon.socket_path], capture_output=True, timeout=harness.TIMEOUT
+    )
     assert r.stdout.decode().strip() == web.token

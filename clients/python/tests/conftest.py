@@ -11,7 +11,6 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from fake_server import FakeServer  # noqa: E402
-
 from tipsd_client.pytest_plugin import default_timeout  # noqa: E402
 
 # The one hang guard of this suite ($TIPSD_TEST_TIMEOUT, else 30 s; the same value the tipsd fixtures use for their
@@ -84,8 +83,9 @@ def pytest_sessionfinish(session, exitstatus):
 
         report = check_log(_traffic["path"], _traffic["offset"])
     except ImportError as e:
-        _traffic["failure"] = (f"cannot validate the daemon's traffic: {e} "
-                               "(pip install jsonschema, or set TIPSD_TRAFFIC_CHECK=0)")
+        _traffic["failure"] = (
+            f"cannot validate the daemon's traffic: {e} (pip install jsonschema, or set TIPSD_TRAFFIC_CHECK=0)"
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         return
     except Exception as e:  # a broken document or log: still fail loudly, with the cause
@@ -95,8 +95,10 @@ def pytest_sessionfinish(session, exitstatus):
     _traffic["report"] = report
     _traffic["document"] = openrpc_path()
     if _traffic["daemon_tests"] and not report.connections:
-        _traffic["failure"] = (f"{_traffic['daemon_tests']} tests ran against the daemon but the traffic tap "
-                               f"recorded no daemon connection in {_traffic['path']}")
+        _traffic["failure"] = (
+            f"{_traffic['daemon_tests']} tests ran against the daemon but the traffic tap "
+            f"recorded no daemon connection in {_traffic['path']}"
+        )
     if report.mismatches or "failure" in _traffic:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         _traffic["ours"] = False  # keep the log for inspection
@@ -120,8 +122,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     tr.write_line(f"checked {report.summary()} against {_traffic['document']}")
     if report.mismatches:
-        tr.write_line(f"FAILED: {len(report.mismatches)} messages from the daemon disagree with the document "
-                      "(method  JSON pointer: message):", red=True, bold=True)
+        tr.write_line(
+            f"FAILED: {len(report.mismatches)} messages from the daemon disagree with the document "
+            "(method  JSON pointer: message):",
+            red=True,
+            bold=True,
+        )
         tr.write_line(report.format_mismatches())
     if failed:
         tr.write_line(f"traffic log kept at {_traffic['path']}")
@@ -131,9 +137,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             reason = _traffic["failure"]
         else:
             reason = f"{len(report.mismatches)} daemon messages disagree with {_traffic['document']}"
-        tr.stats.setdefault("failed", []).append(pytest.TestReport(
-            nodeid="tests/conftest.py::traffic_vs_openrpc", location=(__file__, 0, "tipsd traffic vs openrpc"),
-            keywords={}, outcome="failed", longrepr=reason, when="call"))
+        tr.stats.setdefault("failed", []).append(
+            pytest.TestReport(
+                nodeid="tests/conftest.py::traffic_vs_openrpc",
+                location=(__file__, 0, "tipsd traffic vs openrpc"),
+                keywords={},
+                outcome="failed",
+                longrepr=reason,
+                when="call",
+            )
+        )
 
 
 def pytest_unconfigure(config):

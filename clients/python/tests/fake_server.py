@@ -9,6 +9,7 @@ Nothing here depends on time: a connection handles its messages one at a time,
 in order, and a reply that must come late or out of order is held until the
 client says so (``test/hold`` then ``test/release``), never delayed by a sleep.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -16,7 +17,8 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class Connection:
@@ -118,10 +120,17 @@ class Connection:
             sub = self._last_sub
             # Immediately after the result, before the client can "see" it.
             self.seq[sub] = 1
-            self.notify("tips/shouldDisplayChanged", {
-                "subscription": sub, "seq": 1, "id": "filter.tip", "shouldDisplay": True,
-                "status": "available", "tip": {"id": "filter.tip", "title": "t", "message": None, "image": None, "actions": []},
-            })
+            self.notify(
+                "tips/shouldDisplayChanged",
+                {
+                    "subscription": sub,
+                    "seq": 1,
+                    "id": "filter.tip",
+                    "shouldDisplay": True,
+                    "status": "available",
+                    "tip": {"id": "filter.tip", "title": "t", "message": None, "image": None, "actions": []},
+                },
+            )
         elif method == "test/notify":
             for n in params.get("notifications", []):
                 self.notify(n["method"], n["params"])
@@ -154,9 +163,18 @@ class Connection:
             if self.initialized:
                 return err(-32600, "already initialized")
             self.initialized = True
-            return ok({"protocolVersion": "1.0", "serverInfo": {"name": "fake-tipsd", "version": "0"},
-                       "capabilities": {"framings": ["newline", "contentLength"], "virtualClock": True,
-                                        "methods": ["events/donate", "tips/observe"], "echoClientInfo": params}})
+            return ok(
+                {
+                    "protocolVersion": "1.0",
+                    "serverInfo": {"name": "fake-tipsd", "version": "0"},
+                    "capabilities": {
+                        "framings": ["newline", "contentLength"],
+                        "virtualClock": True,
+                        "methods": ["events/donate", "tips/observe"],
+                        "echoClientInfo": params,
+                    },
+                }
+            )
         if not self.initialized and method not in ("rpc.discover",):
             return err(-32002, "server not initialized")
         if method == "shutdown":
@@ -192,10 +210,22 @@ class Connection:
             sub = f"sub-{self.next_sub}"
             self.next_sub += 1
             self._last_sub = sub
-            return ok({"subscription": sub, "tips": [
-                {"id": "filter.tip", "shouldDisplay": False, "status": "pending", "displayCount": 0,
-                 "displayedDuration": 0, "tip": {"id": "filter.tip", "title": "t", "message": None, "image": None, "actions": []}}],
-                "groups": []})
+            return ok(
+                {
+                    "subscription": sub,
+                    "tips": [
+                        {
+                            "id": "filter.tip",
+                            "shouldDisplay": False,
+                            "status": "pending",
+                            "displayCount": 0,
+                            "displayedDuration": 0,
+                            "tip": {"id": "filter.tip", "title": "t", "message": None, "image": None, "actions": []},
+                        }
+                    ],
+                    "groups": [],
+                }
+            )
         if method in ("tips/unobserve", "actions/unsubscribe"):
             return ok({"removed": True})
         if method == "actions/subscribe":
@@ -216,7 +246,7 @@ class FakeServer:
         self.connections: list[Connection] = []
         self._server: asyncio.AbstractServer | None = None
 
-    async def start(self) -> "FakeServer":
+    async def start(self) -> FakeServer:
         self._server = await asyncio.start_unix_server(self._on_client, self.socket_path)
         return self
 
@@ -234,7 +264,7 @@ class FakeServer:
             await self._server.wait_closed()
         self._dir.cleanup()
 
-    async def __aenter__(self) -> "FakeServer":
+    async def __aenter__(self) -> FakeServer:
         return await self.start()
 
     async def __aexit__(self, *exc: Any) -> None:

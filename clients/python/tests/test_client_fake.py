@@ -4,6 +4,7 @@ correlation, framing, errors, subscriptions, connection loss, stdio.
 No timing: late or out-of-order replies are held by the fake until released,
 "nothing else arrived" is checked after a barrier round trip, and every wait is
 for a condition, guarded by TIMEOUT only against hanging."""
+
 import asyncio
 import os
 import stat
@@ -75,8 +76,14 @@ def test_out_of_order_replies_are_correlated():
 def test_batch_reply_in_any_order():
     async def body():
         async with fake_server() as srv, TipsClient.connect(socket_path=srv.socket_path) as c:
-            out = await c.batch([("events/donate", {"id": "e"}), ("test/echo", {"x": 1}),
-                                 ("test/fail", {"code": -32001, "message": "unknown tip"}), "shutdown"])
+            out = await c.batch(
+                [
+                    ("events/donate", {"id": "e"}),
+                    ("test/echo", {"x": 1}),
+                    ("test/fail", {"code": -32001, "message": "unknown tip"}),
+                    "shutdown",
+                ]
+            )
             assert out[0] == {"count": 1, "lifetime": 1}
             assert out[1]["params"] == {"x": 1}
             assert isinstance(out[2], UnknownTipError)
@@ -154,10 +161,12 @@ def test_seq_gap_is_counted_and_foreign_subscription_dropped():
             sub = await c.observe()
             await sub.next(timeout=TIMEOUT)
             base = {"id": "filter.tip", "status": "pending", "tip": None}
-            await _notify(c,
-                          ("tips/shouldDisplayChanged", {**base, "subscription": sub.id, "seq": 4, "shouldDisplay": False}),
-                          ("tips/shouldDisplayChanged", {**base, "subscription": "other", "seq": 1, "shouldDisplay": True}),
-                          ("groups/currentTipChanged", {"subscription": sub.id, "seq": 5, "group": "g", "tipId": "filter.tip"}))
+            await _notify(
+                c,
+                ("tips/shouldDisplayChanged", {**base, "subscription": sub.id, "seq": 4, "shouldDisplay": False}),
+                ("tips/shouldDisplayChanged", {**base, "subscription": "other", "seq": 1, "shouldDisplay": True}),
+                ("groups/currentTipChanged", {"subscription": sub.id, "seq": 5, "group": "g", "tipId": "filter.tip"}),
+            )
             n = await sub.next(timeout=TIMEOUT)
             assert n.seq == 4 and sub.missed == 2
             g = await sub.next(timeout=TIMEOUT)
@@ -185,8 +194,11 @@ def test_on_action_callback_and_unsubscribe_stops_immediately():
             assert srv.connections[0].received[-1]["params"] == {}
             sub_id = unsubscribe.subscription.id
             act = {"tipId": "filter.tip", "actions": [{"id": "learn-more", "title": "Learn more", "index": 0}]}
-            await _notify(c, ("tips/actionPerformed", {"subscription": sub_id, "seq": 1, **act}),
-                          ("tips/actionPerformed", {"subscription": unsub2.subscription.id, "seq": 1, **act}))
+            await _notify(
+                c,
+                ("tips/actionPerformed", {"subscription": sub_id, "seq": 1, **act}),
+                ("tips/actionPerformed", {"subscription": unsub2.subscription.id, "seq": 1, **act}),
+            )
             # The fake writes the notifications right after test/notify's reply: a barrier round trip has them all
             # delivered (plain callbacks run on delivery); the coroutine callback runs as its own task.
             await c.barrier()
@@ -210,8 +222,18 @@ def test_on_action_stream():
     async def body():
         async with fake_server() as srv, TipsClient.connect(socket_path=srv.socket_path) as c:
             async with c.on_action_stream() as actions:
-                await _notify(c, ("tips/actionPerformed", {"subscription": actions.id, "seq": 1, "tipId": "t",
-                                                           "actions": [{"id": "a", "title": "A", "index": 0}]}))
+                await _notify(
+                    c,
+                    (
+                        "tips/actionPerformed",
+                        {
+                            "subscription": actions.id,
+                            "seq": 1,
+                            "tipId": "t",
+                            "actions": [{"id": "a", "title": "A", "index": 0}],
+                        },
+                    ),
+                )
                 async for a in actions:
                     assert a.tip_id == "t" and a.action_id == "a"
                     break

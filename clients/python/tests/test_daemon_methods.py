@@ -2,11 +2,12 @@
 
 Waits (sub.next()) are bounded by the fixture client's timeout ($TIPSD_TEST_TIMEOUT) only against hanging; "no
 (other) notification" is checked with sub.expect_none(), a barrier round trip, not a pause."""
+
 import datetime as dt
 
 import pytest
-from tipdefs import FILTER_TIP, event_tip, plain_tip
 
+from tipdefs import FILTER_TIP, event_tip, plain_tip
 from tipsd_client import (
     CurrentTipChanged,
     InvalidParamsError,
@@ -76,16 +77,18 @@ def test_donate_counts_info_and_configure_event(tipsd):
     assert tipsd.configure_event("trail.visited", 3) == {"id": "trail.visited", "maxDonations": 3}
     counts = [tipsd.donate("trail.visited") for _ in range(3)]
     assert counts[-1] == 3  # capped
-    tipsd.register(plain_tip("north.tip", rules=[
-        {"event": "trail.visited", "where": {"region": "north"}, "count": {"gte": 1}}]))
+    tipsd.register(
+        plain_tip("north.tip", rules=[{"event": "trail.visited", "where": {"region": "north"}, "count": {"gte": 1}}])
+    )
     assert tipsd.should_display("north.tip") is False  # the north donation was dropped by the cap
     tipsd.donate("trail.visited", {"region": "north"})
     assert tipsd.should_display("north.tip") is True
 
 
 def test_parameters(tipsd):
-    assert tipsd.define_parameters([{"id": "isLoggedIn", "default": False},
-                                    {"id": "tier", "default": "free", "transient": True}]) == ["isLoggedIn", "tier"]
+    assert tipsd.define_parameters(
+        [{"id": "isLoggedIn", "default": False}, {"id": "tier", "default": "free", "transient": True}]
+    ) == ["isLoggedIn", "tier"]
     assert tipsd.define_parameters({"launches": 0}) == ["launches"]
     tipsd.register(plain_tip("login.tip", rules=[{"parameter": "isLoggedIn", "eq": True}]))
     sub = tipsd.observe("login.tip")
@@ -136,8 +139,12 @@ def test_observe_everything_includes_later_tips_and_unobserve(tipsd):
 
 
 def test_on_action_filters_by_tip(tipsd):
-    tipsd.register([plain_tip("a.tip", actions=[{"id": "go", "title": "Go"}]),
-                    plain_tip("b.tip", actions=[{"id": "go", "title": "Go"}])])
+    tipsd.register(
+        [
+            plain_tip("a.tip", actions=[{"id": "go", "title": "Go"}]),
+            plain_tip("b.tip", actions=[{"id": "go", "title": "Go"}]),
+        ]
+    )
     only_b = tipsd.on_action_stream("b.tip")
     everything = tipsd.on_action_stream()
     tipsd.perform_action("a.tip", "go", invalidate=False)
@@ -181,7 +188,7 @@ def test_virtual_clock(tipsd):
     assert tipsd.advance_clock(60) == pytest.approx(now + 60)
     assert tipsd.advance_clock(dt.timedelta(hours=1)) == pytest.approx(now + 3660)
     assert tipsd.set_clock(1767225600) == 1767225600
-    when = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
     assert tipsd.set_clock(when) == when.timestamp()
     assert tipsd.now() == when.timestamp()
 

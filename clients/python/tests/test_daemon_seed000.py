@@ -1,6 +1,6 @@
 """Seed 000 end to end against the real daemon, through the pytest fixture."""
-from tipdefs import FILTER_TIP, filter_tip
 
+from tipdefs import FILTER_TIP, filter_tip
 from tipsd_client import ActionPerformed, ShouldDisplayChanged
 
 

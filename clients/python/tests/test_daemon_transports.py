@@ -1,10 +1,11 @@
 """Both framings, several clients, and the stdio transport, on the real daemon."""
+
 import asyncio
 
 import pytest
+
 from conftest import TIMEOUT, run
 from tipdefs import event_tip
-
 from tipsd_client import SyncTipsClient, TipsClient, TipsdConnectionError, stdio_command
 
 FRAMINGS = ["newline", "content-length"]
@@ -39,8 +40,9 @@ def test_closing_one_connection_leaves_others(tipsd, tipsd_connect):
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_async_client_on_fixture_daemon(tipsd_daemon, framing):
     async def body():
-        async with TipsClient.connect(socket_path=tipsd_daemon.socket_path, framing=framing,
-                                      connect_timeout=TIMEOUT) as c:
+        async with TipsClient.connect(
+            socket_path=tipsd_daemon.socket_path, framing=framing, connect_timeout=TIMEOUT
+        ) as c:
             await c.register([event_tip("async.tip", "async.event", n=2)])
             async with c.observe(["async.tip"]) as sub:
                 counts = await asyncio.gather(c.donate("async.event"), c.donate("async.event"))
@@ -57,8 +59,7 @@ def test_async_client_on_fixture_daemon(tipsd_daemon, framing):
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_stdio_transport(tipsd_bin, framing):
     async def body():
-        c = await TipsClient.connect(stdio_command=stdio_command(tipsd_bin), framing=framing,
-                                     connect_timeout=TIMEOUT)
+        c = await TipsClient.connect(stdio_command=stdio_command(tipsd_bin), framing=framing, connect_timeout=TIMEOUT)
         assert c.server_info["name"] == "tipsd"
         await c.register([event_tip("stdio.tip", "stdio.event")])
         sub = await c.observe()

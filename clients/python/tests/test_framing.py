@@ -1,4 +1,5 @@
 """Framing unit tests (no server)."""
+
 import asyncio
 
 import pytest
@@ -44,8 +45,7 @@ def test_content_length_roundtrip_with_extra_headers():
     body = '{"x":"é"}'.encode()
     assert f.encode(body) == b"Content-Length: %d\r\n\r\n" % len(body) + body
     data = (
-        f.encode(body)
-        + b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\ncontent-length: 7\r\n\r\n{\"y\":2}"
+        f.encode(body) + b'Content-Type: application/vscode-jsonrpc; charset=utf-8\r\ncontent-length: 7\r\n\r\n{"y":2}'
     )
     assert read_all(f, data) == [body, b'{"y":2}']
 

@@ -1,4 +1,5 @@
 """The pytest plugin itself: an app team's test file run by pytester."""
+
 import os
 import time
 
@@ -32,7 +33,8 @@ def _wait_gone(pid, timeout=TIMEOUT):
 
 def test_app_team_contract_test(pytester, tipsd_bin, tmp_path):
     pidfile = tmp_path / "pids"
-    pytester.makepyfile(test_bridge=f'''
+    pytester.makepyfile(
+        test_bridge=f"""
         import os
         FILTER_TIP = {{"id": "filter.tip", "title": "Filter", "actions": [{{"id": "learn-more", "title": "More"}}],
                       "rules": [{{"event": "search.opened", "count": {{"gte": 3}}}}]}}
@@ -51,7 +53,8 @@ def test_app_team_contract_test(pytester, tipsd_bin, tmp_path):
                 f.write(f"{{tipsd_daemon.process.pid}} {{tipsd_daemon.socket_path}}\\n")
             assert tipsd.status() == []
             assert tipsd.donate("search.opened") == 1
-    ''')
+    """
+    )
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", f"--tipsd-bin={tipsd_bin}")
     result.assert_outcomes(passed=2)
     lines = pidfile.read_text().split()
@@ -76,19 +79,22 @@ def test_missing_binary_fails_or_skips(pytester, monkeypatch):
 
 
 def test_daemon_crash_is_reported(pytester, tipsd_bin):
-    pytester.makepyfile(test_crash='''
+    pytester.makepyfile(
+        test_crash="""
         import os, signal
         def test_kill(tipsd, tipsd_daemon):
             os.kill(tipsd_daemon.process.pid, signal.SIGKILL)
             tipsd_daemon.process.wait()
-    ''')
+    """
+    )
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", f"--tipsd-bin={tipsd_bin}")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*tipsd exited during the test with status -9*"])
 
 
 def test_marker_options(pytester, tipsd_bin):
-    pytester.makepyfile(test_marker='''
+    pytester.makepyfile(
+        test_marker="""
         import pytest
         @pytest.mark.tipsd(clock=None)
         def test_system_clock(tipsd):
@@ -96,6 +102,7 @@ def test_marker_options(pytester, tipsd_bin):
 
         def test_virtual_by_default(tipsd):
             assert tipsd.clock()["virtual"] is True
-    ''')
+    """
+    )
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", f"--tipsd-bin={tipsd_bin}")
     result.assert_outcomes(passed=2)

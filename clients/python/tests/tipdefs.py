@@ -1,4 +1,5 @@
 """Tip definitions shared by the real-daemon tests (seed 000's FilterTip)."""
+
 import copy
 
 FILTER_RULES = [

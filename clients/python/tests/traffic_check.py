@@ -31,13 +31,15 @@ checks only the connections of those suites: the Swift hardening suite sends
 malformed input on purpose. ``--require-traffic`` fails when no daemon
 connection was checked (a tap that silently stopped logging).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent.parent
@@ -83,11 +85,12 @@ class Contract:
             if uri == META_SCHEMA_ID and META_SCHEMA_PATH.is_file():
                 return draft7.create_resource(json.loads(META_SCHEMA_PATH.read_text()))
             if uri.startswith("file://"):
-                return draft7.create_resource(json.loads(pathlib.Path(uri[len("file://"):]).read_text()))
+                return draft7.create_resource(json.loads(pathlib.Path(uri[len("file://") :]).read_text()))
             raise referencing.exceptions.NoSuchResource(ref=uri)
 
         self.registry = referencing.Registry(retrieve=retrieve).with_resource(
-            self.base_uri, draft7.create_resource(self.document))
+            self.base_uri, draft7.create_resource(self.document)
+        )
         self.method_index = {m["name"]: i for i, m in enumerate(self.document["methods"])}
         self.notification_index = {n["name"]: i for i, n in enumerate(self.document.get("x-notifications", []))}
         self._validators: dict[str, Any] = {}
@@ -95,8 +98,9 @@ class Contract:
     def validator(self, ptr: str) -> Any:
         if ptr not in self._validators:
             cls = self._jsonschema.Draft7Validator
-            self._validators[ptr] = cls({"$ref": f"{self.base_uri}#{ptr}"}, registry=self.registry,
-                                        format_checker=cls.FORMAT_CHECKER)
+            self._validators[ptr] = cls(
+                {"$ref": f"{self.base_uri}#{ptr}"}, registry=self.registry, format_checker=cls.FORMAT_CHECKER
+            )
         return self._validators[ptr]
 
     def result_validator(self, method: str) -> Any:
@@ -188,9 +192,13 @@ class TrafficReport:
         c = self.checked
         others = ""
         if self.suites is not None:
-            others = f", {self.other_suite_connections} connections of suites other than {'/'.join(self.suites)} skipped"
-        return (f"{c['result']} results, {c['error']} errors and {c['notification']} notifications "
-                f"on {self.connections} daemon connections ({self.skipped_connections} fake-server connections skipped{others})")
+            others = (
+                f", {self.other_suite_connections} connections of suites other than {'/'.join(self.suites)} skipped"
+            )
+        return (
+            f"{c['result']} results, {c['error']} errors and {c['notification']} notifications "
+            f"on {self.connections} daemon connections ({self.skipped_connections} fake-server connections skipped{others})"
+        )
 
     def format_mismatches(self, limit: int = 60) -> str:
         groups: dict[tuple[str, str, str], list[Mismatch]] = {}
@@ -218,8 +226,9 @@ def read_log(path: pathlib.Path, offset: int = 0) -> dict[str, Connection]:
                 continue
             c = conns.get(line["conn"])
             if c is None:
-                c = conns[line["conn"]] = Connection(line["conn"], line.get("peer") or {}, line.get("test"),
-                                                     line.get("suite"))
+                c = conns[line["conn"]] = Connection(
+                    line["conn"], line.get("peer") or {}, line.get("test"), line.get("suite")
+                )
             c.lines.append(line)
     return conns
 
@@ -233,7 +242,9 @@ def check_connection(contract: Contract, c: Connection, report: TrafficReport) -
                     c.pending[_id_key(item["id"])] = item["method"]
             continue
         if "msg" not in line:
-            report.add("(frame)", "", f"daemon sent a frame that is not JSON: {line.get('raw', '')[:120]!r}", c.describe())
+            report.add(
+                "(frame)", "", f"daemon sent a frame that is not JSON: {line.get('raw', '')[:120]!r}", c.describe()
+            )
             continue
         if isinstance(msg, list):
             if not msg:
@@ -268,15 +279,25 @@ def check_message(contract: Contract, c: Connection, m: Any, report: TrafficRepo
         report.checked["error"] += 1
         err = m["error"]
         label = method or f"(id {json.dumps(m['id'])})"
-        if not (isinstance(err, dict) and isinstance(err.get("code"), int) and not isinstance(err.get("code"), bool)
-                and isinstance(err.get("message"), str) and set(err) <= {"code", "message", "data"}):
+        if not (
+            isinstance(err, dict)
+            and isinstance(err.get("code"), int)
+            and not isinstance(err.get("code"), bool)
+            and isinstance(err.get("message"), str)
+            and set(err) <= {"code", "message", "data"}
+        ):
             report.add(f"{label} (error)", "/error", f"malformed error object {json.dumps(err)[:200]}", where)
             return
         allowed = contract.error_codes(method)
         if err["code"] not in allowed:
-            report.add(f"{label} (error)", "/error/code",
-                       f"code {err['code']} is not documented for this method (documented: {sorted(allowed)}): "
-                       f"{err['message'][:120]}", where, kind=f"code {err['code']}")
+            report.add(
+                f"{label} (error)",
+                "/error/code",
+                f"code {err['code']} is not documented for this method (documented: {sorted(allowed)}): "
+                f"{err['message'][:120]}",
+                where,
+                kind=f"code {err['code']}",
+            )
         return
     report.checked["result"] += 1
     if method is None:
@@ -289,8 +310,9 @@ def check_message(contract: Contract, c: Connection, m: Any, report: TrafficRepo
         report.add_schema_error(f"{method} (result)", "/result", e, where)
 
 
-def check_log(path: pathlib.Path, offset: int = 0, contract: Contract | None = None,
-              suites: Iterable[str] | None = None) -> TrafficReport:
+def check_log(
+    path: pathlib.Path, offset: int = 0, contract: Contract | None = None, suites: Iterable[str] | None = None
+) -> TrafficReport:
     """Validates the log from ``offset``; with ``suites``, only connections whose ``suite`` is one of them."""
     contract = contract or Contract()
     report = TrafficReport()
@@ -314,19 +336,26 @@ def main(argv: list[str] | None = None) -> int:
     """python traffic_check.py [--suite NAME]... [--require-traffic] LOGFILE  (e.g. a log from a manual session)"""
     import argparse
 
-    parser = argparse.ArgumentParser(description="Validate a tipsd traffic log against protocol/openrpc.json "
-                                                 "($TIPSD_OPENRPC overrides the document).")
+    parser = argparse.ArgumentParser(
+        description="Validate a tipsd traffic log against protocol/openrpc.json "
+        "($TIPSD_OPENRPC overrides the document)."
+    )
     parser.add_argument("log", type=pathlib.Path, help="the $TIPSD_TRAFFIC_LOG file")
-    parser.add_argument("--suite", action="append", metavar="NAME",
-                        help="check only connections whose lines carry this suite (repeatable)")
-    parser.add_argument("--require-traffic", action="store_true",
-                        help="fail when no daemon connection was checked")
+    parser.add_argument(
+        "--suite",
+        action="append",
+        metavar="NAME",
+        help="check only connections whose lines carry this suite (repeatable)",
+    )
+    parser.add_argument("--require-traffic", action="store_true", help="fail when no daemon connection was checked")
     args = parser.parse_args(argv)
     rep = check_log(args.log, suites=args.suite)
     print(f"checked {rep.summary()} against {openrpc_path()}")
     if rep.mismatches:
-        print(f"FAILED: {len(rep.mismatches)} messages from the daemon disagree with the document "
-              f"(method  JSON pointer: message); log: {args.log}")
+        print(
+            f"FAILED: {len(rep.mismatches)} messages from the daemon disagree with the document "
+            f"(method  JSON pointer: message); log: {args.log}"
+        )
         print(rep.format_mismatches())
         return 1
     if args.require_traffic and not rep.connections:

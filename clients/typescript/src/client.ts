@@ -11,6 +11,9 @@
  */
 import { ConnectionError } from "./errors.js";
 import {
+  AnalyticsEvent,
+  AnalyticsReadParams,
+  AnalyticsReadResult,
   ClientNotificationMap,
   ClockNowResult,
   ClockResult,
@@ -23,8 +26,11 @@ import {
   GroupDefinition,
   GroupRegisterResult,
   InitializeResult,
+  InspectStateResult,
   JSONObject,
   Method,
+  MetricsGetParams,
+  MetricsResult,
   ParameterDefinition,
   ParametersDefineResult,
   ParametersSetResult,
@@ -294,6 +300,21 @@ export class TipsClient<S extends boolean = false> {
     return this.request("sync/status", undefined);
   }
 
+  /** `metrics/get`: seed 000's metrics per tip and variant, with their sample sizes (all tips and all history by default). */
+  metrics(params: MetricsGetParams = {}): Promise<Outcome<S, MetricsResult>> {
+    return this.request("metrics/get", params);
+  }
+
+  /** `inspect/state`: everything an inspector shows — tips with their explanations, events, parameters, groups. */
+  inspectState(): Promise<Outcome<S, InspectStateResult>> {
+    return this.request("inspect/state", {});
+  }
+
+  /** `analytics/read`: pulls committed lifecycle events after a cursor (`next` is the cursor to pass next time). */
+  analyticsRead(params: AnalyticsReadParams = {}): Promise<Outcome<S, AnalyticsReadResult>> {
+    return this.request("analytics/read", params);
+  }
+
   /** `rpc.discover`: the daemon's OpenRPC document. */
   discover(): Promise<Outcome<S, JSONObject>> {
     return this.request("rpc.discover", undefined);
@@ -345,6 +366,18 @@ export class TipsClient<S extends boolean = false> {
    */
   onAction(listener: (event: ActionEvent) => void, options: { tipIds?: string[] } = {}): Unsubscribe {
     return this.subscriptions.onAction(listener, options);
+  }
+
+  /**
+   * Forwards the lifecycle stream (`analytics/subscribe`, then `analytics/event`): impressions, eligibility
+   * changes, invalidations, actions and variant assignments, in cursor order. With `after`, the events after that
+   * cursor are replayed first (store each `event.cursor` once handled and pass the last one here on the next run:
+   * every event arrives at least once); without it, new events only. After a reconnection the subscription resumes
+   * after the last event this listener was given, so none is lost or repeated while the client lives. Returns an
+   * unsubscribe function (`analytics/unsubscribe`); the listener is never called after it.
+   */
+  onAnalyticsEvent(listener: (event: AnalyticsEvent) => void, options: { after?: number } = {}): Unsubscribe {
+    return this.subscriptions.onAnalyticsEvent(listener, options);
   }
 }
 

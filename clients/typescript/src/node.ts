@@ -6,6 +6,7 @@ import * as childProcess from "child_process";
 import * as fs from "fs";
 import * as net from "net";
 import { ClientOptions, connect, TipsClient } from "./client.js";
+import { TipsdNativeModule, tipsdNativeModule as coreNativeModule, TipsdNativeModuleOptions } from "./native-module.js";
 import {
   getTrafficTap,
   setTrafficTap,
@@ -185,4 +186,24 @@ export function connectStdio<S extends boolean = false>(
     ...clientOptions,
     transport: stdioTransport({ framing, maxMessageSize, trafficTap, peer, command, args, stderr, env, cwd, killAfterMs }),
   } as ClientOptions<S>);
+}
+
+/** {@link tipsdNativeModule}'s options in Node: also `tipsd serve --socket PATH`. */
+export type NodeNativeModuleOptions =
+  | TipsdNativeModuleOptions
+  | (Omit<ClientOptions<false>, "transport" | "strict"> &
+      UnixSocketTransportOptions & {
+        /** `tipsd serve --socket PATH`. */
+        socketPath: string;
+        hideWhileDisconnected?: boolean;
+      });
+
+/**
+ * Seed 000's `RorkTipKit` module surface backed by tipsd (see the core's `tipsdNativeModule`), here also over the
+ * daemon's Unix socket: `tipsdNativeModule({ socketPath })`.
+ */
+export function tipsdNativeModule(options: NodeNativeModuleOptions): TipsdNativeModule {
+  if (!("socketPath" in options)) return coreNativeModule(options);
+  const { socketPath, framing, maxMessageSize, trafficTap, peer, ...rest } = options;
+  return coreNativeModule({ ...rest, transport: unixSocketTransport(socketPath, { framing, maxMessageSize, trafficTap, peer }) });
 }

@@ -1,5 +1,6 @@
 /**
- * The tipsd wire protocol, version 1.0, as TypeScript types.
+ * The tipsd wire protocol, as TypeScript types; its version is {@link PROTOCOL_VERSION}, the one place this client
+ * states it (a test holds it to `info.version` in protocol/openrpc.json).
  *
  * Written by hand from `protocol/README.md` (the human contract) and the engine's model. Every shape here is
  * what travels on the wire; the client adds nothing to it. Per the versioning policy, a daemon with a newer
@@ -7,7 +8,7 @@
  * rejected).
  */
 
-/** The protocol version this client speaks (`MAJOR.MINOR`). */
+/** The protocol version this client speaks (`MAJOR.MINOR`), sent in `initialize`. */
 export const PROTOCOL_VERSION = "1.2";
 
 // ─── Core shapes ────────────────────────────────────────────────────────────────────────────────────────────
@@ -639,6 +640,8 @@ export type ResultOf<M extends Method> = MethodMap[M]["result"];
 
 /** Client → server notifications. */
 export interface ClientNotificationMap {
+  /** Accepted and ignored, as in LSP (the client does not send it by itself). */
+  initialized: void;
   exit: void;
   "$/cancelRequest": CancelRequestParams;
 }

@@ -1,14 +1,18 @@
 /**
- * Subscriptions and listeners: `observe` and `onAction` subscribers, establishing them on each connection
- * (`tips/observe`, `actions/subscribe`) and ending them (`tips/unobserve`, `actions/unsubscribe`), dispatching
- * `tips/shouldDisplayChanged`, `groups/currentTipChanged` and `tips/actionPerformed` to the right listener,
- * never the same value twice in a row and never after unsubscribing, and resynchronising observers from the
- * `tips/observe` result after a reconnection.
+ * Subscriptions and listeners: `observe`, `onAction` and `onAnalyticsEvent` subscribers, establishing them on each
+ * connection (`tips/observe`, `actions/subscribe`, `analytics/subscribe`) and ending them (`tips/unobserve`,
+ * `actions/unsubscribe`, `analytics/unsubscribe`), dispatching `tips/shouldDisplayChanged`,
+ * `groups/currentTipChanged`, `tips/actionPerformed` and `analytics/event` to the right listener, never the same
+ * value twice in a row and never after unsubscribing, resynchronising observers from the `tips/observe` result
+ * after a reconnection, and resuming analytics subscribers from the last cursor they were given.
  */
 import { TipsdError } from "./errors.js";
 import {
   Action,
   ActionPerformedParams,
+  AnalyticsEvent,
+  AnalyticsEventParams,
+  AnalyticsSubscribeResult,
   CurrentTipChangedParams,
   ErrorCode,
   ObserveParams,
@@ -84,7 +88,26 @@ interface ActionSubscriber {
   requesting?: RpcConnection;
 }
 
-type Subscriber = Observer | ActionSubscriber;
+interface AnalyticsSubscriber {
+  kind: "analytics";
+  /** The cursor to resume after: the last one delivered, else the one asked for, else the head when subscribed. */
+  after?: number;
+  listener: (event: AnalyticsEvent) => void;
+  active: boolean;
+  conn?: RpcConnection;
+  subscription?: string | number;
+  requesting?: RpcConnection;
+}
+
+type Subscriber = Observer | ActionSubscriber | AnalyticsSubscriber;
+
+/** The subscribe and unsubscribe method of each kind; subscribers are (re)established in this order. */
+const METHODS = {
+  observer: { subscribe: "tips/observe", unsubscribe: "tips/unobserve" },
+  actions: { subscribe: "actions/subscribe", unsubscribe: "actions/unsubscribe" },
+  analytics: { subscribe: "analytics/subscribe", unsubscribe: "analytics/unsubscribe" },
+} as const;
+const KINDS = Object.keys(METHODS) as Subscriber["kind"][];
 
 function subKey(id: string | number): string {
   return typeof id === "number" ? `n${id}` : `s${id}`;
@@ -97,8 +120,7 @@ export interface SubscriptionLink {
 }
 
 export class Subscriptions {
-  private readonly observers = new Set<Observer>();
-  private readonly actionSubscribers = new Set<ActionSubscriber>();
+  private readonly subscribers = new Set<Subscriber>();
   /** Per connection: server subscription id (see subKey) → local subscriber. */
   private readonly routes = new WeakMap<RpcConnection, Map<string, Subscriber>>();
 
@@ -109,46 +131,45 @@ export class Subscriptions {
       typeof target === "string"
         ? { ids: [target] }
         : { ...(target.ids ? { ids: [...target.ids] } : {}), ...(target.groups ? { groups: [...target.groups] } : {}) };
-    const observer: Observer = { kind: "observer", params, listener, active: true, lastTip: new Map(), lastGroup: new Map() };
-    this.observers.add(observer);
-    this.subscribeIfConnected(observer);
-    return () => this.unsubscribe(observer);
+    return this.add({ kind: "observer", params, listener, active: true, lastTip: new Map(), lastGroup: new Map() });
   }
 
   onAction(listener: (event: ActionEvent) => void, options: { tipIds?: string[] }): Unsubscribe {
-    const subscriber: ActionSubscriber = { kind: "actions", tipIds: options.tipIds ? [...options.tipIds] : undefined, listener, active: true };
-    this.actionSubscribers.add(subscriber);
-    this.subscribeIfConnected(subscriber);
-    return () => this.unsubscribe(subscriber);
+    return this.add({ kind: "actions", tipIds: options.tipIds ? [...options.tipIds] : undefined, listener, active: true });
+  }
+
+  onAnalyticsEvent(listener: (event: AnalyticsEvent) => void, options: { after?: number }): Unsubscribe {
+    return this.add({ kind: "analytics", after: options.after, listener, active: true });
+  }
+
+  private add(sub: Subscriber): Unsubscribe {
+    this.subscribers.add(sub);
+    this.subscribeIfConnected(sub);
+    return () => this.unsubscribe(sub);
   }
 
   /** A new connection is up: subscribes every live subscriber on it, observers first. */
   attach(conn: RpcConnection): void {
-    for (const o of this.observers) {
-      o.conn = undefined;
-      o.subscription = undefined;
-      this.subscribe(conn, o);
-    }
-    for (const a of this.actionSubscribers) {
-      a.conn = undefined;
-      a.subscription = undefined;
-      this.subscribe(conn, a);
+    for (const kind of KINDS) {
+      for (const sub of this.subscribers) {
+        if (sub.kind !== kind) continue;
+        sub.conn = undefined;
+        sub.subscription = undefined;
+        this.subscribe(conn, sub);
+      }
     }
   }
 
   /** The connection was lost: the server-side subscriptions went with it. */
   detach(conn: RpcConnection): void {
     this.routes.delete(conn);
-    for (const o of this.observers) if (o.conn === conn) o.conn = undefined;
-    for (const a of this.actionSubscribers) if (a.conn === conn) a.conn = undefined;
+    for (const sub of this.subscribers) if (sub.conn === conn) sub.conn = undefined;
   }
 
   /** `close()`: no listener is called again. */
   clear(): void {
-    for (const o of this.observers) o.active = false;
-    for (const a of this.actionSubscribers) a.active = false;
-    this.observers.clear();
-    this.actionSubscribers.clear();
+    for (const sub of this.subscribers) sub.active = false;
+    this.subscribers.clear();
     if (this.link.current) this.routes.delete(this.link.current);
   }
 
@@ -156,7 +177,7 @@ export class Subscriptions {
   resubscribePending(): void {
     const conn = this.link.current;
     if (!conn || !conn.open || this.link.state !== "connected") return;
-    for (const o of this.observers) if (o.conn !== conn) this.subscribe(conn, o);
+    for (const sub of this.subscribers) if (sub.kind === "observer" && sub.conn !== conn) this.subscribe(conn, sub);
   }
 
   dispatch(conn: RpcConnection, method: string, params: unknown): void {
@@ -183,6 +204,11 @@ export class Subscriptions {
     } else if (method === "tips/actionPerformed" && sub.kind === "actions") {
       const n = params as ActionPerformedParams;
       this.callListener(sub, { tipId: n.tipId, actions: Array.isArray(n.actions) ? n.actions : [] });
+    } else if (method === "analytics/event" && sub.kind === "analytics") {
+      const { subscription: _subscription, seq: _seq, ...event } = params as AnalyticsEventParams;
+      if (sub.after !== undefined && event.cursor <= sub.after) return; // already delivered (at least once → once)
+      sub.after = event.cursor;
+      this.callListener(sub, event);
     } else {
       logAt(this.logger, "debug", `ignored notification ${method}`);
     }
@@ -196,8 +222,13 @@ export class Subscriptions {
   private subscribe(conn: RpcConnection, sub: Subscriber): void {
     if (!sub.active || !conn.open || sub.requesting === conn || (sub.conn === conn && sub.subscription !== undefined)) return;
     sub.requesting = conn;
-    const method = sub.kind === "observer" ? "tips/observe" : "actions/subscribe";
-    const params = sub.kind === "observer" ? sub.params : sub.tipIds ? { tipIds: sub.tipIds } : {};
+    const method = METHODS[sub.kind].subscribe;
+    const params =
+      sub.kind === "observer"
+        ? sub.params
+        : sub.kind === "actions"
+          ? sub.tipIds ? { tipIds: sub.tipIds } : {}
+          : sub.after === undefined ? {} : { after: sub.after };
     // Runs as soon as the result is read, before any notification that follows it is dispatched.
     const hook = (raw: unknown) => {
       const result = raw as ObserveResult;
@@ -205,7 +236,7 @@ export class Subscriptions {
       if (!conn.open) return;
       if (!sub.active) {
         // Unsubscribed while the request was in flight: drop the server side right away.
-        conn.requestQuietly(sub.kind === "observer" ? "tips/unobserve" : "actions/unsubscribe", { subscription: result.subscription });
+        conn.requestQuietly(METHODS[sub.kind].unsubscribe, { subscription: result.subscription });
         return;
       }
       sub.conn = conn;
@@ -214,6 +245,8 @@ export class Subscriptions {
       if (!routes) this.routes.set(conn, (routes = new Map()));
       routes.set(subKey(result.subscription), sub);
       if (sub.kind === "observer") this.resync(sub, result);
+      // Live only: a reconnection resumes after what was the newest event when the subscription was made.
+      else if (sub.kind === "analytics" && sub.after === undefined) sub.after = (raw as AnalyticsSubscribeResult).head;
     };
     conn.request(method, params, hook).catch((e) => {
       if (sub.requesting === conn) sub.requesting = undefined;
@@ -229,12 +262,11 @@ export class Subscriptions {
   private unsubscribe(sub: Subscriber): void {
     if (!sub.active) return;
     sub.active = false;
-    if (sub.kind === "observer") this.observers.delete(sub);
-    else this.actionSubscribers.delete(sub);
+    this.subscribers.delete(sub);
     const conn = sub.conn;
     if (conn && sub.subscription !== undefined) {
       this.routes.get(conn)?.delete(subKey(sub.subscription));
-      if (conn.open) conn.requestQuietly(sub.kind === "observer" ? "tips/unobserve" : "actions/unsubscribe", { subscription: sub.subscription });
+      if (conn.open) conn.requestQuietly(METHODS[sub.kind].unsubscribe, { subscription: sub.subscription });
     }
     sub.conn = undefined;
     sub.subscription = undefined;

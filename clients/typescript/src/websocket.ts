@@ -44,6 +44,22 @@ export function tipsdSubprotocols(token: string): string[] {
   return [TIPSD_SUBPROTOCOL, TIPSD_TOKEN_SUBPROTOCOL_PREFIX + token];
 }
 
+/** What a {@link TokenProvider} is asked for. An object, so that members can be added without breaking providers. */
+export interface TokenRequest {
+  /** `"connect"` for the first connection attempt, `"reconnect"` for every later one. */
+  reason: "connect" | "reconnect";
+}
+
+/**
+ * Returns the token for the next connection attempt (e.g. read from secure storage, or fetched from your backend).
+ * Called before each attempt, never cached by the client: a provider that may return a new token after a rotation
+ * is asked again on every reconnection.
+ */
+export type TokenProvider = (request: TokenRequest) => string | Promise<string>;
+
+/** A fixed token, or a provider asked before each connection attempt. */
+export type TokenSource = string | TokenProvider;
+
 const CONNECTING = 0;
 const OPEN = 1;
 
@@ -163,11 +179,13 @@ export interface WebSocketTransportOptions {
   /** Records the messages (default: the tap set with `setTrafficTap`; `null`: none). */
   trafficTap?: TrafficTap | null;
   /**
-   * tipsd's token (`tipsd token`: 64 hex characters; surrounding whitespace is ignored). Given, sockets opened
-   * from a URL offer the subprotocols `tipsd.v1` and `tipsd.token.<token>` (then `protocols`); without it, only
-   * `protocols` (for a bridge of your own). An empty or malformed token fails every attempt, without a socket.
+   * tipsd's token (`tipsd token`: 64 hex characters; surrounding whitespace is ignored), or a {@link TokenProvider}
+   * called before each connection attempt. Given, sockets opened from a URL offer the subprotocols `tipsd.v1` and
+   * `tipsd.token.<token>` (then `protocols`); without it, only `protocols` (for a bridge of your own). An empty or
+   * malformed token, or a provider that throws or rejects, fails that attempt without a socket (the client retries
+   * with backoff, calling the provider again).
    */
-  token?: string;
+  token?: TokenSource;
   /** Subprotocols to offer (after tipsd's when there is a token). */
   protocols?: string[];
   /** Headers, for WebSocket constructors that take `{headers}` as third argument (React Native, `ws`). */
@@ -218,20 +236,25 @@ function openSocket(url: string, options: WebSocketTransportOptions, token: stri
  * A transport factory over WebSocket-shaped objects, called again on each reconnection. Pass a URL (a new
  * `WebSocket` per attempt; with `options.token`, authenticated for `tipsd serve --listen`) or a function creating
  * the socket (a fresh one on every call). A failure to open — no `WebSocket` in the runtime, a refused
- * connection, a wrong token (HTTP 401) — rejects, which the client treats as an absent daemon.
+ * connection, a wrong token (HTTP 401), a token provider that fails — rejects, which the client treats as an
+ * absent daemon.
  */
 export function webSocketTransport(target: string | (() => WebSocketLike), options: WebSocketTransportOptions = {}): TransportFactory {
-  const token = typeof target === "string" && options.token !== undefined ? String(options.token).trim() : undefined;
-  const secrets = options.token ? [String(options.token), ...(token ? [token] : [])] : [];
-  const create = typeof target === "string" ? () => openSocket(target, options, token) : target;
-  const peer: TrafficPeer | undefined = typeof target === "string" ? { kind: "websocket", url: redact(target, secrets) } : undefined;
-  const hint = token !== undefined ? `; check that tipsd serves --listen at ${redact(String(target), secrets)} and that the token is the one \`tipsd token\` prints` : "";
-  return () =>
-    new Promise<Transport>((resolve, reject) => {
-      if (token !== undefined && !SUBPROTOCOL_CHARS.test(token)) {
-        reject(new Error(token ? "the tipsd token is malformed (expected what `tipsd token` prints)" : "no tipsd token given (`tipsd token` prints it)"));
-        return;
-      }
+  const source = typeof target === "string" ? options.token : undefined;
+  const fixed = typeof options.token === "string" ? [options.token] : [];
+  let attempts = 0;
+  return async () => {
+    const reason = attempts++ === 0 ? "connect" : "reconnect";
+    const raw = typeof source === "function" ? await tokenFrom(source, reason) : source;
+    const token = raw !== undefined ? String(raw).trim() : undefined;
+    const secrets = [...fixed, ...(raw ? [String(raw)] : []), ...(token ? [token] : [])];
+    const hint = token !== undefined ? `; check that tipsd serves --listen at ${redact(String(target), secrets)} and that the token is the one \`tipsd token\` prints` : "";
+    if (token !== undefined && !SUBPROTOCOL_CHARS.test(token)) {
+      throw new Error(token ? "the tipsd token is malformed (expected what `tipsd token` prints)" : "no tipsd token given (`tipsd token` prints it)");
+    }
+    const create = typeof target === "string" ? () => openSocket(target, options, token) : target;
+    const peer: TrafficPeer | undefined = typeof target === "string" ? { kind: "websocket", url: redact(target, secrets) } : undefined;
+    return new Promise<Transport>((resolve, reject) => {
       let socket: WebSocketLike;
       try {
         socket = create();
@@ -286,19 +309,33 @@ export function webSocketTransport(target: string | (() => WebSocketLike), optio
         adopt();
       };
     });
+  };
+}
+
+/** Asks the provider; its failure fails the attempt with a message that names the provider (not the token). */
+async function tokenFrom(provider: TokenProvider, reason: TokenRequest["reason"]): Promise<string> {
+  let token: unknown;
+  try {
+    token = await provider({ reason });
+  } catch (e) {
+    throw new Error(`the tipsd token provider failed: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (typeof token !== "string") throw new Error(`the tipsd token provider returned ${token === null ? "null" : typeof token}, not a string`);
+  return token;
 }
 
 /** {@link connectWebSocket}'s options: the client's (but `transport`) and the WebSocket's, with a required token. */
 export type WebSocketClientOptions<S extends boolean> = Omit<ClientOptions<S>, "transport"> &
   Omit<WebSocketTransportOptions, "token"> & {
-    /** The daemon's token: `tipsd token` prints it. */
-    token: string;
+    /** The daemon's token (`tipsd token` prints it), or a provider called before each connection attempt. */
+    token: TokenSource;
   };
 
 /**
- * Connects to `tipsd serve --listen HOST:PORT` (e.g. `ws://127.0.0.1:8787/`) with its token, and waits for the
- * first attempt. Like `connectUnix`, it never rejects unless `strict`: without a daemon, a `WebSocket` or a valid
- * token, the client is in no-op mode (one warning) and keeps reconnecting with backoff. For a module-level
+ * Connects to `tipsd serve --listen HOST:PORT` (e.g. `ws://127.0.0.1:8787/`) with its token — a string, or a
+ * (possibly async) function called before each (re)connection attempt — and waits for the first attempt. Like
+ * `connectUnix`, it never rejects unless `strict`: without a daemon, a `WebSocket` or a valid token, the client
+ * is in no-op mode (one warning) and keeps reconnecting with backoff. For a module-level
  * singleton, `createClient({ transport: webSocketTransport(url, { token }) })` returns at once.
  */
 export function connectWebSocket<S extends boolean = false>(

@@ -54,7 +54,7 @@ await fetch("/result", { method: "POST", body: JSON.stringify(result) });
         res.end("ok");
         report(JSON.parse(body));
       });
-    } else if (/^\/dist-browser\/[a-z0-9]+\.js(\.map)?$/.test(req.url) && fs.existsSync(path.join(root, req.url))) {
+    } else if (/^\/dist-browser\/[a-z0-9-]+\.js(\.map)?$/.test(req.url) && fs.existsSync(path.join(root, req.url))) {
       res.writeHead(200, { "content-type": "text/javascript" });
       res.end(fs.readFileSync(path.join(root, req.url)));
     } else {

@@ -5,7 +5,7 @@
 // absence is shown with a barrier (a later reply) or an empty timer queue, and waits are for conditions.
 const test = require("node:test");
 const assert = require("node:assert/strict");
-const { createClient, connect, TipsdError, ConnectionError, TipsClient } = require("../dist/index");
+const { createClient, connect, TipsdError, ConnectionError, TipsClient, PROTOCOL_VERSION } = require("../dist/index");
 const { FAKE_SERVER_NAME, FakeDaemon, recordingLogger } = require("../test-support/fake");
 const { ManualClock, barrier, until } = require("../test-support/timing");
 
@@ -23,7 +23,7 @@ test("initialize is sent first, with the protocol version and client info", asyn
   const { daemon, client } = await setup({ clientInfo: { name: "app", version: "2" }, locale: "fr" });
   t.after(() => client.close());
   assert.equal(client.state, "connected");
-  assert.deepEqual(daemon.log[0], { jsonrpc: "2.0", id: daemon.log[0].id, method: "initialize", params: { protocolVersion: "1.2", clientInfo: { name: "app", version: "2" }, locale: "fr" } });
+  assert.deepEqual(daemon.log[0], { jsonrpc: "2.0", id: daemon.log[0].id, method: "initialize", params: { protocolVersion: PROTOCOL_VERSION, clientInfo: { name: "app", version: "2" }, locale: "fr" } });
   assert.equal(client.initializeResult.serverInfo.name, FAKE_SERVER_NAME);
 });
 
@@ -63,6 +63,11 @@ test("every typed method sends its protocol method and params", async (t) => {
     [() => client.clockAdvance(60), "clock/advance", { seconds: 60 }],
     [() => client.clockSet(1767225600), "clock/set", { now: 1767225600 }],
     [() => client.discover(), "rpc.discover", "absent"],
+    [() => client.metrics(), "metrics/get", {}],
+    [() => client.metrics({ since: 1767225600, tips: ["t"] }), "metrics/get", { since: 1767225600, tips: ["t"] }],
+    [() => client.inspectState(), "inspect/state", {}],
+    [() => client.analyticsRead(), "analytics/read", {}],
+    [() => client.analyticsRead({ after: 7, limit: 10 }), "analytics/read", { after: 7, limit: 10 }],
     [() => client.request("tips/status", { ids: ["z"] }), "tips/status", { ids: ["z"] }],
     [() => client.shutdown(), "shutdown", "absent"],
   ];
@@ -394,6 +399,56 @@ test("onAction: array-shaped payloads, filtered by tipIds, listener errors are c
   assert.deepEqual(all[0], { tipId: "filter.tip", actions: [{ id: "learn-more", title: "Learn more", index: 0 }] });
   assert.deepEqual(filtered.map((e) => e.tipId), ["filter.tip"]);
   assert.ok(logger.errors.some((e) => e.includes("listener threw")));
+});
+
+test("onAnalyticsEvent: replays after the cursor asked for, never gives a cursor twice, resumes after the last one on reconnection", async (t) => {
+  const { daemon, client, clock } = await setup();
+  t.after(() => client.close());
+  let head = 5;
+  daemon.handlers["analytics/subscribe"] = (params, conn) => {
+    const subscription = `analytics-${daemon.nextSub++}`;
+    daemon.subs.set(subscription, { conn, kind: "analytics", seq: 0 });
+    return { subscription, head, oldest: 1 };
+  };
+  daemon.handlers["analytics/unsubscribe"] = (params) => ({ removed: daemon.subs.delete(params.subscription) });
+  const event = (cursor) => ({ cursor, type: "impression", tipId: "t", variant: null, at: 1767225600 + cursor, duration: 2 });
+  const emit = (...cursors) => {
+    for (const [subscription, sub] of daemon.subs) {
+      if (sub.kind !== "analytics") continue;
+      for (const cursor of cursors) sub.conn.deliver({ jsonrpc: "2.0", method: "analytics/event", params: { subscription, seq: ++sub.seq, ...event(cursor) } });
+    }
+  };
+  const resumed = [];
+  const live = [];
+  const offResumed = client.onAnalyticsEvent((e) => resumed.push(e), { after: 2 });
+  client.onAnalyticsEvent((e) => live.push(e.cursor));
+  await until(() => daemon.subs.size === 2, { what: "two analytics subscriptions" });
+  assert.deepEqual(daemon.methods("analytics/subscribe").map((m) => m.params), [{ after: 2 }, {}]);
+  emit(3, 4, 3); // a replay, then a repeat
+  await barrier(client);
+  assert.deepEqual(resumed.map((e) => e.cursor), [3, 4], "each cursor once");
+  assert.deepEqual(resumed[0], event(3), "the event without its subscription and seq");
+
+  // The daemon goes away; meanwhile the history grows. Each subscriber resumes after the last cursor it was given
+  // (the live one, which was given none, after the head when it subscribed).
+  head = 9;
+  daemon.crash();
+  await until(() => client.state === "disconnected");
+  clock.next();
+  assert.equal(await client.ready(), true);
+  await until(() => daemon.methods("analytics/subscribe").length === 4, { what: "resubscribed" });
+  assert.deepEqual(daemon.methods("analytics/subscribe").slice(2).map((m) => m.params), [{ after: 4 }, { after: 5 }]);
+  emit(6);
+  await barrier(client);
+  assert.deepEqual(resumed.map((e) => e.cursor), [3, 4, 6]);
+  assert.deepEqual(live, [6]);
+
+  offResumed();
+  await until(() => daemon.methods("analytics/unsubscribe").length === 1, { what: "analytics/unsubscribe" });
+  emit(7);
+  await barrier(client);
+  assert.deepEqual(resumed.map((e) => e.cursor), [3, 4, 6], "nothing after unsubscribing");
+  assert.deepEqual(live, [6, 7]);
 });
 
 test("reconnection: backoff, registrations replayed, subscriptions re-established, listeners resynchronised", async (t) => {

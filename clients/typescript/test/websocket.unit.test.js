@@ -483,6 +483,54 @@ test("the token never appears in a log line, an error or the traffic log", async
   assert.ok(seen.some((s) => s.startsWith("out ")), "the tap saw the traffic");
 });
 
+test("connectWebSocket: a token provider is asked before every attempt (connect, then reconnect); its token, a rotation, its failure", async (t) => {
+  const daemon = new FakeDaemon();
+  const FakeWebSocket = fakeWebSocketClass(daemon);
+  const logger = recordingLogger();
+  const clock = new ManualClock();
+  const ROTATED = "fedcba9876543210".repeat(4);
+  const asked = [];
+  const answers = [TOKEN, ROTATED, new Error("the keychain is locked"), 42, ` ${ROTATED}\n`];
+  const provider = async (request) => {
+    asked.push(request);
+    await new Promise((resolve) => setTimeout(resolve, 0)); // asynchronous, as a fetch or a keychain read is
+    const answer = answers.shift();
+    if (answer instanceof Error) throw answer;
+    return answer;
+  };
+  const client = await connectWebSocket(URL, { token: provider, WebSocket: FakeWebSocket, logger, reconnect: fast, timers: clock });
+  t.after(() => client.close());
+  assert.equal(client.state, "connected");
+  assert.deepEqual(asked, [{ reason: "connect" }]);
+  assert.deepEqual(FakeWebSocket.instances[0].args, [URL, ["tipsd.v1", `tipsd.token.${TOKEN}`]]);
+
+  // The daemon restarts with a new token: the provider is asked again, and its new token is offered.
+  FakeWebSocket.instances[0].serverClose(1001, "daemon shutting down");
+  assert.equal(clock.next(), 5);
+  assert.equal(await client.ready(), true);
+  assert.deepEqual(asked, [{ reason: "connect" }, { reason: "reconnect" }]);
+  assert.deepEqual(FakeWebSocket.instances[1].args, [URL, ["tipsd.v1", `tipsd.token.${ROTATED}`]]);
+
+  // A provider that fails, or answers something that is not a string, fails that attempt without opening a socket;
+  // the client retries with backoff and asks again.
+  FakeWebSocket.instances[1].serverClose(1006, "");
+  assert.equal(clock.next(), 5);
+  assert.equal(await client.ready(), false);
+  assert.equal(FakeWebSocket.instances.length, 2, "no socket without a token");
+  assert.match(client.lastError.message, /cannot reach tipsd: the tipsd token provider failed: the keychain is locked/);
+  assert.equal(clock.next(), 5);
+  assert.equal(await client.ready(), false);
+  assert.match(client.lastError.message, /the tipsd token provider returned number, not a string/);
+  assert.equal(clock.next(), 10);
+  assert.equal(await client.ready(), true, "the provider's next answer (with whitespace around it) connects");
+  assert.deepEqual(FakeWebSocket.instances[2].args, [URL, ["tipsd.v1", `tipsd.token.${ROTATED}`]]);
+  assert.equal(asked.length, 5);
+  assert.ok(asked.slice(1).every((r) => r.reason === "reconnect"));
+  assert.deepEqual(await client.donate("e"), { count: 1, lifetime: 1 });
+  const all = everything(logger, [String(client.lastError)]);
+  assert.ok(!all.includes(TOKEN) && !all.includes(ROTATED), "a token leaked:\n" + all);
+});
+
 // ─── Node's own WebSocket against a real WebSocket server ─────────────────────────────────────────────────────
 
 const noNativeWebSocket = typeof NativeWebSocket !== "function" && "no global WebSocket in this Node (Node 20: --experimental-websocket)";

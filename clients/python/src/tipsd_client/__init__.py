@@ -1,4 +1,5 @@
-"""Python client for tipsd, the TipKit eligibility daemon (protocol 1.0).
+"""Python client for tipsd, the TipKit eligibility daemon (the protocol
+version it speaks is ``PROTOCOL_VERSION``, in ``methods.py``).
 
     from tipsd_client import TipsClient
 
@@ -12,8 +13,11 @@
 ``SyncTipsClient`` is the same API, blocking; the ``tipsd`` pytest fixture
 (``tipsd_client.pytest_plugin``) yields one connected to a fresh daemon.
 """
+
 __version__ = "0.1.0"
 
+from .client import TipsClient, connect  # noqa: E402
+from .daemon import TipsdDaemon, TipsdNotFound, find_tipsd, stdio_command  # noqa: E402
 from .errors import (  # noqa: E402
     DatastoreFailureError,
     ErrorCode,
@@ -37,29 +41,66 @@ from .errors import (  # noqa: E402
     UnknownTipError,
     VirtualClockDisabledError,
 )
+from .methods import PROTOCOL_VERSION  # noqa: E402
 from .models import (  # noqa: E402
     ActionPerformed,
+    AnalyticsEvent,
     CurrentTipChanged,
     DisplayFrequency,
     GroupPriority,
+    InspectChanged,
     Reason,
     ShouldDisplayChanged,
     Status,
     UnknownNotification,
 )
-from .client import PROTOCOL_VERSION, TipsClient, connect  # noqa: E402
 from .subscription import Subscription, Unsubscribe  # noqa: E402
-from .daemon import TipsdDaemon, TipsdNotFound, find_tipsd, stdio_command  # noqa: E402
 from .sync import SyncSubscription, SyncTipsClient  # noqa: E402
+from .websocket import TokenRequest  # noqa: E402
 
 __all__ = [
-    "__version__", "PROTOCOL_VERSION", "TipsClient", "connect", "SyncTipsClient", "SyncSubscription",
-    "Subscription", "Unsubscribe", "TipsdDaemon", "TipsdNotFound", "find_tipsd", "stdio_command",
-    "TipsdError", "TipsdConnectionError", "TipsdProtocolError", "SubscriptionClosed", "ErrorCode",
-    "ParseError", "InvalidRequestError", "MethodNotFoundError", "InvalidParamsError", "InternalError",
-    "ServerNotInitializedError", "UnknownTipError", "UnknownSubscriptionError", "VirtualClockDisabledError",
-    "DatastoreFailureError", "ShuttingDownError", "UnknownGroupError", "UnknownActionError",
-    "InvalidRuleError", "TooManyConnectionsError", "SyncOutboxFullError",
-    "ShouldDisplayChanged", "CurrentTipChanged", "ActionPerformed", "UnknownNotification",
-    "Reason", "Status", "DisplayFrequency", "GroupPriority",
+    "__version__",
+    "PROTOCOL_VERSION",
+    "TipsClient",
+    "connect",
+    "SyncTipsClient",
+    "SyncSubscription",
+    "Subscription",
+    "Unsubscribe",
+    "TipsdDaemon",
+    "TipsdNotFound",
+    "find_tipsd",
+    "stdio_command",
+    "TipsdError",
+    "TipsdConnectionError",
+    "TipsdProtocolError",
+    "SubscriptionClosed",
+    "ErrorCode",
+    "ParseError",
+    "InvalidRequestError",
+    "MethodNotFoundError",
+    "InvalidParamsError",
+    "InternalError",
+    "ServerNotInitializedError",
+    "UnknownTipError",
+    "UnknownSubscriptionError",
+    "VirtualClockDisabledError",
+    "DatastoreFailureError",
+    "ShuttingDownError",
+    "UnknownGroupError",
+    "UnknownActionError",
+    "InvalidRuleError",
+    "TooManyConnectionsError",
+    "SyncOutboxFullError",
+    "ShouldDisplayChanged",
+    "CurrentTipChanged",
+    "ActionPerformed",
+    "AnalyticsEvent",
+    "InspectChanged",
+    "UnknownNotification",
+    "TokenRequest",
+    "Reason",
+    "Status",
+    "DisplayFrequency",
+    "GroupPriority",
 ]

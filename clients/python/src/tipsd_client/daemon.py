@@ -1,5 +1,6 @@
 """Finding and running a real ``tipsd`` (used by the pytest plugin, usable
 on its own)."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .errors import TipsdConnectionError
 
@@ -117,7 +118,7 @@ class TipsdDaemon:
             cmd.append("--allow-testing")
         return cmd + self.extra_args
 
-    def start(self) -> "TipsdDaemon":
+    def start(self) -> TipsdDaemon:
         if self.process is not None:
             return self
         self.process = subprocess.Popen(
@@ -190,15 +191,21 @@ class TipsdDaemon:
             self._own_dir.cleanup()
             self._own_dir = None
 
-    def __enter__(self) -> "TipsdDaemon":
+    def __enter__(self) -> TipsdDaemon:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
 
 
-def stdio_command(binary: str | None = None, *, datastore: str = ":memory:", clock: str | None = "virtual",
-                  args: Sequence[str] = (), allow_testing: bool = True) -> list[str]:
+def stdio_command(
+    binary: str | None = None,
+    *,
+    datastore: str = ":memory:",
+    clock: str | None = "virtual",
+    args: Sequence[str] = (),
+    allow_testing: bool = True,
+) -> list[str]:
     """``[tipsd, "serve", "--stdio", ...]`` for :meth:`TipsClient.connect` (with ``--allow-testing`` unless
     ``allow_testing`` is false)."""
     cmd = [binary or find_tipsd(), "serve", "--stdio", "--datastore", datastore]

@@ -4,6 +4,7 @@ Every JSON-RPC error reply raises :class:`TipsdError` (or one of its
 subclasses, chosen by ``code``), so ``except TipsdError as e: e.code`` always
 works and ``except UnknownTipError`` works when you care about one case.
 """
+
 from __future__ import annotations
 
 from enum import IntEnum
@@ -11,7 +12,7 @@ from typing import Any
 
 
 class ErrorCode(IntEnum):
-    """Error codes of protocol 1.0 (protocol/README.md, "Errors")."""
+    """The protocol's error codes (protocol/README.md, "Errors")."""
 
     PARSE_ERROR = -32700
     INVALID_REQUEST = -32600
@@ -57,7 +58,7 @@ class TipsdError(Exception):
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r}, data={self.data!r})"
 
     @classmethod
-    def from_error(cls, error: Any, method: str | None = None) -> "TipsdError":
+    def from_error(cls, error: Any, method: str | None = None) -> TipsdError:
         """Build the most specific subclass for a JSON-RPC ``error`` member."""
         if not isinstance(error, dict):
             return TipsdError(ErrorCode.INTERNAL_ERROR, f"malformed error member: {error!r}", method=method)

@@ -1,9 +1,17 @@
-"""Every request method the daemon answers, as this client knows them.
+"""The protocol as this client knows it: its version and every method.
+
+``PROTOCOL_VERSION`` is the one place the client states the version it speaks
+(sent in ``initialize``; a test holds it to ``info.version`` in
+protocol/openrpc.json).
+
+``METHODS`` lists every request method the daemon answers.
 
 Byte-wise sorted, like the daemon's registry (``Messages.requests`` in Sources/TipsProtocol/Messages.swift); a Swift
 test (RegistryTests.pythonMethodListMatchesTheRegistry) fails when the two differ, so a method added to the daemon
 is added here too. ``TipsClient.request`` accepts any method name; this list is for tooling and for checking.
 """
+
+PROTOCOL_VERSION = "1.2"
 
 METHODS = (
     "actions/subscribe",

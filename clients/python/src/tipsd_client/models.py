@@ -1,15 +1,16 @@
-"""Shapes of protocol 1.2, for type checkers and readers.
+"""Shapes of the protocol's messages, for type checkers and readers.
 
 Results are returned as plain ``dict``s with the wire's (camelCase) member
 names, so members added by a newer minor version pass through untouched;
 the ``TypedDict``s below document them. Notifications are small frozen
 dataclasses with snake_case attributes and the raw ``params`` kept.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal, NotRequired, TypedDict, Union
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 class Reason(StrEnum):
@@ -101,6 +102,119 @@ class InitializeResult(TypedDict):
     capabilities: dict[str, Any]
 
 
+class ConfigureResult(TypedDict):
+    displayFrequency: str
+
+
+class GroupRegisterResult(TypedDict):
+    id: str
+    currentTip: str | None
+
+
+class ParameterValue(TypedDict):
+    id: str
+    value: bool | int | float | str | None
+
+
+class EventConfigureResult(TypedDict):
+    id: str
+    maxDonations: int
+
+
+class CatalogReloadResult(TypedDict):
+    """``catalog/reload``: what changed; ``applied: False`` (with the errors) leaves the catalog in force serving."""
+
+    applied: bool
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    unchanged: list[str]
+    diagnostics: list[dict[str, Any]]
+
+
+class SyncStatus(TypedDict):
+    """``sync/status`` (sync across devices, ``tipsd serve --sync``)."""
+
+    enabled: bool
+    state: str
+    server: str | None
+    account: str | None
+    device: str | None
+    outbox: int
+    outboxLimit: int | None
+    lagSeconds: float
+    cursor: int
+    lastPushAt: float | None
+    lastPullAt: float | None
+    lastError: str | None
+
+
+class ClockNow(TypedDict):
+    now: float
+    virtual: bool
+
+
+class AnalyticsEntry(TypedDict):
+    """One lifecycle event as ``analytics/read`` returns it (protocol/README.md, "Analytics stream")."""
+
+    cursor: int
+    type: Literal["impression", "eligibility", "invalidation", "action", "variant"]
+    tipId: str
+    variant: str | None
+    at: float
+    duration: NotRequired[float]
+    status: NotRequired[str]
+    shouldDisplay: NotRequired[bool]
+    reason: NotRequired[str]
+    actionId: NotRequired[str]
+    actionIndex: NotRequired[int]
+
+
+class AnalyticsReadResult(TypedDict):
+    events: list[AnalyticsEntry]
+    next: int
+    head: int
+    oldest: int | None
+
+
+class AnalyticsSubscribeResult(TypedDict):
+    subscription: str
+    head: int
+    oldest: int | None
+
+
+class MetricsResult(TypedDict):
+    """``metrics/get``: seed 000's metrics per tip and variant, with their sample sizes (protocol/README.md,
+    "Metrics"); each of ``tips`` is ``{tipId, goal, overall, variants}``."""
+
+    now: float
+    since: float | None
+    until: float | None
+    appClosedEvent: str | None
+    closeWindow: float
+    closeRateAlert: float | None
+    baselineDays: int
+    historyStart: float | None
+    tips: list[dict[str, Any]]
+
+
+class InspectState(TypedDict):
+    """``inspect/state``: everything an inspector shows (``InspectState`` in protocol/openrpc.json)."""
+
+    now: float
+    virtualClock: bool
+    testing: bool
+    displayFrequency: str
+    tips: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    parameters: list[dict[str, Any]]
+    groups: list[dict[str, Any]]
+    overrides: dict[str, Any]
+    history: dict[str, Any]
+    #: With ``watch=True``: one ``inspect/changed`` with this subscription follows the next change.
+    subscription: NotRequired[str]
+
+
 # A tip definition (protocol/schemas/tip.json); kept loose on purpose.
 TipDefinition = dict[str, Any]
 
@@ -163,6 +277,41 @@ class ActionPerformed:
 
 
 @dataclass(frozen=True)
+class AnalyticsEvent:
+    """``analytics/event``: one lifecycle event (an impression, an eligibility
+    change, an invalidation, an action or a variant assignment), in cursor
+    order. Store ``cursor`` once the event is handled and pass the last one as
+    ``after`` on the next run: every event arrives at least once."""
+
+    subscription: Any
+    seq: int
+    cursor: int
+    type: str
+    tip_id: str
+    variant: str | None
+    at: float
+    duration: float | None
+    status: str | None
+    should_display: bool | None
+    reason: str | None
+    action_id: str | None
+    action_index: int | None
+    params: dict[str, Any] = field(repr=False, compare=False)
+    method: str = field(default="analytics/event", repr=False)
+
+
+@dataclass(frozen=True)
+class InspectChanged:
+    """``inspect/changed``: the state ``inspect/state {watch: true}`` armed
+    this for has changed (one notification; call it again to re-arm)."""
+
+    subscription: Any
+    seq: int
+    params: dict[str, Any] = field(repr=False, compare=False)
+    method: str = field(default="inspect/changed", repr=False)
+
+
+@dataclass(frozen=True)
 class UnknownNotification:
     """A notification this client version does not know (a newer minor)."""
 
@@ -172,7 +321,9 @@ class UnknownNotification:
     seq: int | None = None
 
 
-Notification = Union[ShouldDisplayChanged, CurrentTipChanged, ActionPerformed, UnknownNotification]
+Notification = (
+    ShouldDisplayChanged | CurrentTipChanged | ActionPerformed | AnalyticsEvent | InspectChanged | UnknownNotification
+)
 
 
 def parse_notification(method: str, params: Any) -> Notification:
@@ -210,4 +361,23 @@ def parse_notification(method: str, params: Any) -> Notification:
             actions=actions,
             params=params,
         )
+    if method == "analytics/event" and isinstance(params, dict):
+        return AnalyticsEvent(
+            subscription=p.get("subscription"),
+            seq=p.get("seq"),
+            cursor=p.get("cursor"),
+            type=p.get("type"),
+            tip_id=p.get("tipId"),
+            variant=p.get("variant"),
+            at=p.get("at"),
+            duration=p.get("duration"),
+            status=p.get("status"),
+            should_display=p.get("shouldDisplay"),
+            reason=p.get("reason"),
+            action_id=p.get("actionId"),
+            action_index=p.get("actionIndex"),
+            params=params,
+        )
+    if method == "inspect/changed" and isinstance(params, dict):
+        return InspectChanged(subscription=p.get("subscription"), seq=p.get("seq"), params=params)
     return UnknownNotification(method=method, params=params, subscription=p.get("subscription"), seq=p.get("seq"))

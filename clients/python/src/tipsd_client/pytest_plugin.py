@@ -29,17 +29,18 @@ for it.
 A missing binary is a fixture error; set ``TIPSD_SKIP_IF_MISSING=1`` to skip
 those tests instead.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from .daemon import TipsdDaemon, TipsdNotFound, find_tipsd
 from .errors import TipsdConnectionError, TipsdError
 from .sync import SyncTipsClient
-
 
 TEST_TIMEOUT_ENV = "TIPSD_TEST_TIMEOUT"
 

@@ -1,27 +1,39 @@
-"""Subscriptions: ``tips/observe`` and ``actions/subscribe`` on the client side."""
+"""Subscriptions on the client side: ``tips/observe``, ``actions/subscribe``
+and ``analytics/subscribe`` (:class:`Subscribing`, part of every
+:class:`~tipsd_client.TipsClient`), and the :class:`Subscription` each
+returns: an async iterator of its notifications with the latest state it
+saw, closed by unsubscribing."""
+
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generic, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Generic, TypeVar
 
-from .errors import SubscriptionClosed, TipsdConnectionError, TipsdError
-from .models import CurrentTipChanged, Notification, ShouldDisplayChanged
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .client import TipsClient
+from .connection import Connection, _ids, _key
+from .errors import SubscriptionClosed, TipsdConnectionError, TipsdError, TipsdProtocolError
+from .models import ActionPerformed, CurrentTipChanged, Notification, ShouldDisplayChanged
 
 log = logging.getLogger("tipsd_client")
 
 _END = object()
 T = TypeVar("T")
 
+#: Each kind of subscription: the method that makes it and the one that ends it.
+KINDS = {
+    "tips": ("tips/observe", "tips/unobserve"),
+    "actions": ("actions/subscribe", "actions/unsubscribe"),
+    "analytics": ("analytics/subscribe", "analytics/unsubscribe"),
+}
+
 
 class Subscription:
     """One server-side subscription, iterable with ``async for``.
 
-    * ``initial`` — the ``tips/observe`` result (``{subscription, tips, groups}``)
-      or the ``actions/subscribe`` result (``{subscription}``);
+    * ``initial`` — the ``tips/observe`` result (``{subscription, tips, groups}``),
+      the ``actions/subscribe`` result (``{subscription}``) or the
+      ``analytics/subscribe`` result (``{subscription, head, oldest}``);
     * ``should_display`` / ``current_tip`` — the latest known value per tip /
       per group, kept up to date as notifications arrive (a tiny store, like
       ``useTipVisibility``);
@@ -30,9 +42,9 @@ class Subscription:
     ``await sub.close()`` unsubscribes (idempotent) and ends iteration.
     """
 
-    def __init__(self, client: "TipsClient", kind: str, initial: dict[str, Any], *, buffer: bool = True) -> None:
+    def __init__(self, client: Connection, kind: str, initial: dict[str, Any], *, buffer: bool = True) -> None:
         self._client = client
-        self.kind = kind  # "tips" (tips/observe) or "actions" (actions/subscribe)
+        self.kind = kind  # a key of KINDS: "tips" (tips/observe), "actions", "analytics"
         self.initial: dict[str, Any] = initial
         self.id: Any = initial.get("subscription")
         self._buffer = buffer
@@ -123,7 +135,7 @@ class Subscription:
             return await asyncio.wait_for(self.__anext__(), timeout)
         except StopAsyncIteration:
             raise SubscriptionClosed(f"subscription {self.id!r} has ended") from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise TimeoutError(f"no notification on subscription {self.id!r} within {timeout}s") from None
 
     def pending(self) -> list[Notification]:
@@ -158,7 +170,7 @@ class Subscription:
         self._client._forget_subscription(self)
         self._end()
 
-    def close(self) -> "asyncio.Future[bool]":
+    def close(self) -> asyncio.Future[bool]:
         """Unsubscribe. Local delivery stops at once; the returned future (await
         it, or don't) resolves to the server's ``removed`` flag. Idempotent."""
         if self._close_task is None:
@@ -167,7 +179,7 @@ class Subscription:
         return self._close_task
 
     async def _unsubscribe(self) -> bool:
-        method = "tips/unobserve" if self.kind == "tips" else "actions/unsubscribe"
+        method = KINDS[self.kind][1]
         if self._client.closed:
             return False
         try:
@@ -177,7 +189,7 @@ class Subscription:
             return False
         return bool(result.get("removed")) if isinstance(result, dict) else False
 
-    async def __aenter__(self) -> "Subscription":
+    async def __aenter__(self) -> Subscription:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -199,7 +211,7 @@ class Unsubscribe:
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
 
-    def __call__(self) -> "asyncio.Future[bool]":
+    def __call__(self) -> asyncio.Future[bool]:
         return self.subscription.close()
 
     def __repr__(self) -> str:
@@ -228,3 +240,101 @@ class AwaitableContext(Generic[T]):
         if exit_ is not None:
             return await exit_(*exc)
         return None
+
+
+class Subscribing(Connection):
+    """The subscribing requests of :class:`~tipsd_client.TipsClient`: each returns a
+    :class:`Subscription` (or, for ``on_action``, an :class:`Unsubscribe`)."""
+
+    def observe(
+        self,
+        ids: str | Iterable[str] | None = None,
+        groups: str | Iterable[str] | None = None,
+    ) -> AwaitableContext[Subscription]:
+        """``tips/observe``: an async-iterable :class:`Subscription`.
+
+        ``sub = await client.observe(["filter.tip"])`` or
+        ``async with client.observe() as sub:`` (unobserves on exit). With
+        neither ``ids`` nor ``groups`` every tip is observed, including tips
+        registered later. ``sub.initial`` holds the observe result.
+        """
+        params: dict[str, Any] = {}
+        if ids is not None:
+            params["ids"] = _ids(ids)
+        if groups is not None:
+            params["groups"] = _ids(groups)
+
+        async def go() -> Subscription:
+            return await self._subscribe("tips", params, buffer=True)
+
+        return AwaitableContext(go)
+
+    async def unobserve(self, subscription: Any) -> bool:
+        sub = self._subscriptions.get(_key(getattr(subscription, "id", subscription)))
+        if sub is not None:
+            return await sub.close()
+        result = await self.request("tips/unobserve", {"subscription": getattr(subscription, "id", subscription)})
+        return bool(result.get("removed")) if isinstance(result, dict) else False
+
+    async def _subscribe(
+        self, kind: str, params: dict[str, Any], *, buffer: bool, callback: Callable[[Any], Any] | None = None
+    ) -> Subscription:
+        method = KINDS[kind][0]
+
+        def register(result: Any) -> Subscription:
+            if not isinstance(result, dict) or "subscription" not in result:
+                raise TipsdProtocolError(f"{method}: result without a subscription: {result!r}")
+            sub = Subscription(self, kind, result, buffer=buffer)
+            if callback is not None:
+                sub._callbacks.append(callback)
+            self._subscriptions[_key(sub.id)] = sub
+            return sub
+
+        return await self.request(method, params, on_result=register)
+
+    async def on_action(
+        self,
+        callback: Callable[[ActionPerformed], Any],
+        tip_ids: str | Iterable[str] | None = None,
+    ) -> Unsubscribe:
+        """Call ``callback(ActionPerformed)`` whenever an action is performed
+        (on any connection). Returns an unsubscribe function: ``unsubscribe()``
+        stops callbacks at once; ``await unsubscribe()`` also waits for the
+        daemon. ``callback`` may be a plain function or a coroutine function."""
+        params = {} if tip_ids is None else {"tipIds": _ids(tip_ids)}
+        sub = await self._subscribe("actions", params, buffer=False, callback=callback)
+        return Unsubscribe(sub)
+
+    def on_action_stream(self, tip_ids: str | Iterable[str] | None = None) -> AwaitableContext[Subscription]:
+        """``actions/subscribe`` as an async iterator of :class:`ActionPerformed`:
+        ``async with client.on_action_stream() as actions: async for a in actions``."""
+        params = {} if tip_ids is None else {"tipIds": _ids(tip_ids)}
+
+        async def go() -> Subscription:
+            return await self._subscribe("actions", params, buffer=True)
+
+        return AwaitableContext(go)
+
+    def analytics(self, after: int | None = None) -> AwaitableContext[Subscription]:
+        """``analytics/subscribe``: the lifecycle stream as an async iterator of
+        :class:`~tipsd_client.models.AnalyticsEvent` (impressions, eligibility
+        changes, invalidations, actions, variant assignments), in cursor order.
+
+        With ``after``, the events after that cursor that are still kept are
+        replayed first, then new ones follow; without it, new ones only. Store
+        each event's ``cursor`` once it is handled and pass the last one as
+        ``after`` next time: every event arrives at least once, across dropped
+        connections and daemon restarts. ``sub.initial`` is ``{subscription,
+        head, oldest}`` (``after < oldest - 1``: entries were pruned first)::
+
+            async with client.analytics(after=load_cursor()) as events:
+                async for e in events:
+                    send(f"tip_{e.type}", {"tip_id": e.tip_id, "variant": e.variant})
+                    save_cursor(e.cursor)
+        """
+        params = {} if after is None else {"after": after}
+
+        async def go() -> Subscription:
+            return await self._subscribe("analytics", params, buffer=True)
+
+        return AwaitableContext(go)

@@ -5,13 +5,15 @@ Every coroutine method of :class:`TipsClient` is available here as a plain
 method with the same name and arguments (``client.donate("search.opened")``),
 bounded by ``timeout`` seconds.
 """
+
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import inspect
 import threading
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from .client import TipsClient
 from .errors import SubscriptionClosed
@@ -69,7 +71,7 @@ class SyncSubscription:
     a round trip (a barrier, not a wait).
     """
 
-    def __init__(self, owner: "SyncTipsClient", sub: Subscription) -> None:
+    def __init__(self, owner: SyncTipsClient, sub: Subscription) -> None:
         self._owner = owner
         self._sub = sub
 
@@ -161,7 +163,7 @@ class SyncSubscription:
 
         return self._owner._run(close())
 
-    def __enter__(self) -> "SyncSubscription":
+    def __enter__(self) -> SyncSubscription:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -181,7 +183,7 @@ class SyncTipsClient:
         self.timeout = timeout
 
     @classmethod
-    def connect(cls, *args: Any, timeout: float = 10.0, **kwargs: Any) -> "SyncTipsClient":
+    def connect(cls, *args: Any, timeout: float = 10.0, **kwargs: Any) -> SyncTipsClient:
         lt = _LoopThread()
         try:
             kwargs.setdefault("connect_timeout", timeout)
@@ -212,6 +214,7 @@ class SyncTipsClient:
             raise AttributeError(name)
         attr = getattr(self._client, name)
         if inspect.iscoroutinefunction(attr):
+
             def call(*args: Any, **kwargs: Any) -> Any:
                 return self._run(attr(*args, **kwargs))
 
@@ -225,7 +228,9 @@ class SyncTipsClient:
 
     # Methods that return subscriptions or take callbacks need wrapping.
 
-    def observe(self, ids: str | Iterable[str] | None = None, groups: str | Iterable[str] | None = None) -> SyncSubscription:
+    def observe(
+        self, ids: str | Iterable[str] | None = None, groups: str | Iterable[str] | None = None
+    ) -> SyncSubscription:
         async def go() -> Subscription:
             return await self._client.observe(ids, groups)
 
@@ -237,7 +242,17 @@ class SyncTipsClient:
 
         return SyncSubscription(self, self._run(go()))
 
-    def on_action(self, callback: Callable[[ActionPerformed], Any], tip_ids: str | Iterable[str] | None = None) -> Callable[[], bool]:
+    def analytics(self, after: int | None = None) -> SyncSubscription:
+        """The lifecycle stream (see :meth:`TipsClient.analytics`): ``sub.next()`` is an ``AnalyticsEvent``."""
+
+        async def go() -> Subscription:
+            return await self._client.analytics(after)
+
+        return SyncSubscription(self, self._run(go()))
+
+    def on_action(
+        self, callback: Callable[[ActionPerformed], Any], tip_ids: str | Iterable[str] | None = None
+    ) -> Callable[[], bool]:
         """``callback`` runs on the client's loop thread. Returns an
         ``unsubscribe()`` function that blocks until the daemon confirms."""
         unsubscribe = self._run(self._client.on_action(callback, tip_ids))
@@ -278,7 +293,7 @@ class SyncTipsClient:
         finally:
             self._lt.stop()
 
-    def __enter__(self) -> "SyncTipsClient":
+    def __enter__(self) -> SyncTipsClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -1,16 +1,19 @@
-"""Framing and byte transports (Unix socket, child process over stdio).
+"""Framing and byte transports (Unix socket, child process over stdio; the
+WebSocket transport is in ``websocket.py``).
 
 A transport moves whole JSON-RPC messages (as ``bytes``) in both directions;
 the framing decides how they are delimited on the wire:
 
 * ``"newline"`` — one JSON text per line (protocol/README.md);
-* ``"content-length"`` — LSP style ``Content-Length: N\\r\\n\\r\\n`` + N bytes.
+* ``"content-length"`` — LSP style ``Content-Length: N\\r\\n\\r\\n`` + N bytes;
+* ``"websocket"`` — one message per WebSocket frame.
 
 Traffic tap (a debugging aid): when the environment variable
 ``TIPSD_TRAFFIC_LOG`` names a file when a connection is opened, every message
 that connection sends or receives is appended to that file as one JSON line
 ``{"conn": ..., "peer": {...}, "dir": "out"|"in", "t": ..., "msg": ...}``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +23,8 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .errors import TipsdConnectionError, TipsdProtocolError
 
@@ -144,7 +148,7 @@ class TrafficTap:
         self.test = os.environ.get("PYTEST_CURRENT_TEST")
 
     @classmethod
-    def from_env(cls, peer: dict[str, Any]) -> "TrafficTap | None":
+    def from_env(cls, peer: dict[str, Any]) -> TrafficTap | None:
         path = os.environ.get(TRAFFIC_LOG_ENV)
         return cls(path, peer) if path else None
 
@@ -175,10 +179,10 @@ def make_framer(framing: str) -> Framer:
 class Transport:
     """A bidirectional message pipe. Subclasses open the streams."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter | asyncio.StreamWriter, framing: str) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, framing: str | Framer) -> None:
         self.reader = reader
         self.writer = writer
-        self.framer = make_framer(framing)
+        self.framer = framing if isinstance(framing, Framer) else make_framer(framing)
         self._drain_lock = asyncio.Lock()
         self._closed = False
         self._tap: TrafficTap | None = None
@@ -246,7 +250,7 @@ class SocketTransport(Transport):
         return {"kind": "socket", "path": self.path, "framing": self.framing}
 
     @classmethod
-    async def open(cls, path: str | os.PathLike[str], framing: str = "newline") -> "SocketTransport":
+    async def open(cls, path: str | os.PathLike[str], framing: str = "newline") -> SocketTransport:
         path = os.fspath(path)
         try:
             reader, writer = await asyncio.open_unix_connection(path, limit=STREAM_LIMIT)
@@ -280,7 +284,7 @@ class StdioTransport(Transport):
         stderr: int | None = None,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
-    ) -> "StdioTransport":
+    ) -> StdioTransport:
         if isinstance(command, (str, bytes)):
             raise TypeError("stdio_command must be a list of arguments, e.g. ['tipsd', 'serve', '--stdio']")
         try:
@@ -306,7 +310,7 @@ class StdioTransport(Transport):
         await super().close()
         try:
             await asyncio.wait_for(self.process.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 try:
                     self.process.send_signal(sig)
@@ -315,7 +319,7 @@ class StdioTransport(Transport):
                 try:
                     await asyncio.wait_for(self.process.wait(), 2.0)
                     break
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     continue
 
     def describe(self) -> str:

@@ -1,0 +1,295 @@
+"""Typed calls: one method per request of the protocol, returning its result
+with the shapes of ``models.py`` (subscriptions are in ``subscription.py``)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from . import __version__
+from .connection import Connection, _ids
+from .errors import TipsdError
+from .methods import PROTOCOL_VERSION
+from .models import (
+    AnalyticsReadResult,
+    CatalogReloadResult,
+    ClockNow,
+    ConfigureResult,
+    EventConfigureResult,
+    Explanation,
+    GroupRegisterResult,
+    InitializeResult,
+    InspectState,
+    MetricsResult,
+    ParameterValue,
+    SyncStatus,
+    TipDefinition,
+    TipState,
+)
+
+
+def _timestamp(value: float | int | _dt.datetime) -> float | int:
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.UTC)
+        ts = value.timestamp()
+        return int(ts) if ts == int(ts) else ts
+    return value
+
+
+class Calls(Connection):
+    """The protocol's requests as methods (``initialize`` is sent by ``connect``)."""
+
+    # -------------------------------------------------------------- lifecycle
+
+    async def initialize(
+        self,
+        *,
+        client_name: str = "tipsd-python",
+        client_version: str | None = __version__,
+        locale: str | None = None,
+        protocol_version: str = PROTOCOL_VERSION,
+    ) -> InitializeResult:
+        """``initialize`` (done for you by :meth:`connect`)."""
+        info: dict[str, Any] = {"name": client_name}
+        if client_version is not None:
+            info["version"] = client_version
+        params: dict[str, Any] = {"protocolVersion": protocol_version, "clientInfo": info}
+        if locale is not None:
+            params["locale"] = locale
+        result = await self.request("initialize", params)
+        self.initialize_result = result if isinstance(result, dict) else {}
+        self.server_info = self.initialize_result.get("serverInfo") or {}
+        self.capabilities = self.initialize_result.get("capabilities") or {}
+        self.protocol_version = self.initialize_result.get("protocolVersion")
+        return self.initialize_result
+
+    def supports(self, method: str) -> bool:
+        """Whether the daemon lists ``method`` in ``capabilities.methods``."""
+        return method in (self.capabilities.get("methods") or [])
+
+    async def shutdown(self) -> None:
+        """``shutdown``: afterwards only ``exit`` is accepted."""
+        await self.request("shutdown")
+        self._shutdown_sent = True
+
+    async def exit(self) -> None:
+        """The ``exit`` notification (a socket connection closes; a stdio
+        daemon exits)."""
+        await self.notify("exit")
+
+    async def discover(self) -> dict[str, Any]:
+        """``rpc.discover``: the OpenRPC document."""
+        return await self.request("rpc.discover")
+
+    async def cancel_request(self, request_id: Any) -> None:
+        await self.notify("$/cancelRequest", {"id": request_id})
+
+    # ------------------------------------------------------------------- tips
+
+    async def configure(self, display_frequency: str = "immediate", **extra: Any) -> ConfigureResult:
+        """``tips/configure`` (like ``Tips.configure([.displayFrequency(...)])``)."""
+        return await self.request("tips/configure", {"displayFrequency": str(display_frequency), **extra})
+
+    async def register(self, tips: TipDefinition | Sequence[TipDefinition]) -> list[TipState]:
+        """``tips/register``: returns each tip's state."""
+        if isinstance(tips, Mapping):
+            tips = [tips]
+        result = await self.request("tips/register", {"tips": list(tips)})
+        return result.get("tips", []) if isinstance(result, dict) else result
+
+    async def unregister(self, ids: str | Iterable[str]) -> list[str]:
+        """``tips/unregister``: returns the ids that were registered."""
+        result = await self.request("tips/unregister", {"ids": _ids(ids)})
+        return result.get("ids", []) if isinstance(result, dict) else result
+
+    async def register_group(self, id: str, tips: Iterable[str], priority: str = "ordered") -> GroupRegisterResult:
+        """``groups/register``: returns ``{id, currentTip}``."""
+        return await self.request("groups/register", {"id": id, "priority": str(priority), "tips": list(tips)})
+
+    async def unregister_group(self, id: str) -> None:
+        await self.request("groups/unregister", {"id": id})
+
+    async def define_parameters(self, parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> list[str]:
+        """``parameters/define``. Either ``[{"id", "default", "transient"?}]`` or
+        a ``{id: default}`` mapping."""
+        if isinstance(parameters, Mapping):
+            if "id" in parameters and "default" in parameters:
+                params_list = [dict(parameters)]
+            else:
+                params_list = [{"id": k, "default": v} for k, v in parameters.items()]
+        else:
+            params_list = [dict(p) for p in parameters]
+        result = await self.request("parameters/define", {"parameters": params_list})
+        return result.get("ids", []) if isinstance(result, dict) else result
+
+    async def define_parameter(self, id: str, default: Any, *, transient: bool | None = None) -> list[str]:
+        p: dict[str, Any] = {"id": id, "default": default}
+        if transient is not None:
+            p["transient"] = transient
+        return await self.define_parameters([p])
+
+    async def set_parameter(self, id: str, value: Any) -> ParameterValue:
+        """``parameters/set``: returns ``{id, value}``."""
+        return await self.request("parameters/set", {"id": id, "value": value})
+
+    async def donate(self, id: str, info: Mapping[str, Any] | None = None) -> int:
+        """``events/donate``: returns the stored donation count of that event."""
+        params: dict[str, Any] = {"id": id}
+        if info is not None:
+            params["info"] = dict(info)
+        result = await self.request("events/donate", params)
+        return result.get("count") if isinstance(result, dict) else result
+
+    async def configure_event(self, id: str, max_donations: int) -> EventConfigureResult:
+        """``events/configure``: cap the stored donations of an event."""
+        return await self.request("events/configure", {"id": id, "maxDonations": max_donations})
+
+    async def invalidate(self, id: str, reason: str = "tipClosed") -> TipState:
+        """``tips/invalidate`` (seed 000's close handler)."""
+        return await self.request("tips/invalidate", {"id": id, "reason": str(reason)})
+
+    async def reset_eligibility(self, id: str) -> TipState:
+        return await self.request("tips/resetEligibility", {"id": id})
+
+    async def displayed(self, id: str, duration: float | None = None) -> TipState:
+        """``tips/displayed``: record that the tip was shown (for ``duration`` s)."""
+        params: dict[str, Any] = {"id": id}
+        if duration is not None:
+            params["duration"] = duration
+        return await self.request("tips/displayed", params)
+
+    async def status(self, ids: str | Iterable[str] | None = None) -> list[TipState]:
+        """``tips/status``: the state of the given tips (all when ``ids`` is None)."""
+        params = {} if ids is None else {"ids": _ids(ids)}
+        result = await self.request("tips/status", params)
+        return result.get("tips", []) if isinstance(result, dict) else result
+
+    async def state(self, id: str) -> TipState:
+        """The state of one tip (``tips/status`` with one id)."""
+        tips = await self.status([id])
+        for t in tips:
+            if t.get("id") == id:
+                return t
+        raise TipsdError(-32001, f"unknown tip {id!r}", method="tips/status")
+
+    async def should_display(self, id: str) -> bool:
+        return bool((await self.state(id)).get("shouldDisplay"))
+
+    async def explain(self, id: str) -> Explanation:
+        """``tips/explain``: why a tip is (not) showing."""
+        return await self.request("tips/explain", {"id": id})
+
+    async def perform_action(self, id: str, action_id: str, invalidate: bool | None = None) -> TipState:
+        """``tips/performAction``: as if the user tapped the action button;
+        action subscribers get ``tips/actionPerformed``. ``invalidate`` defaults to the action's definition
+        (true unless it says ``"invalidate": false``)."""
+        params: dict[str, Any] = {"id": id, "actionId": action_id}
+        if invalidate is not None:
+            params["invalidate"] = invalidate
+        return await self.request("tips/performAction", params)
+
+    async def instantiate(self, template: str, values: dict[str, Any]) -> TipState:
+        """``tips/instantiate``: make and register a content tip from a catalog template (same values, same id)."""
+        return await self.request("tips/instantiate", {"template": template, "values": values})
+
+    async def reload_catalog(self) -> CatalogReloadResult:
+        """``catalog/reload``: reload the daemon's catalog file and apply what changed."""
+        return await self.request("catalog/reload", None)
+
+    async def set_variant(self, id: str, variant: str | None) -> TipState:
+        """``tips/setVariant``: force the A/B variant a tip shows (``None``: back to the install id's pick)."""
+        return await self.request("tips/setVariant", {"id": id, "variant": variant})
+
+    # ---------------------------------------------------------------- testing
+
+    async def show_all_tips(self) -> None:
+        """``testing/showAllTips`` (``Tips.showAllTipsForTesting()``)."""
+        await self.request("testing/showAllTips")
+
+    async def hide_all_tips(self) -> None:
+        await self.request("testing/hideAllTips")
+
+    async def show_tips(self, ids: str | Iterable[str]) -> None:
+        await self.request("testing/showTips", {"ids": _ids(ids)})
+
+    async def hide_tips(self, ids: str | Iterable[str]) -> None:
+        await self.request("testing/hideTips", {"ids": _ids(ids)})
+
+    async def clear_testing(self) -> None:
+        """``testing/clear``: undo show/hide overrides."""
+        await self.request("testing/clear")
+
+    async def reset_datastore(self) -> None:
+        """``datastore/reset`` (``Tips.resetDatastore()``)."""
+        await self.request("datastore/reset")
+
+    # ----------------------------------------------- measuring and inspecting
+
+    async def metrics(
+        self,
+        since: float | _dt.datetime | None = None,
+        until: float | _dt.datetime | None = None,
+        tips: str | Iterable[str] | None = None,
+    ) -> MetricsResult:
+        """``metrics/get``: seed 000's metrics per tip and variant (goal rate,
+        time to goal, close rate, goal per day before → after), with their
+        sample sizes; every tip and all the kept history by default."""
+        params: dict[str, Any] = {}
+        if since is not None:
+            params["since"] = _timestamp(since)
+        if until is not None:
+            params["until"] = _timestamp(until)
+        if tips is not None:
+            params["tips"] = _ids(tips)
+        return await self.request("metrics/get", params)
+
+    async def inspect_state(self, watch: bool = False) -> InspectState:
+        """``inspect/state``: every tip with its explanation, events,
+        parameters, groups, overrides and the history's cursors. With
+        ``watch=True`` one ``inspect/changed`` notification (an
+        :class:`~tipsd_client.models.InspectChanged`, to ``on_notification``
+        listeners) follows the next change; call again to re-arm it."""
+        return await self.request("inspect/state", {"watch": True} if watch else {})
+
+    async def analytics_read(self, after: int | None = None, limit: int | None = None) -> AnalyticsReadResult:
+        """``analytics/read``: committed lifecycle events after cursor
+        ``after`` (default 0), at most ``limit`` (1…1000, default 100); pass
+        the result's ``next`` as ``after`` next time. ``analytics()`` streams
+        them instead."""
+        params: dict[str, Any] = {}
+        if after is not None:
+            params["after"] = after
+        if limit is not None:
+            params["limit"] = limit
+        return await self.request("analytics/read", params)
+
+    # ------------------------------------------------------------------ sync
+
+    async def sync_status(self) -> SyncStatus:
+        """``sync/status``: sync across devices — ``{enabled, state, outbox, lagSeconds, lastPushAt, …}``."""
+        return await self.request("sync/status")
+
+    # ------------------------------------------------------------------ clock
+
+    async def clock(self) -> ClockNow:
+        """``clock/now``: ``{now, virtual}``."""
+        return await self.request("clock/now")
+
+    async def now(self) -> float:
+        """The daemon's current time, in seconds since the Unix epoch."""
+        result = await self.clock()
+        return result.get("now") if isinstance(result, dict) else result
+
+    async def advance_clock(self, seconds: float | _dt.timedelta) -> float:
+        """``clock/advance`` (virtual clock only): returns the new now."""
+        if isinstance(seconds, _dt.timedelta):
+            seconds = seconds.total_seconds()
+        result = await self.request("clock/advance", {"seconds": seconds})
+        return result.get("now") if isinstance(result, dict) else result
+
+    async def set_clock(self, now: float | int | _dt.datetime) -> float:
+        """``clock/set`` (virtual clock only): seconds since the epoch or a datetime."""
+        result = await self.request("clock/set", {"now": _timestamp(now)})
+        return result.get("now") if isinstance(result, dict) else result

@@ -1,0 +1,1 @@
+export declare const router: { push(href: string): void };
