@@ -6,6 +6,7 @@ PostgreSQL refuses to run as root, and CI runs as root: then every PostgreSQL pr
 which may be a checkout in a directory only root can enter. A program's result is its standard output alone; its
 standard error is kept apart and shown when it fails.
 """
+
 from __future__ import annotations
 
 import os
@@ -83,18 +84,26 @@ class Server:
 
     # -- lifecycle
 
-    def init(self) -> "Server":
-        self.run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale",
-                 "--no-sync")
+    def init(self) -> Server:
+        self.run(
+            "initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale", "--no-sync"
+        )
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write("\nwal_level = replica\nmax_wal_senders = 10\nhot_standby = on\n")
         return self
 
-    def start(self, *settings: str) -> "Server":
-        options = [f"-p {self.port}", f"-k {self.root}", "-c listen_addresses=127.0.0.1", "-c max_connections=200",
-                   f"-c cluster_name={self.name}", *settings]
-        self.run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "120", "-o", " ".join(options),
-                 "start")
+    def start(self, *settings: str) -> Server:
+        options = [
+            f"-p {self.port}",
+            f"-k {self.root}",
+            "-c listen_addresses=127.0.0.1",
+            "-c max_connections=200",
+            f"-c cluster_name={self.name}",
+            *settings,
+        ]
+        self.run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "120", "-o", " ".join(options), "start"
+        )
         self.running = True
         return self
 
@@ -110,11 +119,23 @@ class Server:
     def promote(self) -> None:
         self.run("pg_ctl", "-D", str(self.data), "-w", "-t", "120", "promote")
 
-    def standby(self, name: str, port: int | None = None) -> "Server":
+    def standby(self, name: str, port: int | None = None) -> Server:
         """A streaming standby of this server (pg_basebackup -R), not yet started."""
         standby = Server(self.root, name, port, bin_dir=self.bin)
-        self.run("pg_basebackup", "-D", str(standby.data), "-R", "-h", "127.0.0.1", "-p", str(self.port),
-                 "-U", "postgres", "-X", "stream")
+        self.run(
+            "pg_basebackup",
+            "-D",
+            str(standby.data),
+            "-R",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            "-X",
+            "stream",
+        )
         return standby
 
     # -- talking to it
@@ -125,8 +146,25 @@ class Server:
 
     def query(self, sql: str) -> str:
         """Runs SQL with psql; its unaligned, tuples-only output (standard output only)."""
-        return self.run("psql", "-X", "-q", "-A", "-t", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
-                        "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", sql)
+        return self.run(
+            "psql",
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        )
 
 
 class Cluster:

@@ -1,6 +1,7 @@
 """An app's sign-in tokens, the way an identity provider makes them: keys made with ``cryptography``, a JWKS file in the
 format Firebase Auth, Auth0 and Supabase publish, and JWTs minted by PyJWT — never by tipsd's own code.
 """
+
 from __future__ import annotations
 
 import base64
@@ -37,20 +38,45 @@ class Issuer:
         rsa_numbers = self.rsa.public_key().public_numbers()
         ec_numbers = self.ec.public_key().public_numbers()
         keys = [
-            {"kty": "RSA", "kid": "rsa-1", "use": "sig", "alg": "RS256", "n": _b64(rsa_numbers.n),
-             "e": _b64(rsa_numbers.e)},
-            {"kty": "EC", "kid": "ec-1", "use": "sig", "alg": "ES256", "crv": "P-256", "x": _b64(ec_numbers.x, 32),
-             "y": _b64(ec_numbers.y, 32)},
+            {
+                "kty": "RSA",
+                "kid": "rsa-1",
+                "use": "sig",
+                "alg": "RS256",
+                "n": _b64(rsa_numbers.n),
+                "e": _b64(rsa_numbers.e),
+            },
+            {
+                "kty": "EC",
+                "kid": "ec-1",
+                "use": "sig",
+                "alg": "ES256",
+                "crv": "P-256",
+                "x": _b64(ec_numbers.x, 32),
+                "y": _b64(ec_numbers.y, 32),
+            },
         ] + (extra or [])
         self.jwks_path.write_text(json.dumps({"keys": keys}))
 
     def rsa_public_pem(self) -> bytes:
-        return self.rsa.public_key().public_bytes(serialization.Encoding.PEM,
-                                                  serialization.PublicFormat.SubjectPublicKeyInfo)
+        return self.rsa.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
 
-    def token(self, sub: str | None, *, alg: str = "RS256", lifetime: float = 3600, now: float | None = None,
-              audience: str | None = AUDIENCE, issuer: str | None = ISSUER, nbf: float | None = None,
-              key=None, kid: str | None = None, claims: dict | None = None) -> str:
+    def token(
+        self,
+        sub: str | None,
+        *,
+        alg: str = "RS256",
+        lifetime: float = 3600,
+        now: float | None = None,
+        audience: str | None = AUDIENCE,
+        issuer: str | None = ISSUER,
+        nbf: float | None = None,
+        key=None,
+        kid: str | None = None,
+        claims: dict | None = None,
+    ) -> str:
         now = time.time() if now is None else now
         payload: dict = {"iat": int(now), "exp": int(now + lifetime)}
         if sub is not None:

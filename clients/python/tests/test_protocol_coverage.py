@@ -8,10 +8,13 @@ import os
 import pathlib
 import re
 
+import pytest
+
 import tipsd_client
 from conftest import TIMEOUT, run
 from tipdefs import FILTER_TIP
 from tipsd_client import PROTOCOL_VERSION, TipsClient, TipsdDaemon
+from tipsd_client.errors import ForbiddenError
 
 OPENRPC = pathlib.Path(
     os.environ.get("TIPSD_OPENRPC") or pathlib.Path(__file__).resolve().parents[3] / "protocol" / "openrpc.json"
@@ -51,6 +54,13 @@ async def _analytics(c, s):
     return first
 
 
+async def _hosted_only(call):
+    """A hosted-only call on a daemon that is not hosted: refused with -32014; returns the error."""
+    with pytest.raises(ForbiddenError) as refused:
+        await call
+    return refused.value
+
+
 # One call per method of the document, through the client's public API; `s` carries what earlier calls leave for
 # later ones. Unsubscribing is closing the subscription; `initialize` is connect's (called here by hand).
 WRAPPERS = {
@@ -81,6 +91,16 @@ WRAPPERS = {
     "actions/unsubscribe": lambda c, s: s["actions"].close(),
     "tips/setVariant": lambda c, s: c.set_variant("filter.tip", "friendly"),
     "sync/status": lambda c, s: c.sync_status(),
+    # Hosted mode's methods: a daemon serving one user's state answers them with -32014 (forbidden).
+    "auth/refresh": lambda c, s: _hosted_only(c.auth_refresh("token")),
+    "accounts/list": lambda c, s: _hosted_only(c.accounts_list(limit=10)),
+    "accounts/export": lambda c, s: _hosted_only(c.accounts_export("alice")),
+    "accounts/import": lambda c, s: _hosted_only(
+        c.accounts_import(
+            "bob", {"account": "alice", "exportedAt": 0, "state": {"version": 1, "cursor": 0}, "history": []}
+        )
+    ),
+    "accounts/delete": lambda c, s: _hosted_only(c.accounts_delete("alice")),
     "analytics/subscribe": _analytics,
     "analytics/unsubscribe": lambda c, s: s["analytics"].close(),
     "analytics/read": lambda c, s: c.analytics_read(after=0, limit=10),

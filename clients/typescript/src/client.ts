@@ -41,6 +41,12 @@ import {
   ResultOf,
   StatusResult,
   SyncStatusResult,
+  SignIn,
+  AccountsListParams,
+  AccountPage,
+  AccountExport,
+  AccountsImportResult,
+  AccountsDeleteResult,
   TipDefinition,
   TipState,
   CatalogReloadResult,
@@ -298,6 +304,31 @@ export class TipsClient<S extends boolean = false> {
   /** `sync/status`: sync across devices — connection state, outbox, lag, last push and pull. */
   syncStatus(): Promise<Outcome<S, SyncStatusResult>> {
     return this.request("sync/status", undefined);
+  }
+
+  /** `auth/refresh` (hosted mode): replaces the session's token with a newer one for the same account. */
+  authRefresh(token: string): Promise<Outcome<S, SignIn>> {
+    return this.request("auth/refresh", { token });
+  }
+
+  /** `accounts/list` (hosted mode, admin): the accounts PostgreSQL holds, a page at a time. */
+  accountsList(params: AccountsListParams = {}): Promise<Outcome<S, AccountPage>> {
+    return this.request("accounts/list", params);
+  }
+
+  /** `accounts/export` (hosted mode, admin): everything tipsd holds about one account. */
+  accountsExport(account: string): Promise<Outcome<S, AccountExport>> {
+    return this.request("accounts/export", { account });
+  }
+
+  /** `accounts/import` (hosted mode, admin): makes an account from an `accounts/export` result. */
+  accountsImport(account: string, exported: AccountExport): Promise<Outcome<S, AccountsImportResult>> {
+    return this.request("accounts/import", { account, export: exported });
+  }
+
+  /** `accounts/delete` (hosted mode, admin): erases an account everywhere and closes its sessions. */
+  accountsDelete(account: string): Promise<Outcome<S, AccountsDeleteResult>> {
+    return this.request("accounts/delete", { account });
   }
 
   /** `metrics/get`: seed 000's metrics per tip and variant, with their sample sizes (all tips and all history by default). */

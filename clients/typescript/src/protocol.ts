@@ -182,6 +182,8 @@ export interface InitializeParams {
   locale?: string;
   /** The app install's id; A/B variants are assigned from a stable hash of it. */
   installId?: string;
+  /** Hosted mode: signs the session in with the app's JWT (or the admin token). */
+  auth?: { token: string };
 }
 
 export interface Capabilities {
@@ -197,6 +199,17 @@ export interface InitializeResult {
   protocolVersion: string;
   serverInfo: { name: string; version: string };
   capabilities: Capabilities;
+  /** Hosted mode: who the session is signed in as. */
+  auth?: SignIn;
+}
+
+/** Who a hosted session is signed in as (`initialize`'s `auth`, `auth/refresh`). */
+export interface SignIn {
+  /** The account: the token's `sub`; null for the admin token. */
+  account: string | null;
+  admin: boolean;
+  /** When the token expires (seconds since the epoch); the session ends then unless refreshed. */
+  expiresAt: number | null;
 }
 
 // ─── Params and results ─────────────────────────────────────────────────────────────────────────────────────
@@ -401,6 +414,33 @@ export interface ClockSetParams {
 }
 export interface ClockResult {
   now: number;
+}
+
+/** `accounts/list` (hosted mode, admin). */
+export interface AccountsListParams {
+  after?: string | null;
+  limit?: number | null;
+}
+export interface AccountPage {
+  accounts: { account: string; operations: number; resident: boolean }[];
+  /** Pass as `after` for the next page; null on the last. */
+  next: string | null;
+}
+/** `accounts/export` (hosted mode, admin): everything tipsd holds about one account. */
+export interface AccountExport {
+  account: string;
+  exportedAt: number;
+  /** The account's merged state (a snapshot). */
+  state: JSONObject;
+  history: AnalyticsEvent[];
+}
+export interface AccountsImportResult {
+  account: string;
+  history: number;
+}
+export interface AccountsDeleteResult {
+  account: string;
+  closedSessions: number;
 }
 
 /** `sync/status` (sync across devices, `tipsd serve --sync`). */
@@ -624,6 +664,11 @@ export interface MethodMap {
   "metrics/get": { params: MetricsGetParams; result: MetricsResult };
   "inspect/state": { params: InspectStateParams; result: InspectStateResult };
   "sync/status": { params: void; result: SyncStatusResult };
+  "auth/refresh": { params: { token: string }; result: SignIn };
+  "accounts/list": { params: AccountsListParams; result: AccountPage };
+  "accounts/export": { params: { account: string }; result: AccountExport };
+  "accounts/import": { params: { account: string; export: AccountExport }; result: AccountsImportResult };
+  "accounts/delete": { params: { account: string }; result: AccountsDeleteResult };
   "testing/showAllTips": { params: void; result: null };
   "testing/hideAllTips": { params: void; result: null };
   "testing/clear": { params: void; result: null };
@@ -668,6 +713,14 @@ export const ErrorCode = {
   TestingDisabled: -32011,
   /** A synced change refused while the sync outbox is full (`--sync-outbox-limit`). */
   SyncOutboxFull: -32012,
+  /** Hosted mode: no valid sign-in (`data.reason`); also sent, with id null, when a session's token expires. */
+  Unauthorized: -32013,
+  /** Hosted mode: signed in, but not allowed (an admin method, a definition method). */
+  Forbidden: -32014,
+  /** Hosted mode: the account's quota is used up (`data.quota`, `data.retryAfter`). */
+  QuotaExceeded: -32015,
+  /** Hosted mode: PostgreSQL did not commit the change; retry after `data.retryAfter` seconds. */
+  Unavailable: -32016,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

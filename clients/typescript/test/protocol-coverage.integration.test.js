@@ -28,6 +28,17 @@ test("PROTOCOL_VERSION, the one place the client states its protocol version, is
 const TEMPLATE = { id: "trail.new.{trailId}", title: "{trailName} is now available" };
 const VARIANTS = { control: { title: "You can narrow this down" }, friendly: { title: "Find what you want faster" } };
 
+/** Awaits a hosted-only call on a daemon that is not hosted: it must be refused with -32014; returns the error. */
+async function hostedOnly(promise) {
+  try {
+    await promise;
+  } catch (error) {
+    assert.equal(error.code, -32014, `${error.message}`);
+    return error;
+  }
+  assert.fail("a hosted-only method succeeded on a daemon that is not hosted");
+}
+
 /**
  * One call per method of the document, through the client's public API. `c` is the client, `s` what earlier
  * calls left for later ones. Unsubscribing is done by the functions `observe`, `onAction` and `onAnalyticsEvent`
@@ -72,6 +83,13 @@ const WRAPPERS = {
   "actions/unsubscribe": async (c, s) => s.offAction(),
   "tips/setVariant": (c) => c.setVariant("filter.tip", "friendly"),
   "sync/status": (c) => c.syncStatus(),
+  // Hosted mode's methods: a daemon serving one user's state answers them with -32014 (forbidden).
+  "auth/refresh": (c) => hostedOnly(c.authRefresh("token")),
+  "accounts/list": (c) => hostedOnly(c.accountsList({ limit: 10 })),
+  "accounts/export": (c) => hostedOnly(c.accountsExport("alice")),
+  "accounts/import": (c) => hostedOnly(
+    c.accountsImport("bob", { account: "alice", exportedAt: 0, state: { version: 1, cursor: 0 }, history: [] })),
+  "accounts/delete": (c) => hostedOnly(c.accountsDelete("alice")),
   "analytics/subscribe": async (c, s) => {
     const events = [];
     s.offAnalytics = c.onAnalyticsEvent((event) => events.push(event), { after: 0 });

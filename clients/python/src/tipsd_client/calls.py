@@ -12,6 +12,8 @@ from .connection import Connection, _ids
 from .errors import TipsdError
 from .methods import PROTOCOL_VERSION
 from .models import (
+    AccountExport,
+    AccountPage,
     AnalyticsReadResult,
     CatalogReloadResult,
     ClockNow,
@@ -23,6 +25,7 @@ from .models import (
     InspectState,
     MetricsResult,
     ParameterValue,
+    SignIn,
     SyncStatus,
     TipDefinition,
     TipState,
@@ -270,6 +273,33 @@ class Calls(Connection):
     async def sync_status(self) -> SyncStatus:
         """``sync/status``: sync across devices — ``{enabled, state, outbox, lagSeconds, lastPushAt, …}``."""
         return await self.request("sync/status")
+
+    # ------------------------------------------------------------------ hosted mode
+
+    async def auth_refresh(self, token: str) -> SignIn:
+        """``auth/refresh`` (hosted mode): replaces the session's token with a newer one for the same account."""
+        return await self.request("auth/refresh", {"token": token})
+
+    async def accounts_list(self, after: str | None = None, limit: int | None = None) -> AccountPage:
+        """``accounts/list`` (hosted mode, admin): the accounts PostgreSQL holds, a page at a time."""
+        params: dict[str, Any] = {}
+        if after is not None:
+            params["after"] = after
+        if limit is not None:
+            params["limit"] = limit
+        return await self.request("accounts/list", params)
+
+    async def accounts_export(self, account: str) -> AccountExport:
+        """``accounts/export`` (hosted mode, admin): everything tipsd holds about one account."""
+        return await self.request("accounts/export", {"account": account})
+
+    async def accounts_import(self, account: str, export: Mapping[str, Any]) -> dict[str, Any]:
+        """``accounts/import`` (hosted mode, admin): makes ``account`` from an ``accounts/export`` result."""
+        return await self.request("accounts/import", {"account": account, "export": dict(export)})
+
+    async def accounts_delete(self, account: str) -> dict[str, Any]:
+        """``accounts/delete`` (hosted mode, admin): erases an account everywhere and closes its sessions."""
+        return await self.request("accounts/delete", {"account": account})
 
     # ------------------------------------------------------------------ clock
 

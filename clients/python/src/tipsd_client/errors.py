@@ -31,6 +31,10 @@ class ErrorCode(IntEnum):
     TOO_MANY_CONNECTIONS = -32010
     TESTING_DISABLED = -32011
     SYNC_OUTBOX_FULL = -32012
+    UNAUTHORIZED = -32013
+    FORBIDDEN = -32014
+    QUOTA_EXCEEDED = -32015
+    UNAVAILABLE = -32016
 
 
 class TipsdError(Exception):
@@ -136,6 +140,22 @@ class SyncOutboxFullError(TipsdError):
     """A synced change refused while the sync outbox is full (``--sync-outbox-limit``)."""
 
 
+class UnauthorizedError(TipsdError):
+    """Hosted mode: no valid sign-in (``data["reason"]``); also sent when a session's token expires."""
+
+
+class ForbiddenError(TipsdError):
+    """Hosted mode: signed in, but not allowed (an admin method, a definition method)."""
+
+
+class QuotaExceededError(TipsdError):
+    """Hosted mode: the account's quota is used up (``data["quota"]``, ``data["retryAfter"]``)."""
+
+
+class UnavailableError(TipsdError):
+    """Hosted mode: PostgreSQL did not commit the change; retry after ``data["retryAfter"]`` seconds."""
+
+
 _BY_CODE: dict[int, type[TipsdError]] = {
     ErrorCode.PARSE_ERROR: ParseError,
     ErrorCode.INVALID_REQUEST: InvalidRequestError,
@@ -153,6 +173,10 @@ _BY_CODE: dict[int, type[TipsdError]] = {
     ErrorCode.INVALID_RULE: InvalidRuleError,
     ErrorCode.TOO_MANY_CONNECTIONS: TooManyConnectionsError,
     ErrorCode.SYNC_OUTBOX_FULL: SyncOutboxFullError,
+    ErrorCode.UNAUTHORIZED: UnauthorizedError,
+    ErrorCode.FORBIDDEN: ForbiddenError,
+    ErrorCode.QUOTA_EXCEEDED: QuotaExceededError,
+    ErrorCode.UNAVAILABLE: UnavailableError,
 }
 
 

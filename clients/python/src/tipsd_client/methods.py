@@ -14,11 +14,16 @@ is added here too. ``TipsClient.request`` accepts any method name; this list is 
 PROTOCOL_VERSION = "1.2"
 
 METHODS = (
+    "accounts/delete",
+    "accounts/export",
+    "accounts/import",
+    "accounts/list",
     "actions/subscribe",
     "actions/unsubscribe",
     "analytics/read",
     "analytics/subscribe",
     "analytics/unsubscribe",
+    "auth/refresh",
     "catalog/reload",
     "clock/advance",
     "clock/now",

@@ -149,6 +149,30 @@ class SyncStatus(TypedDict):
     lastError: str | None
 
 
+class SignIn(TypedDict):
+    """Who a hosted session is signed in as (``initialize``'s ``auth``, ``auth/refresh``)."""
+
+    account: str | None
+    admin: bool
+    expiresAt: float | None
+
+
+class AccountPage(TypedDict):
+    """``accounts/list`` (hosted mode, admin)."""
+
+    accounts: list[dict[str, Any]]
+    next: str | None
+
+
+class AccountExport(TypedDict):
+    """``accounts/export`` (hosted mode, admin): everything tipsd holds about one account."""
+
+    account: str
+    exportedAt: float
+    state: dict[str, Any]
+    history: list[dict[str, Any]]
+
+
 class ClockNow(TypedDict):
     now: float
     virtual: bool
