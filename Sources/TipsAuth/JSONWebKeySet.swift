@@ -207,7 +207,7 @@ private struct KeyReader {
     let alg = try string(object, "alg")
     var pinned: JWTAlgorithm?
     if let alg {
-      guard let known = JWTAlgorithm(rawValue: alg), known.family != .hmac else {
+      guard let known = JWTAlgorithm(rawValue: alg) else {
         return .skipped("alg \(quoted(alg)) is not supported (RS256, RS384, RS512, ES256, ES384, ES512 are)")
       }
       pinned = known

@@ -87,6 +87,7 @@ enum PyJWT {
 }
 
 /// Writes `bytes` to a file in a fresh directory, runs `body` with its path, and removes both.
+@discardableResult
 func withTemporaryFile<T>(_ bytes: [UInt8], name: String = "file", _ body: (String) throws -> T) throws -> T {
   let directory = temporaryDirectory()
   defer { try? FileManager.default.removeItem(atPath: directory) }
