@@ -131,7 +131,7 @@ let package = Package(
     .target(
       name: "TipsAuth", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "COpenSSL"], swiftSettings: swiftSettings),
     .testTarget(
-      name: "TipsAuthTests", dependencies: ["TipsAuth", "TipsJSON", "TipsSystem", "TipsTestSupport"],
+      name: "TipsAuthTests", dependencies: ["TipsAuth", "TipsJSON", "TipsSystem", "TipsTestSupport", "COpenSSL"],
       exclude: ["Fixtures"], swiftSettings: swiftSettings),
 
     // MARK: TipsServer — wires engine, store, sync, protocol, framing and transport

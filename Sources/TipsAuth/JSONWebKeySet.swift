@@ -62,7 +62,8 @@ public struct SkippedKey: Sendable, Hashable, CustomStringConvertible {
 /// ]}
 /// ```
 ///
-/// - RSA keys (`n`, `e`; 2048 to 16384 bits) verify RS256, RS384 and RS512 — only the JWK's `alg` if it names one.
+/// - RSA keys (`n` odd, 2048 to 16384 bits; `e` odd, 3 to 2⁶⁴) verify RS256, RS384 and RS512 — only the JWK's `alg`
+///   if it names one.
 /// - EC keys (`crv` P-256, P-384 or P-521; `x`, `y` each exactly the coordinate size) verify ES256, ES384 or ES512
 ///   respectively; OpenSSL refuses a point that is not on the curve.
 /// - Skipped, and listed in ``skipped``: keys whose `use` is not `sig` or whose `key_ops` lack `verify`, a `kty`
@@ -237,8 +238,11 @@ private struct KeyReader {
     let bits = modulus.count * 8 - (modulus.first?.leadingZeroBitCount ?? 0)
     guard bits >= 2048 else { throw error("a \(bits)-bit modulus; RSA keys need at least 2048 bits", field: "n") }
     guard bits <= 16384 else { throw error("a \(bits)-bit modulus; at most 16384 bits are accepted", field: "n") }
+    guard modulus.last! & 1 == 1 else { throw error("an even modulus is not an RSA key", field: "n") }
     let exponent = Array(try bytes(object, "e").drop { $0 == 0 })
-    guard !exponent.isEmpty, exponent.count <= 8 else { throw error("not an exponent of 1 to 64 bits", field: "e") }
+    guard exponent.count <= 8, exponent.last.map({ $0 & 1 == 1 }) == true, exponent != [1] else {
+      throw error("not an RSA exponent (an odd number from 3, at most 64 bits)", field: "e")
+    }
     switch EVPPublicKey.rsa(modulus: modulus, exponent: exponent) {
     case .success(let key):
       let algorithms: Set<JWTAlgorithm> = pinned.map { [$0] } ?? [.rs256, .rs384, .rs512]
