@@ -57,23 +57,24 @@ public enum Base64URL {
     }
     // A lone character in the last group encodes only 6 bits: never the tail of whole bytes.
     guard count % 4 != 1 else { return nil }
-    var out: [UInt8] = []
-    out.reserveCapacity(count * 3 / 4)
-    var accumulator: UInt32 = 0
-    var bits = 0
-    for index in 0..<count {
-      let value = values[Int(buffer[index])]
-      guard value != 0xFF else { return nil }
-      accumulator = accumulator << 6 | UInt32(value)
-      bits += 6
-      if bits >= 8 {
-        bits -= 8
-        out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-        accumulator &= (1 << UInt32(bits)) - 1
+    return values.withUnsafeBufferPointer { table -> [UInt8]? in
+      var out: [UInt8] = []
+      out.reserveCapacity(count * 3 / 4)
+      var accumulator: UInt32 = 0
+      var bits = 0
+      for index in 0..<count {
+        let value = table[Int(buffer[index])]
+        guard value != 0xFF else { return nil }
+        accumulator = accumulator << 6 | UInt32(value)
+        bits += 6
+        if bits >= 8 {
+          bits -= 8
+          out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+          accumulator &= (1 << UInt32(bits)) - 1
+        }
       }
+      // Leftover bits (2 or 4) must be zero: a non-zero tail would be a second spelling of the same bytes.
+      return accumulator == 0 ? out : nil
     }
-    // Leftover bits (2 or 4) must be zero: a non-zero tail would be a second spelling of the same bytes.
-    guard accumulator == 0 else { return nil }
-    return out
   }
 }

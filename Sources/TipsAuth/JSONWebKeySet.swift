@@ -28,10 +28,16 @@ public struct JSONWebKey: Sendable, CustomStringConvertible {
   public let algorithms: Set<JWTAlgorithm>
   let key: EVPPublicKey
 
-  /// `RSA-2048 key "kid" (RS256, RS384, RS512)`.
-  public var description: String {
+  /// `RSA-2048 key "kid" (RS256, RS384, RS512)` (made once: refusals quote it).
+  public let description: String
+
+  init(keyID: String, kind: Kind, algorithms: Set<JWTAlgorithm>, key: EVPPublicKey) {
+    self.keyID = keyID
+    self.kind = kind
+    self.algorithms = algorithms
+    self.key = key
     let names = JWTAlgorithm.allCases.filter(algorithms.contains).map(\.rawValue).joined(separator: ", ")
-    return "\(kind) key \(quoted(keyID)) (\(names))"
+    description = "\(kind) key \(quoted(keyID)) (\(names))"
   }
 }
 
@@ -85,6 +91,8 @@ public struct JSONWebKeySet: Sendable {
   /// The keys left out, in file order.
   public let skipped: [SkippedKey]
   private let byID: [String: JSONWebKey]
+  /// `"a", "b"` (the first eight), for the unknown-kid refusal, made once.
+  let keyIDList: String
 
   /// The key a token's `kid` names.
   public func key(id: String) -> JSONWebKey? { byID[id] }
@@ -147,6 +155,7 @@ public struct JSONWebKeySet: Sendable {
     self.keys = keys
     self.skipped = skipped
     self.byID = byID
+    keyIDList = keys.prefix(8).map { quoted($0.keyID) }.joined(separator: ", ") + (keys.count > 8 ? ", …" : "")
   }
 }
 

@@ -37,6 +37,15 @@ public enum JWTAlgorithm: String, Sendable, Hashable, CaseIterable, CustomString
     }
   }
 
+  /// The length of the algorithm's hash in bytes (and of an HS* MAC).
+  var digestSize: Int {
+    switch self {
+    case .hs256, .rs256, .es256: 32
+    case .hs384, .rs384, .es384: 48
+    case .hs512, .rs512, .es512: 64
+    }
+  }
+
   /// The ES* algorithm of a curve (RFC 7518 §3.4 ties each to one curve).
   static func ecdsa(for curve: ECCurve) -> JWTAlgorithm {
     switch curve {

@@ -28,10 +28,10 @@ struct FetchedAlgorithms: @unchecked Sendable {
 
   /// The fetched hash an algorithm uses.
   func digest(for algorithm: JWTAlgorithm) -> OpaquePointer {
-    switch algorithm.digestName {
-    case "SHA256": sha256
-    case "SHA384": sha384
-    default: sha512
+    switch algorithm {
+    case .hs256, .rs256, .es256: sha256
+    case .hs384, .rs384, .es384: sha384
+    case .hs512, .rs512, .es512: sha512
     }
   }
 }
