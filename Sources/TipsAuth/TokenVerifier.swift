@@ -97,8 +97,6 @@ public struct TokenVerifier: Sendable {
   /// Verifies a token (the text after `Bearer `, or `initialize`'s `auth.token`) at `now` (seconds since the Unix
   /// epoch; the server passes its clock, tests a fixed instant).
   public func verify(_ token: String, now: Timestamp) -> Result<VerifiedToken, AuthError> {
-    // Measured before anything is copied: a huge string costs nothing to refuse.
-    guard token.utf8.count <= configuration.maxTokenBytes else { return .failure(tooLarge(token.utf8.count)) }
     var token = token
     return token.withUTF8 { verify(bytes: UnsafeRawBufferPointer($0), now: now) }
   }
@@ -117,14 +115,12 @@ public struct TokenVerifier: Sendable {
     }
   }
 
-  private func tooLarge(_ count: Int) -> AuthError {
-    AuthError(.tooLarge, "the token is \(count) bytes; at most \(configuration.maxTokenBytes) are accepted")
-  }
-
   // MARK: - The steps, cheapest first
 
   private func check(_ token: UnsafeRawBufferPointer, now: Timestamp) throws(AuthError) -> VerifiedToken {
-    guard token.count <= configuration.maxTokenBytes else { throw tooLarge(token.count) }
+    guard token.count <= configuration.maxTokenBytes else {
+      throw AuthError(.tooLarge, "the token is \(token.count) bytes; at most \(configuration.maxTokenBytes) are accepted")
+    }
     let parts = try CompactParts(token)
     let header = try decodeObject(parts.header, in: token, maxDepth: 4, what: "header")
     let algorithm = try algorithm(of: header)
