@@ -21,8 +21,11 @@ func runAuthBenchmarks() throws {
   let jwks = JSONValue.object([
     "keys": [
       ["kty": "RSA", "kid": "bench-rsa", "use": "sig", "alg": "RS256", "n": number(rsa, "n"), "e": number(rsa, "e")],
-      ["kty": "EC", "kid": "bench-ec", "crv": "P-256", "x": number(ec, "qx", size: 32), "y": number(ec, "qy", size: 32)],
-    ],
+      [
+        "kty": "EC", "kid": "bench-ec", "crv": "P-256", "x": number(ec, "qx", size: 32),
+        "y": number(ec, "qy", size: 32),
+      ],
+    ]
   ]).serialized()
   let verifier = try TokenVerifier(
     .init(
@@ -131,7 +134,9 @@ private struct BenchKey {
       type == "RSA"
       ? EVP_PKEY_CTX_set_rsa_keygen_bits(context, 2048) : EVP_PKEY_CTX_set_group_name(context, "P-256")
     var key: OpaquePointer?
-    guard sized == 1, EVP_PKEY_generate(context, &key) == 1, let key else { fatalError("cannot generate a \(type) key") }
+    guard sized == 1, EVP_PKEY_generate(context, &key) == 1, let key else {
+      fatalError("cannot generate a \(type) key")
+    }
     return BenchKey(key: key)
   }
 

@@ -64,7 +64,9 @@ struct ClaimsCheck {
 
   private func string(_ value: JSONValue?, _ claim: String) throws(AuthError) -> String? {
     guard let value else { return nil }
-    guard case .string(let text) = value else { throw AuthError(.malformed, "\(claim) is a \(value.typeName), not a string") }
+    guard case .string(let text) = value else {
+      throw AuthError(.malformed, "\(claim) is a \(value.typeName), not a string")
+    }
     return text
   }
 

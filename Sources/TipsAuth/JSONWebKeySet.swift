@@ -212,7 +212,8 @@ private struct KeyReader {
     default: return .skipped("kty \(quoted(kty)) is not supported (RSA and EC are)")
     }
     for member in ["d", "p", "q", "dp", "dq", "qi", "oth"] where object[member] != nil {
-      throw error("a private key member: a JWKS must hold public keys only (remove it, and replace the key)", field: member)
+      throw error(
+        "a private key member: a JWKS must hold public keys only (remove it, and replace the key)", field: member)
     }
     let alg = try string(object, "alg")
     var pinned: JWTAlgorithm?

@@ -119,7 +119,8 @@ public struct TokenVerifier: Sendable {
 
   private func check(_ token: UnsafeRawBufferPointer, now: Timestamp) throws(AuthError) -> VerifiedToken {
     guard token.count <= configuration.maxTokenBytes else {
-      throw AuthError(.tooLarge, "the token is \(token.count) bytes; at most \(configuration.maxTokenBytes) are accepted")
+      throw AuthError(
+        .tooLarge, "the token is \(token.count) bytes; at most \(configuration.maxTokenBytes) are accepted")
     }
     let parts = try CompactParts(token)
     let header = try decodeObject(parts.header, in: token, maxDepth: 4, what: "header")
@@ -137,7 +138,9 @@ public struct TokenVerifier: Sendable {
   private func decodeObject(
     _ range: Range<Int>, in token: UnsafeRawBufferPointer, maxDepth: Int, what: String
   ) throws(AuthError) -> JSONObject {
-    guard let bytes = Base64URL.decode(token[range]) else { throw AuthError(.malformed, "the \(what) is not base64url") }
+    guard let bytes = Base64URL.decode(token[range]) else {
+      throw AuthError(.malformed, "the \(what) is not base64url")
+    }
     guard case .object(let object)? = try? JSONParser.parse(bytes, maxDepth: maxDepth) else {
       throw AuthError(.malformed, "the \(what) is not a JSON object")
     }
@@ -256,4 +259,3 @@ private enum SignatureCheck {
     AuthError(.badSignature, "the signature is \(count) bytes; \(what) makes \(expected)")
   }
 }
-

@@ -11,7 +11,8 @@ enum AuthFuzzOracle {
   static let secret = Array("fuzz-secret-0123456789abcdefghijklmnopqrstuvwxyz".utf8)
   /// The harness's public keys (kid `fuzz-rsa`, RSA-2048; `fuzz-ec`, P-256), made once with PyJWT for the seeds in
   /// Fuzz/corpus/jwt (their private keys were not kept).
-  static let jwks = #"{"keys":[{"kty":"RSA","n":"wd51oSIfZmKhTJBPzbIuEViTtQJkhv5rpdPWrR0D6Mzjjbo1NogHmevDmcKXG9xqcoVTe7kpTCmSyZVm8NJKGZP-6a-U5uUH_i6ZMuLQOaz1c8Un8Rbyjg5kHlklhz3wlAa9rxHU_Rc34SZQ2PikPaQ0iYdvYDnnf4FCBLxvUO6TXIagInmpnnmDRx9x9XceBmubc47hOJzfbE7IKotLbMtQhCr8dHDZrjPYPDR-x4ix1lt7hL2fVeaPpXQLFeXXpM5THuymshsDzuXjqwpaQ1C6FCQ489tu0_1dyKeUcthFqZOynAh5R0x-pkd7RxgSFFNy1e6z4DWU_lDcINVpqQ","e":"AQAB","kid":"fuzz-rsa","use":"sig","alg":"RS256"},{"kty":"EC","crv":"P-256","x":"3K27rEtUmejRxqsooRl_2fA5F3Y_p2XxJ9pQyArLsCQ","y":"SyFYmpiIu9BJoh8B-3Jos_sT4tHaWRZRvrfTW4OJm1U","kid":"fuzz-ec","use":"sig"}]}"#
+  static let jwks =
+    #"{"keys":[{"kty":"RSA","n":"wd51oSIfZmKhTJBPzbIuEViTtQJkhv5rpdPWrR0D6Mzjjbo1NogHmevDmcKXG9xqcoVTe7kpTCmSyZVm8NJKGZP-6a-U5uUH_i6ZMuLQOaz1c8Un8Rbyjg5kHlklhz3wlAa9rxHU_Rc34SZQ2PikPaQ0iYdvYDnnf4FCBLxvUO6TXIagInmpnnmDRx9x9XceBmubc47hOJzfbE7IKotLbMtQhCr8dHDZrjPYPDR-x4ix1lt7hL2fVeaPpXQLFeXXpM5THuymshsDzuXjqwpaQ1C6FCQ489tu0_1dyKeUcthFqZOynAh5R0x-pkd7RxgSFFNy1e6z4DWU_lDcINVpqQ","e":"AQAB","kid":"fuzz-rsa","use":"sig","alg":"RS256"},{"kty":"EC","crv":"P-256","x":"3K27rEtUmejRxqsooRl_2fA5F3Y_p2XxJ9pQyArLsCQ","y":"SyFYmpiIu9BJoh8B-3Jos_sT4tHaWRZRvrfTW4OJm1U","kid":"fuzz-ec","use":"sig"}]}"#
 
   static let verifier: TokenVerifier = {
     do {
@@ -33,8 +34,9 @@ enum AuthFuzzOracle {
     guard mode & 1 == 1 else { return rest }
     var mac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
     var length = 0
-    guard EVP_Q_mac(nil, "HMAC", nil, "SHA256", nil, secret, secret.count, rest, rest.count, &mac, mac.count, &length)
-      != nil
+    guard
+      EVP_Q_mac(nil, "HMAC", nil, "SHA256", nil, secret, secret.count, rest, rest.count, &mac, mac.count, &length)
+        != nil
     else { return rest }
     return rest + Array(".".utf8) + Array(Base64URL.encode(mac.prefix(length)).utf8)
   }
@@ -117,7 +119,8 @@ enum AuthFuzzOracle {
 
   private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
     guard needle.count <= haystack.count else { return false }
-    for start in 0...(haystack.count - needle.count) where haystack[start..<(start + needle.count)].elementsEqual(needle) {
+    for start in 0...(haystack.count - needle.count)
+    where haystack[start..<(start + needle.count)].elementsEqual(needle) {
       return true
     }
     return false

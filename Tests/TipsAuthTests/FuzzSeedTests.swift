@@ -30,7 +30,8 @@ import Testing
       }
     }
     // The seeds reach acceptance by every route: HS*, RS256 and ES256 as minted, and re-signed by the harness.
-    #expect(accepted.sorted() == ["es256", "hs256", "hs512", "rs256", "signed-aud-array", "signed-nested", "signed-plain"])
+    #expect(
+      accepted.sorted() == ["es256", "hs256", "hs512", "rs256", "signed-aud-array", "signed-nested", "signed-plain"])
   }
 
   @Test func jwksSeeds() {

@@ -30,14 +30,19 @@ import TipsAuth
   @Test(arguments: ["", "\n", "\r\n"])
   func emptySecretIsRefused(file: String) throws {
     try withTemporaryFile(Array(file.utf8), name: "secret") { path in
-      #expect(throws: AuthConfigurationError(file: path, "the secret is empty (an empty HMAC key would verify nothing)")) {
+      #expect(
+        throws: AuthConfigurationError(file: path, "the secret is empty (an empty HMAC key would verify nothing)")
+      ) {
         try HMACSecret.load(file: path)
       }
     }
   }
 
   @Test func missingFileIsNamed() {
-    #expect(throws: AuthConfigurationError(file: "/nonexistent/secret", "cannot read the secret file: No such file or directory")) {
+    #expect(
+      throws: AuthConfigurationError(
+        file: "/nonexistent/secret", "cannot read the secret file: No such file or directory")
+    ) {
       try HMACSecret.load(file: "/nonexistent/secret")
     }
   }

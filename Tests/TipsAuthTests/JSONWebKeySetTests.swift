@@ -39,8 +39,14 @@ private func edited(_ key: JSONObject, _ changes: [String: JSONValue]) -> JSONVa
     (#"{"keys": [1]}"#, "jwks.json: key 0: expected a JSON object, found number"),
     (#"{"keys": [{"kid": "a"}]}"#, "jwks.json: key 0 (kid \"a\"): kty: missing"),
     (#"{"keys": [{"kid": 7, "kty": "RSA"}]}"#, "jwks.json: key 0: kid: expected a string, found number"),
-    (#"{"keys": [{"kty": "RSA", "kid": "a", "use": 1}]}"#, "jwks.json: key 0 (kid \"a\"): use: expected a string, found number"),
-    (#"{"keys": [{"kty": "RSA", "kid": "a", "key_ops": "verify"}]}"#, "jwks.json: key 0 (kid \"a\"): key_ops: expected an array of strings"),
+    (
+      #"{"keys": [{"kty": "RSA", "kid": "a", "use": 1}]}"#,
+      "jwks.json: key 0 (kid \"a\"): use: expected a string, found number"
+    ),
+    (
+      #"{"keys": [{"kty": "RSA", "kid": "a", "key_ops": "verify"}]}"#,
+      "jwks.json: key 0 (kid \"a\"): key_ops: expected an array of strings"
+    ),
     (
       #"{"keys": [{"kty": "oct", "kid": "s", "k": "c2VjcmV0"}, {"kty": "OKP", "crv": "Ed25519", "x": "AA"}]}"#,
       "jwks.json: keys: no key tipsd can verify with (skipped: key 0 (kid \"s\"): kty \"oct\" (a shared secret) is not "
@@ -52,12 +58,16 @@ private func edited(_ key: JSONObject, _ changes: [String: JSONValue]) -> JSONVa
   }
 
   @Test func refusesAnOversizedFile() {
-    let huge = Array(#"{"keys": [], "pad": ""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 1 << 20) + Array(#""}"#.utf8)
+    let huge =
+      Array(#"{"keys": [], "pad": ""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 1 << 20) + Array(#""}"#.utf8)
     #expect(loadError(huge) == "jwks.json: \(huge.count) bytes; a JWKS file is at most 1048576 bytes")
   }
 
   @Test func missingFileIsNamed() {
-    #expect(throws: AuthConfigurationError(file: "/nonexistent/jwks.json", "cannot read the JWKS file: No such file or directory")) {
+    #expect(
+      throws: AuthConfigurationError(
+        file: "/nonexistent/jwks.json", "cannot read the JWKS file: No such file or directory")
+    ) {
       try JSONWebKeySet.load(file: "/nonexistent/jwks.json")
     }
   }
@@ -108,7 +118,9 @@ struct JSONWebKeySetKeyTests {
     // An even modulus: n with its last byte's low bit cleared.
     var n = Base64URL.decode(rsa["n"]?.stringValue ?? "") ?? []
     n[n.count - 1] &= 0xFE
-    #expect(loadError(keySet([edited(rsa, ["n": .string(Base64URL.encode(n))])])) == prefix + "n: an even modulus is not an RSA key")
+    #expect(
+      loadError(keySet([edited(rsa, ["n": .string(Base64URL.encode(n))])])) == prefix
+        + "n: an even modulus is not an RSA key")
   }
 
   @Test func aSmallRSAKeyIsRefused() throws {
@@ -137,7 +149,8 @@ struct JSONWebKeySetKeyTests {
       #expect(loadError(keySet([edited(ec, changes)])) == "jwks.json: key 0 (kid \"ec-a\"): " + message, "\(changes)")
     }
     let offCurve = loadError(keySet([edited(ec, ["y": .string(Base64URL.encode(y))])])) ?? ""
-    #expect(offCurve.hasPrefix("jwks.json: key 0 (kid \"ec-a\"): x and y are not a public key on P-256 (OpenSSL: "),
+    #expect(
+      offCurve.hasPrefix("jwks.json: key 0 (kid \"ec-a\"): x and y are not a public key on P-256 (OpenSSL: "),
       "\(offCurve)")
   }
 
@@ -159,13 +172,15 @@ struct JSONWebKeySetKeyTests {
         .object(ec),
         edited(rsa, ["alg": .null, "use": .null, "key_ops": .null, "x5c": ["MIIB"], "kid": "plain"]),
       ]), source: "jwks.json")
-    #expect(set.keys.map(\.description) == ["EC P-256 key \"ec-a\" (ES256)", "RSA-2048 key \"plain\" (RS256, RS384, RS512)"])
-    #expect(set.skipped.map(\.description) == [
-      "key 0 (kid \"e1\"): use is \"enc\", not \"sig\"",
-      "key 1 (kid \"e2\"): key_ops does not include \"verify\"",
-      "key 2 (kid \"p1\"): alg \"PS256\" is not supported (RS256, RS384, RS512, ES256, ES384, ES512 are)",
-      "key 3 (kid \"k1\"): crv \"secp256k1\" is not supported (P-256, P-384 and P-521 are)",
-    ])
+    #expect(
+      set.keys.map(\.description) == ["EC P-256 key \"ec-a\" (ES256)", "RSA-2048 key \"plain\" (RS256, RS384, RS512)"])
+    #expect(
+      set.skipped.map(\.description) == [
+        "key 0 (kid \"e1\"): use is \"enc\", not \"sig\"",
+        "key 1 (kid \"e2\"): key_ops does not include \"verify\"",
+        "key 2 (kid \"p1\"): alg \"PS256\" is not supported (RS256, RS384, RS512, ES256, ES384, ES512 are)",
+        "key 3 (kid \"k1\"): crv \"secp256k1\" is not supported (P-256, P-384 and P-521 are)",
+      ])
     #expect(set.key(id: "plain") != nil && set.key(id: "e1") == nil)
   }
 

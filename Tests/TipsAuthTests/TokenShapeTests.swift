@@ -26,18 +26,26 @@ import TipsAuth
     ("\(part("{")).\(payload).\(signature)", .malformed, "the header is not a JSON object"),
     ("\(part(#"{"typ":"JWT"}"#)).\(payload).\(signature)", .malformed, "the header has no alg string"),
     ("\(part(#"{"alg":256}"#)).\(payload).\(signature)", .malformed, "the header has no alg string"),
-    ("\(part(#"{"alg":"none"}"#)).\(payload).", .unsupportedAlgorithm, "alg none (an unsigned token) is never accepted"),
-    ("\(part(#"{"alg":"NONE"}"#)).\(payload).", .unsupportedAlgorithm, "alg none (an unsigned token) is never accepted"),
+    (
+      "\(part(#"{"alg":"none"}"#)).\(payload).", .unsupportedAlgorithm, "alg none (an unsigned token) is never accepted"
+    ),
+    (
+      "\(part(#"{"alg":"NONE"}"#)).\(payload).", .unsupportedAlgorithm, "alg none (an unsigned token) is never accepted"
+    ),
     (
       "\(part(#"{"alg":"hs256"}"#)).\(payload).\(signature)", .unsupportedAlgorithm,
       "the token's alg is not one tipsd verifies (HS256, HS384, HS512, RS256, RS384, RS512, ES256, ES384, ES512)"
     ),
-    ("\(part(#"{"alg":"RS256","kid":"k"}"#)).\(payload).\(signature)", .unsupportedAlgorithm,
-      "RS256 tokens need a JWKS and this server has none (--jwks)"),
+    (
+      "\(part(#"{"alg":"RS256","kid":"k"}"#)).\(payload).\(signature)", .unsupportedAlgorithm,
+      "RS256 tokens need a JWKS and this server has none (--jwks)"
+    ),
     ("\(part(#"{"alg":"HS256"}"#)).\(payload).", .badSignature, "the signature is 0 bytes; an HS256 MAC makes 32"),
     ("\(part(#"{"alg":"HS256"}"#)).\(payload).AAAA", .badSignature, "the signature is 3 bytes; an HS256 MAC makes 32"),
-    ("\(part(#"{"alg":"HS256"}"#)).\(payload).\(signature)", .badSignature,
-      "the signature does not verify with the HMAC secret"),
+    (
+      "\(part(#"{"alg":"HS256"}"#)).\(payload).\(signature)", .badSignature,
+      "the signature does not verify with the HMAC secret"
+    ),
     ("\(part(#"{"alg":"HS256"}"#)).\(payload).\(signature)=", .malformed, "the signature is not base64url"),
   ])
   func refusesBadShapes(token: String, code: AuthError.Code, message: String) {
@@ -46,8 +54,12 @@ import TipsAuth
 
   @Test func tokenSizeIsCheckedFirst() {
     let huge = String(repeating: "A", count: 8193)
-    #expect(Self.verifier.verify(huge, now: 0) == .failure(AuthError(.tooLarge, "the token is 8193 bytes; at most 8192 are accepted")))
-    #expect(Self.verifier.verify(Array(huge.utf8), now: 0) == .failure(AuthError(.tooLarge, "the token is 8193 bytes; at most 8192 are accepted")))
+    #expect(
+      Self.verifier.verify(huge, now: 0)
+        == .failure(AuthError(.tooLarge, "the token is 8193 bytes; at most 8192 are accepted")))
+    #expect(
+      Self.verifier.verify(Array(huge.utf8), now: 0)
+        == .failure(AuthError(.tooLarge, "the token is 8193 bytes; at most 8192 are accepted")))
     #expect(Self.verifier.verify(String(repeating: "A", count: 8192), now: 0).errorCode == .malformed)
   }
 
@@ -66,15 +78,16 @@ import TipsAuth
     }
   }
 
-  @Test(arguments: [
-    ("alice", nil), ("auth0|64f0c0ffee", nil), ("google-oauth2|1080", nil), ("a.b+c@example.com", nil),
-    ("urn:user:42", nil), ("key=value", nil), ("5f0c7a52-2d1b-4c1e-9a3e-0b1e6f3d9c11", nil),
-    ("", "sub is empty"),
-    ("alice bob", "sub holds a character outside A-Z a-z 0-9 . _ : @ | + = - (the characters of an account name)"),
-    ("alice/../bob", "sub holds a character outside A-Z a-z 0-9 . _ : @ | + = - (the characters of an account name)"),
-    ("élodie", "sub holds a character outside A-Z a-z 0-9 . _ : @ | + = - (the characters of an account name)"),
-    ("a\u{0}b", "sub holds a character outside A-Z a-z 0-9 . _ : @ | + = - (the characters of an account name)"),
-  ] as [(String, String?)])
+  @Test(
+    arguments: [
+      ("alice", nil), ("auth0|64f0c0ffee", nil), ("google-oauth2|1080", nil), ("a.b+c@example.com", nil),
+      ("urn:user:42", nil), ("key=value", nil), ("5f0c7a52-2d1b-4c1e-9a3e-0b1e6f3d9c11", nil),
+      ("", "sub is empty"),
+      ("alice bob", "sub holds a character outside A-Z a-z 0-9 . _ : @ | + = - (the characters of an account name)"),
+      ("alice/../bob", "sub holds a character outside A-Z a-z 0-9 . _ : @ | + = - (the characters of an account name)"),
+      ("élodie", "sub holds a character outside A-Z a-z 0-9 . _ : @ | + = - (the characters of an account name)"),
+      ("a\u{0}b", "sub holds a character outside A-Z a-z 0-9 . _ : @ | + = - (the characters of an account name)"),
+    ] as [(String, String?)])
   func subjectRule(subject: String, problem: String?) {
     #expect(Subject.problem(subject) == problem)
   }

@@ -174,7 +174,8 @@ struct TokenVerifierTests {
     }
     // And the other way round: an RS256 token where only a secret is configured.
     let secretOnly = try minted.verifier(jwks: false)
-    expectRefusal(secretOnly.verify(minted.token("rs256"), now: minted.now), .unsupportedAlgorithm,
+    expectRefusal(
+      secretOnly.verify(minted.token("rs256"), now: minted.now), .unsupportedAlgorithm,
       token: minted.token("rs256"), "rs256 without a JWKS")
   }
 
@@ -208,11 +209,17 @@ struct TokenVerifierTests {
     #expect(message("no-exp") == "the token has no exp claim: tipsd accepts only tokens that expire")
     #expect(message("wrong-audience") == "the token's audience is not \"tipsd-app\"")
     #expect(message("no-issuer") == "the token has no iss claim; this server accepts issuer \"https://issuer.test/\"")
-    #expect(message("rs256-stranger-known-kid") == "the signature does not verify with the RSA-2048 key \"rsa-a\" (RS256)")
+    #expect(
+      message("rs256-stranger-known-kid") == "the signature does not verify with the RSA-2048 key \"rsa-a\" (RS256)")
     #expect(message("es256-stranger") == "the signature does not verify with the EC P-256 key \"ec-a\" (ES256)")
-    #expect(message("rs256-stranger-unknown-kid").hasPrefix("no key of the JWKS has the token's kid (it holds \"rsa-a\""))
-    #expect(message("rs256-kid-of-ec-key") == "the token's kid names the EC P-256 key \"ec-a\" (ES256), which does not verify RS256")
-    #expect(message("sub-sql") == "sub holds a character outside A-Z a-z 0-9 . _ : @ | + = - (the characters of an account name)")
+    #expect(
+      message("rs256-stranger-unknown-kid").hasPrefix("no key of the JWKS has the token's kid (it holds \"rsa-a\""))
+    #expect(
+      message("rs256-kid-of-ec-key")
+        == "the token's kid names the EC P-256 key \"ec-a\" (ES256), which does not verify RS256")
+    #expect(
+      message("sub-sql")
+        == "sub holds a character outside A-Z a-z 0-9 . _ : @ | + = - (the characters of an account name)")
   }
 
   /// `exp`: accepted while now < exp + leeway. `nbf`: from nbf − leeway on. `iat`: up to leeway in the future. Each
@@ -247,14 +254,17 @@ struct TokenVerifierTests {
   @Test func audienceAndIssuerAreCheckedOnlyWhenConfigured() throws {
     let minted = try PyJWT.minted()
     let open = try minted.verifier(audience: false, issuer: false)
-    for name in ["wrong-audience", "wrong-audience-array", "no-audience", "wrong-issuer", "no-issuer", "no-optional-claims"] {
+    for name in [
+      "wrong-audience", "wrong-audience-array", "no-audience", "wrong-issuer", "no-issuer", "no-optional-claims",
+    ] {
       #expect((try? open.verify(minted.token(name), now: minted.now).get()) != nil, "\(name)")
     }
     // Several audiences: any one of them will do.
     let secret = try HMACSecret(bytes: Array(minted.secretFile.dropLast()))
     let several = try TokenVerifier(.init(secrets: [secret], audiences: ["someone-else", "x"]))
     #expect((try? several.verify(minted.token("wrong-audience"), now: minted.now).get()) != nil)
-    expectRefusal(several.verify(minted.token("hs256"), now: minted.now), .wrongAudience,
+    expectRefusal(
+      several.verify(minted.token("hs256"), now: minted.now), .wrongAudience,
       token: minted.token("hs256"), "hs256 for other audiences")
   }
 
@@ -264,14 +274,17 @@ struct TokenVerifierTests {
     let minted = try PyJWT.minted()
     let keySet = try JSONWebKeySet(json: minted.jwks, source: "jwks.json")
     #expect(keySet.keys.map(\.keyID) == ["rsa-a", "ec-a", "rsa-b", "ec-384", "ec-521"])
-    #expect(keySet.keys.map(\.description) == [
-      "RSA-2048 key \"rsa-a\" (RS256)", "EC P-256 key \"ec-a\" (ES256)", "RSA-2048 key \"rsa-b\" (RS256, RS384, RS512)",
-      "EC P-384 key \"ec-384\" (ES384)", "EC P-521 key \"ec-521\" (ES512)",
-    ])
-    #expect(keySet.skipped.map(\.description) == [
-      "key 2 (kid \"enc-1\"): use is \"enc\", not \"sig\"",
-      "key 3 (kid \"ed-1\"): kty \"OKP\" is not supported (RSA and EC are)",
-    ])
+    #expect(
+      keySet.keys.map(\.description) == [
+        "RSA-2048 key \"rsa-a\" (RS256)", "EC P-256 key \"ec-a\" (ES256)",
+        "RSA-2048 key \"rsa-b\" (RS256, RS384, RS512)",
+        "EC P-384 key \"ec-384\" (ES384)", "EC P-521 key \"ec-521\" (ES512)",
+      ])
+    #expect(
+      keySet.skipped.map(\.description) == [
+        "key 2 (kid \"enc-1\"): use is \"enc\", not \"sig\"",
+        "key 3 (kid \"ed-1\"): kty \"OKP\" is not supported (RSA and EC are)",
+      ])
     let verifier = try TokenVerifier(.init(keySet: keySet))
     for (name, kid) in [("rs256", "rsa-a"), ("rs256-b", "rsa-b"), ("es256", "ec-a"), ("es384", "ec-384")] {
       #expect((try? verifier.verify(minted.token(name), now: minted.now).get())?.keyID == kid, "\(name)")
