@@ -5,11 +5,13 @@ SWIFT_FLAGS ?=
 PYTHON ?= python3
 # postgresql and libpq-dev: sync across devices (libpq for the daemon; the server for the tests and `make bench`, which
 # run their own private clusters with initdb; no system service is started or touched).
+# libssl-dev: OpenSSL's libcrypto for hosted mode's JWT verifier (TipsAuth).
 APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript libwebsockets-dev libwebsockets-evlib-uv \
-  openssl chromium chromium-driver postgresql libpq-dev
+  openssl libssl-dev chromium chromium-driver postgresql libpq-dev
 # make bench's peers: Redis does the same durable work as tipsd's events/donate (serve.redis_ratio).
 BENCH_APT_PACKAGES := redis-server
-PIP_PACKAGES := pytest jsonschema prometheus-client
+# pyjwt[crypto]: TipsAuthTests' tokens are minted by PyJWT (Tests/TipsAuthTests/Fixtures/mint_tokens.py), not by tipsd.
+PIP_PACKAGES := pytest jsonschema prometheus-client 'pyjwt[crypto]'
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
 # The daemon's default socket, so `tipsd call` and `tipsd token` find it without --socket.
@@ -56,7 +58,8 @@ bench-deps:
 	fi
 
 deps-pip:
-	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
+	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client, jwt, cryptography" 2>/dev/null \
+	  || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
 
 build: deps-apt
 	$(SWIFT) build $(SWIFT_FLAGS)
@@ -78,6 +81,7 @@ test: deps test-swift test-clients test-protocol
 # the check fails) for TipsServerTests' clients only (TIPSD_TRAFFIC_SUITES; TipsHardeningTests sends malformed
 # input on purpose and is not checked); traffic_check.py then validates it against protocol/openrpc.json. Needs python3
 # with jsonschema (make deps-pip); TIPSD_TRAFFIC_CHECK=0 skips the check, TIPSD_OPENRPC=path checks another copy.
+# TIPSD_REQUIRE_PYJWT=1: TipsAuthTests fail rather than skip when python3 cannot import PyJWT (make deps installs it).
 test-swift:
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@traffic="$(CURDIR)/.build/swift-traffic.jsonl"; check=1; \
@@ -87,7 +91,7 @@ test-swift:
 	  rm -f "$$traffic"; \
 	  if [ $$check = 1 ]; then export TIPSD_TRAFFIC_LOG="$$traffic" TIPSD_TRAFFIC_SUITES=TipsServerTests; \
 	  else unset TIPSD_TRAFFIC_LOG; fi; \
-	  $(SWIFT) test --skip-build $(SWIFT_FLAGS) > .build/swift-test.log 2>&1; status=$$?; \
+	  TIPSD_REQUIRE_PYJWT=1 $(SWIFT) test --skip-build $(SWIFT_FLAGS) > .build/swift-test.log 2>&1; status=$$?; \
 	  grep -E '✘|recorded an issue|Test run with|Executed [0-9]+ tests?' .build/swift-test.log | tail -200; \
 	  if [ $$status -ne 0 ]; then echo "--- last lines of .build/swift-test.log ---"; tail -40 .build/swift-test.log; fi; \
 	  if [ $$check = 1 ]; then \

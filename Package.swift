@@ -10,6 +10,7 @@
 //   TipsEngine, TipsTransport ← TipsEmbedded ───────┤   (in-memory loop: `tipsd test`, in-process tests)
 //   TipsJSON ← TipsTranscript ──────────────────────┤   (the transcript format)
 //   TipsCatalog, TipsFraming, TipsClient ← TipsLanguageServer ┘   (`tipsd lsp`)
+//   TipsEngine, TipsSystem, COpenSSL ← TipsAuth  (hosted mode's JWT verifier; the server wires it in)
 //   TipsSystem (POSIX calls) under TipsStore, TipsCatalog, TipsTransport and TipsClient; CLibPQ (libpq) under TipsSync
 import PackageDescription
 
@@ -34,6 +35,8 @@ let package = Package(
       providers: [.apt(["libwebsockets-dev", "libwebsockets-evlib-uv"])]),
     /// libpq, PostgreSQL's client, for sync across devices (non-blocking API only, on the daemon's loop).
     .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+    /// OpenSSL 3's libcrypto, for hosted mode's JWT signatures (HMAC, RSA and ECDSA through EVP).
+    .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
     // MARK: TipsSystem — one funnel for POSIX calls (errno, EINTR)
     .target(name: "TipsSystem", swiftSettings: swiftSettings),
@@ -132,6 +135,14 @@ let package = Package(
       dependencies: ["TipsHosted", "TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport"],
       swiftSettings: swiftSettings),
 
+    // MARK: TipsAuth — hosted mode's JWT verifier: HS* secrets and a JWKS (RS*, ES*), claims, subjects (no I/O but
+    // reading its configuration files)
+    .target(
+      name: "TipsAuth", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "COpenSSL"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsAuthTests", dependencies: ["TipsAuth", "TipsJSON", "TipsSystem", "TipsTestSupport", "COpenSSL"],
+      exclude: ["Fixtures"], swiftSettings: swiftSettings),
+
     // MARK: TipsServer — wires engine, store, sync, protocol, framing and transport
     .target(
       name: "TipsServer",
@@ -169,7 +180,7 @@ let package = Package(
       name: "tipsd-bench",
       dependencies: [
         "TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsClient", "TipsSystem",
-        "TipsTestSupport",
+        "TipsTestSupport", "TipsAuth", "COpenSSL",
       ],
       path: "Benchmarks/tipsd-bench",
       swiftSettings: swiftSettings

@@ -12,6 +12,7 @@ let suites: [(name: String, run: () throws -> Void)] = [
   ("serve", runServeBenchmarks),
   ("history", runHistoryBenchmarks),
   ("sync", runSyncBenchmarks),
+  ("auth", runAuthBenchmarks),
 ]
 
 if CommandLine.arguments.dropFirst().first == "load" {
