@@ -194,15 +194,19 @@ public final class Server {
     requestEndOfTurn()
   }
 
-  /// Deletes history older than `--history-days`: at start, then whenever the engine's clock has moved an hour
-  /// since the last prune (checked every second; under the virtual clock, after `clock/advance`).
+  /// Deletes the stored history older than `--history-days`, whatever the setting was when it was written: at start,
+  /// then whenever the engine's clock has moved an hour since the last prune (checked every second by the
+  /// housekeeping timer; under the virtual clock, after `clock/advance`). With `--history-days 0` everything goes,
+  /// each tip's last recorded eligibility too, once at start: nothing is recorded afterwards.
   func pruneHistoryIfDue() {
-    guard services.history.enabled else { return }
     let now = engine.clock.now()
     guard abs(now - lastPrune) >= 3_600 else { return }
+    guard services.history.enabled || lastPrune == -.infinity else { return }
     lastPrune = now
     do {
-      let deleted = try store.pruneHistory(before: now - configuration.historyDays * 86_400)
+      let deleted =
+        services.history.enabled
+        ? try store.pruneHistory(before: now - configuration.historyDays * 86_400) : try store.deleteHistory()
       if deleted > 0 { logger.info("pruned the lifecycle history", [("entries", String(deleted))]) }
     } catch {
       logger.warning("cannot prune the lifecycle history", [("error", "\(error)")])
