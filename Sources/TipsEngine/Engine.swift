@@ -77,8 +77,9 @@ public final class Engine {
 
   // MARK: - Durable state
 
-  /// Replaces the durable state with a snapshot loaded from the store (called at start, before registrations).
-  /// Changes it causes to already registered tips are delivered with the next mutation.
+  /// Replaces the durable state with a snapshot loaded from the store: at start, before registrations, and by the
+  /// server after a failed commit (registrations, groups, overrides and transient parameters are not durable and
+  /// stay). Changes it causes to already registered tips are delivered with the next mutation.
   public func restore(_ snapshot: EngineSnapshot) {
     let now = tick()
     for log in logList {
@@ -94,7 +95,7 @@ public final class Engine {
       let log = eventLog(id)
       log.replace(with: [], lifetime: lifetime, limit: limit(of: log))
     }
-    for parameter in parameters.values { parameter.stored = nil }
+    for parameter in parameters.values where parameter.isPersisted { parameter.stored = nil }
     for (id, value) in snapshot.parameters {
       let parameter = parameterSlot(id)
       if parameter.isPersisted { parameter.stored = value }

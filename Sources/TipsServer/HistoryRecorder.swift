@@ -7,6 +7,13 @@ import TipsStore
 /// tip became invalidated); impressions and actions are handed in by their handlers. Assigns cursors. The engine
 /// stays pure: everything here reads its results.
 ///
+/// What it remembers between requests — the newest cursor and each tip's last recorded eligibility — moves as
+/// entries are staged, ahead of the turn's commit. It is the datastore's again whenever a commit fails: the server
+/// reads it back (``restore(_:)``, from `Datastore.historyState()`), together with the engine's durable state, so
+/// the next entry is derived from what is stored, and the cursors of the lost entries (never announced: their
+/// `analytics/event` notifications required the commit) are given again. Staging the memory with the turn instead
+/// would cost the donation path and still leave the engine ahead; reading back costs only a failed commit.
+///
 /// Not thread-safe: the loop thread only.
 final class HistoryRecorder {
   /// False with `--history-days 0`: nothing is recorded.
@@ -16,7 +23,7 @@ final class HistoryRecorder {
   /// owner (the loop thread), never passed inout across a call that touches it again; the dynamic checks were a
   /// measurable share of recording a donation.
   @exclusivity(unchecked) private(set) var lastCursor: Int64
-  /// The eligibility last recorded per tip (what the datastore's `history_tips` holds after the commit).
+  /// The eligibility last recorded per tip (what the datastore's `history_tips` holds once the turn commits).
   private var recorded: [String: RecordedTipState]
   /// Events whose donations are recorded: every registered tip's goal event, and the app-closed event.
   private(set) var trackedEvents: Set<String> = [] {
@@ -37,6 +44,13 @@ final class HistoryRecorder {
   init(enabled: Bool, appClosedEvent: String?, state: HistoryState) {
     self.enabled = enabled
     self.appClosedEvent = appClosedEvent
+    lastCursor = state.lastCursor
+    recorded = state.tips
+  }
+
+  /// After a failed commit: what the datastore holds (the newest cursor stored, each tip's last recorded
+  /// eligibility).
+  func restore(_ state: HistoryState) {
     lastCursor = state.lastCursor
     recorded = state.tips
   }
@@ -150,11 +164,6 @@ final class HistoryRecorder {
     lastCursor += 1
     turn.stageDonation(cursor: lastCursor, event: eventID, at: at)
     metrics.historyEvents[HistoryEvent.Kind.donation.code] += 1
-  }
-
-  /// After a failed commit: cursors continue after the newest one stored (the lost ones were never announced).
-  func commitFailed(lastStored: Int64) {
-    lastCursor = lastStored
   }
 
   /// Assigns the next cursors, in order.

@@ -147,16 +147,6 @@ public final class Server {
       engine: engine, turn: turn, configuration: configuration, logger: logger, virtualClock: virtualClock,
       history: history)
     dispatcher = Dispatcher(table: Handlers.table, services: services)
-    let failedStore = store
-    turn.onCommitFailure = { [history, logger] in
-      // Cursors continue after the newest one stored: the lost entries were never announced (their analytics/event
-      // notifications required the commit), so reusing their numbers is safe and keeps the datastore's ids dense.
-      do {
-        history.commitFailed(lastStored: try failedStore.historyBounds().newestCursor)
-      } catch {
-        logger.warning("cannot read the history's newest cursor after a failed commit", [("error", "\(error)")])
-      }
-    }
     services.requestEndOfTurn = { [unowned self] in self.requestEndOfTurn() }
     services.stopDaemon = { [unowned self] status in
       self.exitStatus = status
@@ -204,15 +194,19 @@ public final class Server {
     requestEndOfTurn()
   }
 
-  /// Deletes history older than `--history-days`: at start, then whenever the engine's clock has moved an hour
-  /// since the last prune (checked every second; under the virtual clock, after `clock/advance`).
+  /// Deletes the stored history older than `--history-days`, whatever the setting was when it was written: at start,
+  /// then whenever the engine's clock has moved an hour since the last prune (checked every second by the
+  /// housekeeping timer; under the virtual clock, after `clock/advance`). With `--history-days 0` everything goes,
+  /// each tip's last recorded eligibility too, once at start: nothing is recorded afterwards.
   func pruneHistoryIfDue() {
-    guard services.history.enabled else { return }
     let now = engine.clock.now()
     guard abs(now - lastPrune) >= 3_600 else { return }
+    guard services.history.enabled || lastPrune == -.infinity else { return }
     lastPrune = now
     do {
-      let deleted = try store.pruneHistory(before: now - configuration.historyDays * 86_400)
+      let deleted =
+        services.history.enabled
+        ? try store.pruneHistory(before: now - configuration.historyDays * 86_400) : try store.deleteHistory()
       if deleted > 0 { logger.info("pruned the lifecycle history", [("entries", String(deleted))]) }
     } catch {
       logger.warning("cannot prune the lifecycle history", [("error", "\(error)")])
@@ -377,6 +371,7 @@ public final class Server {
     endOfTurnRequested = false
     services.sync?.beforeCommit()
     let committed = services.turn.commit()
+    if !committed { restoreFromDatastore() }
     if services.turn.changed {
       services.turn.changed = false
       for (session, note) in services.subscriptions.inspectNotifications() {
@@ -393,7 +388,32 @@ public final class Server {
     // Requests left in the framer of a client whose output drained are handled now; their replies go out after the
     // next commit (processBufferedInput requests another end of turn when it stages anything).
     for session in resumed where sessions[session.id] != nil { processBufferedInput(session) }
+    // The tips the restore moved back are notified now, after the failed turn's output (an analytics event staged
+    // with it would have been dropped).
+    if !committed { services.record(engine.advanceTime()) }
     if !stopping { timeDriver?.reschedule() }
+  }
+
+  /// After a failed commit, the engine's durable state and the history recorder's memory (the newest cursor, each
+  /// tip's last recorded eligibility) are read again from the datastore: nothing the lost turn did (donations,
+  /// displays, parameters, history entries) counts afterwards, and the daemon goes on as if its requests — each
+  /// answered -32005 — had never been made. What the datastore does not hold is kept (registrations, groups, testing
+  /// overrides, transient parameters). Tips whose state this moves back are reported with the engine's next
+  /// mutation (``endOfTurn()`` makes one at once).
+  ///
+  /// Reading back, rather than staging every change until the commit succeeds, keeps the request path as it is (the
+  /// engine changes in place); it costs a load of the datastore, on failure only.
+  private func restoreFromDatastore() {
+    do {
+      let snapshot = try store.load()
+      let history = try store.historyState()
+      engine.restore(snapshot)
+      services.history.restore(history)
+    } catch {
+      logger.error(
+        "cannot read the datastore again after a failed commit; the daemon's state is ahead of it until a restart",
+        [("error", "\(error)")])
+    }
   }
 
   /// Performs a connection's output actions; returns true when it resumed reading.

@@ -97,7 +97,7 @@ public struct ServerConfiguration: Sendable {
   /// Peer uids (`SO_PEERCRED`) accepted on the Unix socket besides the daemon's own (`--allow-uid`, repeatable).
   public var allowedPeerUIDs: Set<UInt32> = []
   /// `--history-days`: days of lifecycle history kept (impressions, eligibility changes, invalidations, actions,
-  /// variant assignments, goal and app-closed donations); 0 records none.
+  /// variant assignments, goal and app-closed donations); 0 records none and deletes what was stored.
   public var historyDays: Double = 90
   /// `--app-closed-event`: the event the app donates when it goes to the background, for the close rate (the
   /// catalog may later declare it too; this is the value the server reads). nil: the close rate is unavailable.

@@ -56,9 +56,6 @@ final class Turn {
     changed = true
   }
 
-  /// Called when a commit fails, after its writes and history were dropped.
-  var onCommitFailure: (() -> Void)?
-
   /// Stages the sync layer's writes for this turn's commit.
   func stageSync(_ writes: [SyncWrite]) {
     pendingSyncWrites.append(contentsOf: writes)
@@ -84,8 +81,9 @@ final class Turn {
     return sessions
   }
 
-  /// Commits the turn's writes and history in one transaction; false if the commit failed (both are dropped, and
-  /// every request that staged them is answered with -32005 instead of its result).
+  /// Commits the turn's writes and history in one transaction; false if the commit failed (both are dropped, every
+  /// request that staged them is answered with -32005 instead of its result, and the server reads its state back
+  /// from the datastore).
   func commit() -> Bool {
     guard !pendingWrites.isEmpty || !pendingHistory.isEmpty || !pendingSyncWrites.isEmpty else { return true }
     let writes = pendingWrites
@@ -102,7 +100,6 @@ final class Turn {
       return true
     } catch {
       metrics.commitFailures += 1
-      onCommitFailure?()
       logger.error(
         "datastore commit failed",
         [("error", "\(error)"), ("writes", String(writes.count)), ("history", String(history.count))])

@@ -38,16 +38,7 @@ extension Datastore {
 
   /// Appends a batch's chunks, and records each eligibility change as its tip's last recorded state.
   func writeHistory(_ batch: HistoryBatch, _ connection: SQLiteConnection) throws(SQLiteError) {
-    let insert = try connection.prepare(SQL.insertHistoryChunk)
-    for chunk in batch.chunks {
-      insert.bind(1, chunk.first)
-      insert.bind(2, chunk.last)
-      insert.bind(3, chunk.oldestAt)
-      insert.bind(4, chunk.newestAt)
-      insert.bind(5, chunk.kinds)
-      batch.bytes[chunk.start..<chunk.end].withUnsafeBytes { insert.bindBlob(6, $0) }
-      try insert.run()
-    }
+    try insertChunks(batch, connection)
     for state in batch.tipStates {
       let upsert = try connection.prepare(SQL.upsertHistoryTip)
       upsert.bind(1, state.tip)
@@ -59,9 +50,24 @@ extension Datastore {
     }
   }
 
+  /// Inserts a batch's chunks, one row each.
+  private func insertChunks(_ batch: HistoryBatch, _ connection: SQLiteConnection) throws(SQLiteError) {
+    let insert = try connection.prepare(SQL.insertHistoryChunk)
+    for chunk in batch.chunks {
+      insert.bind(1, chunk.first)
+      insert.bind(2, chunk.last)
+      insert.bind(3, chunk.oldestAt)
+      insert.bind(4, chunk.newestAt)
+      insert.bind(5, chunk.kinds)
+      batch.bytes[chunk.start..<chunk.end].withUnsafeBytes { insert.bindBlob(6, $0) }
+      try insert.run()
+    }
+  }
+
   // MARK: Reading
 
-  /// The newest cursor and every tip's last recorded eligibility (read once at start).
+  /// The newest cursor and every tip's last recorded eligibility: what the server's history recorder remembers (read
+  /// at start, and again after a failed commit).
   public func historyState() throws(DatastoreError) -> HistoryState {
     let connection = try openConnection()
     return try sqlite("cannot read the history of") { () throws(SQLiteError) in
@@ -138,10 +144,11 @@ extension Datastore {
     }
   }
 
+  /// The newest cursor assigned, even when pruning deleted its entry (0 when none ever was).
   private func newestCursor(_ connection: SQLiteConnection) throws(SQLiteError) -> Int64 {
-    let newest = try connection.prepare(SQL.selectNewestChunk)
+    let newest = try connection.prepare(SQL.selectNewestCursor)
     defer { newest.reset() }
-    return try newest.step() ? newest.int64(1) : 0
+    return try newest.step() ? newest.int64(0) : 0
   }
 
   /// The entries of the row `select` is on (columns: id, entries).
@@ -155,33 +162,52 @@ extension Datastore {
 
   // MARK: Pruning
 
-  /// Deletes the chunks whose entries are all older than `cutoff`, from the start of the history in cursor order, up
-  /// to the first chunk with an entry at or after it (an older chunk after a younger one — the clock went back —
-  /// waits for a later prune). The newest chunk is always kept, so cursors continue after it. One transaction;
-  /// returns the entries deleted.
+  /// Deletes every entry older than `cutoff`, whatever the retention was when it was written: a chunk whose entries
+  /// are all older goes whole, and one that spans the cutoff (a commit's entries on both sides of it, or donations
+  /// dated before the clock went back) is written again with only its younger entries. Afterwards no entry older
+  /// than `cutoff` is stored. When the entry with the newest cursor goes, `history_head` keeps that cursor, so
+  /// cursors continue after it. One transaction; returns the entries deleted.
   @discardableResult
   public func pruneHistory(before cutoff: Timestamp) throws(DatastoreError) -> Int {
+    try prune(before: cutoff, forgetTips: false)
+  }
+
+  /// Deletes every entry and the eligibility last recorded per tip: nothing of the history is kept (`--history-days
+  /// 0`); cursors continue after the newest one assigned. Returns the entries deleted.
+  @discardableResult
+  public func deleteHistory() throws(DatastoreError) -> Int {
+    try prune(before: .infinity, forgetTips: true)
+  }
+
+  private func prune(before cutoff: Timestamp, forgetTips: Bool) throws(DatastoreError) -> Int {
     let connection = try openConnection()
     preloaded = nil
     return try sqlite("cannot prune the history of") { () throws(SQLiteError) in
       try connection.prepare(SQL.begin).run()
       do throws(SQLiteError) {
-        let newest = try connection.prepare(SQL.selectNewestChunk)
-        var keepFrom: Int64 = 0
-        if try newest.step() { keepFrom = newest.int64(0) }
-        newest.reset()
-        let young = try connection.prepare(SQL.selectFirstYoungChunk)
-        young.bind(1, cutoff)
-        if try young.step() { keepFrom = min(keepFrom, young.int64(0)) }
-        young.reset()
-        let count = try connection.prepare(SQL.countEntriesBefore)
-        count.bind(1, keepFrom)
-        _ = try count.step()
-        let deleted = count.int(0)
-        count.reset()
-        let delete = try connection.prepare(SQL.deleteChunksBefore)
-        delete.bind(1, keepFrom)
-        try delete.run()
+        let head = try newestCursor(connection)
+        let (whole, spanning) = try chunks(olderThan: cutoff, connection)
+        var deleted = 0
+        let delete = try connection.prepare(SQL.deleteHistoryChunk)
+        for chunk in whole {
+          delete.bind(1, chunk.id)
+          try delete.run()
+          deleted += chunk.count
+        }
+        for chunk in spanning {
+          delete.bind(1, chunk.id)
+          try delete.run()
+          let kept = chunk.events.filter { $0.at >= cutoff }
+          deleted += chunk.events.count - kept.count
+          // Eligibility entries written again change no tip's last recorded state (history_tips is left alone).
+          try insertChunks(HistoryBatch(kept), connection)
+        }
+        if try newestCursor(connection) < head {
+          let upsert = try connection.prepare(SQL.upsertHistoryHead)
+          upsert.bind(1, head)
+          try upsert.run()
+        }
+        if forgetTips { try connection.prepare(SQL.deleteHistoryTips).run() }
         try connection.prepare(SQL.commit).run()
         return deleted
       } catch {
@@ -189,6 +215,30 @@ extension Datastore {
         throw error
       }
     }
+  }
+
+  /// The chunks holding an entry older than `cutoff`: those wholly older (id, entries), and those spanning it
+  /// (id, decoded).
+  private func chunks(olderThan cutoff: Timestamp, _ connection: SQLiteConnection) throws(SQLiteError) -> (
+    whole: [(id: Int64, count: Int)], spanning: [(id: Int64, events: [HistoryEvent])]
+  ) {
+    var whole: [(id: Int64, count: Int)] = []
+    var spanning: [(id: Int64, events: [HistoryEvent])] = []
+    let select = try connection.prepare(SQL.selectChunksOlderThan)
+    defer { select.reset() }
+    select.bind(1, cutoff)
+    while try select.step() {
+      let id = select.int64(0)
+      if select.double(2) < cutoff {
+        whole.append((id, Int(select.int64(1) - id + 1)))
+        continue
+      }
+      guard let events = HistoryCodec.decode(select.blobBytes(3), first: id) else {
+        throw SQLiteError(corrupt: "the history chunk starting at cursor \(id) cannot be decoded")
+      }
+      spanning.append((id, events))
+    }
+    return (whole, spanning)
   }
 
   // MARK: Size

@@ -27,9 +27,9 @@ import TipsJSON
 //    invalidations, actions, variant assignments, donations of goal and app-closed events) in chunks, one row per
 //    commit that recorded any (at most 256 entries a row), keyed by the chunk's first cursor, its entries encoded by
 //    `HistoryCodec`: one insert per commit instead of one per entry. Cursors are assigned by the server and never
-//    reused (pruning keeps the newest chunk; a datastore reset leaves the history alone). No index: chunks are
-//    appended at the table's end and pruned from its start. `history_tips` holds the eligibility last recorded per
-//    tip, so a restart that finds a tip as it left it records nothing.
+//    reused (a datastore reset leaves the history alone). No index: chunks are appended at the table's end.
+//    `history_tips` holds the eligibility last recorded per tip, so a restart that finds a tip as it left it records
+//    nothing.
 // 7. sync across devices (`--sync`): `sync_meta` (device id, account, cursor, clock), `sync_state` (what each device
 //    contributed: counters, invalidations, eligibility resets, parameter registers) and `sync_outbox` (operations
 //    not yet committed by PostgreSQL). Not data tables: a datastore reset is itself synced and keeps them.
@@ -37,6 +37,8 @@ import TipsJSON
 //    the next cursors, stored as a tag, a count and per donation the varint difference of the instants (about one
 //    byte instead of 12; see `HistoryCodec`). No table changes; older builds refuse the file rather than misread its
 //    history.
+// 9. `history_head` holds the newest cursor assigned once pruning has deleted the chunk that held it (retention
+//    applies to every entry, the newest included: `--history-days 0` keeps none), so cursors continue after it.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -158,6 +160,12 @@ enum Schema {
     // No table changes: history chunks may now hold runs of donation continuations (HistoryCodec), which a build of
     // schema 7 would read as malformed; the version makes it refuse the file instead.
     Migration(version: 8, sql: ""),
+    Migration(
+      version: 9,
+      sql: """
+        CREATE TABLE history_head (id INTEGER PRIMARY KEY CHECK (id = 1), cursor INTEGER NOT NULL);
+        """
+    ),
   ]
 
   /// Migration 5: each event's donation rows, in order, become one chunk; then the old table goes.
@@ -268,11 +276,19 @@ enum SQL {
     "SELECT id, entries FROM history WHERE kinds & ?1 <> 0 ORDER BY id"
   static let selectFirstChunkWithKinds: StaticString =
     "SELECT id, entries FROM history WHERE kinds & ?1 <> 0 ORDER BY id LIMIT 1"
-  static let selectNewestChunk: StaticString = "SELECT id, last FROM history ORDER BY id DESC LIMIT 1"
+  /// The newest cursor assigned: the newest chunk's last, or what pruning kept of it (0 when none ever was).
+  static let selectNewestCursor: StaticString = """
+    SELECT max(coalesce((SELECT last FROM history ORDER BY id DESC LIMIT 1), 0),
+      coalesce((SELECT cursor FROM history_head), 0))
+    """
+  static let upsertHistoryHead: StaticString =
+    "INSERT INTO history_head (id, cursor) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET cursor = excluded.cursor"
   static let selectOldestChunkAt: StaticString = "SELECT first_at FROM history ORDER BY id LIMIT 1"
-  static let selectFirstYoungChunk: StaticString = "SELECT id FROM history WHERE last_at >= ?1 ORDER BY id LIMIT 1"
-  static let countEntriesBefore: StaticString = "SELECT coalesce(sum(last - id + 1), 0) FROM history WHERE id < ?1"
-  static let deleteChunksBefore: StaticString = "DELETE FROM history WHERE id < ?1"
+  /// The chunks holding an entry older than ?1 (a scan of the table: pruning runs hourly).
+  static let selectChunksOlderThan: StaticString =
+    "SELECT id, last, last_at, entries FROM history WHERE first_at < ?1 ORDER BY id"
+  static let deleteHistoryChunk: StaticString = "DELETE FROM history WHERE id = ?1"
+  static let deleteHistoryTips: StaticString = "DELETE FROM history_tips"
   static let selectHistoryTips: StaticString = "SELECT tip, status, reason, should_display, variant FROM history_tips"
   static let upsertHistoryTip: StaticString = """
     INSERT INTO history_tips (tip, status, reason, should_display, variant) VALUES (?1, ?2, ?3, ?4, ?5)

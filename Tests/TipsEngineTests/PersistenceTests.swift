@@ -43,10 +43,31 @@ struct PersistenceTests {
     #expect(h.apply(h.engine.advanceTime()) == [.tip(TipState(id: "a", status: .invalidated(.tipClosed), shouldDisplay: false))])
   }
 
+  @Test("restore while running (after a failed commit) replaces persisted parameters and keeps transient values")
+  func restoreKeepsTransientParameters() throws {
+    let h = Harness()
+    h.apply(
+      try h.engine.defineParameters([
+        ParameterDefinition(id: "session", defaultValue: 0, transient: true), ParameterDefinition(id: "kept", defaultValue: 0),
+      ]))
+    h.apply(try h.engine.setParameter("session", 3))
+    h.apply(try h.engine.setParameter("kept", 7))
+    h.engine.restore(EngineSnapshot(parameters: ["kept": 5]))
+    #expect(h.engine.parameterValue("session") == 3)
+    #expect(h.engine.parameterValue("kept") == 5)
+    h.engine.restore(EngineSnapshot())
+    #expect(h.engine.parameterValue("session") == 3)
+    #expect(h.engine.parameterValue("kept") == 0)
+  }
+
   @Test("reset clears durable state, keeps definitions, frequency, limits and overrides, and writes .reset first")
   func reset() throws {
     let h = Harness()
-    h.apply(try h.engine.defineParameters([ParameterDefinition(id: "n", defaultValue: 0)]))
+    h.apply(
+      try h.engine.defineParameters([
+        ParameterDefinition(id: "n", defaultValue: 0), ParameterDefinition(id: "session", defaultValue: 0, transient: true),
+      ]))
+    h.apply(try h.engine.setParameter("session", 3))
     h.apply(h.engine.configure(displayFrequency: .daily))
     h.apply(try h.engine.setDonationLimit("e", 10))
     try h.register(
@@ -65,6 +86,7 @@ struct PersistenceTests {
     ])
     #expect(h.engine.snapshot() == EngineSnapshot(displayFrequency: .daily, donationLimits: ["e": 10]))
     #expect(h.engine.parameterValue("n") == 0)
+    #expect(h.engine.parameterValue("session") == 0)
     #expect(h.engine.registeredTipIDs == ["a", "b"])
     #expect(h.engine.nextChangeTime() == nil)
   }

@@ -23,6 +23,16 @@ private func entries(from first: Int64, _ kinds: [HistoryEvent.Kind], at: Double
   }
 }
 
+extension Datastore {
+  /// The rows `sql` reads from the file, each of its `columns` as a number.
+  fileprivate func rows(_ sql: String, columns: Int32 = 1) throws -> [[Double]] {
+    let statement = try openConnection().prepareUncached(sql)
+    var rows: [[Double]] = []
+    while try statement.step() { rows.append((0..<columns).map { statement.double($0) }) }
+    return rows
+  }
+}
+
 @Suite("Datastore: the lifecycle history")
 struct HistoryStoreTests {
   @Test("history entries commit with the batch's writes and read back field for field, donations aside")
@@ -64,7 +74,7 @@ struct HistoryStoreTests {
     #expect(try store.historyState().tips["t"] != nil)
   }
 
-  @Test("pruning deletes from the start up to the first young chunk, and always keeps the newest")
+  @Test("pruning deletes every entry older than the cutoff, the newest too and wherever it lies; cursors continue")
   func prune() throws {
     let store = try Datastore(path: ":memory:")
     // One commit each, so one chunk each, at 100, 101, 102, 103.
@@ -73,15 +83,61 @@ struct HistoryStoreTests {
     }
     #expect(try store.pruneHistory(before: 102) == 2)
     #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 4, newestCursor: 4, oldestAt: 102))
-    #expect(try store.pruneHistory(before: 1_000) == 1)
-    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 4, newestCursor: 4, oldestAt: 103))
-    #expect(try store.pruneHistory(before: 1_000) == 0)
-    #expect(try store.historyState().lastCursor == 4)
-    // An entry older than the one before it (the clock went back) waits for a later prune.
+    #expect(try store.pruneHistory(before: 102) == 0)
+    // An entry older than the one before it (the clock went back) goes at the same prune as the others.
     try store.commit([], history: [HistoryEvent(cursor: 5, kind: .impression, at: 50, tipID: "t")])
-    #expect(try store.pruneHistory(before: 103) == 0)
-    #expect(try store.pruneHistory(before: 104) == 1)
-    #expect(try store.history(after: 0, limit: 10).map(\.cursor) == [5])
+    #expect(try store.pruneHistory(before: 103) == 2)
+    #expect(try store.history(after: 0, limit: 10).map(\.cursor) == [4])
+    #expect(try store.historyForMetrics().map(\.cursor) == [4])
+    // The newest entry goes too; its cursor is kept, and the next commit continues after it.
+    #expect(try store.pruneHistory(before: 1_000) == 1)
+    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: nil, newestCursor: 5, oldestAt: nil))
+    #expect(try store.historyState().lastCursor == 5)
+    #expect(try store.rows("SELECT count(*) FROM history") == [[0]])
+    try store.commit([], history: entries(from: 6, [.action], at: 2_000))
+    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 6, newestCursor: 6, oldestAt: 2_000))
+  }
+
+  @Test("a chunk that spans the cutoff is written again with only its younger entries")
+  func pruneWithinAChunk() throws {
+    let store = try Datastore(path: ":memory:")
+    // One commit: an eligibility change at 100, donations at 101...104, an impression at 90 (dated earlier).
+    var batch = entries(from: 1, [.eligibility, .donation, .donation, .donation, .donation])
+    batch.append(HistoryEvent(cursor: 6, kind: .impression, at: 90, tipID: "t", duration: 1))
+    try store.commit([], history: batch)
+    let tips = try store.historyState().tips
+    #expect(try store.pruneHistory(before: 102.5) == 4)
+    let kept = batch.filter { $0.at >= 102.5 }
+    #expect(kept.map(\.cursor) == [4, 5])
+    #expect(try store.historyForMetrics() == kept)
+    #expect(try store.history(after: 0, limit: 10).isEmpty)
+    #expect(try store.rows("SELECT id, last, first_at, last_at FROM history", columns: 4) == [[4, 5, 103, 104]])
+    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: nil, newestCursor: 6, oldestAt: 103))
+    // The tips' last recorded eligibility is not history past the limit: a shorter retention keeps it.
+    #expect(try store.historyState().tips == tips)
+  }
+
+  @Test("deleting the history keeps nothing (the tips' last recorded eligibility neither) but the newest cursor, across a reopen")
+  func deleteEverything() throws {
+    let directory = TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.file("store.sqlite")
+    do {
+      let store = try Datastore(path: path)
+      try store.commit([], history: entries(from: 1, [.variant, .eligibility, .impression], at: 5_000_000_000))
+      #expect(try store.deleteHistory() == 3)
+      #expect(try store.deleteHistory() == 0)
+      #expect(try store.rows("SELECT count(*) FROM history") == [[0]])
+      #expect(try store.rows("SELECT count(*) FROM history_tips") == [[0]])
+      #expect(try store.rows("SELECT cursor FROM history_head") == [[3]])
+      store.close()
+    }
+    let store = try Datastore(path: path)
+    #expect(try store.historyState() == HistoryState(lastCursor: 3, tips: [:]))
+    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: nil, newestCursor: 3, oldestAt: nil))
+    // A datastore reset leaves the kept cursor alone too.
+    try store.commit([.reset])
+    #expect(try store.historyState().lastCursor == 3)
   }
 
   @Test("a commit's entries are one chunk (of at most 256), its instants its oldest and newest; a chunk prunes whole")
@@ -216,7 +272,7 @@ struct HistoryStoreTests {
     }
   }
 
-  @Test("a schema 7 file's history (donations written whole) migrates to schema 8 and reads back beside continuations")
+  @Test("a schema 7 file's history (donations written whole) migrates and reads back beside continuations")
   func schema7History() throws {
     let directory = TemporaryDirectory()
     defer { directory.remove() }
@@ -226,7 +282,7 @@ struct HistoryStoreTests {
     try Datastore(path: path).close()
     do {
       let side = try SQLiteConnection(path: path)
-      try side.execute("UPDATE schema_version SET version = 7")
+      try side.execute("UPDATE schema_version SET version = 7; DROP TABLE history_head")
       let insert = try side.prepareUncached(
         "INSERT INTO history (id, last, first_at, last_at, kinds, entries) VALUES (1, 5, 1001, 1005, 64, ?1)")
       insert.bindBlob(1, HistoryCodec.encode(old[...]))
@@ -234,7 +290,7 @@ struct HistoryStoreTests {
       side.close()
     }
     let store = try Datastore(path: path)
-    #expect(store.schemaVersion == 8)
+    #expect(store.schemaVersion == Datastore.currentSchemaVersion)
     #expect(try store.historyForMetrics() == old)
     var batch = HistoryBatch()
     for cursor in 6...9 { batch.appendDonation(cursor: Int64(cursor), event: "goal.a", at: 1_000 + Double(cursor)) }
