@@ -92,6 +92,20 @@ func runJSONBenchmarks() throws {
     let decoded = try decoder.decode(DonateRequest.self, from: data)
     return try encoder.encode(DonateReply(id: decoded.id, result: .init(count: 3))).count
   }
+  // A large array, and one twice its size in the same run: linear parsing keeps the ratio near 2. Rounds alternate
+  // the two, and each keeps its fastest round (the least disturbed by the rest of a shared machine).
+  func largeArray(_ count: Int) -> [UInt8] {
+    Array(("[" + (0..<count).map(String.init).joined(separator: ",") + "]").utf8)
+  }
+  let large = largeArray(200_000), twice = largeArray(400_000)
+  func parse(_ array: [UInt8], iterations: Int) throws -> Double {
+    try measure("large-array", iterations: iterations) { try JSONParser.parse(array).arrayValue?.count ?? 0 }
+  }
+  var largeParse = Double.infinity, twiceParse = Double.infinity
+  for _ in 0..<5 {
+    largeParse = min(largeParse, try parse(large, iterations: 10))
+    twiceParse = min(twiceParse, try parse(twice, iterations: 5))
+  }
   print("json.tipsjson_parse_and_reply_us: \(String(format: "%.3f", tips))")
   print("json.tipsjson_full_parse_and_reply_us: \(String(format: "%.3f", full))")
   print("json.tipsd_donate_decode_and_reply_us: \(String(format: "%.3f", donate))")
@@ -100,4 +114,6 @@ func runJSONBenchmarks() throws {
   print("json.foundation_codable_parse_and_reply_us: \(String(format: "%.3f", codable))")
   print("json.speedup_vs_serialization: \(String(format: "%.1f", serialization / tips))")
   print("json.speedup_vs_codable: \(String(format: "%.1f", codable / tips))")
+  print("json.large_array_200k_parse_ms: \(String(format: "%.2f", largeParse / 1000))")
+  print("json.large_array_400k_vs_200k_ratio: \(String(format: "%.2f", twiceParse / largeParse))")
 }

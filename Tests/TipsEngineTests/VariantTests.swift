@@ -13,7 +13,9 @@ struct VariantTests {
 
   @Test("the hash is FNV-1a 64 + SplitMix64, the same everywhere (vectors from an independent implementation)")
   func stableHash() {
-    // Computed by protocol/tests' Python implementation of the same function.
+    // Computed by an independent Python implementation of the documented hash, protocol/tests/test_variant_hash.py,
+    // which checks itself against published FNV-1a and SplitMix64 vectors and recomputes this list (run by
+    // protocol/run-tests): change one side and the other fails.
     let expected = [0, 1, 1, 1, 0, 1, 0, 0, 1, 1]
     for (i, index) in expected.enumerated() {
       #expect(Engine.variantIndex(installID: "install-\(i)", tipID: "filter.tip", count: 2) == index)

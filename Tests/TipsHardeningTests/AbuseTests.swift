@@ -168,15 +168,30 @@ extension Hardening {
       try fixture.checkRecovered("1 MiB messages")
     }
 
-    /// Pipelines many tiny requests on one connection while reading the replies on another thread.
+    /// Pipelines many tiny requests on one connection while reading the replies on another thread: every one is
+    /// answered with a -32600 whose id is null.
     @Test func aMillionTinyMessages() throws {
       let fixture = try Fixture()
       let count = ProcessInfo.processInfo.environment["TIPSD_TINY_MESSAGES"].flatMap(Int.init) ?? 250_000
       let client = try fixture.daemon.connect()
       try client.initialize(name: "tiny")
-      // `{}` is the smallest request there is; each gets a -32600 with id null.
+      // `{}` is the smallest request there is; each gets a -32600 with id null. One first, alone: its reply, checked,
+      // is what every reply of the flood must repeat byte for byte.
+      try client.write(bytes("{}\n"))
+      var reply: [UInt8] = []
+      while reply.last != 0x0A {
+        var byte: UInt8 = 0
+        var pfd = pollfd(fd: client.readFD, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, Int32(testTimeout * 1000)) > 0, read(client.readFD, &byte, 1) == 1 else {
+          throw TestFailure("no reply to {} (\(reply.count) bytes of it)")
+        }
+        reply.append(byte)
+      }
+      let first = try JSONParser.parse(reply)
+      #expect(errorCode(first) == -32600 && first["id"] == .null, "\(String(decoding: reply, as: UTF8.self))")
+      #expect(first["jsonrpc"] == "2.0")
       let batchOf = 10_000
-      let chunk = [UInt8](repeating: 0, count: 0) + Array(repeating: bytes("{}\n"), count: batchOf).flatMap { $0 }
+      let chunk = Array(repeating: bytes("{}\n"), count: batchOf).flatMap { $0 }
       let fd = client.writeFD
       let writer = Thread {
         var sent = 0
@@ -194,21 +209,35 @@ extension Hardening {
       }
       let start = Date()
       writer.start()
+      // The replies are `reply` over and over: each read is compared with `repeated` from its phase in the cycle.
+      let readSize = 1 << 20
+      let repeated = Array(repeating: reply, count: readSize / reply.count + 2).flatMap { $0 }
+      var chunkBuffer = [UInt8](repeating: 0, count: readSize)
       var received = 0
-      var chunkBuffer = [UInt8](repeating: 0, count: 1 << 20)
-      var newlines = 0
+      var firstDifference: (offset: Int, text: String)?  // the first read that is not a repeat of `reply`
+      let expectedBytes = count * reply.count
       let deadline = Date().addingTimeInterval(testTimeout * 12)  // a hang guard
-      while newlines < count && Date() < deadline {
+      while received < expectedBytes && Date() < deadline {
         var pfd = pollfd(fd: client.readFD, events: Int16(POLLIN), revents: 0)
         if poll(&pfd, 1, 1000) <= 0 { continue }
         let n = chunkBuffer.withUnsafeMutableBytes { read(client.readFD, $0.baseAddress, $0.count) }
         if n <= 0 { break }
+        let phase = received % reply.count
+        let same = chunkBuffer.withUnsafeBytes { got in
+          repeated.withUnsafeBytes { memcmp(got.baseAddress!, $0.baseAddress! + phase, n) }
+        }
+        if same != 0 && firstDifference == nil {
+          firstDifference = (received, String(decoding: chunkBuffer[0..<min(n, 300)], as: UTF8.self))
+        }
         received += n
-        for i in 0..<n where chunkBuffer[i] == 0x0A { newlines += 1 }
       }
       let seconds = Date().timeIntervalSince(start)
-      print("hardening.tiny_messages: \(count) requests, \(newlines) replies, \(String(format: "%.2f", seconds)) s, \(Int(Double(count) / seconds)) msg/s, peak RSS \(procStatus(fixture.pid, "VmHWM") ?? 0) KiB")
-      #expect(newlines == count)
+      let replies = received / reply.count
+      print("hardening.tiny_messages: \(count) requests, \(replies) replies, \(String(format: "%.2f", seconds)) s, \(Int(Double(count) / seconds)) msg/s, peak RSS \(procStatus(fixture.pid, "VmHWM") ?? 0) KiB")
+      #expect(received == expectedBytes, "\(received) bytes of replies, expected \(count) × \(reply.count)")
+      #expect(
+        firstDifference == nil,
+        "not the first reply repeated, from byte \(firstDifference?.offset ?? 0): \(firstDifference?.text ?? "")")
       client.close()
       try fixture.checkRecovered("tiny messages")
     }

@@ -61,8 +61,13 @@ extension Hardening {
     }
 
     @Test func jsonSeedsRoundTrip() throws {
-      for (name, data) in FuzzOracle.inputs("json") {
-        guard let value = try? JSONParser.parse(data, maxDepth: 64) else { continue }
+      let inputs = FuzzOracle.inputs("json")
+      #expect(inputs.count >= 15)
+      for (name, data) in inputs {
+        guard let value = try? JSONParser.parse(data, maxDepth: 64) else {
+          Issue.record("\(name): every seed is a JSON document")
+          continue
+        }
         let once = value.serialized()
         let twice = try JSONParser.parse(once).serialized()
         #expect(once == twice, "\(name)")
@@ -70,8 +75,12 @@ extension Hardening {
     }
 
     @Test func jsonrpcSeedsDecodeAndErrorRepliesAreJSON() {
-      for (name, data) in FuzzOracle.inputs("jsonrpc") {
+      let inputs = FuzzOracle.inputs("jsonrpc")
+      #expect(inputs.count >= 14)
+      var plain = 0, invalid = 0
+      for (name, data) in inputs {
         if let fast = data.withUnsafeBytes({ PlainRequest.scan($0) }) {
+          plain += 1
           let full = IncomingPayload.decodeParsingFully(data)
           #expect(full == .single(fast), "\(name): the plain path disagrees with the parser")
           if case .single(.request(_, _, let a?)) = full, case .request(_, _, let b?) = fast {
@@ -86,20 +95,29 @@ extension Hardening {
         }
         for case .invalid(let id, let error) in messages {
           #expect((try? JSONParser.parse(OutgoingMessage.encodeError(id: id, error: error))) != nil, "\(name)")
+          invalid += 1
         }
       }
+      // Both oracles ran: seeds the plain path reads, and seeds that are invalid requests.
+      #expect(plain >= 5 && invalid >= 4, "\(plain) plain, \(invalid) invalid of \(inputs.count) seeds")
     }
 
     @Test func ruleSeedsRoundTrip() {
-      for (name, data) in FuzzOracle.inputs("rule") {
+      let inputs = FuzzOracle.inputs("rule")
+      #expect(inputs.count >= 9)
+      var rules = 0, tips = 0
+      for (name, data) in inputs {
         guard let json = try? JSONParser.parse(data, maxDepth: 64) else { continue }
         if let rule = try? Rule(json: json, path: "rule") {
           #expect((try? Rule(json: rule.json, path: "rule")) == rule, "\(name)")
+          rules += 1
         }
         if let tip = try? TipDefinition(json: json, path: "tips[0]") {
           #expect((try? TipDefinition(json: tip.json, path: "tips[0]")) == tip, "\(name)")
+          tips += 1
         }
       }
+      #expect(rules >= 7 && tips >= 1, "\(rules) rules and \(tips) tips decoded of \(inputs.count) seeds")
     }
 
     /// Catalog seeds, through the catalog harness's path: `Catalog(json:)`, registered with a fresh engine, each
@@ -107,9 +125,11 @@ extension Hardening {
     @Test func catalogSeedsDecode() {
       let inputs = FuzzOracle.inputs("catalog")
       #expect(inputs.count >= 4)
+      var decoded = 0
       for (name, data) in inputs {
         guard let json = try? JSONParser.parse(data, maxDepth: 64) else { continue }
         guard let catalog = try? Catalog(json: json) else { continue }
+        decoded += 1
         let engine = Engine(clock: VirtualClock(now: 1_700_000_000))
         #expect((try? catalog.register(in: engine)) != nil, "\(name)")
         for template in catalog.templates {
@@ -118,6 +138,7 @@ extension Hardening {
           _ = try? template.instantiate(values: values, idPattern: .any)
         }
       }
+      #expect(decoded >= 4, "\(decoded) of \(inputs.count) catalog seeds decoded")
     }
   }
 }

@@ -106,10 +106,13 @@ private struct SimulatedServer {
   static let baseSeed = SeededGenerator.seed()
 
   @Test(arguments: 0..<12)
-  func devicesConvergeWhateverTheInterleaving(run: Int) throws {
-    let seed = Self.baseSeed &+ UInt64(run) &* 7919
-    print("MergeConvergenceTests run \(run): seed \(seed) (TIPSD_SYNC_SEED=\(Self.baseSeed) repeats the runs)")
-    var random = SeededGenerator(seed: seed)
+  func devicesConvergeWhateverTheInterleaving(run: Int) {
+    RunSeed(base: Self.baseSeed, offset: UInt64(run) &* 7919).run(
+      "MergeConvergenceTests run \(run)", devicesConvergeWhateverTheInterleaving)
+  }
+
+  func devicesConvergeWhateverTheInterleaving(_ seed: RunSeed) throws {
+    var random = SeededGenerator(seed: seed.value)
     let directory = temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let start = 1_700_000_000.0
@@ -159,7 +162,7 @@ private struct SimulatedServer {
       for device in devices { try server.push(device, max: 1000) }
       for device in devices { try server.pull(device, max: 100_000) }
       rounds += 1
-      try #require(rounds < 20, "no quiescence after 20 rounds (seed \(seed))")
+      try #require(rounds < 20, "no quiescence after 20 rounds (\(seed))")
     }
     let instant = devices.map { $0.clock.now() }.max()! + 1
     for device in devices {
@@ -169,22 +172,23 @@ private struct SimulatedServer {
     let reference = devices[0]
     for device in devices.dropFirst() {
       for tip in SyncFixture.syncedTips {
-        #expect(device.engine.state(of: tip) == reference.engine.state(of: tip), "\(tip) on \(device.id), seed \(seed)")
-        #expect(device.engine.record(of: tip) == reference.engine.record(of: tip), "\(tip) on \(device.id), seed \(seed)")
+        #expect(device.engine.state(of: tip) == reference.engine.state(of: tip), "\(tip) on \(device.id) (\(seed))")
+        #expect(device.engine.record(of: tip) == reference.engine.record(of: tip), "\(tip) on \(device.id) (\(seed))")
       }
     }
     let states = try devices.map { device in
       let live = ComparableState(device.engine.snapshot())
       try device.restart()
       let reloaded = ComparableState(device.engine.snapshot())
-      #expect(live == reloaded, "\(device.id) reloads what it held (seed \(seed))")
+      #expect(live == reloaded, "\(device.id) reloads what it held (\(seed))")
       return live
     }
     if ProcessInfo.processInfo.environment["TIPSD_SYNC_DUMP"] != nil {
-      print("operations: \(server.log.count)\n\(states[0])")
+      print("operations: \(server.log.count), \(seed)\n\(states[0])")
     }
     for (index, state) in states.enumerated().dropFirst() {
-      #expect(state == states[0], "device-\(index) differs from device-0 (seed \(seed)):\n\(state)\n--- vs ---\n\(states[0])")
+      #expect(
+        state == states[0], "device-\(index) differs from device-0 (\(seed)):\n\(state)\n--- vs ---\n\(states[0])")
     }
   }
 }

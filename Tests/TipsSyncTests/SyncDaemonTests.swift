@@ -43,22 +43,24 @@ import TipsTestSupport
   }
 
   /// Sets every device's clock to one instant, then compares every synced tip's state live, and every datastore.
-  static func expectIdentical(_ devices: [Device], seed: UInt64, sourceLocation: SourceLocation = #_sourceLocation) throws {
+  static func expectIdentical(
+    _ devices: [Device], seed: RunSeed, sourceLocation: SourceLocation = #_sourceLocation
+  ) throws {
     let instant = try devices.map { try $0.call("clock/now")["now"]?.doubleValue ?? 0 }.max()! + 1
     for device in devices { try device.call("clock/set", ["now": .double(instant)]) }
     let states = try devices.map { try $0.tipStates(SyncFixture.syncedTips) }
     for (index, state) in states.enumerated().dropFirst() {
       #expect(
-        state == states[0], "\(devices[index].name) vs \(devices[0].name), seed \(seed)", sourceLocation: sourceLocation)
+        state == states[0], "\(devices[index].name) vs \(devices[0].name) (\(seed))", sourceLocation: sourceLocation)
     }
     let snapshots = try devices.map { ComparableState(try $0.stopAndLoad()) }
     if ProcessInfo.processInfo.environment["TIPSD_SYNC_DUMP"] != nil {
-      print("\(devices[0].name), seed \(seed):\n\(snapshots[0])\nstates: \(states[0])")
+      print("\(devices[0].name), \(seed):\n\(snapshots[0])\nstates: \(states[0])")
     }
     for (index, snapshot) in snapshots.enumerated().dropFirst() {
       #expect(
         snapshot == snapshots[0],
-        "\(devices[index].name) differs from \(devices[0].name) (seed \(seed)):\n\(snapshot)\n--- vs ---\n\(snapshots[0])",
+        "\(devices[index].name) differs from \(devices[0].name) (\(seed)):\n\(snapshot)\n--- vs ---\n\(snapshots[0])",
         sourceLocation: sourceLocation)
     }
   }
@@ -77,10 +79,12 @@ import TipsTestSupport
     if !held { throw TestFailure("\(what): never happened\(failure.map { " (\($0))" } ?? "")") }
   }
 
-  @Test func twoDevicesConverge() throws {
-    let seed = Self.baseSeed
-    print("SyncDaemonTests.twoDevicesConverge: seed \(seed) (TIPSD_SYNC_SEED=\(seed) repeats it)")
-    var random = SeededGenerator(seed: seed)
+  @Test func twoDevicesConverge() {
+    RunSeed(base: Self.baseSeed).run("SyncDaemonTests.twoDevicesConverge", twoDevicesConverge)
+  }
+
+  func twoDevicesConverge(_ seed: RunSeed) throws {
+    var random = SeededGenerator(seed: seed.value)
     let postgres = try PostgresServer()
     defer { postgres.destroy() }
     let catalog = try SyncFixture.writeCatalog(in: postgres.directory)
@@ -95,17 +99,20 @@ import TipsTestSupport
       if step == 40 { try device.call("datastore/reset") }
       try Self.randomChange(device, &random)
     }
-    try waitUntilConverged(devices, seed: seed)
+    try waitUntilConverged(devices)
     try Self.expectIdentical(devices, seed: seed)
   }
 
   /// Three devices online, PostgreSQL stopped and restarted while they keep changing things, one daemon SIGKILLed
   /// right after a burst (mid-push) and restarted, and a fourth device offline for the whole run that joins at the
   /// end.
-  @Test func threeDevicesConvergeThroughFailures() throws {
-    let seed = Self.baseSeed &+ 1
-    print("SyncDaemonTests.threeDevicesConvergeThroughFailures: seed \(seed) (TIPSD_SYNC_SEED=\(Self.baseSeed) repeats it)")
-    var random = SeededGenerator(seed: seed)
+  @Test func threeDevicesConvergeThroughFailures() {
+    RunSeed(base: Self.baseSeed, offset: 1).run(
+      "SyncDaemonTests.threeDevicesConvergeThroughFailures", threeDevicesConvergeThroughFailures)
+  }
+
+  func threeDevicesConvergeThroughFailures(_ seed: RunSeed) throws {
+    var random = SeededGenerator(seed: seed.value)
     let postgres = try PostgresServer()
     defer { postgres.destroy() }
     let catalog = try SyncFixture.writeCatalog(in: postgres.directory)
@@ -124,7 +131,7 @@ import TipsTestSupport
     try changes(50, on: devices)
     try postgres.stop()
     try changes(60, on: devices)
-    #expect(try phone.syncStatus()["state"] != "connected")
+    #expect(try phone.syncStatus()["state"] != "connected", "\(seed)")
     try postgres.start()
     try changes(20, on: devices)
 
@@ -147,10 +154,10 @@ import TipsTestSupport
     lock.release()
 
     try changes(60, on: devices)
-    #expect(try offline.syncStatus()["state"] != "connected")
-    #expect((try offline.syncStatus()["outbox"]?.intValue ?? 0) > 0)
+    #expect(try offline.syncStatus()["state"] != "connected", "\(seed)")
+    #expect((try offline.syncStatus()["outbox"]?.intValue ?? 0) > 0, "\(seed)")
     try offline.restart(url: postgres.url)
-    try waitUntilConverged(devices, seed: seed)
+    try waitUntilConverged(devices)
     try Self.expectIdentical(devices, seed: seed)
   }
 
@@ -192,9 +199,12 @@ import TipsTestSupport
   }
 
   /// Two accounts in one database: neither sees anything of the other's.
-  @Test func accountsAreIsolated() throws {
-    let seed = Self.baseSeed &+ 2
-    var random = SeededGenerator(seed: seed)
+  @Test func accountsAreIsolated() {
+    RunSeed(base: Self.baseSeed, offset: 2).run("SyncDaemonTests.accountsAreIsolated", accountsAreIsolated)
+  }
+
+  func accountsAreIsolated(_ seed: RunSeed) throws {
+    var random = SeededGenerator(seed: seed.value)
     let postgres = try PostgresServer()
     defer { postgres.destroy() }
     let catalog = try SyncFixture.writeCatalog(in: postgres.directory)
@@ -212,16 +222,18 @@ import TipsTestSupport
     try waitUntilConverged([bob])
 
     // Bob's device pulled its account's log (its cursor is its own two operations) and holds only what it did.
-    #expect(try bob.syncStatus()["cursor"] == 2)
+    #expect(try bob.syncStatus()["cursor"] == 2, "\(seed)")
     let bobState = ComparableState(try bob.stopAndLoad())
-    #expect(bobState.donations.keys.sorted() == ["e3"])
-    #expect(bobState.donations["e3"]?.count == 1)
-    #expect(bobState.parameters == ["level": 3])
-    #expect(bobState.records.isEmpty)
+    #expect(bobState.donations.keys.sorted() == ["e3"], "\(seed)")
+    #expect(bobState.donations["e3"]?.count == 1, "\(seed)")
+    #expect(bobState.parameters == ["level": 3], "\(seed)")
+    #expect(bobState.records.isEmpty, "\(seed)")
     let alice = ComparableState(try alicePhone.stopAndLoad())
-    #expect(!(alice.donations["e3"] ?? []).contains { $0.info?["owner"] == "bob" })
-    #expect(try postgres.query("SELECT count(*) FROM tipsd.ops WHERE account = 'bob'").trimmingCharacters(in: .whitespacesAndNewlines) == "2")
-    #expect(try postgres.query("SELECT DISTINCT account FROM tipsd.accounts ORDER BY 1").split(separator: "\n") == ["alice", "bob"])
+    #expect(!(alice.donations["e3"] ?? []).contains { $0.info?["owner"] == "bob" }, "\(seed)")
+    let bobOps = try postgres.query("SELECT count(*) FROM tipsd.ops WHERE account = 'bob'")
+    #expect(bobOps.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "\(seed)")
+    let accounts = try postgres.query("SELECT DISTINCT account FROM tipsd.accounts ORDER BY 1")
+    #expect(accounts.split(separator: "\n") == ["alice", "bob"], "\(seed)")
   }
 
   /// While PostgreSQL is unreachable the outbox is bounded: superseded operations merge (displays of one tip, values

@@ -120,7 +120,7 @@ final class Device {
 /// Waits until every device has pushed everything and merged everything: empty outboxes and one cursor (the account's
 /// last, since each device pulls after its own pushes). A merge can queue new operations (a display budget reached
 /// by merged displays), so the condition is checked until it holds. Fails after a generous deadline (a hang guard).
-func waitUntilConverged(_ devices: [Device], seed: UInt64? = nil) throws {
+func waitUntilConverged(_ devices: [Device]) throws {
   var last = ""
   let converged = waitUntil(timeout: testTimeout * 12) {
     guard let statuses = try? devices.map({ try $0.syncStatus() }) else { return false }
@@ -131,7 +131,7 @@ func waitUntilConverged(_ devices: [Device], seed: UInt64? = nil) throws {
   }
   if !converged {
     throw TestFailure(
-      "devices did not converge (seed \(seed.map(String.init) ?? "-")):\n\(last)\n"
+      "devices did not converge:\n\(last)\n"
         + devices.map { "--- \($0.name)\n\($0.daemon.log.suffix(3000))" }.joined(separator: "\n"))
   }
 }

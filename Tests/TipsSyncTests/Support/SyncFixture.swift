@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import TipsEngine
 import TipsJSON
 
@@ -79,10 +80,40 @@ struct SeededGenerator: RandomNumberGenerator {
     return z ^ (z >> 31)
   }
 
-  /// The seed of a run: `TIPSD_SYNC_SEED` if set, else a fresh one (printed by the caller).
-  static func seed(_ offset: UInt64 = 0) -> UInt64 {
-    if let text = ProcessInfo.processInfo.environment["TIPSD_SYNC_SEED"], let seed = UInt64(text) { return seed &+ offset }
+  /// The base seed of a suite's runs: `TIPSD_SYNC_SEED` if set, else a fresh one (see ``RunSeed``).
+  static func seed() -> UInt64 {
+    if let text = ProcessInfo.processInfo.environment["TIPSD_SYNC_SEED"], let seed = UInt64(text) { return seed }
     return UInt64.random(in: 1...UInt64(UInt32.max))
+  }
+}
+
+/// One randomised run's seed (its suite's base seed plus the run's offset). It is printed when the run starts and
+/// written into every failure the run records, with the `TIPSD_SYNC_SEED` value that repeats it, so a failure
+/// report alone is enough to replay the run.
+struct RunSeed: CustomStringConvertible {
+  /// The value of `TIPSD_SYNC_SEED` that repeats the run.
+  let base: UInt64
+  /// The run's own seed.
+  let value: UInt64
+
+  init(base: UInt64, offset: UInt64 = 0) {
+    self.base = base
+    value = base &+ offset
+  }
+
+  var description: String { "seed \(value); TIPSD_SYNC_SEED=\(base) repeats it" }
+
+  /// Prints the seed and runs `body` with it; an error it throws is recorded with the seed. (Its expectations, and
+  /// its `#require`s, name the seed in their own comments.)
+  func run(_ name: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: (RunSeed) throws -> Void) {
+    print("\(name): \(self)")
+    do {
+      try body(self)
+    } catch is ExpectationFailedError {
+      // A failed #require: already recorded, with its own comment.
+    } catch {
+      Issue.record(error, "\(self)", sourceLocation: sourceLocation)
+    }
   }
 }
 

@@ -234,9 +234,14 @@ def test_on_action_stream():
                         },
                     ),
                 )
-                async for a in actions:
-                    assert a.tip_id == "t" and a.action_id == "a"
-                    break
+
+                async def first():
+                    async for a in actions:
+                        return a
+                    return None  # the stream ended without one
+
+                a = await asyncio.wait_for(first(), TIMEOUT)
+                assert a is not None and a.tip_id == "t" and a.action_id == "a"
 
     run(body)
 
