@@ -3,9 +3,10 @@
 #endif
 import TipsEngine
 
-/// The daemon's operational counters and histograms, rendered in the Prometheus text format (0.0.4) at
+/// The daemon's counters and histograms (requests, commits, connections, notifications — not seed 000's product
+/// metrics, which are `TipsMetrics`), rendered in the Prometheus text format (0.0.4) at
 /// `GET /metrics`. Loop thread only; counting a request is two array increments and a bucket search.
-final class OperationalMetrics {
+final class ServerCounters {
   /// A Prometheus histogram with fixed upper bounds.
   final class Histogram {
     let bounds: [Double]

@@ -2,12 +2,14 @@
   import Glibc
 #endif
 import TipsJSON
+public import TipsLogging
+import TipsProtocol
 import TipsSystem
 import TipsTransport
 
 /// `tipsd serve` in production: a ``Server`` on a libuv loop, listening on stdio or a Unix socket, stopping on
 /// SIGTERM/SIGINT.
-public enum Daemon {
+public enum DaemonRunner {
   /// Runs until the daemon stops; returns why.
   public static func run(configuration: ServerConfiguration, logger: Logger) throws(ServerError) -> ServerExit {
     ProcessSignals.ignoreSIGPIPE()
@@ -147,10 +149,10 @@ public enum Daemon {
       if isWarning { logger.warning(message, metadata) } else { logger.info(message, metadata) }
     }
     listener.onConnection = { [unowned server] stream in server.accept(stream, transport: "websocket") }
-    let started = SystemTime.now()
+    let started = System.wallClockSeconds()
     let secure = tls != nil
     listener.onRequest = { [unowned server] request in
-      HTTPRoutes.respond(request, server: server, uptime: SystemTime.now() - started, tls: secure)
+      HTTPRoutes.respond(request, server: server, uptime: System.wallClockSeconds() - started, tls: secure)
     }
     for address in listener.boundAddresses {
       logger.info("serving HTTP and WebSocket", [("listen", "\(tls == nil ? "ws" : "wss")://\(address)/")])
@@ -168,7 +170,7 @@ enum Health {
     let body: JSONValue = .object([
       "status": "ok",
       "version": .string(TipsdVersion.server),
-      "protocolVersion": .string(TipsdVersion.protocolVersion),
+      "protocolVersion": .string(ProtocolVersion.current),
       "uptimeSeconds": .double((uptime * 1000).rounded() / 1000),
       "connections": .object(connections),
     ])
