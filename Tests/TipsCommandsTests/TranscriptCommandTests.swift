@@ -1,14 +1,15 @@
 import Testing
 import TipsJSON
+import TipsProtocol
 import TipsTranscript
 
-@testable import TipsServer
+@testable import TipsCommands
 
 /// `tipsd test` (issue #16): each kind of failure with its exact message and line, partial matching, several
 /// clients, `== advance`.
 @Suite struct TranscriptCommandTests {
   static let header = """
-    --> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.1","clientInfo":{"name":"t"}}}
+    --> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"\(ProtocolVersion.current)","clientInfo":{"name":"t"}}}
     <-- {"jsonrpc":"2.0","id":1,"result":"$object"}
     --> {"jsonrpc":"2.0","id":2,"method":"tips/register","params":{"tips":[{"id":"a.tip","title":"A","rules":[{"event":"e","count":{"gte":1}}]}]}}
     <-- {"jsonrpc":"2.0","id":2,"result":"$object"}
@@ -117,11 +118,11 @@ import TipsTranscript
   @Test func partialMatchingSeveralClientsAndAdvance() throws {
     let text = """
       #! match: partial
-      app--> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.1","clientInfo":{"name":"app"}}}
+      app--> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"\(ProtocolVersion.current)","clientInfo":{"name":"app"}}}
       app<-- {"id":1}
       app--> {"jsonrpc":"2.0","id":2,"method":"tips/register","params":{"tips":[{"id":"w.tip","title":"W","rules":[{"event":"e","within":{"hours":1},"count":{"gte":1}}]}]}}
       app<-- {"id":2,"result":{"tips":[{"shouldDisplay":false}]}}
-      ui--> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.1","clientInfo":{"name":"ui"}}}
+      ui--> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"\(ProtocolVersion.current)","clientInfo":{"name":"ui"}}}
       ui<-- {"id":1}
       ui--> {"jsonrpc":"2.0","id":2,"method":"tips/observe","params":{"ids":["w.tip"]}}
       ui<-- {"id":2}
