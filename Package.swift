@@ -1,16 +1,17 @@
 // swift-tools-version:6.0
 // tipsd — TipKit's eligibility engine as a JSON-RPC daemon.
-// Dependencies flow one way:
-//   TipsJSON ← TipsEngine ← TipsStore ──────────────┐
-//              TipsEngine ← TipsCatalog ────────────┤
-//              TipsStore, TipsTransport ← TipsSync ─┤
-//              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
-//              TipsEngine ← TipsMetrics ────────────┤
-//   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┤
-//   TipsEngine, TipsTransport ← TipsEmbedded ───────┤   (in-memory loop: `tipsd test`, in-process tests)
-//   TipsJSON ← TipsTranscript ──────────────────────┤   (the transcript format)
-//   TipsCatalog, TipsFraming, TipsClient ← TipsLanguageServer ┘   (`tipsd lsp`)
-//   TipsSystem (POSIX calls) under TipsStore, TipsCatalog, TipsTransport and TipsClient; CLibPQ (libpq) under TipsSync
+// Dependencies flow one way (README "Design" draws the same):
+//   TipsJSON ← TipsEngine ← TipsStore ─────────────────────┐
+//              TipsEngine ← TipsCatalog ───────────────────┤
+//              TipsEngine ← TipsMetrics ← TipsProtocol ────┤
+//   TipsStore, TipsTransport, TipsLogging ← TipsSync ──────┼─ TipsServer ──┐   (the daemon)
+//                           TipsFraming, TipsTransport ────┘               │
+//   TipsProtocol, TipsFraming, TipsTransport ← TipsClient ─────────────────┤
+//   TipsProtocol, TipsFraming, TipsTransport ← TipsEmbedded ───────────────┼─ TipsCommands ← tipsd
+//                               TipsJSON ← TipsTranscript ─────────────────┤   (the command line)
+//           TipsCatalog, TipsClient ← TipsLanguageServer ──────────────────┘   (tipsd lsp)
+//   TipsSystem (POSIX calls) under TipsLogging, TipsStore, TipsCatalog, TipsTransport and TipsClient; CLibPQ (libpq)
+//   under TipsSync
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
