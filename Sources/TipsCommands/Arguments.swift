@@ -74,7 +74,8 @@ public struct Option<Target>: Sendable {
   let apply: @Sendable (inout Target, OptionValue) throws(UsageError) -> Void
 
   /// A switch: `--json`.
-  public static func flag(_ names: String..., help: String, _ set: @escaping @Sendable (inout Target) -> Void) -> Option {
+  public static func flag(_ names: String..., help: String, _ set: @escaping @Sendable (inout Target) -> Void) -> Option
+  {
     Option(names: names, valueName: nil, help: help) { target, _ throws(UsageError) in set(&target) }
   }
 

@@ -1,8 +1,9 @@
+import TipsClient
+import TipsServer
+
 #if canImport(Glibc)
   import Glibc
 #endif
-import TipsClient
-import TipsServer
 
 /// How a command finds a running daemon and talks to it — the options every client command shares (`--socket`,
 /// `--timeout`) and the one way they connect and initialize.

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-  import Glibc
-#endif
 import TipsClient
 import TipsJSON
 import TipsProtocol
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// `tipsd inspect`: every tip, event, parameter and group of a running daemon, now (`inspect/state`); with `--watch`,
 /// redrawn on every change, across daemon restarts.

@@ -7,17 +7,21 @@ enum InspectText {
     if state.testing { out += ", testing allowed" }
     out += ", history \(state.history.enabled ? "cursor \(state.history.head)" : "off")\n\n"
 
-    out += TextTable.render([["TIP", "VARIANT", "STATUS", "SHOWS", "DISPLAYS", "DISPLAYED", "HELD BY / RULES"]] + state.tips.map { tip in
+    let tips = state.tips.map { tip in
       let held = tip.heldBy.map(describe)
       let why = held.isEmpty ? (tip.lines.count > 1 ? trimmed(tip.lines[1]) : "") : held.joined(separator: "; ")
       return tipCells(tip) + [why]
-    }) + "\n"
-    out += TextTable.render([["EVENT", "KEPT", "EVER", "LAST DONATION", "ROLE"]] + state.events.map(eventCells))
+    }
+    out += TextTable.render([["TIP", "VARIANT", "STATUS", "SHOWS", "DISPLAYS", "DISPLAYED", "HELD BY / RULES"]] + tips)
+    out += "\n" + TextTable.render([["EVENT", "KEPT", "EVER", "LAST DONATION", "ROLE"]] + state.events.map(eventCells))
     if !state.parameters.isEmpty {
-      out += "\n" + TextTable.render([["PARAMETER", "VALUE", "DEFAULT"]] + state.parameters.map { parameter in
-        [parameter.id + (parameter.transient ? " (transient)" : ""), parameter.value.jsonString,
-         parameter.defaultValue.jsonString]
-      })
+      let parameters = state.parameters.map { parameter in
+        [
+          parameter.id + (parameter.transient ? " (transient)" : ""), parameter.value.jsonString,
+          parameter.defaultValue.jsonString,
+        ]
+      }
+      out += "\n" + TextTable.render([["PARAMETER", "VALUE", "DEFAULT"]] + parameters)
     }
     if !state.groups.isEmpty {
       out += "\n" + TextTable.render([["GROUP", "PRIORITY", "CURRENT TIP", "TIPS"]] + state.groups.map(groupCells))

@@ -6,7 +6,8 @@ import TipsCatalog
 struct LintCommand: Command {
   static let name = "lint"
   static let abstract = "check a catalog: the ship-day checklist (exit status 1 on errors)"
-  static let usage = "tipsd lint CATALOG [--messages DIR] [--format text|json|github] [--id-pattern PATTERN] [--simulate]"
+  static let usage =
+    "tipsd lint CATALOG [--messages DIR] [--format text|json|github] [--id-pattern PATTERN] [--simulate]"
   static let discussion = "Exit status: 1 when the catalog has errors, 0 with warnings only or none."
   static let options: [Option<LintCommand>] = [
     .value(

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-  import Glibc
-#endif
 import TipsCatalog
 import TipsLanguageServer
 import TipsLogging
 import TipsServer
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// `tipsd lsp [--socket PATH | --no-live] [--id-pattern PATTERN]`: a Language Server Protocol 3.17 server on stdin and
 /// stdout for catalogs and translators' message files (``LanguageServer``). Logs go to stderr.

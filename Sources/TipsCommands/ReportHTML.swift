@@ -111,7 +111,8 @@ enum ReportHTML {
       let closeWidth = max(1, (close?.rate ?? 0) * scale)
       let closeColor = close?.alert == true ? "#cf222e" : "#a450d8"
       svg += "<text x=\"0\" y=\"\(number(y + 18))\">\(escape(bar.name))</text>"
-      svg += "<rect x=\"\(left)\" y=\"\(number(y))\" width=\"\(number(goalWidth))\" height=\"12\" rx=\"2\" fill=\"#2f6fdf\"/>"
+      svg +=
+        "<rect x=\"\(left)\" y=\"\(number(y))\" width=\"\(number(goalWidth))\" height=\"12\" rx=\"2\" fill=\"#2f6fdf\"/>"
       svg += "<text x=\"\(number(left + goalWidth + 4))\" y=\"\(number(y + 10))\">\(escape(goalLabel))</text>"
       svg += "<rect x=\"\(left)\" y=\"\(number(y + 14))\" width=\"\(number(closeWidth))\" height=\"12\" rx=\"2\" "
       svg += "fill=\"\(closeColor)\"/>"

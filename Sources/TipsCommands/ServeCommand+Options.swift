@@ -53,7 +53,9 @@ extension ServeCommand {
     .flag("--watch", help: "reload the catalog whenever its file (or a message file) changes") {
       $0.configuration.watchCatalog = true
     },
-    .value("--clock", as: "system|virtual", help: "virtual: time moves only through clock/advance and clock/set (tests)") {
+    .value(
+      "--clock", as: "system|virtual", help: "virtual: time moves only through clock/advance and clock/set (tests)"
+    ) {
       command, value throws(UsageError) in
       command.clock = try value.oneOf(ClockName.self)
     },
@@ -203,7 +205,9 @@ extension ServeCommand {
       "--allow-origin", as: "ORIGIN",
       help: "also accept browser pages from ORIGIN, e.g. http://localhost:8081 (repeatable)"
     ) { $0.configuration.web.allowedOrigins.insert($1.text) },
-    .value("--tls-cert", as: "FILE", help: "PEM certificate: serve wss:// and https:// (needed for a non-loopback HOST)") {
+    .value(
+      "--tls-cert", as: "FILE", help: "PEM certificate: serve wss:// and https:// (needed for a non-loopback HOST)"
+    ) {
       $0.configuration.web.tlsCertificate = $1.text
     },
     .value("--tls-key", as: "FILE", help: "its PEM private key") { $0.configuration.web.tlsKey = $1.text },

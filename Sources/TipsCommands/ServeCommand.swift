@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-  import Glibc
-#endif
 import TipsCatalog
 import TipsLogging
 public import TipsServer
 import TipsStore
 import TipsSync
 import TipsSystem
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// `tipsd serve`: reads its options into a ``ServerConfiguration`` and runs the daemon until it stops.
 public struct ServeCommand: Command {
@@ -101,7 +102,10 @@ public struct ServeCommand: Command {
     logger.info(
       "starting tipsd \(TipsdVersion.server)",
       [
-        ("datastore", configuration.datastorePath == ":memory:" ? ":memory:" : Self.absolutePath(configuration.datastorePath)),
+        (
+          "datastore",
+          configuration.datastorePath == ":memory:" ? ":memory:" : Self.absolutePath(configuration.datastorePath)
+        ),
         ("catalog", configuration.catalogPath.map(Self.absolutePath) ?? "none"),
         ("messages", configuration.messagesDirectory.map(Self.absolutePath) ?? "none"),
         ("clock", configuration.clock == .system ? "system" : "virtual"),

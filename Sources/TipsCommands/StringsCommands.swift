@@ -24,7 +24,9 @@ struct StringsExportCommand: Command {
     locale and every declared locale, keys in catalog order; prints each path written.
     """
   static let options: [Option<StringsExportCommand>] = [
-    .value("--messages", as: "DIR", help: "the catalog's message files, merged into its copy") { $0.messages = $1.text },
+    .value("--messages", as: "DIR", help: "the catalog's message files, merged into its copy") {
+      $0.messages = $1.text
+    },
     formatOption.lifted(\.format),
     .value("--out", as: "DIR", help: "where the files go") { $0.out = $1.text },
   ]

@@ -15,7 +15,9 @@ struct TestCommand: Command {
     """
   static let options: [Option<TestCommand>] = [
     .value("--junit", as: "FILE", help: "also write JUnit XML (for CI test reports)") { $0.junit = $1.text },
-    .value("--catalog", as: "FILE", help: "register this catalog in every daemon (a file's own `#! args: --catalog` wins)") {
+    .value(
+      "--catalog", as: "FILE", help: "register this catalog in every daemon (a file's own `#! args: --catalog` wins)"
+    ) {
       $0.runner.catalogPath = $1.text
     },
     .flag("--partial", help: "compare only the members patterns write, in every file (as `#! match: partial`)") {

@@ -5,16 +5,20 @@ import TipsServer
 /// ``main(_:environment:)``.
 public enum TipsdCommand {
   /// Every subcommand, in the order the overview lists them.
-  static let commands: [any Command.Type] = [
-    ServeCommand.self, CallCommand.self, TokenCommand.self, TestCommand.self, LintCommand.self,
-    StringsExportCommand.self, StringsImportCommand.self, LspCommand.self, MetricsCommand.self, InspectCommand.self,
-    ReportCommand.self, SyncStatusCommand.self,
-  ]
+  static var commands: [any Command.Type] {
+    [
+      ServeCommand.self, CallCommand.self, TokenCommand.self, TestCommand.self, LintCommand.self,
+      StringsExportCommand.self, StringsImportCommand.self, LspCommand.self, MetricsCommand.self, InspectCommand.self,
+      ReportCommand.self, SyncStatusCommand.self,
+    ]
+  }
 
   /// `tipsd --help`: the subcommands with their abstracts (built from ``commands``) and examples.
   public static var overview: String {
     var rows = commands.map { ($0.name, $0.abstract) }
-    rows += [("help [COMMAND]", "this text, or a command's options"), ("version", "tipsd's and its protocol's versions")]
+    rows += [
+      ("help [COMMAND]", "this text, or a command's options"), ("version", "tipsd's and its protocol's versions"),
+    ]
     let width = rows.map(\.0.count).max() ?? 0
     var text = """
       tipsd — TipKit's eligibility engine as a JSON-RPC 2.0 daemon

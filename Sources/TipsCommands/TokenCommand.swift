@@ -10,7 +10,9 @@ struct TokenCommand: Command {
     .value("--socket", as: "PATH", help: "the token beside this socket (default: beside the default socket)") {
       $0.path = TokenFile.defaultPath(socketPath: $1.text)
     },
-    .value("--token-file", as: "PATH", help: "the token file `tipsd serve --token-file` was given") { $0.path = $1.text },
+    .value("--token-file", as: "PATH", help: "the token file `tipsd serve --token-file` was given") {
+      $0.path = $1.text
+    },
   ]
 
   /// The token file.

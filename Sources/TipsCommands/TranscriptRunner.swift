@@ -173,7 +173,8 @@ struct TranscriptSession {
         do {
           patterns.append(try JSONParser.parse(Array(substituted.utf8)))
         } catch {
-          throw Stop(failure: .init(line: line, message: "<-- line is not JSON after substitution: \(error)"), status: .error)
+          throw Stop(
+            failure: .init(line: line, message: "<-- line is not JSON after substitution: \(error)"), status: .error)
         }
       }
       let received = client.takeFirst(patterns.count)
@@ -182,7 +183,8 @@ struct TranscriptSession {
         throw Stop(
           failure: .init(
             line: step.line,
-            message: "\(who(step.client))expected \(what), got \(received.count)\(received.isEmpty ? "" : ": \(received.map { $0.jsonString }.joined(separator: " "))")",
+            message:
+              "\(who(step.client))expected \(what), got \(received.count)\(received.isEmpty ? "" : ": \(received.map { $0.jsonString }.joined(separator: " "))")",
             diff: diff(patterns, received)))
       }
       var trial = bindings
@@ -195,7 +197,8 @@ struct TranscriptSession {
           throw Stop(
             failure: .init(
               line: step.line,
-              message: "\(who(step.client))unexpected message before the block: \(extra.map { $0.jsonString }.joined(separator: " "))",
+              message:
+                "\(who(step.client))unexpected message before the block: \(extra.map { $0.jsonString }.joined(separator: " "))",
               diff: diff(patterns, received)))
         }
         // Report each pattern's mismatch against the message in its position.
@@ -232,18 +235,24 @@ struct TranscriptSession {
         throw Stop(
           failure: .init(
             line: step.line,
-            message: "\(who(step.client))expected the connection to close, got \(extra.map { $0.jsonString }.joined(separator: " "))"))
+            message:
+              "\(who(step.client))expected the connection to close, got \(extra.map { $0.jsonString }.joined(separator: " "))"
+          ))
       }
       if case .exit(let expected) = step.kind, step.client.isEmpty {
         guard loop.isStopped, let server else {
-          throw Stop(failure: .init(line: step.line, message: "expected the daemon to exit with status \(expected); it is still running"))
+          throw Stop(
+            failure: .init(
+              line: step.line, message: "expected the daemon to exit with status \(expected); it is still running"))
         }
         let status: Int32 = server.exitStatus == .clean ? 0 : 1
         guard status == expected else {
           throw Stop(failure: .init(line: step.line, message: "expected exit status \(expected), got \(status)"))
         }
       } else if !client.stream.isClosed {
-        throw Stop(failure: .init(line: step.line, message: "\(who(step.client))expected the daemon to close the connection; it is open"))
+        throw Stop(
+          failure: .init(
+            line: step.line, message: "\(who(step.client))expected the daemon to close the connection; it is open"))
       }
 
     case .advance:
@@ -281,7 +290,8 @@ struct TranscriptSession {
         throw Stop(
           failure: .init(
             line: last,
-            message: "\(who(name))unexpected message after the last step: \(extra.map { $0.jsonString }.joined(separator: " "))",
+            message:
+              "\(who(name))unexpected message after the last step: \(extra.map { $0.jsonString }.joined(separator: " "))",
             diff: diff([], extra)))
       }
     }

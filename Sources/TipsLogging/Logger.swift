@@ -1,7 +1,8 @@
+import TipsSystem
+
 #if canImport(Glibc)
   import Glibc
 #endif
-import TipsSystem
 
 // The one logging type of tipsd: the daemon (logfmt on stderr), sync across devices and the language server all log
 // through a `Logger`; what becomes of a record is its handler's business (stderr, memory for tests, nothing).
@@ -84,7 +85,8 @@ public final class StderrLogHandler: LogHandler {
   }
 
   static func quote(_ s: String) -> String {
-    if !s.isEmpty, s.utf8.allSatisfy({ $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 < 0x7F }) {
+    if !s.isEmpty, s.utf8.allSatisfy({ $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 < 0x7F })
+    {
       return s
     }
     var out = "\""

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-  import Glibc
-#endif
 import TipsJSON
 public import TipsLogging
 import TipsProtocol
 import TipsSystem
 import TipsTransport
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// `tipsd serve` in production: a ``Server`` on a libuv loop, listening on stdio or a Unix socket, stopping on
 /// SIGTERM/SIGINT.
@@ -64,7 +65,8 @@ public enum DaemonRunner {
         logger.warning("cannot watch SIGHUP: \(error)")
       }
     }
-    let fileWatch = configuration.watchCatalog ? watchCatalogFiles(configuration, logger: logger, loop: loop, server: server) : nil
+    let fileWatch =
+      configuration.watchCatalog ? watchCatalogFiles(configuration, logger: logger, loop: loop, server: server) : nil
     for signum in [SIGTERM, SIGINT] {
       do {
         watchers.append(
@@ -140,7 +142,8 @@ public enum DaemonRunner {
       listener = try WebListener(
         loop: loop,
         configuration: WebListener.Configuration(
-          addresses: web.addresses, policy: AccessPolicy(token: token, allowedOrigins: web.allowedOrigins, tls: tls != nil),
+          addresses: web.addresses,
+          policy: AccessPolicy(token: token, allowedOrigins: web.allowedOrigins, tls: tls != nil),
           tls: tls, maxMessageSize: configuration.maxMessageSize, pingInterval: web.pingInterval))
     } catch {
       throw ServerError("\(error)")

@@ -34,7 +34,8 @@ import Testing
   }
 
   @Test func optionsInAnyOrderBothSpellingsAndRepeats() throws {
-    let target = try parse(["--json", "--socket", "/s", "--timeout=2.5", "--id", "a", "--id=b", "x"], positionals: true)
+    let target = try parse(
+      ["--json", "--socket", "/s", "--timeout=2.5", "--id", "a", "--id=b", "x"], positionals: true)
     #expect(target.socket == "/s" && target.timeout == 2.5 && target.json && target.ids == ["a", "b"])
     #expect(target.files == ["x"])
     #expect(try parse(["-j"]).json)
@@ -83,7 +84,8 @@ import Testing
   }
 
   @Test func helpListsEveryOptionBesideItsHelp() {
-    let text = HelpText.options(Self.options + [.section("MORE"), .flag("--a-very-long-option-name", help: "x\ny") { _ in }])
+    let text = HelpText.options(
+      Self.options + [.section("MORE"), .flag("--a-very-long-option-name", help: "x\ny") { _ in }])
     #expect(text.contains("  --socket PATH            a path\n"))
     #expect(text.contains("  --json, -j               a switch\n"))
     #expect(text.contains("\nMORE\n  --a-very-long-option-name  x\n                           y\n"))

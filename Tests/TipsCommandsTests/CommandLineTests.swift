@@ -161,7 +161,8 @@ import TipsTestSupport
     let group = try tipsd(["strings"])
     #expect(group.status == 2 && group.errors.contains("strings needs a command"))
     let version = try tipsd(["--version"])
-    #expect(version.status == 0 && version.output == "tipsd \(TipsdVersion.server) (protocol \(ProtocolVersion.current))\n")
+    #expect(
+      version.status == 0 && version.output == "tipsd \(TipsdVersion.server) (protocol \(ProtocolVersion.current))\n")
     let overview = try tipsd(["help"])
     #expect(overview.status == 0 && overview.output == TipsdCommand.overview)
     #expect(try tipsd([]).status == 2)

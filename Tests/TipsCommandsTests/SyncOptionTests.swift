@@ -47,6 +47,7 @@ import TipsProtocol
         "last pull: never", "last error: none",
       ])
     #expect(
-      SyncStatusCommand.lines(.disabled, now: 0) == ["state: disabled (start tipsd serve with --sync URL --account ID)"])
+      SyncStatusCommand.lines(.disabled, now: 0) == ["state: disabled (start tipsd serve with --sync URL --account ID)"]
+    )
   }
 }

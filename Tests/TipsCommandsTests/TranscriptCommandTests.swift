@@ -75,7 +75,9 @@ import TipsTranscript
         """)
     #expect(result.status == .failed)
     #expect(result.failure?.line == 8)
-    #expect(result.failure?.message.hasPrefix(#"unexpected message before the block: {"jsonrpc":"2.0","method":"tips/shouldDisplayChanged""#) == true)
+    #expect(
+      result.failure?.message.hasPrefix(
+        #"unexpected message before the block: {"jsonrpc":"2.0","method":"tips/shouldDisplayChanged""#) == true)
     // And one left over at the end is reported at the last line.
     let leftover = try run(
       Self.header + """
@@ -139,14 +141,17 @@ import TipsTranscript
     let exact = try run(text.replacingFirst("#! match: partial\n", with: ""))
     #expect(exact.status == .failed)
     #expect(exact.failure?.line == 2)
-    #expect(exact.failure?.message == "app: message does not match: line 2: /jsonrpc: unexpected member (value \"2.0\")")
+    #expect(
+      exact.failure?.message == "app: message does not match: line 2: /jsonrpc: unexpected member (value \"2.0\")")
   }
 
   @Test func junitCountsEachOutcome() throws {
     let pass = TranscriptResult(name: "pass", path: "p.transcript", status: .passed, seconds: 0.0012)
     let fail = TranscriptResult(
-      name: "fail", path: "f.transcript", status: .failed, failure: .init(line: 3, message: "a <b> & \"c\"", diff: "-x\n+y\n"))
-    let error = TranscriptResult(name: "err", path: "e.transcript", status: .error, failure: .init(line: 1, message: "bad"))
+      name: "fail", path: "f.transcript", status: .failed,
+      failure: .init(line: 3, message: "a <b> & \"c\"", diff: "-x\n+y\n"))
+    let error = TranscriptResult(
+      name: "err", path: "e.transcript", status: .error, failure: .init(line: 1, message: "bad"))
     let xml = JUnitReport.xml([pass, fail, error])
     #expect(xml.contains(#"<testsuites tests="3" failures="1" errors="1" skipped="0""#))
     #expect(xml.contains(#"<failure message="f.transcript:3: a &lt;b&gt; &amp; &quot;c&quot;" type="mismatch">-x"#))

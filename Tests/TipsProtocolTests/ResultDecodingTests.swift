@@ -58,8 +58,10 @@ import TipsProtocol
       id: "filter.tip", shouldDisplay: false, status: .invalidated(.displayCountExceeded), displayCount: 3,
       displayedDuration: 12.5, variant: "direct", tip: Self.content)
     let bare = TipStateInfo(
-      id: "a", shouldDisplay: true, status: .available, displayCount: 0, displayedDuration: 0, tip: TipContent(id: "a", title: "A"))
-    #expect(try TipStatesResult(json: TipStatesResult(tips: [full, bare]).json) == TipStatesResult(tips: [full, bare]))
+      id: "a", shouldDisplay: true, status: .available, displayCount: 0, displayedDuration: 0,
+      tip: TipContent(id: "a", title: "A"))
+    #expect(
+      try TipStatesResult(json: TipStatesResult(tips: [full, bare]).json) == TipStatesResult(tips: [full, bare]))
 
     let observed = ObserveRequest.Response(
       subscription: "sub-1", tips: [bare], groups: [GroupCurrentTip(group: "g", tipID: nil)], unknown: ["x"])
@@ -69,7 +71,8 @@ import TipsProtocol
       events: [
         AnalyticsEventInfo(HistoryEvent(cursor: 4, kind: .action, at: 10, tipID: "t", actionID: "go", actionIndex: 0)),
         AnalyticsEventInfo(
-          HistoryEvent(cursor: 5, kind: .eligibility, at: 11, tipID: "t", variant: "v", reason: "tipClosed",
+          HistoryEvent(
+            cursor: 5, kind: .eligibility, at: 11, tipID: "t", variant: "v", reason: "tipClosed",
             status: "invalidated", shouldDisplay: false)),
       ], next: 5, head: 9, oldest: nil)
     #expect(try AnalyticsReadRequest.Response(json: page.json) == page)
@@ -124,7 +127,8 @@ import TipsProtocol
       historyStart: 0,
       tips: [
         TipMetrics(
-          tipID: "t", goal: TipGoal(eventID: "g"), overall: set, variants: [("a", set), ("b", MetricSet(impressions: 0))])
+          tipID: "t", goal: TipGoal(eventID: "g"), overall: set,
+          variants: [("a", set), ("b", MetricSet(impressions: 0))])
       ])
     let decoded = try MetricsGetRequest.Response(json: MetricsGetRequest.Response(report: report).json).report
     #expect(decoded == report)

@@ -279,9 +279,11 @@ extension InspectState.Tip: DecodableResult {
   public init(from r: ResultReader) throws(ResultDecodingError) {
     self.init(
       state: try TipStateInfo(from: r), rules: try r.array("rules"),
-      heldBy: try r.decodeArray("heldBy", of: InspectState.Hold.self), nextChangeAt: try r.optionalDouble("nextChangeAt"),
+      heldBy: try r.decodeArray("heldBy", of: InspectState.Hold.self),
+      nextChangeAt: try r.optionalDouble("nextChangeAt"),
       override: try r.optionalString("override"), lines: try r.strings("lines"),
-      firstDisplayedAt: try r.optionalDouble("firstDisplayedAt"), lastDisplayedAt: try r.optionalDouble("lastDisplayedAt"),
+      firstDisplayedAt: try r.optionalDouble("firstDisplayedAt"),
+      lastDisplayedAt: try r.optionalDouble("lastDisplayedAt"),
       variants: try r.strings("variants"), goal: try TipGoal.optional("goal", in: r))
   }
 }
@@ -294,7 +296,8 @@ extension InspectState.Event: DecodableResult {
     }
     self.init(
       id: try r.string("id"), count: try r.int("count"), lifetime: try r.int("lifetime"), lastDonation: lastDonation,
-      maxDonations: try r.optionalInt("maxDonations"), goalOf: try r.strings("goalOf"), appClosed: try r.bool("appClosed"))
+      maxDonations: try r.optionalInt("maxDonations"), goalOf: try r.strings("goalOf"),
+      appClosed: try r.bool("appClosed"))
   }
 }
 
@@ -336,7 +339,8 @@ extension InspectState: DecodableResult {
       now: try r.double("now"), virtualClock: try r.bool("virtualClock"), testing: try r.bool("testing"),
       displayFrequency: try r.enumeration("displayFrequency", DisplayFrequency.self),
       tips: try r.decodeArray("tips", of: Tip.self), events: try r.decodeArray("events", of: Event.self),
-      parameters: try r.decodeArray("parameters", of: Parameter.self), groups: try r.decodeArray("groups", of: Group.self),
+      parameters: try r.decodeArray("parameters", of: Parameter.self),
+      groups: try r.decodeArray("groups", of: Group.self),
       overrides: try r.decode("overrides", as: Overrides.self), history: try r.decode("history", as: History.self),
       subscription: try r.optionalString("subscription"))
   }

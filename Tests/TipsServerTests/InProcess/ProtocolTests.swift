@@ -31,7 +31,8 @@ import TipsTestSupport
     let fixture = try TestServer()
     let client = try fixture.connect(initialize: false)
     let other = "\(Int(ProtocolVersion.major)! + 1).0"
-    let refused = try client.refusal("initialize", InitializeRequest(protocolVersion: other, clientName: "x").encodedParams)
+    let refused = try client.refusal(
+      "initialize", InitializeRequest(protocolVersion: other, clientName: "x").encodedParams)
     #expect(refused.code == .invalidParams)
     #expect(refused.message.contains("this daemon speaks \(ProtocolVersion.current)"))
     // An older minor of the same major is accepted, and answered with the daemon's own version.
@@ -62,7 +63,8 @@ import TipsTestSupport
     #expect(try exchange(client, "[1]")?.arrayValue?.count == 1)
     let three = try #require(try exchange(client, "[1,2,3]")?.arrayValue)
     #expect(three.count == 3)
-    #expect(three.allSatisfy { $0["error"].flatMap(ResponseError.init(json:))?.code == .invalidRequest && $0["id"] == .null })
+    #expect(
+      three.allSatisfy { $0["error"].flatMap(ResponseError.init(json:))?.code == .invalidRequest && $0["id"] == .null })
 
     // Mixed batch: results, an unknown method, an invalid request; notifications get nothing.
     let batch = try #require(
@@ -108,7 +110,11 @@ import TipsTestSupport
 
     error = try client.refusal(
       "tips/register",
-      ["tips": [["id": "a", "title": "A"], ["id": "b", "title": "B", "rules": [["event": "e", "count": ["gte ": 1]]]]]])
+      [
+        "tips": [
+          ["id": "a", "title": "A"], ["id": "b", "title": "B", "rules": [["event": "e", "count": ["gte ": 1]]]],
+        ]
+      ])
     #expect(error.code == .invalidParams)
     #expect(error.message.contains("tips[1].rules[0].count"), "\(error.message)")
     #expect(error.message.contains("gte "), "\(error.message)")
