@@ -11,7 +11,7 @@ import TipsProtocol
 struct InspectCommand: Command {
   static let name = "inspect"
   static let abstract = "every tip, event, parameter and group, now (--watch: redrawn on every change)"
-  static let usage = "tipsd inspect [--socket PATH] [--watch] [--json]"
+  static let usage = "tipsd inspect [--socket PATH] [--timeout SECONDS] [--watch] [--json]"
   static let options =
     DaemonOptions.options(\InspectCommand.daemon) + [
       .flag("--watch", help: "redraw after every change; reconnect when the daemon restarts") { $0.watch = true },

@@ -6,7 +6,8 @@ import TipsProtocol
 struct MetricsCommand: Command {
   static let name = "metrics"
   static let abstract = "seed 000's metrics per tip and variant, as a table (or CSV, or JSON)"
-  static let usage = "tipsd metrics [--socket PATH] [--since WHEN] [--until WHEN] [--tips ID,ID] [--json | --csv]"
+  static let usage =
+    "tipsd metrics [--socket PATH] [--timeout SECONDS] [--since WHEN] [--until WHEN] [--tips ID,ID] [--json | --csv]"
   static let discussion = "WHEN: " + Since.help
 
   enum Output { case table, json, csv }

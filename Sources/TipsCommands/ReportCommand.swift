@@ -7,7 +7,7 @@ import TipsSystem
 struct ReportCommand: Command {
   static let name = "report"
   static let abstract = "a self-contained static HTML report: metrics, tips, events"
-  static let usage = "tipsd report --html FILE [--socket PATH] [--since WHEN] [--until WHEN]"
+  static let usage = "tipsd report --html FILE [--socket PATH] [--timeout SECONDS] [--since WHEN] [--until WHEN]"
   static let discussion = "WHEN: " + Since.help
   static let options =
     [

@@ -1,8 +1,5 @@
-import TipsEngine
 import TipsJSON
-import TipsLogging
 import TipsProtocol
-import TipsStore
 
 /// The handler of every request type, by method name; built once (``Handlers/table``) and checked against
 /// ``Messages/requests`` so that no method is left unanswered.

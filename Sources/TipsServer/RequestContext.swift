@@ -1,8 +1,5 @@
 import TipsEngine
-import TipsJSON
-import TipsLogging
 import TipsProtocol
-import TipsStore
 
 /// One request's context: the connection it came on (its lifecycle, locale and subscriptions) and the services.
 struct RequestContext {
