@@ -129,7 +129,7 @@ public enum Arguments {
     var remaining = arguments[...]
     var optionsEnded = false
     while let argument = remaining.popFirst() {
-      guard !optionsEnded, isOption(argument) else {
+      guard !optionsEnded, isOption(argument), !isNegativeNumber(argument) else {
         try positional(&target, argument)
         continue
       }

@@ -83,7 +83,7 @@ public enum TipsdCommand {
       guard verb == "--help" || verb == "-h" else {
         return refuse("unknown command \"\(first) \(verb)\"", among: group)
       }
-      print(group.map { "usage: " + $0.usage + "\n  " + $0.abstract + "\n" }.joined(separator: "\n"), terminator: "")
+      print(group.map { "usage: " + $0.usage + "\n  " + $0.abstract }.joined(separator: "\n\n"))
       return 0
     }
     return run(command, Array(words.dropFirst(command.name.split(separator: " ").count)), environment: environment)

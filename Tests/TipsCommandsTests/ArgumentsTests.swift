@@ -44,6 +44,8 @@ import Testing
     #expect(try parse(["--socket", "-"]).socket == "-")
     #expect(try parse(["--socket", "a=b"]).socket == "a=b")
     #expect(try parse(["--socket="]).socket == "")
+    // A negative number is an argument, never an option.
+    #expect(try parse(["-5", "--json"], positionals: true).files == ["-5"])
   }
 
   @Test(arguments: [

@@ -160,6 +160,15 @@ import TipsTestSupport
     #expect(stray.status == 2 && stray.errors.hasPrefix("tipsd sync status: unexpected argument \"now\"\n"))
     let group = try tipsd(["strings"])
     #expect(group.status == 2 && group.errors.contains("strings needs a command"))
+    let groupHelp = try tipsd(["strings", "--help"])
+    #expect(groupHelp.status == 0 && groupHelp.output.hasSuffix("\n"))
+    #expect(
+      groupHelp.output.contains("usage: tipsd strings export")
+        && groupHelp.output.contains("usage: tipsd strings import"))
+    let unknownVerb = try tipsd(["sync", "stats"])
+    #expect(
+      unknownVerb.status == 2
+        && unknownVerb.errors.hasPrefix("tipsd: unknown command \"sync stats\" (one of: sync status;"))
     let version = try tipsd(["--version"])
     #expect(
       version.status == 0 && version.output == "tipsd \(TipsdVersion.server) (protocol \(ProtocolVersion.current))\n")
