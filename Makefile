@@ -18,8 +18,14 @@ BIN_RELEASE := .build/release/tipsd
 SOCKET ?= $(if $(XDG_RUNTIME_DIR),$(XDG_RUNTIME_DIR)/tipsd/tipsd.sock,/tmp/tipsd-$(shell id -u)/tipsd.sock)
 # The HTTP/WebSocket listener make run opens (React Native, browsers, Node's WebSocket).
 LISTEN ?= 127.0.0.1:8787
+# swift format (the toolchain's, configured by .swift-format: 2 spaces, 120 columns, ordered imports) over the Swift
+# sources, tests and benchmarks; the generated *+Text.swift (scripts/embed-*) are left as their generators write them.
+# `make format` rewrites them in place; `make test` runs `swift format lint --strict` when FORMAT_CHECK is 1.
+# FORMAT_CHECK stays 0 until the whole tree has been formatted once on main (`make format`, one commit), then is 1.
+FORMAT_CHECK ?= 0
+SWIFT_FORMAT_FILES = $(shell find Sources Tests Benchmarks -name '*.swift' ! -name '*+Text.swift' | sort)
 
-.PHONY: all build release run test test-swift test-clients test-protocol test-repeat test-stress bench bench-deps deps deps-apt deps-pip clean help fuzz leakcheck
+.PHONY: all build release run test test-swift test-clients test-protocol test-repeat test-stress bench bench-deps deps deps-apt deps-pip clean help fuzz leakcheck format lint-format
 
 all: build
 
@@ -27,6 +33,7 @@ help:
 	@echo "make run    — build and start tipsd serve (Unix socket + ws://127.0.0.1:8787) with the demo catalog"
 	@echo "make test   — install missing system/Python packages, then run every test suite"
 	@echo "make bench  — release build, print benchmark figures as name: value lines"
+	@echo "make format — swift format the Swift sources, tests and benchmarks in place (.swift-format)"
 	@echo "make test-repeat N=30 [SUITE=test-swift]  — a suite N times in a row, stopping at the first failure"
 	@echo "make test-stress N=10 [SUITE=test-swift]  — the same with one CPU-burning process per core alongside"
 	@echo "make clean  — remove build products"
@@ -74,7 +81,17 @@ run: release
 	$(BIN_RELEASE) serve --socket "$(SOCKET)" --listen "$(LISTEN)" --catalog catalog/demo.json --allow-testing \
 	  --app-closed-event app.backgrounded
 
-test: deps test-swift test-clients test-protocol
+test: deps lint-format test-swift test-clients test-protocol
+
+format:
+	$(SWIFT) format format --in-place --parallel $(SWIFT_FORMAT_FILES)
+
+lint-format:
+ifeq ($(FORMAT_CHECK),1)
+	$(SWIFT) format lint --strict --parallel $(SWIFT_FORMAT_FILES)
+else
+	@echo "lint-format: skipped (FORMAT_CHECK=0 until the tree is formatted: make format, then FORMAT_CHECK ?= 1)"
+endif
 
 # The full log goes to .build/swift-test.log; the console gets failures and the runners' summary lines.
 # Issue #5: the tests' RPCClient logs its traffic to TIPSD_TRAFFIC_LOG (.build/swift-traffic.jsonl, kept when

@@ -1,17 +1,18 @@
 // swift-tools-version:6.0
 // tipsd — TipKit's eligibility engine as a JSON-RPC daemon.
-// Dependencies flow one way:
-//   TipsJSON ← TipsEngine ← TipsStore ──────────────┐
-//              TipsEngine ← TipsCatalog ────────────┤
-//              TipsStore, TipsTransport ← TipsSync ─┤
-//              TipsEngine ← TipsProtocol ───────────┼─ TipsServer ← tipsd
-//              TipsEngine ← TipsMetrics ────────────┤
-//   TipsFraming, TipsTransport(CLibUV) ← TipsClient ┤
-//   TipsEngine, TipsTransport ← TipsEmbedded ───────┤   (in-memory loop: `tipsd test`, in-process tests)
-//   TipsJSON ← TipsTranscript ──────────────────────┤   (the transcript format)
-//   TipsCatalog, TipsFraming, TipsClient ← TipsLanguageServer ┘   (`tipsd lsp`)
-//   TipsEngine, TipsSystem, COpenSSL ← TipsAuth  (hosted mode's JWT verifier; the server wires it in)
-//   TipsSystem (POSIX calls) under TipsStore, TipsCatalog, TipsTransport and TipsClient; CLibPQ (libpq) under TipsSync
+// Dependencies flow one way (README "Design" draws the same):
+//   TipsJSON ← TipsEngine ← TipsStore ─────────────────────┐
+//              TipsEngine ← TipsCatalog ───────────────────┤
+//              TipsEngine ← TipsMetrics ← TipsProtocol ────┤
+//   TipsStore, TipsTransport, TipsLogging ← TipsSync ──────┼─ TipsServer ──┐   (the daemon)
+//                           TipsFraming, TipsTransport ────┘               │
+//   TipsProtocol, TipsFraming, TipsTransport ← TipsClient ─────────────────┤
+//   TipsProtocol, TipsFraming, TipsTransport ← TipsEmbedded ───────────────┼─ TipsCommands ← tipsd
+//                               TipsJSON ← TipsTranscript ─────────────────┤   (the command line)
+//           TipsCatalog, TipsClient ← TipsLanguageServer ──────────────────┘   (tipsd lsp)
+//   TipsEngine, TipsSystem, COpenSSL ← TipsAuth ; TipsSync ← TipsHosted   (hosted mode: JWTs; state in PostgreSQL)
+//   TipsSystem (POSIX calls) under TipsLogging, TipsStore, TipsCatalog, TipsTransport and TipsClient; CLibPQ (libpq)
+//   under TipsSync
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -40,6 +41,9 @@ let package = Package(
 
     // MARK: TipsSystem — one funnel for POSIX calls (errno, EINTR)
     .target(name: "TipsSystem", swiftSettings: swiftSettings),
+
+    // MARK: TipsLogging — the one logging type (`Logger`, its levels and handlers) of the daemon, sync and `tipsd lsp`
+    .target(name: "TipsLogging", dependencies: ["TipsSystem"], swiftSettings: swiftSettings),
 
     // MARK: TipsJSON — byte-level JSON value, parser and writer (no I/O)
     .target(name: "TipsJSON", swiftSettings: swiftSettings),
@@ -73,7 +77,7 @@ let package = Package(
     .target(name: "TipsCatalog", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem"], swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsCatalogTests",
-      dependencies: ["TipsCatalog", "TipsEngine", "TipsJSON", "TipsServer"],
+      dependencies: ["TipsCatalog", "TipsEngine", "TipsJSON"],
       exclude: ["Fixtures"],
       swiftSettings: swiftSettings
     ),
@@ -83,7 +87,7 @@ let package = Package(
     .testTarget(name: "TipsFramingTests", dependencies: ["TipsFraming"], swiftSettings: swiftSettings),
 
     // MARK: TipsProtocol — JSON-RPC 2.0 envelopes, errors, and one typed request per method (Requests/)
-    .target(name: "TipsProtocol", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+    .target(name: "TipsProtocol", dependencies: ["TipsEngine", "TipsJSON", "TipsMetrics"], swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsProtocolTests", dependencies: ["TipsProtocol", "TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
 
@@ -93,13 +97,13 @@ let package = Package(
 
     // MARK: TipsClient — one blocking JSON-RPC client for `tipsd call`, the tests and the benchmarks
     .target(
-      name: "TipsClient", dependencies: ["TipsJSON", "TipsFraming", "TipsTransport", "TipsSystem"],
+      name: "TipsClient", dependencies: ["TipsJSON", "TipsFraming", "TipsProtocol", "TipsTransport", "TipsSystem"],
       swiftSettings: swiftSettings),
 
     // MARK: TipsEmbedded — an in-memory event loop with manual time and in-memory streams: the server in-process
     // (`tipsd test`, and the in-process test suites)
     .target(
-      name: "TipsEmbedded", dependencies: ["TipsEngine", "TipsJSON", "TipsFraming", "TipsTransport"],
+      name: "TipsEmbedded", dependencies: ["TipsEngine", "TipsJSON", "TipsFraming", "TipsProtocol", "TipsTransport"],
       swiftSettings: swiftSettings),
 
     // MARK: TipsTranscript — the transcript format of `tipsd test` and protocol/conformance (parse, match, JUnit)
@@ -109,7 +113,9 @@ let package = Package(
     // runner on stdin/stdout)
     .target(
       name: "TipsLanguageServer",
-      dependencies: ["TipsCatalog", "TipsEngine", "TipsJSON", "TipsFraming", "TipsClient", "TipsSystem"],
+      dependencies: [
+        "TipsCatalog", "TipsEngine", "TipsJSON", "TipsFraming", "TipsClient", "TipsLogging", "TipsProtocol", "TipsSystem",
+      ],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsLanguageServerTests",
@@ -118,7 +124,7 @@ let package = Package(
 
     // MARK: TipsSync — sync across devices through PostgreSQL: the merge model, the libpq client, the outbox pump
     .target(
-      name: "TipsSync", dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsTransport", "CLibPQ"],
+      name: "TipsSync", dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsLogging", "TipsTransport", "CLibPQ"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsSyncTests",
@@ -128,11 +134,12 @@ let package = Package(
 
     // MARK: TipsHosted — hosted mode: every user's state in PostgreSQL (account snapshots, loading, group commit)
     .target(
-      name: "TipsHosted", dependencies: ["TipsEngine", "TipsStore", "TipsSync", "TipsJSON", "TipsTransport"],
+      name: "TipsHosted",
+      dependencies: ["TipsEngine", "TipsStore", "TipsSync", "TipsJSON", "TipsTransport", "TipsLogging"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsHostedTests",
-      dependencies: ["TipsHosted", "TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport"],
+      dependencies: ["TipsHosted", "TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "TipsLogging"],
       swiftSettings: swiftSettings),
 
     // MARK: TipsAuth — hosted mode's JWT verifier: HS* secrets and a JWKS (RS*, ES*), claims, subjects (no I/O but
@@ -143,12 +150,12 @@ let package = Package(
       name: "TipsAuthTests", dependencies: ["TipsAuth", "TipsJSON", "TipsSystem", "TipsTestSupport", "COpenSSL"],
       exclude: ["Fixtures"], swiftSettings: swiftSettings),
 
-    // MARK: TipsServer — wires engine, store, sync, protocol, framing and transport
+    // MARK: TipsServer — the daemon: wires engine, store, sync, protocol, framing and transport
     .target(
       name: "TipsServer",
       dependencies: [
         "TipsEngine", "TipsCatalog", "TipsStore", "TipsSync", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON",
-        "TipsClient", "TipsSystem", "TipsEmbedded", "TipsTranscript", "TipsLanguageServer", "TipsMetrics",
+        "TipsSystem", "TipsMetrics", "TipsLogging",
       ],
       swiftSettings: swiftSettings
     ),
@@ -156,24 +163,45 @@ let package = Package(
     /// (end-to-end suites), and an embedded event loop with in-memory streams and manual time (in-process suites).
     .target(
       name: "TipsTestSupport",
-      dependencies: ["TipsEngine", "TipsJSON", "TipsFraming", "TipsTransport", "TipsClient", "TipsEmbedded"],
+      dependencies: [
+        "TipsEngine", "TipsJSON", "TipsFraming", "TipsProtocol", "TipsTransport", "TipsClient", "TipsEmbedded",
+      ],
       path: "Tests/TipsTestSupport",
       swiftSettings: swiftSettings
     ),
     .testTarget(
       name: "TipsServerTests",
-      dependencies: ["TipsServer", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd"],
+      dependencies: [
+        "TipsServer", "TipsJSON", "TipsFraming", "TipsLogging", "TipsProtocol", "TipsMetrics", "TipsTestSupport", "tipsd",
+      ],
       swiftSettings: swiftSettings
     ),
 
     .testTarget(
       name: "TipsHardeningTests",
-      dependencies: ["TipsServer", "TipsCatalog", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd"],
+      dependencies: ["TipsServer", "TipsCommands", "TipsCatalog", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd"],
+      swiftSettings: swiftSettings
+    ),
+
+    // MARK: TipsCommands — the command line: one type per subcommand over one argument reader
+    .target(
+      name: "TipsCommands",
+      dependencies: [
+        "TipsServer", "TipsClient", "TipsEmbedded", "TipsTranscript", "TipsLanguageServer", "TipsCatalog", "TipsEngine",
+        "TipsJSON", "TipsLogging", "TipsMetrics", "TipsProtocol", "TipsStore", "TipsSync", "TipsSystem", "TipsTransport",
+      ],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(
+      name: "TipsCommandsTests",
+      dependencies: [
+        "TipsCommands", "TipsServer", "TipsCatalog", "TipsJSON", "TipsMetrics", "TipsProtocol", "TipsTestSupport", "tipsd",
+      ],
       swiftSettings: swiftSettings
     ),
 
     // MARK: tipsd — thin executable
-    .executableTarget(name: "tipsd", dependencies: ["TipsServer"], swiftSettings: swiftSettings),
+    .executableTarget(name: "tipsd", dependencies: ["TipsCommands"], swiftSettings: swiftSettings),
 
     // MARK: benchmarks (make bench)
     .executableTarget(

@@ -1,5 +1,7 @@
 import Foundation
 import TipsClient
+import TipsJSON
+import TipsProtocol
 import TipsTransport
 
 // `tipsd serve` over a Unix socket against the practical limit: a minimal C libuv server that answers each line
@@ -77,9 +79,10 @@ private func donateRequest(_ id: Int, event: String = "search.opened") -> [UInt8
   Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"\#(event)"}}"#.utf8) + [10]
 }
 
-private let initializeRequest = Array(
-  #"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1.0","clientInfo":{"name":"bench"}}}"#
-    .utf8) + [10]
+private let initializeRequest =
+  Array(
+    (["jsonrpc": "2.0", "id": 0, "method": "initialize", "params": InitializeRequest(clientName: "bench").encodedParams ?? [:]]
+      as JSONValue).serialized()) + [10]
 
 /// Requests per second with up to `window` requests in flight, sent `batch` at a time (donations of `event`).
 private func pipelined(

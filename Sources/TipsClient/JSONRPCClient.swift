@@ -3,19 +3,26 @@
 #endif
 public import TipsFraming
 public import TipsJSON
+public import TipsProtocol
 import TipsSystem
 import TipsTransport
 
-/// Something that wants to see a client's traffic (the tests' traffic log, validated against the OpenRPC document).
-public protocol MessageTap: AnyObject, Sendable {
-  /// `direction` is `"out"` or `"in"`; `payload` is one message's bytes (unframed).
-  func record(_ direction: String, payload: [UInt8])
-}
-
-/// Why a client call failed.
+/// Why a client call failed: the connection, a reply that does not read, or the daemon's error reply (``response``).
 public struct ClientError: Error, Sendable, CustomStringConvertible {
   public var message: String
-  public init(_ message: String) { self.message = message }
+  /// The daemon's error, when it answered with one.
+  public var response: ResponseError?
+
+  public init(_ message: String, response: ResponseError? = nil) {
+    self.message = message
+    self.response = response
+  }
+
+  /// `method failed (code): message`.
+  init(method: String, _ error: ResponseError) {
+    self.init("\(method) failed (\(error.code.rawValue)): \(error.message)", response: error)
+  }
+
   public var description: String { message }
 }
 
@@ -194,25 +201,41 @@ public final class JSONRPCClient: @unchecked Sendable {
     try awaitReply(id: try sendRequest(method, params))
   }
 
-  /// Sends a request and returns its result, failing on an error reply.
+  /// Sends a request and returns its result, failing on an error reply (``ClientError/response``).
   @discardableResult
   public func result(_ method: String, _ params: JSONValue? = nil) throws(ClientError) -> JSONValue {
     let reply = try call(method, params)
-    guard let result = reply["result"] else { throw ClientError("\(method) failed: \(reply.jsonString)") }
+    if let error = reply["error"] {
+      guard let error = ResponseError(json: error) else { throw ClientError("\(method) failed: \(reply.jsonString)") }
+      throw ClientError(method: method, error)
+    }
+    guard let result = reply["result"] else { throw ClientError("\(method): a reply with no result: \(reply.jsonString)") }
     return result
   }
 
-  /// `initialize` with protocol 1.1.
+  /// Sends `params` to `R`'s method and reads the result as its typed `Response`.
+  @discardableResult
+  public func result<R: RequestType>(_ type: R.Type, _ params: JSONValue? = nil) throws(ClientError) -> R.Response {
+    let json = try result(R.method, params)
+    do {
+      return try R.Response(json: json)
+    } catch {
+      throw ClientError("\(R.method): \(error)")
+    }
+  }
+
+  /// Sends a typed request and reads its typed `Response`.
+  @discardableResult
+  public func send<R: EncodableRequest>(_ request: R) throws(ClientError) -> R.Response {
+    try result(R.self, request.encodedParams)
+  }
+
+  /// `initialize`, speaking this build's protocol (``ProtocolVersion/current``).
   @discardableResult
   public func initialize(
     name: String = "client", version: String? = nil, locale: String? = nil, installID: String? = nil
-  ) throws(ClientError) -> JSONValue {
-    var info: JSONObject = ["name": .string(name)]
-    if let version { info["version"] = .string(version) }
-    var params: JSONObject = ["protocolVersion": "1.1", "clientInfo": .object(info)]
-    if let locale { params["locale"] = .string(locale) }
-    if let installID { params["installId"] = .string(installID) }
-    return try result("initialize", .object(params))
+  ) throws(ClientError) -> InitializeRequest.Response {
+    try send(InitializeRequest(clientName: name, clientVersion: version, locale: locale, installID: installID))
   }
 
   /// The next notification (of `method`, or any), waiting up to `timeout`.
@@ -237,7 +260,7 @@ public final class JSONRPCClient: @unchecked Sendable {
   /// they hold everything caused by requests (of any client) answered before the barrier was sent — how a test
   /// proves that something did *not* happen, without waiting and seeing.
   public func barrier() throws(ClientError) {
-    _ = try result("clock/now")
+    _ = try send(ClockNowRequest())
   }
 
   /// Notifications (of `method`, or all) received before a ``barrier()``, taken out of ``notifications``.

@@ -4,6 +4,7 @@
 public import TipsFraming
 public import TipsJSON
 import Synchronization
+public import TipsProtocol
 public import TipsTransport
 
 /// An in-memory ``ByteStream`` on an ``EmbeddedEventLoop``: the server's end is the `ByteStream`, the test plays
@@ -175,6 +176,10 @@ public final class EmbeddedClient {
   /// Messages read and not yet taken, in arrival order.
   public private(set) var inbox: [JSONValue] = []
   private var nextID: Int64 = 1
+  /// Sees every message sent and received.
+  public var tap: (any MessageTap)?
+  /// Finds the messages in what ``write(_:)`` sends, for the tap.
+  private var written = Framer(maxMessageSize: 64 << 20)
 
   public init(stream: EmbeddedStream, loop: EmbeddedEventLoop, framing: Framing = .newline) {
     self.stream = stream
@@ -184,16 +189,25 @@ public final class EmbeddedClient {
 
   /// Sends one message (framed); nothing happens until the loop runs.
   public func send(_ message: JSONValue) {
-    stream.send(Framer.encode(message.serialized(), as: framing))
+    let payload = message.serialized()
+    tap?.record("out", payload: payload)
+    stream.send(Framer.encode(payload, as: framing))
   }
 
   /// Sends raw text as one frame (e.g. invalid JSON).
   public func sendRaw(_ text: String) {
+    tap?.record("out", payload: Array(text.utf8))
     stream.send(Framer.encode(Array(text.utf8), as: framing))
   }
 
-  /// Sends unframed bytes.
-  public func write(_ bytes: [UInt8]) { stream.send(bytes) }
+  /// Sends bytes as they are (several messages, or part of one); the ``tap`` sees the messages they complete.
+  public func write(_ bytes: [UInt8]) {
+    if let tap {
+      bytes.withUnsafeBytes { written.feed($0) }
+      while case .message(let payload)? = written.next() { tap.record("out", payload: payload) }
+    }
+    stream.send(bytes)
+  }
 
   /// Sends a request (an id of its own) without running the loop; returns the id.
   @discardableResult
@@ -219,7 +233,9 @@ public final class EmbeddedClient {
     bytes.withUnsafeBytes { framer.feed($0) }
     while let event = framer.next() {
       switch event {
-      case .message(let payload): inbox.append(try JSONParser.parse(payload))
+      case .message(let payload):
+        tap?.record("in", payload: payload)
+        inbox.append(try JSONParser.parse(payload))
       case .error(let error): throw EmbeddedClientError("framing error from the server: \(error)")
       }
     }
@@ -246,6 +262,18 @@ public final class EmbeddedClient {
     let reply = try call(method, params)
     guard let result = reply["result"] else { throw EmbeddedClientError("\(method) failed: \(reply.jsonString)") }
     return result
+  }
+
+  /// Sends `params` to `R`'s method and reads the result as its typed `Response`.
+  @discardableResult
+  public func result<R: RequestType>(_ type: R.Type, _ params: JSONValue? = nil) throws -> R.Response {
+    try R.Response(json: try result(R.method, params))
+  }
+
+  /// Sends a typed request and reads its typed `Response`.
+  @discardableResult
+  public func send<R: EncodableRequest>(_ request: R) throws -> R.Response {
+    try result(R.self, request.encodedParams)
   }
 
   /// Takes the reply with `id` out of the inbox.
@@ -277,12 +305,12 @@ public final class EmbeddedClient {
     return taken
   }
 
-  /// `initialize` with protocol 1.1.
+  /// `initialize`, speaking this build's protocol (``ProtocolVersion/current``).
   @discardableResult
-  public func initialize(name: String = "embedded", locale: String? = nil) throws -> JSONValue {
-    var params: JSONObject = ["protocolVersion": "1.1", "clientInfo": ["name": .string(name)]]
-    if let locale { params["locale"] = .string(locale) }
-    return try result("initialize", .object(params))
+  public func initialize(name: String = "embedded", locale: String? = nil, installID: String? = nil) throws
+    -> InitializeRequest.Response
+  {
+    try send(InitializeRequest(clientName: name, locale: locale, installID: installID))
   }
 }
 

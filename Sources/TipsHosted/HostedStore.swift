@@ -1,3 +1,4 @@
+public import TipsLogging
 public import TipsSync
 import TipsJSON
 public import TipsTransport
@@ -96,13 +97,13 @@ public final class HostedStore {
 
   public init(
     loop: any EventLoop, configuration: Configuration,
-    log: @escaping (SyncPump.LogLevel, String, [(String, String)]) -> Void
+    logger: Logger
   ) {
     self.configuration = configuration
     let link = { (name: String, role: PGLink.Role) in
       PGLink(
         name: name, loop: loop, server: configuration.server, role: role,
-        connectTimeout: configuration.connectTimeout, retryMax: configuration.retryMax, log: log)
+        connectTimeout: configuration.connectTimeout, retryMax: configuration.retryMax, logger: logger)
     }
     writer = link("writer", .pipelined(prepare: [(Statement.push, PGSchema.push), (Statement.history, Self.appendHistory)]))
     reader = link(

@@ -1,3 +1,4 @@
+import TipsLogging
 import TipsSync
 import TipsTransport
 
@@ -29,7 +30,7 @@ final class PGLink {
   private let role: Role
   private let connectTimeout: Double
   private let retryMax: Double
-  private let log: (SyncPump.LogLevel, String, [(String, String)]) -> Void
+  private let logger: Logger
 
   private var connection: PGConnection?
   private var retryTimer: (any LoopTimer)?
@@ -47,7 +48,7 @@ final class PGLink {
 
   init(
     name: String, loop: any EventLoop, server: SyncServer, role: Role, connectTimeout: Double, retryMax: Double,
-    log: @escaping (SyncPump.LogLevel, String, [(String, String)]) -> Void
+    logger: Logger
   ) {
     self.name = name
     self.loop = loop
@@ -55,7 +56,7 @@ final class PGLink {
     self.role = role
     self.connectTimeout = connectTimeout
     self.retryMax = retryMax
-    self.log = log
+    self.logger = logger
   }
 
   var isReady: Bool { state == .ready }
@@ -125,7 +126,7 @@ final class PGLink {
         guard version <= PGSchema.version else {
           self.lastError = "the database's tipsd schema is version \(version), newer than this tipsd understands "
             + "(\(PGSchema.version))"
-          self.log(.error, "hosted: PostgreSQL's schema is too new; not serving", [("reason", self.lastError ?? "")])
+          self.logger.error("hosted: PostgreSQL's schema is too new; not serving", [("reason", self.lastError ?? "")])
           self.connection?.close()
           self.connection = nil
           self.setState(.incompatible)
@@ -169,7 +170,7 @@ final class PGLink {
   private func connected() {
     retryDelay = 0.1
     lastError = nil
-    if warned { log(.info, "hosted: PostgreSQL reachable again", [("connection", name)]) }
+    if warned { logger.info("hosted: PostgreSQL reachable again", [("connection", name)]) }
     warned = false
     setState(.ready)
   }
@@ -190,7 +191,7 @@ final class PGLink {
     lastError = scrubbed
     if !warned {
       warned = true
-      log(.warning, "hosted: PostgreSQL unreachable; retrying", [("connection", name), ("error", scrubbed)])
+      logger.warning("hosted: PostgreSQL unreachable; retrying", [("connection", name), ("error", scrubbed)])
     }
     setState(.down)
     let delay = retryDelay

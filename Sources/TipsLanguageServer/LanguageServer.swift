@@ -1,5 +1,6 @@
 public import TipsCatalog
 public import TipsJSON
+public import TipsLogging
 import TipsSystem
 
 /// What `tipsd lsp` is started with.
@@ -42,7 +43,8 @@ public final class LanguageServer {
   var markdown = true
   let options: LanguageServerOptions
   let live: (any LiveValueSource)?
-  let log: (String) -> Void
+  /// Requests that fail (logged, and answered with an error).
+  let logger: Logger
 
   var documents: [String: OpenDocument] = [:]
   /// Documents changed since the last ``flush()``, in order.
@@ -54,11 +56,11 @@ public final class LanguageServer {
 
   public init(
     options: LanguageServerOptions = LanguageServerOptions(), live: (any LiveValueSource)? = nil,
-    log: @escaping (String) -> Void = { _ in }
+    logger: Logger = .discarding
   ) {
     self.options = options
     self.live = live
-    self.log = log
+    self.logger = logger
   }
 
   // MARK: - Messages
@@ -154,7 +156,7 @@ public final class LanguageServer {
       default: break  // initialized, $/cancelRequest, $/setTrace, workspace/*: nothing to do
       }
     } catch {
-      log("\(method): \(error.message)")
+      logger.error("\(method): \(error.message)")
     }
     return []
   }

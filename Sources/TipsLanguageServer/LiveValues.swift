@@ -1,5 +1,6 @@
 import TipsClient
 public import TipsJSON
+import TipsProtocol
 import TipsSystem
 
 /// What a running daemon says about a tip (`tips/explain`), for hover.
@@ -34,12 +35,10 @@ public struct DaemonLiveValues: LiveValueSource {
       let client = try JSONRPCClient(socketPath: socketPath, framing: .newline, timeout: timeout)
       defer { client.close() }
       try client.initialize(name: "tipsd-lsp")
-      let reply = try client.call("tips/explain", ["id": .string(tipID)])
-      if let result = reply["result"] { return .explained(result, source: socketPath) }
-      // -32001: the daemon has no such tip; any other refusal leaves hover with the words alone.
-      return reply["error"]?["code"]?.intValue == -32001 ? .unknownTip : .unavailable
+      return .explained(try client.send(ExplainRequest(id: tipID)).json, source: socketPath)
     } catch {
-      return .unavailable
+      // -32001: the daemon has no such tip; any other refusal leaves hover with the words alone.
+      return error.response?.code == .unknownTip ? .unknownTip : .unavailable
     }
   }
 }

@@ -165,6 +165,13 @@ public struct TipMetrics: Sendable, Hashable {
   /// Per variant, declared ones first (empty for a tip without variants).
   public var variants: [(name: String, metrics: MetricSet)]
 
+  public init(tipID: String, goal: TipGoal?, overall: MetricSet, variants: [(name: String, metrics: MetricSet)] = []) {
+    self.tipID = tipID
+    self.goal = goal
+    self.overall = overall
+    self.variants = variants
+  }
+
   public static func == (a: TipMetrics, b: TipMetrics) -> Bool {
     a.tipID == b.tipID && a.goal == b.goal && a.overall == b.overall && a.variants.map(\.name) == b.variants.map(\.name)
       && a.variants.map(\.metrics) == b.variants.map(\.metrics)
@@ -184,6 +191,18 @@ public struct MetricsReport: Sendable, Hashable {
   /// The instant of the oldest history entry kept (nil: empty history).
   public var historyStart: Timestamp?
   public var tips: [TipMetrics]
+
+  public init(
+    now: Timestamp, since: Timestamp?, until: Timestamp?, configuration: MetricsConfiguration, historyStart: Timestamp?,
+    tips: [TipMetrics]
+  ) {
+    self.now = now
+    self.since = since
+    self.until = until
+    self.configuration = configuration
+    self.historyStart = historyStart
+    self.tips = tips
+  }
 
   public func tip(_ id: String) -> TipMetrics? { tips.first { $0.tipID == id } }
 }

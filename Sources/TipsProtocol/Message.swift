@@ -43,12 +43,15 @@ public enum ResultShape: Sendable, Hashable {
   case document
 }
 
-/// A method's result: written straight to bytes (no intermediate `JSONValue` on the hot path).
+/// A method's result: written straight to bytes by the daemon (no intermediate `JSONValue` on the hot path), and
+/// read back by clients (`tipsd`'s commands, the tests) from the reply's `result`.
 public protocol ResultValue: Sendable {
   /// What the result looks like, for the registry's comparison with `protocol/openrpc.json`.
   static var shape: ResultShape { get }
   /// Writes exactly one JSON value.
   func write(to writer: inout JSONWriter)
+  /// Reads a reply's `result` (an object result conforms to ``DecodableResult`` and gets this for free).
+  init(json: JSONValue) throws(ResultDecodingError)
 }
 
 extension ResultValue {
@@ -86,6 +89,13 @@ extension RequestType {
   public static var positionalParams: [String] { [] }
   public static var acceptsUnknownParams: Bool { false }
   public static var isTestingOnly: Bool { false }
+}
+
+/// A request a client sends from its typed value (`tipsd`'s commands, the tests): the params it encodes to. Its
+/// reply's result reads back as ``RequestType/Response``.
+public protocol EncodableRequest: RequestType {
+  /// The params to send; nil sends none.
+  var encodedParams: JSONValue? { get }
 }
 
 /// A notification a client sends (no reply): `initialized`, `exit`, `$/cancelRequest`.
@@ -140,4 +150,7 @@ public struct NullResult: ResultValue, Equatable {
   public init() {}
   public static let shape = ResultShape.null
   public func write(to writer: inout JSONWriter) { writer.writeNull() }
+  public init(json: JSONValue) throws(ResultDecodingError) {
+    guard json.isNull else { throw ResultDecodingError("result must be null (got \(json.typeName))") }
+  }
 }

@@ -17,7 +17,7 @@ struct Dispatcher {
     var entry: HandlerTable.Entry?
   }
 
-  /// The handler (and metrics slot) of `method`.
+  /// The handler (and counters slot) of `method`.
   private func entry(for method: String) -> HandlerTable.Entry? {
     if let entry = lastLookup.entry, lastLookup.method == method { return entry }
     guard let entry = table.entry(method) else { return nil }
@@ -108,16 +108,16 @@ struct Dispatcher {
   /// Runs one request through the lifecycle gate and its handler; returns the encoded reply. Counted in `/metrics`
   /// by method (its slot; `unknown` for any other name) and outcome, with its duration.
   func call(_ method: String, id: RequestID?, params: JSONValue?, on session: Session) throws(ResponseError) -> [UInt8] {
-    let metrics = services.metrics
+    let counters = services.counters
     let entry = entry(for: method)
-    let slot = entry?.slot ?? metrics.unknownSlot
+    let slot = entry?.slot ?? counters.unknownSlot
     let started = System.monotonicSeconds()
     do {
       let bytes = try callUnmeasured(method, entry, id: id, params: params, on: session)
-      metrics.requestAnswered(slot: slot, ok: true, seconds: System.monotonicSeconds() - started)
+      counters.requestAnswered(slot: slot, ok: true, seconds: System.monotonicSeconds() - started)
       return bytes
     } catch {
-      metrics.requestAnswered(slot: slot, ok: false, seconds: System.monotonicSeconds() - started)
+      counters.requestAnswered(slot: slot, ok: false, seconds: System.monotonicSeconds() - started)
       throw error
     }
   }

@@ -116,7 +116,7 @@ final class HistoryRecorder {
     return out
   }
 
-  /// Stages `leading` and the entries `mutation` causes on the turn, cursors assigned, counted in `metrics`.
+  /// Stages `leading` and the entries `mutation` causes on the turn, cursors assigned, counted in `counters`.
   /// Returns the entries the analytics stream carries (nil or empty for donations, the usual case).
   ///
   /// Inlined into the caller for the hot path — a donation that changed no tip (nearly all of them), which records
@@ -124,23 +124,23 @@ final class HistoryRecorder {
   @inline(__always)
   func record(
     _ mutation: Mutation, leading: [HistoryEvent], now: () -> Timestamp, into turn: Turn,
-    metrics: OperationalMetrics
+    counters: ServerCounters
   ) -> [HistoryEvent]? {
     guard enabled else { return nil }
     if leading.isEmpty && mutation.changes.isEmpty && mutation.writes.count == 1,
       let (eventID, at) = mutation.writes[0].donatedEvent
     {
-      if tracks(eventID) { stageDonation(eventID, at: at, into: turn, metrics: metrics) }
+      if tracks(eventID) { stageDonation(eventID, at: at, into: turn, counters: counters) }
       return nil
     }
-    return recordEntries(mutation, leading: leading, now: now, into: turn, metrics: metrics)
+    return recordEntries(mutation, leading: leading, now: now, into: turn, counters: counters)
   }
 
-  /// ``record(_:leading:now:into:metrics:)`` off the hot path.
+  /// ``record(_:leading:now:into:counters:)`` off the hot path.
   @inline(never)
   private func recordEntries(
     _ mutation: Mutation, leading: [HistoryEvent], now: () -> Timestamp, into turn: Turn,
-    metrics: OperationalMetrics
+    counters: ServerCounters
   ) -> [HistoryEvent] {
     var streamed: [HistoryEvent] = []
     func stage(_ event: HistoryEvent) {
@@ -148,22 +148,22 @@ final class HistoryRecorder {
       lastCursor += 1
       event.cursor = lastCursor
       turn.stage(historyEntry: event)
-      metrics.historyEvents[event.kind.code] += 1
+      counters.historyEvents[event.kind.code] += 1
       if event.kind.isStreamed { streamed.append(event) }
     }
     for event in leading { stage(event) }
     derive(
       mutation, now: now,
-      donation: { eventID, at in stageDonation(eventID, at: at, into: turn, metrics: metrics) }, stage)
+      donation: { eventID, at in stageDonation(eventID, at: at, into: turn, counters: counters) }, stage)
     return streamed
   }
 
   /// Stages a tracked event's donation entry with the next cursor.
   @inline(__always)
-  private func stageDonation(_ eventID: String, at: Timestamp, into turn: Turn, metrics: OperationalMetrics) {
+  private func stageDonation(_ eventID: String, at: Timestamp, into turn: Turn, counters: ServerCounters) {
     lastCursor += 1
     turn.stageDonation(cursor: lastCursor, event: eventID, at: at)
-    metrics.historyEvents[HistoryEvent.Kind.donation.code] += 1
+    counters.historyEvents[HistoryEvent.Kind.donation.code] += 1
   }
 
   /// Assigns the next cursors, in order.

@@ -1,6 +1,7 @@
 public import TipsEngine
 import TipsCatalog
 import TipsFraming
+public import TipsLogging
 import TipsProtocol
 import TipsStore
 public import TipsTransport
@@ -22,7 +23,7 @@ public enum ServerExit: Sendable, Equatable {
 ///   then every connection's ``OutboundStateMachine`` releases its staged output to its stream.
 /// - A ``TimeDriver`` arms a timer for the engine's next time-driven change.
 ///
-/// The loop, streams and timers are abstractions (`TipsTransport`): libuv in production (``Daemon``), an in-memory
+/// The loop, streams and timers are abstractions (`TipsTransport`): libuv in production (``DaemonRunner``), an in-memory
 /// loop with manual time in tests.
 public final class Server {
   let configuration: ServerConfiguration
@@ -33,7 +34,7 @@ public final class Server {
   let services: Services
   let dispatcher: Dispatcher
   /// `/metrics`.
-  let metrics: OperationalMetrics
+  let counters: ServerCounters
   /// When the daemon started (loop milliseconds), for `tipsd_uptime_seconds`.
   private let startedAt: UInt64
   /// The engine instant of the last history prune.
@@ -141,8 +142,8 @@ public final class Server {
         [("path", catalogPath), ("tips", String(catalog.tips.count)), ("warnings", String(report.warnings.count))])
     }
     history.refreshTrackedEvents(engine)
-    metrics = OperationalMetrics(methods: Handlers.table.methods)
-    let turn = Turn(store: store, logger: logger, metrics: metrics)
+    counters = ServerCounters(methods: Handlers.table.methods)
+    let turn = Turn(store: store, logger: logger, counters: counters)
     services = Services(
       engine: engine, turn: turn, configuration: configuration, logger: logger, virtualClock: virtualClock,
       history: history)
@@ -268,7 +269,7 @@ public final class Server {
       stream: stream, maxMessageSize: configuration.maxMessageSize, highWater: configuration.outgoingHighWater,
       queueLimit: configuration.outgoingQueueLimit, isPrimary: primary, transport: transport)
     sessions[session.id] = session
-    metrics.connectionsAccepted[transport, default: 0] += 1
+    counters.connectionsAccepted[transport, default: 0] += 1
     stream.onData = { [unowned self, unowned session] bytes in self.received(bytes, on: session) }
     stream.onClose = { [unowned self, unowned session] reason in self.closed(session, reason: reason) }
     stream.startReading()
@@ -278,10 +279,10 @@ public final class Server {
   /// The number of connections served now.
   public var connectionCount: Int { sessions.count }
 
-  /// `GET /metrics`: the operational metrics in the Prometheus text format.
+  /// `GET /metrics`: the server's counters in the Prometheus text format.
   public func prometheusText() -> String {
-    metrics.render(
-      OperationalMetrics.Gauges(
+    counters.render(
+      ServerCounters.Gauges(
         connections: connectionsByTransport, subscriptions: services.subscriptions.countsByKind,
         datastoreBytes: try? store.sizeBytes(), historyCursor: services.history.lastCursor,
         uptimeSeconds: Double(loop.now - startedAt) / 1000, version: TipsdVersion.server))
@@ -431,7 +432,7 @@ public final class Server {
     }
     var resumed = false
     let stream = session.stream
-    defer { metrics.notificationsCoalesced += UInt64(session.outbound.takeCoalesced()) }
+    defer { counters.notificationsCoalesced += UInt64(session.outbound.takeCoalesced()) }
     let gathers = !stream.deliversMessages
     let framing = session.framing
     let highWater = session.outbound.highWater

@@ -1,3 +1,4 @@
+public import TipsLogging
 public import TipsTransport
 
 /// How the daemon keeps time.
@@ -120,10 +121,4 @@ public struct ServerConfiguration: Sendable {
   }
 
   public init() {}
-}
-
-/// The daemon's identity, reported by `initialize` and `tipsd --version`.
-public enum TipsdVersion {
-  public static let server = "0.1.0"
-  public static let protocolVersion = "1.2"
 }

@@ -2,6 +2,7 @@ import TipsEngine
 import TipsProtocol
 import TipsStore
 import TipsSync
+import TipsSystem
 import TipsTransport
 
 /// Sync across devices, wired into the server (`--sync`): the merge model (`TipsSync.SyncModel`) beside the engine,
@@ -40,7 +41,7 @@ final class SyncService: SyncPumpDelegate {
         engine: engine, snapshot: try store.loadSync(), account: configuration.account, device: configuration.device,
         outboxLimit: configuration.outboxLimit,
         isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local })
-      let first = model.bootstrap(wallNow: SystemTime.now())
+      let first = model.bootstrap(wallNow: System.wallClockSeconds())
       try store.commit([], sync: first.writes)
     } catch let error as SyncSetupError {
       throw ServerError("--sync: \(error.message)")
@@ -59,17 +60,9 @@ final class SyncService: SyncPumpDelegate {
   func start(loop: any EventLoop) {
     var pumpConfiguration = SyncPump.Configuration(server: server, account: model.account, device: model.device)
     pumpConfiguration.retryMax = configuration.retryMax
-    let logger = services.logger
     let pump = SyncPump(
-      loop: loop, configuration: pumpConfiguration, delegate: self, wallClock: SystemTime.now,
-      log: { level, message, metadata in
-        switch level {
-        case .debug: logger.debug(message, metadata)
-        case .info: logger.info(message, metadata)
-        case .warning: logger.warning(message, metadata)
-        case .error: logger.error(message, metadata)
-        }
-      })
+      loop: loop, configuration: pumpConfiguration, delegate: self, wallClock: System.wallClockSeconds,
+      logger: services.logger)
     self.pump = pump
     pump.start()
   }
@@ -92,7 +85,7 @@ final class SyncService: SyncPumpDelegate {
 
   /// A local mutation was recorded: queue its operations; bring the engine to the merged values.
   func recordedLocal(_ mutation: Mutation) {
-    let effects = model.recordLocal(mutation.writes, wallNow: SystemTime.now())
+    let effects = model.recordLocal(mutation.writes, wallNow: System.wallClockSeconds())
     apply(effects)
   }
 
@@ -131,7 +124,7 @@ final class SyncService: SyncPumpDelegate {
     if skipped > 0 {
       services.logger.warning("sync: skipped operations this tipsd does not understand", [("count", String(skipped))])
     }
-    apply(model.applyRemote(operations, cursor: last.cursor, wallNow: SystemTime.now()))
+    apply(model.applyRemote(operations, cursor: last.cursor, wallNow: System.wallClockSeconds()))
   }
 
   func committed(_ seqs: [Int64]) {
@@ -141,7 +134,7 @@ final class SyncService: SyncPumpDelegate {
   // MARK: Status
 
   func status() -> SyncStatusRequest.Response {
-    let now = SystemTime.now()
+    let now = System.wallClockSeconds()
     return SyncStatusRequest.Response(
       enabled: true, state: pump.map { $0.state.rawValue } ?? "stopped", server: server.redacted,
       account: model.account, device: model.device, outbox: model.outboxCount, outboxLimit: model.outboxLimit,

@@ -1,4 +1,5 @@
 import TipsEngine
+import TipsLogging
 import TipsTransport
 
 /// Time-driven re-evaluation on the system clock: a timer armed for the engine's next time-driven change (a donation

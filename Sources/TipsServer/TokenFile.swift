@@ -7,9 +7,9 @@ import TipsSystem
 /// can read (mode 0600), beside the socket unless `--token-file` says otherwise. `tipsd token` prints it.
 ///
 /// A valid token file is kept across restarts (a development app keeps working); delete it to make a new one.
-enum TokenFile {
+public enum TokenFile {
   /// `token` in the socket's directory.
-  static func defaultPath(socketPath: String) -> String {
+  public static func defaultPath(socketPath: String) -> String {
     guard let slash = socketPath.lastIndex(of: "/") else { return "token" }
     return String(socketPath[..<slash]) + "/token"
   }
@@ -32,7 +32,7 @@ enum TokenFile {
   }
 
   /// Reads the token at `path`.
-  static func read(_ path: String) throws(ServerError) -> String {
+  public static func read(_ path: String) throws(ServerError) -> String {
     let bytes: [UInt8]
     do {
       bytes = try System.readFile(path)

@@ -1,4 +1,5 @@
 import TipsEngine
+import TipsLogging
 import TipsStore
 import TipsSystem
 
@@ -8,7 +9,7 @@ import TipsSystem
 final class Turn {
   let store: Datastore
   let logger: Logger
-  let metrics: OperationalMetrics
+  let counters: ServerCounters
   // The fields a request touches are `@exclusivity(unchecked)`: one owner (the loop thread), never passed inout
   // across a call that touches them again; their dynamic checks were a measurable share of a donation's cost.
   @exclusivity(unchecked) private(set) var pendingWrites: [StateWrite] = []
@@ -26,10 +27,10 @@ final class Turn {
   /// marked (each once: ``Session/isDirty``).
   private(set) var dirty: [Session] = []
 
-  init(store: Datastore, logger: Logger, metrics: OperationalMetrics) {
+  init(store: Datastore, logger: Logger, counters: ServerCounters) {
     self.store = store
     self.logger = logger
-    self.metrics = metrics
+    self.counters = counters
   }
 
   /// Stages durable writes for this turn's commit.
@@ -95,11 +96,11 @@ final class Turn {
     let started = System.monotonicSeconds()
     do {
       try store.commit(writes, history: history, sync: syncWrites)
-      metrics.commitDuration.observe(System.monotonicSeconds() - started)
-      metrics.commitBatch.observe(Double(writes.count + history.count))
+      counters.commitDuration.observe(System.monotonicSeconds() - started)
+      counters.commitBatch.observe(Double(writes.count + history.count))
       return true
     } catch {
-      metrics.commitFailures += 1
+      counters.commitFailures += 1
       logger.error(
         "datastore commit failed",
         [("error", "\(error)"), ("writes", String(writes.count)), ("history", String(history.count))])

@@ -48,12 +48,12 @@ public final class SyncModel {
   public var isSynced: (String) -> Bool
 
   public private(set) var epoch: HLC = .zero
-  public private(set) var clock = HybridClock()
+  public internal(set) var clock = HybridClock()
   /// The first sequence number of this datastore's life as `device`: this device's operations from before it (a
   /// datastore replaced under the same `--device`) are merged like another device's; later ones were applied here.
-  public private(set) var since: Int64 = 0
+  public internal(set) var since: Int64 = 0
   /// The last `tipsd.ops` cursor applied.
-  public private(set) var cursor: Int64 = 0
+  public internal(set) var cursor: Int64 = 0
 
   struct DisplayCounter: Equatable {
     var generation: HLC
@@ -426,84 +426,6 @@ public final class SyncModel {
     }
   }
 
-  // MARK: - Hosted accounts
-
-  /// Every piece of merged state as `sync_state` rows, in a stable order: what a hosted account's snapshot stores
-  /// (with ``snapshotMeta`` and the engine's donations), read back by ``init(engine:snapshot:account:device:outboxLimit:role:isSynced:)``.
-  public func stateRows() -> [SyncStateRow] {
-    var rows: [SyncStateRow] = []
-    for (event, counts) in lifetimes.sorted(by: { $0.key < $1.key }) {
-      for (from, count) in counts.sorted(by: { $0.key < $1.key }) {
-        rows.append(SyncStateRow(kind: Kind.lifetime, device: from, key: event, value: String(count)))
-      }
-    }
-    for (key, counters) in displays.sorted(by: { $0.key < $1.key }) {
-      for (from, counter) in counters.sorted(by: { $0.key < $1.key }) {
-        rows.append(SyncStateRow(kind: Kind.display, device: from, key: key, value: Self.encode(counter)))
-      }
-    }
-    for (key, hlc) in eligibility.sorted(by: { $0.key < $1.key }) {
-      rows.append(SyncStateRow(kind: Kind.eligibility, device: "", key: key, value: String(hlc.rawValue)))
-    }
-    for (key, list) in invalidations.sorted(by: { $0.key < $1.key }) where !list.isEmpty {
-      rows.append(SyncStateRow(kind: Kind.invalidations, device: "", key: key, value: Self.encode(list)))
-    }
-    for (id, register) in parameters.sorted(by: { $0.key < $1.key }) {
-      rows.append(SyncStateRow(kind: Kind.parameter, device: "", key: id, value: Self.encode(register)))
-    }
-    for (tip, register) in variants.sorted(by: { $0.key < $1.key }) {
-      rows.append(SyncStateRow(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
-    }
-    if let cooldown {
-      rows.append(SyncStateRow(kind: Kind.cooldown, device: "", key: "", value: JSONValue.double(cooldown).jsonString))
-    }
-    return rows
-  }
-
-  /// The `sync_meta` a snapshot stores: the epoch, the clock and the cursor it was taken at.
-  public var snapshotMeta: [String: String] {
-    [MetaKey.epoch: String(epoch.rawValue), MetaKey.clock: String(clock.last.rawValue), MetaKey.cursor: String(cursor)]
-  }
-
-  /// Hosted: brings a fresh engine (the catalog registered, no state) to the merged state the model was loaded with
-  /// — `donations` are the snapshot's kept donations per event — through the same merge calls as a pull.
-  public func applyLoadedState(donations: [String: [Donation]]) -> SyncEffects {
-    var effects = SyncEffects()
-    for event in Set(donations.keys).union(lifetimes.keys).sorted() {
-      let total = lifetimes[event]?.values.reduce(0, +) ?? 0
-      effects.mutations.append(engine.mergeDonations(donations[event] ?? [], lifetime: total, intoEvent: event))
-    }
-    for key in Set(displays.keys).union(invalidations.keys).sorted() where isSynced(key) {
-      reconcile(key, &effects)
-    }
-    for (id, register) in parameters.sorted(by: { $0.key < $1.key }) {
-      effects.mutations.append(engine.applySyncedParameter(id, register.value))
-    }
-    for (tip, register) in variants.sorted(by: { $0.key < $1.key }) {
-      if let variant = register.value.stringValue { effects.mutations.append(engine.applySyncedVariant(tip, variant)) }
-    }
-    if let cooldown { effects.mutations.append(engine.applySyncedCooldown(cooldown)) }
-    return effects
-  }
-
-  /// Hosted: merges the operations stored after the snapshot — every one as another device's, this node's own too
-  /// (the engine was built from nothing) — then starts this node's life: its operations from now on come after
-  /// ``since`` and are skipped when pulled back.
-  public func applyLoaded(_ operations: [SyncOperation?], cursor newCursor: Int64, wallNow: Double) -> SyncEffects {
-    since = .max
-    let effects = applyRemote(operations, cursor: newCursor, wallNow: wallNow)
-    since = clock.next(physicalSeconds: engine.clock.now()).rawValue
-    return effects
-  }
-
-  /// Hosted: this node pushed its operations and PostgreSQL returned the account's last cursor; when it is exactly
-  /// the pushed count past the model's, nobody else wrote in between, so there is nothing to pull for it.
-  public func advanceCursorAfterPush(pushed: Int, lastCursor: Int64) -> Bool {
-    guard lastCursor == cursor + Int64(pushed) else { return false }
-    cursor = lastCursor
-    return true
-  }
-
   // MARK: - Merged values
 
   /// The merged record of a key (see the type's rules).
@@ -527,7 +449,7 @@ public final class SyncModel {
   }
 
   /// Brings the engine's record of `key` to the merged one.
-  private func reconcile(_ key: String, _ effects: inout SyncEffects) {
+  func reconcile(_ key: String, _ effects: inout SyncEffects) {
     let merged = projection(key)
     if engine.record(forKey: key) != merged {
       effects.mutations.append(engine.applySyncedRecord(merged, forKey: key))
@@ -590,16 +512,6 @@ public final class SyncModel {
       .state(kind: Kind.invalidations, device: "", key: key, value: list.isEmpty ? nil : Self.encode(list)))
   }
 
-  private static func encode(_ list: [Invalidation]) -> String {
-    JSONValue.array(
-      list.map {
-        .object([
-          "hlc": .int($0.hlc.rawValue), "device": .string($0.device), "reason": .string($0.reason.rawValue),
-          "at": .double($0.at),
-        ])
-      }
-    ).jsonString
-  }
 
   private func setLifetime(_ event: String, _ from: String, _ count: Int, _ effects: inout SyncEffects) {
     lifetimes[event, default: [:]][from] = count
@@ -611,15 +523,6 @@ public final class SyncModel {
     effects.writes.append(.state(kind: Kind.display, device: from, key: key, value: Self.encode(counter)))
   }
 
-  private static func encode(_ counter: DisplayCounter) -> String {
-    var object: JSONObject = [
-      "generation": .int(counter.generation.rawValue), "count": .int(Int64(counter.count)),
-      "duration": .double(counter.duration), "seq": .int(counter.seq),
-    ]
-    if let first = counter.first { object["first"] = .double(first) }
-    if let last = counter.last { object["last"] = .double(last) }
-    return JSONValue.object(object).jsonString
-  }
 
   private func setParameter(_ id: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
     parameters[id] = register
@@ -636,20 +539,7 @@ public final class SyncModel {
     effects.writes.append(.state(kind: Kind.cooldown, device: "", key: "", value: JSONValue.double(at).jsonString))
   }
 
-  /// A register's `sync_state` value: `{"hlc", "device", "value"}`.
-  private static func encode(_ register: ParameterRegister) -> String {
-    let value: JSONValue = [
-      "hlc": .int(register.hlc.rawValue), "device": .string(register.device), "value": register.value,
-    ]
-    return value.jsonString
-  }
 
-  private static func decodeRegister(_ text: String) -> ParameterRegister? {
-    guard let value = try? JSONParser.parse(text), let hlc = value["hlc"]?.intValue,
-      let device = value["device"]?.stringValue, let stored = value["value"]
-    else { return nil }
-    return ParameterRegister(hlc: HLC(rawValue: hlc), device: device, value: stored)
-  }
 
   /// Appends the clock and epoch to a step's writes.
   private func finishMeta(_ effects: inout SyncEffects) {
@@ -664,60 +554,6 @@ public final class SyncModel {
     var effects = SyncEffects()
     finishMeta(&effects)
     return effects.writes
-  }
-
-  private func load(_ row: SyncStateRow) {
-    switch row.kind {
-    case Kind.lifetime:
-      if let count = Int(row.value) { lifetimes[row.key, default: [:]][row.device] = count }
-    case Kind.display:
-      guard let value = try? JSONParser.parse(row.value), let generation = value["generation"]?.intValue,
-        let count = value["count"]?.intValue, let duration = value["duration"]?.doubleValue
-      else { return }
-      displays[row.key, default: [:]][row.device] = DisplayCounter(
-        generation: HLC(rawValue: generation), count: Int(count), duration: duration,
-        first: value["first"]?.doubleValue, last: value["last"]?.doubleValue, seq: value["seq"]?.intValue ?? 0)
-    case Kind.eligibility:
-      if let hlc = Int64(row.value) { eligibility[row.key] = HLC(rawValue: hlc) }
-    case Kind.invalidations:
-      guard let list = (try? JSONParser.parse(row.value))?.arrayValue else { return }
-      invalidations[row.key] = list.compactMap { item in
-        guard let hlc = item["hlc"]?.intValue, let device = item["device"]?.stringValue,
-          let reason = item["reason"]?.stringValue.flatMap(InvalidationReason.init(rawValue:)),
-          let at = item["at"]?.doubleValue
-        else { return nil }
-        return Invalidation(hlc: HLC(rawValue: hlc), device: device, reason: reason, at: at)
-      }
-    case Kind.parameter:
-      if let register = Self.decodeRegister(row.value) { parameters[row.key] = register }
-    case Kind.variant:
-      if let register = Self.decodeRegister(row.value), register.value.stringValue != nil { variants[row.key] = register }
-    case Kind.cooldown:
-      if let at = (try? JSONParser.parse(row.value))?.doubleValue { cooldown = at }
-    default:
-      break
-    }
-  }
-
-  /// `sync_state.kind` values.
-  enum Kind {
-    static let lifetime = "lifetime"
-    static let display = "display"
-    static let eligibility = "eligibility"
-    static let invalidations = "invalidations"
-    static let parameter = "parameter"
-    static let variant = "variant"
-    static let cooldown = "cooldown"
-  }
-
-  /// `sync_meta` keys.
-  public enum MetaKey {
-    public static let device = "device"
-    public static let account = "account"
-    public static let epoch = "epoch"
-    public static let clock = "clock"
-    public static let since = "since"
-    public static let cursor = "cursor"
   }
 }
 

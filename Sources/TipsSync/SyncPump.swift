@@ -1,3 +1,4 @@
+public import TipsLogging
 public import TipsTransport
 
 /// What the pump asks of the daemon: queued operations, the cursor, and places to put what it pulled and what
@@ -54,12 +55,10 @@ public final class SyncPump {
     public var payload: String
   }
 
-  public enum LogLevel: Sendable { case debug, info, warning, error }
-
   let configuration: Configuration
   private let loop: any EventLoop
   private weak var delegate: (any SyncPumpDelegate)?
-  private let log: (LogLevel, String, [(String, String)]) -> Void
+  private let logger: Logger
   private let channel: String
   private let wallClock: () -> Double
 
@@ -90,17 +89,21 @@ public final class SyncPump {
 
   public init(
     loop: any EventLoop, configuration: Configuration, delegate: any SyncPumpDelegate, wallClock: @escaping () -> Double,
-    log: @escaping (LogLevel, String, [(String, String)]) -> Void
+    logger: Logger
   ) {
     self.loop = loop
     self.configuration = configuration
     self.delegate = delegate
     self.wallClock = wallClock
-    self.log = log
+    self.logger = logger
     channel = PGSchema.channel(account: configuration.account)
     machine = SyncPumpStateMachine(
       server: configuration.server.redacted, account: configuration.account, pullBatch: configuration.pullBatch,
       retryMax: configuration.retryMax)
+  }
+
+  private func log(_ level: LogLevel, _ message: String, _ metadata: [(String, String)] = []) {
+    logger.log(level, message, metadata)
   }
 
   /// Starts connecting.

@@ -1,3 +1,5 @@
+public import TipsLogging
+
 /// The sync pump's decisions as a state machine whose event methods return actions (the shape of the server's
 /// `OutboundStateMachine`): no libpq, no loop, no clock here, so every path — connecting, the schema check,
 /// `LISTEN`, catch-up, push, pull, `NOTIFY`, failures and the backoff — is tested on its own. ``SyncPump`` performs the
@@ -42,7 +44,7 @@ public struct SyncPumpStateMachine: Sendable {
   }
 
   public struct LogLine: Sendable, Equatable {
-    public var level: SyncPump.LogLevel
+    public var level: LogLevel
     public var message: String
     public var metadata: [Pair]
 
@@ -51,7 +53,7 @@ public struct SyncPumpStateMachine: Sendable {
       public var value: String
     }
 
-    init(_ level: SyncPump.LogLevel, _ message: String, _ metadata: [(String, String)]) {
+    init(_ level: LogLevel, _ message: String, _ metadata: [(String, String)]) {
       self.level = level
       self.message = message
       self.metadata = metadata.map { Pair(key: $0.0, value: $0.1) }

@@ -31,6 +31,13 @@ public enum System {
     return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
   }
 
+  /// Seconds since the Unix epoch on the real-time clock (`CLOCK_REALTIME`): instants people read, never durations.
+  public static func wallClockSeconds() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+  }
+
   /// Runs `body` — a call returning -1 (or any negative value) and setting `errno` on failure — retrying while it
   /// fails with EINTR. Returns the call's result, or throws with the `errno` it left.
   @discardableResult

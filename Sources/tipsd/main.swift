@@ -1,8 +1,8 @@
-// tipsd — thin executable: everything lives in TipsServer.
+// tipsd — thin executable: the command line lives in TipsCommands, the daemon in TipsServer.
 #if canImport(Glibc)
   import Glibc
 #endif
-import TipsServer
+import TipsCommands
 
 var environment: [String: String] = [:]
 var entry = environ

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 import TipsJSON
-import TipsServer
 
 @testable import TipsCatalog
 
@@ -75,46 +74,36 @@ import TipsServer
   }
 }
 
-/// `tipsd lint` through the real command entry point: exit 1 on errors, 0 with warnings only or none, 2 on usage.
-@Suite struct LintCommandExitCodes {
-  func run(_ arguments: [String]) -> Int32 {
-    TipsdCommand.main(["tipsd"] + arguments, environment: [:])
+/// `tipsd lint`'s exit status is the report's: 1 on errors, 0 with warnings only or none (the command's usage
+/// errors, status 2, are tested in TipsCommandsTests).
+@Suite struct LintExitStatus {
+  func status(_ path: String, messages: String? = nil, options: LintOptions = LintOptions()) -> Int32 {
+    CatalogLoader.load(path: path, messagesDirectory: messages, options: options).exitStatus
   }
 
   @Test func errorsOnly() {
     let path = Paths.fixture("duplicate-id-fail.json")
     let report = CatalogLoader.load(path: path)
     #expect(!report.errors.isEmpty && report.warnings.isEmpty)
-    #expect(run(["lint", path]) == 1)
-    #expect(run(["lint", path, "--format", "github"]) == 1)
+    #expect(report.exitStatus == 1)
   }
 
   @Test func warningsOnly() {
     let path = Paths.fixture("no-sync-fail.json")
     let report = CatalogLoader.load(path: path)
     #expect(report.errors.isEmpty && !report.warnings.isEmpty)
-    #expect(run(["lint", path]) == 0)
-    #expect(run(["lint", "--format", "json", path]) == 0)
+    #expect(report.exitStatus == 0)
   }
 
-  @Test func clean() {
-    #expect(run(["lint", Paths.demo, "--messages", Paths.demoMessages, "--simulate"]) == 0)
-    #expect(run(["lint", Paths.fixture("id-pattern-fail.json"), "--id-pattern", "[A-Za-z]+-[0-9]+"]) == 0)
-    #expect(run(["lint", Paths.fixture("id-pattern-fail.json"), "--id-pattern", "any"]) == 0)
-  }
-
-  @Test func usageErrors() {
-    #expect(run(["lint"]) == 2)
-    #expect(run(["lint", Paths.demo, "--format", "xml"]) == 2)
-    #expect(run(["lint", Paths.demo, "--id-pattern", "(unclosed"]) == 2)
-    #expect(run(["lint", Paths.demo, Paths.demo]) == 2)
-    #expect(run(["strings"]) == 2)
-    #expect(run(["strings", "export", Paths.demo, "--format", "po", "--out", "/tmp/x"]) == 2)
-    #expect(run(["strings", "import", Paths.demo, "--format", "json", "--from", "/tmp/x"]) == 2)
-  }
-
-  @Test func serveAcceptsMessages() throws {
-    let configuration = try TipsdCommand.parseServe(["--messages", "catalog/messages"], environment: [:])
-    #expect(configuration.messagesDirectory == "catalog/messages")
+  @Test func clean() throws {
+    var simulate = LintOptions()
+    simulate.simulate = true
+    #expect(status(Paths.demo, messages: Paths.demoMessages, options: simulate) == 0)
+    var pattern = LintOptions()
+    pattern.idPattern = try IDPattern(parsing: "[A-Za-z]+-[0-9]+")
+    #expect(status(Paths.fixture("id-pattern-fail.json"), options: pattern) == 0)
+    pattern.idPattern = try IDPattern(parsing: "any")
+    #expect(status(Paths.fixture("id-pattern-fail.json"), options: pattern) == 0)
+    #expect(status(Paths.fixture("id-pattern-fail.json")) == 1)
   }
 }

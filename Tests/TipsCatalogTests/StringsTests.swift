@@ -2,11 +2,18 @@ import Foundation
 import Testing
 import TipsCatalog
 import TipsJSON
-import TipsServer
 
+/// The translators' files through the catalog's own API (`tipsd strings` itself is tested in TipsCommandsTests).
 @Suite struct StringsRoundTrips {
-  func run(_ arguments: [String]) -> Int32 {
-    TipsdCommand.main(["tipsd"] + arguments, environment: [:])
+  /// What `tipsd strings export` does.
+  func export(_ catalog: String, messages: String?, format: StringsFormat, to out: String) throws {
+    _ = try StringsExport.write(try Catalog(path: catalog, messagesDirectory: messages), format: format, to: out)
+  }
+
+  /// What `tipsd strings import` does.
+  func importFiles(_ catalog: String, format: StringsFormat, from: String, messages: String) throws {
+    let (locales, _) = try StringsImport.read(from: from, format: format)
+    _ = try StringsImport.write(locales, catalog: try Catalog(path: catalog), to: messages)
   }
 
   /// Every file under `directory` (relative path → bytes).
@@ -26,16 +33,10 @@ import TipsServer
   @Test(arguments: StringsFormat.allCases) func exportImportExportIsByteStable(_ format: StringsFormat) throws {
     let base = temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: base) }
-    let f = format.rawValue
-    #expect(
-      run(["strings", "export", Paths.demo, "--messages", Paths.demoMessages, "--format", f, "--out", "\(base)/first"])
-        == 0)
+    try export(Paths.demo, messages: Paths.demoMessages, format: format, to: "\(base)/first")
     let from = format == .xcstrings ? "\(base)/first/Tips.xcstrings" : "\(base)/first"
-    #expect(
-      run(["strings", "import", Paths.demo, "--format", f, "--from", from, "--messages", "\(base)/messages"]) == 0)
-    #expect(
-      run(["strings", "export", Paths.demo, "--messages", "\(base)/messages", "--format", f, "--out", "\(base)/second"])
-        == 0)
+    try importFiles(Paths.demo, format: format, from: from, messages: "\(base)/messages")
+    try export(Paths.demo, messages: "\(base)/messages", format: format, to: "\(base)/second")
     let first = try contents("\(base)/first")
     let second = try contents("\(base)/second")
     let expectedNames: Set<String> =
@@ -95,10 +96,7 @@ import TipsServer
     ])
     defer { try? FileManager.default.removeItem(atPath: base) }
     let catalog = "\(base)/catalog.json"
-    #expect(
-      run([
-        "strings", "export", catalog, "--messages", "\(base)/messages", "--format", "strings", "--out", "\(base)/out",
-      ]) == 0)
+    try export(catalog, messages: "\(base)/messages", format: .strings, to: "\(base)/out")
     let exported = try String(contentsOfFile: "\(base)/out/en.lproj/Tips.strings", encoding: .utf8)
     #expect(exported.contains(#""tipkit.a.tip.title" = "Say \"hi\"\n\tback\\slash {x}";"#))
     // A translator adds a key the catalog does not have.

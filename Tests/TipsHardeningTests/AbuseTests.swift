@@ -265,8 +265,7 @@ extension Hardening {
     @Test func requestsAfterShutdownGetShuttingDown() throws {
       let fixture = try Fixture()
       let client = try fixture.daemon.connect()
-      let capabilities = try client.initialize(name: "after-shutdown")["capabilities"]
-      let methods = capabilities?["methods"]?.arrayValue?.compactMap(\.stringValue) ?? []
+      let methods = try client.initialize(name: "after-shutdown").methods
       #expect(methods.count > 20)
       #expect(try client.call("shutdown")["result"] == .null)
       for method in methods + ["no/such/method"] where method != "exit" {

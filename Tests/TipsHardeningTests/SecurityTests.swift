@@ -1,4 +1,5 @@
 import Foundation
+import TipsCommands
 import TipsJSON
 import TipsTestSupport
 import TipsServer
@@ -75,12 +76,12 @@ extension Hardening {
       #expect(configuration.allowsPeer(uid: 1001, ownUID: 1000))
       #expect(configuration.allowsPeer(uid: 1000, ownUID: 1000))
       #expect(!configuration.allowsPeer(uid: 1002, ownUID: 1000))
-      let parsed = try TipsdCommand.parseServe(["--allow-uid", "65534", "--allow-uid", "1001"], environment: [:])
-      #expect(parsed.allowedPeerUIDs == [65534, 1001])
+      let parsed = try ServeCommand(parsing: ["--allow-uid", "65534", "--allow-uid", "1001"], environment: [:])
+      #expect(parsed.configuration.allowedPeerUIDs == [65534, 1001])
       for bad in ["-1", "abc", "4294967296", ""] {
-        #expect(throws: ServerError.self) { try TipsdCommand.parseServe(["--allow-uid", bad], environment: [:]) }
+        #expect(throws: UsageError.self) { try ServeCommand(parsing: ["--allow-uid", bad], environment: [:]) }
       }
-      #expect(throws: ServerError.self) { try TipsdCommand.parseServe(["--allow-uid"], environment: [:]) }
+      #expect(throws: UsageError.self) { try ServeCommand(parsing: ["--allow-uid"], environment: [:]) }
     }
 
     /// A client running as another uid (setpriv to nobody) reaches the socket (permissions opened for the test) and
@@ -129,7 +130,7 @@ extension Hardening {
       let secretFile = "\(canary)/secret.txt"
       try "CANARY-CONTENT-4711".write(toFile: secretFile, atomically: true, encoding: .utf8)
       let client = try fixture.daemon.connect()
-      let methods = try client.initialize(name: "paths")["capabilities"]?["methods"]?.arrayValue?.compactMap(\.stringValue) ?? []
+      let methods = try client.initialize(name: "paths").methods
       let paths: [JSONValue] = [
         .string(secretFile), .string("\(canary)/new.sqlite"), .string("../../../../..\(canary)/up"), .string("file://\(secretFile)"),
         "/etc/passwd", "/proc/self/environ", .string("\(canary)/new-catalog.json"),

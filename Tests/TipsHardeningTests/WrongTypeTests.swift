@@ -55,8 +55,7 @@ extension Hardening {
     @Test func everyParamOfEveryMethodWithWrongTypes() throws {
       let fixture = try Fixture(["--clock", "virtual"])
       let client = try fixture.daemon.connect()
-      let capabilities = try client.initialize(name: "wrong-types")["capabilities"]
-      let methods = capabilities?["methods"]?.arrayValue?.compactMap(\.stringValue) ?? []
+      let methods = try client.initialize(name: "wrong-types").methods
       let document = try client.result("rpc.discover")
       var codesByError: [String: Int64] = [:]
       for (name, error) in document["components"]?["errors"]?.objectValue ?? [:] {

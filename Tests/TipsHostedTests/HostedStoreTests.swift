@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TipsJSON
+import TipsLogging
 import TipsSync
 import TipsTestSupport
 import TipsTransport
@@ -18,7 +19,7 @@ import TipsTransport
       self.postgres = postgres
       store = HostedStore(
         loop: loop, configuration: HostedStore.Configuration(server: try SyncServer(postgres.url), node: node),
-        log: { _, _, _ in })
+        logger: Logger(level: .error, handler: DiscardingLogHandler()))
       store.onNotice = { [unowned self] in self.notices.append($0) }
       store.start()
     }

@@ -49,6 +49,12 @@ private func bytewise(_ a: String, _ b: String) -> Bool { a.utf8.lexicographical
     #expect(shape.required == required, "\(what): required \(shape.required.sorted()) vs schema \(required.sorted())", sourceLocation: sourceLocation)
   }
 
+  /// One protocol version: what every Swift client sends and the daemon answers is the document's.
+  @Test func theProtocolVersionIsTheDocuments() {
+    #expect(document["info"]?["version"]?.stringValue == ProtocolVersion.current)
+    #expect(InitializeRequest(clientName: "x").protocolVersion == ProtocolVersion.current)
+  }
+
   @Test func listsAreSortedAndUnique() {
     let requests = Messages.requests.map { $0.method }
     #expect(requests == requests.sorted(by: bytewise))

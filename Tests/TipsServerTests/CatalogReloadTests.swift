@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 import TipsJSON
+import TipsProtocol
 import TipsTestSupport
 
-/// Hot reload of the catalog (issue #12): catalog/reload, SIGHUP and --watch apply the difference atomically;
-/// a broken edit changes nothing.
+/// Hot reload of the catalog (issue #12): catalog/reload (in process), SIGHUP and --watch (the real daemon) apply the
+/// difference atomically; a broken edit changes nothing.
 @Suite struct CatalogReloadTests {
   static func catalog(_ tips: [JSONValue], groups: [JSONValue] = []) -> JSONValue {
     ["tips": .array(tips), "groups": .array(groups)]
@@ -25,46 +26,42 @@ import TipsTestSupport
     guard rename(temporary, path) == 0 else { throw TestFailure("rename failed: \(errno)") }
   }
 
+  /// In process (the file is read by the server on the embedded loop): catalog/reload needs no process.
   @Test func reloadAppliesTheDifferenceAndNotifiesSubscribers() throws {
     let directory = temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = "\(directory)/catalog.json"
     try Self.write(Self.catalog([Self.always, Self.gated]), to: path)
-    let daemon = try Daemon(["--catalog", path], directory: directory)
-    defer { daemon.stop() }
-    let client = try daemon.connect()
-    try client.initialize()
-    try client.result("tips/displayed", ["id": "always.tip", "duration": 2])
-    for _ in 0..<2 { try client.result("events/donate", ["id": "search.opened"]) }
+    let fixture = try TestServer { $0.catalogPath = path }
+    let client = try fixture.connect()
+    try client.result(DisplayedRequest.self, ["id": "always.tip", "duration": 2])
+    for _ in 0..<2 { try client.result(DonateRequest.self, ["id": "search.opened"]) }
     // A client-registered tip is not the catalog's: a reload never removes it.
-    try client.result("tips/register", ["tips": [["id": "client.tip", "title": "Mine"]]])
-    try client.result("tips/observe")
+    try client.result(RegisterTipsRequest.self, ["tips": [["id": "client.tip", "title": "Mine"]]])
+    try client.result(ObserveRequest.self)
+    client.takeNotifications()
 
     // always.tip goes, gated.tip needs more, fresh.tip arrives.
     try Self.write(Self.catalog([Self.gatedHarder, Self.fresh]), to: path)
-    let result = try client.result("catalog/reload")
-    #expect(result["applied"] == true)
-    #expect(result["added"] == ["fresh.tip"])
-    #expect(result["removed"] == ["always.tip"])
-    #expect(result["changed"] == ["gated.tip"])
-    #expect(result["unchanged"] == [])
+    let result = try client.result(CatalogReloadRequest.self)
+    #expect(result.applied && result.added == ["fresh.tip"] && result.removed == ["always.tip"])
+    #expect(result.changed == ["gated.tip"] && result.unchanged == [])
     var seen: [String: Bool] = [:]
-    for note in try client.notificationsBeforeBarrier("tips/shouldDisplayChanged") {
-      if let id = note["params"]?["id"]?.stringValue { seen[id] = note["params"]?["shouldDisplay"]?.boolValue }
+    for note in client.takeNotifications(ShouldDisplayChangedNotification.method) {
+      let params = try ResultReader(note["params"] ?? .null, path: "params")
+      seen[try params.string("id")] = try params.bool("shouldDisplay")
     }
     #expect(seen == ["always.tip": false, "gated.tip": false, "fresh.tip": true])
-    let status = try client.result("tips/status")["tips"]?.arrayValue?.compactMap { $0["id"]?.stringValue }
-    #expect(status == ["gated.tip", "client.tip", "fresh.tip"])
+    #expect(try client.result(StatusRequest.self).tips.map(\.id) == ["gated.tip", "client.tip", "fresh.tip"])
     // gated.tip kept its state (two donations counted toward the new threshold).
-    for _ in 0..<3 { try client.result("events/donate", ["id": "search.opened"]) }
-    #expect(try client.result("tips/status", ["ids": ["gated.tip"]])["tips"]?[0]?["shouldDisplay"] == true)
+    for _ in 0..<3 { try client.result(DonateRequest.self, ["id": "search.opened"]) }
+    #expect(try client.result(StatusRequest.self, ["ids": ["gated.tip"]]).tips.map(\.shouldDisplay) == [true])
 
     // Unchanged on a second reload; always.tip comes back with its display record intact.
     try Self.write(Self.catalog([Self.gatedHarder, Self.fresh, Self.always]), to: path)
-    let again = try client.result("catalog/reload")
-    #expect(again["unchanged"] == ["gated.tip", "fresh.tip"])
-    #expect(again["added"] == ["always.tip"])
-    #expect(try client.result("tips/status", ["ids": ["always.tip"]])["tips"]?[0]?["displayCount"] == 1)
+    let again = try client.result(CatalogReloadRequest.self)
+    #expect(again.unchanged == ["gated.tip", "fresh.tip"] && again.added == ["always.tip"])
+    #expect(try client.result(StatusRequest.self, ["ids": ["always.tip"]]).tips.map(\.displayCount) == [1])
   }
 
   @Test func aBrokenEditKeepsTheCatalogInForce() throws {
@@ -72,21 +69,20 @@ import TipsTestSupport
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = "\(directory)/catalog.json"
     try Self.write(Self.catalog([Self.always, Self.gated]), to: path)
-    let daemon = try Daemon(["--catalog", path], directory: directory)
-    defer { daemon.stop() }
-    let client = try daemon.connect()
-    try client.initialize()
-    try client.result("tips/observe")
+    let fixture = try TestServer { $0.catalogPath = path }
+    let client = try fixture.connect()
+    try client.result(ObserveRequest.self)
+    client.takeNotifications()
     try Data("{\"tips\": [{\"id\": \"always.tip\", \"title\": ".utf8).write(to: URL(fileURLWithPath: path))
-    let broken = try client.result("catalog/reload")
-    #expect(broken["applied"] == false)
-    #expect(broken["diagnostics"]?[0]?["severity"] == "error")
+    let broken = try client.result(CatalogReloadRequest.self)
+    #expect(!broken.applied)
+    #expect(broken.diagnostics.first?["severity"] == "error")
     try Self.write(["tips": [["id": "always.tip", "title": "A", "rules": [["event": "e", "count": ["lt": "x"]]]]]], to: path)
-    #expect(try client.result("catalog/reload")["applied"] == false)
-    #expect(try client.notificationsBeforeBarrier("tips/shouldDisplayChanged") == [])
-    let ids = try client.result("tips/status")["tips"]?.arrayValue?.compactMap { $0["id"]?.stringValue }
-    #expect(ids == ["always.tip", "gated.tip"])
-    #expect(daemon.log.contains("catalog reload refused"))
+    #expect(try !client.result(CatalogReloadRequest.self).applied)
+    try client.read()
+    #expect(client.takeNotifications(ShouldDisplayChangedNotification.method).isEmpty)
+    #expect(try client.result(StatusRequest.self).tips.map(\.id) == ["always.tip", "gated.tip"])
+    #expect(fixture.logged("catalog reload refused"))
   }
 
   @Test func sighupAndWatchReload() throws {

@@ -1,10 +1,12 @@
 import Foundation
 import TipsFraming
 import TipsJSON
+import TipsProtocol
 import TipsTestSupport
 import Testing
 
-/// The seed 000 FilterTip end to end, against the real binary, over every transport and framing.
+/// The seed 000 FilterTip end to end, against the real binary, over every transport and framing; action dispatch and
+/// notifications across clients in process.
 @Suite struct FilterTipTests {
   enum Transport: String, CaseIterable, Sendable { case stdio, socket }
 
@@ -19,8 +21,8 @@ import Testing
     let client = transport == .socket ? try daemon.connect(framing: framing) : daemon.stdioClient(framing: framing)
 
     let hello = try client.initialize()
-    #expect(hello["protocolVersion"] == "1.2")
-    #expect(hello["serverInfo"]?["name"] == "tipsd")
+    #expect(hello.protocolVersion == ProtocolVersion.current)
+    #expect(hello.serverName == "tipsd")
 
     let registered = try client.result("tips/register", ["tips": [filterTip]])
     #expect(registered["tips"]?[0]?["status"] == "pending")
@@ -56,51 +58,50 @@ import Testing
     }
   }
 
+  /// In process: several clients on one server, no transport needed.
   @Test func actionDispatchDeliversAnArrayToEverySubscriber() throws {
-    let daemon = try Daemon([])
-    defer { daemon.stop() }
-    let app = try daemon.connect()
-    let listener = try daemon.connect(framing: .contentLength)
-    try app.initialize(name: "app")
-    try listener.initialize(name: "listener")
-    try app.result("tips/register", ["tips": [filterTip]])
-    let all = try listener.result("actions/subscribe", [:])["subscription"]
-    let onlyOther = try listener.result("actions/subscribe", ["tipIds": ["other.tip"]])["subscription"]
+    let fixture = try TestServer()
+    let app = try fixture.connect()
+    let listener = try fixture.connect(framing: .contentLength)
+    try app.result(RegisterTipsRequest.self, ["tips": [filterTip]])
+    let all = try listener.result(SubscribeActionsRequest.self, [:]).subscription
+    let onlyOther = try listener.result(SubscribeActionsRequest.self, ["tipIds": ["other.tip"]]).subscription
     #expect(all != onlyOther)
 
-    let state = try app.result("tips/performAction", ["id": "filter.tip", "actionId": "learn-more"])
-    #expect(state["status"] == "invalidated")
-    #expect(state["reason"] == "actionPerformed")
+    let state = try app.result(PerformActionRequest.self, ["id": "filter.tip", "actionId": "learn-more"])
+    #expect(state.status.status == .invalidated(.actionPerformed))
 
-    let note = try #require(try listener.nextNotification("tips/actionPerformed"))
-    #expect(note["params"]?["subscription"] == all)
-    #expect(note["params"]?["seq"] == 1)
-    #expect(note["params"]?["tipId"] == "filter.tip")
-    #expect(note["params"]?["actions"] == [["id": "learn-more", "title": "Learn more", "index": 0]])
-    // The subscription filtered to another tip hears nothing: nothing more arrived before a later reply.
-    #expect(try listener.notificationsBeforeBarrier("tips/actionPerformed") == [])
+    try listener.read()
+    // Only the unfiltered subscription hears it: everything the action caused has arrived after the loop ran.
+    let notes = listener.takeNotifications(ActionPerformedNotification.method)
+    #expect(notes.count == 1)
+    let note = try ResultReader(notes.first?["params"] ?? .null, path: "params")
+    #expect(try note.string("subscription") == all && note.int64("seq") == 1 && note.string("tipId") == "filter.tip")
+    #expect(try note.decodeArray("actions", of: ActionInfo.self) == [ActionInfo(id: "learn-more", title: "Learn more", index: 0)])
 
-    let unknown = try app.call("tips/performAction", ["id": "filter.tip", "actionId": "nope"])
-    #expect(unknown["error"]?["code"] == -32008)
+    #expect(try app.refusal("tips/performAction", ["id": "filter.tip", "actionId": "nope"]).code == .unknownAction)
     // invalidate: false records the action without invalidating.
-    try app.result("tips/resetEligibility", ["id": "filter.tip"])
-    let kept = try app.result("tips/performAction", ["id": "filter.tip", "actionId": "learn-more", "invalidate": false])
-    #expect(kept["status"] != "invalidated")
-    #expect(try listener.nextNotification("tips/actionPerformed")?["params"]?["seq"] == 2)
+    try app.result(ResetEligibilityRequest.self, ["id": "filter.tip"])
+    let kept = try app.result(
+      PerformActionRequest.self, ["id": "filter.tip", "actionId": "learn-more", "invalidate": false])
+    #expect(kept.status.name != "invalidated")
+    try listener.read()
+    let next = listener.takeNotifications(ActionPerformedNotification.method)
+    #expect(try next.map { try ResultReader($0["params"] ?? .null).int64("seq") } == [2])
   }
 
   @Test func aDonationFromOneClientNotifiesAnother() throws {
-    let daemon = try Daemon([])
-    defer { daemon.stop() }
-    let a = try daemon.connect()
-    let b = try daemon.connect()
-    try a.initialize()
-    try b.initialize()
-    try a.result("tips/register", ["tips": [["id": "welcome", "title": "Hi", "rules": [["event": "opened", "count": ["gte": 1]]]]]])
-    try b.result("tips/observe", [:])
-    try a.result("events/donate", ["id": "opened"])
-    let note = try #require(try b.nextNotification("tips/shouldDisplayChanged"))
-    #expect(note["params"]?["id"] == "welcome")
-    #expect(note["params"]?["shouldDisplay"] == true)
+    let fixture = try TestServer()
+    let a = try fixture.connect()
+    let b = try fixture.connect()
+    try a.result(
+      RegisterTipsRequest.self, ["tips": [["id": "welcome", "title": "Hi", "rules": [["event": "opened", "count": ["gte": 1]]]]]])
+    try b.result(ObserveRequest.self, [:])
+    try a.result(DonateRequest.self, ["id": "opened"])
+    try b.read()
+    let notes = b.takeNotifications(ShouldDisplayChangedNotification.method)
+    let note = try ResultReader(notes.first?["params"] ?? .null, path: "params")
+    #expect(notes.count == 1)
+    #expect(try note.string("id") == "welcome" && note.bool("shouldDisplay"))
   }
 }

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 import TipsJSON
+import TipsProtocol
 import TipsTestSupport
 
-/// Issue #12 through the real daemon: lifetime counts and variants survive restarts, testing methods are refused
-/// without --allow-testing.
+/// Issue #12: lifetime counts and variants survive restarts (the real daemon and its datastore file), testing
+/// methods are refused without --allow-testing (in process).
 @Suite struct ShipDayTests {
   static let loyal: JSONValue = [
     "id": "loyal.tip", "title": "Thanks for sticking around",
@@ -76,21 +77,20 @@ import TipsTestSupport
     #expect(try otherClient.result("tips/register", ["tips": [Self.variantTip]])["tips"]?[0]?["variant"] == "direct")
   }
 
+  /// In process: no process is needed to see a refusal.
   @Test func testingMethodsAreRefusedWithoutTheFlag() throws {
-    let daemon = try Daemon(["--deny-testing", "--clock", "virtual"])
-    defer { daemon.stop() }
-    let client = try daemon.connect()
-    try client.initialize()
+    let fixture = try TestServer { $0.clock = .virtual(start: 1_000) }
+    let client = try fixture.connect()
     for method in [
       "datastore/reset", "testing/showAllTips", "testing/hideAllTips", "testing/clear", "clock/advance", "clock/set",
     ] {
       let params: JSONValue? =
         method == "clock/advance" ? ["seconds": 1] : method == "clock/set" ? ["now": 5] : nil
-      let reply = try client.call(method, params)
-      #expect(reply["error"]?["code"] == -32011, "\(method)")
-      #expect(reply["error"]?["message"]?.stringValue?.contains("--allow-testing") == true)
+      let error = try client.refusal(method, params)
+      #expect(error.code == .testingDisabled, "\(method)")
+      #expect(error.message.contains("--allow-testing"))
     }
-    #expect(try client.call("testing/showTips", ["ids": ["a"]])["error"]?["code"] == -32011)
-    #expect(try client.result("clock/now")["virtual"] == true)
+    #expect(try client.refusal("testing/showTips", ["ids": ["a"]]).code == .testingDisabled)
+    #expect(try client.send(ClockNowRequest()).virtual)
   }
 }

@@ -2,6 +2,7 @@ import Foundation
 public import TipsClient
 public import TipsFraming
 public import TipsJSON
+public import TipsProtocol
 
 /// Traffic tap (issue #5), the same as the Python and TypeScript clients': when the environment variable
 /// `TIPSD_TRAFFIC_LOG` names a file when an ``RPCClient`` is created, every message that client sends or
@@ -9,12 +10,13 @@ public import TipsJSON
 /// `{"conn", "peer", "dir": "out"|"in", "t", "suite", "test", "msg"}`
 /// (a frame that is not JSON is logged as `"raw"` text instead of `"msg"`).
 ///
-/// `conn` is unique per process and connection; `peer` is `{"kind": "socket", "path", "framing"}` or
-/// `{"kind": "stdio", "command", "framing"}`; `suite` is the test target that created the client (the
-/// directory under `Tests/` of the source file that called `Daemon.connect()`, `Daemon.stdioClient()` or an
-/// `RPCClient` initializer) and `test` that file, line and function. `clients/python/tests/traffic_check.py`
-/// validates such a log against protocol/openrpc.json; `--suite TipsServerTests` limits it to the clients that
-/// suite created (the hardening suite sends malformed input on purpose). `TIPSD_TRAFFIC_SUITES=A,B` records only
+/// `conn` is unique per process and connection; `peer` is `{"kind": "socket", "path", "framing"}`,
+/// `{"kind": "stdio", "command", "framing"}` or `{"kind": "embedded", "framing"}` (an in-process server's
+/// `EmbeddedClient`); `suite` is the test target that created the client (the directory under `Tests/` of the source
+/// file that called `Daemon.connect()`, `Daemon.stdioClient()`, an `RPCClient` initializer or `TestServer.connect`)
+/// and `test` that file, line and function. `clients/python/tests/traffic_check.py` validates such a log against
+/// protocol/openrpc.json; `--suite TipsServerTests` limits it to the clients that suite created (the hardening suite
+/// sends malformed input on purpose). `TIPSD_TRAFFIC_SUITES=A,B` records only
 /// the clients of those suites in the first place (the hardening suite's traffic is large and never checked).
 ///
 /// Lines are written with one `O_APPEND` write under a process-wide lock, so clients on any thread (swift-testing
@@ -67,6 +69,11 @@ public final class TrafficTap: MessageTap, Sendable {
   /// The `peer` of a Unix-socket connection.
   public static func socketPeer(_ path: String, framing: Framing) -> JSONValue {
     ["kind": "socket", "path": .string(path), "framing": .string(name(of: framing))]
+  }
+
+  /// The `peer` of an in-process connection to a server on the embedded loop.
+  public static func embeddedPeer(framing: Framing) -> JSONValue {
+    ["kind": "embedded", "framing": .string(name(of: framing))]
   }
 
   /// The `peer` of a connection to a child's stdin/stdout.

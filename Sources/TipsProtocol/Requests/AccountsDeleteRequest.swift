@@ -36,3 +36,13 @@ public struct AccountsDeleteRequest: RequestType, Hashable {
     }
   }
 }
+
+extension AccountsDeleteRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(account: try r.string("account"), closedSessions: try r.int("closedSessions"))
+  }
+}
+
+extension AccountsDeleteRequest: EncodableRequest {
+  public var encodedParams: JSONValue? { ["account": .string(account)] }
+}

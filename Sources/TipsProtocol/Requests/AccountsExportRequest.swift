@@ -48,3 +48,15 @@ public struct AccountsExportRequest: RequestType, Hashable {
     }
   }
 }
+
+extension AccountsExportRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(
+      account: try r.string("account"), exportedAt: try r.double("exportedAt"), state: try r.value("state"),
+      history: try r.decodeArray("history", of: AnalyticsEventInfo.self))
+  }
+}
+
+extension AccountsExportRequest: EncodableRequest {
+  public var encodedParams: JSONValue? { ["account": .string(account)] }
+}

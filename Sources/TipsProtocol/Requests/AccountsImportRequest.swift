@@ -42,3 +42,13 @@ public struct AccountsImportRequest: RequestType, Hashable {
     }
   }
 }
+
+extension AccountsImportRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(account: try r.string("account"), history: try r.int("history"))
+  }
+}
+
+extension AccountsImportRequest: EncodableRequest {
+  public var encodedParams: JSONValue? { ["account": .string(account), "export": .object(export)] }
+}

@@ -71,3 +71,23 @@ public struct AccountsListRequest: RequestType, Hashable {
     }
   }
 }
+
+extension AccountsListRequest.Response.Account: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(account: try r.string("account"), operations: try r.int64("operations"), resident: try r.bool("resident"))
+  }
+}
+
+extension AccountsListRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(accounts: try r.decodeArray("accounts", of: Account.self), next: try r.optionalString("next"))
+  }
+}
+
+extension AccountsListRequest: EncodableRequest {
+  public var encodedParams: JSONValue? {
+    var params: JSONObject = ["limit": .int(Int64(limit))]
+    if let after { params["after"] = .string(after) }
+    return .object(params)
+  }
+}

@@ -61,3 +61,11 @@ public struct AnalyticsReadRequest: RequestType, Hashable {
     }
   }
 }
+
+extension AnalyticsReadRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(
+      events: try r.decodeArray("events", of: AnalyticsEventInfo.self), next: try r.int64("next"),
+      head: try r.int64("head"), oldest: try r.optionalInt64("oldest"))
+  }
+}

@@ -46,3 +46,14 @@ public struct SignIn: ResultValue, Hashable {
     writer.endObject()
   }
 }
+
+extension SignIn: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(
+      account: try r.optionalString("account"), admin: try r.bool("admin"), expiresAt: try r.optionalDouble("expiresAt"))
+  }
+}
+
+extension AuthRefreshRequest: EncodableRequest {
+  public var encodedParams: JSONValue? { ["token": .string(token)] }
+}

@@ -53,3 +53,11 @@ public struct CatalogReloadRequest: RequestType, Hashable {
     }
   }
 }
+
+extension CatalogReloadRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(
+      applied: try r.bool("applied"), added: try r.strings("added"), removed: try r.strings("removed"),
+      changed: try r.strings("changed"), unchanged: try r.strings("unchanged"), diagnostics: try r.array("diagnostics"))
+  }
+}

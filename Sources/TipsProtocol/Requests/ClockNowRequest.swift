@@ -1,7 +1,7 @@
 public import TipsJSON
 
 /// `clock/now`: the engine's current time, and whether it is the virtual clock.
-public struct ClockNowRequest: RequestType, Hashable {
+public struct ClockNowRequest: EncodableRequest, Hashable {
   public static let method = "clock/now"
   public static let params: [ParamSpec] = []
   public init() {}
@@ -25,4 +25,14 @@ public struct ClockNowRequest: RequestType, Hashable {
       writer.endObject()
     }
   }
+}
+
+extension ClockNowRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(now: try r.double("now"), virtual: try r.bool("virtual"))
+  }
+}
+
+extension ClockNowRequest {
+  public var encodedParams: JSONValue? { nil }
 }

@@ -36,3 +36,9 @@ public struct ConfigureEventRequest: RequestType, Hashable {
     }
   }
 }
+
+extension ConfigureEventRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(id: try r.string("id"), maxDonations: try r.int("maxDonations"))
+  }
+}

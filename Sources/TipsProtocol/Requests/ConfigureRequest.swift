@@ -26,3 +26,9 @@ public struct ConfigureRequest: RequestType, Hashable {
     }
   }
 }
+
+extension ConfigureRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(displayFrequency: try r.enumeration("displayFrequency", DisplayFrequency.self))
+  }
+}

@@ -15,3 +15,11 @@ public struct DiscoverRequest: RequestType, Hashable {
     public func write(to writer: inout JSONWriter) { writer.write(document) }
   }
 }
+
+extension DiscoverRequest.Response {
+  /// The document is read as it is (any JSON object).
+  public init(json: JSONValue) throws(ResultDecodingError) {
+    guard json.objectValue != nil else { throw ResultDecodingError("result must be an object (got \(json.typeName))") }
+    self.init(document: json)
+  }
+}

@@ -40,3 +40,9 @@ public struct DonateRequest: RequestType, Hashable {
     }
   }
 }
+
+extension DonateRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(count: try r.int("count"), lifetime: try r.int("lifetime"))
+  }
+}

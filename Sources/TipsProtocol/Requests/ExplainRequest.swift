@@ -1,7 +1,7 @@
 public import TipsJSON
 
 /// `tips/explain`: why a tip is or is not showing — each rule's value, what else holds it back, its budget.
-public struct ExplainRequest: RequestType, Hashable {
+public struct ExplainRequest: EncodableRequest, Hashable {
   public static let method = "tips/explain"
   public static let params: [ParamSpec] = [.required("id")]
 
@@ -37,4 +37,16 @@ public struct ExplainRequest: RequestType, Hashable {
       writer.endObject()
     }
   }
+}
+
+extension ExplainRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    var explanation = r.object
+    explanation["lines"] = nil
+    self.init(explanation: explanation, lines: try r.strings("lines"))
+  }
+}
+
+extension ExplainRequest {
+  public var encodedParams: JSONValue? { ["id": .string(id)] }
 }

@@ -1,7 +1,7 @@
 public import TipsJSON
 
 /// `initialize`: the handshake; must be the first request on a connection.
-public struct InitializeRequest: RequestType, Hashable {
+public struct InitializeRequest: EncodableRequest, Hashable {
   public static let method = "initialize"
   public static let params: [ParamSpec] = [
     .required("protocolVersion"), .required("clientInfo"), .optional("locale"), .optional("installId"),
@@ -14,6 +14,8 @@ public struct InitializeRequest: RequestType, Hashable {
   public var protocolVersion: String
   /// `clientInfo.name`, for logs.
   public var clientName: String
+  /// `clientInfo.version`.
+  public var clientVersion: String?
   /// BCP 47 tag choosing the copy of localized tips sent to this connection.
   public var locale: String?
   /// The app install's id, which A/B variants are assigned from (ignored when the daemon runs with
@@ -22,20 +24,35 @@ public struct InitializeRequest: RequestType, Hashable {
   /// Hosted mode: `auth.token`, the app's JWT (or the admin token) — how a Unix-socket or stdio client signs in.
   public var authToken: String?
 
+  /// A client's handshake; it speaks this build's protocol (``ProtocolVersion/current``) unless told otherwise.
   public init(
-    protocolVersion: String, clientName: String, locale: String? = nil, installID: String? = nil,
-    authToken: String? = nil
+    protocolVersion: String = ProtocolVersion.current, clientName: String, clientVersion: String? = nil,
+    locale: String? = nil, installID: String? = nil, authToken: String? = nil
   ) {
     self.protocolVersion = protocolVersion
     self.clientName = clientName
+    self.clientVersion = clientVersion
     self.locale = locale
     self.installID = installID
     self.authToken = authToken
   }
 
+  /// The params every client sends: the one place a handshake is written.
+  public var encodedParams: JSONValue? {
+    var info: JSONObject = ["name": .string(clientName)]
+    if let clientVersion { info["version"] = .string(clientVersion) }
+    var params: JSONObject = ["protocolVersion": .string(protocolVersion), "clientInfo": .object(info)]
+    if let locale { params["locale"] = .string(locale) }
+    if let installID { params["installId"] = .string(installID) }
+    if let authToken { params["auth"] = ["token": .string(authToken)] }
+    return .object(params)
+  }
+
   public init(from p: Params) throws(ResponseError) {
     protocolVersion = try p.string("protocolVersion")
-    clientName = try p.object("clientInfo")["name"]?.stringValue ?? "?"
+    let clientInfo = try p.object("clientInfo")
+    clientName = clientInfo["name"]?.stringValue ?? "?"
+    clientVersion = clientInfo["version"]?.stringValue
     locale = try p.optionalString("locale")
     installID = try p.optionalString("installId")
     if let auth = try p.optionalObject("auth") {
@@ -45,7 +62,7 @@ public struct InitializeRequest: RequestType, Hashable {
   }
 
   /// The major version, which must equal the daemon's.
-  public var major: Substring { protocolVersion.split(separator: ".", maxSplits: 1).first ?? Substring(protocolVersion) }
+  public var major: Substring { ProtocolVersion.major(of: protocolVersion) }
 
   public struct Response: ResultValue, Hashable {
     public var protocolVersion: String
@@ -112,5 +129,18 @@ public struct InitializeRequest: RequestType, Hashable {
       }
       writer.endObject()
     }
+  }
+}
+
+extension InitializeRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    let server = try r.nested("serverInfo")
+    let capabilities = try r.nested("capabilities")
+    self.init(
+      protocolVersion: try r.string("protocolVersion"), serverName: try server.string("name"),
+      serverVersion: try server.string("version"), framings: try capabilities.strings("framings"),
+      virtualClock: try capabilities.bool("virtualClock"), maxMessageSize: try capabilities.int("maxMessageSize"),
+      notifications: try capabilities.strings("notifications"), methods: try capabilities.strings("methods"),
+      auth: try r.decodeIfPresent("auth", as: SignIn.self))
   }
 }

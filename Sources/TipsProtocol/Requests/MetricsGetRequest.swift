@@ -1,8 +1,9 @@
 public import TipsJSON
+public import TipsMetrics
 
 /// `metrics/get`: seed 000's metrics per tip and per variant over a period, with their sample sizes (definitions
 /// in protocol/README.md, "Metrics").
-public struct MetricsGetRequest: RequestType, Hashable {
+public struct MetricsGetRequest: EncodableRequest, Hashable {
   public static let method = "metrics/get"
   public static let params: [ParamSpec] = [.optional("since"), .optional("until"), .optional("tips")]
 
@@ -19,6 +20,15 @@ public struct MetricsGetRequest: RequestType, Hashable {
     self.tips = tips
   }
 
+  /// The params a client sends.
+  public var encodedParams: JSONValue? {
+    var params: JSONObject = [:]
+    if let since { params["since"] = .double(since) }
+    if let until { params["until"] = .double(until) }
+    if let tips { params["tips"] = .array(tips.map { .string($0) }) }
+    return .object(params)
+  }
+
   public init(from p: Params) throws(ResponseError) {
     since = try p.optionalDouble("since")
     until = try p.optionalDouble("until")
@@ -26,15 +36,16 @@ public struct MetricsGetRequest: RequestType, Hashable {
     if let since, let until, until < since { throw p.invalid("until", "must not be before since") }
   }
 
-  /// The report (built by `TipsMetrics`).
-  public struct Response: ResultValue, Hashable {
-    public var report: JSONValue
-    public init(report: JSONValue) { self.report = report }
+  /// The report (computed by `TipsMetrics`).
+  public struct Response: ResultValue, Hashable, DecodableResult {
+    public var report: MetricsReport
+    public init(report: MetricsReport) { self.report = report }
+    public init(from r: ResultReader) throws(ResultDecodingError) { report = try MetricsReport(from: r) }
     public static let shape = ResultShape.object(
       ObjectShape([
         "now", "since", "until", "appClosedEvent", "closeWindow", "closeRateAlert", "baselineDays", "historyStart",
         "tips",
       ]), schema: "Metrics")
-    public func write(to writer: inout JSONWriter) { writer.write(report) }
+    public func write(to writer: inout JSONWriter) { writer.write(report.json) }
   }
 }

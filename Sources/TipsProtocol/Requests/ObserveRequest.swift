@@ -59,3 +59,12 @@ public struct ObserveRequest: RequestType, Hashable {
     }
   }
 }
+
+extension ObserveRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(
+      subscription: try r.string("subscription"), tips: try r.decodeArray("tips", of: TipStateInfo.self),
+      groups: try r.decodeArray("groups", of: GroupCurrentTip.self),
+      unknown: r.optionalValue("unknown") == nil ? [] : try r.strings("unknown"))
+  }
+}

@@ -34,3 +34,9 @@ public struct RegisterGroupRequest: RequestType, Hashable {
     }
   }
 }
+
+extension RegisterGroupRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(id: try r.string("id"), currentTip: try r.optionalString("currentTip"))
+  }
+}

@@ -37,3 +37,9 @@ public struct SetParameterRequest: RequestType, Hashable {
     }
   }
 }
+
+extension SetParameterRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(id: try r.string("id"), value: try r.value("value"))
+  }
+}

@@ -2,7 +2,7 @@ public import TipsJSON
 
 /// `sync/status`: how sync across devices is doing — the connection, the outbox (operations waiting for PostgreSQL)
 /// and its lag, the last push and pull. `enabled: false` (and nulls) on a daemon started without `--sync`.
-public struct SyncStatusRequest: RequestType, Hashable {
+public struct SyncStatusRequest: EncodableRequest, Hashable {
   public static let method = "sync/status"
   public static let params: [ParamSpec] = []
   public init() {}
@@ -90,4 +90,19 @@ public struct SyncStatusRequest: RequestType, Hashable {
       writer.endObject()
     }
   }
+}
+
+extension SyncStatusRequest.Response: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(
+      enabled: try r.bool("enabled"), state: try r.string("state"), server: try r.optionalString("server"),
+      account: try r.optionalString("account"), device: try r.optionalString("device"), outbox: try r.int("outbox"),
+      outboxLimit: try r.optionalInt("outboxLimit"), lagSeconds: try r.double("lagSeconds"),
+      cursor: try r.int64("cursor"), lastPushAt: try r.optionalDouble("lastPushAt"),
+      lastPullAt: try r.optionalDouble("lastPullAt"), lastError: try r.optionalString("lastError"))
+  }
+}
+
+extension SyncStatusRequest {
+  public var encodedParams: JSONValue? { nil }
 }

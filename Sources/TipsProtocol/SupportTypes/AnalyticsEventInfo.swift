@@ -63,3 +63,19 @@ public struct AnalyticsEventInfo: Sendable, Hashable {
     writer.endObject()
   }
 }
+
+extension AnalyticsEventInfo: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    let name = try r.string("type")
+    guard let kind = HistoryEvent.Kind(rawValue: name), kind.isStreamed else {
+      throw r.invalid("type", "is not an analytics event type (got \"\(name)\")")
+    }
+    self.init(
+      HistoryEvent(
+        cursor: try r.int64("cursor"), kind: kind, at: try r.double("at"), tipID: try r.string("tipId"),
+        variant: try r.optionalString("variant"), duration: try r.optionalDouble("duration"),
+        actionID: try r.optionalString("actionId"), actionIndex: try r.optionalInt("actionIndex"),
+        reason: try r.optionalString("reason"), status: try r.optionalString("status"),
+        shouldDisplay: try r.optionalBool("shouldDisplay")))
+  }
+}

@@ -304,3 +304,94 @@ extension JSONWriter {
     endArray()
   }
 }
+
+// MARK: - Reading results back
+
+extension ActionInfo: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(id: try r.string("id"), title: try r.string("title"), index: try r.int("index"))
+  }
+}
+
+extension TipContent: DecodableResult {
+  public init(
+    id: String, title: String, message: String? = nil, image: String? = nil, actions: [ActionInfo] = [],
+    locale: String? = nil, presentation: TipPresentation? = nil, metadata: JSONObject? = nil
+  ) {
+    self.id = id
+    self.title = title
+    self.message = message
+    self.image = image
+    self.actions = actions
+    self.locale = locale
+    self.presentation = presentation
+    self.metadata = metadata
+  }
+
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    var presentation: TipPresentation?
+    if let value = r.optionalValue("presentation") {
+      do {
+        presentation = try TipPresentation(json: value, path: "\(r.path).presentation")
+      } catch {
+        throw ResultDecodingError("\(error)")
+      }
+    }
+    self.init(
+      id: try r.string("id"), title: try r.string("title"), message: try r.optionalString("message"),
+      image: try r.optionalString("image"), actions: try r.decodeArray("actions", of: ActionInfo.self),
+      locale: try r.optionalString("locale"), presentation: presentation,
+      metadata: try r.optionalNested("metadata")?.object)
+  }
+}
+
+extension StatusInfo {
+  /// Reads `status` (and `reason`) from the object that carries them.
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    switch try r.string("status") {
+    case "pending": self.init(.pending)
+    case "available": self.init(.available)
+    case "invalidated": self.init(.invalidated(try r.enumeration("reason", InvalidationReason.self)))
+    case let other: throw r.invalid("status", "is not pending, available or invalidated (got \"\(other)\")")
+    }
+  }
+}
+
+extension TipStateInfo: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(
+      id: try r.string("id"), shouldDisplay: try r.bool("shouldDisplay"), status: try StatusInfo(from: r).status,
+      displayCount: try r.int("displayCount"), displayedDuration: try r.double("displayedDuration"),
+      variant: try r.optionalString("variant"), tip: try r.decode("tip", as: TipContent.self))
+  }
+}
+
+extension TipStatesResult: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(tips: try r.decodeArray("tips", of: TipStateInfo.self))
+  }
+}
+
+extension GroupCurrentTip: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(group: try r.string("group"), tipID: try r.optionalString("tipId"))
+  }
+}
+
+extension IdsResult: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) { self.init(ids: try r.strings("ids")) }
+}
+
+extension SubscriptionResult: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(subscription: try r.string("subscription"))
+  }
+}
+
+extension RemovedResult: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) { self.init(removed: try r.bool("removed")) }
+}
+
+extension NowResult: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) { self.init(now: try r.double("now")) }
+}

@@ -6,11 +6,10 @@ extension Handlers {
     table.on(InitializeRequest.self) { request, context throws(ResponseError) in
       let session = context.session
       guard session.lifecycle == .uninitialized else { throw .alreadyInitialized() }
-      let ourMajor = TipsdVersion.protocolVersion.split(separator: ".").first ?? ""
-      guard request.major == ourMajor else {
+      guard request.major == ProtocolVersion.major else {
         throw .invalidParams(
           "initialize: protocolVersion \"\(request.protocolVersion)\" is not supported; this daemon speaks "
-            + TipsdVersion.protocolVersion)
+            + ProtocolVersion.current)
       }
       session.locale = request.locale
       let services = context.services
@@ -20,7 +19,7 @@ extension Handlers {
       session.lifecycle = .running
       services.logger.debug("client initialized", [("connection", String(session.id)), ("client", request.clientName)])
       return InitializeRequest.Response(
-        protocolVersion: TipsdVersion.protocolVersion, serverVersion: TipsdVersion.server,
+        protocolVersion: ProtocolVersion.current, serverVersion: TipsdVersion.server,
         framings: ["newline", "contentLength"], virtualClock: services.virtualClock != nil,
         maxMessageSize: services.configuration.maxMessageSize, notifications: Messages.serverNotificationMethods,
         methods: Messages.clientMethods)

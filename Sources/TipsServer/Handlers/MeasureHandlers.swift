@@ -36,15 +36,15 @@ extension Handlers {
     }
 
     table.on(MetricsGetRequest.self) { request, context throws(ResponseError) in
-      MetricsGetRequest.Response(report: try metricsReport(request, context).json)
+      MetricsGetRequest.Response(report: try metricsReport(request, context))
     }
 
     table.on(InspectStateRequest.self) { request, context throws(ResponseError) in
       var state = try inspectState(context)
       if request.watch {
-        state["subscription"] = .string(context.services.subscriptions.watchInspect(session: context.session))
+        state.subscription = context.services.subscriptions.watchInspect(session: context.session)
       }
-      return InspectStateRequest.Response(state: .object(state))
+      return InspectStateRequest.Response(state: state)
     }
   }
 
@@ -80,32 +80,30 @@ extension Handlers {
       until: request.until, now: engine.clock.now(), historyStart: bounds.oldestAt)
   }
 
-  /// Everything an inspector shows, as one object (described by `InspectState` in protocol/openrpc.json).
-  static func inspectState(_ context: RequestContext) throws(ResponseError) -> JSONObject {
+  /// Everything an inspector shows (`InspectState` in protocol/openrpc.json).
+  static func inspectState(_ context: RequestContext) throws(ResponseError) -> InspectState {
     let services = context.services
     let engine = context.engine
     let configuration = services.configuration
     var goalsByEvent: [String: [String]] = [:]
-    var tips: [JSONValue] = []
+    var tips: [InspectState.Tip] = []
     for state in engine.states() {
-      var tip = TipStateInfo(state, engine: engine, locale: context.locale).json.objectValue ?? [:]
       let definition = engine.definition(of: state.id)
       let record = engine.record(of: state.id)
-      if let explanation = try? engine.explain(state.id), let object = explanation.json.objectValue {
-        tip["rules"] = object["rules"] ?? .array([])
-        tip["heldBy"] = object["heldBy"] ?? .array([])
-        tip["nextChangeAt"] = object["nextChangeAt"] ?? .null
-        if let override = object["override"] { tip["override"] = override }
-        tip["lines"] = .array(explanation.lines.map { .string($0) })
-      }
-      tip["firstDisplayedAt"] = record.firstDisplayedAt.map { .double($0) } ?? .null
-      tip["lastDisplayedAt"] = record.lastDisplayedAt.map { .double($0) } ?? .null
-      tip["variants"] = .array((definition?.variants ?? []).map { .string($0.name) })
-      tip["goal"] = definition?.goal?.json ?? .null
+      // A registered tip always has an explanation.
+      let explanation = try? engine.explain(state.id)
+      let explained = explanation.flatMap { try? ResultReader($0.json, path: "explanation") }
+      tips.append(
+        InspectState.Tip(
+          state: TipStateInfo(state, engine: engine, locale: context.locale),
+          rules: explained?.optionalValue("rules")?.arrayValue ?? [],
+          heldBy: (try? explained?.decodeArray("heldBy", of: InspectState.Hold.self)) ?? [],
+          nextChangeAt: explained?.optionalValue("nextChangeAt")?.doubleValue,
+          override: explained?.optionalValue("override")?.stringValue, lines: explanation?.lines ?? [],
+          firstDisplayedAt: record.firstDisplayedAt, lastDisplayedAt: record.lastDisplayedAt,
+          variants: (definition?.variants ?? []).map(\.name), goal: definition?.goal))
       if let goal = definition?.goal { goalsByEvent[goal.eventID, default: []].append(state.id) }
-      tips.append(.object(tip))
     }
-    var events: [JSONValue] = []
     var summaries = engine.eventSummaries
     // Goal and app-closed events no rule reads and nobody donated yet are listed too (with nothing donated).
     var listed = Set(summaries.map(\.id))
@@ -114,58 +112,33 @@ extension Handlers {
       summaries.append(EventSummary(id: id, count: 0, lifetime: 0, lastDonation: nil, maxDonations: nil))
     }
     summaries.sort { $0.id < $1.id }
-    for summary in summaries {
-      var event: JSONObject = [
-        "id": .string(summary.id), "count": .int(Int64(summary.count)), "lifetime": .int(Int64(summary.lifetime)),
-      ]
-      if let last = summary.lastDonation {
-        var donation: JSONObject = ["at": .double(last.at)]
-        if let info = last.info { donation["info"] = .object(info) }
-        event["lastDonation"] = .object(donation)
-      } else {
-        event["lastDonation"] = .null
-      }
-      event["maxDonations"] = summary.maxDonations.map { .int(Int64($0)) } ?? .null
-      event["goalOf"] = .array((goalsByEvent[summary.id] ?? []).map { .string($0) })
-      event["appClosed"] = .bool(summary.id == configuration.appClosedEvent)
-      events.append(.object(event))
+    let events = summaries.map { summary in
+      InspectState.Event(
+        id: summary.id, count: summary.count, lifetime: summary.lifetime,
+        lastDonation: summary.lastDonation.map { ($0.at, $0.info) }, maxDonations: summary.maxDonations,
+        goalOf: goalsByEvent[summary.id] ?? [], appClosed: summary.id == configuration.appClosedEvent)
     }
-    let parameters: [JSONValue] = engine.parameterSummaries.map { parameter in
-      [
-        "id": .string(parameter.id), "value": parameter.value, "default": parameter.defaultValue,
-        "transient": .bool(parameter.transient),
-      ]
+    let parameters = engine.parameterSummaries.map {
+      InspectState.Parameter(id: $0.id, value: $0.value, defaultValue: $0.defaultValue, transient: $0.transient)
     }
-    var groups: [JSONValue] = []
+    var groups: [InspectState.Group] = []
     for id in engine.groupIDs {
       guard let group = engine.group(id) else { continue }
-      let current = (try? engine.currentTip(ofGroup: id)) ?? nil
-      groups.append([
-        "id": .string(id), "priority": .string(group.priority.rawValue),
-        "tips": .array(group.tipIDs.map { .string($0) }), "currentTip": current.map { .string($0) } ?? .null,
-      ])
+      groups.append(
+        InspectState.Group(
+          id: id, priority: group.priority.rawValue, tips: group.tipIDs,
+          currentTip: (try? engine.currentTip(ofGroup: id)) ?? nil))
     }
     let overrides = engine.overrideSummary
     let bounds = try historyBounds(context)
-    return [
-      "now": .double(engine.clock.now()),
-      "virtualClock": .bool(services.virtualClock != nil),
-      "testing": .bool(configuration.allowTesting),
-      "displayFrequency": .string(engine.displayFrequency.rawValue),
-      "tips": .array(tips),
-      "events": .array(events),
-      "parameters": .array(parameters),
-      "groups": .array(groups),
-      "overrides": [
-        "showAll": .bool(overrides.showAll), "hideAll": .bool(overrides.hideAll),
-        "show": .array(overrides.show.map { .string($0) }), "hide": .array(overrides.hide.map { .string($0) }),
-      ],
-      "history": [
-        "enabled": .bool(services.history.enabled), "days": .double(configuration.historyDays),
-        "head": .int(services.history.lastCursor), "oldest": bounds.oldestCursor.map { .int($0) } ?? .null,
-        "appClosedEvent": configuration.appClosedEvent.map { .string($0) } ?? .null,
-      ],
-    ]
+    return InspectState(
+      now: engine.clock.now(), virtualClock: services.virtualClock != nil, testing: configuration.allowTesting,
+      displayFrequency: engine.displayFrequency, tips: tips, events: events, parameters: parameters, groups: groups,
+      overrides: InspectState.Overrides(
+        showAll: overrides.showAll, hideAll: overrides.hideAll, show: overrides.show, hide: overrides.hide),
+      history: InspectState.History(
+        enabled: services.history.enabled, days: configuration.historyDays, head: services.history.lastCursor,
+        oldest: bounds.oldestCursor, appClosedEvent: configuration.appClosedEvent))
   }
 }
 

@@ -1,6 +1,7 @@
 import TipsEngine
 import TipsFraming
 import TipsJSON
+import TipsProtocol
 @testable import TipsServer
 import TipsTestSupport
 import Testing
@@ -200,11 +201,11 @@ import Testing
   @Test func batchRepliesAreBounded() throws {
     let fixture = try TestServer { $0.outgoingQueueLimit = 256 << 10 }
     let small = try fixture.connect()
-    small.sendRaw("[" + Array(repeating: #"{"jsonrpc":"2.0","id":1,"method":"clock/now"}"#, count: 100).joined(separator: ",") + "]")
+    small.sendRaw("[" + (1...100).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"clock/now"}"# }.joined(separator: ",") + "]")
     try small.flush()
     #expect(small.inbox.first?.arrayValue?.count == 100)
     let big = try fixture.connect()
-    big.sendRaw("[" + Array(repeating: #"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"#, count: 100).joined(separator: ",") + "]")
+    big.sendRaw("[" + (1...100).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"rpc.discover"}"# }.joined(separator: ",") + "]")
     try big.flush()
     #expect(big.stream.hasClosed)
     #expect(big.inbox.isEmpty)
@@ -344,5 +345,14 @@ import Testing
     primary.notify("exit")
     try primary.flush()
     #expect(fixture.server.exitStatus == .exitWithoutShutdown)
+  }
+
+  // MARK: Sync
+
+  /// Without --sync, `sync/status` says so (and `tipsd sync status` exits 1 saying how to turn it on).
+  @Test func syncStatusWithoutSync() throws {
+    let fixture = try TestServer()
+    let client = try fixture.connect()
+    #expect(try client.send(SyncStatusRequest()) == .disabled)
   }
 }

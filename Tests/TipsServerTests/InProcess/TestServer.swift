@@ -1,6 +1,8 @@
 import TipsEngine
 import TipsFraming
 import TipsJSON
+import TipsLogging
+import TipsProtocol
 @testable import TipsServer
 import TipsTestSupport
 import TipsTransport
@@ -26,15 +28,18 @@ final class TestServer {
   }
 
   /// A new connection (initialized unless told otherwise); `window` bounds the peer's receive buffer from the start
-  /// (set `client.stream.window` later to make an initialized client slow).
+  /// (set `client.stream.window` later to make an initialized client slow). Its traffic goes to the traffic log
+  /// (`TIPSD_TRAFFIC_LOG`, checked against protocol/openrpc.json by `make test`) like a process client's.
   func connect(
     framing: Framing = .newline, initialize: Bool = true, window: Int? = nil, primary: Bool = false,
-    locale: String? = nil
+    locale: String? = nil, file: String = #filePath, function: String = #function, line: Int = #line
   ) throws -> EmbeddedClient {
     let stream = EmbeddedStream(loop: loop)
     stream.window = window
     server.accept(stream, primary: primary)
     let client = EmbeddedClient(stream: stream, loop: loop, framing: framing)
+    client.tap = TrafficTap.fromEnvironment(
+      peer: TrafficTap.embeddedPeer(framing: framing), file: file, function: function, line: line)
     loop.run()
     if initialize { try client.initialize(locale: locale) }
     return client
@@ -52,6 +57,15 @@ final class TestServer {
 let toggleTip: JSONValue = ["id": "toggle.tip", "title": "Toggle", "rules": [["parameter": "flag", "eq": true]]]
 
 extension EmbeddedClient {
+  /// The error a request is refused with; a failure when it gets a result instead.
+  func refusal(_ method: String, _ params: JSONValue? = nil) throws -> ResponseError {
+    let reply = try call(method, params)
+    guard let error = reply["error"].flatMap(ResponseError.init(json:)) else {
+      throw TestFailure("\(method) was not refused: \(reply.jsonString)")
+    }
+    return error
+  }
+
   /// Defines the `flag` parameter and registers `toggle.tip`, which shows while it is true.
   func registerToggle() throws {
     try result("parameters/define", ["parameters": [["id": "flag", "default": false]]])

@@ -1,6 +1,7 @@
 import Testing
 import TipsEngine
 import TipsJSON
+import TipsLogging
 import TipsTestSupport
 
 @testable import TipsServer

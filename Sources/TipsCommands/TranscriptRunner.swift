@@ -1,105 +1,9 @@
-#if canImport(Glibc)
-  import Glibc
-#endif
 import TipsEmbedded
 import TipsJSON
+import TipsLogging
+import TipsServer
 import TipsSystem
 import TipsTranscript
-
-/// `tipsd test [--junit FILE] [--catalog FILE] [--partial] TRANSCRIPT...`: runs bridge-contract transcripts, each
-/// against a fresh in-process daemon (in-memory datastore, virtual clock, the embedded event loop: no sockets, no
-/// threads, no waiting), and reports one line per file, a diff for every failure, and optionally JUnit XML.
-enum TestCommand {
-  static let usage = """
-    usage: tipsd test [--junit FILE] [--catalog FILE] [--partial] [--quiet] TRANSCRIPT...
-
-    Runs each transcript (protocol/transcripts.md) against a fresh in-process daemon
-    (--datastore :memory: --clock virtual --clock-start 1000000 --allow-testing, plus the file's `#! args:`).
-      --junit FILE     also write JUnit XML (for CI test reports)
-      --catalog FILE   register this catalog in every daemon (a file's own `#! args: --catalog` wins)
-      --partial        compare only the members patterns write, in every file (as `#! match: partial`)
-      --quiet          print only failures and the summary
-    Exit status: 0 when every transcript passes (known-bug files may fail), 1 otherwise, 2 on usage errors.
-    """
-
-  static func run(_ args: [String], environment: [String: String]) -> Int32 {
-    var junit: String?
-    var runner = TranscriptRunner()
-    var quiet = false
-    var paths: [String] = []
-    var index = 0
-    while index < args.count {
-      let arg = args[index]
-      switch arg {
-      case "--junit", "--catalog":
-        guard index + 1 < args.count else {
-          writeStderr("tipsd test: \(arg) needs a value\n\n\(usage)\n")
-          return 2
-        }
-        index += 1
-        if arg == "--junit" { junit = args[index] } else { runner.catalogPath = args[index] }
-      case "--partial": runner.partialByDefault = true
-      case "--quiet", "-q": quiet = true
-      case "--help", "-h":
-        print(usage)
-        return 0
-      default:
-        if arg.hasPrefix("-") {
-          writeStderr("tipsd test: unknown option \"\(arg)\"\n\n\(usage)\n")
-          return 2
-        }
-        paths.append(arg)
-      }
-      index += 1
-    }
-    guard !paths.isEmpty else {
-      writeStderr("tipsd test: no transcripts given\n\n\(usage)\n")
-      return 2
-    }
-    let started = SystemTime.now()
-    var results: [TranscriptResult] = []
-    for path in paths {
-      let result = runner.run(path: path)
-      results.append(result)
-      report(result, quiet: quiet)
-    }
-    let elapsed = SystemTime.now() - started
-    let count = { (status: TranscriptResult.Status) in results.filter { $0.status == status }.count }
-    print(
-      "tipsd test: \(results.count) transcript\(results.count == 1 ? "" : "s"), \(count(.passed)) passed, \(count(.failed)) failed, "
-        + "\(count(.error)) errors, \(count(.skipped)) skipped (known bugs) in \(formatSeconds(elapsed)) s")
-    if let junit {
-      do {
-        try System.writeFile(junit, Array(JUnitReport.xml(results).utf8))
-      } catch {
-        writeStderr("tipsd test: cannot write \(junit): \(error)\n")
-        return 1
-      }
-    }
-    return count(.failed) + count(.error) == 0 ? 0 : 1
-  }
-
-  static func report(_ result: TranscriptResult, quiet: Bool) {
-    let timing = "\(result.steps) steps, \(formatSeconds(result.seconds * 1000)) ms"
-    switch result.status {
-    case .passed:
-      if !quiet { print("ok    \(result.name) (\(timing))") }
-    case .skipped:
-      print("skip  \(result.name): known bug — \(result.headline)")
-    case .failed, .error:
-      print("FAIL  \(result.headline)")
-      if let diff = result.failure?.diff, !diff.isEmpty {
-        for line in diff.split(separator: "\n", omittingEmptySubsequences: false).dropLast() { print("      \(line)") }
-      }
-    }
-  }
-
-  static func formatSeconds(_ value: Double) -> String {
-    let hundredths = Int((value * 100).rounded())
-    let fraction = String(hundredths % 100)
-    return "\(hundredths / 100)." + (fraction.count == 1 ? "0" : "") + fraction
-  }
-}
 
 /// Runs one transcript against a fresh ``Server`` on an ``EmbeddedEventLoop``.
 struct TranscriptRunner {
@@ -132,10 +36,10 @@ struct TranscriptRunner {
   }
 
   func run(_ transcript: Transcript) -> TranscriptResult {
-    let started = SystemTime.now()
+    let started = System.monotonicSeconds()
     var session = TranscriptSession(transcript: transcript, partial: partialByDefault || transcript.partial)
     var result = session.run(catalogPath: catalogPath)
-    result.seconds = SystemTime.now() - started
+    result.seconds = System.monotonicSeconds() - started
     if transcript.knownBug != nil && result.status == .failed { result.status = .skipped }
     return result
   }
@@ -198,7 +102,7 @@ struct TranscriptSession {
     if !args.contains("--catalog"), let catalogPath { args += ["--catalog", catalogPath] }
     var configuration: ServerConfiguration
     do {
-      configuration = try TipsdCommand.parseServe(["--stdio"] + args, environment: [:])
+      configuration = try ServeCommand(parsing: ["--stdio"] + args, environment: [:]).configuration
     } catch {
       throw Stop(failure: .init(line: 0, message: "bad daemon flags: \(error)"), status: .error)
     }
@@ -269,7 +173,8 @@ struct TranscriptSession {
         do {
           patterns.append(try JSONParser.parse(Array(substituted.utf8)))
         } catch {
-          throw Stop(failure: .init(line: line, message: "<-- line is not JSON after substitution: \(error)"), status: .error)
+          throw Stop(
+            failure: .init(line: line, message: "<-- line is not JSON after substitution: \(error)"), status: .error)
         }
       }
       let received = client.takeFirst(patterns.count)
@@ -278,7 +183,8 @@ struct TranscriptSession {
         throw Stop(
           failure: .init(
             line: step.line,
-            message: "\(who(step.client))expected \(what), got \(received.count)\(received.isEmpty ? "" : ": \(received.map { $0.jsonString }.joined(separator: " "))")",
+            message:
+              "\(who(step.client))expected \(what), got \(received.count)\(received.isEmpty ? "" : ": \(received.map { $0.jsonString }.joined(separator: " "))")",
             diff: diff(patterns, received)))
       }
       var trial = bindings
@@ -291,7 +197,8 @@ struct TranscriptSession {
           throw Stop(
             failure: .init(
               line: step.line,
-              message: "\(who(step.client))unexpected message before the block: \(extra.map { $0.jsonString }.joined(separator: " "))",
+              message:
+                "\(who(step.client))unexpected message before the block: \(extra.map { $0.jsonString }.joined(separator: " "))",
               diff: diff(patterns, received)))
         }
         // Report each pattern's mismatch against the message in its position.
@@ -328,18 +235,24 @@ struct TranscriptSession {
         throw Stop(
           failure: .init(
             line: step.line,
-            message: "\(who(step.client))expected the connection to close, got \(extra.map { $0.jsonString }.joined(separator: " "))"))
+            message:
+              "\(who(step.client))expected the connection to close, got \(extra.map { $0.jsonString }.joined(separator: " "))"
+          ))
       }
       if case .exit(let expected) = step.kind, step.client.isEmpty {
         guard loop.isStopped, let server else {
-          throw Stop(failure: .init(line: step.line, message: "expected the daemon to exit with status \(expected); it is still running"))
+          throw Stop(
+            failure: .init(
+              line: step.line, message: "expected the daemon to exit with status \(expected); it is still running"))
         }
         let status: Int32 = server.exitStatus == .clean ? 0 : 1
         guard status == expected else {
           throw Stop(failure: .init(line: step.line, message: "expected exit status \(expected), got \(status)"))
         }
       } else if !client.stream.isClosed {
-        throw Stop(failure: .init(line: step.line, message: "\(who(step.client))expected the daemon to close the connection; it is open"))
+        throw Stop(
+          failure: .init(
+            line: step.line, message: "\(who(step.client))expected the daemon to close the connection; it is open"))
       }
 
     case .advance:
@@ -377,7 +290,8 @@ struct TranscriptSession {
         throw Stop(
           failure: .init(
             line: last,
-            message: "\(who(name))unexpected message after the last step: \(extra.map { $0.jsonString }.joined(separator: " "))",
+            message:
+              "\(who(name))unexpected message after the last step: \(extra.map { $0.jsonString }.joined(separator: " "))",
             diff: diff([], extra)))
       }
     }

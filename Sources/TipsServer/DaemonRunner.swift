@@ -1,13 +1,16 @@
-#if canImport(Glibc)
-  import Glibc
-#endif
 import TipsJSON
+public import TipsLogging
+import TipsProtocol
 import TipsSystem
 import TipsTransport
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// `tipsd serve` in production: a ``Server`` on a libuv loop, listening on stdio or a Unix socket, stopping on
 /// SIGTERM/SIGINT.
-public enum Daemon {
+public enum DaemonRunner {
   /// Runs until the daemon stops; returns why.
   public static func run(configuration: ServerConfiguration, logger: Logger) throws(ServerError) -> ServerExit {
     ProcessSignals.ignoreSIGPIPE()
@@ -62,7 +65,8 @@ public enum Daemon {
         logger.warning("cannot watch SIGHUP: \(error)")
       }
     }
-    let fileWatch = configuration.watchCatalog ? watchCatalogFiles(configuration, logger: logger, loop: loop, server: server) : nil
+    let fileWatch =
+      configuration.watchCatalog ? watchCatalogFiles(configuration, logger: logger, loop: loop, server: server) : nil
     for signum in [SIGTERM, SIGINT] {
       do {
         watchers.append(
@@ -138,7 +142,8 @@ public enum Daemon {
       listener = try WebListener(
         loop: loop,
         configuration: WebListener.Configuration(
-          addresses: web.addresses, policy: AccessPolicy(token: token, allowedOrigins: web.allowedOrigins, tls: tls != nil),
+          addresses: web.addresses,
+          policy: AccessPolicy(token: token, allowedOrigins: web.allowedOrigins, tls: tls != nil),
           tls: tls, maxMessageSize: configuration.maxMessageSize, pingInterval: web.pingInterval))
     } catch {
       throw ServerError("\(error)")
@@ -147,10 +152,10 @@ public enum Daemon {
       if isWarning { logger.warning(message, metadata) } else { logger.info(message, metadata) }
     }
     listener.onConnection = { [unowned server] stream in server.accept(stream, transport: "websocket") }
-    let started = SystemTime.now()
+    let started = System.wallClockSeconds()
     let secure = tls != nil
     listener.onRequest = { [unowned server] request in
-      HTTPRoutes.respond(request, server: server, uptime: SystemTime.now() - started, tls: secure)
+      HTTPRoutes.respond(request, server: server, uptime: System.wallClockSeconds() - started, tls: secure)
     }
     for address in listener.boundAddresses {
       logger.info("serving HTTP and WebSocket", [("listen", "\(tls == nil ? "ws" : "wss")://\(address)/")])
@@ -168,7 +173,7 @@ enum Health {
     let body: JSONValue = .object([
       "status": "ok",
       "version": .string(TipsdVersion.server),
-      "protocolVersion": .string(TipsdVersion.protocolVersion),
+      "protocolVersion": .string(ProtocolVersion.current),
       "uptimeSeconds": .double((uptime * 1000).rounded() / 1000),
       "connections": .object(connections),
     ])

@@ -1,11 +1,13 @@
+import TipsEngine
+
 #if canImport(Glibc)
   import Glibc
 #endif
-import TipsEngine
 
-/// The daemon's operational counters and histograms, rendered in the Prometheus text format (0.0.4) at
+/// The daemon's counters and histograms (requests, commits, connections, notifications — not seed 000's product
+/// metrics, which are `TipsMetrics`), rendered in the Prometheus text format (0.0.4) at
 /// `GET /metrics`. Loop thread only; counting a request is two array increments and a bucket search.
-final class OperationalMetrics {
+final class ServerCounters {
   /// A Prometheus histogram with fixed upper bounds.
   final class Histogram {
     let bounds: [Double]
@@ -110,7 +112,9 @@ final class OperationalMetrics {
     family("tipsd_uptime_seconds", "gauge", "Seconds since the daemon started.")
     sample("tipsd_uptime_seconds", [], Self.number(gauges.uptimeSeconds))
 
-    family("tipsd_requests_total", "counter", "Requests handled, by method and outcome (ok: a result; error: an error reply).")
+    family(
+      "tipsd_requests_total", "counter",
+      "Requests handled, by method and outcome (ok: a result; error: an error reply).")
     for (index, method) in methods.enumerated() {
       if ok[index] > 0 { sample("tipsd_requests_total", [("method", method), ("outcome", "ok")], String(ok[index])) }
       if failed[index] > 0 {
@@ -122,7 +126,8 @@ final class OperationalMetrics {
       requestDuration)
     histogram("tipsd_commit_duration_seconds", "Time of one group commit (one SQLite transaction).", commitDuration)
     histogram(
-      "tipsd_commit_batch_size", "State writes and history entries per group commit (one event-loop turn).", commitBatch)
+      "tipsd_commit_batch_size", "State writes and history entries per group commit (one event-loop turn).", commitBatch
+    )
     family("tipsd_commit_failures_total", "counter", "Group commits that failed (their requests got -32005).")
     sample("tipsd_commit_failures_total", [], String(commitFailures))
 
@@ -132,7 +137,8 @@ final class OperationalMetrics {
     }
     family("tipsd_connections_accepted_total", "counter", "Client connections accepted, by transport.")
     for transport in ["stdio", "unix", "websocket"] {
-      sample("tipsd_connections_accepted_total", [("transport", transport)], String(connectionsAccepted[transport] ?? 0))
+      sample(
+        "tipsd_connections_accepted_total", [("transport", transport)], String(connectionsAccepted[transport] ?? 0))
     }
     family("tipsd_subscriptions", "gauge", "Open subscriptions, by kind.")
     for kind in ["observe", "actions", "analytics", "inspect"] {

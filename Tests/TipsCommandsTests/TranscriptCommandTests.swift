@@ -1,14 +1,15 @@
 import Testing
 import TipsJSON
+import TipsProtocol
 import TipsTranscript
 
-@testable import TipsServer
+@testable import TipsCommands
 
 /// `tipsd test` (issue #16): each kind of failure with its exact message and line, partial matching, several
 /// clients, `== advance`.
 @Suite struct TranscriptCommandTests {
   static let header = """
-    --> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.1","clientInfo":{"name":"t"}}}
+    --> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"\(ProtocolVersion.current)","clientInfo":{"name":"t"}}}
     <-- {"jsonrpc":"2.0","id":1,"result":"$object"}
     --> {"jsonrpc":"2.0","id":2,"method":"tips/register","params":{"tips":[{"id":"a.tip","title":"A","rules":[{"event":"e","count":{"gte":1}}]}]}}
     <-- {"jsonrpc":"2.0","id":2,"result":"$object"}
@@ -74,7 +75,9 @@ import TipsTranscript
         """)
     #expect(result.status == .failed)
     #expect(result.failure?.line == 8)
-    #expect(result.failure?.message.hasPrefix(#"unexpected message before the block: {"jsonrpc":"2.0","method":"tips/shouldDisplayChanged""#) == true)
+    #expect(
+      result.failure?.message.hasPrefix(
+        #"unexpected message before the block: {"jsonrpc":"2.0","method":"tips/shouldDisplayChanged""#) == true)
     // And one left over at the end is reported at the last line.
     let leftover = try run(
       Self.header + """
@@ -117,11 +120,11 @@ import TipsTranscript
   @Test func partialMatchingSeveralClientsAndAdvance() throws {
     let text = """
       #! match: partial
-      app--> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.1","clientInfo":{"name":"app"}}}
+      app--> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"\(ProtocolVersion.current)","clientInfo":{"name":"app"}}}
       app<-- {"id":1}
       app--> {"jsonrpc":"2.0","id":2,"method":"tips/register","params":{"tips":[{"id":"w.tip","title":"W","rules":[{"event":"e","within":{"hours":1},"count":{"gte":1}}]}]}}
       app<-- {"id":2,"result":{"tips":[{"shouldDisplay":false}]}}
-      ui--> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1.1","clientInfo":{"name":"ui"}}}
+      ui--> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"\(ProtocolVersion.current)","clientInfo":{"name":"ui"}}}
       ui<-- {"id":1}
       ui--> {"jsonrpc":"2.0","id":2,"method":"tips/observe","params":{"ids":["w.tip"]}}
       ui<-- {"id":2}
@@ -138,14 +141,17 @@ import TipsTranscript
     let exact = try run(text.replacingFirst("#! match: partial\n", with: ""))
     #expect(exact.status == .failed)
     #expect(exact.failure?.line == 2)
-    #expect(exact.failure?.message == "app: message does not match: line 2: /jsonrpc: unexpected member (value \"2.0\")")
+    #expect(
+      exact.failure?.message == "app: message does not match: line 2: /jsonrpc: unexpected member (value \"2.0\")")
   }
 
   @Test func junitCountsEachOutcome() throws {
     let pass = TranscriptResult(name: "pass", path: "p.transcript", status: .passed, seconds: 0.0012)
     let fail = TranscriptResult(
-      name: "fail", path: "f.transcript", status: .failed, failure: .init(line: 3, message: "a <b> & \"c\"", diff: "-x\n+y\n"))
-    let error = TranscriptResult(name: "err", path: "e.transcript", status: .error, failure: .init(line: 1, message: "bad"))
+      name: "fail", path: "f.transcript", status: .failed,
+      failure: .init(line: 3, message: "a <b> & \"c\"", diff: "-x\n+y\n"))
+    let error = TranscriptResult(
+      name: "err", path: "e.transcript", status: .error, failure: .init(line: 1, message: "bad"))
     let xml = JUnitReport.xml([pass, fail, error])
     #expect(xml.contains(#"<testsuites tests="3" failures="1" errors="1" skipped="0""#))
     #expect(xml.contains(#"<failure message="f.transcript:3: a &lt;b&gt; &amp; &quot;c&quot;" type="mismatch">-x"#))

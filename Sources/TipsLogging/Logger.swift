@@ -1,7 +1,11 @@
+import TipsSystem
+
 #if canImport(Glibc)
   import Glibc
 #endif
-import TipsSystem
+
+// The one logging type of tipsd: the daemon (logfmt on stderr), sync across devices and the language server all log
+// through a `Logger`; what becomes of a record is its handler's business (stderr, memory for tests, nothing).
 
 /// Severity of a log record, lowest first.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
@@ -41,6 +45,9 @@ public struct Logger {
     self.handler = handler
   }
 
+  /// A logger that drops everything.
+  public static var discarding: Logger { Logger(level: .error, handler: DiscardingLogHandler()) }
+
   public func log(_ level: LogLevel, _ message: @autoclosure () -> String, _ metadata: [(String, String)] = []) {
     guard level >= self.level else { return }
     handler.log(level: level, message: message(), metadata: metadata)
@@ -78,7 +85,8 @@ public final class StderrLogHandler: LogHandler {
   }
 
   static func quote(_ s: String) -> String {
-    if !s.isEmpty, s.utf8.allSatisfy({ $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 < 0x7F }) {
+    if !s.isEmpty, s.utf8.allSatisfy({ $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 < 0x7F })
+    {
       return s
     }
     var out = "\""
@@ -109,6 +117,24 @@ public final class StderrLogHandler: LogHandler {
     return "\(pad(tmv.tm_year + 1900, 4))-\(pad(tmv.tm_mon + 1, 2))-\(pad(tmv.tm_mday, 2))T"
       + "\(pad(tmv.tm_hour, 2)):\(pad(tmv.tm_min, 2)):\(pad(tmv.tm_sec, 2)).\(pad(millis, 3))Z"
   }
+}
+
+/// Writes each record's message alone as a line on stderr, for a tool whose log is read by people rather than
+/// parsed (`tipsd lsp`, whose editor shows its stderr as is). stdout is never touched.
+public final class PlainStderrLogHandler: LogHandler {
+  public init() {}
+
+  public func log(level: LogLevel, message: String, metadata: [(String, String)]) {
+    var line = message
+    for (key, value) in metadata { line += " \(key)=\(StderrLogHandler.quote(value))" }
+    writeStderr(line + "\n")
+  }
+}
+
+/// Drops every record (a library's default when nobody asked for its log).
+public final class DiscardingLogHandler: LogHandler {
+  public init() {}
+  public func log(level: LogLevel, message: String, metadata: [(String, String)]) {}
 }
 
 /// Writes text to stderr unbuffered (one `write` per call where the kernel allows), never touching stdout. A

@@ -17,7 +17,8 @@ struct StagedReply {
 
   /// A lone error reply (bad JSON, a framing error, an empty batch).
   static func error(id: RequestID?, _ error: ResponseError) -> StagedReply {
-    StagedReply(parts: [Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false)], isBatch: false)
+    StagedReply(
+      parts: [Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false)], isBatch: false)
   }
 
   var encoded: [UInt8] { isBatch ? OutgoingMessage.encodeBatch(parts.map(\.bytes)) : parts[0].bytes }
@@ -34,7 +35,9 @@ struct StagedNotification {
   /// Dropped when the turn's commit fails (`analytics/event`: what it announces was not stored).
   var requiresCommit = false
 
-  init(notification: any ServerNotificationType, shouldDisplay: (tipID: String, value: Bool)?, requiresCommit: Bool = false) {
+  init(
+    notification: any ServerNotificationType, shouldDisplay: (tipID: String, value: Bool)?, requiresCommit: Bool = false
+  ) {
     self.notification = notification
     self.shouldDisplay = shouldDisplay
     self.requiresCommit = requiresCommit

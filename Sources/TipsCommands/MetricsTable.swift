@@ -1,0 +1,97 @@
+import TipsMetrics
+
+/// One row of the metrics: a tip over all its impressions (variant `all`), or one of its variants.
+struct MetricsRow {
+  var tip: String
+  var variant: String
+  var metrics: MetricSet
+
+  /// A row per tip, then one per variant of it.
+  static func rows(_ report: MetricsReport) -> [MetricsRow] {
+    report.tips.flatMap { tip in
+      [MetricsRow(tip: tip.tipID, variant: "all", metrics: tip.overall)]
+        + tip.variants.map { MetricsRow(tip: tip.tipID, variant: $0.name, metrics: $0.metrics) }
+    }
+  }
+
+  // The cells people read (`tipsd metrics`, `tipsd report`).
+
+  /// `50% (1/2)`; `— (n=0)` while nothing is decided; `—` for a tip without a goal.
+  var goal: String {
+    guard let goal = metrics.goal else { return "—" }
+    guard let rate = goal.rate else { return "— (n=0)" }
+    return "\(Format.percent(rate)) (\(goal.converted)/\(goal.decided))"
+  }
+
+  /// `90 min (n=3)`; `— (n=0)` before any exposure reached the goal; `—` for a tip without a goal.
+  var timeToGoal: String {
+    guard let time = metrics.timeToGoal else { return "—" }
+    guard let median = time.median else { return "— (n=0)" }
+    return "\(Format.duration(median)) (n=\(time.samples))"
+  }
+
+  /// `12% (3/25) ALERT`; `n/a` without an app-closed event.
+  var close: String {
+    guard let close = metrics.close else { return "n/a" }
+    let rate = close.rate.map(Format.percent) ?? "—"
+    return "\(rate) (\(close.closes)/\(close.decided))\(close.alert ? " ALERT" : "")"
+  }
+
+  /// `1.20 → 2.40` goal donations per day before and after the first impression.
+  var goalPerDay: String {
+    let before = metrics.goalRate?.before?.perDay
+    let after = metrics.goalRate?.after?.perDay
+    guard before != nil || after != nil else { return "—" }
+    return "\(Format.perDay(before)) → \(Format.perDay(after))"
+  }
+}
+
+/// `tipsd metrics`' output: a table for people, or CSV with a column per number.
+enum MetricsTable {
+  /// The CSV columns, each named, with its raw value (empty: not applicable).
+  static let columns: [(name: String, value: @Sendable (MetricsRow) -> String)] = [
+    ("tip", { $0.tip }),
+    ("variant", { $0.variant }),
+    ("impressions", { String($0.metrics.impressions) }),
+    ("goal_rate", { Format.raw($0.metrics.goal?.rate) }),
+    ("goal_converted", { count($0.metrics.goal?.converted) }),
+    ("goal_decided", { count($0.metrics.goal?.decided) }),
+    ("goal_pending", { count($0.metrics.goal?.pending) }),
+    ("median_time_to_goal_s", { Format.raw($0.metrics.timeToGoal?.median) }),
+    ("time_to_goal_samples", { count($0.metrics.timeToGoal?.samples) }),
+    ("close_rate", { Format.raw($0.metrics.close?.rate) }),
+    ("closes", { count($0.metrics.close?.closes) }),
+    ("close_decided", { count($0.metrics.close?.decided) }),
+    ("close_alert", { $0.metrics.close.map { $0.alert ? "true" : "false" } ?? "" }),
+    ("goal_per_day_before", { Format.raw($0.metrics.goalRate?.before?.perDay) }),
+    ("goal_per_day_after", { Format.raw($0.metrics.goalRate?.after?.perDay) }),
+    ("goal_rate_change", { Format.raw($0.metrics.goalRate?.change) }),
+  ]
+
+  private static func count(_ value: Int?) -> String { value.map(String.init) ?? "" }
+
+  static func csv(_ report: MetricsReport) -> String {
+    func field(_ text: String) -> String {
+      text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
+        ? "\"" + text.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\"" : text
+    }
+    let lines = [columns.map(\.name)] + MetricsRow.rows(report).map { row in columns.map { $0.value(row) } }
+    return lines.map { $0.map(field).joined(separator: ",") }.joined(separator: "\n") + "\n"
+  }
+
+  /// The header and the cells people read, per row (shared with `tipsd report`).
+  static let header = ["TIP", "VARIANT", "IMPR", "GOAL", "TIME TO GOAL", "CLOSE", "GOAL/DAY BEFORE→AFTER"]
+
+  static func cells(_ row: MetricsRow) -> [String] {
+    [row.tip, row.variant, String(row.metrics.impressions), row.goal, row.timeToGoal, row.close, row.goalPerDay]
+  }
+
+  /// An aligned table for people: rates as percentages with their sample sizes.
+  static func text(_ report: MetricsReport) -> String {
+    var out = TextTable.render([header] + MetricsRow.rows(report).map(cells))
+    if report.configuration.appClosedEvent == nil {
+      out += "close rate: n/a (start the daemon with --app-closed-event NAME)\n"
+    }
+    return out
+  }
+}

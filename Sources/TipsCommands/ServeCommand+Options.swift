@@ -1,0 +1,221 @@
+import TipsLogging
+import TipsServer
+import TipsTransport
+
+// `tipsd serve`'s options: each one declaration here and the field it sets (in ``ServerConfiguration``, or in
+// ``ServeCommand`` for those checked together once all are read).
+
+extension ServeCommand {
+  public static let options: [Option<ServeCommand>] = [
+    .section("SERVE OPTIONS"),
+    .flag("--stdio", help: "serve one client on stdin/stdout (logs go to stderr); exit when stdin closes") {
+      $0.configuration.listen = .stdio
+    },
+    .value(
+      "--socket", as: "PATH",
+      help: """
+        serve many clients on a Unix socket (mode 0600); default:
+        $XDG_RUNTIME_DIR/tipsd/tipsd.sock, else /tmp/tipsd-UID/tipsd.sock
+        """
+    ) { $0.configuration.listen = .socket(path: $1.text) },
+    .value(
+      "--datastore", as: "PATH",
+      help: """
+        SQLite datastore; default $XDG_DATA_HOME/tipsd/default.sqlite
+        (else ~/.local/share/tipsd/default.sqlite); ":memory:" keeps nothing
+        """
+    ) { $0.configuration.datastorePath = $1.text },
+    .flag(
+      "--fsync",
+      help: """
+        commit with synchronous=FULL: acknowledged writes survive power loss,
+        not only a crash of the daemon (slower)
+        """
+    ) { $0.configuration.fsync = true },
+    .flag("--datastore-recover", help: "if the datastore is unreadable, move it aside (timestamped) and start fresh") {
+      $0.configuration.recoverDatastore = true
+    },
+    .value(
+      "--catalog", as: "FILE",
+      help: """
+        register the tips, parameters and groups of a catalog file at start;
+        SIGHUP or catalog/reload reloads it (a broken edit keeps the old one)
+        """
+    ) { $0.configuration.catalogPath = $1.text },
+    .value(
+      "--messages", as: "DIR",
+      help: """
+        translators' files DIR/{locale}.json (seed 000's `tipkit.<tipId>.title` keys),
+        merged into the catalog's copy; checked like the catalog at start
+        (default: a `messages` directory beside the catalog, if there is one)
+        """
+    ) { $0.configuration.messagesDirectory = $1.text },
+    .flag("--watch", help: "reload the catalog whenever its file (or a message file) changes") {
+      $0.configuration.watchCatalog = true
+    },
+    .value(
+      "--clock", as: "system|virtual", help: "virtual: time moves only through clock/advance and clock/set (tests)"
+    ) {
+      command, value throws(UsageError) in
+      command.clock = try value.oneOf(ClockName.self)
+    },
+    .value("--clock-start", as: "SECONDS", help: "the virtual clock's first instant (default: now)") {
+      command, value throws(UsageError) in
+      command.clockStart = try value.number()
+    },
+    .flag(
+      "--allow-testing",
+      help: """
+        answer testing/*, datastore/reset, clock/advance and clock/set (tests and
+        development only; refused with -32011 otherwise)
+        """
+    ) { $0.configuration.allowTesting = true },
+    .flag("--strict-events", help: "refuse donations of events the catalog does not declare (-32602)") {
+      $0.configuration.strictEvents = true
+    },
+    .value(
+      "--install-id", as: "ID",
+      help: """
+        the install id A/B variants are assigned from (default: initialize's
+        installId, else a random id kept in the datastore)
+        """
+    ) { command, value throws(UsageError) in command.configuration.installID = try value.nonEmpty() },
+    .value("--log-level", as: "LEVEL", help: "trace, debug, info (default), notice, warning, error") {
+      command, value throws(UsageError) in
+      guard let level = LogLevel(name: value.text) else {
+        throw value.invalid("unknown level \"\(value.text)\" (trace, debug, info, notice, warning, error)")
+      }
+      command.configuration.logLevel = level
+    },
+    .value("--max-connections", as: "N", help: "default 256") { command, value throws(UsageError) in
+      command.configuration.maxConnections = try value.positiveInteger()
+    },
+    .value("--max-message-size", as: "BYTES", help: "default 1048576") { command, value throws(UsageError) in
+      command.configuration.maxMessageSize = try value.positiveInteger()
+    },
+    .value(
+      "--partial-timeout", as: "SECONDS",
+      help: "close a connection whose message stays incomplete this long (default 30)"
+    ) { command, value throws(UsageError) in command.configuration.partialMessageTimeout = try value.number() },
+    .value("--queue-limit", as: "BYTES", help: "per-connection outgoing queue bound (default 4194304)") {
+      command, value throws(UsageError) in
+      command.configuration.outgoingQueueLimit = try value.positiveInteger()
+    },
+    .value(
+      "--allow-uid", as: "UID",
+      help: """
+        also accept socket clients running as UID (repeatable); by default only
+        the daemon's own uid may connect (checked with SO_PEERCRED)
+        """
+    ) { command, value throws(UsageError) in
+      guard let uid = UInt32(value.text) else { throw value.invalid("\"\(value.text)\" is not a uid") }
+      command.configuration.allowedPeerUIDs.insert(uid)
+    },
+
+    .section("HISTORY AND METRICS"),
+    .value(
+      "--history-days", as: "DAYS",
+      help: """
+        keep this many days of lifecycle history (impressions, eligibility changes,
+        invalidations, actions, variants, goal and app-closed donations) for
+        analytics/* and metrics/get (default 90; 0 records none)
+        """
+    ) { command, value throws(UsageError) in
+      let days = try value.number()
+      guard days >= 0 else { throw value.invalid("must be 0 or a positive number of days") }
+      command.configuration.historyDays = days
+    },
+    .value(
+      "--app-closed-event", as: "NAME",
+      help: """
+        the event the app donates when it goes to the background (e.g.
+        app.backgrounded): enables the close rate after an impression
+        """
+    ) { command, value throws(UsageError) in command.configuration.appClosedEvent = try value.nonEmpty() },
+    .value(
+      "--close-window", as: "SECONDS",
+      help: "an app close this soon after an impression counts against the tip (default 10)"
+    ) { command, value throws(UsageError) in
+      command.configuration.closeWindow = try value.positiveNumber(of: "seconds")
+    },
+    .value("--close-rate-alert", as: "RATIO", help: "flag tips whose close rate is above RATIO (e.g. 0.2)") {
+      command, value throws(UsageError) in
+      let ratio = try value.number()
+      guard ratio >= 0, ratio <= 1 else { throw value.invalid("must be a ratio from 0 to 1") }
+      command.configuration.closeRateAlert = ratio
+    },
+    .value(
+      "--baseline-days", as: "DAYS",
+      help: """
+        compare the goal's daily rate this many days before and after a tip's first
+        impression (default 7)
+        """
+    ) { command, value throws(UsageError) in
+      command.configuration.baselineDays = try value.positiveNumber(of: "days")
+    },
+
+    .section("SYNC ACROSS DEVICES (off unless --sync is given; see README \"Sync across devices\")"),
+    .value(
+      "--sync", as: "URL",
+      help: """
+        sync this account's tip state with its other devices through PostgreSQL:
+        postgresql://USER[:PASSWORD]@HOST[:PORT]/DB or a libpq "key=value" string
+        (the password is never logged). tipsd creates and migrates a `tipsd` schema
+        """
+    ) { $0.sync.server = $1.text },
+    .value("--account", as: "ID", help: "whose state this is (required with --sync); a datastore syncs one account") {
+      command, value throws(UsageError) in
+      command.sync.account = try value.nonEmpty()
+    },
+    .value(
+      "--device", as: "ID", help: "this device's id (default: a random id made on first start, kept in the datastore)"
+    ) { command, value throws(UsageError) in command.sync.device = try value.nonEmpty() },
+    .value(
+      "--sync-outbox-limit", as: "N",
+      help: """
+        refuse synced changes (-32012) while N operations wait for PostgreSQL
+        (default 100000; queued operations are merged first where the merge allows)
+        """
+    ) { command, value throws(UsageError) in command.sync.outboxLimit = try value.positiveInteger() },
+
+    .section("HTTP AND WEBSOCKET (off unless --listen is given)"),
+    .value(
+      "--listen", as: "HOST:PORT",
+      help: """
+        also serve HTTP/1.1 and WebSocket on HOST:PORT (repeatable): 127.0.0.1:8787,
+        [::1]:8787, localhost:8787; port 0 picks a free port (logged). One JSON-RPC
+        message per text frame; GET /healthz answers without a token, GET /metrics
+        (Prometheus) with Authorization: Bearer <token>, GET / is the web inspector
+        """
+    ) { command, value throws(UsageError) in
+      do throws(TransportError) {
+        command.configuration.web.addresses.append(try ListenAddress(parsing: value.text))
+      } catch {
+        throw .invalid(error.message)
+      }
+    },
+    .value(
+      "--token-file", as: "PATH",
+      help: """
+        the token WebSocket clients must present (default: `token` beside the
+        socket); created (mode 0600) when missing, kept across restarts
+        """
+    ) { $0.configuration.web.tokenFile = $1.text },
+    .value(
+      "--allow-origin", as: "ORIGIN",
+      help: "also accept browser pages from ORIGIN, e.g. http://localhost:8081 (repeatable)"
+    ) { $0.configuration.web.allowedOrigins.insert($1.text) },
+    .value(
+      "--tls-cert", as: "FILE", help: "PEM certificate: serve wss:// and https:// (needed for a non-loopback HOST)"
+    ) {
+      $0.configuration.web.tlsCertificate = $1.text
+    },
+    .value("--tls-key", as: "FILE", help: "its PEM private key") { $0.configuration.web.tlsKey = $1.text },
+    .value(
+      "--ping-interval", as: "SECONDS",
+      help: "ping quiet WebSocket peers this often; close those silent for two (default 15)"
+    ) { command, value throws(UsageError) in
+      command.configuration.web.pingInterval = try value.positiveNumber(of: "seconds")
+    },
+  ]
+}

@@ -1,0 +1,164 @@
+import TipsCatalog
+import TipsLogging
+public import TipsServer
+import TipsStore
+import TipsSync
+import TipsSystem
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `tipsd serve`: reads its options into a ``ServerConfiguration`` and runs the daemon until it stops.
+public struct ServeCommand: Command {
+  public static let name = "serve"
+  public static let abstract = "run the daemon: one client on stdio, or many on a Unix socket (and HTTP/WebSocket)"
+  public static let usage = "tipsd serve [--stdio | --socket PATH] [OPTIONS]"
+
+  /// `--clock`.
+  enum ClockName: String, CaseIterable {
+    case system, virtual
+  }
+
+  /// `--sync`, `--account`, `--device`, `--sync-outbox-limit`: checked together once all are read.
+  struct SyncOptions {
+    var server: String?
+    var account: String?
+    var device: String?
+    var outboxLimit: Int?
+  }
+
+  /// What the daemon runs with.
+  public internal(set) var configuration = ServerConfiguration()
+  var clock = ClockName.system
+  var clockStart: Double?
+  var sync = SyncOptions()
+  /// The default socket, for a token file beside it under `--stdio`.
+  let defaultSocket: String
+
+  public init(parsing arguments: [String], environment: [String: String]) throws(UsageError) {
+    defaultSocket = DaemonOptions.defaultSocketPath(environment: environment)
+    configuration.listen = .socket(path: defaultSocket)
+    configuration.datastorePath = Datastore.defaultPath(environment: environment)
+    try Arguments.parse(arguments, into: &self, options: Self.options)
+    try settle()
+  }
+
+  /// The checks that span options, and the defaults that depend on others.
+  private mutating func settle() throws(UsageError) {
+    let web = configuration.web
+    if (web.tlsCertificate == nil) != (web.tlsKey == nil) {
+      throw .invalid("--tls-cert and --tls-key go together (a PEM certificate and its private key)")
+    }
+    if web.tlsCertificate == nil, let remote = web.addresses.first(where: { !$0.isLoopback }) {
+      throw .invalid(
+        "--listen \(remote): a non-loopback address needs TLS (--tls-cert and --tls-key); without it the token and "
+          + "every message would cross the network in clear text. Use 127.0.0.1 (with `adb reverse` for an Android "
+          + "device) or give a certificate")
+    }
+    if !web.isEnabled && (web.tokenFile != nil || !web.allowedOrigins.isEmpty || web.tlsCertificate != nil) {
+      throw .invalid("--token-file, --allow-origin and --tls-* need --listen HOST:PORT")
+    }
+    if let server = sync.server {
+      guard let account = sync.account else { throw .invalid("--sync needs --account ID (whose state this is)") }
+      do {
+        _ = try SyncServer(server)
+      } catch {
+        throw .invalid(error.message)
+      }
+      var options = SyncConfiguration(server: server, account: account, device: sync.device)
+      if let limit = sync.outboxLimit { options.outboxLimit = limit }
+      configuration.sync = options
+    } else if sync.account != nil || sync.device != nil || sync.outboxLimit != nil {
+      throw .invalid("--account, --device and --sync-outbox-limit need --sync URL")
+    }
+    switch clock {
+    case .system:
+      if clockStart != nil { throw .invalid("--clock-start needs --clock virtual") }
+    case .virtual: configuration.clock = .virtual(start: clockStart ?? System.wallClockSeconds())
+    }
+    // Translators' files live beside the catalog by default (`catalog/messages/` for `catalog/app.json`).
+    if configuration.messagesDirectory == nil, let catalog = configuration.catalogPath {
+      configuration.messagesDirectory = CatalogLoader.messagesDirectory(besideCatalog: catalog)
+    }
+  }
+
+  public func run() -> Int32 {
+    var configuration = configuration
+    let logger = Logger(level: configuration.logLevel)
+    do {
+      if case .socket(let path) = configuration.listen { try Self.prepareSocketDirectory(for: path) }
+      if configuration.web.isEnabled, configuration.web.tokenFile == nil {
+        // Beside the socket (the default socket's directory under --stdio).
+        let socket: String
+        if case .socket(let path) = configuration.listen { socket = path } else { socket = defaultSocket }
+        try Self.prepareSocketDirectory(for: socket)
+        configuration.web.tokenFile = TokenFile.defaultPath(socketPath: socket)
+      }
+    } catch {
+      logger.error("\(error)")
+      return 1
+    }
+    logger.info(
+      "starting tipsd \(TipsdVersion.server)",
+      [
+        (
+          "datastore",
+          configuration.datastorePath == ":memory:" ? ":memory:" : Self.absolutePath(configuration.datastorePath)
+        ),
+        ("catalog", configuration.catalogPath.map(Self.absolutePath) ?? "none"),
+        ("messages", configuration.messagesDirectory.map(Self.absolutePath) ?? "none"),
+        ("clock", configuration.clock == .system ? "system" : "virtual"),
+      ])
+    do {
+      let exit = try DaemonRunner.run(configuration: configuration, logger: logger)
+      logger.info("stopped")
+      return exit == .clean ? 0 : 1
+    } catch {
+      logger.error("\(error)")
+      return 1
+    }
+  }
+
+  /// Creates the socket's directory (mode 0700) when missing; refuses one that another user owns.
+  static func prepareSocketDirectory(for path: String) throws(ServerError) {
+    guard let slash = path.lastIndex(of: "/") else { return }
+    let directory = String(path[..<slash])
+    guard !directory.isEmpty else { return }
+    var info = stat()
+    if stat(directory, &info) != 0 {
+      guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+        throw ServerError("cannot create the socket directory \(directory): \(System.message(errno))")
+      }
+      return
+    }
+    guard info.st_uid == getuid() || info.st_mode & S_ISVTX != 0 else {
+      throw ServerError("the socket directory \(directory) belongs to another user; choose another --socket path")
+    }
+  }
+
+  /// The path resolved for the startup log: symlinks and `..` resolved (`realpath`), or for a file that does not
+  /// exist yet (a new datastore) its resolved directory plus its name; else made absolute against the cwd.
+  static func absolutePath(_ path: String) -> String {
+    if let resolved = realPath(path) { return resolved }
+    if let slash = path.lastIndex(of: "/") {
+      let directory = slash == path.startIndex ? "/" : String(path[..<slash])
+      if let resolved = realPath(directory) {
+        return (resolved == "/" ? "" : resolved) + "/" + path[path.index(after: slash)...]
+      }
+    } else if let cwd = realPath(".") {
+      return (cwd == "/" ? "" : cwd) + "/" + path
+    }
+    if path.hasPrefix("/") { return path }
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    guard getcwd(&buffer, buffer.count) != nil else { return path }
+    let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return cwd + "/" + path
+  }
+
+  static func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+  }
+}

@@ -1,0 +1,139 @@
+import TipsEngine
+import TipsJSON
+import TipsLogging
+import TipsProtocol
+import TipsStore
+
+/// What every handler may use: the engine, the subscriptions, the turn and the daemon's settings — one object the
+/// server builds once, instead of handlers reading server fields.
+final class Services {
+  let engine: Engine
+  let subscriptions: SubscriptionRegistry
+  let turn: Turn
+  let configuration: ServerConfiguration
+  let logger: Logger
+  /// Set when the daemon runs with `--clock virtual`.
+  let virtualClock: VirtualClock?
+  /// The lifecycle history: entries derived from mutations, cursors.
+  let history: HistoryRecorder
+  /// `/metrics`.
+  let counters: ServerCounters
+  /// Asks the loop to run the end of turn soon (work staged outside an I/O callback must not wait for one). Set by
+  /// the server once it exists; called for every request, so `@exclusivity(unchecked)` (loop thread only).
+  @exclusivity(unchecked) var requestEndOfTurn: () -> Void = {}
+  /// `exit` over stdio: stop the daemon with this status.
+  var stopDaemon: (ServerExit) -> Void = { _ in }
+  /// The catalog the daemon serves (declared events, templates), if any.
+  var catalog: CatalogService?
+  /// `catalog/reload`: reload the catalog file and apply it (nil when the daemon has no catalog).
+  var reloadCatalog: ((_ trigger: String) -> CatalogReloadRequest.Response)?
+  /// Sync across devices (`--sync`), if configured.
+  var sync: SyncService?
+
+  init(
+    engine: Engine, turn: Turn, configuration: ServerConfiguration, logger: Logger, virtualClock: VirtualClock?,
+    history: HistoryRecorder
+  ) {
+    self.engine = engine
+    self.subscriptions = SubscriptionRegistry()
+    self.turn = turn
+    self.configuration = configuration
+    self.logger = logger
+    self.virtualClock = virtualClock
+    self.history = history
+    self.counters = turn.counters
+  }
+
+  var store: Datastore { turn.store }
+
+  /// Records an engine mutation: its writes for this turn's commit, its changes as notifications to subscribers,
+  /// and the history entries it causes (after `leading`, the entries of the request itself: an impression, an
+  /// action) for the same commit and for the analytics stream; with sync, its synced writes become operations for
+  /// the account's other devices.
+  func record(_ mutation: Mutation, history leading: [HistoryEvent] = []) {
+    recordMerged(mutation, history: leading)
+    if let sync, !mutation.writes.isEmpty { sync.recordedLocal(mutation) }
+  }
+
+  /// Records a mutation that merged other devices' state (or brought the engine to a merged value): persisted,
+  /// recorded in the history and notified like any other, never sent back out as operations.
+  func recordMerged(_ mutation: Mutation, history leading: [HistoryEvent] = []) {
+    turn.stage(mutation.writes)
+    if !mutation.changes.isEmpty { turn.changed = true }
+    if history.enabled {
+      if let streamed = history.record(
+        mutation, leading: leading, now: { self.engine.clock.now() }, into: turn, counters: counters),
+        !streamed.isEmpty && subscriptions.hasAnalyticsSubscribers
+      {
+        for (session, note) in subscriptions.analyticsNotifications(for: streamed[...]) {
+          stage(.notification(note), on: session)
+        }
+      }
+    }
+    // Debug lines only when asked for: their metadata would otherwise be built on every request.
+    let debugging = logger.level <= .debug
+    if debugging && !mutation.changes.isEmpty {
+      logger.debug("changes", [("changes", mutation.changes.map { "\($0)" }.joined(separator: "; "))])
+    }
+    for (session, note) in subscriptions.notifications(for: mutation.changes, engine: engine) {
+      if debugging {
+        logger.debug(
+          "notification staged",
+          [("connection", String(session.id)), ("method", type(of: note.notification).method)])
+      }
+      stage(.notification(note), on: session)
+    }
+  }
+
+  /// Stages output for a connection, to be handed over after this turn's commit.
+  func stage(_ item: OutboundStateMachine.Item, on session: Session) {
+    if case .notification(let note) = item {
+      counters.notificationsSent[type(of: note.notification).method, default: 0] += 1
+    }
+    session.outbound.stage(item)
+    markDirty(session)
+  }
+
+  /// After a commit: stages a page of the history for each analytics subscriber replaying it whose connection has
+  /// room (below its high-water mark), and turns live those that caught up. Everything recorded is committed at
+  /// this point, so a subscriber that read the history to its end misses nothing by going live. Returns whether a
+  /// replay goes on (the caller runs another turn).
+  func pumpAnalytics() -> Bool {
+    var more = false
+    for subscriber in subscriptions.analyticsSubscribers.values where !subscriber.live {
+      let session = subscriber.session
+      guard !session.outbound.closing else { continue }
+      let owed = session.outbound.stagedBytes + session.outbound.queuedBytes + session.stream.pendingWriteBytes
+      guard owed < configuration.outgoingHighWater else { continue }
+      let page: [HistoryEvent]
+      do {
+        page = try store.history(after: subscriber.delivered, limit: Self.replayPage)
+      } catch {
+        logger.error("cannot replay the history", [("error", "\(error)")])
+        continue
+      }
+      for event in page {
+        let note = AnalyticsEventNotification(subscription: subscriber.id, event: AnalyticsEventInfo(event))
+        stage(.notification(StagedNotification(notification: note, shouldDisplay: nil)), on: session)
+      }
+      subscriber.delivered = page.last?.cursor ?? subscriber.delivered
+      if page.count < Self.replayPage {
+        subscriber.live = true
+        // Entries recorded but not committed cannot exist here (this runs after the commit), but a failed commit
+        // burns cursors: nothing above `delivered` is stored, so going live loses nothing.
+        subscriber.delivered = max(subscriber.delivered, history.lastCursor)
+      } else {
+        more = true
+      }
+    }
+    return more
+  }
+
+  /// History entries replayed per subscriber per turn.
+  static let replayPage = 256
+
+  func markDirty(_ session: Session) {
+    turn.markDirty(session)
+    requestEndOfTurn()
+  }
+}

@@ -1,0 +1,53 @@
+import Testing
+import TipsProtocol
+
+@testable import TipsCommands
+
+/// The sync options of `tipsd serve` and the lines of `tipsd sync status`, without PostgreSQL (the suites with a
+/// server are in TipsSyncTests; `sync/status` without `--sync` is in TipsServerTests' in-process suites).
+@Suite struct SyncOptionTests {
+  @Test func syncOptionsParse() throws {
+    let parsed = try ServeCommand(
+      parsing: [
+        "--sync", "postgresql://tipsd:pw@db.example/tips", "--account", "alice", "--device", "phone",
+        "--sync-outbox-limit", "50",
+      ], environment: [:]
+    ).configuration
+    let sync = try #require(parsed.sync)
+    #expect(sync.server == "postgresql://tipsd:pw@db.example/tips")
+    #expect(sync.account == "alice" && sync.device == "phone" && sync.outboxLimit == 50)
+    #expect(try ServeCommand(parsing: [], environment: [:]).configuration.sync == nil)
+    let refusals: [([String], String)] = [
+      (["--sync", "postgresql://db/tips"], "needs --account"),
+      (["--account", "alice"], "need --sync"),
+      (["--sync-outbox-limit", "5"], "need --sync"),
+      (["--sync", "postgresql://[::1", "--account", "a"], "not a PostgreSQL connection string"),
+      (["--sync", "postgresql://db/tips", "--account", ""], "must not be empty"),
+      (["--sync", "postgresql://db/tips", "--account", "a", "--sync-outbox-limit", "0"], "positive integer"),
+    ]
+    for (arguments, message) in refusals {
+      #expect {
+        try ServeCommand(parsing: arguments, environment: [:])
+      } throws: { error in
+        "\(error)".contains(message)
+      }
+    }
+    #expect(ServeCommand.help.contains("--sync URL") && TipsdCommand.overview.contains("sync status"))
+  }
+
+  @Test func statusLines() {
+    let status = SyncStatusRequest.Response(
+      enabled: true, state: "connected", server: "postgresql://u:***@db/t", account: "alice", device: "phone",
+      outbox: 3, outboxLimit: 100, lagSeconds: 1.25, cursor: 42, lastPushAt: 1_767_225_600, lastPullAt: nil,
+      lastError: nil)
+    #expect(
+      SyncStatusCommand.lines(status, now: 1_767_225_602.5) == [
+        "state: connected", "server: postgresql://u:***@db/t", "account: alice", "device: phone",
+        "outbox: 3 (limit 100)", "lag: 1.3 s", "cursor: 42", "last push: 2026-01-01T00:00:00Z (2.5 s ago)",
+        "last pull: never", "last error: none",
+      ])
+    #expect(
+      SyncStatusCommand.lines(.disabled, now: 0) == ["state: disabled (start tipsd serve with --sync URL --account ID)"]
+    )
+  }
+}
