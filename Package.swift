@@ -155,7 +155,7 @@ let package = Package(
       name: "TipsServer",
       dependencies: [
         "TipsEngine", "TipsCatalog", "TipsStore", "TipsSync", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON",
-        "TipsSystem", "TipsMetrics", "TipsLogging",
+        "TipsSystem", "TipsMetrics", "TipsLogging", "TipsHosted", "TipsAuth",
       ],
       swiftSettings: swiftSettings
     ),

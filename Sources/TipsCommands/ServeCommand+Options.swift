@@ -178,6 +178,49 @@ extension ServeCommand {
         """
     ) { command, value throws(UsageError) in command.sync.outboxLimit = try value.positiveInteger() },
 
+    .section("HOSTED MODE (one tipsd for every user of an app; see README \"Hosting tipsd for every user\")"),
+    .value(
+      "--hosted", as: "URL",
+      help: """
+        serve every user of an app: each user's state in PostgreSQL (this URL, as
+        for --sync; a multi-host URL with target_session_attrs=read-write follows a
+        failover), each session signed in with the app's JWT (its sub is the account)
+        or the admin token (--token-file). Needs --catalog; no datastore, no --sync
+        """
+    ) { $0.hosted.server = $1.text },
+    .value("--node", as: "NAME", help: "this node's name in every account it serves (default: HOSTNAME:PORT)") {
+      command, value throws(UsageError) in command.hosted.node = try value.nonEmpty()
+    },
+    .value("--jwt-secret-file", as: "FILE", help: "HS256/HS384/HS512 secret (the file's bytes, one trailing newline dropped)") {
+      $0.hosted.secretFile = $1.text
+    },
+    .value(
+      "--jwks", as: "FILE",
+      help: "RS256/ES256 public keys by kid, as Firebase Auth, Auth0 and Supabase publish them (re-read on SIGHUP)"
+    ) { $0.hosted.jwksFile = $1.text },
+    .value("--jwt-audience", as: "AUD", help: "a token's aud must name this (repeatable: any of them)") {
+      command, value throws(UsageError) in command.hosted.audiences.append(try value.nonEmpty())
+    },
+    .value("--jwt-issuer", as: "ISS", help: "a token's iss must be this") { command, value throws(UsageError) in
+      command.hosted.issuer = try value.nonEmpty()
+    },
+    .value("--jwt-leeway", as: "SECONDS", help: "clock skew allowed on exp, nbf and iat (default 30)") {
+      command, value throws(UsageError) in
+      let seconds = try value.number()
+      guard seconds >= 0, seconds <= 3600 else { throw value.invalid("must be from 0 to 3600 seconds") }
+      command.hosted.leeway = seconds
+    },
+    .value(
+      "--max-resident-accounts", as: "N",
+      help: "accounts held in memory at most; the least recently used without sessions go (default 100000)"
+    ) { command, value throws(UsageError) in command.hosted.maxResident = try value.positiveInteger() },
+    .value("--account-rate", as: "N", help: "requests a second per account, bursts of twice as many (default 50)") {
+      command, value throws(UsageError) in command.hosted.rate = try value.positiveNumber(of: "requests a second")
+    },
+    .value("--account-max-donations", as: "N", help: "donations an account may keep, every event together (default 100000)") {
+      command, value throws(UsageError) in command.hosted.maxDonations = try value.positiveInteger()
+    },
+
     .section("HTTP AND WEBSOCKET (off unless --listen is given)"),
     .value(
       "--listen", as: "HOST:PORT",

@@ -28,11 +28,33 @@ public struct ServeCommand: Command {
     var outboxLimit: Int?
   }
 
+  /// `--hosted` and its options: checked together once all are read.
+  struct HostedOptions {
+    var server: String?
+    var node: String?
+    var secretFile: String?
+    var jwksFile: String?
+    var audiences: [String] = []
+    var issuer: String?
+    var leeway: Double?
+    var maxResident: Int?
+    var rate: Double?
+    var maxDonations: Int?
+
+    var anyGiven: Bool {
+      node != nil || secretFile != nil || jwksFile != nil || !audiences.isEmpty || issuer != nil || leeway != nil
+        || maxResident != nil || rate != nil || maxDonations != nil
+    }
+  }
+
   /// What the daemon runs with.
   public internal(set) var configuration = ServerConfiguration()
   var clock = ClockName.system
   var clockStart: Double?
   var sync = SyncOptions()
+  var hosted = HostedOptions()
+  /// Whether `--datastore` was given (hosted mode has none).
+  var datastoreGiven = false
   /// The default socket, for a token file beside it under `--stdio`.
   let defaultSocket: String
 
@@ -40,7 +62,9 @@ public struct ServeCommand: Command {
     defaultSocket = DaemonOptions.defaultSocketPath(environment: environment)
     configuration.listen = .socket(path: defaultSocket)
     configuration.datastorePath = Datastore.defaultPath(environment: environment)
+    let defaultDatastore = configuration.datastorePath
     try Arguments.parse(arguments, into: &self, options: Self.options)
+    datastoreGiven = configuration.datastorePath != defaultDatastore
     try settle()
   }
 
@@ -72,6 +96,7 @@ public struct ServeCommand: Command {
     } else if sync.account != nil || sync.device != nil || sync.outboxLimit != nil {
       throw .invalid("--account, --device and --sync-outbox-limit need --sync URL")
     }
+    try settleHosted()
     switch clock {
     case .system:
       if clockStart != nil { throw .invalid("--clock-start needs --clock virtual") }
@@ -81,6 +106,54 @@ public struct ServeCommand: Command {
     if configuration.messagesDirectory == nil, let catalog = configuration.catalogPath {
       configuration.messagesDirectory = CatalogLoader.messagesDirectory(besideCatalog: catalog)
     }
+  }
+
+  /// `--hosted`: its checks, and the node's default name.
+  private mutating func settleHosted() throws(UsageError) {
+    guard let server = hosted.server else {
+      if hosted.anyGiven {
+        throw .invalid(
+          "--node, --jwt-*, --jwks, --max-resident-accounts, --account-rate and --account-max-donations need --hosted URL")
+      }
+      return
+    }
+    do {
+      _ = try SyncServer(server)
+    } catch {
+      let message = error.message.hasPrefix("--sync: ") ? String(error.message.dropFirst(8)) : error.message
+      throw .invalid("--hosted: \(message)")
+    }
+    guard configuration.catalogPath != nil else {
+      throw .invalid("--hosted needs --catalog FILE: one catalog defines the tips of every account")
+    }
+    if configuration.sync != nil { throw .invalid("--hosted and --sync do not go together (a hosted account syncs by itself)") }
+    if datastoreGiven { throw .invalid("--hosted keeps every account in PostgreSQL: drop --datastore") }
+    if configuration.installID != nil { throw .invalid("--hosted assigns variants from each account id: drop --install-id") }
+    if clock == .virtual { throw .invalid("--hosted runs on the system clock: drop --clock virtual") }
+    if hosted.secretFile == nil && hosted.jwksFile == nil {
+      throw .invalid(
+        "--hosted needs --jwt-secret-file FILE or --jwks FILE (how users' tokens are checked); the admin token alone "
+          + "signs in no user")
+    }
+    var options = HostedConfiguration(server: server, node: hosted.node ?? Self.defaultNodeName(configuration))
+    options.jwtSecretFile = hosted.secretFile
+    options.jwksFile = hosted.jwksFile
+    options.audiences = hosted.audiences
+    options.issuer = hosted.issuer
+    if let leeway = hosted.leeway { options.leeway = leeway }
+    if let maxResident = hosted.maxResident { options.maxResidentAccounts = maxResident }
+    if let rate = hosted.rate { options.accountRate = rate }
+    if let maxDonations = hosted.maxDonations { options.accountMaxDonations = maxDonations }
+    configuration.hosted = options
+    configuration.datastorePath = ":memory:"
+  }
+
+  /// The host name and the first listen port (`db-3:8787`), or the host name and the process id.
+  static func defaultNodeName(_ configuration: ServerConfiguration) -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    let host = gethostname(&buffer, buffer.count) == 0 ? String(cString: buffer) : "tipsd"
+    if let port = configuration.web.addresses.first?.port, port != 0 { return "\(host):\(port)" }
+    return "\(host):\(getpid())"
   }
 
   public func run() -> Int32 {

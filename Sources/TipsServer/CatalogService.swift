@@ -78,13 +78,20 @@ final class CatalogService {
   /// commit) and what changed. The new catalog was validated when it was decoded, so the engine calls cannot fail
   /// on its content; an engine error here is a bug, reported as such after the calls made so far.
   func apply(_ next: Catalog, to engine: Engine) throws(EngineError) -> (Mutation, Summary) {
+    let applied = try change(engine, from: current, to: next)
+    adopt(next)
+    return applied
+  }
+
+  /// Brings `engine` from catalog `old` to `next` (the catalog in force is left as it is: hosted mode applies one
+  /// reload to every resident account's engine, then adopts it once).
+  func change(_ engine: Engine, from old: Catalog, to next: Catalog) throws(EngineError) -> (Mutation, Summary) {
     var mutation = Mutation()
     func add(_ step: Mutation) {
       mutation.changes += step.changes
       mutation.writes += step.writes
     }
     var summary = Summary()
-    let old = current
 
     // Parameters first: rules of new and changed tips may read them.
     var oldParameters: [String: ParameterDefinition] = [:]
@@ -157,7 +164,6 @@ final class CatalogService {
     if let frequency = next.displayFrequency, frequency != engine.displayFrequency {
       add(engine.configure(displayFrequency: frequency))
     }
-    adopt(next)
     return (mutation, summary)
   }
 }

@@ -26,20 +26,37 @@ struct Dispatcher {
     return entry
   }
 
-  /// Decodes one frame and stages its reply, if any.
-  func handle(_ bytes: [UInt8], on session: Session) {
-    switch IncomingPayload.decode(bytes) {
+  /// Where a message of a hosted session's frame is run: in no account, in this tenant's, or nowhere (refused).
+  enum Target {
+    case none
+    case tenant(Tenant)
+    case refused(ResponseError)
+  }
+
+  /// Decodes one frame and stages its reply, if any. Returns false when the frame must wait (hosted mode: an account
+  /// it acts on is loading, committing or catching up; the session was parked and the caller keeps the frame).
+  @discardableResult
+  func handle(_ bytes: [UInt8], on session: Session) -> Bool {
+    let payload = IncomingPayload.decode(bytes)
+    var targets: [Target]?
+    if let hosted = services.hosted {
+      guard let admitted = admit(payload, on: session, hosted) else {
+        session.deferred = bytes
+        return false
+      }
+      targets = admitted
+    }
+    switch payload {
     case .single(let message):
-      if let part = respond(to: message, on: session) {
+      respond(to: message, on: session, target: targets?.first) { part in
         services.stage(.reply(StagedReply(parts: [part], isBatch: false)), on: session)
       }
     case .batch(let messages):
-      var parts: [StagedReply.Part] = []
+      let batch = PendingBatch(count: messages.count)
       var bytes = 0
-      for message in messages {
-        guard let part = respond(to: message, on: session) else { continue }
-        parts.append(part)
-        bytes += part.bytes.count
+      for (index, message) in messages.enumerated() {
+        respond(to: message, on: session, target: targets?[index]) { part in batch.parts[index] = part }
+        bytes += batch.parts[index]?.bytes.count ?? 0
         // A batch whose replies alone exceed the per-connection bound (say, thousands of rpc.discover) would grow
         // the daemon's memory without limit: the client is disconnected, as one that stops reading is.
         if session.outbound.exceedsBound(adding: bytes) {
@@ -51,41 +68,83 @@ struct Dispatcher {
             ])
           session.outbound.beginClosing()
           session.stream.close(after: false, reason: "batch replies over the bound")
-          return
+          return true
         }
       }
-      // A batch of notifications only gets no reply at all (JSON-RPC 2.0 §6).
-      if !parts.isEmpty { services.stage(.reply(StagedReply(parts: parts, isBatch: true)), on: session) }
+      batch.finish { parts in
+        // A batch of notifications only gets no reply at all (JSON-RPC 2.0 §6).
+        if !parts.isEmpty { services.stage(.reply(StagedReply(parts: parts, isBatch: true)), on: session) }
+      }
     case .emptyBatch:
       services.stage(.reply(.error(id: nil, .emptyBatch())), on: session)
     }
+    return true
   }
 
-  /// Answers one message; notifications (no id) and stray responses return nil.
-  func respond(to message: IncomingMessage, on session: Session) -> StagedReply.Part? {
+  /// A batch's replies, some of which may come later (hosted mode's reads of PostgreSQL): staged together, in
+  /// order, once every request is answered.
+  private final class PendingBatch {
+    var parts: [StagedReply.Part?]
+    /// Replies still to come.
+    var outstanding: Int
+    private var done: (([StagedReply.Part]) -> Void)?
+
+    init(count: Int) {
+      parts = Array(repeating: nil, count: count)
+      outstanding = 0
+    }
+
+    func finish(_ done: @escaping ([StagedReply.Part]) -> Void) {
+      if outstanding == 0 {
+        done(parts.compactMap { $0 })
+      } else {
+        self.done = done
+      }
+    }
+
+    func arrived() {
+      outstanding -= 1
+      if outstanding == 0, let done {
+        self.done = nil
+        done(parts.compactMap { $0 })
+      }
+    }
+  }
+
+  /// Answers one message through `reply` (at once, or later for a request answered asynchronously); notifications
+  /// (no id) and stray responses get no reply.
+  func respond(
+    to message: IncomingMessage, on session: Session, target: Target? = nil,
+    reply: @escaping (StagedReply.Part) -> Void
+  ) {
     switch message {
     case .invalid(let id, let error):
-      return StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false)
+      reply(StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false))
     case .response:
-      return nil  // tipsd sends no requests; a stray response is ignored.
+      return  // tipsd sends no requests; a stray response is ignored.
     case .notification(let method, let params):
-      notify(method, params: params, on: session)
-      return nil
+      notify(method, params: params, on: session, target: target)
     case .request(let id, let method, let params):
       let writesBefore = services.turn.writesStaged
+      if let entry = entry(for: method), entry.runAsync != nil {
+        callAsync(method, entry, id: id, params: params, on: session, target: target, reply: reply)
+        return
+      }
       do {
-        let bytes = try call(method, id: id, params: params, on: session)
+        let bytes = try call(method, id: id, params: params, on: session, target: target)
         // Durable when it staged writes: then its success may only leave after the turn's commit succeeds.
-        return StagedReply.Part(id: id, bytes: bytes, durable: services.turn.writesStaged > writesBefore)
+        let durable = services.turn.writesStaged > writesBefore
+        if durable && services.hosted != nil { session.heldForCommit = true }
+        reply(StagedReply.Part(id: id, bytes: bytes, durable: durable))
       } catch {
-        return StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false)
+        reply(StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false))
       }
     }
   }
 
   /// Client notifications: `exit`, `initialized`, `$/cancelRequest`; any other method runs like a request whose
   /// reply is discarded (JSON-RPC 2.0 §4.1).
-  func notify(_ method: String, params: JSONValue?, on session: Session) {
+  func notify(_ method: String, params: JSONValue?, on session: Session, target: Target? = nil) {
     switch method {
     case ExitNotification.method:
       if session.isPrimary {
@@ -98,7 +157,11 @@ struct Dispatcher {
       break
     default:
       do {
-        _ = try call(method, id: nil, params: params, on: session)
+        if let entry = entry(for: method), entry.runAsync != nil {
+          callAsync(method, entry, id: nil, params: params, on: session, target: target) { _ in }
+          return
+        }
+        _ = try call(method, id: nil, params: params, on: session, target: target)
       } catch {
         services.logger.debug("a notification failed", [("method", method), ("error", error.message)])
       }
@@ -107,13 +170,16 @@ struct Dispatcher {
 
   /// Runs one request through the lifecycle gate and its handler; returns the encoded reply. Counted in `/metrics`
   /// by method (its slot; `unknown` for any other name) and outcome, with its duration.
-  func call(_ method: String, id: RequestID?, params: JSONValue?, on session: Session) throws(ResponseError) -> [UInt8] {
+  func call(
+    _ method: String, id: RequestID?, params: JSONValue?, on session: Session, target: Target? = nil
+  ) throws(ResponseError) -> [UInt8] {
     let counters = services.counters
     let entry = entry(for: method)
     let slot = entry?.slot ?? counters.unknownSlot
     let started = System.monotonicSeconds()
     do {
-      let bytes = try callUnmeasured(method, entry, id: id, params: params, on: session)
+      let context = try gate(method, entry, params: params, on: session, target: target)
+      let bytes = try entry!.run(id, context.params, context.context).get()
       counters.requestAnswered(slot: slot, ok: true, seconds: System.monotonicSeconds() - started)
       return bytes
     } catch {
@@ -122,9 +188,42 @@ struct Dispatcher {
     }
   }
 
-  private func callUnmeasured(
-    _ method: String, _ entry: HandlerTable.Entry?, id: RequestID?, params: JSONValue?, on session: Session
-  ) throws(ResponseError) -> [UInt8] {
+  /// A request whose handler answers later (a read of PostgreSQL): the session reads no further input until the
+  /// reply is staged, so replies keep their order.
+  private func callAsync(
+    _ method: String, _ entry: HandlerTable.Entry, id: RequestID?, params: JSONValue?, on session: Session,
+    target: Target?, reply: @escaping (StagedReply.Part) -> Void
+  ) {
+    let counters = services.counters
+    let started = System.monotonicSeconds()
+    let context: (context: RequestContext, params: JSONValue?)
+    do {
+      context = try gate(method, entry, params: params, on: session, target: target)
+    } catch {
+      counters.requestAnswered(slot: entry.slot, ok: false, seconds: System.monotonicSeconds() - started)
+      reply(StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false))
+      return
+    }
+    session.pendingAsync += 1
+    let services = services
+    entry.runAsync?(id, context.params, context.context) { result in
+      counters.requestAnswered(slot: entry.slot, ok: (try? result.get()) != nil, seconds: System.monotonicSeconds() - started)
+      let bytes: [UInt8]
+      switch result {
+      case .success(let encoded): bytes = encoded
+      case .failure(let error): bytes = OutgoingMessage.encodeError(id: id, error: error)
+      }
+      session.pendingAsync -= 1
+      reply(StagedReply.Part(id: id, bytes: bytes, durable: false))
+      services.markDirty(session)
+      if session.pendingAsync == 0 { services.resumeInput(session) }
+    }
+  }
+
+  /// The lifecycle gate, the tenant and the params the handler sees (an admin's `account` taken out).
+  private func gate(
+    _ method: String, _ entry: HandlerTable.Entry?, params: JSONValue?, on session: Session, target: Target?
+  ) throws(ResponseError) -> (context: RequestContext, params: JSONValue?) {
     switch session.lifecycle {
     case .uninitialized where method != InitializeRequest.method && method != DiscoverRequest.method:
       throw .serverNotInitialized(method: method)
@@ -133,7 +232,100 @@ struct Dispatcher {
     default:
       break
     }
-    guard let entry else { throw .methodNotFound(method) }
-    return try entry.run(id, params, RequestContext(session: session, services: services, method: method)).get()
+    guard entry != nil else { throw .methodNotFound(method) }
+    guard services.hosted != nil else {
+      return (RequestContext(session: session, services: services, tenant: services.local, method: method), params)
+    }
+    if Handlers.hostedForbidden.contains(method) {
+      throw .forbidden(
+        method: method,
+        "in hosted mode the catalog defines tips, groups, parameters and events for every account (reload it with "
+          + "catalog/reload or SIGHUP)")
+    }
+    var params = params
+    if session.principal?.isAdmin == true, case .object(var object)? = params, object["account"] != nil {
+      object["account"] = nil
+      params = .object(object)
+    }
+    switch target ?? .none {
+    case .none:
+      return (RequestContext(session: session, services: services, tenant: nil, method: method), params)
+    case .tenant(let tenant):
+      return (RequestContext(session: session, services: services, tenant: tenant, method: method), params)
+    case .refused(let error):
+      throw error
+    }
+  }
+
+  // MARK: Hosted mode: which accounts a frame acts on
+
+  /// Methods that act on no account (signing in, the admin's account methods, the catalog).
+  static let accountFree: Set<String> = [
+    InitializeRequest.method, ShutdownRequest.method, DiscoverRequest.method, AuthRefreshRequest.method,
+    AccountsListRequest.method, AccountsExportRequest.method, AccountsImportRequest.method,
+    AccountsDeleteRequest.method, CatalogReloadRequest.method, SyncStatusRequest.method, ExitNotification.method,
+    InitializedNotification.method, CancelRequestNotification.method,
+  ]
+
+  /// Each message's target, or nil when an account it acts on is not idle (the session was parked on it). A
+  /// session whose account could not be read gets its frame's requests refused instead.
+  private func admit(_ payload: IncomingPayload, on session: Session, _ hosted: HostedService) -> [Target]? {
+    let messages: [IncomingMessage]
+    switch payload {
+    case .single(let message): messages = [message]
+    case .batch(let batch): messages = batch
+    case .emptyBatch: return []
+    }
+    if let failure = session.failDeferred {
+      session.failDeferred = nil
+      return messages.map { _ in .refused(failure) }
+    }
+    var accounts: [String?] = []
+    var targets: [Target?] = []
+    for message in messages {
+      let method: String
+      let params: JSONValue?
+      switch message {
+      case .request(_, let name, let given), .notification(let name, let given):
+        method = name
+        params = given
+      default:
+        accounts.append(nil)
+        targets.append(Target.none)
+        continue
+      }
+      guard session.lifecycle == .running, !Self.accountFree.contains(method), table.entry(method) != nil else {
+        accounts.append(nil)
+        targets.append(Target.none)
+        continue
+      }
+      let named: String?
+      if case .object(let object)? = params, let value = object["account"] {
+        guard case .string(let text) = value else {
+          accounts.append(nil)
+          targets.append(.refused(.invalidParams("\(method): params.account must be a string")))
+          continue
+        }
+        named = text
+      } else {
+        named = nil
+      }
+      switch hosted.account(for: session, named: named, method: method) {
+      case .success(let account):
+        accounts.append(account)
+        targets.append(nil)
+      case .failure(let error):
+        accounts.append(nil)
+        targets.append(.refused(error))
+      }
+    }
+    // Every account the frame acts on must be idle before any of its requests runs.
+    for account in Set(accounts.compactMap { $0 }) where !hosted.ready(account, for: session) { return nil }
+    return zip(accounts, targets).map { account, target in
+      if let target { return target }
+      guard let account, let tenant = hosted.tenants[account] else { return Target.none }
+      if let refusal = hosted.admitRate(account, session: session) { return .refused(refusal) }
+      return .tenant(tenant)
+    }
   }
 }

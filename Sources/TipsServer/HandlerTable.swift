@@ -7,10 +7,18 @@ struct HandlerTable: Sendable {
   /// Decodes the params, runs the handler and encodes its result (the reply's bytes).
   typealias Run = @Sendable (RequestID?, JSONValue?, RequestContext) -> Result<[UInt8], ResponseError>
 
+  /// Like ``Run``, for a handler that answers later (a read of PostgreSQL): the reply's bytes are handed to the
+  /// completion, on the loop.
+  typealias AsyncRun = @Sendable (
+    RequestID?, JSONValue?, RequestContext, @escaping (Result<[UInt8], ResponseError>) -> Void
+  ) -> Void
+
   /// A method's handler and its slot among the methods (where `/metrics` counts it).
   struct Entry: Sendable {
     var run: Run
     var slot: Int
+    /// Set for a handler that answers asynchronously; ``run`` is then unused.
+    var runAsync: AsyncRun? = nil
   }
 
   private(set) var handlers: [String: Entry] = [:]
@@ -27,7 +35,7 @@ struct HandlerTable: Sendable {
       if R.isTestingOnly && !context.services.configuration.allowTesting {
         return .failure(.testingDisabled(method: R.method))
       }
-      if let refusal = context.services.sync?.refusal(for: R.method) { return .failure(refusal) }
+      if let refusal = context.tenant.sync?.refusal(for: R.method) { return .failure(refusal) }
       do throws(ResponseError) {
         let request = try Messages.decode(R.self, params: params)
         let response = try handler(request, context)
@@ -36,6 +44,35 @@ struct HandlerTable: Sendable {
         return .failure(error)
       }
     }
+  }
+
+  /// Registers the handler of `R` that answers through `reply`, at once or later (on the loop). The session reads no
+  /// further request until it has.
+  mutating func onAsync<R: RequestType>(
+    _ type: R.Type,
+    _ handler: @escaping @Sendable (R, RequestContext, @escaping (Result<R.Response, ResponseError>) -> Void) -> Void
+  ) {
+    precondition(handlers[R.method] == nil, "two handlers for \(R.method)")
+    methods.append(R.method)
+    let run: AsyncRun = { id, params, context, done in
+      if R.isTestingOnly && !context.services.configuration.allowTesting {
+        done(.failure(.testingDisabled(method: R.method)))
+        return
+      }
+      let request: R
+      do throws(ResponseError) {
+        request = try Messages.decode(R.self, params: params)
+      } catch {
+        done(.failure(error))
+        return
+      }
+      handler(request, context) { result in
+        done(result.map { response in OutgoingMessage.encodeResult(id: id) { response.write(to: &$0) } })
+      }
+    }
+    handlers[R.method] = Entry(
+      run: { _, _, _ in .failure(.invalidRequest("\(R.method) answers asynchronously")) }, slot: methods.count - 1,
+      runAsync: run)
   }
 
   subscript(method: String) -> Run? { handlers[method]?.run }

@@ -16,6 +16,11 @@ import TipsStore
 ///
 /// Not thread-safe: the loop thread only.
 final class HistoryRecorder {
+  /// Hosted mode: the account's history is stored by PostgreSQL, which gives each commit's entries their cursors;
+  /// the recorder's cursors are then provisional, and moved to what PostgreSQL gave after each commit
+  /// (``committed(lastCursor:)``).
+  func committed(lastCursor cursor: Int64) { lastCursor = cursor }
+
   /// False with `--history-days 0`: nothing is recorded.
   let enabled: Bool
   let appClosedEvent: String?
@@ -122,8 +127,8 @@ final class HistoryRecorder {
   /// Inlined into the caller for the hot path — a donation that changed no tip (nearly all of them), which records
   /// at most its own entry — so that nothing else (the clock closure, an array to return) is built for it.
   @inline(__always)
-  func record(
-    _ mutation: Mutation, leading: [HistoryEvent], now: () -> Timestamp, into turn: Turn,
+  func record<Sink: HistorySink>(
+    _ mutation: Mutation, leading: [HistoryEvent], now: () -> Timestamp, into turn: Sink,
     counters: ServerCounters
   ) -> [HistoryEvent]? {
     guard enabled else { return nil }
@@ -138,8 +143,8 @@ final class HistoryRecorder {
 
   /// ``record(_:leading:now:into:counters:)`` off the hot path.
   @inline(never)
-  private func recordEntries(
-    _ mutation: Mutation, leading: [HistoryEvent], now: () -> Timestamp, into turn: Turn,
+  private func recordEntries<Sink: HistorySink>(
+    _ mutation: Mutation, leading: [HistoryEvent], now: () -> Timestamp, into turn: Sink,
     counters: ServerCounters
   ) -> [HistoryEvent] {
     var streamed: [HistoryEvent] = []
@@ -160,7 +165,9 @@ final class HistoryRecorder {
 
   /// Stages a tracked event's donation entry with the next cursor.
   @inline(__always)
-  private func stageDonation(_ eventID: String, at: Timestamp, into turn: Turn, counters: ServerCounters) {
+  private func stageDonation<Sink: HistorySink>(
+    _ eventID: String, at: Timestamp, into turn: Sink, counters: ServerCounters
+  ) {
     lastCursor += 1
     turn.stageDonation(cursor: lastCursor, event: eventID, at: at)
     counters.historyEvents[HistoryEvent.Kind.donation.code] += 1
@@ -174,3 +181,14 @@ final class HistoryRecorder {
     }
   }
 }
+
+/// Where the recorder stages entries: the turn's batch (the datastore's commit), or a hosted account's own batch
+/// (its PostgreSQL commit). Both count what they stage as the request's durable work.
+protocol HistorySink: AnyObject {
+  /// Stages an entry (its cursor assigned).
+  func stage(historyEntry: HistoryEvent)
+  /// Stages a donation's entry (the hot path: encoded at once, no `HistoryEvent` built).
+  func stageDonation(cursor: Int64, event: String, at: Double)
+}
+
+extension Turn: HistorySink {}

@@ -5,19 +5,25 @@ import TipsProtocol
 struct RequestContext {
   let session: Session
   let services: Services
+  /// The account the request acts on: the daemon's one tenant, or in hosted mode the session's account (or the one
+  /// an admin named). Nil only for hosted mode's methods that act on no account (``Dispatcher/accountFree``),
+  /// whose handlers do not read it.
+  let tenant: Tenant!
   /// The method being handled, for error messages.
   let method: String
 
-  var engine: Engine { services.engine }
+  var engine: Engine { tenant.engine }
   /// The client's locale: tip copy in results is chosen by it.
   var locale: String? { session.locale }
 
-  func record(_ mutation: Mutation) { services.record(mutation) }
+  func record(_ mutation: Mutation, history: [HistoryEvent] = []) {
+    services.record(mutation, in: tenant, history: history)
+  }
 
   /// Runs an engine call, mapping its error to the protocol's (naming this method).
   func engine<T>(_ body: (Engine) throws(EngineError) -> T) throws(ResponseError) -> T {
     do {
-      return try body(services.engine)
+      return try body(tenant.engine)
     } catch {
       throw ResponseError(error, method: method)
     }

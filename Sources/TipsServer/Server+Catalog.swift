@@ -21,7 +21,19 @@ extension Server {
     }
     let applied: (Mutation, CatalogService.Summary)
     do {
-      applied = try catalogService.apply(next, to: engine)
+      if let hosted = services.hosted {
+        // Every resident account's engine follows the catalog; accounts loaded later register the new one.
+        let old = catalogService.current
+        for tenant in hosted.tenants.values {
+          let (mutation, _) = try catalogService.change(tenant.engine, from: old, to: next)
+          services.record(mutation, in: tenant)
+          tenant.history.refreshTrackedEvents(tenant.engine)
+          hosted.updateTime(of: tenant.account ?? "")
+        }
+        applied = try catalogService.apply(next, to: engine)
+      } else {
+        applied = try catalogService.apply(next, to: engine)
+      }
     } catch {
       logger.error("catalog reload failed part-way", [("trigger", trigger), ("error", "\(error)")])
       return CatalogReloadRequest.Response(
@@ -31,7 +43,10 @@ extension Server {
         ])
     }
     let (mutation, summary) = applied
-    services.record(mutation)
+    if let local {
+      services.record(mutation, in: local)
+      local.history.refreshTrackedEvents(engine)
+    }
     services.requestEndOfTurn()
     logger.info("catalog reloaded", [("trigger", trigger)] + summary.logMetadata)
     return CatalogReloadRequest.Response(

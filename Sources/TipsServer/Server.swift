@@ -144,10 +144,12 @@ public final class Server {
     history.refreshTrackedEvents(engine)
     counters = ServerCounters(methods: Handlers.table.methods)
     let turn = Turn(store: store, logger: logger, counters: counters)
-    services = Services(
-      engine: engine, turn: turn, configuration: configuration, logger: logger, virtualClock: virtualClock,
-      history: history)
+    services = Services(turn: turn, configuration: configuration, logger: logger, virtualClock: virtualClock)
     dispatcher = Dispatcher(table: Handlers.table, services: services)
+    services.resumeInput = { [unowned self] session in
+      guard self.sessions[session.id] != nil else { return }
+      self.processBufferedInput(session)
+    }
     services.requestEndOfTurn = { [unowned self] in self.requestEndOfTurn() }
     services.stopDaemon = { [unowned self] status in
       self.exitStatus = status
@@ -160,10 +162,38 @@ public final class Server {
     if configuration.strictEvents && catalogService?.declaredEvents == nil {
       throw ServerError("--strict-events needs a --catalog that declares its events (\"events\": [{\"id\", \"description\"}])")
     }
-    if let sync = configuration.sync {
-      services.sync = try SyncService(configuration: sync, store: store, services: services)
+    if let hostedConfiguration = configuration.hosted {
+      guard let catalogService else { throw ServerError("--hosted needs --catalog FILE") }
+      var adminToken: String?
+      if let file = configuration.web.tokenFile { adminToken = try TokenFile.ensure(file).token }
+      let hosted = try HostedService(
+        configuration: hostedConfiguration, services: services, loop: loop, logger: logger, catalog: catalogService,
+        adminToken: adminToken, clock: engineClock)
+      services.hosted = hosted
+      hosted.release = { [unowned self] sessions, success in
+        for session in sessions where self.sessions[session.id] != nil {
+          _ = self.flush(session, committed: success)
+          if session.outbound.hasWork { self.services.markDirty(session) }
+        }
+      }
+      hosted.closeSession = { [unowned self] session, error in
+        guard self.sessions[session.id] != nil, !session.outbound.closing else { return }
+        self.services.stage(.reply(.error(id: nil, error)), on: session)
+        session.closeAfterOwed()
+      }
+      hosted.sessionsOfAccount = { [unowned self] account in
+        self.sessions.values.filter { $0.principal?.account == account }
+      }
+    } else {
+      let tenant = services.makeLocalTenant(engine: engine, history: history)
+      if let sync = configuration.sync {
+        tenant.sync = try SyncService(configuration: sync, store: store, services: services, tenant: tenant)
+      }
     }
   }
+
+  /// The daemon's one tenant (a daemon serving one user's state).
+  var local: Tenant? { services.local }
 
   /// A fresh install id: 128 random bits in hex.
   static func randomInstallID() -> String {
@@ -178,9 +208,9 @@ public final class Server {
   /// time-driven wake-ups.
   public func start() {
     loop.afterEachTurn { [unowned self] in self.endOfTurn() }
-    if services.virtualClock == nil {
+    if services.virtualClock == nil, let local {
       timeDriver = TimeDriver(timer: loop.makeTimer(), engine: engine, logger: logger) { [unowned self] mutation in
-        self.services.record(mutation)
+        self.services.record(mutation, in: local)
       }
     }
     let tick = loop.makeTimer()
@@ -191,7 +221,8 @@ public final class Server {
     }
     housekeeping = tick
     pruneHistoryIfDue()
-    services.sync?.start(loop: loop)
+    local?.sync?.start(loop: loop)
+    services.hosted?.start()
     requestEndOfTurn()
   }
 
@@ -202,11 +233,23 @@ public final class Server {
   func pruneHistoryIfDue() {
     let now = engine.clock.now()
     guard abs(now - lastPrune) >= 3_600 else { return }
-    guard services.history.enabled || lastPrune == -.infinity else { return }
+    if let hosted = services.hosted {
+      // Hosted: PostgreSQL's history of every account (any node may prune; it is idempotent).
+      lastPrune = now
+      let cutoff = configuration.recordsHistory ? now - configuration.historyDays * 86_400 : .infinity
+      hosted.store.pruneHistory(before: cutoff) { [logger] result in
+        if case .success(let deleted) = result, deleted > 0 {
+          logger.info("pruned the lifecycle history", [("chunks", String(deleted))])
+        }
+      }
+      return
+    }
+    guard let history = local?.history else { return }
+    guard history.enabled || lastPrune == -.infinity else { return }
     lastPrune = now
     do {
       let deleted =
-        services.history.enabled
+        history.enabled
         ? try store.pruneHistory(before: now - configuration.historyDays * 86_400) : try store.deleteHistory()
       if deleted > 0 { logger.info("pruned the lifecycle history", [("entries", String(deleted))]) }
     } catch {
@@ -233,9 +276,10 @@ public final class Server {
   public func finish() {
     guard !finished else { return }
     finished = true
-    services.sync?.beforeCommit()
+    local?.sync?.beforeCommit()
     _ = services.turn.commit()
-    services.sync?.stop()
+    local?.sync?.stop()
+    services.hosted?.stop()
     timeDriver?.close()
     housekeeping?.close()
     for session in sessions.values where !session.stream.isClosed {
@@ -253,7 +297,9 @@ public final class Server {
 
   /// Serves a new connection. `primary`: the daemon stops when it closes (stdio). `transport` names how it is
   /// connected (`stdio`, `unix`, `websocket`).
-  public func accept(_ stream: any ByteStream, primary: Bool = false, transport: String = "unix") {
+  public func accept(
+    _ stream: any ByteStream, primary: Bool = false, transport: String = "unix", identity: (any Sendable)? = nil
+  ) {
     if stopping {
       stream.close(after: false, reason: "daemon stopping")
       return
@@ -270,6 +316,10 @@ public final class Server {
       queueLimit: configuration.outgoingQueueLimit, isPrimary: primary, transport: transport)
     sessions[session.id] = session
     counters.connectionsAccepted[transport, default: 0] += 1
+    if let principal = identity as? Principal, let hosted = services.hosted {
+      // Signed in by the WebSocket upgrade's token.
+      hosted.signedIn(session, as: principal)
+    }
     stream.onData = { [unowned self, unowned session] bytes in self.received(bytes, on: session) }
     stream.onClose = { [unowned self, unowned session] reason in self.closed(session, reason: reason) }
     stream.startReading()
@@ -283,9 +333,20 @@ public final class Server {
   public func prometheusText() -> String {
     counters.render(
       ServerCounters.Gauges(
-        connections: connectionsByTransport, subscriptions: services.subscriptions.countsByKind,
-        datastoreBytes: try? store.sizeBytes(), historyCursor: services.history.lastCursor,
+        connections: connectionsByTransport, subscriptions: subscriptionCounts,
+        datastoreBytes: services.hosted == nil ? try? store.sizeBytes() : nil,
+        historyCursor: local?.history.lastCursor ?? 0,
         uptimeSeconds: Double(loop.now - startedAt) / 1000, version: TipsdVersion.server))
+  }
+
+  /// Open subscriptions by kind, over every tenant.
+  var subscriptionCounts: [String: Int] {
+    if let local { return local.subscriptions.countsByKind }
+    var counts: [String: Int] = [:]
+    for tenant in services.hosted?.tenants.values ?? [:].values {
+      for (kind, count) in tenant.subscriptions.countsByKind { counts[kind, default: 0] += count }
+    }
+    return counts
   }
 
   /// Connections by transport (`unix`, `websocket`, `stdio`).
@@ -297,7 +358,8 @@ public final class Server {
 
   private func closed(_ session: Session, reason: CloseReason) {
     logger.debug("client disconnected", [("connection", String(session.id)), ("reason", "\(reason)")])
-    services.subscriptions.removeAll(of: session)
+    local?.subscriptions.removeAll(of: session)
+    services.hosted?.closed(session)
     sessions[session.id] = nil
     services.turn.forget(session)
     if session.isPrimary { beginStop() }
@@ -314,8 +376,8 @@ public final class Server {
   /// back-pressure: its requests wait — the rest of the read in the framer, later ones in the kernel — rather than
   /// their replies piling up). Checked after every message, so a read full of requests with large replies cannot
   /// overshoot the bound.
-  private func processBufferedInput(_ session: Session) {
-    while !session.outbound.closing {
+  func processBufferedInput(_ session: Session) {
+    while !session.outbound.closing && !session.isWaiting {
       let (wait, action) = session.outbound.mustPauseInput(transportPending: session.stream.pendingWriteBytes)
       if wait {
         if action == .pauseReading { session.stream.stopReading() }
@@ -325,7 +387,8 @@ public final class Server {
       guard let event = session.nextInput() else { break }
       switch event {
       case .message(let message):
-        dispatcher.handle(message, on: session)
+        // False: it waits for an account (hosted mode); the session was parked and resumes by itself.
+        guard dispatcher.handle(message, on: session) else { return }
       case .error(let error):
         protocolViolation(session, error)
         return
@@ -370,17 +433,22 @@ public final class Server {
   /// stream, resume connections whose output drained, and re-arm the time-driven timer.
   func endOfTurn() {
     endOfTurnRequested = false
-    services.sync?.beforeCommit()
+    if let hosted = services.hosted {
+      hostedEndOfTurn(hosted)
+      return
+    }
+    guard let local else { return }
+    local.sync?.beforeCommit()
     let committed = services.turn.commit()
     if !committed { restoreFromDatastore() }
     if services.turn.changed {
       services.turn.changed = false
-      for (session, note) in services.subscriptions.inspectNotifications() {
+      for (session, note) in local.subscriptions.inspectNotifications() {
         services.stage(.notification(note), on: session)
       }
     }
-    if services.subscriptions.hasCatchingUp && services.pumpAnalytics() { requestEndOfTurn() }
-    services.sync?.afterCommit(committed)
+    if local.subscriptions.hasCatchingUp && services.pumpAnalytics() { requestEndOfTurn() }
+    local.sync?.afterCommit(committed)
     var resumed: [Session] = []
     for session in services.turn.takeDirty() {
       if flush(session, committed: committed) { resumed.append(session) }
@@ -391,8 +459,32 @@ public final class Server {
     for session in resumed where sessions[session.id] != nil { processBufferedInput(session) }
     // The tips the restore moved back are notified now, after the failed turn's output (an analytics event staged
     // with it would have been dropped).
-    if !committed { services.record(engine.advanceTime()) }
+    if !committed { services.record(engine.advanceTime(), in: local) }
     if !stopping { timeDriver?.reschedule() }
+  }
+
+  /// Hosted mode's end of turn: every touched account's changes go to PostgreSQL in one transaction; the output of
+  /// the sessions it concerns waits for it (``HostedService``'s commit releases it), the others' is handed over now.
+  private func hostedEndOfTurn(_ hosted: HostedService) {
+    if services.turn.changed {
+      services.turn.changed = false
+      for tenant in hosted.tenants.values where tenant.changed {
+        tenant.changed = false
+        for (session, note) in tenant.subscriptions.inspectNotifications() {
+          services.stage(.notification(note), on: session)
+        }
+      }
+    }
+    let dirty = services.turn.takeDirty()
+    let held = hosted.commitTurn(dirty: dirty)
+    var resumed: [Session] = []
+    for session in dirty where sessions[session.id] != nil && !held.contains(ObjectIdentifier(session)) {
+      guard session.awaitingBatch == nil else { continue }
+      if flush(session, committed: true) { resumed.append(session) }
+      if session.outbound.hasWork { services.turn.markDirty(session) }
+    }
+    for session in resumed where sessions[session.id] != nil { processBufferedInput(session) }
+    if !stopping { hosted.afterTurn() }
   }
 
   /// After a failed commit, the engine's durable state and the history recorder's memory (the newest cursor, each
@@ -409,7 +501,7 @@ public final class Server {
       let snapshot = try store.load()
       let history = try store.historyState()
       engine.restore(snapshot)
-      services.history.restore(history)
+      local?.history.restore(history)
     } catch {
       logger.error(
         "cannot read the datastore again after a failed commit; the daemon's state is ahead of it until a restart",
@@ -425,7 +517,7 @@ public final class Server {
   /// soon as the two together would reach the high water: every decision is then the one the state machine would
   /// make had each message been written on its own (what the kernel takes of an earlier write only lowers what the
   /// transport holds).
-  private func flush(_ session: Session, committed: Bool) -> Bool {
+  func flush(_ session: Session, committed: Bool) -> Bool {
     let path = store.path
     session.outbound.commitFinished(success: committed) { id in
       OutgoingMessage.encodeError(id: id, error: .datastoreFailure(path: path))

@@ -54,6 +54,41 @@ public struct SyncConfiguration: Sendable {
   }
 }
 
+/// Hosted mode (`--hosted`): one daemon serves every user of an app, each user's state in PostgreSQL, each session
+/// signed in with the app's own JWT (its `sub` is the account) or the admin token (`--token-file`).
+public struct HostedConfiguration: Sendable {
+  /// `--hosted`: a `postgresql://` URI or libpq `key=value` string (may hold a password: never logged); a multi-host
+  /// URL with `target_session_attrs=read-write` follows a failover by itself.
+  public var server: String
+  /// `--node NAME`: this node's name, its device id in every account it serves (default: the host name, and the
+  /// first `--listen` port).
+  public var node: String
+  /// `--jwt-secret-file FILE`: HS256/384/512 secret.
+  public var jwtSecretFile: String?
+  /// `--jwks FILE`: RS256/ES256 keys by `kid` (re-read on SIGHUP).
+  public var jwksFile: String?
+  /// `--jwt-audience AUD` (repeatable): a token's `aud` must name one of them.
+  public var audiences: [String] = []
+  /// `--jwt-issuer ISS`: a token's `iss` must be it.
+  public var issuer: String?
+  /// `--jwt-leeway SECONDS`: clock skew allowed on `exp`, `nbf` and `iat`.
+  public var leeway: Double = 30
+  /// `--max-resident-accounts N`: accounts held in memory at most (least recently used ones without sessions are
+  /// dropped past it; their state is all in PostgreSQL).
+  public var maxResidentAccounts = 100_000
+  /// `--account-rate N`: requests a second per account (bursts of twice as many), answered -32015 beyond.
+  public var accountRate: Double = 50
+  /// `--account-max-donations N`: donations an account may keep (every event together); -32015 beyond.
+  public var accountMaxDonations = 100_000
+  /// Operations stored after an account's snapshot past which the compactor writes a new one (not an option).
+  public var compactionThreshold = 500
+
+  public init(server: String, node: String) {
+    self.server = server
+    self.node = node
+  }
+}
+
 /// Everything `tipsd serve` can be told. Defaults are what `tipsd serve` uses with no flags.
 public struct ServerConfiguration: Sendable {
   public var listen: Listen = .stdio
@@ -95,6 +130,8 @@ public struct ServerConfiguration: Sendable {
   public var installID: String?
   /// `--sync`, `--account`, `--device`, `--sync-outbox-limit`.
   public var sync: SyncConfiguration?
+  /// `--hosted` and its options: every user's state in PostgreSQL (then there is no datastore and no `--sync`).
+  public var hosted: HostedConfiguration?
   /// Peer uids (`SO_PEERCRED`) accepted on the Unix socket besides the daemon's own (`--allow-uid`, repeatable).
   public var allowedPeerUIDs: Set<UInt32> = []
   /// `--history-days`: days of lifecycle history kept (impressions, eligibility changes, invalidations, actions,

@@ -3,70 +3,101 @@ import TipsJSON
 import TipsLogging
 import TipsProtocol
 import TipsStore
+import TipsSystem
 
-/// What every handler may use: the engine, the subscriptions, the turn and the daemon's settings — one object the
-/// server builds once, instead of handlers reading server fields.
+/// What every handler may use: the tenants (one account's engine, subscriptions and history each), the turn and the
+/// daemon's settings — one object the server builds once, instead of handlers reading server fields.
 final class Services {
-  let engine: Engine
-  let subscriptions: SubscriptionRegistry
   let turn: Turn
   let configuration: ServerConfiguration
   let logger: Logger
   /// Set when the daemon runs with `--clock virtual`.
   let virtualClock: VirtualClock?
-  /// The lifecycle history: entries derived from mutations, cursors.
-  let history: HistoryRecorder
   /// `/metrics`.
   let counters: ServerCounters
+  /// Subscription ids, unique across tenants.
+  let subscriptionIDs = SubscriptionIDs()
+  /// The one tenant of a daemon serving one user's state (nil in hosted mode, where requests name theirs).
+  private(set) var local: Tenant?
+  /// Hosted mode (`--hosted`): every account's state in PostgreSQL.
+  var hosted: HostedService?
   /// Asks the loop to run the end of turn soon (work staged outside an I/O callback must not wait for one). Set by
   /// the server once it exists; called for every request, so `@exclusivity(unchecked)` (loop thread only).
   @exclusivity(unchecked) var requestEndOfTurn: () -> Void = {}
+  /// Handles the requests a session has waiting (its asynchronous reply was staged, its account became idle).
+  var resumeInput: (Session) -> Void = { _ in }
   /// `exit` over stdio: stop the daemon with this status.
   var stopDaemon: (ServerExit) -> Void = { _ in }
   /// The catalog the daemon serves (declared events, templates), if any.
   var catalog: CatalogService?
   /// `catalog/reload`: reload the catalog file and apply it (nil when the daemon has no catalog).
   var reloadCatalog: ((_ trigger: String) -> CatalogReloadRequest.Response)?
-  /// Sync across devices (`--sync`), if configured.
-  var sync: SyncService?
 
-  init(
-    engine: Engine, turn: Turn, configuration: ServerConfiguration, logger: Logger, virtualClock: VirtualClock?,
-    history: HistoryRecorder
-  ) {
-    self.engine = engine
-    self.subscriptions = SubscriptionRegistry()
+  init(turn: Turn, configuration: ServerConfiguration, logger: Logger, virtualClock: VirtualClock?) {
     self.turn = turn
     self.configuration = configuration
     self.logger = logger
     self.virtualClock = virtualClock
-    self.history = history
     self.counters = turn.counters
+  }
+
+  /// Makes the daemon's one tenant (a daemon serving one user's state).
+  func makeLocalTenant(engine: Engine, history: HistoryRecorder) -> Tenant {
+    let tenant = Tenant(account: nil, engine: engine, history: history, subscriptionIDs: subscriptionIDs, turn: turn)
+    local = tenant
+    return tenant
   }
 
   var store: Datastore { turn.store }
 
-  /// Records an engine mutation: its writes for this turn's commit, its changes as notifications to subscribers,
-  /// and the history entries it causes (after `leading`, the entries of the request itself: an impression, an
-  /// action) for the same commit and for the analytics stream; with sync, its synced writes become operations for
-  /// the account's other devices.
-  func record(_ mutation: Mutation, history leading: [HistoryEvent] = []) {
-    recordMerged(mutation, history: leading)
-    if let sync, !mutation.writes.isEmpty { sync.recordedLocal(mutation) }
+  /// Records an engine mutation of `tenant`: its writes for this turn's commit, its changes as notifications to the
+  /// tenant's subscribers, and the history entries it causes (after `leading`, the entries of the request itself:
+  /// an impression, an action) for the same commit and for the analytics stream; with sync (a device's `--sync`, or
+  /// a hosted account), its synced writes become operations for the account's other devices and nodes.
+  func record(_ mutation: Mutation, in tenant: Tenant, history leading: [HistoryEvent] = []) {
+    recordMerged(mutation, in: tenant, history: leading)
+    guard !mutation.writes.isEmpty else { return }
+    if let sync = tenant.sync { sync.recordedLocal(mutation) }
+    if let model = tenant.model, let hosted {
+      let effects = model.recordLocal(mutation.writes, wallNow: System.wallClockSeconds())
+      for merged in effects.mutations { recordMerged(merged, in: tenant) }
+      hosted.touched(tenant)
+    }
   }
 
   /// Records a mutation that merged other devices' state (or brought the engine to a merged value): persisted,
   /// recorded in the history and notified like any other, never sent back out as operations.
-  func recordMerged(_ mutation: Mutation, history leading: [HistoryEvent] = []) {
-    turn.stage(mutation.writes)
-    if !mutation.changes.isEmpty { turn.changed = true }
-    if history.enabled {
-      if let streamed = history.record(
-        mutation, leading: leading, now: { self.engine.clock.now() }, into: turn, counters: counters),
-        !streamed.isEmpty && subscriptions.hasAnalyticsSubscribers
+  func recordMerged(_ mutation: Mutation, in tenant: Tenant, history leading: [HistoryEvent] = []) {
+    let engine = tenant.engine
+    let subscriptions = tenant.subscriptions
+    if let hosted {
+      // A hosted account's writes are its operations (made by ``record(_:in:history:)``): PostgreSQL, not the
+      // datastore, stores them. The request is durable all the same.
+      if !mutation.writes.isEmpty {
+        turn.noteStaged(mutation.writes.count)
+        hosted.touched(tenant)
+      }
+      if !mutation.changes.isEmpty { tenant.changed = true }
+      if tenant.history.enabled,
+        let streamed = tenant.history.record(
+          mutation, leading: leading, now: { engine.clock.now() }, into: tenant, counters: counters),
+        !streamed.isEmpty
       {
-        for (session, note) in subscriptions.analyticsNotifications(for: streamed[...]) {
-          stage(.notification(note), on: session)
+        // Their cursors are PostgreSQL's, given at the commit: the analytics stream is fed then.
+        hosted.streamAfterCommit(streamed, of: tenant)
+      }
+      if !tenant.pendingHistory.isEmpty { hosted.touched(tenant) }
+    } else {
+      turn.stage(mutation.writes)
+      if !mutation.changes.isEmpty { turn.changed = true }
+      if tenant.history.enabled {
+        if let streamed = tenant.history.record(
+          mutation, leading: leading, now: { engine.clock.now() }, into: turn, counters: counters),
+          !streamed.isEmpty && subscriptions.hasAnalyticsSubscribers
+        {
+          for (session, note) in subscriptions.analyticsNotifications(for: streamed[...]) {
+            stage(.notification(note), on: session)
+          }
         }
       }
     }
@@ -99,8 +130,10 @@ final class Services {
   /// this point, so a subscriber that read the history to its end misses nothing by going live. Returns whether a
   /// replay goes on (the caller runs another turn).
   func pumpAnalytics() -> Bool {
+    guard let tenant = local else { return false }
+    let history = tenant.history
     var more = false
-    for subscriber in subscriptions.analyticsSubscribers.values where !subscriber.live {
+    for subscriber in tenant.subscriptions.analyticsSubscribers.values where !subscriber.live {
       let session = subscriber.session
       guard !session.outbound.closing else { continue }
       let owed = session.outbound.stagedBytes + session.outbound.queuedBytes + session.stream.pendingWriteBytes

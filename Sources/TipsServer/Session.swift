@@ -25,6 +25,30 @@ final class Session {
   let isPrimary: Bool
   /// How the client is connected (`stdio`, `unix`, `websocket`), for logs and counts.
   let transport: String
+  // MARK: Hosted mode
+
+  /// Who the session is signed in as (hosted mode); nil until it signs in.
+  var principal: Principal?
+  /// The message that waits for an account to be idle (its requests run once the account is loaded, or its commit
+  /// or catch-up finished); input is not read further meanwhile.
+  var deferred: [UInt8]?
+  /// The account it waits for.
+  var parkedOn: String?
+  /// The deferred message's requests are answered with this error instead of run (its account could not be read).
+  var failDeferred: ResponseError?
+  /// Its output waits for this commit (hosted mode: a change is acknowledged once PostgreSQL committed it).
+  var awaitingBatch: UInt64?
+  /// Something staged this turn announces or acknowledges a change (held until the turn's commit).
+  var heldForCommit = false
+  /// Replies being worked out asynchronously (a PostgreSQL read); input waits until they are staged, so replies
+  /// keep their order.
+  var pendingAsync = 0
+  /// Accounts it holds subscriptions in (an admin may hold them in several).
+  var subscribedAccounts: Set<String> = []
+
+  /// Whether requests must wait before the next message is handled.
+  var isWaiting: Bool { parkedOn != nil || awaitingBatch != nil || pendingAsync > 0 }
+
   /// Whole messages from a stream that delivers them (WebSocket), waiting to be handled; the framer is unused then.
   private var messages: [[UInt8]] = []
   private var messagesHead = 0
@@ -51,8 +75,12 @@ final class Session {
     }
   }
 
-  /// The next complete message (or framing error) received, if any.
+  /// The next complete message (or framing error) received, if any: the deferred one first.
   func nextInput() -> FramerEvent? {
+    if let deferred {
+      self.deferred = nil
+      return .message(deferred)
+    }
     guard stream.deliversMessages else { return framer.next() }
     guard messagesHead < messages.count else { return nil }
     let message = messages[messagesHead]
@@ -73,4 +101,19 @@ final class Session {
     outbound.beginClosing()
     stream.stopReading()
   }
+}
+
+/// Who a hosted session is signed in as.
+enum Principal: Equatable {
+  /// A user of the app: the token's `sub`; the session ends when the token stops being accepted (`exp` + leeway).
+  case user(account: String, expiresAt: Double, acceptedUntil: Double)
+  /// The admin token (`--token-file`): any account named in a call, and the admin methods.
+  case admin
+
+  var account: String? {
+    if case .user(let account, _, _) = self { return account }
+    return nil
+  }
+
+  var isAdmin: Bool { self == .admin }
 }

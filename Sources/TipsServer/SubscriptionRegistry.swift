@@ -77,8 +77,12 @@ final class SubscriptionRegistry {
   private(set) var analyticsSubscribers: [String: AnalyticsSubscriber] = [:]
   /// At most one per connection, by connection id.
   private(set) var inspectWatchers: [UInt64: InspectWatcher] = [:]
-  /// Subscription ids issued so far (`sub-1`, `sub-2`, …).
-  private var issued = 0
+  /// Where ids come from (`sub-1`, `sub-2`, …; shared by every tenant's registry).
+  private let ids: SubscriptionIDs
+
+  init(ids: SubscriptionIDs = SubscriptionIDs()) {
+    self.ids = ids
+  }
 
   var count: Int { observers.count + actionSubscribers.count + analyticsSubscribers.count + inspectWatchers.count }
 
@@ -95,17 +99,11 @@ final class SubscriptionRegistry {
   /// Whether any analytics subscriber is replaying the history.
   var hasCatchingUp: Bool { analyticsSubscribers.values.contains { !$0.live } }
 
-  private func makeID() -> String {
-    issued += 1
-    return "sub-\(issued)"
-  }
+  private func makeID() -> String { ids.next() }
 
   /// Whether this daemon ever issued `id` (unsubscribing an issued id that is gone is fine; a never-issued one is an
   /// error: a typo, or an id from another daemon run).
-  func isIssued(_ id: String) -> Bool {
-    guard id.hasPrefix("sub-"), let number = Int(id.dropFirst(4)) else { return false }
-    return number >= 1 && number <= issued
-  }
+  func isIssued(_ id: String) -> Bool { ids.isIssued(id) }
 
   /// A new `tips/observe` subscription; `initial` are the values the observe result gives the client.
   func observe(session: Session, tipIDs: Set<String>?, groups: Set<String>, initial: [TipState]) -> String {

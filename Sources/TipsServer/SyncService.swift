@@ -25,16 +25,19 @@ final class SyncService: SyncPumpDelegate {
   let server: SyncServer
   private let configuration: SyncConfiguration
   private unowned let services: Services
+  /// The daemon's one tenant, whose engine the model is kept equal to.
+  private unowned let tenant: Tenant
   private var pump: SyncPump?
   /// Outbox entries up to this seq are committed to the datastore (may be pushed).
   private var committedThrough: Int64
 
   /// Loads the model and, for a datastore that never synced, commits its identity and its existing state as this
   /// device's contribution.
-  init(configuration: SyncConfiguration, store: Datastore, services: Services) throws(ServerError) {
+  init(configuration: SyncConfiguration, store: Datastore, services: Services, tenant: Tenant) throws(ServerError) {
     self.configuration = configuration
     self.services = services
-    let engine = services.engine
+    self.tenant = tenant
+    let engine = tenant.engine
     do {
       server = try SyncServer(configuration.server)
       model = try SyncModel(
@@ -104,7 +107,7 @@ final class SyncService: SyncPumpDelegate {
 
   private func apply(_ effects: SyncEffects) {
     guard !effects.isEmpty else { return }
-    for mutation in effects.mutations { services.recordMerged(mutation) }
+    for mutation in effects.mutations { services.recordMerged(mutation, in: tenant) }
     services.turn.stageSync(effects.writes)
     services.requestEndOfTurn()
   }

@@ -57,6 +57,13 @@ final class Turn {
     changed = true
   }
 
+  /// Counts durable work staged elsewhere (a hosted account's history entries): the request that staged it is
+  /// acknowledged only after its commit.
+  func noteStaged(_ count: Int = 1) {
+    writesStaged += count
+    changed = true
+  }
+
   /// Stages the sync layer's writes for this turn's commit.
   func stageSync(_ writes: [SyncWrite]) {
     pendingSyncWrites.append(contentsOf: writes)

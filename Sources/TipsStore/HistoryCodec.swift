@@ -396,6 +396,33 @@ public struct HistoryBatch: Sendable {
     return previous
   }
 
+  /// One chunk as stored: its entries' encoding, relative to its first cursor (so it may be stored under another
+  /// first cursor: hosted mode's PostgreSQL gives each commit's chunks their cursors).
+  public struct EncodedChunk: Sendable {
+    public let first: Int64
+    public let count: Int
+    public let oldestAt: Double
+    public let newestAt: Double
+    public let bytes: [UInt8]
+  }
+
+  /// The chunks, encoded, in cursor order.
+  public var encodedChunks: [EncodedChunk] {
+    chunks.map {
+      EncodedChunk(
+        first: $0.first, count: $0.count, oldestAt: $0.oldestAt, newestAt: $0.newestAt,
+        bytes: Array(bytes[$0.start..<$0.end]))
+    }
+  }
+
+  /// The oldest cursor in the batch, if any.
+  public var firstCursor: Int64? { chunks.first?.first }
+
+  /// Decodes a stored chunk whose first entry has cursor `first`; nil when it is corrupt.
+  public static func decode(_ bytes: [UInt8], first: Int64) -> [HistoryEvent]? {
+    bytes.withUnsafeBytes { HistoryCodec.decode($0, first: first) }
+  }
+
   /// The entries, decoded (tests, and what a commit stored).
   public var events: [HistoryEvent] {
     var out: [HistoryEvent] = []

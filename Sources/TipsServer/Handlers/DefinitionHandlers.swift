@@ -11,7 +11,7 @@ extension Handlers {
 
     table.on(RegisterTipsRequest.self) { request, context throws(ResponseError) in
       context.record(context.engine.register(request.tips))
-      context.services.history.refreshTrackedEvents(context.engine)
+      context.tenant.history.refreshTrackedEvents(context.engine)
       var states: [TipStateInfo] = []
       for tip in request.tips { states.append(try context.tipState(tip.id)) }
       return TipStatesResult(tips: states)
@@ -29,7 +29,7 @@ extension Handlers {
     table.on(UnregisterTipsRequest.self) { request, context throws(ResponseError) in
       let known = request.ids.filter { context.engine.definition(of: $0) != nil }
       context.record(context.engine.unregister(request.ids))
-      context.services.history.refreshTrackedEvents(context.engine)
+      context.tenant.history.refreshTrackedEvents(context.engine)
       return IdsResult(ids: known)
     }
 

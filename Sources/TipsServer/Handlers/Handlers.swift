@@ -4,6 +4,14 @@ import TipsProtocol
 /// returns its typed response; whether the request was durable (its reply must wait for the commit) is derived from
 /// whether it staged writes, not declared.
 enum Handlers {
+  /// Definition methods, refused in hosted mode (-32014): there one catalog defines tips, groups, parameters and
+  /// events for every account.
+  static let hostedForbidden: Set<String> = [
+    RegisterTipsRequest.method, UnregisterTipsRequest.method, RegisterGroupRequest.method,
+    UnregisterGroupRequest.method, DefineParametersRequest.method, ConfigureRequest.method,
+    ConfigureEventRequest.method, InstantiateRequest.method,
+  ]
+
   static let table: HandlerTable = {
     var table = HandlerTable()
     registerLifecycle(&table)

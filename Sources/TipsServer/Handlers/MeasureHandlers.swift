@@ -10,8 +10,8 @@ extension Handlers {
     table.on(AnalyticsSubscribeRequest.self) { request, context throws(ResponseError) in
       let services = context.services
       let bounds = try historyBounds(context)
-      let head = services.history.lastCursor
-      let id = services.subscriptions.subscribeAnalytics(session: context.session, after: request.after, head: head)
+      let head = context.tenant.history.lastCursor
+      let id = context.tenant.subscriptions.subscribeAnalytics(session: context.session, after: request.after, head: head)
       // The replay starts after this turn's commit (Server.endOfTurn pumps it).
       if request.after != nil { services.requestEndOfTurn() }
       return AnalyticsSubscribeRequest.Response(subscription: id, head: head, oldest: bounds.oldestCursor)
@@ -42,7 +42,7 @@ extension Handlers {
     table.on(InspectStateRequest.self) { request, context throws(ResponseError) in
       var state = try inspectState(context)
       if request.watch {
-        state.subscription = context.services.subscriptions.watchInspect(session: context.session)
+        state.subscription = context.tenant.subscriptions.watchInspect(session: context.session)
       }
       return InspectStateRequest.Response(state: state)
     }
@@ -137,7 +137,7 @@ extension Handlers {
       overrides: InspectState.Overrides(
         showAll: overrides.showAll, hideAll: overrides.hideAll, show: overrides.show, hide: overrides.hide),
       history: InspectState.History(
-        enabled: services.history.enabled, days: configuration.historyDays, head: services.history.lastCursor,
+        enabled: context.tenant.history.enabled, days: configuration.historyDays, head: context.tenant.history.lastCursor,
         oldest: bounds.oldestCursor, appClosedEvent: configuration.appClosedEvent))
   }
 }

@@ -22,7 +22,7 @@ extension Handlers {
         try engine.recordDisplay(request.id, duration: request.duration)
       }
       let at = context.engine.record(of: request.id).lastDisplayedAt ?? context.engine.clock.now()
-      context.services.record(
+      context.record(
         mutation, history: [.impression(tip: request.id, variant: variant, at: at, duration: request.duration)])
       return try context.tipState(request.id)
     }
@@ -57,14 +57,14 @@ extension Handlers {
         tip: request.id, variant: context.engine.variant(of: request.id), at: context.engine.clock.now(),
         id: request.actionID, index: index)
       if request.invalidate ?? definition.actions[index].invalidates {
-        context.services.record(
+        context.record(
           try context.engine { engine throws(EngineError) in try engine.invalidate(request.id, reason: .actionPerformed) },
           history: [action])
       } else {
-        context.services.record(.none, history: [action])
+        context.record(.none, history: [action])
       }
       let services = context.services
-      for (session, note) in services.subscriptions.actionNotifications(tip: definition, actionIndex: index) {
+      for (session, note) in context.tenant.subscriptions.actionNotifications(tip: definition, actionIndex: index) {
         services.stage(.notification(note), on: session)
       }
       return try context.tipState(request.id)

@@ -13,7 +13,7 @@ extension Handlers {
         let current = try context.engine { engine throws(EngineError) in try engine.currentTip(ofGroup: group) }
         groups.append(GroupCurrentTip(group: group, tipID: current))
       }
-      let id = context.services.subscriptions.observe(
+      let id = context.tenant.subscriptions.observe(
         session: context.session, tipIDs: watched, groups: Set(request.groups ?? []), initial: states)
       var unknown: [String] = []
       for tipID in request.ids ?? [] where engine.definition(of: tipID) == nil && !unknown.contains(tipID) {
@@ -29,7 +29,7 @@ extension Handlers {
     }
 
     table.on(SubscribeActionsRequest.self) { request, context throws(ResponseError) in
-      let id = context.services.subscriptions.subscribeActions(session: context.session, tipIDs: request.tipIDs.map(Set.init))
+      let id = context.tenant.subscriptions.subscribeActions(session: context.session, tipIDs: request.tipIDs.map(Set.init))
       return SubscriptionResult(subscription: id)
     }
 
@@ -43,7 +43,7 @@ extension Handlers {
   static func unsubscribe(
     _ id: String, kind: SubscriptionRegistry.Kind, _ context: RequestContext
   ) throws(ResponseError) -> RemovedResult {
-    let subscriptions = context.services.subscriptions
+    let subscriptions = context.tenant.subscriptions
     guard subscriptions.isIssued(id) else { throw .unknownSubscription(method: context.method, id: id) }
     return RemovedResult(removed: subscriptions.unsubscribe(id, kind: kind, session: context.session))
   }

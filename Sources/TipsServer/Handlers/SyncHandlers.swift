@@ -4,7 +4,7 @@ extension Handlers {
   /// Sync across devices.
   static func registerSync(_ table: inout HandlerTable) {
     table.on(SyncStatusRequest.self) { _, context throws(ResponseError) in
-      context.services.sync?.status() ?? .disabled
+      context.tenant.sync?.status() ?? .disabled
     }
   }
 }

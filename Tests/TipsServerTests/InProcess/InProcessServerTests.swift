@@ -193,7 +193,7 @@ import Testing
     #expect(fixture.logged("disconnecting a client that is not reading", level: .warning), "\(fixture.logText)")
     #expect(performed < 1_000)
     #expect(fixture.server.connectionCount == 1)
-    #expect(fixture.server.services.subscriptions.count == 0, "its subscription went with it")
+    #expect(fixture.server.local!.subscriptions.count == 0, "its subscription went with it")
     #expect(try actor.result("events/donate", ["id": "after"])["count"] == 1)
   }
 
@@ -236,7 +236,7 @@ import Testing
     #expect(seen.map(\.value) == (0..<40).map { $0 % 2 == 0 })
     #expect(doomed.stream.hasClosed)
     #expect(fixture.server.connectionCount == 2)
-    #expect(fixture.server.services.subscriptions.count == 1)
+    #expect(fixture.server.local!.subscriptions.count == 1)
     #expect(!fixture.log.records.contains { $0.level >= .warning }, "\(fixture.logText)")
   }
 

@@ -93,7 +93,7 @@ import Testing
     #expect(stored.map(\.eventID) == ["filter.used", "app.backgrounded"])
     // A request that only records history (an action that does not invalidate) is durable: its reply waits for the
     // commit like a donation's.
-    #expect(fixture.server.services.history.lastCursor == 3)
+    #expect(fixture.server.local!.history.lastCursor == 3)
   }
 
   @Test func theMetricsOfAHandWorkedDayUnderTheVirtualClock() throws {

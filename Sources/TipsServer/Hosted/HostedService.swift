@@ -1,0 +1,566 @@
+import TipsAuth
+import TipsCatalog
+import TipsEngine
+import TipsHosted
+import TipsLogging
+import TipsProtocol
+import TipsStore
+import TipsSync
+import TipsSystem
+import TipsTransport
+
+/// Hosted mode (`tipsd serve --hosted`): one node serves every user of an app, each user's state in PostgreSQL.
+///
+/// - **Signing in.** A session presents the app's JWT (its `sub` is the account) or the admin token: in the
+///   WebSocket upgrade (Bearer header, `tipsd.token.<JWT>` subprotocol) or in `initialize`'s `auth`. It ends when its
+///   token stops being accepted unless `auth/refresh` replaces it.
+/// - **Tenants.** An account's engine is loaded on its first request (its snapshot and the operations after it),
+///   kept while it has sessions, and evicted least recently used past `--max-resident-accounts` (``Residency``).
+///   Requests for an account that is loading, committing or catching up wait (their session is parked), so the
+///   engine never runs ahead of PostgreSQL by more than the transaction in flight.
+/// - **Group commit.** At the end of each loop turn every touched account's operations and history entries go to
+///   PostgreSQL in one pipelined transaction (``HostedStore/commit(_:completion:)``); the turn's replies and
+///   notifications for those accounts wait for it. A failed commit answers -32016 and reads the accounts again.
+/// - **Other nodes and devices.** Their pushes arrive as fleet notifications; a resident account then pulls what it
+///   is missing and merges it (the sync model's rules), notifying its observers.
+///
+/// Loop thread only.
+final class HostedService {
+  let configuration: HostedConfiguration
+  let store: HostedStore
+  private unowned let services: Services
+  private let loop: any EventLoop
+  private let logger: Logger
+  private let catalog: CatalogService
+  /// The admin token (`--token-file`), if the daemon has one.
+  private let adminToken: String?
+  private(set) var verifier: TokenVerifier
+  private var residency: Residency
+  private(set) var tenants: [String: Tenant] = [:]
+  /// Sessions waiting for an account to be idle, by account.
+  private var parked: [String: [Session]] = [:]
+  /// Accounts with changes or history entries to commit at the end of this turn.
+  private var touchedThisTurn: [Tenant] = []
+  private var limiter: RateLimiter
+  /// When each resident account's engine next changes with time.
+  private var timeQueue = DeadlineQueue<String>()
+  /// When each signed-in user session's token stops being accepted, by session id.
+  private var expiries = DeadlineQueue<UInt64>()
+  private var sessionsByID: [UInt64: Session] = [:]
+  private var timeTimer: (any LoopTimer)?
+  private var timeTimerAt: Double?
+  private var housekeeping: (any LoopTimer)?
+  private let clock: any EngineClock
+
+  /// A commit in flight: the accounts in it, what each pushed, and the sessions whose output waits for it.
+  private struct Batch {
+    var accounts: [String] = []
+    var pushed: [String: [Int64]] = [:]
+    var historyCounts: [String: Int] = [:]
+    var streamed: [String: [HistoryEvent]] = [:]
+    var sessions: [Session] = []
+  }
+  private var batches: [UInt64: Batch] = [:]
+  private var nextBatch: UInt64 = 0
+  /// History entries recorded this turn that the analytics stream carries once committed, by account.
+  private var streamedThisTurn: [String: [HistoryEvent]] = [:]
+
+  // Hooks into the server.
+  /// Hand the output of these sessions over: their commit succeeded (true) or failed.
+  var release: ([Session], Bool) -> Void = { _, _ in }
+  /// Close a session after sending it this error (id null).
+  var closeSession: (Session, ResponseError) -> Void = { _, _ in }
+  /// The number of sessions signed in to each account, from the server's sessions.
+  var sessionsOfAccount: (String) -> [Session] = { _ in [] }
+
+  init(
+    configuration: HostedConfiguration, services: Services, loop: any EventLoop, logger: Logger,
+    catalog: CatalogService, adminToken: String?, clock: any EngineClock
+  ) throws(ServerError) {
+    self.configuration = configuration
+    self.services = services
+    self.loop = loop
+    self.logger = logger
+    self.catalog = catalog
+    self.adminToken = adminToken
+    self.clock = clock
+    do {
+      verifier = try TokenVerifier.load(
+        secretFile: configuration.jwtSecretFile, jwksFile: configuration.jwksFile, audiences: configuration.audiences,
+        issuer: configuration.issuer, leeway: configuration.leeway)
+    } catch {
+      throw ServerError("--hosted: \(error)")
+    }
+    let server: SyncServer
+    do {
+      server = try SyncServer(configuration.server)
+    } catch {
+      throw ServerError("--hosted: \(error.message)")
+    }
+    store = HostedStore(
+      loop: loop, configuration: HostedStore.Configuration(server: server, node: configuration.node), logger: logger)
+    residency = Residency(capacity: configuration.maxResidentAccounts)
+    limiter = RateLimiter(rate: configuration.accountRate)
+    store.onNotice = { [unowned self] notice in self.noticed(notice) }
+    store.onWritableChange = { [unowned self] writable in
+      self.logger.log(
+        writable ? .info : .warning, writable ? "hosted: PostgreSQL accepts changes" : "hosted: PostgreSQL is unavailable",
+        [("node", self.configuration.node)])
+    }
+    logger.info(
+      "hosted mode",
+      [
+        ("postgres", server.redacted), ("node", configuration.node),
+        ("max_resident_accounts", String(configuration.maxResidentAccounts)),
+        ("account_rate", String(configuration.accountRate)),
+      ])
+  }
+
+  func start() {
+    store.start()
+    let tick = loop.makeTimer()
+    tick.keepsLoopAlive = false
+    tick.start(afterMilliseconds: 1_000, repeatEvery: 1_000) { [unowned self] in self.everySecond() }
+    housekeeping = tick
+  }
+
+  func stop() {
+    housekeeping?.close()
+    timeTimer?.close()
+    store.stop()
+  }
+
+  /// Reads the JWT secret and JWKS files again (SIGHUP); a broken file keeps the keys in force.
+  func reloadKeys() {
+    do {
+      verifier = try TokenVerifier.load(
+        secretFile: configuration.jwtSecretFile, jwksFile: configuration.jwksFile, audiences: configuration.audiences,
+        issuer: configuration.issuer, leeway: configuration.leeway)
+      logger.info("hosted: signing keys reloaded")
+    } catch {
+      logger.error("hosted: signing keys not reloaded; the keys in force stay", [("error", "\(error)")])
+    }
+  }
+
+  // MARK: - Signing in
+
+  /// Who `token` signs in: the admin, or a user whose account is its `sub`.
+  func authenticate(_ token: String) -> Result<Principal, ResponseError> {
+    if let adminToken, AccessPolicy.constantTimeEqual(token, adminToken) { return .success(.admin) }
+    switch verifier.verify(token, now: System.wallClockSeconds()) {
+    case .success(let verified):
+      return .success(
+        .user(account: verified.subject, expiresAt: verified.expiresAt, acceptedUntil: verified.acceptedUntil))
+    case .failure(let error):
+      return .failure(.unauthorized(reason: error.code.rawValue, error.message))
+    }
+  }
+
+  /// A session signed in (or its token was refreshed): its expiry is watched, its account made resident.
+  func signedIn(_ session: Session, as principal: Principal) {
+    let previous = session.principal
+    session.principal = principal
+    sessionsByID[session.id] = session
+    if case .user(let account, _, let until) = principal {
+      expiries.set(session.id, until)
+      if previous?.account != account {
+        residency.sessionOpened(account)
+        perform(residency.need(account))
+      }
+    } else {
+      expiries.set(session.id, nil)
+    }
+  }
+
+  /// What `initialize` answers about the sign-in.
+  func signIn(of principal: Principal) -> SignIn {
+    switch principal {
+    case .admin: SignIn(account: nil, admin: true, expiresAt: nil)
+    case .user(let account, let expiresAt, _): SignIn(account: account, admin: false, expiresAt: expiresAt)
+    }
+  }
+
+  /// The session is gone: its account may be evicted, its subscriptions go.
+  func closed(_ session: Session) {
+    sessionsByID[session.id] = nil
+    expiries.set(session.id, nil)
+    if let account = session.parkedOn { parked[account]?.removeAll { $0 === session } }
+    for account in session.subscribedAccounts { tenants[account]?.subscriptions.removeAll(of: session) }
+    if let account = session.principal?.account { perform(residency.sessionClosed(account)) }
+  }
+
+  // MARK: - Which tenant a request acts on
+
+  /// The account a session's request acts on: the user's own, or the one an admin named (`params.account`).
+  func account(for session: Session, named: String?, method: String) -> Result<String, ResponseError> {
+    guard let principal = session.principal else {
+      return .failure(
+        .unauthorized(reason: "missing", "\(method): sign in first (initialize's auth.token, or a token on the connection)"))
+    }
+    switch principal {
+    case .admin:
+      guard let named else {
+        return .failure(.invalidParams("\(method): params.account: an admin session names the account it acts on"))
+      }
+      guard Subject.problem(named) == nil else {
+        return .failure(.invalidParams("\(method): params.account: not an account id"))
+      }
+      return .success(named)
+    case .user(let own, _, _):
+      if let named, named != own {
+        return .failure(.forbidden(method: method, "a session acts on its own account only"))
+      }
+      return .success(own)
+    }
+  }
+
+  /// Whether the account is idle (its engine may be used now); else it is loaded if absent and the session is
+  /// parked until it is idle.
+  func ready(_ account: String, for session: Session) -> Bool {
+    perform(residency.need(account))
+    if residency.isIdle(account), tenants[account] != nil { return true }
+    session.parkedOn = account
+    parked[account, default: []].append(session)
+    return false
+  }
+
+  /// The account's request rate (`--account-rate`), for a user's request; nil when within it.
+  func admitRate(_ account: String, session: Session) -> ResponseError? {
+    guard session.principal?.isAdmin != true else { return nil }
+    guard let wait = limiter.take(account, now: clock.now()) else { return nil }
+    return .quotaExceeded(
+      method: "request", quota: "rate", limit: Int(configuration.accountRate), retryAfter: wait,
+      "more than \(Int(configuration.accountRate)) requests a second for this account (--account-rate)")
+  }
+
+  /// Whether an account may keep one more donation (`--account-max-donations`).
+  func donationQuota(_ tenant: Tenant, method: String) -> ResponseError? {
+    var kept = 0
+    for event in tenant.engine.eventIDs { kept += tenant.engine.donations(event).count }
+    guard kept >= configuration.accountMaxDonations else { return nil }
+    return .quotaExceeded(
+      method: method, quota: "donations", limit: configuration.accountMaxDonations, retryAfter: nil,
+      "the account keeps \(kept) donations (--account-max-donations \(configuration.accountMaxDonations))")
+  }
+
+  // MARK: - Residency's actions
+
+  private func perform(_ actions: [Residency.Action]) {
+    for action in actions {
+      switch action {
+      case .load(let account): load(account)
+      case .resume(let account): resumeParked(account)
+      case .failWaiters(let account): failParked(account)
+      case .pull(let account): pull(account)
+      case .evict(let account): evict(account)
+      }
+    }
+  }
+
+  private func load(_ account: String) {
+    store.load(account) { [weak self] result in
+      guard let self else { return }
+      switch result {
+      case .success(let stored):
+        do {
+          try self.install(account, from: stored)
+          self.perform(self.residency.loaded(account, success: true))
+        } catch {
+          self.logger.error("hosted: cannot load an account", [("account", account), ("error", "\(error)")])
+          self.perform(self.residency.loaded(account, success: false))
+        }
+      case .failure(let error):
+        self.logger.warning("hosted: cannot load an account", [("account", account), ("error", error.message)])
+        self.loadFailure[account] = error.message
+        self.perform(self.residency.loaded(account, success: false))
+      }
+    }
+  }
+
+  /// Why the last load of an account failed, for the requests that waited.
+  private var loadFailure: [String: String] = [:]
+
+  /// A fresh engine for `account`: the catalog registered, variants assigned from the account id.
+  func makeEngine(account: String) throws -> Engine {
+    let engine = Engine(clock: clock, configuration: EngineConfiguration(canonicalDonationOrder: true))
+    _ = try engine.setInstallID(account)
+    _ = try catalog.current.register(in: engine)
+    return engine
+  }
+
+  /// Builds (or rebuilds, after a failed commit) the account's tenant from what PostgreSQL holds. A rebuilt tenant
+  /// keeps its subscriptions; observers are told of every tip whose value the reload changed.
+  private func install(_ account: String, from stored: HostedStore.StoredAccount) throws {
+    let engine = try makeEngine(account: account)
+    let (model, skipped) = try AccountLoader.load(
+      account: account, device: configuration.node, engine: engine, snapshot: stored.snapshot,
+      operations: stored.operations, wallNow: System.wallClockSeconds(),
+      isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local })
+    if skipped > 0 {
+      logger.warning("hosted: skipped operations this tipsd does not understand", [("account", account), ("count", String(skipped))])
+    }
+    let history = HistoryRecorder(
+      enabled: services.configuration.recordsHistory, appClosedEvent: services.configuration.appClosedEvent,
+      state: HistoryState(lastCursor: stored.historyCursor))
+    history.refreshTrackedEvents(engine)
+    if let tenant = tenants[account] {
+      let before = tenant.engine.states()
+      tenant.engine = engine
+      tenant.history = history
+      tenant.model = model
+      tenant.pendingHistory.removeAll()
+      // What the reload moved back (a change PostgreSQL never stored) reaches observers now.
+      var changes: [Change] = []
+      for state in engine.states() where !before.contains(where: { $0.id == state.id && $0.shouldDisplay == state.shouldDisplay && $0.status == state.status }) {
+        changes.append(.tip(state))
+      }
+      if !changes.isEmpty { services.recordMerged(Mutation(changes: changes), in: tenant) }
+    } else {
+      let tenant = Tenant(
+        account: account, engine: engine, history: history, subscriptionIDs: services.subscriptionIDs,
+        turn: services.turn)
+      tenant.model = model
+      tenants[account] = tenant
+    }
+    loadFailure[account] = nil
+    // A budget reached by merged displays may have queued an operation of this node's: commit it.
+    if model.outboxCount > 0, let tenant = tenants[account] { touched(tenant) }
+    updateTime(of: account)
+  }
+
+  private func resumeParked(_ account: String) {
+    updateTime(of: account)
+    guard let waiting = parked.removeValue(forKey: account) else { return }
+    for session in waiting where session.parkedOn == account {
+      session.parkedOn = nil
+      services.resumeInput(session)
+    }
+  }
+
+  private func failParked(_ account: String) {
+    guard let waiting = parked.removeValue(forKey: account) else { return }
+    let reason = loadFailure[account] ?? "the account could not be read"
+    for session in waiting where session.parkedOn == account {
+      session.parkedOn = nil
+      session.failDeferred = .unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)")
+      services.resumeInput(session)
+    }
+  }
+
+  private func evict(_ account: String) {
+    tenants[account] = nil
+    timeQueue.set(account, nil)
+    logger.debug("hosted: account evicted", [("account", account)])
+  }
+
+  // MARK: - Other nodes and devices
+
+  private func noticed(_ notice: HostedStore.Notice) {
+    switch notice {
+    case .operations(let account, let cursor):
+      guard let tenant = tenants[account], let model = tenant.model, cursor > model.cursor else { return }
+      perform(residency.othersWrote(account))
+    case .deleted(let account):
+      dropDeleted(account)
+    }
+  }
+
+  private func pull(_ account: String) {
+    guard let tenant = tenants[account], let model = tenant.model else {
+      perform(residency.pulled(account, success: false))
+      return
+    }
+    store.pull(account, after: model.cursor, limit: 1_000) { [weak self] result in
+      guard let self else { return }
+      switch result {
+      case .failure(let error):
+        self.logger.warning("hosted: catch-up failed", [("account", account), ("error", error.message)])
+        self.perform(self.residency.pulled(account, success: false))
+      case .success(let rows):
+        guard let tenant = self.tenants[account], tenant.model === model else { return }
+        if let last = rows.last {
+          let effects = model.applyRemote(rows.map(\.operation), cursor: last.cursor, wallNow: System.wallClockSeconds())
+          for mutation in effects.mutations { self.services.recordMerged(mutation, in: tenant) }
+          if model.outboxCount > 0 { self.touched(tenant) }
+        }
+        if rows.count >= 1_000 { _ = self.residency.othersWrote(account) }
+        self.perform(self.residency.pulled(account))
+        self.services.requestEndOfTurn()
+      }
+    }
+  }
+
+  /// An account erased (here or on another node): its sessions are closed, it leaves memory.
+  func dropDeleted(_ account: String) -> Int {
+    let sessions = sessionsOfAccount(account)
+    for session in sessions {
+      closeSession(session, .unauthorized(reason: "deleted", "the account was deleted"))
+    }
+    perform(residency.deleted(account))
+    if let waiting = parked.removeValue(forKey: account) {
+      for session in waiting {
+        session.parkedOn = nil
+        services.resumeInput(session)
+      }
+    }
+    return sessions.count
+  }
+
+  // MARK: - Committing
+
+  /// The account has changes or history entries for this turn's commit.
+  func touched(_ tenant: Tenant) {
+    guard !tenant.touched else { return }
+    tenant.touched = true
+    touchedThisTurn.append(tenant)
+  }
+
+  /// History entries the analytics stream carries once this turn's commit gives them their cursors.
+  func streamAfterCommit(_ entries: [HistoryEvent], of tenant: Tenant) {
+    guard let account = tenant.account else { return }
+    streamedThisTurn[account, default: []] += entries
+  }
+
+  /// The end of a loop turn: every touched account's changes go to PostgreSQL in one transaction. Returns the
+  /// sessions whose output must wait for it (the caller hands the others' over now).
+  func commitTurn(dirty: [Session]) -> Set<ObjectIdentifier> {
+    let touched = touchedThisTurn
+    touchedThisTurn.removeAll(keepingCapacity: true)
+    var changes: [HostedStore.AccountChanges] = []
+    var batch = Batch()
+    for tenant in touched {
+      tenant.touched = false
+      guard let account = tenant.account, let model = tenant.model else { continue }
+      let operations = model.outboxBatch(.max)
+      let chunks = tenant.pendingHistory.encodedChunks.map {
+        HostedStore.HistoryChunk(count: $0.count, firstAt: $0.oldestAt, lastAt: $0.newestAt, bytes: $0.bytes)
+      }
+      tenant.pendingHistory.removeAll()
+      guard !operations.isEmpty || !chunks.isEmpty else { continue }
+      changes.append(HostedStore.AccountChanges(account: account, operations: operations, history: chunks))
+      batch.accounts.append(account)
+      batch.pushed[account] = operations.map(\.seq)
+      batch.historyCounts[account] = chunks.reduce(0) { $0 + $1.count }
+      if let streamed = streamedThisTurn.removeValue(forKey: account) { batch.streamed[account] = streamed }
+      residency.committing(account)
+    }
+    streamedThisTurn.removeAll()
+    var held: Set<ObjectIdentifier> = []
+    for session in dirty where session.heldForCommit {
+      session.heldForCommit = false
+      guard !changes.isEmpty else { continue }
+      held.insert(ObjectIdentifier(session))
+      batch.sessions.append(session)
+    }
+    guard !changes.isEmpty else { return held }
+    nextBatch += 1
+    let id = nextBatch
+    for session in batch.sessions { session.awaitingBatch = id }
+    batches[id] = batch
+    store.commit(changes) { [weak self] result in self?.committed(id, result) }
+    return held
+  }
+
+  private func committed(_ id: UInt64, _ result: Result<[String: HostedStore.Committed], HostedError>) {
+    guard let batch = batches.removeValue(forKey: id) else { return }
+    var success = true
+    switch result {
+    case .success(let answers):
+      for account in batch.accounts {
+        guard let tenant = tenants[account], let model = tenant.model else { continue }
+        let pushed = batch.pushed[account] ?? []
+        _ = model.pushed(pushed)
+        let answer = answers[account]
+        if let last = answer?.lastCursor, !model.advanceCursorAfterPush(pushed: pushed.count, lastCursor: last) {
+          _ = residency.othersWrote(account)
+        }
+        if let first = answer?.historyFirst.first, let count = batch.historyCounts[account], count > 0 {
+          let provisionalLast = tenant.history.lastCursor
+          let provisionalFirst = provisionalLast - Int64(count) + 1
+          tenant.history.committed(lastCursor: first + Int64(count) - 1)
+          if let streamed = batch.streamed[account], tenant.subscriptions.hasAnalyticsSubscribers {
+            let moved = streamed.map { entry -> HistoryEvent in
+              var entry = entry
+              entry.cursor = first + (entry.cursor - provisionalFirst)
+              return entry
+            }
+            for (session, note) in tenant.subscriptions.analyticsNotifications(for: moved[...]) {
+              services.stage(.notification(note), on: session)
+            }
+          }
+        }
+        perform(residency.committed(account, success: true))
+      }
+    case .failure(let error):
+      success = false
+      logger.warning(
+        "hosted: commit failed; the accounts are read again", [("accounts", String(batch.accounts.count)), ("error", error.message)])
+      for account in batch.accounts { perform(residency.committed(account, success: false)) }
+    }
+    for session in batch.sessions where session.awaitingBatch == id { session.awaitingBatch = nil }
+    release(batch.sessions, success)
+    for session in batch.sessions { services.resumeInput(session) }
+    services.requestEndOfTurn()
+  }
+
+  // MARK: - Time
+
+  /// Re-arms an account's time-driven change (after a request or a commit changed its engine).
+  func updateTime(of account: String) {
+    guard let tenant = tenants[account] else { return }
+    timeQueue.set(account, tenant.engine.nextChangeTime())
+  }
+
+  /// Arms the one timer for the earliest time-driven change of any resident account (end of every turn).
+  func rearmTime() {
+    guard let earliest = timeQueue.earliest() else {
+      timeTimer?.stop()
+      timeTimerAt = nil
+      return
+    }
+    guard earliest != timeTimerAt else { return }
+    timeTimerAt = earliest
+    let timer = timeTimer ?? loop.makeTimer()
+    timer.keepsLoopAlive = false
+    timeTimer = timer
+    let milliseconds = UInt64(min(max(0, earliest - clock.now()) * 1000, 86_400_000).rounded(.up)) + 1
+    timer.start(afterMilliseconds: milliseconds) { [unowned self] in
+      self.timeTimerAt = nil
+      self.timePassed()
+    }
+  }
+
+  private func timePassed() {
+    let now = clock.now()
+    for account in timeQueue.popDue(now) {
+      guard let tenant = tenants[account] else { continue }
+      guard residency.isIdle(account) else {
+        // Busy: looked at again once idle (``resumeParked`` re-reads its next change).
+        continue
+      }
+      services.record(tenant.engine.advanceTime(), in: tenant)
+      updateTime(of: account)
+    }
+    services.requestEndOfTurn()
+  }
+
+  /// The touched accounts' next changes (their engines moved this turn).
+  func afterTurn() {
+    rearmTime()
+  }
+
+  private func everySecond() {
+    let now = System.wallClockSeconds()
+    for id in expiries.popDue(now) {
+      guard let session = sessionsByID[id] else { continue }
+      closeSession(session, .unauthorized(reason: "expired", "the session's token expired; sign in again"))
+    }
+    limiter.forgetFull(now: clock.now())
+  }
+
+  // MARK: - Reporting
+
+  var residentAccounts: Int { tenants.count }
+  var commitsInFlight: Int { batches.count }
+  func isResident(_ account: String) -> Bool { tenants[account] != nil }
+}

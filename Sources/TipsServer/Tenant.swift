@@ -1,0 +1,79 @@
+import TipsEngine
+import TipsStore
+import TipsSync
+
+/// One account's state on this daemon: its engine and what is kept beside it — its subscriptions, its lifecycle
+/// history's recorder and, in hosted mode, its merge model and the history entries its turn staged.
+///
+/// A daemon that serves one user's state has exactly one tenant (`account` nil), made at start and kept for the
+/// daemon's life. A hosted node (`tipsd serve --hosted`) holds one per resident account, made when the account is
+/// loaded from PostgreSQL and dropped when it is evicted or erased (see `HostedService`).
+///
+/// Loop thread only.
+final class Tenant {
+  /// The account (hosted mode); nil for a daemon serving one user's state.
+  let account: String?
+  /// Replaced when a hosted account is read again after a failed commit (its subscriptions stay).
+  var engine: Engine
+  let subscriptions: SubscriptionRegistry
+  var history: HistoryRecorder
+  /// `--sync`: the device's sync across devices (the local tenant only).
+  var sync: SyncService?
+
+  // MARK: Hosted mode
+
+  /// The account's merge model: a hosted node is one more device of every account it serves.
+  var model: SyncModel?
+  /// History entries this turn recorded for the account, committed with its operations.
+  @exclusivity(unchecked) var pendingHistory = HistoryBatch()
+  /// Whether the account is in this turn's list of accounts to commit.
+  var touched = false
+  /// Whether anything changed this turn (for its `inspect/changed` watchers).
+  var changed = false
+  /// Sessions whose requests wait for the account to be idle again (loading, committing, catching up).
+  var parked: [Session] = []
+  /// The turn, whose count of durable work the account's history entries add to.
+  private unowned let turn: Turn
+
+  init(
+    account: String?, engine: Engine, history: HistoryRecorder, subscriptionIDs: SubscriptionIDs, turn: Turn
+  ) {
+    self.account = account
+    self.engine = engine
+    self.history = history
+    self.subscriptions = SubscriptionRegistry(ids: subscriptionIDs)
+    self.turn = turn
+  }
+
+  /// For log lines.
+  var name: String { account ?? "-" }
+}
+
+extension Tenant: HistorySink {
+  func stage(historyEntry: HistoryEvent) {
+    pendingHistory.append(historyEntry)
+    turn.noteStaged()
+  }
+
+  func stageDonation(cursor: Int64, event: String, at: Double) {
+    pendingHistory.appendDonation(cursor: cursor, event: event, at: at)
+    turn.noteStaged()
+  }
+}
+
+/// Subscription ids (`sub-1`, `sub-2`, …), unique across every tenant of the daemon: an admin session may hold
+/// subscriptions in several accounts, and one account's ids mean nothing in another's.
+final class SubscriptionIDs {
+  private(set) var issued = 0
+
+  func next() -> String {
+    issued += 1
+    return "sub-\(issued)"
+  }
+
+  /// Whether this daemon ever issued `id`.
+  func isIssued(_ id: String) -> Bool {
+    guard id.hasPrefix("sub-"), let number = Int(id.dropFirst(4)) else { return false }
+    return number >= 1 && number <= issued
+  }
+}
