@@ -295,6 +295,50 @@ public final class HostedStore {
     }
   }
 
+  /// The account's history bounds: its oldest kept cursor and the oldest instant (nil when it keeps none).
+  public func historyBounds(
+    _ account: String, completion: @escaping (Result<(oldestCursor: Int64?, oldestAt: Double?), HostedError>) -> Void
+  ) {
+    reader.send([
+      .query("SELECT min(cursor), min(first_at) FROM tipsd.history WHERE account = $1", [account])
+    ]) { result in
+      completion(
+        result.map { results in
+          let row = results.first?.rows.first
+          return (row?[0].flatMap { Int64($0) }, row?[1].flatMap { Double($0) })
+        })
+    }
+  }
+
+  /// Makes an account from an export: its snapshot (cursor 0: it has no operations yet) and its history chunks, in
+  /// one transaction; refused (nothing written) when the account holds anything already.
+  public func importAccount(
+    _ account: String, snapshot: AccountSnapshot, history: [HistoryChunk],
+    completion: @escaping (Result<Void, HostedError>) -> Void
+  ) {
+    var statements: [PGStatement] = [
+      .query(
+        """
+        SELECT CASE WHEN EXISTS (SELECT 1 FROM tipsd.accounts WHERE account = $1 AND (last_cursor > 0 OR history_cursor > 0))
+          OR EXISTS (SELECT 1 FROM tipsd.snapshots WHERE account = $1)
+        THEN 1 / 0 ELSE 0 END
+        """, [account]),
+      .query("INSERT INTO tipsd.accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING", [account]),
+      .query("INSERT INTO tipsd.snapshots (account, cursor, state) VALUES ($1, 0, $2)", [account, snapshot.json.jsonString]),
+    ]
+    for chunk in history {
+      statements.append(
+        .prepared(
+          Statement.history, [account, String(chunk.count), "\(chunk.firstAt)", "\(chunk.lastAt)", Hex.bytea(chunk.bytes)]))
+    }
+    writer.send(statements) { result in
+      completion(
+        result.map { _ in () }.mapError { error in
+          error.message.contains("division by zero") ? HostedError("account \(account) already holds state") : error
+        })
+    }
+  }
+
   /// Accounts in id order after `after`, at most `limit`, with their last operation cursor.
   public func listAccounts(
     after: String?, limit: Int, completion: @escaping (Result<[(account: String, cursor: Int64)], HostedError>) -> Void

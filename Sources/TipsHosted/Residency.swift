@@ -119,6 +119,10 @@ public struct Residency: Sendable {
     return settle(account) + evictions(sparing: account)
   }
 
+  /// A read that must see everything stored and nothing new meanwhile (an analytics replay): the account's requests
+  /// wait until ``committed(_:success:)`` (success true) ends it.
+  public mutating func reading(_ account: String) { committing(account) }
+
   /// Others stored operations for `account` (a fleet notification past its cursor): pull when idle, or once idle.
   public mutating func othersWrote(_ account: String) -> [Action] {
     guard var entry = entries[account] else { return [] }

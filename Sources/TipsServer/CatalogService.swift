@@ -2,6 +2,7 @@ import TipsCatalog
 import TipsEngine
 import TipsJSON
 import TipsProtocol
+import TipsSystem
 
 /// The catalog the daemon serves (`--catalog`): loaded at start, reloaded on SIGHUP, `catalog/reload` and `--watch`.
 ///
@@ -31,9 +32,19 @@ final class CatalogService {
     CatalogLoader.load(path: path, messagesDirectory: messagesDirectory)
   }
 
+  /// The version of the catalog in force: 16 hex digits of FNV-1a (64-bit) over its file's bytes when it was adopted
+  /// (`/healthz` reports it, so a fleet's nodes can be seen to serve the same catalog).
+  private(set) var version: String?
+
   /// Makes `catalog` the one in force (after it was registered).
   func adopt(_ catalog: Catalog) {
     current = catalog
+    if let bytes = try? System.readFile(path) {
+      var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+      for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+      let hex = String(hash, radix: 16)
+      version = String(repeating: "0", count: 16 - hex.count) + hex
+    }
     declaredEvents = catalog.events.map { Set($0.map { $0.id }) }
   }
 

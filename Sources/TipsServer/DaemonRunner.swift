@@ -58,7 +58,10 @@ public enum DaemonRunner {
     var watchers: [SignalWatcher] = []
     if configuration.catalogPath != nil {
       do {
-        let hangup = try loop.onSignal(SIGHUP) { [unowned server] in server.reloadCatalog(trigger: "SIGHUP") }
+        let hangup = try loop.onSignal(SIGHUP) { [unowned server] in
+          server.services.hosted?.reloadKeys()
+          server.reloadCatalog(trigger: "SIGHUP")
+        }
         hangup.keepsLoopAlive = false
         watchers.append(hangup)
       } catch {
@@ -151,7 +154,17 @@ public enum DaemonRunner {
     listener.onLog = { isWarning, message, metadata in
       if isWarning { logger.warning(message, metadata) } else { logger.info(message, metadata) }
     }
-    listener.onConnection = { [unowned server] stream in server.accept(stream, transport: "websocket") }
+    listener.onConnection = { [unowned server] stream in
+      server.accept(stream, transport: "websocket", identity: stream.identity)
+    }
+    if let hosted = server.services.hosted {
+      listener.authenticate = { [unowned hosted] token in
+        switch hosted.authenticate(token) {
+        case .success(let principal): return .success(principal)
+        case .failure(let error): return .failure(UpgradeRefusal(status: 401, reason: error.message))
+        }
+      }
+    }
     let started = System.wallClockSeconds()
     let secure = tls != nil
     listener.onRequest = { [unowned server] request in
@@ -170,14 +183,28 @@ enum Health {
     let counts = server.connectionsByTransport
     var connections: JSONObject = ["total": .int(Int64(server.connectionCount))]
     for transport in ["unix", "websocket", "stdio"] { connections[transport] = .int(Int64(counts[transport] ?? 0)) }
-    let body: JSONValue = .object([
+    var body: JSONObject = [
       "status": "ok",
       "version": .string(TipsdVersion.server),
       "protocolVersion": .string(ProtocolVersion.current),
       "uptimeSeconds": .double((uptime * 1000).rounded() / 1000),
       "connections": .object(connections),
-    ])
-    return HTTPResponse(status: 200, body: body.serialized() + [0x0A], headers: [("Cache-Control", "no-store")])
+    ]
+    if let hosted = server.services.hosted {
+      // Hosted: still "ok" while PostgreSQL is away (reads and observations are served from memory; changes are
+      // refused with -32016), but said.
+      let writable = hosted.store.isWritable
+      body["status"] = writable ? "ok" : "degraded"
+      body["hosted"] = .object([
+        "node": .string(hosted.configuration.node),
+        "postgres": .string(writable ? "connected" : hosted.store.isIncompatible ? "incompatible" : "unavailable"),
+        "residentAccounts": .int(Int64(hosted.residentAccounts)),
+        "commitsInFlight": .int(Int64(hosted.commitsInFlight)),
+        "catalog": .string(server.catalogVersion ?? ""),
+      ])
+    }
+    return HTTPResponse(
+      status: 200, body: JSONValue.object(body).serialized() + [0x0A], headers: [("Cache-Control", "no-store")])
   }
 }
 

@@ -243,7 +243,9 @@ struct Dispatcher {
           + "catalog/reload or SIGHUP)")
     }
     var params = params
-    if session.principal?.isAdmin == true, case .object(var object)? = params, object["account"] != nil {
+    if session.principal?.isAdmin == true, !Self.accountFree.contains(method), case .object(var object)? = params,
+      object["account"] != nil
+    {
       object["account"] = nil
       params = .object(object)
     }

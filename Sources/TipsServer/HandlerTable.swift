@@ -35,7 +35,7 @@ struct HandlerTable: Sendable {
       if R.isTestingOnly && !context.services.configuration.allowTesting {
         return .failure(.testingDisabled(method: R.method))
       }
-      if let refusal = context.tenant.sync?.refusal(for: R.method) { return .failure(refusal) }
+      if let refusal = context.tenant?.sync?.refusal(for: R.method) { return .failure(refusal) }
       do throws(ResponseError) {
         let request = try Messages.decode(R.self, params: params)
         let response = try handler(request, context)

@@ -192,6 +192,9 @@ public final class Server {
     }
   }
 
+  /// The version of the catalog in force (`/healthz`).
+  var catalogVersion: String? { catalogService?.version }
+
   /// The daemon's one tenant (a daemon serving one user's state).
   var local: Tenant? { services.local }
 

@@ -134,6 +134,20 @@ final class SubscriptionRegistry {
     return subscriber.id
   }
 
+  /// Hosted mode: a new analytics subscriber's replay was read from PostgreSQL; `stage` gets its notifications, then
+  /// it is live.
+  func replayed(
+    _ id: String, events: [HistoryEvent], stage: (Session, StagedNotification) -> Void
+  ) {
+    guard let subscriber = analyticsSubscribers[id] else { return }
+    for event in events where event.cursor > subscriber.delivered {
+      let note = AnalyticsEventNotification(subscription: id, event: AnalyticsEventInfo(event))
+      stage(subscriber.session, StagedNotification(notification: note, shouldDisplay: nil))
+      subscriber.delivered = event.cursor
+    }
+    subscriber.live = true
+  }
+
   /// Arms the connection's inspect watcher (made on first use); returns its subscription id.
   func watchInspect(session: Session) -> String {
     if let watcher = inspectWatchers[session.id] {

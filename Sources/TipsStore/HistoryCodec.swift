@@ -415,6 +415,9 @@ public struct HistoryBatch: Sendable {
     }
   }
 
+  /// The kinds the metrics read (a bit per `HistoryEvent.Kind.code`).
+  public static var metricKinds: Int { HistoryCodec.metricKinds }
+
   /// The oldest cursor in the batch, if any.
   public var firstCursor: Int64? { chunks.first?.first }
 

@@ -1,3 +1,4 @@
+public import TipsEngine
 public import TipsJSON
 
 /// `accounts/export` (hosted mode, admin only): everything tipsd holds about one account, as JSON — a user's
@@ -22,16 +23,22 @@ public struct AccountsExportRequest: RequestType, Hashable {
     public var state: JSONValue
     /// Its lifecycle history, oldest first (the `analytics/event` shape without `subscription` and `seq`).
     public var history: [AnalyticsEventInfo]
+    /// The goal and app-closed donations its history recorded (`{cursor, event, at}`), oldest first: the analytics
+    /// stream does not carry them, the metrics read them.
+    public var donations: [HistoryEvent]
 
-    public init(account: String, exportedAt: Double, state: JSONValue, history: [AnalyticsEventInfo]) {
+    public init(
+      account: String, exportedAt: Double, state: JSONValue, history: [AnalyticsEventInfo], donations: [HistoryEvent]
+    ) {
       self.account = account
       self.exportedAt = exportedAt
       self.state = state
       self.history = history
+      self.donations = donations
     }
 
     public static let shape = ResultShape.object(
-      ObjectShape(["account", "exportedAt", "state", "history"]), schema: "AccountExport")
+      ObjectShape(["account", "exportedAt", "state", "history", "donations"]), schema: "AccountExport")
 
     public func write(to writer: inout JSONWriter) {
       writer.beginObject()
@@ -44,6 +51,19 @@ public struct AccountsExportRequest: RequestType, Hashable {
       writer.beginArray()
       for event in history { event.write(to: &writer) }
       writer.endArray()
+      writer.key("donations")
+      writer.beginArray()
+      for donation in donations {
+        writer.beginObject()
+        writer.key("cursor")
+        writer.writeInt(donation.cursor)
+        writer.key("event")
+        writer.writeString(donation.eventID ?? "")
+        writer.key("at")
+        writer.writeDouble(donation.at)
+        writer.endObject()
+      }
+      writer.endArray()
       writer.endObject()
     }
   }
@@ -53,7 +73,12 @@ extension AccountsExportRequest.Response: DecodableResult {
   public init(from r: ResultReader) throws(ResultDecodingError) {
     self.init(
       account: try r.string("account"), exportedAt: try r.double("exportedAt"), state: try r.value("state"),
-      history: try r.decodeArray("history", of: AnalyticsEventInfo.self))
+      history: try r.decodeArray("history", of: AnalyticsEventInfo.self),
+      donations: try r.array("donations").enumerated().map { index, item throws(ResultDecodingError) in
+        let entry = try ResultReader(item, path: "result.donations[\(index)]")
+        return HistoryEvent(
+          cursor: try entry.int64("cursor"), kind: .donation, at: try entry.double("at"), eventID: try entry.string("event"))
+      })
   }
 }
 

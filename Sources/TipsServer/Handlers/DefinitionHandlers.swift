@@ -70,6 +70,9 @@ extension Handlers {
             + "catalog's events (the daemon runs with --strict-events)",
           data: ["id": .string(request.id)])
       }
+      if let hosted = services.hosted, let refusal = hosted.donationQuota(context.tenant, method: DonateRequest.method) {
+        throw refusal
+      }
       let (count, lifetime, mutation) = try context.engine { engine throws(EngineError) in
         try engine.donate(request.id, info: request.info)
       }

@@ -13,7 +13,23 @@ extension Handlers {
       }
       session.locale = request.locale
       let services = context.services
-      if let installID = request.installID, services.configuration.installID == nil {
+      var signIn: SignIn?
+      if let hosted = services.hosted {
+        // Hosted: the session signs in here, unless its connection's token already did; variants follow the account.
+        if let token = request.authToken {
+          switch hosted.authenticate(token) {
+          case .success(let principal): hosted.signedIn(session, as: principal)
+          case .failure(let error): throw error
+          }
+        }
+        guard let principal = session.principal else {
+          throw .unauthorized(
+            reason: "missing",
+            "initialize: sign in with params.auth.token (the app's JWT, or the admin token) or present the token on the "
+              + "connection")
+        }
+        signIn = hosted.signIn(of: principal)
+      } else if let installID = request.installID, services.configuration.installID == nil {
         context.record(try context.engine { engine throws(EngineError) in try engine.setInstallID(installID) })
       }
       session.lifecycle = .running
@@ -22,7 +38,7 @@ extension Handlers {
         protocolVersion: ProtocolVersion.current, serverVersion: TipsdVersion.server,
         framings: ["newline", "contentLength"], virtualClock: services.virtualClock != nil,
         maxMessageSize: services.configuration.maxMessageSize, notifications: Messages.serverNotificationMethods,
-        methods: Messages.clientMethods)
+        methods: Messages.clientMethods, auth: signIn)
     }
 
     table.on(ShutdownRequest.self) { _, context throws(ResponseError) in

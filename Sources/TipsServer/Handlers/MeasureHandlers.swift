@@ -7,44 +7,115 @@ import TipsStore
 extension Handlers {
   /// The analytics stream, the metrics and the inspector's view.
   static func registerMeasuring(_ table: inout HandlerTable) {
-    table.on(AnalyticsSubscribeRequest.self) { request, context throws(ResponseError) in
-      let services = context.services
-      let bounds = try historyBounds(context)
-      let head = context.tenant.history.lastCursor
-      let id = context.tenant.subscriptions.subscribeAnalytics(session: context.session, after: request.after, head: head)
-      // The replay starts after this turn's commit (Server.endOfTurn pumps it).
-      if request.after != nil { services.requestEndOfTurn() }
-      return AnalyticsSubscribeRequest.Response(subscription: id, head: head, oldest: bounds.oldestCursor)
+    /// A replay (`after`) starts after this turn's commit (Server.endOfTurn pumps it); hosted mode reads it from
+    /// PostgreSQL before the subscription goes live.
+    table.onAsync(AnalyticsSubscribeRequest.self) { request, context, reply in
+      let tenant = context.tenant!
+      let head = tenant.history.lastCursor
+      if let hosted = context.services.hosted {
+        hosted.bounds(of: tenant) { bounds in
+          let id = tenant.subscriptions.subscribeAnalytics(session: context.session, after: request.after, head: head)
+          context.session.subscribedAccounts.insert(tenant.account ?? "")
+          let response = AnalyticsSubscribeRequest.Response(subscription: id, head: head, oldest: bounds?.oldestCursor)
+          guard let after = request.after else { return reply(.success(response)) }
+          hosted.replayAnalytics(of: tenant, to: id, after: after) { result in reply(result.map { response }) }
+        }
+        return
+      }
+      reply(
+        Result { () throws(ResponseError) in
+          let bounds = try historyBounds(context)
+          let id = tenant.subscriptions.subscribeAnalytics(session: context.session, after: request.after, head: head)
+          if request.after != nil { context.services.requestEndOfTurn() }
+          return AnalyticsSubscribeRequest.Response(subscription: id, head: head, oldest: bounds.oldestCursor)
+        })
     }
 
     table.on(AnalyticsUnsubscribeRequest.self) { request, context throws(ResponseError) in
       try unsubscribe(request.subscription, kind: .analytics, context)
     }
 
-    table.on(AnalyticsReadRequest.self) { request, context throws(ResponseError) in
-      let store = context.services.store
-      let events: [HistoryEvent]
-      do {
-        events = try store.history(after: request.after, limit: request.limit)
-      } catch {
-        throw .datastoreFailure(path: store.path)
+    table.onAsync(AnalyticsReadRequest.self) { request, context, reply in
+      if let hosted = context.services.hosted {
+        let tenant = context.tenant!
+        hosted.history(of: tenant.account ?? "", after: request.after, limit: request.limit, wanted: { $0.kind.isStreamed }) {
+          result in
+          hosted.bounds(of: tenant) { bounds in
+            reply(
+              result.map { events in
+                AnalyticsReadRequest.Response(
+                  events: events.map(AnalyticsEventInfo.init), next: events.last?.cursor ?? request.after,
+                  head: tenant.history.lastCursor, oldest: bounds?.oldestCursor)
+              })
+          }
+        }
+        return
       }
-      let bounds = try historyBounds(context)
-      return AnalyticsReadRequest.Response(
-        events: events.map(AnalyticsEventInfo.init), next: events.last?.cursor ?? request.after,
-        head: bounds.newestCursor, oldest: bounds.oldestCursor)
+      reply(
+        Result { () throws(ResponseError) in
+          let store = context.services.store
+          let events: [HistoryEvent]
+          do {
+            events = try store.history(after: request.after, limit: request.limit)
+          } catch {
+            throw .datastoreFailure(path: store.path)
+          }
+          let bounds = try historyBounds(context)
+          return AnalyticsReadRequest.Response(
+            events: events.map(AnalyticsEventInfo.init), next: events.last?.cursor ?? request.after,
+            head: bounds.newestCursor, oldest: bounds.oldestCursor)
+        })
     }
 
-    table.on(MetricsGetRequest.self) { request, context throws(ResponseError) in
-      MetricsGetRequest.Response(report: try metricsReport(request, context))
+    table.onAsync(MetricsGetRequest.self) { request, context, reply in
+      if let hosted = context.services.hosted {
+        let tenant = context.tenant!
+        let tips: [MetricsTip]
+        do throws(ResponseError) {
+          tips = try metricsTips(request, context)
+        } catch {
+          return reply(.failure(error))
+        }
+        let kinds = HistoryBatch.metricKinds
+        hosted.history(of: tenant.account ?? "", after: 0, limit: nil, wanted: { kinds & (1 << $0.kind.code) != 0 }) {
+          result in
+          hosted.bounds(of: tenant) { bounds in
+            reply(
+              result.map { history in
+                MetricsGetRequest.Response(
+                  report: Metrics.compute(
+                    history: history, tips: tips, configuration: context.services.configuration.metrics,
+                    since: request.since, until: request.until, now: tenant.engine.clock.now(),
+                    historyStart: bounds?.oldestAt))
+              })
+          }
+        }
+        return
+      }
+      reply(Result { () throws(ResponseError) in MetricsGetRequest.Response(report: try metricsReport(request, context)) })
     }
 
-    table.on(InspectStateRequest.self) { request, context throws(ResponseError) in
-      var state = try inspectState(context)
-      if request.watch {
-        state.subscription = context.tenant.subscriptions.watchInspect(session: context.session)
+    table.onAsync(InspectStateRequest.self) { request, context, reply in
+      func answer(_ bounds: HistoryBounds?) {
+        reply(
+          Result { () throws(ResponseError) in
+            let known: HistoryBounds
+            if let bounds { known = bounds } else { known = try historyBounds(context) }
+            var state = try inspectState(context, bounds: known)
+            if request.watch {
+              state.subscription = context.tenant.subscriptions.watchInspect(session: context.session)
+              context.session.subscribedAccounts.insert(context.tenant.account ?? "")
+            }
+            return InspectStateRequest.Response(state: state)
+          })
       }
-      return InspectStateRequest.Response(state: state)
+      if let hosted = context.services.hosted {
+        hosted.bounds(of: context.tenant) { bounds in
+          answer(HistoryBounds(oldestCursor: bounds?.oldestCursor, newestCursor: context.tenant.history.lastCursor, oldestAt: bounds?.oldestAt))
+        }
+      } else {
+        answer(nil)
+      }
     }
   }
 
@@ -61,11 +132,7 @@ extension Handlers {
     -> MetricsReport
   {
     let engine = context.engine
-    var tips: [MetricsTip] = []
-    for id in request.tips ?? engine.registeredTipIDs {
-      guard let definition = engine.definition(of: id) else { throw .unknownTip(id) }
-      tips.append(MetricsTip(definition))
-    }
+    let tips = try metricsTips(request, context)
     let store = context.services.store
     let history: [HistoryEvent]
     let bounds: HistoryBounds
@@ -80,8 +147,19 @@ extension Handlers {
       until: request.until, now: engine.clock.now(), historyStart: bounds.oldestAt)
   }
 
+  /// The tips `metrics/get` reports on (default: every registered tip).
+  static func metricsTips(_ request: MetricsGetRequest, _ context: RequestContext) throws(ResponseError) -> [MetricsTip] {
+    let engine = context.engine
+    var tips: [MetricsTip] = []
+    for id in request.tips ?? engine.registeredTipIDs {
+      guard let definition = engine.definition(of: id) else { throw .unknownTip(id) }
+      tips.append(MetricsTip(definition))
+    }
+    return tips
+  }
+
   /// Everything an inspector shows (`InspectState` in protocol/openrpc.json).
-  static func inspectState(_ context: RequestContext) throws(ResponseError) -> InspectState {
+  static func inspectState(_ context: RequestContext, bounds: HistoryBounds) throws(ResponseError) -> InspectState {
     let services = context.services
     let engine = context.engine
     let configuration = services.configuration
@@ -130,7 +208,6 @@ extension Handlers {
           currentTip: (try? engine.currentTip(ofGroup: id)) ?? nil))
     }
     let overrides = engine.overrideSummary
-    let bounds = try historyBounds(context)
     return InspectState(
       now: engine.clock.now(), virtualClock: services.virtualClock != nil, testing: configuration.allowTesting,
       displayFrequency: engine.displayFrequency, tips: tips, events: events, parameters: parameters, groups: groups,

@@ -15,6 +15,7 @@ extension Handlers {
       }
       let id = context.tenant.subscriptions.observe(
         session: context.session, tipIDs: watched, groups: Set(request.groups ?? []), initial: states)
+      if let account = context.tenant.account { context.session.subscribedAccounts.insert(account) }
       var unknown: [String] = []
       for tipID in request.ids ?? [] where engine.definition(of: tipID) == nil && !unknown.contains(tipID) {
         unknown.append(tipID)
@@ -30,6 +31,7 @@ extension Handlers {
 
     table.on(SubscribeActionsRequest.self) { request, context throws(ResponseError) in
       let id = context.tenant.subscriptions.subscribeActions(session: context.session, tipIDs: request.tipIDs.map(Set.init))
+      if let account = context.tenant.account { context.session.subscribedAccounts.insert(account) }
       return SubscriptionResult(subscription: id)
     }
 

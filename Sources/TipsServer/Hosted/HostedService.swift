@@ -2,6 +2,7 @@ import TipsAuth
 import TipsCatalog
 import TipsEngine
 import TipsHosted
+import TipsJSON
 import TipsLogging
 import TipsProtocol
 import TipsStore
@@ -51,6 +52,8 @@ final class HostedService {
   private var timeTimerAt: Double?
   private var housekeeping: (any LoopTimer)?
   private let clock: any EngineClock
+  private var writable = false
+  private var everWritable = false
 
   /// A commit in flight: the accounts in it, what each pushed, and the sessions whose output waits for it.
   private struct Batch {
@@ -103,8 +106,17 @@ final class HostedService {
     limiter = RateLimiter(rate: configuration.accountRate)
     store.onNotice = { [unowned self] notice in self.noticed(notice) }
     store.onWritableChange = { [unowned self] writable in
+      // Once connected: the first connection is not news, losing it and getting it back are.
+      guard writable != self.writable else { return }
+      if writable && !self.everWritable {
+        self.everWritable = true
+        self.writable = true
+        return
+      }
+      self.writable = writable
       self.logger.log(
-        writable ? .info : .warning, writable ? "hosted: PostgreSQL accepts changes" : "hosted: PostgreSQL is unavailable",
+        writable ? .notice : .warning,
+        writable ? "hosted: PostgreSQL accepts changes again" : "hosted: PostgreSQL is unavailable; changes are refused",
         [("node", self.configuration.node)])
     }
     logger.info(
@@ -558,7 +570,177 @@ final class HostedService {
     limiter.forgetFull(now: clock.now())
   }
 
+  // MARK: - History
+
+  /// The account's history bounds in PostgreSQL (nil when they cannot be read: the caller answers without them).
+  func bounds(of tenant: Tenant, _ done: @escaping ((oldestCursor: Int64?, oldestAt: Double?)?) -> Void) {
+    guard let account = tenant.account else { return done(nil) }
+    store.historyBounds(account) { done(try? $0.get()) }
+  }
+
+  /// The account's stored history after `cursor`, oldest first, the entries `wanted` keeps, at most `limit` (nil:
+  /// all). Everything of an idle account is stored (no commit of it is in flight), so nothing is missed.
+  func history(
+    of account: String, after cursor: Int64, limit: Int?, wanted: @escaping (HistoryEvent) -> Bool,
+    completion: @escaping (Result<[HistoryEvent], ResponseError>) -> Void
+  ) {
+    var collected: [HistoryEvent] = []
+    func page(after: Int64) {
+      store.history(account, after: after, limit: 64) { result in
+        switch result {
+        case .failure(let error):
+          completion(.failure(.unavailable(method: "history", retryAfter: 1, error.message)))
+        case .success(let chunks):
+          for chunk in chunks {
+            guard let events = HistoryBatch.decode(chunk.bytes, first: chunk.cursor) else {
+              completion(.failure(ResponseError(code: .internalError, message: "account \(account): a stored history chunk is unreadable")))
+              return
+            }
+            for event in events where event.cursor > cursor && wanted(event) {
+              collected.append(event)
+              if let limit, collected.count >= limit {
+                completion(.success(collected))
+                return
+              }
+            }
+          }
+          guard chunks.count == 64, let last = chunks.last else {
+            completion(.success(collected))
+            return
+          }
+          page(after: last.cursor + Int64(last.count) - 1)
+        }
+      }
+    }
+    page(after: cursor)
+  }
+
+  /// Replays the account's history after `cursor` to a new analytics subscriber, then makes it live: the account's
+  /// requests wait meanwhile, so no entry is committed between the replay and going live.
+  func replayAnalytics(
+    of tenant: Tenant, to subscription: String, after cursor: Int64, done: @escaping (Result<Void, ResponseError>) -> Void
+  ) {
+    guard let account = tenant.account else { return }
+    residency.reading(account)
+    history(of: account, after: cursor, limit: nil, wanted: { $0.kind.isStreamed }) { [weak self] result in
+      guard let self else { return }
+      if case .success(let events) = result {
+        done(.success(()))
+        tenant.subscriptions.replayed(subscription, events: events) { session, note in
+          self.services.stage(.notification(note), on: session)
+        }
+      } else if case .failure(let error) = result {
+        done(.failure(error))
+      }
+      self.perform(self.residency.committed(account, success: true))
+      self.services.requestEndOfTurn()
+    }
+  }
+
+  /// An account's export: its state as of its last stored operation and its whole history.
+  func export(_ account: String, completion: @escaping (Result<AccountsExportRequest.Response, ResponseError>) -> Void) {
+    store.load(account) { [weak self] result in
+      guard let self else { return }
+      switch result {
+      case .failure(let error):
+        completion(.failure(.unavailable(method: AccountsExportRequest.method, retryAfter: 1, error.message)))
+      case .success(let stored):
+        let snapshot: AccountSnapshot
+        do {
+          let engine = try self.makeEngine(account: account)
+          snapshot = try AccountLoader.snapshot(
+            account: account, engine: engine, snapshot: stored.snapshot, operations: stored.operations,
+            isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local })
+        } catch {
+          completion(.failure(ResponseError(code: .internalError, message: "account \(account): \(error)")))
+          return
+        }
+        self.history(of: account, after: 0, limit: nil, wanted: { _ in true }) { result in
+          completion(
+            result.map { events in
+              AccountsExportRequest.Response(
+                account: account, exportedAt: System.wallClockSeconds(), state: snapshot.json,
+                history: events.filter { $0.kind.isStreamed }.map(AnalyticsEventInfo.init),
+                donations: events.filter { !$0.kind.isStreamed })
+            })
+        }
+      }
+    }
+  }
+
+  /// Makes `account` from an export (it must hold nothing yet); drops any copy of it this node holds.
+  func importAccount(
+    _ account: String, from export: JSONObject, completion: @escaping (Result<Int, ResponseError>) -> Void
+  ) {
+    let method = AccountsImportRequest.method
+    let snapshot: AccountSnapshot
+    var entries: [HistoryEvent] = []
+    do throws(HostedError) {
+      guard let state = export["state"] else { throw HostedError("params.export.state is missing") }
+      snapshot = try AccountSnapshot(json: state)
+      let reader = try? ResultReader(.object(export), path: "params.export")
+      guard let reader else { throw HostedError("params.export must be an object") }
+      do throws(ResultDecodingError) {
+        entries += try reader.decodeArray("history", of: AnalyticsEventInfo.self).map { $0.event }
+        if reader.optionalValue("donations") != nil {
+          for (index, item) in try reader.array("donations").enumerated() {
+            let donation = try ResultReader(item, path: "params.export.donations[\(index)]")
+            entries.append(
+              HistoryEvent(
+                cursor: try donation.int64("cursor"), kind: .donation, at: try donation.double("at"),
+                eventID: try donation.string("event")))
+          }
+        }
+      } catch {
+        throw HostedError(error.message)
+      }
+    } catch {
+      completion(.failure(.invalidParams("\(method): \(error.message)")))
+      return
+    }
+    // New cursors, in the export's order.
+    entries.sort { $0.cursor < $1.cursor }
+    var batch = HistoryBatch()
+    for (index, entry) in entries.enumerated() {
+      var entry = entry
+      entry.cursor = Int64(index + 1)
+      batch.append(entry)
+    }
+    let chunks = batch.encodedChunks.map {
+      HostedStore.HistoryChunk(count: $0.count, firstAt: $0.oldestAt, lastAt: $0.newestAt, bytes: $0.bytes)
+    }
+    var imported = snapshot
+    imported.cursor = 0
+    store.importAccount(account, snapshot: imported, history: chunks) { [weak self] result in
+      switch result {
+      case .success:
+        // A copy held here (an empty account someone signed in to) is read again on its next request.
+        if let self, self.tenants[account] != nil, self.residency.isIdle(account) {
+          self.residency.committing(account)
+          self.perform(self.residency.committed(account, success: false))
+        }
+        completion(.success(entries.count))
+      case .failure(let error):
+        completion(
+          .failure(
+            error.message.contains("already holds")
+              ? .invalidParams("\(method): params.account: \(error.message)")
+              : .unavailable(method: method, retryAfter: 1, error.message)))
+      }
+    }
+  }
+
   // MARK: - Reporting
+
+  /// `sync/status` on a hosted node: PostgreSQL's connection (the writer's), this node's name as the device, and the
+  /// commits in flight as the outbox.
+  func syncStatus() -> SyncStatusRequest.Response {
+    let state = store.isIncompatible ? "incompatible" : store.isWritable ? "connected" : "disconnected"
+    return SyncStatusRequest.Response(
+      enabled: true, state: state, server: store.configuration.server.redacted, account: nil,
+      device: configuration.node, outbox: batches.count, outboxLimit: nil, lagSeconds: 0, cursor: 0, lastPushAt: nil,
+      lastPullAt: nil, lastError: store.lastError)
+  }
 
   var residentAccounts: Int { tenants.count }
   var commitsInFlight: Int { batches.count }

@@ -219,6 +219,8 @@ package final class PGConnection {
       watch(.writable, recreate: true)
     case PGRES_POLLING_OK:
       phase = .ready
+      // Notices (`NOTICE: schema "tipsd" already exists`) would otherwise be printed on the daemon's stderr by libpq.
+      PQsetNoticeProcessor(connection, { _, _ in }, nil)
       timer?.close()
       timer = nil
       _ = PQsetnonblocking(connection, 1)

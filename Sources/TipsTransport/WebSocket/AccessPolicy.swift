@@ -65,17 +65,8 @@ public struct AccessPolicy: Sendable {
   /// The token, as `Authorization: Bearer <token>` or as the offered subprotocol `tipsd.token.<token>` (then
   /// `tipsd.v1` must be offered too). Compared in constant time.
   public func checkToken(authorization: String?, protocols: String?) -> Verdict {
-    var presented: [String] = []
-    if let authorization {
-      let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-      if parts.count == 2, parts[0].lowercased() == "bearer" {
-        presented.append(parts[1].trimmingSpaces())
-      }
-    }
+    let presented = Self.presentedTokens(authorization: authorization, protocols: protocols)
     let offered = Self.offeredProtocols(protocols)
-    for name in offered where name.hasPrefix(Self.tokenSubprotocolPrefix) {
-      presented.append(String(name.dropFirst(Self.tokenSubprotocolPrefix.count)))
-    }
     guard !presented.isEmpty else {
       return .refuse(
         status: 401,
@@ -89,6 +80,22 @@ public struct AccessPolicy: Sendable {
       return .refuse(status: 400, reason: "offer the subprotocol \(Self.subprotocol)")
     }
     return .allow
+  }
+
+  /// The tokens a request presents: `Authorization: Bearer <token>`, then each offered `tipsd.token.<token>`
+  /// subprotocol.
+  public static func presentedTokens(authorization: String?, protocols: String?) -> [String] {
+    var presented: [String] = []
+    if let authorization {
+      let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+      if parts.count == 2, parts[0].lowercased() == "bearer" {
+        presented.append(parts[1].trimmingSpaces())
+      }
+    }
+    for name in offeredProtocols(protocols) where name.hasPrefix(tokenSubprotocolPrefix) {
+      presented.append(String(name.dropFirst(tokenSubprotocolPrefix.count)))
+    }
+    return presented
   }
 
   /// The names in a `Sec-WebSocket-Protocol` header (comma-separated, possibly repeated).

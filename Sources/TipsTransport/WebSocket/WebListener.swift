@@ -61,6 +61,17 @@ public struct HTTPResponse: Sendable {
   }
 }
 
+/// Why an upgrade is refused: an HTTP status and a reason for the client.
+public struct UpgradeRefusal: Error, Sendable, Equatable {
+  public var status: Int
+  public var reason: String
+
+  public init(status: Int, reason: String) {
+    self.status = status
+    self.reason = reason
+  }
+}
+
 /// Listens for HTTP and WebSocket clients on one or more addresses, on a `UVLoop`. Loop thread only.
 public final class WebListener {
   public struct Configuration: Sendable {
@@ -104,6 +115,15 @@ public final class WebListener {
   /// Connections to kill once the current lws callback returns.
   private var doomed: [WebSocketStream] = []
   private var killTimer: UVTimer?
+
+  /// Hosted mode: signs an upgrade in with the token it presents (a JWT or the admin token), returning who it is
+  /// (handed to the stream as ``WebSocketStream/identity``) or why it is refused (401). An upgrade that presents no
+  /// token is let through: the client signs in inside `initialize`. When set, the Host and Origin checks are not
+  /// made: a hosted node is a public service behind its own name, and its sessions are authorized by the token they
+  /// present, never by where a page comes from (no cookie or ambient access a foreign page could borrow).
+  public var authenticate: ((String) -> Result<any Sendable, UpgradeRefusal>)?
+  /// Who each upgrade signed in as, from ``authenticate``, until its connection is established.
+  private var identities: [UInt: any Sendable] = [:]
 
   /// A new WebSocket connection (authorized and upgraded). Call `startReading()` on it.
   public var onConnection: ((WebSocketStream) -> Void)?
@@ -282,6 +302,7 @@ public final class WebListener {
       return answerHTTP(wsi, path: input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "/")
     case LWS_CALLBACK_ESTABLISHED:
       let stream = WebSocketStream(wsi: wsi, listener: self)
+      stream.identity = identities.removeValue(forKey: UInt(bitPattern: wsi))
       user?.storeBytes(of: Unmanaged.passRetained(stream).toOpaque(), as: UnsafeMutableRawPointer.self)
       streams[UInt(bitPattern: wsi)] = stream
       if let onConnection { onConnection(stream) } else { stream.close(after: false, reason: "no handler") }
@@ -307,6 +328,8 @@ public final class WebListener {
     case LWS_CALLBACK_WSI_DESTROY:
       // The connection is gone for good (user data still intact): only now is it closed for the server.
       guard let user, let raw = user.load(as: UnsafeMutableRawPointer?.self) else {
+        // An upgrade signed in but never established.
+        identities[UInt(bitPattern: wsi)] = nil
         return lws_callback_http_dummy(wsi, reason, user, input, length)
       }
       user.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
@@ -332,6 +355,27 @@ public final class WebListener {
   /// The Host, Origin and token checks, before the WebSocket handshake completes.
   private func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
     guard let listener = listenAddress(of: wsi) else { return -1 }
+    if let authenticate {
+      let protocols = header(wsi, WSI_TOKEN_PROTOCOL)
+      let offered = AccessPolicy.offeredProtocols(protocols)
+      var refusal: UpgradeRefusal?
+      if !offered.isEmpty && !offered.contains(AccessPolicy.subprotocol) {
+        refusal = UpgradeRefusal(status: 400, reason: "offer the subprotocol \(AccessPolicy.subprotocol)")
+      } else if let token = AccessPolicy.presentedTokens(
+        authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: protocols
+      ).first {
+        switch authenticate(token) {
+        case .success(let identity): identities[UInt(bitPattern: wsi)] = identity
+        case .failure(let refused): refusal = refused
+        }
+      }
+      if let refusal {
+        log(warning: false, "refused a WebSocket upgrade", [("status", String(refusal.status)), ("reason", refusal.reason)])
+        writeRaw(wsi, Self.rawResponse(.error(refusal.status, refusal.reason)))
+        return 1
+      }
+      return 0
+    }
     let host = header(wsi, WSI_TOKEN_HOST)
     let policy = configuration.policy
     let verdicts = [
@@ -358,7 +402,11 @@ public final class WebListener {
     if let listener = listenAddress(of: wsi) {
       let host = header(wsi, WSI_TOKEN_HOST)
       let policy = configuration.policy
-      switch (policy.checkHost(host, listener: listener), policy.checkOrigin(header(wsi, WSI_TOKEN_ORIGIN), host: host, listener: listener)) {
+      let hosted = authenticate != nil
+      switch (
+        hosted ? .allow : policy.checkHost(host, listener: listener),
+        hosted ? .allow : policy.checkOrigin(header(wsi, WSI_TOKEN_ORIGIN), host: host, listener: listener)
+      ) {
       case (.refuse(let status, let reason), _), (.allow, .refuse(let status, let reason)):
         log(warning: true, "refused an HTTP request", [("status", String(status)), ("reason", reason)])
         response = .error(status, reason)

@@ -21,6 +21,8 @@ public final class WebSocketStream: ByteStream {
   public private(set) var isClosed = false
   /// The listen address it came in on.
   public let listenAddress: ListenAddress?
+  /// Who the upgrade's token signed in as (hosted mode's ``WebListener/authenticate``); nil without one.
+  public internal(set) var identity: (any Sendable)?
 
   private let wsi: OpaquePointer
   private unowned let listener: WebListener
