@@ -146,6 +146,9 @@ public struct ServeCommand: Command {
     if let maxDonations = hosted.maxDonations { options.accountMaxDonations = maxDonations }
     configuration.hosted = options
     configuration.datastorePath = ":memory:"
+    // A node serves every user of an app: far more connections than one user's daemon (--max-connections still
+    // sets it; the daemon raises its open-file limit to match as far as the system allows).
+    if configuration.maxConnections == ServerConfiguration().maxConnections { configuration.maxConnections = 50_000 }
   }
 
   /// The host name and the first listen port (`db-3:8787`), or the host name and the process id.

@@ -317,12 +317,7 @@ public final class HostedStore {
     completion: @escaping (Result<Void, HostedError>) -> Void
   ) {
     var statements: [PGStatement] = [
-      .query(
-        """
-        SELECT CASE WHEN EXISTS (SELECT 1 FROM tipsd.accounts WHERE account = $1 AND (last_cursor > 0 OR history_cursor > 0))
-          OR EXISTS (SELECT 1 FROM tipsd.snapshots WHERE account = $1)
-        THEN 1 / 0 ELSE 0 END
-        """, [account]),
+      .query("SELECT tipsd.assert_empty($1)", [account]),
       .query("INSERT INTO tipsd.accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING", [account]),
       .query("INSERT INTO tipsd.snapshots (account, cursor, state) VALUES ($1, 0, $2)", [account, snapshot.json.jsonString]),
     ]
@@ -334,7 +329,7 @@ public final class HostedStore {
     writer.send(statements) { result in
       completion(
         result.map { _ in () }.mapError { error in
-          error.message.contains("division by zero") ? HostedError("account \(account) already holds state") : error
+          error.message.contains("already holds state") ? HostedError("account \(account) already holds state") : error
         })
     }
   }

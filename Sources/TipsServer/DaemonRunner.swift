@@ -15,6 +15,7 @@ public enum DaemonRunner {
   public static func run(configuration: ServerConfiguration, logger: Logger) throws(ServerError) -> ServerExit {
     ProcessSignals.ignoreSIGPIPE()
     ProcessSignals.unblockTerminationSignals()
+    raiseOpenFileLimit(toServe: configuration.maxConnections, logger: logger)
     let loop: UVLoop
     do {
       loop = try UVLoop()
@@ -93,6 +94,24 @@ public enum DaemonRunner {
     withExtendedLifetime(web) {}
     StdioTransport.finishPumps()
     return server.exitStatus
+  }
+
+  /// Raises the soft open-file limit to the hard one when `connections` (plus a margin for the datastore, PostgreSQL
+  /// and the listeners) would not fit, and says so when even the hard limit is too low.
+  static func raiseOpenFileLimit(toServe connections: Int, logger: Logger) {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+    let wanted = rlim_t(connections + 64)
+    guard limit.rlim_cur < wanted else { return }
+    let raised = min(wanted, limit.rlim_max)
+    var new = limit
+    new.rlim_cur = raised
+    if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &new) == 0 { limit = new }
+    if limit.rlim_cur < wanted {
+      logger.warning(
+        "the open-file limit allows fewer connections than --max-connections",
+        [("limit", String(limit.rlim_cur)), ("max_connections", String(connections))])
+    }
   }
 
   /// `--watch`: reloads the catalog 200 ms after the last change to its directory's entry for it or to a message

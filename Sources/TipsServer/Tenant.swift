@@ -26,6 +26,8 @@ final class Tenant {
   var model: SyncModel?
   /// History entries this turn recorded for the account, committed with its operations.
   @exclusivity(unchecked) var pendingHistory = HistoryBatch()
+  /// Whether the variants the engine assigned are stored as the account's (done with its first commit after a load).
+  var variantsStored = false
   /// Whether the account is in this turn's list of accounts to commit.
   var touched = false
   /// Whether anything changed this turn (for its `inspect/changed` watchers).

@@ -74,6 +74,17 @@ extension SyncModel {
     return effects
   }
 
+  /// Hosted: the variant the engine shows for each tip whose assignment the account does not store yet (assigned
+  /// from the account id on this node), as operations — so an account keeps its variants when the catalog adds
+  /// one, and an export carries them.
+  public func storeUnrecordedVariants(wallNow: Double) -> SyncEffects {
+    var writes: [StateWrite] = []
+    for (tip, variant) in engine.storedVariantAssignments.sorted(by: { $0.key < $1.key }) where variants[tip] == nil {
+      writes.append(.variantAssignment(tipID: tip, variant: variant))
+    }
+    return writes.isEmpty ? SyncEffects() : recordLocal(writes, wallNow: wallNow)
+  }
+
   /// Hosted: this node pushed its operations and PostgreSQL returned the account's last cursor; when it is exactly
   /// the pushed count past the model's, nobody else wrote in between, so there is nothing to pull for it.
   public func advanceCursorAfterPush(pushed: Int, lastCursor: Int64) -> Bool {

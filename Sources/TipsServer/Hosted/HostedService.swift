@@ -443,6 +443,10 @@ final class HostedService {
     for tenant in touched {
       tenant.touched = false
       guard let account = tenant.account, let model = tenant.model else { continue }
+      if !tenant.variantsStored {
+        tenant.variantsStored = true
+        _ = model.storeUnrecordedVariants(wallNow: System.wallClockSeconds())
+      }
       let operations = model.outboxBatch(.max)
       let chunks = tenant.pendingHistory.encodedChunks.map {
         HostedStore.HistoryChunk(count: $0.count, firstAt: $0.oldestAt, lastAt: $0.newestAt, bytes: $0.bytes)

@@ -17,6 +17,7 @@
 ///   account per commit (entries encoded as the datastore's `history` rows are), primary key (account, cursor).
 /// - `tipsd.append_history(account, count, first_at, last_at, entries)`: stores a chunk under the next cursors and
 ///   returns the first.
+/// - `tipsd.assert_empty(account)`: raises unless the account holds nothing (an import's first statement).
 /// - `tipsd.push` also notifies the fleet's one channel, `tipsd_fleet`, with `cursor account`: a hosted node listens
 ///   there once rather than once per account (PostgreSQL checks every notification against each listener's list of
 ///   channels one by one).
@@ -140,6 +141,16 @@ public enum PGSchema {
           RETURN first;
         END
         $history$;
+        CREATE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
+        BEGIN
+          IF EXISTS (SELECT 1 FROM tipsd.ops WHERE account = p_account)
+            OR EXISTS (SELECT 1 FROM tipsd.history WHERE account = p_account)
+            OR EXISTS (SELECT 1 FROM tipsd.snapshots WHERE account = p_account)
+          THEN
+            RAISE EXCEPTION 'tipsd: the account already holds state' USING ERRCODE = 'unique_violation';
+          END IF;
+        END
+        $empty$;
         UPDATE tipsd.schema_version SET version = 2;
       END IF;
     END

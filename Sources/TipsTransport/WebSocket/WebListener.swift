@@ -363,7 +363,7 @@ public final class WebListener {
         refusal = UpgradeRefusal(status: 400, reason: "offer the subprotocol \(AccessPolicy.subprotocol)")
       } else if let token = AccessPolicy.presentedTokens(
         authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: protocols
-      ).first {
+      ).first ?? queryToken(wsi) {
         switch authenticate(token) {
         case .success(let identity): identities[UInt(bitPattern: wsi)] = identity
         case .failure(let refused): refusal = refused
@@ -492,6 +492,16 @@ public final class WebListener {
   }
 
   /// A request header's value, or nil when absent.
+  /// The `access_token` query parameter (RFC 6750 §2.3), how a browser presents a JWT: browsers cannot set
+  /// `Authorization` on a WebSocket, and libwebsockets 4.1 refuses a `Sec-WebSocket-Protocol` header over 127 bytes,
+  /// too short for most JWTs (the `tipsd.token.` subprotocol suits the daemon's own 64-character token).
+  func queryToken(_ wsi: OpaquePointer) -> String? {
+    var buffer = [CChar](repeating: 0, count: 8 * 1024 + 1)
+    guard let value = lws_get_urlarg_by_name(wsi, "access_token=", &buffer, Int32(buffer.count)) else { return nil }
+    let token = String(cString: value)
+    return token.isEmpty ? nil : token
+  }
+
   func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
     let length = Int(lws_hdr_total_length(wsi, token))
     guard length > 0 else { return nil }

@@ -1,0 +1,530 @@
+"""Hosted mode (`tipsd serve --hosted`) against a real PostgreSQL started for the tests, with tokens minted by PyJWT
+(tokens.py) — never by tipsd's own code.
+
+Every wait is for a condition; TIMEOUT only keeps a broken daemon from hanging the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import os
+import random
+import subprocess
+import time
+
+import pytest
+from harness import REPO, TIMEOUT, tipsd_bin
+from hosted import ADMIN_TOKEN, Hosted, RpcError, Session
+
+ACCOUNTS = int(os.environ.get("TIPSD_HOSTED_ACCOUNTS", "1000"))
+TIPS = ["welcome.tour", "filter.tip", "advanced-search.tip", "show-location.tip", "rotate-map.tip"]
+EVENTS = ["search.opened", "search.performed", "filter.used", "map.opened", "tour.finished", "advanced-search.used"]
+
+
+@pytest.fixture(scope="module")
+def hosted():
+    world = Hosted()
+    yield world
+    world.close()
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def operations(rng: random.Random) -> list[tuple[str, dict]]:
+    """A random session of one user: donations, impressions, actions, invalidations, a parameter."""
+    ops: list[tuple[str, dict]] = []
+    for _ in range(rng.randint(6, 12)):
+        roll = rng.random()
+        if roll < 0.55:
+            ops.append(("events/donate", {"id": rng.choice(EVENTS)}))
+        elif roll < 0.7:
+            ops.append(("tips/displayed", {"id": rng.choice(TIPS), "duration": rng.randint(0, 30)}))
+        elif roll < 0.8:
+            ops.append(("tips/performAction", {"id": "filter.tip", "actionId": "learn-more", "invalidate": False}))
+        elif roll < 0.9:
+            ops.append(("tips/invalidate", {"id": rng.choice(TIPS), "reason": "tipClosed"}))
+        else:
+            ops.append(("parameters/set", {"id": "isLoggedIn", "value": rng.random() < 0.5}))
+    return ops
+
+
+async def state_of(session: Session, account: str | None = None) -> dict:
+    """Everything an account's state says, without instants: each tip's state and content, events' counts,
+    parameters."""
+    extra = {"account": account} if account else {}
+    status = await session.call("tips/status", {**extra})
+    inspect = await session.call("inspect/state", {**extra})
+    return {
+        "tips": sorted(status["tips"], key=lambda tip: tip["id"]),
+        "events": sorted((e["id"], e["count"], e["lifetime"]) for e in inspect["events"]),
+        "parameters": sorted((p["id"], json.dumps(p["value"])) for p in inspect["parameters"]),
+    }
+
+
+async def reply_or_error(future) -> dict:
+    reply = await asyncio.wait_for(future, TIMEOUT)
+    return reply
+
+
+def test_a_thousand_accounts_through_one_node_each_equal_to_a_single_user_daemon(hosted):
+    node = hosted.node("busy")
+    rng = random.Random(int(os.environ.get("TIPSD_HOSTED_SEED", "0")) or random.randrange(1 << 30))
+    seed = rng.randrange(1 << 30)
+    plans = {f"user-{i:04d}": operations(random.Random(seed + i)) for i in range(ACCOUNTS)}
+
+    async def user(account: str, ops: list[tuple[str, dict]]):
+        session = await Session.open(node.socket_path, hosted.token(account))
+        observed = await session.call("tips/observe", {})
+        actions = await session.call("actions/subscribe", {})
+        own = {observed["subscription"], actions["subscription"]}
+        results = []
+        for method, params in ops:
+            reply = await reply_or_error(session.send(method, params))
+            results.append(reply)
+        return session, own, results
+
+    async def hosted_run():
+        return dict(zip(plans, await asyncio.gather(*(user(a, ops) for a, ops in plans.items()))))
+
+    async def check_and_compare(sessions):
+        # No session received a notification of another's subscriptions (the data of another account).
+        for account, (session, own, _) in sessions.items():
+            foreign = [n for n in session.notifications if n["params"].get("subscription") not in own]
+            assert not foreign, f"{account} received another account's notification: {foreign[:1]}"
+            assert not session.unsolicited_errors, f"{account}: {session.unsolicited_errors[:1]}"
+        # Each method tried with another account's ids: refused, or finds nothing; the other account keeps its own.
+        accounts = list(sessions)
+        for index, account in enumerate(accounts[: min(50, len(accounts))]):
+            other = accounts[(index + 1) % len(accounts)]
+            session, _, _ = sessions[account]
+            other_subscription = sorted(sessions[other][1])[0]
+            assert (await session.call("tips/unobserve", {"subscription": other_subscription}))["removed"] is False
+            assert (await session.call("actions/unsubscribe", {"subscription": other_subscription}))["removed"] is False
+            for method in ("tips/status", "inspect/state", "events/donate", "analytics/read"):
+                params = {"account": other, **({"id": "search.opened"} if method == "events/donate" else {})}
+                with pytest.raises(RpcError) as refused:
+                    await session.call(method, params)
+                assert refused.value.code == -32014, f"{method} with another account: {refused.value}"
+            with pytest.raises(RpcError) as refused:
+                await session.call("accounts/export", {"account": other})
+            assert refused.value.code == -32014
+        # Every account's state equals a single-user daemon fed the same requests.
+        states = {}
+        for account, (session, _, _) in sessions.items():
+            states[account] = await state_of(session)
+            await session.close()
+        return states
+
+    async def whole():
+        sessions = await hosted_run()
+        return sessions, await check_and_compare(sessions)
+
+    sessions, hosted_states = run(whole())
+    for account, (_, _, results) in sessions.items():
+        errors = [r["error"] for r in results if "error" in r and r["error"]["code"] not in (-32001, -32602)]
+        assert not errors, f"{account}: unexpected errors {errors[:2]}"
+
+    reference_states = reference(plans)
+    differing = [a for a in plans if hosted_states[a] != reference_states[a]]
+    assert not differing, (
+        f"seed {seed}: {len(differing)} accounts differ from a single-user daemon, e.g. {differing[0]}:\n"
+        f"hosted:    {hosted_states[differing[0]]}\nreference: {reference_states[differing[0]]}"
+    )
+
+
+def reference(plans: dict[str, list[tuple[str, dict]]]) -> dict[str, dict]:
+    """The same requests, each account's in order, fed to one single-user daemon (its datastore reset between
+    accounts, its install id the account's: variants are assigned from it as the hosted node assigns them from the
+    account)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        socket_path = os.path.join(directory, "reference.sock")
+        process = subprocess.Popen(
+            [
+                tipsd_bin(),
+                "serve",
+                "--socket",
+                socket_path,
+                "--datastore",
+                ":memory:",
+                "--catalog",
+                str(REPO / "catalog" / "demo.json"),
+                "--allow-testing",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while not os.path.exists(socket_path):
+                assert time.monotonic() < deadline, "the reference daemon did not start"
+                time.sleep(0.01)
+
+            async def each():
+                states = {}
+                for account, ops in plans.items():
+                    session = await Session.open(socket_path, initialize=False)
+                    # The install id is set on an empty datastore (the previous account's was reset), so every tip
+                    # with variants is assigned from it afresh.
+                    await session.call(
+                        "initialize",
+                        {"protocolVersion": "1.2", "clientInfo": {"name": "reference"}, "installId": account},
+                    )
+                    for method, params in ops:
+                        await reply_or_error(session.send(method, params))
+                    states[account] = await state_of(session)
+                    await session.call("datastore/reset")
+                    await session.close()
+                return states
+
+            return run(each())
+        finally:
+            process.terminate()
+            process.wait(timeout=TIMEOUT)
+
+
+# ------------------------------------------------------------------------------------------------- signing in
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def forged(header: dict, payload: dict, key: bytes) -> str:
+    signing_input = f"{b64(json.dumps(header).encode())}.{b64(json.dumps(payload).encode())}"
+    signature = hmac.new(key, signing_input.encode(), hashlib.sha256).digest()
+    return f"{signing_input}.{b64(signature)}"
+
+
+def refused_tokens(hosted) -> list[tuple[str, str, str]]:
+    """(case, token, the refusal's reason) for every token issue 23 lists."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    issuer = hosted.issuer
+    now = time.time()
+    claims = {"sub": "mallory", "aud": "tipsd-tests", "iss": "https://auth.example.test/", "exp": int(now + 3600)}
+    unknown = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return [
+        (
+            "alg none",
+            f"{b64(json.dumps({'alg': 'none', 'typ': 'JWT'}).encode())}.{b64(json.dumps(claims).encode())}.",
+            "unsupportedAlgorithm",
+        ),
+        (
+            "wrong HS256 secret",
+            issuer.token("mallory", alg="HS256", key=b"not-the-secret-at-all-32-bytes!!"),
+            "badSignature",
+        ),
+        ("RS256 by an unknown key", issuer.token("mallory", key=unknown, kid="rsa-2"), "unknownKey"),
+        ("RS256 by another key under a known kid", issuer.token("mallory", key=unknown, kid="rsa-1"), "badSignature"),
+        # The algorithm is the key's, never the token's: an HS256 token is checked with the HMAC secret only, so one
+        # signed with the RSA public key's bytes fails its signature.
+        (
+            "HS256 signed with the RSA public key",
+            forged({"alg": "HS256", "typ": "JWT", "kid": "rsa-1"}, claims, issuer.rsa_public_pem()),
+            "badSignature",
+        ),
+        ("expired", issuer.token("mallory", now=now - 7200, lifetime=3600), "expired"),
+        ("not yet valid", issuer.token("mallory", nbf=now + 3600), "notYetValid"),
+        ("wrong audience", issuer.token("mallory", audience="someone-else"), "wrongAudience"),
+        ("wrong issuer", issuer.token("mallory", issuer="https://evil.example.test/"), "wrongIssuer"),
+        ("empty sub", issuer.token(""), "badSubject"),
+        ("10 KB sub", issuer.token("x" * 10_240), "tooLarge"),
+        ("sub holding SQL", issuer.token("alice'; DROP TABLE tipsd.ops; --"), "badSubject"),
+    ]
+
+
+def test_tokens_are_refused_with_a_clear_error_and_nothing_changes(hosted):
+    node = hosted.node("gate")
+    before = hosted.query("SELECT count(*) FROM tipsd.accounts")
+
+    async def attempt(token: str):
+        session = await Session.open(node.socket_path, initialize=False)
+        try:
+            with pytest.raises(RpcError) as refused:
+                await session.call(
+                    "initialize", {"protocolVersion": "1.2", "clientInfo": {"name": "t"}, "auth": {"token": token}}
+                )
+            # The session is not signed in: nothing it asks acts on any account.
+            with pytest.raises(RpcError) as after:
+                await session.call("events/donate", {"id": "search.opened"})
+            assert after.value.code in (-32002, -32013)
+            return refused.value
+        finally:
+            await session.close()
+
+    for case, token, reason in refused_tokens(hosted):
+        error = run(attempt(token))
+        assert error.code == -32013, f"{case}: {error}"
+        assert error.data == {"reason": reason}, f"{case}: {error.data} ({error.message})"
+        assert token not in error.message and "mallory" not in error.message, f"{case}: the message echoes the token"
+    # A signed-in user calling an admin method.
+
+    async def user_calls_admin():
+        session = await Session.open(node.socket_path, hosted.token("eve"))
+        try:
+            for method, params in [
+                ("accounts/list", {}),
+                ("accounts/export", {"account": "eve"}),
+                ("accounts/delete", {"account": "eve"}),
+            ]:
+                with pytest.raises(RpcError) as refused:
+                    await session.call(method, params)
+                assert refused.value.code == -32014, f"{method}: {refused.value}"
+        finally:
+            await session.close()
+
+    run(user_calls_admin())
+    assert hosted.query("SELECT count(*) FROM tipsd.accounts WHERE account <> 'eve'") == before
+
+
+def test_a_refused_token_is_refused_at_the_websocket_upgrade_too(hosted):
+    websockets = pytest.importorskip("websockets")
+    from websockets.sync.client import connect
+
+    node = hosted.node("upgrade")
+    url = f"ws://127.0.0.1:{node.port}/"
+    for index, (case, token, reason) in enumerate(refused_tokens(hosted)[:9]):
+        with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
+            if index % 2:
+                connect(f"{url}?access_token={token}", subprotocols=["tipsd.v1"])
+            else:
+                connect(url, subprotocols=["tipsd.v1"], additional_headers={"Authorization": f"Bearer {token}"})
+        assert refused.value.response.status_code == 401, case
+        assert reason in refused.value.response.body.decode() or refused.value.response.body, case
+    # A good token in the access_token query parameter (as browsers send it) signs the connection in.
+    token = hosted.token("browser-user")
+    with connect(f"{url}?access_token={token}", subprotocols=["tipsd.v1"]) as ws:
+        ws.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"protocolVersion": "1.2", "clientInfo": {"name": "b"}},
+                }
+            )
+        )
+        reply = json.loads(ws.recv(timeout=TIMEOUT))
+        assert reply["result"]["auth"] == {
+            "account": "browser-user",
+            "admin": False,
+            "expiresAt": reply["result"]["auth"]["expiresAt"],
+        }
+
+
+def test_refresh_keeps_subscriptions_and_an_expired_token_ends_the_session(hosted):
+    node = hosted.node("expiry", extra=["--jwt-leeway", "0"])
+
+    async def body():
+        session = await Session.open(node.socket_path, hosted.token("carol", lifetime=30))
+        observed = await session.call("tips/observe", {"ids": ["filter.tip"]})
+        fresh = hosted.token("carol", lifetime=3)
+        signed = await session.call("auth/refresh", {"token": fresh})
+        assert signed["account"] == "carol" and signed["admin"] is False
+        with pytest.raises(RpcError) as refused:
+            await session.call("auth/refresh", {"token": hosted.token("dave")})
+        assert refused.value.code == -32013 and refused.value.data == {"reason": "subjectChanged"}
+        for _ in range(3):
+            await session.call("events/donate", {"id": "search.opened"})
+        deadline = time.monotonic() + TIMEOUT
+        while not any(n["params"].get("subscription") == observed["subscription"] for n in session.notifications):
+            assert time.monotonic() < deadline, "the subscription did not survive the refresh"
+            await asyncio.sleep(0.01)
+        # The refreshed token expires in 3 s: the daemon says so (id null) and closes the session.
+        await asyncio.wait_for(session.closed.wait(), TIMEOUT)
+        assert any(e.get("error", {}).get("data") == {"reason": "expired"} for e in session.unsolicited_errors), (
+            session.unsolicited_errors
+        )
+
+    run(body())
+
+
+# ------------------------------------------------------------------------------------------------- durability
+
+
+def test_kill_9_under_load_loses_no_acknowledged_change(hosted):
+    node = hosted.node("crashing", extra=["--account-rate", "100000"])
+    accounts = [f"load-{i:02d}" for i in range(40)]
+    acknowledged = {account: 0 for account in accounts}
+
+    async def load(account: str, stop: asyncio.Event):
+        session = await Session.open(node.socket_path, hosted.token(account))
+        window = []
+        try:
+            while not stop.is_set() or window:
+                while len(window) < 16 and not stop.is_set():
+                    window.append(session.send("events/donate", {"id": "search.opened"}))
+                reply = await window.pop(0)
+                if "result" in reply:
+                    acknowledged[account] += 1
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+
+    async def body():
+        stop = asyncio.Event()
+        tasks = [asyncio.ensure_future(load(account, stop)) for account in accounts]
+        deadline = time.monotonic() + TIMEOUT
+        while sum(acknowledged.values()) < 2_000:
+            assert time.monotonic() < deadline, "the load did not get going"
+            await asyncio.sleep(0.01)
+        node.kill()
+        stop.set()
+        await asyncio.wait(tasks, timeout=TIMEOUT)
+
+    run(body())
+    assert sum(acknowledged.values()) >= 2_000
+    stored = dict(
+        line.split("|")
+        for line in hosted.query(
+            "SELECT account, count(*) FROM tipsd.ops WHERE account LIKE 'load-%' AND op LIKE '%\"kind\":\"donation\"%' "
+            "GROUP BY account"
+        ).split()
+    )
+    lost = {a: (n, int(stored.get(a, 0))) for a, n in acknowledged.items() if int(stored.get(a, 0)) < n}
+    assert not lost, f"acknowledged but not in PostgreSQL: {lost}"
+    node.start()
+
+    async def served():
+        for account in accounts:
+            session = await Session.open(node.socket_path, hosted.token(account))
+            inspect = await session.call("inspect/state", {})
+            lifetime = next(e["lifetime"] for e in inspect["events"] if e["id"] == "search.opened")
+            assert lifetime >= acknowledged[account], account
+            assert lifetime == int(stored[account]), account
+            await session.close()
+
+    run(served())
+
+
+# ------------------------------------------------------------------------------------------------- sync
+
+
+def test_a_device_daemon_and_hosted_sessions_of_one_account_converge(hosted, tmp_path):
+    node = hosted.node("mixed")
+    device_socket = str(tmp_path / "device.sock")
+    device = subprocess.Popen(
+        [
+            tipsd_bin(),
+            "serve",
+            "--socket",
+            device_socket,
+            "--datastore",
+            str(tmp_path / "phone.sqlite"),
+            "--catalog",
+            str(REPO / "catalog" / "demo.json"),
+            "--sync",
+            hosted.postgres.url,
+            "--account",
+            "frank",
+            "--device",
+            "phone",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "device.log", "w"),
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not os.path.exists(device_socket):
+            assert time.monotonic() < deadline, "the device daemon did not start"
+            time.sleep(0.01)
+
+        def synced(state: dict) -> dict:
+            # What sync carries: events, parameters, and the records of tips without variants (variants are each
+            # device's own).
+            tips = [
+                {k: t[k] for k in ("id", "status", "displayCount", "displayedDuration") if k in t}
+                for t in state["tips"]
+                if "variant" not in t
+            ]
+            return {"events": state["events"], "parameters": state["parameters"], "tips": tips}
+
+        async def body():
+            phone = await Session.open(device_socket, initialize=False)
+            await phone.call("initialize", {"protocolVersion": "1.2", "clientInfo": {"name": "phone"}})
+            web = await Session.open(node.socket_path, hosted.token("frank"))
+            for _ in range(3):
+                await phone.call("events/donate", {"id": "search.opened"})
+                await web.call("events/donate", {"id": "map.opened"})
+            await web.call("tips/displayed", {"id": "welcome.tour", "duration": 5})
+            await phone.call("tips/displayed", {"id": "welcome.tour", "duration": 7})
+            await phone.call("tips/invalidate", {"id": "show-location.tip", "reason": "tipClosed"})
+            await web.call("parameters/set", {"id": "isLoggedIn", "value": True})
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                a, b = synced(await state_of(phone)), synced(await state_of(web))
+                if a == b and ("search.opened", 3, 3) in a["events"] and ("map.opened", 3, 3) in a["events"]:
+                    break
+                assert time.monotonic() < deadline, f"did not converge:\nphone: {a}\nweb:   {b}"
+                await asyncio.sleep(0.05)
+            welcome = next(t for t in a["tips"] if t["id"] == "welcome.tour")
+            assert welcome["displayCount"] == 2 and welcome["displayedDuration"] == 12
+            assert ("isLoggedIn", "true") in a["parameters"]
+            await phone.close()
+            await web.close()
+
+        run(body())
+    finally:
+        device.terminate()
+        device.wait(timeout=TIMEOUT)
+
+
+# ------------------------------------------------------------------------------------------------- admin
+
+
+def test_export_round_trips_and_delete_leaves_no_row(hosted):
+    node = hosted.node("admin")
+
+    async def body():
+        user = await Session.open(node.socket_path, hosted.token("grace"))
+        for _ in range(3):
+            await user.call("events/donate", {"id": "search.opened"})
+        await user.call("tips/displayed", {"id": "filter.tip", "duration": 4})
+        await user.call("tips/performAction", {"id": "filter.tip", "actionId": "learn-more", "invalidate": False})
+        await user.call("parameters/set", {"id": "isLoggedIn", "value": True})
+        original = await state_of(user)
+        admin = await Session.open(node.socket_path, ADMIN_TOKEN)
+        exported = await admin.call("accounts/export", {"account": "grace"})
+        assert exported["account"] == "grace"
+        assert [e["type"] for e in exported["history"]][:1] == ["eligibility"]
+        assert any(e["type"] == "action" for e in exported["history"])
+        imported = await admin.call("accounts/import", {"account": "grace-copy", "export": exported})
+        assert imported["history"] == len(exported["history"]) + len(exported["donations"])
+        copy = await admin.call("accounts/export", {"account": "grace-copy"})
+        assert copy["state"]["rows"] == exported["state"]["rows"]
+        assert copy["state"]["donations"] == exported["state"]["donations"]
+        strip = lambda events: [{k: v for k, v in e.items() if k != "cursor"} for e in events]  # noqa: E731
+        assert strip(copy["history"]) == strip(exported["history"])
+        # The copy serves the same state to its own user.
+        copy_user = await Session.open(node.socket_path, hosted.token("grace-copy"))
+        assert await state_of(copy_user) == original
+        # Importing onto an account that holds something is refused.
+        with pytest.raises(RpcError) as refused:
+            await admin.call("accounts/import", {"account": "grace", "export": exported})
+        assert refused.value.code == -32602
+
+        deleted = await admin.call("accounts/delete", {"account": "grace"})
+        assert deleted == {"account": "grace", "closedSessions": 1}
+        await asyncio.wait_for(user.closed.wait(), TIMEOUT)
+        assert any(e.get("error", {}).get("data") == {"reason": "deleted"} for e in user.unsolicited_errors)
+        listed = await admin.call("accounts/list", {})
+        assert "grace" not in [a["account"] for a in listed["accounts"]]
+        # A later sign-in starts from nothing.
+        again = await Session.open(node.socket_path, hosted.token("grace"))
+        fresh = await state_of(again)
+        assert all(count == 0 and lifetime == 0 for _, count, lifetime in fresh["events"])
+        for session in (again, admin, copy_user):
+            await session.close()
+
+    run(body())
+    for table in ("ops", "history", "snapshots", "accounts"):
+        assert hosted.query(f"SELECT count(*) FROM tipsd.{table} WHERE account = 'grace'") == "0\n", table
