@@ -183,7 +183,7 @@ class Session:
         self._task = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def open(cls, socket_path: str, token: str | None = None, *, initialize: bool = True) -> "Session":
+    async def open(cls, socket_path: str, token: str | None = None, *, initialize: bool = True) -> Session:
         reader, writer = await asyncio.open_unix_connection(socket_path, limit=16 << 20)
         session = cls(reader, writer)
         if initialize:

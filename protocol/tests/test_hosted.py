@@ -17,6 +17,7 @@ import subprocess
 import time
 
 import pytest
+
 from harness import REPO, TIMEOUT, tipsd_bin
 from hosted import ADMIN_TOKEN, Hosted, RpcError, Session
 
@@ -90,7 +91,7 @@ def test_a_thousand_accounts_through_one_node_each_equal_to_a_single_user_daemon
         return session, own, results
 
     async def hosted_run():
-        return dict(zip(plans, await asyncio.gather(*(user(a, ops) for a, ops in plans.items()))))
+        return dict(zip(plans, await asyncio.gather(*(user(a, ops) for a, ops in plans.items())), strict=True))
 
     async def check_and_compare(sessions):
         # No session received a notification of another's subscriptions (the data of another account).
