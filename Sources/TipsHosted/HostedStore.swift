@@ -31,6 +31,8 @@ public final class HostedStore {
     case operations(account: String, cursor: Int64)
     /// `account` was erased (`accounts/delete`).
     case deleted(account: String)
+    /// A node reloaded its catalog; this is the new one's version.
+    case catalog(version: String)
   }
 
   /// An account as PostgreSQL holds it: its snapshot, the operations after it and its history's last cursor.
@@ -149,6 +151,8 @@ public final class HostedStore {
     let sorted = changes.sorted { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }
     var statements: [PGStatement] = []
     var layout: [(account: String, pushes: Bool, chunks: Int)] = []
+    let appendsHistory = sorted.contains { !$0.history.isEmpty }
+    if appendsHistory { statements.append(.query(PGSchema.lockFleet)) }
     for change in sorted {
       let pushes = !change.operations.isEmpty
       if pushes {
@@ -178,7 +182,7 @@ public final class HostedStore {
         completion(.failure(error))
       case .success(let results):
         var answers: [String: Committed] = [:]
-        var index = 0
+        var index = appendsHistory ? 1 : 0
         func value() -> Int64? {
           defer { index += 1 }
           return index < results.count ? results[index].rows.first?.first.flatMap { $0.flatMap { Int64($0) } } : nil
@@ -218,6 +222,11 @@ public final class HostedStore {
       .query("DELETE FROM tipsd.accounts WHERE account = $1", [account]),
       .query("SELECT pg_notify($1, $2)", [PGSchema.fleetChannel, "deleted " + account]),
     ]) { completion($0.map { _ in () }) }
+  }
+
+  /// Tells every node that the catalog was reloaded (they reload theirs, reporting its version in `/healthz`).
+  public func notifyCatalog(version: String) {
+    writer.send([.query("SELECT pg_notify($1, $2)", [PGSchema.fleetChannel, "catalog " + version])]) { _ in }
   }
 
   /// Deletes history older than `cutoff` (seconds since the epoch) in every account; returns the rows deleted.
@@ -295,6 +304,47 @@ public final class HostedStore {
     }
   }
 
+  /// One stored history chunk in the fleet's order: its account, its position (`seq`, the first entry's) and its
+  /// entries (relative to the account's `cursor`).
+  public struct FleetHistory: Sendable, Equatable {
+    public var seq: Int64
+    public var account: String
+    public var cursor: Int64
+    public var count: Int
+    public var bytes: [UInt8]
+  }
+
+  /// History chunks of every account holding positions after `seq`, in the fleet's order, at most `limit` chunks.
+  public func fleetHistory(
+    after seq: Int64, limit: Int, completion: @escaping (Result<[FleetHistory], HostedError>) -> Void
+  ) {
+    reader.send([
+      .query(
+        """
+        SELECT seq, account, cursor, count, entries FROM tipsd.history WHERE seq + count - 1 > $1::bigint
+        ORDER BY seq LIMIT $2::integer
+        """, [String(seq), String(limit)])
+    ]) { result in
+      completion(
+        result.map { results in
+          (results.first?.rows ?? []).compactMap { row in
+            guard row.count == 5, let seq = row[0].flatMap({ Int64($0) }), let account = row[1],
+              let cursor = row[2].flatMap({ Int64($0) }), let count = row[3].flatMap({ Int($0) }),
+              let bytes = row[4].flatMap(Hex.decodeBytea)
+            else { return nil }
+            return FleetHistory(seq: seq, account: account, cursor: cursor, count: count, bytes: bytes)
+          }
+        })
+    }
+  }
+
+  /// The fleet's newest history position (0 when there is none).
+  public func fleetHistoryHead(completion: @escaping (Result<Int64, HostedError>) -> Void) {
+    reader.send([.query("SELECT history_seq FROM tipsd.fleet")]) { result in
+      completion(result.map { Int64($0.first?.rows.first?.first.flatMap { $0 } ?? "0") ?? 0 })
+    }
+  }
+
   /// The account's history bounds: its oldest kept cursor and the oldest instant (nil when it keeps none).
   public func historyBounds(
     _ account: String, completion: @escaping (Result<(oldestCursor: Int64?, oldestAt: Double?), HostedError>) -> Void
@@ -317,6 +367,7 @@ public final class HostedStore {
     completion: @escaping (Result<Void, HostedError>) -> Void
   ) {
     var statements: [PGStatement] = [
+      .query(PGSchema.lockFleet),
       .query("SELECT tipsd.assert_empty($1)", [account]),
       .query("INSERT INTO tipsd.accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING", [account]),
       .query("INSERT INTO tipsd.snapshots (account, cursor, state) VALUES ($1, 0, $2)", [account, snapshot.json.jsonString]),
@@ -401,13 +452,14 @@ public final class HostedStore {
     ORDER BY cursor LIMIT $3::integer
     """
 
-  /// Reads a fleet notification's payload: `cursor account` or `deleted account`.
+  /// Reads a fleet notification's payload: `cursor account`, `deleted account` or `catalog version`.
   static func notice(_ payload: String) -> Notice? {
     guard let space = payload.firstIndex(of: " ") else { return nil }
     let head = payload[..<space]
     let account = String(payload[payload.index(after: space)...])
     guard !account.isEmpty else { return nil }
     if head == "deleted" { return .deleted(account: account) }
+    if head == "catalog" { return .catalog(version: account) }
     guard let cursor = Int64(head) else { return nil }
     return .operations(account: account, cursor: cursor)
   }

@@ -236,6 +236,13 @@ struct Dispatcher {
     guard services.hosted != nil else {
       return (RequestContext(session: session, services: services, tenant: services.local, method: method), params)
     }
+    if Handlers.hostedChanges.contains(method), let hosted = services.hosted, !hosted.store.isWritable {
+      // Refused before the engine changes: a node never holds a change PostgreSQL did not take, and reads keep
+      // being served from memory while it is away (failing over to a standby, say).
+      throw .unavailable(
+        method: method, retryAfter: 1,
+        "PostgreSQL is unavailable (\(hosted.store.lastError ?? "reconnecting")); changes are refused until it is back")
+    }
     if Handlers.hostedForbidden.contains(method) {
       throw .forbidden(
         method: method,

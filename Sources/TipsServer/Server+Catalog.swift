@@ -49,6 +49,10 @@ extension Server {
     }
     services.requestEndOfTurn()
     logger.info("catalog reloaded", [("trigger", trigger)] + summary.logMetadata)
+    // Hosted: every node of the fleet reloads its catalog too (unless this reload came from another node's).
+    if let hosted = services.hosted, let version = catalogService.version, trigger != "another node reloaded it" {
+      hosted.store.notifyCatalog(version: version)
+    }
     return CatalogReloadRequest.Response(
       applied: true, added: summary.added, removed: summary.removed, changed: summary.changed,
       unchanged: summary.unchanged, diagnostics: diagnostics)

@@ -181,6 +181,7 @@ public final class Server {
         self.services.stage(.reply(.error(id: nil, error)), on: session)
         session.closeAfterOwed()
       }
+      hosted.reloadCatalog = { [unowned self] trigger in _ = self.reloadCatalog(trigger: trigger) }
       hosted.sessionsOfAccount = { [unowned self] account in
         self.sessions.values.filter { $0.principal?.account == account }
       }

@@ -162,6 +162,35 @@ import TipsTransport
     #expect(try postgres.query("SELECT version FROM tipsd.schema_version") == "2\n")
   }
 
+  /// Every account's history has one order across the fleet: positions dense and in commit order.
+  @Test func historyHasOneOrderAcrossAccounts() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    let harness = try Harness(postgres: postgres)
+    defer { harness.store.stop() }
+    #expect(harness.spin { harness.store.isWritable && harness.store.isReadable })
+    func chunk(_ count: Int) -> HostedStore.HistoryChunk {
+      HostedStore.HistoryChunk(count: count, firstAt: 1, lastAt: 2, bytes: [UInt8(count)])
+    }
+    _ = try harness.await { completion in
+      harness.store.commit([
+        HostedStore.AccountChanges(account: "zed", operations: [], history: [chunk(2)]),
+        HostedStore.AccountChanges(account: "amy", operations: [(1, "{}")], history: [chunk(1)]),
+      ], completion: completion)
+    }
+    _ = try harness.await { completion in
+      harness.store.commit([HostedStore.AccountChanges(account: "zed", operations: [], history: [chunk(3)])], completion: completion)
+    }
+    let all = try harness.await { harness.store.fleetHistory(after: 0, limit: 10, completion: $0) }
+    // Accounts in sorted order within a commit, commits in order; each chunk's positions follow the previous one's.
+    #expect(all.map(\.account) == ["amy", "zed", "zed"])
+    #expect(all.map(\.seq) == [1, 2, 4])
+    #expect(all.map(\.cursor) == [1, 1, 3])
+    let later = try harness.await { harness.store.fleetHistory(after: 3, limit: 10, completion: $0) }
+    #expect(later.map(\.seq) == [4])
+    #expect(try harness.await { harness.store.fleetHistoryHead(completion: $0) } == 6)
+  }
+
   @Test func byteaRoundTripsAndNoticesParse() {
     let bytes: [UInt8] = [0, 1, 0x7f, 0x80, 0xfe, 0xff]
     #expect(Hex.bytea(bytes) == "\\x00017f80feff")
@@ -169,6 +198,7 @@ import TipsTransport
     #expect(Hex.decodeBytea("\\x0") == nil && Hex.decodeBytea("00") == nil && Hex.decodeBytea("\\xzz") == nil)
     #expect(HostedStore.notice("42 alice@example.com") == .operations(account: "alice@example.com", cursor: 42))
     #expect(HostedStore.notice("deleted auth0|abc") == .deleted(account: "auth0|abc"))
+    #expect(HostedStore.notice("catalog 00ff00ff00ff00ff") == .catalog(version: "00ff00ff00ff00ff"))
     #expect(HostedStore.notice("42") == nil && HostedStore.notice("x alice") == nil && HostedStore.notice("7 ") == nil)
   }
 }

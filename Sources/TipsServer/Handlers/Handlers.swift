@@ -4,6 +4,13 @@ import TipsProtocol
 /// returns its typed response; whether the request was durable (its reply must wait for the commit) is derived from
 /// whether it staged writes, not declared.
 enum Handlers {
+  /// Methods that change an account's state: in hosted mode refused at once (-32016) while PostgreSQL cannot commit.
+  static let hostedChanges: Set<String> = [
+    DonateRequest.method, DisplayedRequest.method, InvalidateRequest.method, PerformActionRequest.method,
+    ResetEligibilityRequest.method, SetParameterRequest.method, SetVariantRequest.method, ResetDatastoreRequest.method,
+    AccountsImportRequest.method, AccountsDeleteRequest.method,
+  ]
+
   /// Definition methods, refused in hosted mode (-32014): there one catalog defines tips, groups, parameters and
   /// events for every account.
   static let hostedForbidden: Set<String> = [

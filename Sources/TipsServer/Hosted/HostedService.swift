@@ -73,6 +73,8 @@ final class HostedService {
   var release: ([Session], Bool) -> Void = { _, _ in }
   /// Close a session after sending it this error (id null).
   var closeSession: (Session, ResponseError) -> Void = { _, _ in }
+  /// Reload the catalog file (another node reloaded its catalog).
+  var reloadCatalog: (String) -> Void = { _ in }
   /// The number of sessions signed in to each account, from the server's sessions.
   var sessionsOfAccount: (String) -> [Session] = { _ in [] }
 
@@ -373,7 +375,15 @@ final class HostedService {
       guard let tenant = tenants[account], let model = tenant.model, cursor > model.cursor else { return }
       perform(residency.othersWrote(account))
     case .deleted(let account):
-      dropDeleted(account)
+      _ = dropDeleted(account)
+    case .catalog(let version):
+      guard version != catalog.version else { return }
+      reloadCatalog("another node reloaded it")
+      if catalog.version != version {
+        logger.warning(
+          "hosted: another node serves another catalog version than this node's file",
+          [("theirs", version), ("ours", catalog.version ?? "none")])
+      }
     }
   }
 

@@ -15,8 +15,10 @@
 ///   (`TipsHosted.AccountSnapshot`'s JSON), so a node loads the snapshot and the operations after it.
 /// - `tipsd.history (account, cursor, count, first_at, last_at, entries)`: the account's lifecycle history, one row per
 ///   account per commit (entries encoded as the datastore's `history` rows are), primary key (account, cursor).
-/// - `tipsd.append_history(account, count, first_at, last_at, entries)`: stores a chunk under the next cursors and
-///   returns the first.
+/// - `tipsd.append_history(account, count, first_at, last_at, entries)`: stores a chunk under the account's next
+///   cursors and the fleet's next positions (`tipsd.fleet.history_seq`, `tipsd.history.seq`), and returns the first
+///   cursor. A transaction that appends history locks `tipsd.fleet` before any account (`lockFleet`): positions are
+///   then dense and in commit order, and two nodes' commits never deadlock.
 /// - `tipsd.assert_empty(account)`: raises unless the account holds nothing (an import's first statement).
 /// - `tipsd.push` also notifies the fleet's one channel, `tipsd_fleet`, with `cursor account`: a hosted node listens
 ///   there once rather than once per account (PostgreSQL checks every notification against each listener's list of
@@ -101,6 +103,13 @@ public enum PGSchema {
           PRIMARY KEY (account, cursor)
         );
         CREATE INDEX history_last_at ON tipsd.history (last_at);
+        -- The fleet's one order of history entries: every commit that appends history takes this row first (so
+        -- commits append in turn and their positions are dense and in commit order), the admin's analytics stream
+        -- reads by it.
+        CREATE TABLE tipsd.fleet (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), history_seq bigint NOT NULL);
+        INSERT INTO tipsd.fleet (history_seq) VALUES (0);
+        ALTER TABLE tipsd.history ADD COLUMN seq bigint NOT NULL;
+        CREATE UNIQUE INDEX history_seq ON tipsd.history (seq);
         CREATE OR REPLACE FUNCTION tipsd.push(p_account text, p_device text, p_channel text, p_seqs bigint[], p_ops text[])
           RETURNS bigint LANGUAGE plpgsql AS $push$
         DECLARE
@@ -132,12 +141,14 @@ public enum PGSchema {
           RETURNS bigint LANGUAGE plpgsql AS $history$
         DECLARE
           first bigint;
+          fleet_first bigint;
         BEGIN
           INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
           UPDATE tipsd.accounts SET history_cursor = history_cursor + p_count WHERE account = p_account
             RETURNING history_cursor - p_count + 1 INTO first;
-          INSERT INTO tipsd.history (account, cursor, count, first_at, last_at, entries)
-            VALUES (p_account, first, p_count, p_first_at, p_last_at, p_entries);
+          UPDATE tipsd.fleet SET history_seq = history_seq + p_count RETURNING history_seq - p_count + 1 INTO fleet_first;
+          INSERT INTO tipsd.history (account, cursor, count, first_at, last_at, entries, seq)
+            VALUES (p_account, first, p_count, p_first_at, p_last_at, p_entries, fleet_first);
           RETURN first;
         END
         $history$;
@@ -161,6 +172,9 @@ public enum PGSchema {
 
   /// `$1` account, `$2` device, `$3` channel, `$4` seqs (`bigint[]` text), `$5` ops (`text[]` text).
   package static let push = "SELECT tipsd.push($1, $2, $3, $4::bigint[], $5::text[])"
+
+  /// The first statement of a commit that appends history (see the type's notes).
+  package static let lockFleet = "SELECT history_seq FROM tipsd.fleet FOR UPDATE"
 
   /// `$1` account, `$2` after this cursor, `$3` at most this many: the catch-up, on the (account, cursor) key.
   package static let pull = """
