@@ -148,7 +148,7 @@ public struct ServeCommand: Command {
     configuration.datastorePath = ":memory:"
     // A node serves every user of an app: far more connections than one user's daemon (--max-connections still
     // sets it; the daemon raises its open-file limit to match as far as the system allows).
-    if configuration.maxConnections == ServerConfiguration().maxConnections { configuration.maxConnections = 50_000 }
+    if configuration.maxConnections == ServerConfiguration().maxConnections { configuration.maxConnections = 10_000 }
   }
 
   /// The host name and the first listen port (`db-3:8787`), or the host name and the process id.

@@ -276,6 +276,13 @@ struct Dispatcher {
     InitializedNotification.method, CancelRequestNotification.method,
   ]
 
+  /// Methods an admin may call without naming an account: then they read every account (the fleet's analytics
+  /// stream and metrics).
+  static let fleetWide: Set<String> = [
+    AnalyticsReadRequest.method, AnalyticsSubscribeRequest.method, AnalyticsUnsubscribeRequest.method,
+    MetricsGetRequest.method,
+  ]
+
   /// Each message's target, or nil when an account it acts on is not idle (the session was parked on it). A
   /// session whose account could not be read gets its frame's requests refused instead.
   private func admit(_ payload: IncomingPayload, on session: Session, _ hosted: HostedService) -> [Target]? {
@@ -308,7 +315,7 @@ struct Dispatcher {
         targets.append(Target.none)
         continue
       }
-      let named: String?
+      var named: String?
       if case .object(let object)? = params, let value = object["account"] {
         guard case .string(let text) = value else {
           accounts.append(nil)
@@ -318,6 +325,12 @@ struct Dispatcher {
         named = text
       } else {
         named = nil
+      }
+      // An admin's analytics and metrics without an account are the whole fleet's.
+      if named == nil, session.principal?.isAdmin == true, Self.fleetWide.contains(method) {
+        accounts.append(nil)
+        targets.append(Target.none)
+        continue
       }
       switch hosted.account(for: session, named: named, method: method) {
       case .success(let account):

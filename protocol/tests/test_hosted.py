@@ -529,3 +529,72 @@ def test_export_round_trips_and_delete_leaves_no_row(hosted):
     run(body())
     for table in ("ops", "history", "snapshots", "accounts"):
         assert hosted.query(f"SELECT count(*) FROM tipsd.{table} WHERE account = 'grace'") == "0\n", table
+
+
+# ------------------------------------------------------------------------------------------------- the fleet
+
+
+def test_the_admin_stream_carries_every_account_in_one_order_and_resumes(hosted):
+    node = hosted.node("stream")
+
+    async def body():
+        admin = await Session.open(node.socket_path, ADMIN_TOKEN)
+        subscribed = await admin.call("analytics/subscribe", {})
+        head = subscribed["head"]
+        users = [await Session.open(node.socket_path, hosted.token(f"streamer-{i}")) for i in range(3)]
+        for round_ in range(2):
+            for user in users:
+                await user.call("tips/displayed", {"id": "welcome.tour", "duration": round_ + 1})
+        deadline = time.monotonic() + TIMEOUT
+        while len([n for n in admin.notifications if n["params"]["subscription"] == subscribed["subscription"]]) < 6:
+            assert time.monotonic() < deadline, admin.notifications
+            await asyncio.sleep(0.02)
+        events = [n["params"] for n in admin.notifications if n["params"]["subscription"] == subscribed["subscription"]]
+        impressions = [e for e in events if e["type"] == "impression"]
+        assert [e["account"] for e in impressions] == ["streamer-0", "streamer-1", "streamer-2"] * 2
+        cursors = [e["cursor"] for e in events]
+        assert cursors == sorted(cursors) and cursors[0] > head and len(set(cursors)) == len(cursors)
+        # Resuming from a cursor (after a node died, say) gives what came after it, in the same order.
+        middle = impressions[2]["cursor"]
+        page = await admin.call("analytics/read", {"after": middle, "limit": 100})
+        assert [(e["account"], e["cursor"]) for e in page["events"] if e["type"] == "impression"] == [
+            (e["account"], e["cursor"]) for e in impressions[3:]
+        ]
+        # A user's own stream has no account member and its own cursors.
+        own = await users[0].call("analytics/read", {})
+        assert all("account" not in e for e in own["events"]) and own["events"][0]["cursor"] == 1
+        for session in users + [admin]:
+            await session.close()
+
+    run(body())
+
+
+def test_a_catalog_reload_on_one_node_reaches_every_node(hosted, tmp_path):
+    import shutil
+
+    shutil.copytree(REPO / "catalog" / "messages", tmp_path / "messages")
+    catalog = tmp_path / "catalog.json"
+    document = json.loads((REPO / "catalog" / "demo.json").read_text())
+    catalog.write_text(json.dumps(document))
+    first = hosted.node("reload-a", catalog=catalog)
+    second = hosted.node("reload-b", catalog=catalog)
+    before = first.health()["hosted"]["catalog"]
+    assert second.health()["hosted"]["catalog"] == before
+    document["tips"][0]["title"] = "A new title"
+    catalog.write_text(json.dumps(document))
+    first.proc.send_signal(__import__("signal").SIGHUP)
+    deadline = time.monotonic() + TIMEOUT
+    while not (
+        first.health()["hosted"]["catalog"] != before == before
+        and second.health()["hosted"]["catalog"] == first.health()["hosted"]["catalog"]
+    ):
+        assert time.monotonic() < deadline, (first.health(), second.health())
+        time.sleep(0.05)
+
+    async def title():
+        session = await Session.open(second.socket_path, hosted.token("reader"))
+        status = await session.call("tips/status", {"ids": [document["tips"][0]["id"]]})
+        await session.close()
+        return status["tips"][0]["tip"]["title"]
+
+    assert run(title()) == "A new title"

@@ -6,8 +6,7 @@ public import TipsJSON
 public struct AnalyticsEventNotification: ServerNotificationType, Hashable {
   public static let method = "analytics/event"
   public static let paramsShape = ObjectShape(
-    ["subscription", "seq"] + AnalyticsEventInfo.members,
-    optional: ["duration", "status", "shouldDisplay", "reason", "actionId", "actionIndex"])
+    ["subscription", "seq"] + AnalyticsEventInfo.members, optional: AnalyticsEventInfo.optionalMembers)
 
   public var subscription: String
   public var seq: Int64

@@ -9,15 +9,22 @@ public import TipsJSON
 /// `invalidation` → `reason`; `action` → `actionId`, `actionIndex`; `variant` → nothing more.
 public struct AnalyticsEventInfo: Sendable, Hashable {
   public var event: HistoryEvent
+  /// Hosted mode's admin streams (every account's events): the event's account; nil otherwise.
+  public var account: String?
 
-  public init(_ event: HistoryEvent) { self.event = event }
+  public init(_ event: HistoryEvent, account: String? = nil) {
+    self.event = event
+    self.account = account
+  }
 
   public static let members = [
     "cursor", "type", "tipId", "variant", "at", "duration", "status", "shouldDisplay", "reason", "actionId",
-    "actionIndex",
+    "actionIndex", "account",
   ]
-  public static let shape = ObjectShape(
-    members, optional: ["duration", "status", "shouldDisplay", "reason", "actionId", "actionIndex"])
+  public static let optionalMembers: Set<String> = [
+    "duration", "status", "shouldDisplay", "reason", "actionId", "actionIndex", "account",
+  ]
+  public static let shape = ObjectShape(members, optional: optionalMembers)
 
   /// Writes the members into an open object.
   public func writeMembers(to writer: inout JSONWriter) {
@@ -55,6 +62,10 @@ public struct AnalyticsEventInfo: Sendable, Hashable {
       writer.key("actionIndex")
       writer.writeInt(index)
     }
+    if let account {
+      writer.key("account")
+      writer.writeString(account)
+    }
   }
 
   public func write(to writer: inout JSONWriter) {
@@ -76,6 +87,7 @@ extension AnalyticsEventInfo: DecodableResult {
         variant: try r.optionalString("variant"), duration: try r.optionalDouble("duration"),
         actionID: try r.optionalString("actionId"), actionIndex: try r.optionalInt("actionIndex"),
         reason: try r.optionalString("reason"), status: try r.optionalString("status"),
-        shouldDisplay: try r.optionalBool("shouldDisplay")))
+        shouldDisplay: try r.optionalBool("shouldDisplay")),
+      account: try r.optionalString("account"))
   }
 }

@@ -10,6 +10,14 @@ extension Handlers {
     /// A replay (`after`) starts after this turn's commit (Server.endOfTurn pumps it); hosted mode reads it from
     /// PostgreSQL before the subscription goes live.
     table.onAsync(AnalyticsSubscribeRequest.self) { request, context, reply in
+      if let hosted = context.services.hosted, context.tenant == nil {
+        // An admin's: every account's events, in the fleet's order.
+        hosted.fleetHead { head in
+          let id = hosted.subscribeFleet(session: context.session, after: request.after, head: head ?? 0)
+          reply(.success(AnalyticsSubscribeRequest.Response(subscription: id, head: head ?? 0, oldest: nil)))
+        }
+        return
+      }
       let tenant = context.tenant!
       let head = tenant.history.lastCursor
       if let hosted = context.services.hosted {
@@ -32,10 +40,28 @@ extension Handlers {
     }
 
     table.on(AnalyticsUnsubscribeRequest.self) { request, context throws(ResponseError) in
-      try unsubscribe(request.subscription, kind: .analytics, context)
+      if let hosted = context.services.hosted, context.tenant == nil {
+        guard context.services.subscriptionIDs.isIssued(request.subscription) else {
+          throw .unknownSubscription(method: context.method, id: request.subscription)
+        }
+        return RemovedResult(removed: hosted.unsubscribeFleet(request.subscription, session: context.session))
+      }
+      return try unsubscribe(request.subscription, kind: .analytics, context)
     }
 
     table.onAsync(AnalyticsReadRequest.self) { request, context, reply in
+      if let hosted = context.services.hosted, context.tenant == nil {
+        hosted.fleetEvents(after: request.after, limit: request.limit) { result in
+          hosted.fleetHead { head in
+            reply(
+              result.map { events in
+                AnalyticsReadRequest.Response(
+                  events: events, next: events.last?.event.cursor ?? request.after, head: head ?? 0, oldest: nil)
+              })
+          }
+        }
+        return
+      }
       if let hosted = context.services.hosted {
         let tenant = context.tenant!
         hosted.history(of: tenant.account ?? "", after: request.after, limit: request.limit, wanted: { $0.kind.isStreamed }) {
@@ -44,7 +70,7 @@ extension Handlers {
             reply(
               result.map { events in
                 AnalyticsReadRequest.Response(
-                  events: events.map(AnalyticsEventInfo.init), next: events.last?.cursor ?? request.after,
+                  events: events.map { AnalyticsEventInfo($0) }, next: events.last?.cursor ?? request.after,
                   head: tenant.history.lastCursor, oldest: bounds?.oldestCursor)
               })
           }
@@ -62,7 +88,7 @@ extension Handlers {
           }
           let bounds = try historyBounds(context)
           return AnalyticsReadRequest.Response(
-            events: events.map(AnalyticsEventInfo.init), next: events.last?.cursor ?? request.after,
+            events: events.map { AnalyticsEventInfo($0) }, next: events.last?.cursor ?? request.after,
             head: bounds.newestCursor, oldest: bounds.oldestCursor)
         })
     }

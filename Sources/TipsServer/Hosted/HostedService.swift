@@ -196,6 +196,7 @@ final class HostedService {
 
   /// The session is gone: its account may be evicted, its subscriptions go.
   func closed(_ session: Session) {
+    for id in session.subscriptions where fleetSubscribers[id]?.session === session { fleetSubscribers[id] = nil }
     sessionsByID[session.id] = nil
     expiries.set(session.id, nil)
     if let account = session.parkedOn { parked[account]?.removeAll { $0 === session } }
@@ -674,7 +675,7 @@ final class HostedService {
             result.map { events in
               AccountsExportRequest.Response(
                 account: account, exportedAt: System.wallClockSeconds(), state: snapshot.json,
-                history: events.filter { $0.kind.isStreamed }.map(AnalyticsEventInfo.init),
+                history: events.filter { $0.kind.isStreamed }.map { AnalyticsEventInfo($0) },
                 donations: events.filter { !$0.kind.isStreamed })
             })
         }
@@ -740,6 +741,104 @@ final class HostedService {
             error.message.contains("already holds")
               ? .invalidParams("\(method): params.account: \(error.message)")
               : .unavailable(method: method, retryAfter: 1, error.message)))
+      }
+    }
+  }
+
+  // MARK: - The fleet's analytics stream (the admin's, every account's events)
+
+  /// An admin's `analytics/subscribe` without an account: every account's events in the fleet's order, replayed
+  /// from `delivered` and then followed (at least once: after a reconnect, resume from the last cursor received).
+  final class FleetSubscriber {
+    let id: String
+    unowned let session: Session
+    var delivered: Int64
+    var reading = false
+
+    init(id: String, session: Session, delivered: Int64) {
+      self.id = id
+      self.session = session
+      self.delivered = delivered
+    }
+  }
+
+  private(set) var fleetSubscribers: [String: FleetSubscriber] = [:]
+  private var fleetTimer: (any LoopTimer)?
+
+  /// The fleet's events after `cursor` (positions in the fleet's order), at most `limit`.
+  func fleetEvents(
+    after cursor: Int64, limit: Int, completion: @escaping (Result<[AnalyticsEventInfo], ResponseError>) -> Void
+  ) {
+    store.fleetHistory(after: cursor, limit: max(1, limit / 4)) { result in
+      switch result {
+      case .failure(let error):
+        completion(.failure(.unavailable(method: AnalyticsReadRequest.method, retryAfter: 1, error.message)))
+      case .success(let chunks):
+        var events: [AnalyticsEventInfo] = []
+        for chunk in chunks {
+          guard let decoded = HistoryBatch.decode(chunk.bytes, first: chunk.cursor) else { continue }
+          for entry in decoded where entry.kind.isStreamed {
+            var entry = entry
+            entry.cursor = chunk.seq + (entry.cursor - chunk.cursor)
+            guard entry.cursor > cursor else { continue }
+            events.append(AnalyticsEventInfo(entry, account: chunk.account))
+            if events.count == limit { return completion(.success(events)) }
+          }
+        }
+        completion(.success(events))
+      }
+    }
+  }
+
+  func fleetHead(_ done: @escaping (Int64?) -> Void) { store.fleetHistoryHead { done(try? $0.get()) } }
+
+  func subscribeFleet(session: Session, after: Int64?, head: Int64) -> String {
+    let id = services.subscriptionIDs.next()
+    fleetSubscribers[id] = FleetSubscriber(id: id, session: session, delivered: after ?? head)
+    session.subscriptions.insert(id)
+    armFleetPump()
+    return id
+  }
+
+  func unsubscribeFleet(_ id: String, session: Session) -> Bool {
+    guard let subscriber = fleetSubscribers[id], subscriber.session === session else { return false }
+    fleetSubscribers[id] = nil
+    session.subscriptions.remove(id)
+    session.outbound.subscriptionEnded(id)
+    return true
+  }
+
+  private func armFleetPump() {
+    guard fleetTimer == nil else { return }
+    let timer = loop.makeTimer()
+    timer.keepsLoopAlive = false
+    timer.start(afterMilliseconds: 200, repeatEvery: 200) { [unowned self] in self.pumpFleet() }
+    fleetTimer = timer
+  }
+
+  /// Reads the next page for every fleet subscriber that has room (below its high-water mark).
+  private func pumpFleet() {
+    guard !fleetSubscribers.isEmpty else {
+      fleetTimer?.close()
+      fleetTimer = nil
+      return
+    }
+    for subscriber in fleetSubscribers.values where !subscriber.reading {
+      let session = subscriber.session
+      guard !session.outbound.closing else { continue }
+      let owed = session.outbound.stagedBytes + session.outbound.queuedBytes + session.stream.pendingWriteBytes
+      guard owed < services.configuration.outgoingHighWater else { continue }
+      subscriber.reading = true
+      fleetEvents(after: subscriber.delivered, limit: 256) { [weak self, weak subscriber] result in
+        guard let self, let subscriber, self.fleetSubscribers[subscriber.id] === subscriber else { return }
+        subscriber.reading = false
+        guard case .success(let events) = result else { return }
+        for event in events {
+          let note = AnalyticsEventNotification(subscription: subscriber.id, event: event)
+          self.services.stage(.notification(StagedNotification(notification: note, shouldDisplay: nil)), on: session)
+          subscriber.delivered = event.event.cursor
+        }
+        if !events.isEmpty { self.services.requestEndOfTurn() }
       }
     }
   }
