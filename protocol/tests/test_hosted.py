@@ -13,6 +13,7 @@ import hmac
 import json
 import os
 import random
+import signal
 import subprocess
 import time
 
@@ -582,13 +583,13 @@ def test_a_catalog_reload_on_one_node_reaches_every_node(hosted, tmp_path):
     assert second.health()["hosted"]["catalog"] == before
     document["tips"][0]["title"] = "A new title"
     catalog.write_text(json.dumps(document))
-    first.proc.send_signal(__import__("signal").SIGHUP)
+    first.proc.send_signal(signal.SIGHUP)
     deadline = time.monotonic() + TIMEOUT
-    while not (
-        first.health()["hosted"]["catalog"] != before == before
-        and second.health()["hosted"]["catalog"] == first.health()["hosted"]["catalog"]
-    ):
-        assert time.monotonic() < deadline, (first.health(), second.health())
+    while True:
+        versions = (first.health()["hosted"]["catalog"], second.health()["hosted"]["catalog"])
+        if versions[0] != before and versions[1] == versions[0]:
+            break
+        assert time.monotonic() < deadline, versions
         time.sleep(0.05)
 
     async def title():
