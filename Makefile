@@ -7,7 +7,7 @@ PYTHON ?= python3
 # run their own private clusters with initdb; no system service is started or touched).
 # libssl-dev: OpenSSL's libcrypto for hosted mode's JWT verifier (TipsAuth).
 APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript libwebsockets-dev libwebsockets-evlib-uv \
-  openssl libssl-dev chromium chromium-driver postgresql libpq-dev
+  openssl libssl-dev chromium chromium-driver postgresql libpq-dev haproxy
 # make bench's peers: Redis does the same durable work as tipsd's events/donate (serve.redis_ratio).
 BENCH_APT_PACKAGES := redis-server
 # pyjwt[crypto]: TipsAuthTests' tokens are minted by PyJWT (Tests/TipsAuthTests/Fixtures/mint_tokens.py), not by tipsd.
@@ -25,7 +25,7 @@ LISTEN ?= 127.0.0.1:8787
 FORMAT_CHECK ?= 0
 SWIFT_FORMAT_FILES = $(shell find Sources Tests Benchmarks -name '*.swift' ! -name '*+Text.swift' | sort)
 
-.PHONY: all build release run test test-swift test-clients test-protocol test-repeat test-stress bench bench-deps deps deps-apt deps-pip clean help fuzz leakcheck format lint-format
+.PHONY: fleet all build release run test test-swift test-clients test-protocol test-repeat test-stress bench bench-deps deps deps-apt deps-pip clean help fuzz leakcheck format lint-format
 
 all: build
 
@@ -34,6 +34,7 @@ help:
 	@echo "make test   — install missing system/Python packages, then run every test suite"
 	@echo "make bench  — release build, print benchmark figures as name: value lines"
 	@echo "make format — swift format the Swift sources, tests and benchmarks in place (.swift-format)"
+	@echo "make fleet  — a hosted fleet on this machine: PostgreSQL primary + standby, three nodes, HAProxy (Ctrl-C stops)"
 	@echo "make test-repeat N=30 [SUITE=test-swift]  — a suite N times in a row, stopping at the first failure"
 	@echo "make test-stress N=10 [SUITE=test-swift]  — the same with one CPU-burning process per core alongside"
 	@echo "make clean  — remove build products"
@@ -131,6 +132,11 @@ bench: deps-apt bench-deps
 	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
 	.build/release/tipsd-bench $(BENCH)
 	TIPSD_BIN=.build/release/tipsd scripts/bench-transcripts
+
+## fleet: a hosted fleet on this machine — PostgreSQL primary + synchronous standby, three nodes, HAProxy — with a
+## demo JWKS and catalog; prints the URLs and a demo user's token; Ctrl-C stops it (scripts/fleet).
+fleet: deps build
+	TIPSD_BIN=$(CURDIR)/$(BIN_DEBUG) $(PYTHON) scripts/fleet
 
 ## test-repeat / test-stress: SUITE (a test target, default test-swift) N times in a row, stopping at the first
 ## failure and printing its log; test-stress runs one CPU-burning process per core alongside (scripts/test-repeat).

@@ -36,6 +36,7 @@ class HostedNode:
         name: str = "node-1",
         catalog: pathlib.Path = DEMO_CATALOG,
         extra: list[str] | None = None,
+        listen_port: int = 0,
     ):
         self.directory = directory
         self.url = url
@@ -64,8 +65,7 @@ class HostedNode:
             tokens.ISSUER,
             "--token-file",
             str(self.token_file),
-            "--listen",
-            "127.0.0.1:0",
+            "--listen", f"127.0.0.1:{listen_port}",
             "--node",
             name,
             *(extra or []),
