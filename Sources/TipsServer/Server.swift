@@ -523,8 +523,15 @@ public final class Server {
   /// transport holds).
   func flush(_ session: Session, committed: Bool) -> Bool {
     let path = store.path
+    let hosted = services.hosted != nil
     session.outbound.commitFinished(success: committed) { id in
-      OutgoingMessage.encodeError(id: id, error: .datastoreFailure(path: path))
+      // Hosted: PostgreSQL did not commit it (or the outcome is unknown: the connection broke); the account is read
+      // again before its next request, so a retry sees whether it was stored.
+      OutgoingMessage.encodeError(
+        id: id,
+        error: hosted
+          ? .unavailable(method: "request", retryAfter: 1, "PostgreSQL did not confirm the commit")
+          : .datastoreFailure(path: path))
     }
     var resumed = false
     let stream = session.stream

@@ -1,0 +1,286 @@
+"""A hosted fleet on loopback — three nodes behind real HAProxy, a PostgreSQL primary with a synchronous standby —
+losing each of its parts in turn while users' clients keep working through the balancer.
+
+Every wait is for a condition; TIMEOUT only keeps a broken part from hanging the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import statistics
+import time
+
+import pytest
+
+from fleet import Fleet
+from harness import TIMEOUT
+from hosted import ADMIN_TOKEN, RpcError, Session
+from test_hosted import reference, state_of
+
+websockets = pytest.importorskip("websockets")
+
+ACCOUNTS = int(os.environ.get("TIPSD_FLEET_ACCOUNTS", "200"))
+EVENTS = ["search.opened", "search.performed", "filter.used", "map.opened"]
+PLAIN_TIPS = ["welcome.tour", "show-location.tip", "rotate-map.tip"]
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    world = Fleet(3, node_options=["--account-rate", "100000"])
+    yield world
+    world.close()
+
+
+class UserClient:
+    """One user's reconnecting client through HAProxy (the account rides in the Bearer token, so the balancer keeps
+    it on one node while that node is up). It changes its account one request at a time; a request that got no reply
+    (its node died, PostgreSQL failed over) is settled by reading the account back: whether it was applied is what
+    the state says. The requests applied, in order, are what a single-user daemon is fed to compare."""
+
+    def __init__(self, fleet: Fleet, account: str, rng: random.Random):
+        self.fleet = fleet
+        self.account = account
+        self.rng = rng
+        self.applied: list[tuple[str, dict]] = []
+        self.acknowledged = 0
+        self.subscriptions: set[str] = set()
+        self.foreign: list[dict] = []
+        self.reconnects = 0
+        self.ws = None
+        self.pending: dict[int, asyncio.Future] = {}
+        self.next_id = 0
+        self.reader: asyncio.Task | None = None
+
+    async def connect(self) -> None:
+        while True:
+            try:
+                token = self.fleet.token(self.account)
+                self.ws = await websockets.connect(
+                    self.fleet.websocket_url,
+                    subprotocols=["tipsd.v1"],
+                    additional_headers={"Authorization": f"Bearer {token}"},
+                    open_timeout=TIMEOUT,
+                )
+                self.reader = asyncio.ensure_future(self.read())
+                await self.call("initialize", {"protocolVersion": "1.2", "clientInfo": {"name": "fleet-user"}})
+                observed = await self.call("tips/observe", {})
+                self.subscriptions.add(observed["subscription"])
+                return
+            except (TimeoutError, OSError, websockets.exceptions.WebSocketException, ConnectionError, RpcError):
+                self.reconnects += 1
+                await asyncio.sleep(0.05)
+
+    async def read(self) -> None:
+        try:
+            async for raw in self.ws:
+                message = json.loads(raw)
+                if message.get("id") is not None and message["id"] in self.pending:
+                    self.pending.pop(message["id"]).set_result(message)
+                elif message.get("method"):
+                    if message["params"].get("subscription") not in self.subscriptions:
+                        self.foreign.append(message)
+        except websockets.exceptions.WebSocketException:
+            pass
+        finally:
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("lost"))
+            self.pending.clear()
+
+    async def call(self, method: str, params: dict):
+        self.next_id += 1
+        future = asyncio.get_event_loop().create_future()
+        self.pending[self.next_id] = future
+        await self.ws.send(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}))
+        reply = await asyncio.wait_for(future, TIMEOUT)
+        if "error" in reply:
+            raise RpcError(reply["error"])
+        return reply["result"]
+
+    async def state(self) -> dict:
+        while True:
+            try:
+                status = await self.call("tips/status", {})
+                inspect = await self.call("inspect/state", {})
+                return {
+                    "tips": {t["id"]: t for t in status["tips"]},
+                    "events": {e["id"]: e["lifetime"] for e in inspect["events"]},
+                    "parameters": {p["id"]: p["value"] for p in inspect["parameters"]},
+                }
+            except (TimeoutError, ConnectionError, websockets.exceptions.WebSocketException, RpcError):
+                await self.reconnect()
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await asyncio.wait_for(self.ws.close(), TIMEOUT)
+        if self.reader is not None:
+            self.reader.cancel()
+
+    async def reconnect(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+        await self.connect()
+
+    def operation(self) -> tuple[str, dict]:
+        roll = self.rng.random()
+        if roll < 0.6:
+            return "events/donate", {"id": self.rng.choice(EVENTS)}
+        if roll < 0.85:
+            return "tips/displayed", {"id": self.rng.choice(PLAIN_TIPS), "duration": self.rng.randint(1, 9)}
+        return "parameters/set", {"id": "isLoggedIn", "value": self.rng.random() < 0.5}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.connect()
+        while not stop.is_set():
+            method, params = self.operation()
+            try:
+                await self.call(method, params)
+                self.applied.append((method, params))
+                self.acknowledged += 1
+                continue
+            except RpcError as error:
+                if error.code not in (-32016, -32013):
+                    raise
+            except (TimeoutError, ConnectionError, websockets.exceptions.WebSocketException):
+                await self.reconnect()
+            # No acknowledgement: did it happen? The account says.
+            await self.settle(method, params)
+            await asyncio.sleep(0.02)
+
+    async def settle(self, method: str, params: dict) -> None:
+        expected = self.expected()
+        state = await self.state()
+        if method == "events/donate":
+            happened = state["events"].get(params["id"], 0) > expected["events"].get(params["id"], 0)
+        elif method == "tips/displayed":
+            happened = state["tips"][params["id"]]["displayCount"] > expected["displays"].get(params["id"], 0)
+        else:
+            happened = state["parameters"].get("isLoggedIn") == params["value"] and (
+                expected["isLoggedIn"] != params["value"]
+            )
+        if happened:
+            self.applied.append((method, params))
+
+    def expected(self) -> dict:
+        events: dict[str, int] = {}
+        displays: dict[str, int] = {}
+        logged_in = False
+        for method, params in self.applied:
+            if method == "events/donate":
+                events[params["id"]] = events.get(params["id"], 0) + 1
+            elif method == "tips/displayed":
+                displays[params["id"]] = displays.get(params["id"], 0) + 1
+            else:
+                logged_in = params["value"]
+        return {"events": events, "displays": displays, "isLoggedIn": logged_in}
+
+
+async def wait_healthy(fleet: Fleet) -> None:
+    deadline = time.monotonic() + TIMEOUT * 3
+    while not all(node.healthy() for node in fleet.nodes):
+        assert time.monotonic() < deadline, [node.log_text()[-2000:] for node in fleet.nodes]
+        await asyncio.sleep(0.1)
+
+
+def test_the_fleet_loses_a_node_then_the_primary_and_nothing_acknowledged(fleet):
+    seed = random.randrange(1 << 30)
+    clients = [UserClient(fleet, f"fleet-{i:03d}", random.Random(seed + i)) for i in range(ACCOUNTS)]
+
+    async def body():
+        stop = asyncio.Event()
+        tasks = [asyncio.ensure_future(client.run(stop)) for client in clients]
+
+        async def progress(at_least: int) -> None:
+            deadline = time.monotonic() + TIMEOUT * 3
+            start = sum(c.acknowledged for c in clients)
+            while sum(c.acknowledged for c in clients) < start + at_least:
+                assert time.monotonic() < deadline, "the clients made no progress"
+                for task in tasks:
+                    if task.done() and task.exception():
+                        raise task.exception()
+                await asyncio.sleep(0.05)
+
+        await progress(500)
+        fleet.nodes[0].kill()  # a node dies: its clients reconnect through HAProxy to another node
+        await progress(500)
+        fleet.nodes[0].start()
+        await progress(300)
+        fleet.kill_primary()  # the primary dies: changes are refused (-32016), reads go on
+        await asyncio.sleep(0.5)
+        fleet.promote_standby()  # the nodes find the promoted standby by themselves
+        await wait_healthy(fleet)
+        await progress(500)
+        stop.set()
+        await asyncio.gather(*tasks)
+        await asyncio.gather(*(client.close() for client in clients))
+
+    asyncio.run(body())
+    assert sum(c.reconnects for c in clients) > 0, "no client lost its node: the chaos did not happen"
+    foreign = [(c.account, c.foreign[:1]) for c in clients if c.foreign]
+    assert not foreign, f"clients saw other accounts' notifications: {foreign[:3]}"
+
+    # Every account's state is the same on every node, and equals a single daemon fed the requests that were
+    # applied (every acknowledged one among them), in order.
+    async def through_every_node():
+        states: dict[str, list[dict]] = {}
+        for node in fleet.nodes:
+            admin = await Session.open(node.socket_path, ADMIN_TOKEN)
+            for client in clients:
+                states.setdefault(client.account, []).append(await state_of(admin, client.account))
+            await admin.close()
+        return states
+
+    per_node = asyncio.run(through_every_node())
+    diverging = [account for account, states in per_node.items() if any(s != states[0] for s in states)]
+    assert not diverging, f"seed {seed}: nodes disagree on {diverging[:3]}"
+    plans = {client.account: client.applied for client in clients}
+    expected = reference(plans)
+    differing = [a for a in plans if per_node[a][0] != expected[a]]
+    assert not differing, (
+        f"seed {seed}: {len(differing)} accounts differ from a single daemon fed their applied requests, e.g. "
+        f"{differing[0]}:\nfleet:     {per_node[differing[0]][0]}\nreference: {expected[differing[0]]}"
+    )
+    print(
+        f"fleet: {ACCOUNTS} accounts, {sum(c.acknowledged for c in clients)} acknowledged changes, "
+        f"{sum(len(c.applied) for c in clients)} applied, {sum(c.reconnects for c in clients)} reconnects; 0 lost"
+    )
+
+
+def test_an_invalidation_on_one_node_reaches_an_observer_on_another(fleet):
+    first, second = fleet.nodes[1], fleet.nodes[2]
+    changes = int(os.environ.get("TIPSD_FLEET_CHANGES", "1000"))
+
+    async def body():
+        await wait_healthy(fleet)
+        actor = await Session.open(first.socket_path, fleet.token("crossing"))
+        watcher = await Session.open(second.socket_path, fleet.token("crossing"))
+        observed = await watcher.call("tips/observe", {"ids": ["welcome.tour"]})
+        subscription = observed["subscription"]
+        shown = observed["tips"][0]["shouldDisplay"]
+        latencies = []
+        for index in range(changes):
+            seen = len([n for n in watcher.notifications if n["params"].get("subscription") == subscription])
+            started = time.monotonic()
+            if shown:
+                await actor.call("tips/invalidate", {"id": "welcome.tour", "reason": "tipClosed"})
+            else:
+                await actor.call("tips/resetEligibility", {"id": "welcome.tour"})
+            deadline = started + TIMEOUT
+            while len([n for n in watcher.notifications if n["params"].get("subscription") == subscription]) == seen:
+                assert time.monotonic() < deadline, f"change {index} never reached the other node"
+                await asyncio.sleep(0.0005)
+            latencies.append(time.monotonic() - started)
+            note = [n for n in watcher.notifications if n["params"].get("subscription") == subscription][-1]
+            shown = not shown
+            assert note["params"]["shouldDisplay"] == shown, index
+        await actor.close()
+        await watcher.close()
+        return latencies
+
+    latencies = asyncio.run(body())
+    assert len(latencies) == changes
+    p99 = statistics.quantiles(latencies, n=100)[98] * 1000
+    print(f"fleet.cross_node_p99_ms: {p99:.1f} (over {changes} changes; the bench reports it too)")
