@@ -6,7 +6,8 @@ an ``observe`` subscription, the daemon ending a session whose token expired (th
 connection closes, saying why), and an admin acting on named accounts with the ``accounts_*`` wrappers.
 
 The node runs with ``--jwt-leeway 0``, so a token is refused from its ``exp`` on; the tests that need a token to
-expire use tokens valid for 2-4 seconds. Every wait is for a condition, bounded by TIMEOUT.
+expire use tokens valid for a few seconds — 10 s where the client must refresh first, whose refresh margin (a tenth
+of the lifetime) leaves it a second to do so. Every wait is for a condition, bounded by TIMEOUT.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def test_websocket_presents_a_jwt_as_bearer_and_the_admin_token_as_subprotocol(h
 
 def test_a_token_about_to_expire_is_refreshed_and_the_subscription_stays(hosted):
     async def body():
-        provider = minting(hosted, "py-refresh", {"connect": 4})
+        provider = minting(hosted, "py-refresh", {"connect": 10})
         async with TipsClient.connect(socket_path=node_of(hosted).socket_path, token=provider) as client:
             first = client.auth["expiresAt"]
             async with client.observe(["filter.tip"]) as sub:

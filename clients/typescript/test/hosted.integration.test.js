@@ -5,7 +5,8 @@
 // refreshed before it expires without losing the observe subscription; the daemon ending an expired session and
 // the client signing in again; an admin acting on a named account and the accounts/* wrappers.
 // The node runs with --jwt-leeway 0, so a token is refused from its `exp` on. Every wait is for a condition
-// (test-support/timing.js); the tests that need a token to expire use tokens valid for 2-4 s.
+// (test-support/timing.js); the tests that need a token to expire use tokens valid for a few seconds — 10 s where the
+// client must refresh first, whose refresh margin (a tenth of the lifetime) leaves it a second to do so.
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const { connectUnix, connectWebSocket } = require("../dist/node");
@@ -103,13 +104,13 @@ test("Unix socket: initialize's auth signs in; a refused token is EUNAUTHORIZED 
 
 test("a token about to expire is refreshed on the live connection; the observe subscription outlives the first token", hostedTest(needsWebSocket), async (t) => {
   const h = await hosted();
-  const token = provider(h, "ts-refresh", { connect: 4 });
+  const token = provider(h, "ts-refresh", { connect: 10 });
   const client = await connectWebSocket(h.url, { token, strict: true, logger: null });
   t.after(() => client.close());
   const states = [];
   client.onConnectionChange((state) => states.push(state));
   const first = client.auth.expiresAt;
-  assert.ok(first <= Date.now() / 1000 + 4);
+  assert.ok(first <= Date.now() / 1000 + 10);
   const seen = await observeFilterTip(client);
 
   await until(() => client.auth.expiresAt > first, { what: "the refresh" });
@@ -148,7 +149,7 @@ test("a refresh the daemon refuses (another account's token) makes the client re
   const asked = [];
   const token = async ({ reason }) => {
     asked.push(reason);
-    return reason === "refresh" ? h.token("ts-someone-else") : h.token("ts-refused", reason === "connect" ? 3 : 3600);
+    return reason === "refresh" ? h.token("ts-someone-else") : h.token("ts-refused", reason === "connect" ? 10 : 3600);
   };
   const logger = recordingLogger();
   const client = await connectUnix(h.socket, { token, logger });
