@@ -22,6 +22,8 @@ pip_install() {
 "$PYTHON" -c "import pytest" 2>/dev/null || pip_install pytest
 # The suite validates the daemon's traffic against protocol/openrpc.json (issue #5).
 "$PYTHON" -c "import jsonschema, referencing" 2>/dev/null || pip_install "jsonschema>=4.18"
+# tests/test_hosted.py (issue #23) mints the app's tokens with PyJWT and starts PostgreSQL (protocol/tests/hosted.py).
+"$PYTHON" -c "import jwt, cryptography" 2>/dev/null || pip_install "pyjwt[crypto]"
 pip_install ./clients/python
 
 if [ -z "${TIPSD_BIN:-}" ] && [ -x .build/debug/tipsd ]; then

@@ -9,6 +9,8 @@
 # TIPSD_TRAFFIC_CHECK=0 skips the check). The log is kept when the check fails.
 # Issue #11: also builds the browser ES modules (dist-browser/, tsconfig.browser.json) and, on Node 20, runs the
 # tests with --experimental-websocket (in NODE_OPTIONS) so that Node's global WebSocket exists.
+# Issue #23: test/hosted.integration.test.js runs a hosted tipsd against a private PostgreSQL, both started by
+# test-support/hosted_node.py (python3 with PyJWT and cryptography: `make deps-pip`; PostgreSQL's server programs).
 # Issue #17: TIPSD_TEST_TIMEOUT (seconds, default 30) is the hang guard of every wait in the tests; a test file
 # that runs for more than ten times that is cancelled (node --test-timeout), so a hang cannot stall the run.
 set -euo pipefail
@@ -37,6 +39,10 @@ printf '{"type": "module"}\n' > "$ts/dist-browser/package.json"
 mkdir -p "$ts/dist-seed000/node_modules/@tipsd"
 cp -R "$ts/test-support/seed000/stubs/." "$ts/dist-seed000/node_modules/"
 ln -s ../../.. "$ts/dist-seed000/node_modules/@tipsd/client"
+# Issue #23: the React Native example (examples/react-native: a signed-in user's client, the visibility store over
+# useSyncExternalStore), type-checked with tsc --strict against the built client and small stand-ins for react,
+# react-native and @react-native-firebase/auth (examples/react-native/stubs); nothing is emitted.
+"$TSC" -p "$ts/examples/react-native" --strict
 export TSC
 
 # Issue #11: the WebSocket tests use Node's global WebSocket (Node >= 22; Node 20.10+ behind a flag).

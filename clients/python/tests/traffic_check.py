@@ -10,7 +10,8 @@ method; every incoming message is then checked:
 
 * a result against ``methods[i].result.schema`` of its request's method;
 * an error's ``code`` against that method's ``errors`` plus the document's
-  ``x-protocol-errors`` (only the latter when the id is unknown or null);
+  ``x-protocol-errors`` (only the latter when the id is unknown or null, and,
+  for id null, ``x-session-errors``: hosted mode's -32013 at a token's expiry);
 * a notification's params against ``x-notifications[i].x-params-schema``.
 
 Connections to the suite's fake server (tests/fake_server.py) are skipped: it
@@ -117,8 +118,10 @@ class Contract:
             return target
         return node
 
-    def error_codes(self, method: str | None) -> set[int]:
+    def error_codes(self, method: str | None, *, id_null: bool = False) -> set[int]:
         refs = list(self.document.get("x-protocol-errors", []))
+        if id_null:
+            refs += self.document.get("x-session-errors", [])
         if method in self.method_index:
             refs += self.document["methods"][self.method_index[method]].get("errors", [])
         return {self.resolve(r).get("code") for r in refs}
@@ -288,7 +291,7 @@ def check_message(contract: Contract, c: Connection, m: Any, report: TrafficRepo
         ):
             report.add(f"{label} (error)", "/error", f"malformed error object {json.dumps(err)[:200]}", where)
             return
-        allowed = contract.error_codes(method)
+        allowed = contract.error_codes(method, id_null=m["id"] is None)
         if err["code"] not in allowed:
             report.add(
                 f"{label} (error)",

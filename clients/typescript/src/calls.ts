@@ -43,6 +43,8 @@ export interface RpcEvents {
   notification(conn: RpcConnection, method: string, params: unknown): void;
   /** The transport closed (reported once by the transport). */
   closed(conn: RpcConnection, error?: Error): void;
+  /** An error answering no request (id null): e.g. hosted mode's -32013 when the session's token expired. */
+  error(conn: RpcConnection, error: JsonRpcErrorObject): void;
 }
 
 /** One live transport with its in-flight requests. */
@@ -146,7 +148,7 @@ export class RpcConnection {
       return;
     }
     if (typeof m.id !== "number") {
-      if (m.error) logger.warn(`tipsd reported an error: ${m.error.message} (${m.error.code})`);
+      if (m.error) this.events.error(this, m.error);
       return;
     }
     const pending = this.pending.get(m.id);

@@ -66,6 +66,23 @@ export { Outcome } from "./calls.js";
 export { ActionEvent, ChangeCause, GroupChange, ObserveTarget, TipChange, Unsubscribe } from "./subscriptions.js";
 
 /**
+ * Methods that act on no account (hosted mode): `forAccount` and the `account` option never add `params.account`
+ * to them. Every other method acts on an account.
+ */
+const ACCOUNT_FREE: ReadonlySet<string> = new Set([
+  "initialize",
+  "shutdown",
+  "rpc.discover",
+  "auth/refresh",
+  "accounts/list",
+  "accounts/export",
+  "accounts/import",
+  "accounts/delete",
+  "catalog/reload",
+  "sync/status",
+]);
+
+/**
  * A tipsd client. Create one with {@link connect} (waits for the first connection attempt) or
  * {@link createClient} (returns at once — handy for a module-level singleton in an app).
  */
@@ -81,8 +98,20 @@ export class TipsClient<S extends boolean = false> {
   /** The daemon's `initialize` result for the current (or last) connection. */
   initializeResult: InitializeResult | undefined;
 
-  /** The error of the last failed connection attempt. */
+  /** The error of the last failed connection attempt (or of the session the daemon ended). */
   lastError: ConnectionError | undefined;
+
+  /**
+   * Hosted mode: who the current (or last) session is signed in as — the account, whether it is the admin, and
+   * when its token expires (updated by each refresh). Undefined on a daemon that serves one user's state.
+   */
+  auth: SignIn | undefined;
+
+  /**
+   * Hosted mode, admin token: the account this client's account-scoped requests and subscriptions act on
+   * (`params.account`), from the `account` option or {@link forAccount}.
+   */
+  readonly account: string | undefined;
 
   constructor(options: ClientOptions<S>) {
     if (!options || typeof options.transport !== "function") throw new TypeError("TipsClient: options.transport must be a function");
@@ -102,7 +131,20 @@ export class TipsClient<S extends boolean = false> {
     this.call = (method, params) => this.calls.call(method, params);
     this.subscriptions = new Subscriptions(this.connection, settings.logger);
     this.registrations = new Registrations(settings.restoreRegistrations, settings.logger);
+    this.account = settings.account;
     this.connection.startAttempt();
+  }
+
+  /**
+   * Hosted mode, admin token: a view of this client whose account-scoped requests and subscriptions act on
+   * `account` — `admin.forAccount("alice").status()`, `.donate(…)`, `.observe(…)` — over the same connection (its
+   * state, `close()` and every other member are this client's). A user's session acts on its own account only.
+   */
+  forAccount(account: string): TipsClient<S> {
+    if (typeof account !== "string" || !account) throw new TypeError("forAccount: the account must be a non-empty string");
+    const view = Object.create(this) as TipsClient<S>;
+    Object.defineProperty(view, "account", { value: account, enumerable: true });
+    return view;
   }
 
   // ─── Connection state ─────────────────────────────────────────────────────────────────────────────────────
@@ -306,9 +348,14 @@ export class TipsClient<S extends boolean = false> {
     return this.request("sync/status", undefined);
   }
 
-  /** `auth/refresh` (hosted mode): replaces the session's token with a newer one for the same account. */
-  authRefresh(token: string): Promise<Outcome<S, SignIn>> {
-    return this.request("auth/refresh", { token });
+  /**
+   * `auth/refresh` (hosted mode): replaces the session's token with a newer one for the same account, keeping its
+   * subscriptions; `auth` then holds the new expiry. The client does this by itself when it has a token provider.
+   */
+  async authRefresh(token: string): Promise<Outcome<S, SignIn>> {
+    const signIn = await this.request("auth/refresh", { token });
+    if (signIn) this.connection.refreshed(signIn);
+    return signIn;
   }
 
   /** `accounts/list` (hosted mode, admin): the accounts PostgreSQL holds, a page at a time. */
@@ -371,7 +418,8 @@ export class TipsClient<S extends boolean = false> {
 
   /** Any request by name, typed through the protocol's method table. */
   request<M extends Method>(method: M, params: ParamsOf<M>): Promise<Outcome<S, ResultOf<M>>> {
-    return this.calls.request(method, params) as Promise<Outcome<S, ResultOf<M>>>;
+    const scoped = this.account === undefined || ACCOUNT_FREE.has(method) ? params : { ...(params ?? {}), account: this.account };
+    return this.calls.request(method, scoped) as Promise<Outcome<S, ResultOf<M>>>;
   }
 
   // ─── Subscriptions ────────────────────────────────────────────────────────────────────────────────────────
@@ -388,7 +436,7 @@ export class TipsClient<S extends boolean = false> {
   observe(tipId: string, listener: (change: TipChange) => void): Unsubscribe;
   observe(target: { ids?: string[]; groups?: string[] }, listener: (change: TipChange | GroupChange) => void): Unsubscribe;
   observe(target: ObserveTarget, listener: ((change: TipChange) => void) | ((change: TipChange | GroupChange) => void)): Unsubscribe {
-    return this.subscriptions.observe(target, listener as (change: TipChange | GroupChange) => void);
+    return this.subscriptions.observe(target, listener as (change: TipChange | GroupChange) => void, this.account);
   }
 
   /**
@@ -396,7 +444,7 @@ export class TipsClient<S extends boolean = false> {
    * unsubscribe function; the listener is never called after it.
    */
   onAction(listener: (event: ActionEvent) => void, options: { tipIds?: string[] } = {}): Unsubscribe {
-    return this.subscriptions.onAction(listener, options);
+    return this.subscriptions.onAction(listener, options, this.account);
   }
 
   /**
@@ -408,7 +456,7 @@ export class TipsClient<S extends boolean = false> {
    * unsubscribe function (`analytics/unsubscribe`); the listener is never called after it.
    */
   onAnalyticsEvent(listener: (event: AnalyticsEvent) => void, options: { after?: number } = {}): Unsubscribe {
-    return this.subscriptions.onAnalyticsEvent(listener, options);
+    return this.subscriptions.onAnalyticsEvent(listener, options, this.account);
   }
 }
 

@@ -1,11 +1,14 @@
 /**
  * Connection and reconnection: the connection state, opening a transport and initializing it (with the connect
- * timeout and the protocol-version check), noticing a lost connection, exponential backoff with jitter, and the
- * no-op mode while the daemon is absent (one warning per outage). What is re-sent after connecting is decided
- * by the {@link ConnectionHooks} (registrations, then subscriptions).
+ * timeout, the protocol-version check and, in hosted mode, the sign-in), noticing a lost connection, exponential
+ * backoff with jitter, and the no-op mode while the daemon is absent (one warning per outage). A hosted session's
+ * token is refreshed before it expires (`auth/refresh` on the live connection; a reconnection when that fails or
+ * when the daemon ends the session). What is re-sent after connecting is decided by the {@link ConnectionHooks}
+ * (registrations, then subscriptions).
  */
+import { refreshDelayMs, resolveToken, TokenProvider } from "./auth.js";
 import { ConnectionError, TipsdError } from "./errors.js";
-import { ClientInfo, InitializeResult, PROTOCOL_VERSION } from "./protocol.js";
+import { ErrorCode, InitializeParams, InitializeResult, JsonRpcErrorObject, PROTOCOL_VERSION, SignIn } from "./protocol.js";
 import type { Transport } from "./transport.js";
 import { asError, CallLink, RpcConnection, RpcSettings } from "./calls.js";
 import { logAt, Settings } from "./options.js";
@@ -31,11 +34,16 @@ export interface ConnectionHooks {
 export interface ConnectionRecord {
   initializeResult: InitializeResult | undefined;
   lastError: ConnectionError | undefined;
+  /** Hosted mode: who the session is signed in as, and until when (updated by each refresh). */
+  auth: SignIn | undefined;
 }
 
 function majorOf(version: string): string {
   return String(version).split(".")[0];
 }
+
+/** The longest delay a timer takes (setTimeout's limit, ~24.8 days); a later refresh is scheduled in steps. */
+const MAX_TIMER_MS = 0x7fffffff;
 
 export class ConnectionManager implements CallLink {
   /** The live, initialized connection. */
@@ -48,6 +56,12 @@ export class ConnectionManager implements CallLink {
   private nextId = 1;
   private outageWarned = false;
   private everConnected = false;
+  /** Connection attempts started (the first asks the token provider for `"connect"`, later ones `"reconnect"`). */
+  private attempts = 0;
+  private refreshTimer: unknown = undefined;
+  /** A connection about to close that is replaced at once (its token could not be refreshed, or expired). */
+  private replacing: RpcConnection | null = null;
+  private warnedFixedToken = false;
   private readonly stateListeners = new Set<(state: ConnectionState) => void>();
   private readonly rpc: RpcSettings;
 
@@ -116,6 +130,7 @@ export class ConnectionManager implements CallLink {
       }
     }
     this.setState("closed");
+    this.cancelRefresh();
     if (this.reconnectTimer !== undefined) {
       this.settings.timers.clearTimeout(this.reconnectTimer);
       this.reconnectTimer = undefined;
@@ -176,6 +191,17 @@ export class ConnectionManager implements CallLink {
   }
 
   private async connectOnce(): Promise<boolean> {
+    const reason = this.attempts++ === 0 ? "connect" : "reconnect";
+    let token: string | undefined;
+    if (this.settings.token !== undefined) {
+      try {
+        token = await resolveToken(this.settings.token, reason);
+      } catch (e) {
+        this.attemptFailed(new ConnectionError("ENOTCONNECTED", `cannot sign in: ${asError(e).message}`, undefined, e));
+        return false;
+      }
+      if (this.isClosed()) return false;
+    }
     let transport: Transport;
     try {
       transport = await this.openTransport();
@@ -190,11 +216,13 @@ export class ConnectionManager implements CallLink {
     const conn = new RpcConnection(transport, this.rpc, {
       notification: (c, method, params) => this.hooks.notification(c, method, params),
       closed: (c, error) => this.connectionClosed(c, error),
+      error: (c, error) => this.daemonError(c, error),
     });
     let init: InitializeResult;
     try {
-      const params: { protocolVersion: string; clientInfo: ClientInfo; locale?: string } = { protocolVersion: PROTOCOL_VERSION, clientInfo: this.settings.clientInfo };
+      const params: InitializeParams = { protocolVersion: PROTOCOL_VERSION, clientInfo: this.settings.clientInfo };
       if (this.settings.locale !== undefined) params.locale = this.settings.locale;
+      if (token !== undefined) params.auth = { token };
       init = (await this.withTimeout(conn.request("initialize", params), this.settings.connectTimeoutMs, "initialize")) as InitializeResult;
       if (!init || typeof init !== "object" || majorOf(init.protocolVersion) !== majorOf(PROTOCOL_VERSION)) {
         throw new ConnectionError("EPROTOCOL", `tipsd speaks protocol ${init && init.protocolVersion}, this client ${PROTOCOL_VERSION}`);
@@ -206,7 +234,8 @@ export class ConnectionManager implements CallLink {
       } catch {
         /* ignore */
       }
-      const error = e instanceof ConnectionError ? e : new ConnectionError(e instanceof TipsdError ? "EPROTOCOL" : "ENOTCONNECTED", `initialize failed: ${asError(e).message}`, undefined, e);
+      const code = !(e instanceof TipsdError) ? "ENOTCONNECTED" : e.code === ErrorCode.Unauthorized ? "EUNAUTHORIZED" : "EPROTOCOL";
+      const error = e instanceof ConnectionError ? e : new ConnectionError(code, `initialize failed: ${asError(e).message}`, undefined, e);
       this.attemptFailed(error);
       return false;
     }
@@ -217,6 +246,7 @@ export class ConnectionManager implements CallLink {
     }
     this.current = conn;
     this.record.initializeResult = init;
+    this.record.auth = init.auth;
     const wasConnected = this.everConnected;
     this.everConnected = true;
     this.failedAttempts = 0;
@@ -226,7 +256,94 @@ export class ConnectionManager implements CallLink {
     this.outageWarned = false;
     this.setState("connected");
     if (wasConnected) logAt(this.settings.logger, "debug", "reconnected to tipsd");
+    this.scheduleRefresh(conn);
     return true;
+  }
+
+  // ─── Hosted mode: keeping the session signed in ─────────────────────────────────────────────────────────────
+
+  /** Arms the refresh of `conn`'s token, when the daemon said when it expires. */
+  private scheduleRefresh(conn: RpcConnection): void {
+    this.cancelRefresh();
+    const expiresAt = this.record.auth ? this.record.auth.expiresAt : null;
+    if (typeof expiresAt !== "number" || !this.settings.autoRefresh || this.current !== conn) return;
+    const source = this.settings.refreshToken;
+    if (typeof source !== "function") {
+      if (!this.warnedFixedToken) {
+        this.warnedFixedToken = true;
+        this.settings.logger.warn(
+          `the session's token expires at ${new Date(expiresAt * 1000).toISOString()} and cannot be refreshed: give a token provider (a function) instead of a string`,
+        );
+      }
+      return;
+    }
+    const timers = this.settings.timers;
+    const delay = refreshDelayMs(expiresAt, timers.now ? timers.now() : Date.now());
+    this.refreshTimer = timers.setTimeout(
+      () => {
+        this.refreshTimer = undefined;
+        if (delay > MAX_TIMER_MS) this.scheduleRefresh(conn);
+        else void this.refresh(conn, source);
+      },
+      Math.min(delay, MAX_TIMER_MS),
+    );
+  }
+
+  /** `auth/refresh` succeeded on the live connection (the client's own refresh, or the app's call). */
+  refreshed(signIn: SignIn): void {
+    const conn = this.current;
+    if (!conn || !signIn || typeof signIn !== "object") return;
+    this.record.auth = signIn;
+    this.scheduleRefresh(conn);
+  }
+
+  private cancelRefresh(): void {
+    if (this.refreshTimer === undefined) return;
+    this.settings.timers.clearTimeout(this.refreshTimer);
+    this.refreshTimer = undefined;
+  }
+
+  /** Asks the provider for a new token and sends it with `auth/refresh`; on failure, replaces the connection. */
+  private async refresh(conn: RpcConnection, source: TokenProvider): Promise<void> {
+    const live = () => this.current === conn && conn.open && this.currentState === "connected";
+    if (!live()) return;
+    let signIn: SignIn;
+    try {
+      const token = await resolveToken(source, "refresh");
+      if (!live()) return;
+      signIn = (await conn.request("auth/refresh", { token })) as SignIn;
+    } catch (e) {
+      if (!live()) return;
+      this.settings.logger.warn(`could not refresh the session's token (${asError(e).message}); reconnecting`);
+      this.replace(conn);
+      return;
+    }
+    if (!live()) return;
+    logAt(this.settings.logger, "debug", "refreshed the session's token");
+    this.refreshed(signIn);
+  }
+
+  /** Closes `conn` and connects again at once (the token provider is asked with `"reconnect"`). */
+  private replace(conn: RpcConnection): void {
+    this.replacing = conn;
+    try {
+      conn.transport.close();
+    } catch (e) {
+      logAt(this.settings.logger, "debug", "transport close failed", e);
+    }
+  }
+
+  /** An error answering no request. Hosted mode's -32013 ends the session (the daemon closes it next). */
+  private daemonError(conn: RpcConnection, error: JsonRpcErrorObject): void {
+    if (error.code !== ErrorCode.Unauthorized || this.current !== conn) {
+      this.settings.logger.warn(`tipsd reported an error: ${error.message} (${error.code})`);
+      return;
+    }
+    const data = error.data as { reason?: unknown } | undefined;
+    const reason = data && typeof data.reason === "string" ? data.reason : "unauthorized";
+    this.record.lastError = new ConnectionError("EUNAUTHORIZED", `tipsd ended the session (${reason}): ${error.message}`, undefined, new TipsdError("session", error));
+    this.settings.logger.warn(`${this.record.lastError.message}; signing in again`);
+    this.replacing = conn;
   }
 
   private openTransport(): Promise<Transport> {
@@ -283,8 +400,16 @@ export class ConnectionManager implements CallLink {
     conn.fail(new ConnectionError("ECONNCLOSED", "the connection to tipsd closed"));
     if (this.current !== conn) return; // closed during initialize: the attempt handles it
     this.current = null;
+    this.cancelRefresh();
     this.hooks.lost(conn);
     if (this.currentState === "closed") return;
+    if (this.replacing === conn) {
+      // Expected: the session is signed in again at once, with a new token.
+      this.replacing = null;
+      this.setState("disconnected");
+      this.startAttempt();
+      return;
+    }
     this.settings.logger.warn(`lost the connection to tipsd${error ? `: ${error.message}` : ""}; calls are no-ops until it is back`);
     this.outageWarned = true;
     this.setState("disconnected");

@@ -25,7 +25,12 @@ export type ConnectionErrorCode =
   /** `close()` was called on the client. */
   | "ECLOSED"
   /** The daemon speaks an incompatible protocol version or refused `initialize`. */
-  | "EPROTOCOL";
+  | "EPROTOCOL"
+  /**
+   * Hosted mode: the daemon refused the sign-in (a missing, invalid or expired token: `cause` is the
+   * {@link TipsdError}, whose `data.reason` says which), or ended the session because its token expired.
+   */
+  | "EUNAUTHORIZED";
 
 /** The request could not be delivered or answered (only surfaced in `strict` mode). */
 export class ConnectionError extends Error {

@@ -7,6 +7,7 @@
 export * from "./protocol.js";
 export * from "./errors.js";
 export * from "./framing.js";
+export * from "./auth.js";
 export * from "./transport.js";
 export * from "./websocket.js";
 export * from "./client.js";

@@ -29,7 +29,8 @@
 import { ClientOptions, consoleLogger, createClient, Logger, TipsClient, Unsubscribe } from "./client.js";
 import type { Action, Reason } from "./protocol.js";
 import type { TransportFactory } from "./transport.js";
-import { TokenSource, webSocketTransport, WebSocketTransportOptions } from "./websocket.js";
+import type { TokenSource } from "./auth.js";
+import { webSocketTransport, WebSocketTransportOptions } from "./websocket.js";
 
 /** `onTipAction`: the tip, the first action's id (the seed's payload) and every action performed (an array). */
 export interface TipActionEvent {
@@ -84,11 +85,14 @@ interface AdapterOptions {
 /** {@link tipsdNativeModule}'s options: where the daemon is (a WebSocket URL and token, a transport, or a client). */
 export type TipsdNativeModuleOptions = AdapterOptions &
   (
-    | (AdapterClientOptions &
+    | (Omit<AdapterClientOptions, "token"> &
         Omit<WebSocketTransportOptions, "token"> & {
           /** `tipsd serve --listen`'s address, e.g. `ws://127.0.0.1:8787/`. */
           url: string;
-          /** The daemon's token (`tipsd token`), or a (possibly async) provider asked before each connection attempt. */
+          /**
+           * The daemon's token (`tipsd token`), a hosted node's JWT (the signed-in user's), or a (possibly async)
+           * provider asked before each connection attempt and, in hosted mode, before the session's token expires.
+           */
           token: TokenSource;
         })
     | (AdapterClientOptions & { transport: TransportFactory })

@@ -3,6 +3,7 @@
  * and the timers the client schedules with. `resolveOptions` turns options into the settings the other modules
  * read. Public types are re-exported by `./client`; the rest is internal.
  */
+import type { TokenSource } from "./auth.js";
 import type { ClientInfo } from "./protocol.js";
 import type { TransportFactory } from "./transport.js";
 
@@ -71,6 +72,27 @@ export interface ClientOptions<S extends boolean = boolean> {
    * child); harmless otherwise.
    */
   restoreRegistrations?: boolean;
+  /**
+   * Hosted mode (`tipsd serve --hosted`): signs each session in inside `initialize` (`auth.token`) with the app's
+   * JWT or the admin token — a string, or a provider asked before each connection attempt (`"connect"`,
+   * `"reconnect"`) and before each refresh (`"refresh"`). How a Unix-socket or stdio client signs in; over a
+   * WebSocket, `connectWebSocket`'s `token` presents it at the upgrade instead. A refused sign-in fails the attempt
+   * (`lastError.code` `"EUNAUTHORIZED"`) and the client retries with backoff, asking the provider again.
+   */
+  token?: TokenSource;
+  /**
+   * Hosted mode: when `initialize` reports that the session's token expires (`auth.expiresAt`), ask the token
+   * provider for a new one a margin before (60 s, or a tenth of the lifetime when shorter) and send it with
+   * `auth/refresh` on the live connection — its subscriptions stay; should that fail, reconnect (default true).
+   * Needs a provider (a fixed string cannot be renewed): the `token` option's, or the transport's
+   * (`webSocketTransport(url, {token})`).
+   */
+  autoRefresh?: boolean;
+  /**
+   * Hosted mode, admin token: the account every account-scoped request of this client acts on (sent as
+   * `params.account`). `client.forAccount(account)` gives a view acting on another one over the same connection.
+   */
+  account?: string;
 }
 
 /**
@@ -81,12 +103,15 @@ export interface ClientOptions<S extends boolean = boolean> {
 export interface Timers {
   setTimeout(callback: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
+  /** Milliseconds since the epoch, which a token's expiry is compared with (default `Date.now()`). */
+  now?(): number;
 }
 
 /** The host's timers, looked up at each call. */
 const hostTimers: Timers = {
   setTimeout: (callback, ms) => setTimeout(callback, ms),
   clearTimeout: (handle) => clearTimeout(handle),
+  now: () => Date.now(),
 };
 
 const DEFAULT_CLIENT_INFO: ClientInfo = { name: "@tipsd/client", version: "0.1.0" };
@@ -103,6 +128,12 @@ export interface Settings {
   clientInfo: ClientInfo;
   locale: string | undefined;
   timers: Timers;
+  /** Sent in `initialize`'s `auth`. */
+  token: TokenSource | undefined;
+  /** What refreshes a hosted session: `token`, else the transport's. */
+  refreshToken: TokenSource | undefined;
+  autoRefresh: boolean;
+  account: string | undefined;
 }
 
 export function resolveOptions(options: ClientOptions<boolean>): Settings {
@@ -127,5 +158,9 @@ export function resolveOptions(options: ClientOptions<boolean>): Settings {
     clientInfo: options.clientInfo ?? DEFAULT_CLIENT_INFO,
     locale: options.locale,
     timers: (options as { timers?: Timers }).timers ?? hostTimers,
+    token: options.token,
+    refreshToken: options.token ?? options.transport.token,
+    autoRefresh: options.autoRefresh ?? true,
+    account: options.account,
   };
 }

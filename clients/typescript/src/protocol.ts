@@ -421,25 +421,47 @@ export interface AccountsListParams {
   after?: string | null;
   limit?: number | null;
 }
+/** One account of an `accounts/list` page. */
+export interface AccountSummary {
+  account: string;
+  /** Operations stored for the account. */
+  operations: number;
+  /** Whether the answering node holds it in memory. */
+  resident: boolean;
+}
 export interface AccountPage {
-  accounts: { account: string; operations: number; resident: boolean }[];
+  accounts: AccountSummary[];
   /** Pass as `after` for the next page; null on the last. */
   next: string | null;
+}
+/** A goal or app-closed donation the history recorded (`AccountExport.donations`). */
+export interface RecordedDonation {
+  cursor: number;
+  event: string;
+  /** Seconds since the epoch. */
+  at: number;
 }
 /** `accounts/export` (hosted mode, admin): everything tipsd holds about one account. */
 export interface AccountExport {
   account: string;
   exportedAt: number;
-  /** The account's merged state (a snapshot). */
+  /**
+   * The account's merged state: a snapshot as stored in `tipsd.snapshots` (version, cursor, meta, rows of what each
+   * device and node contributed, each event's kept donations).
+   */
   state: JSONObject;
   history: AnalyticsEvent[];
+  /** The goal and app-closed donations the history recorded, oldest first (the analytics stream does not carry them). */
+  donations: RecordedDonation[];
 }
 export interface AccountsImportResult {
   account: string;
+  /** History entries imported. */
   history: number;
 }
 export interface AccountsDeleteResult {
   account: string;
+  /** Sessions of the account this node closed (other nodes close theirs when PostgreSQL notifies them). */
   closedSessions: number;
 }
 

@@ -65,38 +65,36 @@ export interface ActionEvent {
 
 export type ObserveTarget = string | { ids?: string[]; groups?: string[] };
 
-interface Observer {
-  kind: "observer";
-  params: ObserveParams;
-  listener: (change: TipChange | GroupChange) => void;
+/** What every kind of subscriber has. */
+interface SubscriberBase {
   active: boolean;
   conn?: RpcConnection;
   subscription?: string | number;
-  /** Set while a `tips/observe` for this connection is in flight. */
+  /** Set while a subscribe request for this connection is in flight. */
   requesting?: RpcConnection;
+  /** Hosted mode, admin: the account it is made on (`params.account` of its requests). */
+  account?: string;
+}
+
+interface Observer extends SubscriberBase {
+  kind: "observer";
+  params: ObserveParams;
+  listener: (change: TipChange | GroupChange) => void;
   lastTip: Map<string, boolean>;
   lastGroup: Map<string, string | null>;
 }
 
-interface ActionSubscriber {
+interface ActionSubscriber extends SubscriberBase {
   kind: "actions";
   tipIds?: string[];
   listener: (event: ActionEvent) => void;
-  active: boolean;
-  conn?: RpcConnection;
-  subscription?: string | number;
-  requesting?: RpcConnection;
 }
 
-interface AnalyticsSubscriber {
+interface AnalyticsSubscriber extends SubscriberBase {
   kind: "analytics";
   /** The cursor to resume after: the last one delivered, else the one asked for, else the head when subscribed. */
   after?: number;
   listener: (event: AnalyticsEvent) => void;
-  active: boolean;
-  conn?: RpcConnection;
-  subscription?: string | number;
-  requesting?: RpcConnection;
 }
 
 type Subscriber = Observer | ActionSubscriber | AnalyticsSubscriber;
@@ -113,6 +111,11 @@ function subKey(id: string | number): string {
   return typeof id === "number" ? `n${id}` : `s${id}`;
 }
 
+/** `params` with the subscriber's account, if it has one. */
+function scoped(sub: Subscriber, params: object): object {
+  return sub.account === undefined ? params : { ...params, account: sub.account };
+}
+
 /** What subscriptions need from the connection manager. */
 export interface SubscriptionLink {
   readonly state: ConnectionState;
@@ -126,20 +129,20 @@ export class Subscriptions {
 
   constructor(private readonly link: SubscriptionLink, private readonly logger: Logger) {}
 
-  observe(target: ObserveTarget, listener: (change: TipChange | GroupChange) => void): Unsubscribe {
+  observe(target: ObserveTarget, listener: (change: TipChange | GroupChange) => void, account?: string): Unsubscribe {
     const params: ObserveParams =
       typeof target === "string"
         ? { ids: [target] }
         : { ...(target.ids ? { ids: [...target.ids] } : {}), ...(target.groups ? { groups: [...target.groups] } : {}) };
-    return this.add({ kind: "observer", params, listener, active: true, lastTip: new Map(), lastGroup: new Map() });
+    return this.add({ kind: "observer", params, listener, active: true, account, lastTip: new Map(), lastGroup: new Map() });
   }
 
-  onAction(listener: (event: ActionEvent) => void, options: { tipIds?: string[] }): Unsubscribe {
-    return this.add({ kind: "actions", tipIds: options.tipIds ? [...options.tipIds] : undefined, listener, active: true });
+  onAction(listener: (event: ActionEvent) => void, options: { tipIds?: string[] }, account?: string): Unsubscribe {
+    return this.add({ kind: "actions", tipIds: options.tipIds ? [...options.tipIds] : undefined, listener, active: true, account });
   }
 
-  onAnalyticsEvent(listener: (event: AnalyticsEvent) => void, options: { after?: number }): Unsubscribe {
-    return this.add({ kind: "analytics", after: options.after, listener, active: true });
+  onAnalyticsEvent(listener: (event: AnalyticsEvent) => void, options: { after?: number }, account?: string): Unsubscribe {
+    return this.add({ kind: "analytics", after: options.after, listener, active: true, account });
   }
 
   private add(sub: Subscriber): Unsubscribe {
@@ -223,12 +226,14 @@ export class Subscriptions {
     if (!sub.active || !conn.open || sub.requesting === conn || (sub.conn === conn && sub.subscription !== undefined)) return;
     sub.requesting = conn;
     const method = METHODS[sub.kind].subscribe;
-    const params =
+    const params = scoped(
+      sub,
       sub.kind === "observer"
         ? sub.params
         : sub.kind === "actions"
           ? sub.tipIds ? { tipIds: sub.tipIds } : {}
-          : sub.after === undefined ? {} : { after: sub.after };
+          : sub.after === undefined ? {} : { after: sub.after },
+    );
     // Runs as soon as the result is read, before any notification that follows it is dispatched.
     const hook = (raw: unknown) => {
       const result = raw as ObserveResult;
@@ -236,7 +241,7 @@ export class Subscriptions {
       if (!conn.open) return;
       if (!sub.active) {
         // Unsubscribed while the request was in flight: drop the server side right away.
-        conn.requestQuietly(METHODS[sub.kind].unsubscribe, { subscription: result.subscription });
+        conn.requestQuietly(METHODS[sub.kind].unsubscribe, scoped(sub, { subscription: result.subscription }));
         return;
       }
       sub.conn = conn;
@@ -266,7 +271,7 @@ export class Subscriptions {
     const conn = sub.conn;
     if (conn && sub.subscription !== undefined) {
       this.routes.get(conn)?.delete(subKey(sub.subscription));
-      if (conn.open) conn.requestQuietly(METHODS[sub.kind].unsubscribe, { subscription: sub.subscription });
+      if (conn.open) conn.requestQuietly(METHODS[sub.kind].unsubscribe, scoped(sub, { subscription: sub.subscription }));
     }
     sub.conn = undefined;
     sub.subscription = undefined;

@@ -6,6 +6,7 @@
  * one message per frame (`./websocket`). Node-specific transports live in `./node` so this module, and
  * everything the core imports, runs in React Native and browsers.
  */
+import type { TokenSource } from "./auth.js";
 import { encodeFrame, FrameDecoder, Framing } from "./framing.js";
 
 /** One connection to the daemon, message by message. */
@@ -20,8 +21,12 @@ export interface Transport {
   close(): void;
 }
 
-/** Opens a new connection; the client calls it for the first connection and for every reconnection. */
-export type TransportFactory = () => Transport | Promise<Transport>;
+/**
+ * Opens a new connection; the client calls it for the first connection and for every reconnection. A factory that
+ * presents a token itself (`webSocketTransport(url, {token})`) carries it as `token`, so that the client can
+ * refresh a hosted session with the same source.
+ */
+export type TransportFactory = (() => Transport | Promise<Transport>) & { readonly token?: TokenSource };
 
 // ─── Traffic tap ────────────────────────────────────────────────────────────────────────────────────────────
 

@@ -1,12 +1,20 @@
 /**
  * WebSocket transports: one JSON-RPC message (or batch) per text frame, over anything shaped like the WHATWG /
- * React Native `WebSocket`. {@link connectWebSocket} connects to `tipsd serve --listen HOST:PORT` with the
- * daemon's token (`tipsd token`), offered as the subprotocols `tipsd.v1` and `tipsd.token.<token>` — the one
- * way to authenticate that browsers allow — plus `Authorization: Bearer <token>` where the WebSocket
- * constructor takes headers (React Native). No Node API is used: this module runs in browsers, React Native and
- * Node ≥ 22 (Node 20 with `--experimental-websocket`). The token never appears in an error or a log line.
+ * React Native `WebSocket`. {@link connectWebSocket} connects to `tipsd serve --listen HOST:PORT` with a token:
+ *
+ * - tipsd's own token (`tipsd token`, 64 characters) is offered as the subprotocols `tipsd.v1` and
+ *   `tipsd.token.<token>` — the one way to authenticate that browsers allow — plus `Authorization: Bearer <token>`
+ *   on React Native;
+ * - a longer token — a hosted node's JWT (`tipsd serve --hosted`) — does not fit a subprotocol (libwebsockets
+ *   refuses a `Sec-WebSocket-Protocol` header over 127 bytes), so it goes as `Authorization: Bearer <token>` where
+ *   the platform's WebSocket takes headers (Node), and elsewhere (browsers, React Native) as the `access_token`
+ *   query parameter.
+ *
+ * No Node API is used: this module runs in browsers, React Native and Node ≥ 22 (Node 20 with
+ * `--experimental-websocket`). The token never appears in an error or a log line.
  */
 import { ClientOptions, connect, TipsClient } from "./client.js";
+import { DAEMON_TOKEN_LENGTH, resolveToken, TokenSource } from "./auth.js";
 import { BaseTransport, TrafficPeer, TrafficTap, Transport, TransportFactory } from "./transport.js";
 import { utf8Decode } from "./utf8.js";
 
@@ -43,22 +51,6 @@ export const TIPSD_TOKEN_SUBPROTOCOL_PREFIX = "tipsd.token.";
 export function tipsdSubprotocols(token: string): string[] {
   return [TIPSD_SUBPROTOCOL, TIPSD_TOKEN_SUBPROTOCOL_PREFIX + token];
 }
-
-/** What a {@link TokenProvider} is asked for. An object, so that members can be added without breaking providers. */
-export interface TokenRequest {
-  /** `"connect"` for the first connection attempt, `"reconnect"` for every later one. */
-  reason: "connect" | "reconnect";
-}
-
-/**
- * Returns the token for the next connection attempt (e.g. read from secure storage, or fetched from your backend).
- * Called before each attempt, never cached by the client: a provider that may return a new token after a rotation
- * is asked again on every reconnection.
- */
-export type TokenProvider = (request: TokenRequest) => string | Promise<string>;
-
-/** A fixed token, or a provider asked before each connection attempt. */
-export type TokenSource = string | TokenProvider;
 
 const CONNECTING = 0;
 const OPEN = 1;
@@ -179,20 +171,24 @@ export interface WebSocketTransportOptions {
   /** Records the messages (default: the tap set with `setTrafficTap`; `null`: none). */
   trafficTap?: TrafficTap | null;
   /**
-   * tipsd's token (`tipsd token`: 64 hex characters; surrounding whitespace is ignored), or a {@link TokenProvider}
-   * called before each connection attempt. Given, sockets opened from a URL offer the subprotocols `tipsd.v1` and
-   * `tipsd.token.<token>` (then `protocols`); without it, only `protocols` (for a bridge of your own). An empty or
-   * malformed token, or a provider that throws or rejects, fails that attempt without a socket (the client retries
-   * with backoff, calling the provider again).
+   * The token to present at the upgrade (surrounding whitespace is ignored), or a {@link TokenProvider} asked before
+   * each connection attempt: tipsd's own (`tipsd token`, 64 characters), offered as the subprotocols `tipsd.v1` and
+   * `tipsd.token.<token>` (then `protocols`); or a longer one — a hosted node's JWT — sent as
+   * `Authorization: Bearer <token>` or as the `access_token` query parameter (see `authorizationHeader`). Without
+   * it, only `protocols` are offered (a hosted node then expects the token in `initialize`, or a bridge of your own
+   * needs none). An empty or malformed token, or a provider that throws or rejects, fails that attempt without a
+   * socket (the client retries with backoff, calling the provider again).
    */
   token?: TokenSource;
   /** Subprotocols to offer (after tipsd's when there is a token). */
   protocols?: string[];
-  /** Headers, for WebSocket constructors that take `{headers}` as third argument (React Native, `ws`). */
+  /** Headers, for WebSocket constructors that take them (Node's, React Native's, `ws`). */
   headers?: { [name: string]: string };
   /**
-   * Also send `Authorization: Bearer <token>` as a header (default: only on React Native, whose WebSocket takes
-   * headers; browsers cannot). The subprotocol alone is enough for tipsd.
+   * Send the token as `Authorization: Bearer <token>`. By default: on Node (whose WebSocket takes headers) for a
+   * token longer than tipsd's own, and on React Native for tipsd's own (beside the subprotocol). A longer token that
+   * is not sent as a header goes in the URL's `access_token` query parameter — what browsers can send, and React
+   * Native by default; `true` sends the header instead wherever the constructor takes one.
    */
   authorizationHeader?: boolean;
   /** The WebSocket constructor (default: the global `WebSocket`, looked up at each connection attempt). */
@@ -201,11 +197,18 @@ export interface WebSocketTransportOptions {
 
 // tchar (RFC 7230): what a subprotocol may contain. A token outside it would make the WebSocket constructor
 // throw, with the token in its message.
-const SUBPROTOCOL_CHARS = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const SUBPROTOCOL_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// b64token (RFC 6750): what a bearer token may be — JWTs (base64url and dots) among them.
+const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 function isReactNative(): boolean {
   const nav = (globalThis as unknown as { navigator?: { product?: unknown } }).navigator;
   return !!nav && nav.product === "ReactNative";
+}
+
+function isNode(): boolean {
+  const proc = (globalThis as unknown as { process?: { versions?: { node?: unknown } } }).process;
+  return !isReactNative() && !!proc && !!proc.versions && typeof proc.versions.node === "string";
 }
 
 function globalWebSocket(): WebSocketConstructor | undefined {
@@ -213,16 +216,53 @@ function globalWebSocket(): WebSocketConstructor | undefined {
   return typeof Ctor === "function" ? (Ctor as WebSocketConstructor) : undefined;
 }
 
+/**
+ * Node's own WebSocket (undici's), as found when this module loaded: it takes headers in its second argument
+ * (`{protocols, headers}`) and ignores a third, unlike React Native's and the `ws` package's `(url, protocols,
+ * {headers})`.
+ */
+const NODE_WEBSOCKET = isNode() ? globalWebSocket() : undefined;
+
 const NO_WEBSOCKET =
   "this runtime has no global WebSocket (Node: version 22 or later, or node --experimental-websocket on Node 20; elsewhere pass options.WebSocket)";
+
+/** How a token is presented at the upgrade. */
+interface Presentation {
+  subprotocol: boolean;
+  header: boolean;
+  query: boolean;
+}
+
+function presentation(token: string, options: WebSocketTransportOptions): Presentation {
+  const subprotocol = token.length <= DAEMON_TOKEN_LENGTH && SUBPROTOCOL_TOKEN.test(token);
+  const header = options.authorizationHeader ?? (subprotocol ? isReactNative() : isNode());
+  return { subprotocol, header, query: !subprotocol && !header };
+}
+
+/** `url` with `access_token=<token>` added to its query (RFC 6750 §2.3). */
+function withAccessToken(url: string, token: string): string {
+  const hash = url.indexOf("#");
+  const base = hash < 0 ? url : url.slice(0, hash);
+  const fragment = hash < 0 ? "" : url.slice(hash);
+  const separator = base.indexOf("?") < 0 ? "?" : /[?&]$/.test(base) ? "" : "&";
+  return `${base}${separator}access_token=${encodeURIComponent(token)}${fragment}`;
+}
 
 function openSocket(url: string, options: WebSocketTransportOptions, token: string | undefined): WebSocketLike {
   const Ctor = options.WebSocket ?? globalWebSocket();
   if (!Ctor) throw new Error(NO_WEBSOCKET);
-  const protocols = [...(token !== undefined ? tipsdSubprotocols(token) : []), ...(options.protocols ?? [])];
+  const how = token === undefined ? undefined : presentation(token, options);
+  const ours = how === undefined ? [] : how.subprotocol ? tipsdSubprotocols(token as string) : [TIPSD_SUBPROTOCOL];
+  const protocols = [...ours, ...(options.protocols ?? [])];
   let headers = options.headers ? { ...options.headers } : undefined;
-  if (token !== undefined && (options.authorizationHeader ?? isReactNative())) headers = { ...headers, Authorization: `Bearer ${token}` };
-  const socket = headers ? new Ctor(url, protocols, { headers }) : protocols.length > 0 ? new Ctor(url, protocols) : new Ctor(url);
+  if (how && how.header) headers = { ...headers, Authorization: `Bearer ${token}` };
+  const target = how && how.query ? withAccessToken(url, token as string) : url;
+  let socket: WebSocketLike;
+  if (headers && Ctor === NODE_WEBSOCKET) {
+    socket = new (Ctor as unknown as new (url: string, init: { protocols: string[]; headers: { [name: string]: string } }) => WebSocketLike)(target, { protocols, headers });
+  } else {
+    socket = headers ? new Ctor(target, protocols, { headers }) : protocols.length > 0 ? new Ctor(target, protocols) : new Ctor(target);
+  }
   // tipsd sends text frames only; should a binary one arrive, an ArrayBuffer is decodable where a Blob is not.
   try {
     if ("binaryType" in socket) (socket as { binaryType?: string }).binaryType = "arraybuffer";
@@ -237,20 +277,22 @@ function openSocket(url: string, options: WebSocketTransportOptions, token: stri
  * `WebSocket` per attempt; with `options.token`, authenticated for `tipsd serve --listen`) or a function creating
  * the socket (a fresh one on every call). A failure to open — no `WebSocket` in the runtime, a refused
  * connection, a wrong token (HTTP 401), a token provider that fails — rejects, which the client treats as an
- * absent daemon.
+ * absent daemon. The factory's `token` is `options.token`: a client refreshes a hosted session with it.
  */
 export function webSocketTransport(target: string | (() => WebSocketLike), options: WebSocketTransportOptions = {}): TransportFactory {
   const source = typeof target === "string" ? options.token : undefined;
-  const fixed = typeof options.token === "string" ? [options.token] : [];
+  const fixed = typeof options.token === "string" ? [options.token, encodeURIComponent(options.token)] : [];
   let attempts = 0;
-  return async () => {
+  const factory = async () => {
     const reason = attempts++ === 0 ? "connect" : "reconnect";
-    const raw = typeof source === "function" ? await tokenFrom(source, reason) : source;
-    const token = raw !== undefined ? String(raw).trim() : undefined;
-    const secrets = [...fixed, ...(raw ? [String(raw)] : []), ...(token ? [token] : [])];
-    const hint = token !== undefined ? `; check that tipsd serves --listen at ${redact(String(target), secrets)} and that the token is the one \`tipsd token\` prints` : "";
-    if (token !== undefined && !SUBPROTOCOL_CHARS.test(token)) {
-      throw new Error(token ? "the tipsd token is malformed (expected what `tipsd token` prints)" : "no tipsd token given (`tipsd token` prints it)");
+    const token = source !== undefined ? await resolveToken(source, reason) : undefined;
+    const secrets = [...fixed, ...(token ? [token, encodeURIComponent(token)] : [])];
+    const hint =
+      token !== undefined
+        ? `; check that tipsd serves --listen at ${redact(String(target), secrets)} and that the token is the one \`tipsd token\` prints (hosted mode: a valid JWT)`
+        : "";
+    if (token !== undefined && !SUBPROTOCOL_TOKEN.test(token) && !BEARER_TOKEN.test(token)) {
+      throw new Error("the tipsd token is malformed (expected what `tipsd token` prints, or a JWT)");
     }
     const create = typeof target === "string" ? () => openSocket(target, options, token) : target;
     const peer: TrafficPeer | undefined = typeof target === "string" ? { kind: "websocket", url: redact(target, secrets) } : undefined;
@@ -310,41 +352,45 @@ export function webSocketTransport(target: string | (() => WebSocketLike), optio
       };
     });
   };
-}
-
-/** Asks the provider; its failure fails the attempt with a message that names the provider (not the token). */
-async function tokenFrom(provider: TokenProvider, reason: TokenRequest["reason"]): Promise<string> {
-  let token: unknown;
-  try {
-    token = await provider({ reason });
-  } catch (e) {
-    throw new Error(`the tipsd token provider failed: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  if (typeof token !== "string") throw new Error(`the tipsd token provider returned ${token === null ? "null" : typeof token}, not a string`);
-  return token;
+  return source === undefined ? factory : Object.assign(factory, { token: source });
 }
 
 /** {@link connectWebSocket}'s options: the client's (but `transport`) and the WebSocket's, with a required token. */
-export type WebSocketClientOptions<S extends boolean> = Omit<ClientOptions<S>, "transport"> &
+export type WebSocketClientOptions<S extends boolean> = Omit<ClientOptions<S>, "transport" | "token"> &
   Omit<WebSocketTransportOptions, "token"> & {
-    /** The daemon's token (`tipsd token` prints it), or a provider called before each connection attempt. */
+    /**
+     * tipsd's token (`tipsd token` prints it), a hosted node's JWT or admin token, or a provider asked before each
+     * connection attempt (and, in hosted mode, before each refresh).
+     */
     token: TokenSource;
+    /**
+     * Where the token is presented: `"upgrade"` (default) — at the WebSocket upgrade, as `WebSocketTransportOptions`
+     * describes, the only way `tipsd serve --listen` without `--hosted` accepts; `"initialize"` — in `initialize`'s
+     * `auth` (hosted mode only), which keeps a JWT out of the URL where the platform cannot send headers.
+     */
+    signIn?: "upgrade" | "initialize";
   };
 
 /**
  * Connects to `tipsd serve --listen HOST:PORT` (e.g. `ws://127.0.0.1:8787/`) with its token — a string, or a
  * (possibly async) function called before each (re)connection attempt — and waits for the first attempt. Like
  * `connectUnix`, it never rejects unless `strict`: without a daemon, a `WebSocket` or a valid token, the client
- * is in no-op mode (one warning) and keeps reconnecting with backoff. For a module-level
- * singleton, `createClient({ transport: webSocketTransport(url, { token }) })` returns at once.
+ * is in no-op mode (one warning) and keeps reconnecting with backoff. A hosted session (`tipsd serve --hosted`) is
+ * refreshed before its token expires when `token` is a provider (see `ClientOptions.autoRefresh`). For a
+ * module-level singleton, `createClient({ transport: webSocketTransport(url, { token }) })` returns at once.
  */
 export function connectWebSocket<S extends boolean = false>(
   url: string,
   options: WebSocketClientOptions<S> = {} as WebSocketClientOptions<S>,
 ): Promise<TipsClient<S>> {
-  const { token, openTimeoutMs, trafficTap, protocols, headers, authorizationHeader, WebSocket, ...clientOptions } = options;
-  return connect<S>({
-    ...clientOptions,
-    transport: webSocketTransport(url, { token: token ?? "", openTimeoutMs, trafficTap, protocols, headers, authorizationHeader, WebSocket }),
-  } as ClientOptions<S>);
+  const { token, signIn, openTimeoutMs, trafficTap, protocols, headers, authorizationHeader, WebSocket, ...clientOptions } = options;
+  const socket = { openTimeoutMs, trafficTap, headers, authorizationHeader, WebSocket };
+  if (signIn === "initialize") {
+    return connect<S>({
+      ...clientOptions,
+      token,
+      transport: webSocketTransport(url, { ...socket, protocols: [TIPSD_SUBPROTOCOL, ...(protocols ?? [])] }),
+    } as ClientOptions<S>);
+  }
+  return connect<S>({ ...clientOptions, transport: webSocketTransport(url, { ...socket, token: token ?? "", protocols }) } as ClientOptions<S>);
 }

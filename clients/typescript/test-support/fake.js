@@ -103,7 +103,7 @@ class FakeDaemon {
       }
       reply({ result: this.builtin(conn, message.method, message.params || {}) });
     } catch (e) {
-      reply({ error: { code: e.code || -32603, message: e.message || String(e) } });
+      reply({ error: { code: e.code || -32603, message: e.message || String(e), ...(e.data !== undefined ? { data: e.data } : {}) } });
     }
   }
 

@@ -16,17 +16,20 @@ version it speaks is ``PROTOCOL_VERSION``, in ``methods.py``).
 
 __version__ = "0.1.0"
 
+from .auth import TokenRequest, TokenSource  # noqa: E402
 from .client import TipsClient, connect  # noqa: E402
 from .daemon import TipsdDaemon, TipsdNotFound, find_tipsd, stdio_command  # noqa: E402
 from .errors import (  # noqa: E402
     DatastoreFailureError,
     ErrorCode,
+    ForbiddenError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
     InvalidRuleError,
     MethodNotFoundError,
     ParseError,
+    QuotaExceededError,
     ServerNotInitializedError,
     ShuttingDownError,
     SubscriptionClosed,
@@ -35,6 +38,8 @@ from .errors import (  # noqa: E402
     TipsdError,
     TipsdProtocolError,
     TooManyConnectionsError,
+    UnauthorizedError,
+    UnavailableError,
     UnknownActionError,
     UnknownGroupError,
     UnknownSubscriptionError,
@@ -56,7 +61,6 @@ from .models import (  # noqa: E402
 )
 from .subscription import Subscription, Unsubscribe  # noqa: E402
 from .sync import SyncSubscription, SyncTipsClient  # noqa: E402
-from .websocket import TokenRequest  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -92,6 +96,10 @@ __all__ = [
     "InvalidRuleError",
     "TooManyConnectionsError",
     "SyncOutboxFullError",
+    "UnauthorizedError",
+    "ForbiddenError",
+    "QuotaExceededError",
+    "UnavailableError",
     "ShouldDisplayChanged",
     "CurrentTipChanged",
     "ActionPerformed",
@@ -99,6 +107,7 @@ __all__ = [
     "InspectChanged",
     "UnknownNotification",
     "TokenRequest",
+    "TokenSource",
     "Reason",
     "Status",
     "DisplayFrequency",

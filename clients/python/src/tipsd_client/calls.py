@@ -3,17 +3,23 @@ with the shapes of ``models.py`` (subscriptions are in ``subscription.py``)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
+import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import __version__
+from .auth import TokenRequest, TokenSource, refresh_delay, resolve_token
 from .connection import Connection, _ids
-from .errors import TipsdError
+from .errors import TipsdConnectionError, TipsdError
 from .methods import PROTOCOL_VERSION
 from .models import (
     AccountExport,
     AccountPage,
+    AccountsDeleteResult,
+    AccountsImportResult,
     AnalyticsReadResult,
     CatalogReloadResult,
     ClockNow,
@@ -30,6 +36,8 @@ from .models import (
     TipDefinition,
     TipState,
 )
+
+log = logging.getLogger("tipsd_client")
 
 
 def _timestamp(value: float | int | _dt.datetime) -> float | int:
@@ -53,16 +61,21 @@ class Calls(Connection):
         client_version: str | None = __version__,
         locale: str | None = None,
         protocol_version: str = PROTOCOL_VERSION,
+        auth_token: str | None = None,
     ) -> InitializeResult:
-        """``initialize`` (done for you by :meth:`connect`)."""
+        """``initialize`` (done for you by :meth:`connect`). ``auth_token``
+        signs the session in (hosted mode: the app's JWT or the admin token)."""
         info: dict[str, Any] = {"name": client_name}
         if client_version is not None:
             info["version"] = client_version
         params: dict[str, Any] = {"protocolVersion": protocol_version, "clientInfo": info}
         if locale is not None:
             params["locale"] = locale
+        if auth_token is not None:
+            params["auth"] = {"token": auth_token}
         result = await self.request("initialize", params)
         self.initialize_result = result if isinstance(result, dict) else {}
+        self.auth = self.initialize_result.get("auth")
         self.server_info = self.initialize_result.get("serverInfo") or {}
         self.capabilities = self.initialize_result.get("capabilities") or {}
         self.protocol_version = self.initialize_result.get("protocolVersion")
@@ -277,8 +290,46 @@ class Calls(Connection):
     # ------------------------------------------------------------------ hosted mode
 
     async def auth_refresh(self, token: str) -> SignIn:
-        """``auth/refresh`` (hosted mode): replaces the session's token with a newer one for the same account."""
-        return await self.request("auth/refresh", {"token": token})
+        """``auth/refresh`` (hosted mode): replaces the session's token with a newer one for the same account
+        (its subscriptions stay); ``client.auth`` then holds the new expiry."""
+        result = await self.request("auth/refresh", {"token": token})
+        if isinstance(result, dict):
+            self.auth = result
+        return result
+
+    def _keep_signed_in(self, token: TokenSource | None) -> None:
+        """Hosted mode: when the session's token expires (``auth.expiresAt``), refresh it a margin before — 60 s,
+        or a tenth of its lifetime when shorter — with a token asked of the provider (``TokenRequest("refresh")``)
+        and ``auth/refresh``, again and again. A fixed token cannot be renewed: a warning says so. A refresh that
+        fails is logged; the daemon then ends the session at expiry (this client does not reconnect)."""
+        expires_at = (self.auth or {}).get("expiresAt")
+        if expires_at is None:
+            return
+        if not callable(token):
+            log.warning(
+                "tipsd: the session's token expires at %s and cannot be refreshed: pass a token provider"
+                " (a function) instead of a string",
+                _dt.datetime.fromtimestamp(expires_at, _dt.UTC).isoformat(),
+            )
+            return
+        self._refresh_task = asyncio.get_running_loop().create_task(self._refresh_loop(token), name="tipsd-refresh")
+
+    async def _refresh_loop(self, provider: TokenSource) -> None:
+        while not self.closed:
+            expires_at = (self.auth or {}).get("expiresAt")
+            if expires_at is None:
+                return
+            await asyncio.sleep(refresh_delay(expires_at, time.time()))
+            if self.closed:
+                return
+            try:
+                await self.auth_refresh(await resolve_token(provider, TokenRequest("refresh")))
+            except (TipsdError, TipsdConnectionError, TimeoutError) as e:
+                if not self.closed:
+                    log.warning(
+                        "tipsd: could not refresh the session's token (%s); the session ends when it expires", e
+                    )
+                return
 
     async def accounts_list(self, after: str | None = None, limit: int | None = None) -> AccountPage:
         """``accounts/list`` (hosted mode, admin): the accounts PostgreSQL holds, a page at a time."""
@@ -293,11 +344,11 @@ class Calls(Connection):
         """``accounts/export`` (hosted mode, admin): everything tipsd holds about one account."""
         return await self.request("accounts/export", {"account": account})
 
-    async def accounts_import(self, account: str, export: Mapping[str, Any]) -> dict[str, Any]:
+    async def accounts_import(self, account: str, export: Mapping[str, Any]) -> AccountsImportResult:
         """``accounts/import`` (hosted mode, admin): makes ``account`` from an ``accounts/export`` result."""
         return await self.request("accounts/import", {"account": account, "export": dict(export)})
 
-    async def accounts_delete(self, account: str) -> dict[str, Any]:
+    async def accounts_delete(self, account: str) -> AccountsDeleteResult:
         """``accounts/delete`` (hosted mode, admin): erases an account everywhere and closes its sessions."""
         return await self.request("accounts/delete", {"account": account})
 

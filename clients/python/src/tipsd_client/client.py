@@ -9,11 +9,12 @@ import os
 from collections.abc import Awaitable, Mapping, Sequence
 
 from . import __version__
+from .auth import TokenRequest, TokenSource, resolve_token
 from .calls import Calls
 from .methods import PROTOCOL_VERSION
 from .subscription import AwaitableContext, Subscribing
 from .transport import SocketTransport, StdioTransport, Transport, normalize_framing
-from .websocket import TokenSource, WebSocketTransport
+from .websocket import WebSocketTransport
 
 __all__ = ["PROTOCOL_VERSION", "TipsClient", "connect"]
 
@@ -53,6 +54,8 @@ class TipsClient(Subscribing, Calls):
         connect_timeout: float | None = 10.0,
         stderr: int | None = None,
         env: Mapping[str, str] | None = None,
+        auto_refresh: bool = True,
+        account: str | None = None,
     ) -> AwaitableContext[TipsClient]:
         """Open a connection and (by default) ``initialize`` it.
 
@@ -61,20 +64,35 @@ class TipsClient(Subscribing, Calls):
         ``token``) or ``stdio_command`` (e.g. ``["tipsd", "serve", "--stdio",
         "--datastore", ":memory:"]``; the child is stopped by :meth:`close`).
         ``token`` is what ``tipsd token`` prints, or a provider called with a
-        :class:`~tipsd_client.websocket.TokenRequest` before the connection is
+        :class:`~tipsd_client.TokenRequest` before the connection is
         made, returning the token or an awaitable of it. ``framing`` (socket and
         stdio) is ``"newline"`` or ``"content-length"``.
+
+        Hosted mode (``tipsd serve --hosted``): ``token`` is the app's JWT (or
+        the admin token) or a provider of it. With ``url`` it is presented at
+        the WebSocket upgrade; with ``socket_path`` or ``stdio_command`` it
+        signs in inside ``initialize`` (``auth.token``). ``client.auth`` then
+        says who the session is (``{account, admin, expiresAt}``). When the
+        token expires and ``token`` is a provider, the client refreshes the
+        session a margin before (``auto_refresh``; ``auth/refresh``, asking the
+        provider with ``TokenRequest("refresh")``), keeping its subscriptions;
+        should that fail, the daemon ends the session at expiry and the
+        connection closes (``close_reason`` says so: this client does not
+        reconnect). ``account`` (admin token): the account every
+        account-scoped request acts on; see also :meth:`acting_as`.
 
         Use as ``client = await TipsClient.connect(...)`` or
         ``async with TipsClient.connect(...) as client:``.
         """
         if sum(x is not None for x in (socket_path, url, stdio_command)) != 1:
             raise ValueError("give exactly one of socket_path=, url= or stdio_command=")
-        if token is not None and url is None:
-            raise ValueError("token= goes with url= (the Unix socket and stdio need none)")
         framing = normalize_framing(framing)
 
         async def open_() -> TipsClient:
+            # Over the Unix socket and stdio, a token signs in inside initialize.
+            auth_token = None
+            if token is not None and url is None:
+                auth_token = await resolve_token(token, TokenRequest("connect"))
             opener: Awaitable[Transport]
             if socket_path is not None:
                 opener = SocketTransport.open(socket_path, framing)
@@ -86,6 +104,7 @@ class TipsClient(Subscribing, Calls):
                 )
             transport = await (asyncio.wait_for(opener, connect_timeout) if connect_timeout else opener)
             client = cls(transport, request_timeout=request_timeout)
+            client.account = account
             client._start()
             if initialize:
                 try:
@@ -94,11 +113,14 @@ class TipsClient(Subscribing, Calls):
                         client_version=client_version,
                         locale=locale,
                         protocol_version=protocol_version,
+                        auth_token=auth_token,
                     )
                     await (asyncio.wait_for(init, connect_timeout) if connect_timeout else init)
                 except BaseException:
                     await client.close()
                     raise
+                if auto_refresh:
+                    client._keep_signed_in(token)
             return client
 
         return AwaitableContext(open_)

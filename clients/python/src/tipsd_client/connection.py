@@ -11,14 +11,16 @@ three.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
-from .errors import TipsdConnectionError, TipsdError, TipsdProtocolError
+from .errors import ErrorCode, TipsdConnectionError, TipsdError, TipsdProtocolError
 from .models import Notification, parse_notification
 from .transport import StdioTransport, Transport
 
@@ -28,6 +30,25 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("tipsd_client")
 
 _MISSING: Any = object()
+
+#: Methods that act on no account (hosted mode): ``account`` is never added to them.
+ACCOUNT_FREE = frozenset(
+    {
+        "initialize",
+        "shutdown",
+        "rpc.discover",
+        "auth/refresh",
+        "accounts/list",
+        "accounts/export",
+        "accounts/import",
+        "accounts/delete",
+        "catalog/reload",
+        "sync/status",
+    }
+)
+
+# ``Connection.acting_as``: the connection and the account its requests act on, in this context.
+_ACTING_AS: ContextVar[tuple[Connection, str] | None] = ContextVar("tipsd_acting_as", default=None)
 
 
 @dataclass
@@ -69,6 +90,12 @@ class Connection:
         self._closing = False
         self._shutdown_sent = False
         self.unmatched_errors: list[TipsdError] = []
+        #: Hosted mode, admin token: the account every account-scoped request acts on (``params.account``).
+        self.account: str | None = None
+        #: Hosted mode: who the session is signed in as (``{account, admin, expiresAt}``), updated by each refresh.
+        self.auth: dict[str, Any] | None = None
+        self._refresh_task: asyncio.Task[None] | None = None
+        self._ended_by: TipsdError | None = None
         self.initialize_result: dict[str, Any] | None = None
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
@@ -104,6 +131,46 @@ class Connection:
         """Wait until the connection is gone (closed by either side)."""
         await self._closed_event.wait()
 
+    @property
+    def close_reason(self) -> BaseException | None:
+        """Why the connection closed (None while it is open), e.g. the daemon
+        ending a hosted session whose token expired."""
+        return self._close_reason
+
+    # ---------------------------------------------------------------- accounts (hosted mode, admin)
+
+    @contextlib.contextmanager
+    def acting_as(self, account: str) -> Iterator[None]:
+        """Hosted mode, admin token: within the block, this client's
+        account-scoped requests (and the subscriptions made in it) act on
+        ``account`` (``params.account``)::
+
+            with admin.acting_as("alice"):
+                await admin.donate("search.opened")
+                states = await admin.status()
+
+        It follows the asyncio context, so concurrent tasks may act on different
+        accounts. A user's session acts on its own account only."""
+        if not isinstance(account, str) or not account:
+            raise ValueError("acting_as: the account must be a non-empty string")
+        token = _ACTING_AS.set((self, account))
+        try:
+            yield
+        finally:
+            _ACTING_AS.reset(token)
+
+    def _scoped(self, method: str, params: Any) -> Any:
+        """``params`` with the account this request acts on, if any (``acting_as``, else ``account``)."""
+        acting = _ACTING_AS.get()
+        account = acting[1] if acting is not None and acting[0] is self else self.account
+        if account is None or method in ACCOUNT_FREE:
+            return params
+        if params is _MISSING or params is None:
+            return {"account": account}
+        if isinstance(params, dict) and "account" not in params:
+            return {**params, "account": account}
+        return params
+
     # ---------------------------------------------------------------- reading
 
     async def _read_loop(self) -> None:
@@ -112,7 +179,10 @@ class Connection:
             while True:
                 payload = await self._transport.receive()
                 if payload is None:
-                    reason = TipsdConnectionError(f"tipsd closed the connection ({self._transport.describe()})")
+                    if self._ended_by is not None:
+                        reason = TipsdConnectionError(f"tipsd ended the session: {self._ended_by.message}")
+                    else:
+                        reason = TipsdConnectionError(f"tipsd closed the connection ({self._transport.describe()})")
                     break
                 try:
                     message = json.loads(payload)
@@ -165,7 +235,12 @@ class Connection:
             if "error" in message:
                 err = TipsdError.from_error(message["error"])
                 self.unmatched_errors.append(err)
-                log.warning("tipsd error for no pending request (id=%r): %s", msg_id, err)
+                if msg_id is None and err.code == ErrorCode.UNAUTHORIZED:
+                    # Hosted mode: the daemon ends the session (its token expired, its account was deleted).
+                    self._ended_by = err
+                    log.warning("tipsd ended the session: %s", err)
+                else:
+                    log.warning("tipsd error for no pending request (id=%r): %s", msg_id, err)
             else:
                 log.debug("tipsd response for unknown id %r dropped", msg_id)
             return
@@ -222,6 +297,8 @@ class Connection:
     def _connection_lost(self, reason: BaseException) -> None:
         if self._close_reason is None:
             self._close_reason = reason
+        if self._refresh_task is not None and self._refresh_task is not asyncio.current_task():
+            self._refresh_task.cancel()
         pending, self._pending = self._pending, {}
         for p in pending.values():
             if not p.future.done():
@@ -253,6 +330,7 @@ class Connection:
         """Send one request and return its ``result`` (raw JSON-RPC access)."""
         if self.closed:
             raise TipsdConnectionError(f"{method}: tipsd connection is closed")
+        params = self._scoped(method, params)
         msg_id = self._next_id
         self._next_id += 1
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
@@ -292,6 +370,7 @@ class Connection:
         messages, futures, ids = [], [], []
         for call in calls:
             method, params = (call, None) if isinstance(call, str) else call
+            params = self._scoped(method, params)
             msg_id = self._next_id
             self._next_id += 1
             msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}

@@ -157,11 +157,27 @@ class SignIn(TypedDict):
     expiresAt: float | None
 
 
-class AccountPage(TypedDict):
-    """``accounts/list`` (hosted mode, admin)."""
+class AccountSummary(TypedDict):
+    """One account of an ``accounts/list`` page."""
 
-    accounts: list[dict[str, Any]]
+    account: str
+    operations: int  # operations stored for the account
+    resident: bool  # whether the answering node holds it in memory
+
+
+class AccountPage(TypedDict):
+    """``accounts/list`` (hosted mode, admin): pass ``next`` as ``after`` for the next page (None on the last)."""
+
+    accounts: list[AccountSummary]
     next: str | None
+
+
+class RecordedDonation(TypedDict):
+    """A goal or app-closed donation the history recorded (``AccountExport["donations"]``)."""
+
+    cursor: int
+    event: str
+    at: float
 
 
 class AccountExport(TypedDict):
@@ -169,8 +185,23 @@ class AccountExport(TypedDict):
 
     account: str
     exportedAt: float
-    state: dict[str, Any]
-    history: list[dict[str, Any]]
+    state: dict[str, Any]  # the merged state, a snapshot as stored in tipsd.snapshots
+    history: list[dict[str, Any]]  # AnalyticsEvent objects
+    donations: list[RecordedDonation]  # oldest first; the analytics stream does not carry them
+
+
+class AccountsImportResult(TypedDict):
+    """``accounts/import`` (hosted mode, admin)."""
+
+    account: str
+    history: int  # history entries imported
+
+
+class AccountsDeleteResult(TypedDict):
+    """``accounts/delete`` (hosted mode, admin)."""
+
+    account: str
+    closedSessions: int  # sessions of the account this node closed
 
 
 class ClockNow(TypedDict):

@@ -42,9 +42,19 @@ class Subscription:
     ``await sub.close()`` unsubscribes (idempotent) and ends iteration.
     """
 
-    def __init__(self, client: Connection, kind: str, initial: dict[str, Any], *, buffer: bool = True) -> None:
+    def __init__(
+        self,
+        client: Connection,
+        kind: str,
+        initial: dict[str, Any],
+        *,
+        buffer: bool = True,
+        account: str | None = None,
+    ) -> None:
         self._client = client
-        self.kind = kind  # a key of KINDS: "tips" (tips/observe), "actions", "analytics"
+        self.kind = kind
+        #: Hosted mode, admin: the account it was made on (its unsubscribe names it too).
+        self.account = account  # a key of KINDS: "tips" (tips/observe), "actions", "analytics"
         self.initial: dict[str, Any] = initial
         self.id: Any = initial.get("subscription")
         self._buffer = buffer
@@ -183,7 +193,10 @@ class Subscription:
         if self._client.closed:
             return False
         try:
-            result = await self._client.request(method, {"subscription": self.id})
+            params: dict[str, Any] = {"subscription": self.id}
+            if self.account is not None:
+                params["account"] = self.account
+            result = await self._client.request(method, params)
         except (TipsdConnectionError, TipsdError) as e:
             log.debug("tipsd: %s %r failed: %s", method, self.id, e)
             return False
@@ -280,11 +293,12 @@ class Subscribing(Connection):
         self, kind: str, params: dict[str, Any], *, buffer: bool, callback: Callable[[Any], Any] | None = None
     ) -> Subscription:
         method = KINDS[kind][0]
+        params = self._scoped(method, params)
 
         def register(result: Any) -> Subscription:
             if not isinstance(result, dict) or "subscription" not in result:
                 raise TipsdProtocolError(f"{method}: result without a subscription: {result!r}")
-            sub = Subscription(self, kind, result, buffer=buffer)
+            sub = Subscription(self, kind, result, buffer=buffer, account=params.get("account"))
             if callback is not None:
                 sub._callbacks.append(callback)
             self._subscriptions[_key(sub.id)] = sub

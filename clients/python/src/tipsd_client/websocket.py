@@ -1,12 +1,14 @@
 """A WebSocket transport (RFC 6455, client side) for ``tipsd serve --listen``,
 standard library only.
 
-The daemon's token is offered as the subprotocols ``tipsd.v1`` and
-``tipsd.token.<token>`` (what ``tipsd token`` prints); ``token`` may also be a
-provider, called before each connection with a :class:`TokenRequest` and
-returning the token or an awaitable of it. The token never appears in an error
-or a log line. One JSON-RPC message per text frame; pings are answered, a
-close from the daemon ends the stream.
+The daemon's own token (what ``tipsd token`` prints) is offered as the
+subprotocols ``tipsd.v1`` and ``tipsd.token.<token>``; a longer one — a hosted
+node's JWT (``tipsd serve --hosted``) — does not fit a subprotocol and is sent
+as ``Authorization: Bearer <token>``. ``token`` may also be a provider, called
+before the connection with a :class:`TokenRequest` and returning the token or an
+awaitable of it. The token never appears in an error or a log line. One
+JSON-RPC message per text frame; pings are answered, a close from the daemon
+ends the stream.
 """
 
 from __future__ import annotations
@@ -14,57 +16,23 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import inspect
 import os
 import ssl
 import struct
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .auth import TokenRequest, TokenSource, fits_subprotocol, resolve_token
 from .errors import TipsdConnectionError, TipsdProtocolError
 from .transport import STREAM_LIMIT, Framer, Transport
+
+__all__ = ["SUBPROTOCOL", "TOKEN_SUBPROTOCOL_PREFIX", "TokenRequest", "TokenSource", "WebSocketTransport"]
 
 SUBPROTOCOL = "tipsd.v1"
 TOKEN_SUBPROTOCOL_PREFIX = "tipsd.token."
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-# tchar (RFC 7230): what a subprotocol, hence a token, may contain.
-_TCHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 _TEXT, _BINARY, _CONTINUATION, _CLOSE, _PING, _PONG = 0x1, 0x2, 0x0, 0x8, 0x9, 0xA
-
-
-@dataclass(frozen=True)
-class TokenRequest:
-    """What a token provider is asked for (an object, so members can be added
-    without breaking providers). ``reason`` is ``"connect"``."""
-
-    reason: str = "connect"
-
-
-#: A fixed token, or a provider called before each connection.
-TokenSource = str | Callable[[TokenRequest], str | Awaitable[str]]
-
-
-async def resolve_token(token: TokenSource, request: TokenRequest) -> str:
-    """The token to offer: ``token`` itself, or what the provider returns (awaited if need be), stripped."""
-    if callable(token):
-        try:
-            value: Any = token(request)
-            if inspect.isawaitable(value):
-                value = await value
-        except Exception as e:
-            raise TipsdConnectionError(f"the tipsd token provider failed: {e}") from None
-        if not isinstance(value, str):
-            raise TipsdConnectionError(f"the tipsd token provider returned {type(value).__name__}, not a string")
-        token = value
-    token = token.strip()
-    if not token:
-        raise TipsdConnectionError("no tipsd token given (`tipsd token` prints it)")
-    if not set(token) <= _TCHARS:
-        raise TipsdConnectionError("the tipsd token is malformed (expected what `tipsd token` prints)")
-    return token
 
 
 def _frame(opcode: int, payload: bytes) -> bytes:
@@ -173,16 +141,24 @@ class WebSocketTransport(Transport):
         ssl_context: ssl.SSLContext | None = None,
         headers: dict[str, str] | None = None,
     ) -> WebSocketTransport:
-        """Connect and upgrade. ``token``: what ``tipsd token`` prints, or a
-        provider of it (``None`` offers no token: for a bridge of your own)."""
+        """Connect and upgrade. ``token``: what ``tipsd token`` prints (offered as
+        a subprotocol), a hosted node's JWT or admin token (a JWT is sent as
+        ``Authorization: Bearer``), or a provider of it (``None`` offers no
+        token: a hosted node then expects it in ``initialize``, a bridge of your
+        own needs none)."""
         parts = urlsplit(url)
         if parts.scheme not in ("ws", "wss") or not parts.hostname:
             raise ValueError(f"not a WebSocket URL: {url!r} (expected ws://HOST:PORT/ or wss://…)")
         secure = parts.scheme == "wss"
         port = parts.port or (443 if secure else 80)
         protocols = [SUBPROTOCOL]
+        headers = dict(headers or {})
         if token is not None:
-            protocols.append(TOKEN_SUBPROTOCOL_PREFIX + await resolve_token(token, TokenRequest("connect")))
+            resolved = await resolve_token(token, TokenRequest("connect"))
+            if fits_subprotocol(resolved):
+                protocols.append(TOKEN_SUBPROTOCOL_PREFIX + resolved)
+            else:
+                headers["Authorization"] = f"Bearer {resolved}"
         try:
             reader, writer = await asyncio.open_connection(
                 parts.hostname,
@@ -193,7 +169,7 @@ class WebSocketTransport(Transport):
         except OSError as e:
             raise TipsdConnectionError(f"cannot connect to tipsd at {url}: {e}") from e
         try:
-            await cls._upgrade(reader, writer, parts, protocols, headers or {}, token is not None, url)
+            await cls._upgrade(reader, writer, parts, protocols, headers, token is not None, url)
         except BaseException:
             writer.close()
             raise
@@ -223,7 +199,10 @@ class WebSocketTransport(Transport):
             *(f"{name}: {value}" for name, value in headers.items()),
         ]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        hint = "; check that tipsd serves --listen there and that the token is the one `tipsd token` prints"
+        hint = (
+            "; check that tipsd serves --listen there and that the token is the one `tipsd token` prints"
+            " (hosted mode: a valid JWT)"
+        )
         try:
             head = await reader.readuntil(b"\r\n\r\n")
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError) as e:
