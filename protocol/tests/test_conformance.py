@@ -52,6 +52,12 @@ def test_transcripts_cover_every_method_and_error_code(contract):
         -32603: "not provokable: internal error",
         -32012: "Tests/TipsSyncTests/SyncDaemonTests.swift::fullOutboxRefusesSyncedChanges "
         "(needs --sync and PostgreSQL)",
+        -32013: "protocol/tests/test_hosted.py::test_tokens_are_refused_with_a_clear_error_and_nothing_changes "
+        "(needs --hosted, PostgreSQL and an identity provider's tokens)",
+        -32015: "protocol/tests/test_hosted.py::test_quotas_and_an_unavailable_postgresql_are_answered_with_retry_after "
+        "(needs --hosted and PostgreSQL)",
+        -32016: "protocol/tests/test_hosted.py::test_quotas_and_an_unavailable_postgresql_are_answered_with_retry_after "
+        "(needs --hosted and PostgreSQL stopped)",
     }
     for code, where in elsewhere.items():
         if not where.startswith("not provokable"):

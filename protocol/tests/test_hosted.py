@@ -599,3 +599,68 @@ def test_a_catalog_reload_on_one_node_reaches_every_node(hosted, tmp_path):
         return status["tips"][0]["tip"]["title"]
 
     assert run(title()) == "A new title"
+
+
+def test_quotas_and_an_unavailable_postgresql_are_answered_with_retry_after():
+    world = Hosted()
+    try:
+        node = world.node("quota", extra=["--account-rate", "2", "--account-max-donations", "3"])
+
+        async def body():
+            session = await Session.open(node.socket_path, world.token("heidi"))
+            # A burst of twice the rate is allowed: three donations, then the fourth is over the donation quota.
+            for _ in range(3):
+                await session.call("events/donate", {"id": "search.opened"})
+            with pytest.raises(RpcError) as donations:
+                await session.call("events/donate", {"id": "search.opened"})
+            assert donations.value.code == -32015
+            assert donations.value.data == {"quota": "donations", "limit": 3, "retryAfter": None}
+            # The burst is spent: the next request is over the rate, with the wait before the next token.
+            with pytest.raises(RpcError) as rate:
+                await session.call("tips/status", {})
+            assert rate.value.code == -32015 and rate.value.data["quota"] == "rate"
+            assert 0 < rate.value.data["retryAfter"] <= 0.5
+            await asyncio.sleep(rate.value.data["retryAfter"])
+            assert (await session.call("tips/status", {}))["tips"]
+            # Nothing changed by the refusals (read once the bucket has refilled).
+            await asyncio.sleep(1.0)
+            inspect = await session.call("inspect/state", {})
+            assert next(e["lifetime"] for e in inspect["events"] if e["id"] == "search.opened") == 3
+            await session.close()
+
+        run(body())
+
+        other = world.node("outage")
+
+        async def outage():
+            session = await Session.open(other.socket_path, world.token("ivan"))
+            await session.call("events/donate", {"id": "map.opened"})
+            world.postgres.stop()
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                try:
+                    await session.call("events/donate", {"id": "map.opened"})
+                except RpcError as error:
+                    assert error.code == -32016 and error.data["retryAfter"] > 0, error
+                    break
+                assert time.monotonic() < deadline, "changes were still accepted with PostgreSQL stopped"
+                await asyncio.sleep(0.05)
+            # Reads go on from memory.
+            inspect = await session.call("inspect/state", {})
+            assert next(e["lifetime"] for e in inspect["events"] if e["id"] == "map.opened") == 1
+            world.postgres.start()
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                try:
+                    result = await session.call("events/donate", {"id": "map.opened"})
+                    break
+                except RpcError as error:
+                    assert error.code == -32016, error
+                    assert time.monotonic() < deadline, "changes were not accepted again"
+                    await asyncio.sleep(0.1)
+            assert result["lifetime"] == 2
+            await session.close()
+
+        run(outage())
+    finally:
+        world.close()
