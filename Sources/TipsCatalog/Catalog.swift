@@ -98,7 +98,7 @@ public struct Catalog: Sendable {
     for event in events ?? [] {
       if let limit = event.maxDonations { add(try engine.setDonationLimit(event.id, limit)) }
     }
-    add(engine.register(tips))
+    add(try engine.register(tips))
     for group in groups { add(try engine.registerGroup(group)) }
     return mutation
   }

@@ -78,7 +78,7 @@ extension Linter {
   static func constrainsTime(_ rule: Rule) -> Bool {
     switch rule {
     case .event(let event): event.within != nil
-    case .parameter: false
+    case .parameter, .tip: false
     case .allOf(let rules), .anyOf(let rules): rules.contains(where: constrainsTime)
     case .not(let inner): constrainsTime(inner)
     }

@@ -146,7 +146,7 @@ final class CatalogService {
       add(engine.unregister(gone))
       summary.removed += gone
     }
-    if !register.isEmpty { add(engine.register(register)) }
+    if !register.isEmpty { add(try engine.register(register)) }
 
     var oldGroups: [String: TipGroupDefinition] = [:]
     for group in old.groups { oldGroups[group.id] = group }
