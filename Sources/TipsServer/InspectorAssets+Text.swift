@@ -241,6 +241,7 @@ function el(tag, props = {}, ...children) {
 const yesNo = (flag) => el("span", { class: flag ? "yes" : "no", text: flag ? "yes" : "no" });
 const time = (seconds) => (seconds == null ? "—" : new Date(seconds * 1000).toISOString().replace(".000Z", "Z"));
 const percent = (rate) => (rate == null ? "—" : (rate * 100).toFixed(rate < 0.1 ? 1 : 0) + "%");
+const signedPercent = (rate) => (rate == null ? "—" : (rate > 0 ? "+" : rate < 0 ? "−" : "") + (Math.abs(rate) * 100).toFixed(0) + " pts");
 const duration = (seconds) => {
   if (seconds == null) return "—";
   if (seconds < 120) return seconds.toFixed(seconds < 10 ? 1 : 0) + " s";
@@ -361,7 +362,8 @@ function renderMetrics(report) {
       const lines = [
         `${o.impressions} impressions`,
         o.goal ? `goal ${percent(o.goal.rate)} (${o.goal.converted}/${o.goal.decided}${o.goal.pending ? `, ${o.goal.pending} pending` : ""})` : "no goal declared",
-        o.timeToGoal ? `median time to goal ${duration(o.timeToGoal.median)} (n=${o.timeToGoal.samples})` : null,
+        o.timeToGoal ? `time to first use ${o.timeToGoal.samples ? duration(o.timeToGoal.median) : o.timeToGoal.open ? "open" : "—"}` : null,
+        tip.lift ? `lift vs holdout ${signedPercent(tip.lift.difference)}${tip.lift.low != null ? ` [${signedPercent(tip.lift.low)}, ${signedPercent(tip.lift.high)}]` : ""}` : null,
         o.close.available ? `close rate ${percent(o.close.rate)} (${o.close.closes}/${o.close.decided})` : null,
         o.goalRate && o.goalRate.firstImpressionAt != null
           ? `goal per day ${o.goalRate.before?.perDay?.toFixed(2) ?? "—"} before → ${o.goalRate.after?.perDay?.toFixed(2) ?? "—"} after`
@@ -395,7 +397,7 @@ function chart(rows) {
   };
   rows.forEach((row, index) => {
     const y = index * rowHeight + 4;
-    add("text", { x: 0, y: y + 18 }, row.variant);
+    add("text", { x: 0, y: y + 18 }, row.holdout ? `${row.variant} (holdout)` : row.variant);
     const goalRate = row.goal?.rate ?? 0;
     const closeRate = row.close.available ? row.close.rate ?? 0 : 0;
     add("rect", { class: "goal", x: left, y, width: Math.max(1, goalRate * scale), height: 12, rx: 2 });

@@ -484,7 +484,12 @@ export interface MetricSet {
   variant?: string;
   impressions: number;
   goal: { converted: number; decided: number; pending: number; rate: number | null } | null;
+  /** Time to first use: per install, the first goal after the first impression (one sample). */
   timeToGoal: { samples: number; median: number | null; open: number } | null;
+  /** The same per exposure (the first impression since the last goal). */
+  timeToGoalPerExposure: { samples: number; median: number | null; open: number } | null;
+  /** A holdout variant's set, computed from counterfactual impressions. */
+  holdout: boolean;
   close:
     | { available: false }
     | { available: true; closes: number; decided: number; pending: number; rate: number | null; alert: boolean };
@@ -504,7 +509,16 @@ export interface MetricsResult {
   closeRateAlert: number | null;
   baselineDays: number;
   historyStart: number | null;
-  tips: { tipId: string; goal: TipGoal | null; overall: MetricSet; variants: MetricSet[] }[];
+  tips: { tipId: string; goal: TipGoal | null; overall: MetricSet; variants: MetricSet[]; lift: Lift | null }[];
+}
+/** The exposed goal rate against a holdout's, with Newcombe's interval (protocol/README.md, "Metrics"). */
+export interface Lift {
+  exposed: { converted: number; decided: number; rate: number | null };
+  holdout: { converted: number; decided: number; rate: number | null };
+  difference: number | null;
+  low: number | null;
+  high: number | null;
+  confidence: number;
 }
 
 export interface InspectStateParams {
