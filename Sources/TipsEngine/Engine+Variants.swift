@@ -140,9 +140,13 @@ extension Engine {
     return (picked, .variantAssignment(tipID: definition.id, variant: picked))
   }
 
+  /// The variant the hash picks: from the install id, or for a tip with a holdout from the account when one is
+  /// configured (``EngineConfiguration/holdoutAccount``).
   func hashedVariant(_ definition: TipDefinition) -> String {
     let variants = definition.variants
-    let index = Self.variantIndex(installID: installID ?? "", tipID: definition.id, weights: variants.map(\.weight))
+    var key = installID ?? ""
+    if let account = configuration.holdoutAccount, variants.contains(where: \.holdout) { key = account }
+    let index = Self.variantIndex(installID: key, tipID: definition.id, weights: variants.map(\.weight))
     return variants[index].name
   }
 

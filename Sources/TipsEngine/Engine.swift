@@ -469,6 +469,9 @@ public final class Engine {
   /// An event's maximum donation age, seconds, when one is set.
   public func donationMaxAge(_ eventID: String) -> Double? { logs[eventID]?.maxAge }
 
+  /// An event's own cap on kept donations, when one is set (else the engine's default applies).
+  public func configuredDonationLimit(_ eventID: String) -> Int? { logs[eventID]?.limit }
+
   /// Caps the donations kept for an event (newest kept; at least 1).
   public func setDonationLimit(_ eventID: String, _ limit: Int) throws(EngineError) -> Mutation {
     guard !eventID.isEmpty else { throw .invalidArgument(argument: "id", problem: "must not be empty") }

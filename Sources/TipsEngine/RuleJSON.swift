@@ -130,8 +130,8 @@ extension EventRule {
   }
 
   /// Decodes a duration object with exactly one unit (`{"hours": 24}`: `minutes`, `hours`, `days`, `weeks`) into
-  /// seconds; the amount must be positive.
-  static func duration(_ value: JSONValue, _ path: String) throws(EngineError) -> Double {
+  /// seconds; the amount must be positive. `within`, a goal's window, a follow-on rule's `for` and an event's `maxAge`.
+  public static func duration(_ value: JSONValue, _ path: String) throws(EngineError) -> Double {
     typealias D = JSONDecoding
     let units = try D.object(value, path)
     let unitNames = withinUnits.map(\.name)
@@ -150,7 +150,7 @@ extension EventRule {
   }
 
   /// A duration in the largest unit that divides it exactly (minutes, possibly fractional, otherwise).
-  static func durationJSON(_ seconds: Double) -> JSONValue {
+  public static func durationJSON(_ seconds: Double) -> JSONValue {
     for unit in withinUnits where (seconds / unit.seconds).rounded() == seconds / unit.seconds {
       return [unit.name: JSONDecoding.number(seconds / unit.seconds)]
     }

@@ -43,8 +43,10 @@ public enum Messages {
     PerformActionRequest.self,
     RegisterTipsRequest.self,
     ResetEligibilityRequest.self,
+    ResumeRequest.self,
     SetVariantRequest.self,
     StatusRequest.self,
+    SuppressRequest.self,
     UnobserveRequest.self,
     UnregisterTipsRequest.self,
   ]

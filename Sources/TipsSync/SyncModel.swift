@@ -30,7 +30,11 @@ public struct SyncEffects: Sendable {
 ///   the display counters of older generations count as zero (a device restarts its own when it learns of it).
 /// - **Parameters**: last writer wins, by HLC, then device id.
 /// - Tips whose definition says `"sync": "local"` are neither sent nor merged; definitions, groups, display
-///   frequency (and its cooldown), donation limits, variants and install ids are each device's own.
+///   frequency (and its cooldown), donation limits and ages, variants and install ids are each device's own.
+/// - Beyond TipKit (#25): a suppression (`tips/suppress`, about this device's screen) and counterfactual exposures
+///   (what this device would have displayed) are the device's own and send nothing. Holdout assignments need no
+///   operation: with sync the engine assigns a tip with a holdout from the account (`EngineConfiguration
+///   .holdoutAccount`), so every device of it is held out, or none. Follow-on rules read records, which sync.
 public final class SyncModel {
   public let device: String
   public let account: String

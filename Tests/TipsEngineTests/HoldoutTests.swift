@@ -124,6 +124,22 @@ struct HoldoutTests {
     #expect(try h.engine.currentTip(ofGroup: "o") == "third.tip")
   }
 
+  @Test("with an account (sync, hosted), a tip with a holdout is assigned from it: every device alike")
+  func perAccount() throws {
+    let plain = #"{"id": "plain.tip", "title": "P", "variants": {"a": {"title": "A"}, "b": {"title": "B"}}}"#
+    var picks: [(holdout: String?, plain: String?)] = []
+    for device in 0..<24 {
+      let h = Harness(configuration: EngineConfiguration(holdoutAccount: "alice"))
+      h.apply(try h.engine.setInstallID("device-\(device)"))
+      try h.register(Self.filterTip, plain)
+      picks.append((h.state("filter.tip")?.variant, h.state("plain.tip")?.variant))
+    }
+    let expected = ["friendly", "control"][Engine.variantIndex(installID: "alice", tipID: "filter.tip", count: 2)]
+    #expect(picks.allSatisfy { $0.holdout == expected })
+    // A tip without a holdout is still the device's own.
+    #expect(Set(picks.map(\.plain)).count == 2)
+  }
+
   @Test("holdout decoding: no copy, positive weights")
   func decoding() throws {
     let tip = try tip(

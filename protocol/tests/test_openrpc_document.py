@@ -173,8 +173,16 @@ RULES_OK = [
     {"parameter": "p", "lt": 3.5},
     {"allOf": [{"parameter": "p", "ne": "x"}, {"not": {"event": "e", "count": {"lt": 2}}}]},
     {"anyOf": []},
+    {"tip": "welcome.tip", "status": "invalidated"},
+    {"tip": "welcome.tip", "status": "invalidated", "for": {"days": 1}},
+    {"tip": "welcome.tip", "displayed": {"gte": 2}},
 ]
 RULES_BAD = [
+    {"tip": "welcome.tip"},                                                   # neither status nor displayed
+    {"tip": "welcome.tip", "status": "available"},
+    {"tip": "welcome.tip", "displayed": {"gte": 1}, "for": {"days": 1}},     # for goes with status
+    {"tip": "welcome.tip", "status": "invalidated", "displayed": {"gte": 1}},
+    {"tip": "", "status": "invalidated"},
     {"event": "e", "count": {"gte ": 3}},              # the seed's typo
     {"event": "e", "count": {"gte": 3, "lt": 5}},       # two operators
     {"event": "e", "count": {"gte": -1}},
@@ -237,7 +245,7 @@ def test_params_read_by_request_types_are_documented(contract):
         read = {name for accessor, name in re.findall(r'\bp\.(\w+)\("([^"]+)"', code) if accessor != "invalid"}
         assert read <= declared, f"{method} reads undeclared params {sorted(read - declared)}"
         checked += len(read)
-    assert len(requests) == 40 and checked >= 41  # the parsing above found the request types
+    assert len(requests) == 42 and checked >= 44  # the parsing above found the request types
 
 
 LOCALIZATIONS_OK = [

@@ -78,9 +78,16 @@ extension Handlers {
     }
 
     table.on(ConfigureEventRequest.self) { request, context throws(ResponseError) in
-      context.record(
-        try context.engine { engine throws(EngineError) in try engine.setDonationLimit(request.id, request.maxDonations) })
-      return ConfigureEventRequest.Response(id: request.id, maxDonations: request.maxDonations)
+      if let limit = request.maxDonations {
+        context.record(try context.engine { engine throws(EngineError) in try engine.setDonationLimit(request.id, limit) })
+      }
+      if let maxAge = request.maxAge {
+        context.record(try context.engine { engine throws(EngineError) in try engine.setDonationMaxAge(request.id, maxAge) })
+      }
+      let engine = context.engine
+      return ConfigureEventRequest.Response(
+        id: request.id, maxDonations: engine.configuredDonationLimit(request.id),
+        maxAge: engine.donationMaxAge(request.id))
     }
   }
 }

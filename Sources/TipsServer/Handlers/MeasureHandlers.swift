@@ -101,6 +101,8 @@ extension Handlers {
       tip["firstDisplayedAt"] = record.firstDisplayedAt.map { .double($0) } ?? .null
       tip["lastDisplayedAt"] = record.lastDisplayedAt.map { .double($0) } ?? .null
       tip["variants"] = .array((definition?.variants ?? []).map { .string($0.name) })
+      tip["holdout"] = .bool(engine.isHoldout(state.id))
+      tip["schedule"] = definition?.schedule?.json ?? .null
       tip["goal"] = definition?.goal?.json ?? .null
       if let goal = definition?.goal { goalsByEvent[goal.eventID, default: []].append(state.id) }
       tips.append(.object(tip))
@@ -126,6 +128,7 @@ extension Handlers {
         event["lastDonation"] = .null
       }
       event["maxDonations"] = summary.maxDonations.map { .int(Int64($0)) } ?? .null
+      event["maxAge"] = summary.maxAge.map(EventRule.durationJSON) ?? .null
       event["goalOf"] = .array((goalsByEvent[summary.id] ?? []).map { .string($0) })
       event["appClosed"] = .bool(summary.id == configuration.appClosedEvent)
       events.append(.object(event))
@@ -143,6 +146,7 @@ extension Handlers {
       groups.append([
         "id": .string(id), "priority": .string(group.priority.rawValue),
         "tips": .array(group.tipIDs.map { .string($0) }), "currentTip": current.map { .string($0) } ?? .null,
+        "schedule": group.schedule?.json ?? .null,
       ])
     }
     let overrides = engine.overrideSummary
@@ -156,6 +160,7 @@ extension Handlers {
       "events": .array(events),
       "parameters": .array(parameters),
       "groups": .array(groups),
+      "suppression": SuppressionResult(engine.currentSuppression).json,
       "overrides": [
         "showAll": .bool(overrides.showAll), "hideAll": .bool(overrides.hideAll),
         "show": .array(overrides.show.map { .string($0) }), "hide": .array(overrides.hide.map { .string($0) }),

@@ -257,13 +257,31 @@ export interface DonateResult {
   lifetime: number;
 }
 
+/** A duration in one unit, like a rule's `within`. */
+export type Duration = { minutes: number } | { hours: number } | { days: number } | { weeks: number };
+/** `events/configure`: at least one of `maxDonations` and `maxAge`. */
 export interface EventConfigureParams {
   id: string;
-  maxDonations: number;
+  maxDonations?: number;
+  maxAge?: Duration;
 }
 export interface EventConfigureResult {
   id: string;
-  maxDonations: number;
+  maxDonations: number | null;
+  maxAge: Duration | null;
+}
+
+/** `tips/suppress`: no tip is displayable for `seconds` (or until `tips/resume`). */
+export interface SuppressParams {
+  seconds?: number;
+  reason?: string;
+}
+/** The suppression in force after `tips/suppress` or `tips/resume`. */
+export interface SuppressionResult {
+  suppressed: boolean;
+  since: number | null;
+  until: number | null;
+  reason: string | null;
 }
 
 export interface InvalidateParams {
@@ -627,6 +645,8 @@ export interface MethodMap {
   "tips/unobserve": { params: SubscriptionParams; result: RemovedResult };
   "tips/performAction": { params: PerformActionParams; result: TipState };
   "tips/setVariant": { params: SetVariantParams; result: TipState };
+  "tips/suppress": { params: SuppressParams; result: SuppressionResult };
+  "tips/resume": { params: void; result: SuppressionResult };
   "catalog/reload": { params: void; result: CatalogReloadResult };
   "tips/instantiate": { params: InstantiateParams; result: TipState };
   "actions/subscribe": { params: ActionsSubscribeParams; result: ActionsSubscribeResult };
