@@ -67,10 +67,11 @@ extension Linter {
             + "maxDisplayDuration: nothing ever retires it (give it a display budget, or let the action invalidate)")
       }
     }
-    if tip.variants.count > 2 {
+    let copies = tip.variants.filter { !$0.holdout }.count
+    if copies > 2 {
       add(
         .tooManyVariants, "\(path).variants",
-        "\(name) has \(tip.variants.count) variants: with more than two, a test waits months for any signal (seed 000)")
+        "\(name) has \(copies) variants with copy: with more than two, a test waits months for any signal (seed 000)")
     }
   }
 
