@@ -9,7 +9,8 @@ APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript lib
   openssl chromium chromium-driver postgresql libpq-dev
 # make bench's peers: Redis does the same durable work as tipsd's events/donate (serve.redis_ratio).
 BENCH_APT_PACKAGES := redis-server
-PIP_PACKAGES := pytest jsonschema prometheus-client
+# translate-toolkit: protocol/tests/test_xliff.py reads tipsd's XLIFF with it and writes XLIFF for tipsd to import.
+PIP_PACKAGES := pytest jsonschema prometheus-client translate-toolkit
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
 # The daemon's default socket, so `tipsd call` and `tipsd token` find it without --socket.
@@ -56,7 +57,7 @@ bench-deps:
 	fi
 
 deps-pip:
-	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
+	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client, translate.storage.xliff" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
 
 build: deps-apt
 	$(SWIFT) build $(SWIFT_FLAGS)

@@ -20,7 +20,7 @@ public enum TipsdCommand {
       tipsd test [--junit FILE] TRANSCRIPT...           run bridge-contract transcripts in-process
       tipsd lint CATALOG [--messages DIR] [--format text|json|github] [--id-pattern P] [--simulate]
                                                         check a catalog: the ship-day checklist (exit 1 on errors)
-      tipsd strings export|import CATALOG …             translators' files: json, .strings, .xcstrings
+      tipsd strings export|import CATALOG …             translators' files: json, .strings, .xcstrings, .xliff
       tipsd lsp [--socket PATH | --no-live]             a language server (LSP 3.17, stdio) for catalogs and
                                                         message files: diagnostics, completion, hover, definition
       tipsd metrics [--since 7d] [--json | --csv]       seed 000's metrics per tip and variant, as a table

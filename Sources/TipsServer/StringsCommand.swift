@@ -4,9 +4,9 @@ import TipsCatalog
 /// ``StringsImport``). Exit status 1 when a file cannot be read or written, 2 on a usage error.
 enum StringsCommand {
   static let usage = """
-    usage: tipsd strings export CATALOG [--messages DIR] --format json|strings|xcstrings --out DIR
-           tipsd strings import CATALOG --format json|strings|xcstrings --from PATH --messages DIR
-      export  writes DIR/{locale}.json, DIR/{locale}.lproj/Tips.strings or DIR/Tips.xcstrings: the source
+    usage: tipsd strings export CATALOG [--messages DIR] --format \(StringsFormat.names) --out DIR
+           tipsd strings import CATALOG --format \(StringsFormat.names) --from PATH --messages DIR
+      export  writes \(StringsFormat.layouts): the source
               locale and every declared locale, keys in catalog order
       import  reads those files and writes the message files --messages DIR/{locale}.json ({"tipkit": {…}};
               other top-level keys of an existing file are kept); keys the catalog lacks are kept and reported
@@ -40,7 +40,7 @@ enum StringsCommand {
     }
     guard let catalogPath else { return usageError("which catalog?") }
     guard let formatName = flags["--format"], let format = StringsFormat(rawValue: formatName) else {
-      return usageError("--format: expected json, strings or xcstrings")
+      return usageError("--format: expected \(StringsFormat.names)")
     }
     if verb == "export" {
       guard let out = flags["--out"], flags["--from"] == nil else {
