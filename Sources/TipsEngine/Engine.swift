@@ -76,6 +76,11 @@ public final class Engine {
   @exclusivity(unchecked) var hasOverrides = false
   @exclusivity(unchecked) var epochCounter = 0
 
+  // Schedules and donation ages: the slots with a schedule and the logs with a maximum age, so that time-driven
+  // work costs nothing per tip or event without them.
+  var scheduledSlots: Set<Int> = []
+  var agedLogs: [EventLog] = []
+
   // Tips that follow tips: the tips whose rules read each tip's record, and each `for` watch's last value.
   var tipDependents: [String: [Int]] = [:]
   var followWatches: [FollowKey: Bool] = [:]
@@ -113,8 +118,13 @@ public final class Engine {
       log.limit = nil
       log.maxAge = nil
     }
+    agedLogs = []
     for (id, limit) in snapshot.donationLimits { eventLog(id).limit = max(1, limit) }
-    for (id, seconds) in snapshot.donationMaxAges where seconds.isFinite && seconds > 0 { eventLog(id).maxAge = seconds }
+    for (id, seconds) in snapshot.donationMaxAges.sorted(by: { $0.key < $1.key }) where seconds.isFinite && seconds > 0 {
+      let log = eventLog(id)
+      log.maxAge = seconds
+      agedLogs.append(log)
+    }
     for (id, donations) in snapshot.donations {
       let log = eventLog(id)
       log.replace(with: donations, lifetime: snapshot.lifetimeCounts[id] ?? donations.count, limit: limit(of: log))
@@ -147,7 +157,7 @@ public final class Engine {
       suppression = nil
       pendingWrites.append(.suppression(nil))
     }
-    for log in logList where log.trimAged(now: now) {
+    for log in agedLogs where log.trimAged(now: now) {
       pendingWrites.append(.trimDonations(eventID: log.id, keepNewest: log.count))
     }
     deferredChanges += settleEverything(now: now)
@@ -211,6 +221,7 @@ public final class Engine {
       }
       refreshVariantFlags(slot)
       attach(slot, now: now)
+      if definition.schedule != nil { scheduledSlots.insert(slot.index) } else { scheduledSlots.remove(slot.index) }
       touched.append(slot.index)
     }
     for definition in tips { touched += followers(of: definition.id, now: now) }
@@ -271,6 +282,7 @@ public final class Engine {
       }
       if !slot.record.isEmpty { orphanRecords[slot.recordKey] = slot.record }
       if slot.sensitive { sensitive.remove(slot.index) }
+      scheduledSlots.remove(slot.index)
       slots[slot.index] = nil
       slotRefs[slot.index] = nil
       slotIndex[id] = nil
@@ -457,6 +469,8 @@ public final class Engine {
     let now = tick()
     let log = eventLog(eventID)
     guard log.maxAge != seconds else { return finish([]) }
+    if log.maxAge == nil { agedLogs.append(log) }
+    if seconds == nil { agedLogs.removeAll { $0 === log } }
     log.maxAge = seconds
     var writes: [StateWrite] = [.donationMaxAge(eventID: eventID, seconds: seconds)]
     if log.trimAged(now: now) { writes.append(.trimDonations(eventID: eventID, keepNewest: log.count)) }
@@ -566,7 +580,7 @@ public final class Engine {
     let now = clock.now()
     var writes: [StateWrite] = []
     var rules: [Int] = []
-    for log in logList where log.maxAge != nil && log.trimAged(now: now) {
+    for log in agedLogs where log.trimAged(now: now) {
       // Plain counts and filters of an event with a maximum age read only its younger donations.
       writes.append(.trimDonations(eventID: log.id, keepNewest: log.count))
       rules += log.dependents
@@ -600,8 +614,9 @@ public final class Engine {
       cooldownGate = gate
       state = Array(sensitive)
     }
-    for case let slot? in slots where slot.definition.schedule != nil {
-      if slot.definition.schedule!.contains(now) != slot.scheduleOpen { state.append(slot.index) }
+    for index in scheduledSlots {
+      guard let slot = slots[index], let schedule = slot.definition.schedule else { continue }
+      if schedule.contains(now) != slot.scheduleOpen { state.append(index) }
     }
     var changedGroups: [String] = []
     for group in groups.values where group.definition.schedule != nil {
@@ -618,7 +633,8 @@ public final class Engine {
   /// input: the oldest in-window donation of a watched `within` window leaving it, a read donation ageing out, the
   /// cooldown ending while it holds back a tip, a suppression ending, a schedule opening or closing, or a follow-on
   /// rule's `for` elapsing. Conservative: at that instant nothing may change. Nil if nothing is pending.
-  /// Costs O(distinct (event, window) pairs × log donations + scheduled tips and groups + follow-on watches).
+  /// Costs O(distinct (event, window) pairs × log donations + aged events + scheduled tips and groups + follow-on
+  /// watches), independent of the number of other tips.
   public func nextChangeTime() -> Timestamp? {
     let now = clock.now()
     var next: Timestamp?
@@ -629,12 +645,12 @@ public final class Engine {
     for (key, watch) in windows where !watch.dependents.isEmpty {
       consider(logList[key.event].nextExit(within: key.within, now: now))
     }
-    for log in logList where !log.dependents.isEmpty {
+    for log in agedLogs where !log.dependents.isEmpty {
       if let maxAge = log.maxAge { consider(log.nextExit(within: maxAge, now: now)) }
     }
     if !sensitive.isEmpty { consider(cooldownEnd(now)) }
     if suppressionActive, !slotIndex.isEmpty { consider(suppression?.until) }
-    for case let slot? in slots { consider(slot.definition.schedule?.nextBoundary(after: now)) }
+    for index in scheduledSlots { consider(slots[index]?.definition.schedule?.nextBoundary(after: now)) }
     for group in groups.values { consider(group.definition.schedule?.nextBoundary(after: now)) }
     for (follow, elapsed) in followWatches where !elapsed {
       guard let record = slot(follow.tip)?.record, record.invalidationReason != nil else { continue }
