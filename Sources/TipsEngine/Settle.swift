@@ -196,7 +196,9 @@ extension Engine {
   func updateStatus(_ slot: TipSlot, cooldownGating: Bool, now: Timestamp) {
     let effect = overrideEffect(slot)
     let record = slot.record
-    let fresh = record.displayCount == 0 && !slot.ignoresFrequency
+    // A held-out tip whose counterfactual exposure is open counts as displayed: like a tip on screen, the cooldown
+    // another tip's display starts does not take it away (else each display elsewhere would close and reopen it).
+    let fresh = record.displayCount == 0 && !slot.ignoresFrequency && !slot.exposed
     let open = slot.definition.schedule?.contains(now) ?? true
     slot.scheduleOpen = open
     if effect.shows {

@@ -97,6 +97,32 @@ struct HoldoutTests {
     #expect(h.engine.snapshot().exposures.isEmpty)
     h.advance(100)
     #expect(h.engine.snapshot().exposures == ["filter.tip\u{1F}control": t0 + 100])
+
+    // Before its first exposure a held-out tip waits out the cooldown like any tip never displayed.
+    let g = try Self.heldOut()
+    g.apply(g.engine.configure(displayFrequency: .hourly))
+    try g.register(#"{"id": "other.tip", "title": "O"}"#)
+    g.apply(try g.engine.recordDisplay("other.tip"))
+    g.advance(1_800)
+    g.donate("search.opened")
+    #expect(g.engine.snapshot().exposures.isEmpty)
+    #expect(g.engine.nextChangeTime() == t0 + 3_600)
+    g.advance(1_800)
+    #expect(g.engine.snapshot().exposures == ["filter.tip\u{1F}control": t0 + 3_600])
+  }
+
+  @Test("another tip's display does not close an open exposure: the held-out tip counts as displayed for the cooldown")
+  func cooldown() throws {
+    let h = try Self.heldOut()
+    h.apply(h.engine.configure(displayFrequency: .daily))
+    try h.register(#"{"id": "other.tip", "title": "O"}"#)
+    h.donate("search.opened")
+    #expect(h.engine.snapshot().exposures == ["filter.tip\u{1F}control": t0])
+    h.advance(60)
+    let displayed = try h.engine.recordDisplay("other.tip")
+    #expect(!displayed.writes.contains { if case .exposure = $0 { true } else { false } })
+    h.apply(displayed)
+    #expect(h.engine.snapshot().exposures == ["filter.tip\u{1F}control": t0])
   }
 
   @Test("groups pass a held-out tip over; its exposure opens when it would have been the group's current tip")
