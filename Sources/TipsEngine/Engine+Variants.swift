@@ -172,6 +172,7 @@ extension Engine {
       pendingWrites.append(.exposure(tipID: slot.id, variant: variant, since: nil))
     }
     slot.exposed = slot.holdout && exposures[slot.recordKey] != nil
+    if slot.holdout { holdoutSlots.insert(slot.index) } else { holdoutSlots.remove(slot.index) }
   }
 
   /// Whether the variant this install shows of a registered tip is a holdout.

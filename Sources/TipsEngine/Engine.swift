@@ -91,6 +91,8 @@ public final class Engine {
   @exclusivity(unchecked) var suppressionActive = false
   /// Open counterfactual exposures by record key, with the instant each began.
   var exposures: [String: Timestamp] = [:]
+  /// Slots showing a holdout or with an exposure open (whose counterfactual their groups' changes can move).
+  var holdoutSlots: Set<Int> = []
 
   // Time bookkeeping
   var lastNow: Timestamp = -.infinity
@@ -283,6 +285,7 @@ public final class Engine {
       if !slot.record.isEmpty { orphanRecords[slot.recordKey] = slot.record }
       if slot.sensitive { sensitive.remove(slot.index) }
       scheduledSlots.remove(slot.index)
+      holdoutSlots.remove(slot.index)
       slots[slot.index] = nil
       slotRefs[slot.index] = nil
       slotIndex[id] = nil
@@ -615,7 +618,7 @@ public final class Engine {
       state = Array(sensitive)
     }
     for index in scheduledSlots {
-      guard let slot = slots[index], let schedule = slot.definition.schedule else { continue }
+      guard let slot = slots[index], let schedule = slot.schedule else { continue }
       if schedule.contains(now) != slot.scheduleOpen { state.append(index) }
     }
     var changedGroups: [String] = []
@@ -650,7 +653,7 @@ public final class Engine {
     }
     if !sensitive.isEmpty { consider(cooldownEnd(now)) }
     if suppressionActive, !slotIndex.isEmpty { consider(suppression?.until) }
-    for index in scheduledSlots { consider(slots[index]?.definition.schedule?.nextBoundary(after: now)) }
+    for index in scheduledSlots { consider(slots[index]?.schedule?.nextBoundary(after: now)) }
     for group in groups.values { consider(group.definition.schedule?.nextBoundary(after: now)) }
     for (follow, elapsed) in followWatches where !elapsed {
       guard let record = slot(follow.tip)?.record, record.invalidationReason != nil else { continue }

@@ -206,7 +206,10 @@ final class TipSlot {
   /// Position in registration order.
   let index: Int
   var definition: TipDefinition {
-    didSet { ignoresFrequency = definition.options.ignoresDisplayFrequency }
+    didSet {
+      ignoresFrequency = definition.options.ignoresDisplayFrequency
+      schedule = definition.schedule
+    }
   }
   @exclusivity(unchecked) var rules = RuleProgram()
   var dependencies = Dependencies()
@@ -237,6 +240,8 @@ final class TipSlot {
 
   /// Copied from the definition's options (read on every evaluation).
   @exclusivity(unchecked) var ignoresFrequency: Bool
+  /// Copied from the definition.
+  @exclusivity(unchecked) var schedule: TipSchedule?
   /// Whether the tip's schedule (if any) was open when its status was last computed.
   @exclusivity(unchecked) var scheduleOpen = true
   /// The variant shown is a holdout: the tip never displays for this install.
@@ -253,6 +258,7 @@ final class TipSlot {
     self.id = definition.id
     self.recordKey = definition.id
     self.ignoresFrequency = definition.options.ignoresDisplayFrequency
+    self.schedule = definition.schedule
   }
 
   var state: TipState { TipState(id: id, status: status, shouldDisplay: shouldDisplay, variant: variant) }

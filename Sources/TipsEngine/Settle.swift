@@ -147,8 +147,8 @@ extension Engine {
       let ordered = groupIDs.compactMap { self.groups[$0] }.sorted { $0.position < $1.position }
       for group in ordered {
         // A holdout's counterfactual reads its group's other tips: look at it again whenever the group is.
-        for id in group.definition.tipIDs {
-          if let slot = slot(id), slot.holdout || slot.exposed, slot.mark != epoch {
+        for id in group.definition.tipIDs where !holdoutSlots.isEmpty {
+          if let slot = slot(id), holdoutSlots.contains(slot.index), slot.mark != epoch {
             slot.mark = epoch
             touched.append(.passUnretained(slot))
           }
@@ -199,7 +199,7 @@ extension Engine {
     // A held-out tip whose counterfactual exposure is open counts as displayed: like a tip on screen, the cooldown
     // another tip's display starts does not take it away (else each display elsewhere would close and reopen it).
     let fresh = record.displayCount == 0 && !slot.ignoresFrequency && !slot.exposed
-    let open = slot.definition.schedule?.contains(now) ?? true
+    let open = slot.schedule?.contains(now) ?? true
     slot.scheduleOpen = open
     if effect.shows {
       slot.status = .available
