@@ -31,34 +31,26 @@ extension Linter {
       if let suggestion = Self.nearest(rule.tip, among: ids.sorted()) { message += " (did you mean \"\(suggestion)\"?)" }
       add(.unknownTip, "\(rule.path).tip", message)
     }
-    // Cycles among the catalog's tips, each reported once at the first of its rules in catalog order.
-    var edges: [String: [(target: String, path: String)]] = [:]
+    // Cycles among the catalog's tips (the engine's search), each reported once, at the rule of its first tip that
+    // follows the next one.
+    var edges: [String: [String]] = [:]
+    for tip in catalog.tips { edges[tip.id] = tip.followedTips }
+    var rulePaths: [String: String] = [:]
     for rule in rules where rule.path.hasPrefix("tips[") {
-      guard let owner = rule.owner else { continue }
-      if !(edges[owner] ?? []).contains(where: { $0.target == rule.tip }) {
-        edges[owner, default: []].append((rule.tip, rule.path))
-      }
+      guard let owner = rule.owner, rulePaths["\(owner)\u{1F}\(rule.tip)"] == nil else { continue }
+      rulePaths["\(owner)\u{1F}\(rule.tip)"] = rule.path
     }
+    var done: Set<String> = []
     var reported: Set<String> = []
     for tip in catalog.tips where !reported.contains(tip.id) {
-      var path: [(id: String, rulePath: String)] = []
-      var visited: Set<String> = []
-      func visit(_ id: String) -> [(id: String, rulePath: String)]? {
-        if let start = path.firstIndex(where: { $0.id == id }) { return Array(path[start...]) }
-        guard visited.insert(id).inserted else { return nil }
-        for edge in edges[id] ?? [] {
-          path.append((id, edge.path))
-          if let cycle = visit(edge.target) { return cycle }
-          path.removeLast()
-        }
-        return nil
-      }
-      guard let cycle = visit(tip.id), cycle.first?.id == tip.id else { continue }
-      let names = cycle.map(\.id) + [tip.id]
-      reported.formUnion(names)
+      guard let cycle = Engine.followCycle(from: tip.id, edges: edges, done: &done), cycle.count > 1,
+        !reported.contains(cycle[0])
+      else { continue }
+      reported.formUnion(cycle)
+      let path = rulePaths["\(cycle[0])\u{1F}\(cycle[1])"].map { "\($0).tip" } ?? "tips"
       add(
-        .followCycle, "\(cycle[0].rulePath).tip",
-        "tips that follow tips form a cycle (\(names.joined(separator: " → "))): none of them could ever show, and "
+        .followCycle, path,
+        "tips that follow tips form a cycle (\(cycle.joined(separator: " → "))): none of them could ever show, and "
           + "the daemon refuses to register them")
     }
   }

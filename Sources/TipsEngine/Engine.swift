@@ -236,37 +236,40 @@ public final class Engine {
     for case let slot? in slots { edges[slot.id] = slot.dependencies.tips }
     var batch: [String: Int] = [:]
     for (index, tip) in tips.enumerated() {
-      var targets: [String] = []
-      for rule in tip.rules { rule.forEachTipRule { if !targets.contains($0.tipID) { targets.append($0.tipID) } } }
-      edges[tip.id] = targets
+      edges[tip.id] = tip.followedTips
       batch[tip.id] = index
     }
     guard edges.values.contains(where: { !$0.isEmpty }) else { return }
-    // Depth-first from each tip of the batch: a path that comes back to a tip on it is a cycle.
     var done: Set<String> = []
     for tip in tips {
-      var path: [String] = []
-      var onPath: Set<String> = []
-      func visit(_ id: String) -> [String]? {
-        if onPath.contains(id) { return Array(path[path.firstIndex(of: id)!...]) + [id] }
-        guard !done.contains(id) else { return nil }
-        path.append(id)
-        onPath.insert(id)
-        for next in edges[id] ?? [] {
-          if let cycle = visit(next) { return cycle }
-        }
-        path.removeLast()
-        onPath.remove(id)
-        done.insert(id)
-        return nil
-      }
-      if let cycle = visit(tip.id) {
-        let first = cycle.first { batch[$0] != nil } ?? tip.id
-        throw .invalidDefinition(
-          path: "tips[\(batch[first] ?? 0)].rules",
-          message: "tips that follow tips form a cycle (\(cycle.joined(separator: " → "))): none of them could ever show")
-      }
+      guard let cycle = Self.followCycle(from: tip.id, edges: edges, done: &done) else { continue }
+      let first = cycle.first { batch[$0] != nil } ?? tip.id
+      throw .invalidDefinition(
+        path: "tips[\(batch[first] ?? 0)].rules",
+        message: "tips that follow tips form a cycle (\(cycle.joined(separator: " → "))): none of them could ever show")
     }
+  }
+
+  /// A cycle reachable from `start` among tips that follow tips (`edges`: each tip's followed tips), as the tips
+  /// along it with the first repeated at the end (`a → b → a`); nil when there is none. Depth first; `done` collects
+  /// the tips known to lead to no cycle, so that several starts share the work. What `tipsd lint` reports too.
+  public static func followCycle(from start: String, edges: [String: [String]], done: inout Set<String>) -> [String]? {
+    var path: [String] = []
+    var onPath: Set<String> = []
+    func visit(_ id: String) -> [String]? {
+      if onPath.contains(id) { return Array(path[path.firstIndex(of: id)!...]) + [id] }
+      guard !done.contains(id) else { return nil }
+      path.append(id)
+      onPath.insert(id)
+      for next in edges[id] ?? [] {
+        if let cycle = visit(next) { return cycle }
+      }
+      path.removeLast()
+      onPath.remove(id)
+      done.insert(id)
+      return nil
+    }
+    return visit(start)
   }
 
   /// Unregisters tips (unknown ids are ignored). A tip whose last report said `shouldDisplay: true` is reported

@@ -366,6 +366,15 @@ public struct ParameterRule: Sendable, Hashable {
   }
 }
 
+extension TipDefinition {
+  /// The tips its rules follow (tip rules), each once, in order.
+  public var followedTips: [String] {
+    var targets: [String] = []
+    for rule in rules { rule.forEachTipRule { if !targets.contains($0.tipID) { targets.append($0.tipID) } } }
+    return targets
+  }
+}
+
 extension Rule {
   /// Calls `body` with every tip rule in the tree.
   public func forEachTipRule(_ body: (TipRule) -> Void) {
