@@ -10,8 +10,9 @@ APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript lib
   openssl libssl-dev chromium chromium-driver postgresql libpq-dev haproxy
 # make bench's peers: Redis does the same durable work as tipsd's events/donate (serve.redis_ratio).
 BENCH_APT_PACKAGES := redis-server
+# translate-toolkit: protocol/tests/test_xliff.py reads tipsd's XLIFF with it and writes XLIFF for tipsd to import.
 # pyjwt[crypto]: TipsAuthTests' tokens are minted by PyJWT (Tests/TipsAuthTests/Fixtures/mint_tokens.py), not by tipsd.
-PIP_PACKAGES := pytest jsonschema prometheus-client 'pyjwt[crypto]'
+PIP_PACKAGES := pytest jsonschema prometheus-client 'pyjwt[crypto]' translate-toolkit
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
 # The daemon's default socket, so `tipsd call` and `tipsd token` find it without --socket.
@@ -66,7 +67,7 @@ bench-deps:
 	fi
 
 deps-pip:
-	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client, jwt, cryptography" 2>/dev/null \
+	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client, jwt, cryptography, translate.storage.xliff" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
 
 build: deps-apt

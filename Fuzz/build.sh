@@ -3,7 +3,7 @@
 # each module a harness needs is compiled from Sources/ into a static library with coverage instrumentation,
 # then each harness links against them.
 #
-#   Fuzz/build.sh [TARGET...]     targets: framer_newline framer_content_length jsonrpc json rule catalog jwt jwks
+#   Fuzz/build.sh [TARGET...]     targets: framer_newline framer_content_length jsonrpc json rule catalog jwt jwks xliff
 #   FUZZ_BUILD_DIR (default .build/fuzz)  where libraries and fuzzers go
 #   FUZZ_SANITIZERS (default fuzzer,address)
 set -euo pipefail
@@ -12,7 +12,7 @@ OUT="${FUZZ_BUILD_DIR:-$ROOT/.build/fuzz}"
 SAN="${FUZZ_SANITIZERS:-fuzzer,address}"
 SWIFTC="${SWIFTC:-swiftc}"
 mkdir -p "$OUT"
-ALL=(framer_newline framer_content_length jsonrpc json rule catalog jwt jwks)
+ALL=(framer_newline framer_content_length jsonrpc json rule catalog jwt jwks xliff)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 
@@ -73,6 +73,11 @@ for target in "${TARGETS[@]}"; do
       [ "$target" = jwks ] && harness_file=JWKSHarness.swift
       harness "$target" -I "$ROOT/Sources/COpenSSL" "$ROOT/Fuzz/harness/$harness_file" \
         "$ROOT/Tests/TipsAuthTests/AuthFuzzOracle.swift" -lTipsAuth -lTipsSystem -lTipsEngine -lTipsJSON -lcrypto ;;
+    xliff)
+      module TipsEngine
+      module TipsSystem
+      module TipsCatalog
+      harness "$target" "$ROOT/Fuzz/harness/XLIFFHarness.swift" -lTipsCatalog -lTipsSystem -lTipsEngine -lTipsJSON ;;
     *) echo "fuzz: unknown target $target (known: ${ALL[*]})" >&2; exit 2 ;;
   esac
 done

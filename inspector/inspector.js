@@ -173,6 +173,7 @@ function el(tag, props = {}, ...children) {
 const yesNo = (flag) => el("span", { class: flag ? "yes" : "no", text: flag ? "yes" : "no" });
 const time = (seconds) => (seconds == null ? "—" : new Date(seconds * 1000).toISOString().replace(".000Z", "Z"));
 const percent = (rate) => (rate == null ? "—" : (rate * 100).toFixed(rate < 0.1 ? 1 : 0) + "%");
+const signedPercent = (rate) => (rate == null ? "—" : (rate > 0 ? "+" : rate < 0 ? "−" : "") + (Math.abs(rate) * 100).toFixed(0) + " pts");
 const duration = (seconds) => {
   if (seconds == null) return "—";
   if (seconds < 120) return seconds.toFixed(seconds < 10 ? 1 : 0) + " s";
@@ -180,6 +181,9 @@ const duration = (seconds) => {
   if (seconds < 172800) return (seconds / 3600).toFixed(1) + " h";
   return (seconds / 86400).toFixed(1) + " d";
 };
+const UNIT_SECONDS = { minutes: 60, hours: 3600, days: 86400, weeks: 604800 };
+const durationSeconds = (value) => Object.entries(value).reduce((sum, [unit, amount]) => sum + amount * (UNIT_SECONDS[unit] ?? 0), 0);
+const schedule = (s) => [s.from ? `from ${s.from}` : null, s.until ? `until ${s.until}` : null].filter(Boolean).join(" ");
 const within = (goal) => {
   const [unit, amount] = Object.entries(goal.within)[0];
   return `${goal.event} within ${amount} ${amount === 1 ? unit.slice(0, -1) : unit}`;
@@ -206,6 +210,13 @@ function render() {
   $("controls").hidden = !testing;
   $("advance-form").hidden = !(testing && state.virtualClock);
 
+  const s = state.suppression;
+  $("suppression").hidden = !s.suppressed;
+  $("suppression").textContent = s.suppressed
+    ? `Tips suppressed${s.reason ? ` (${s.reason})` : ""} ${s.until != null ? `until ${time(s.until)}` : "until tips/resume"}: no tip displays`
+    : "";
+  $("resume-button").hidden = !s.suppressed;
+
   $("tips").tBodies[0].replaceChildren(
     ...state.tips.map((tip) => {
       const why = el("details", {}, el("summary", { text: tip.heldBy.length ? heldBy(tip.heldBy[0]) : tip.lines[1] || "" }),
@@ -215,7 +226,9 @@ function render() {
             button("reset eligibility", () => connection.call("tips/resetEligibility", { id: tip.id })))
         : el("td");
       return el("tr", { "data-tip": tip.id },
-        el("td", {}, el("strong", { text: tip.id }), tip.variant ? el("span", { class: "muted", text: ` · ${tip.variant}` }) : null),
+        el("td", {}, el("strong", { text: tip.id }), tip.variant ? el("span", { class: "muted", text: ` · ${tip.variant}` }) : null,
+          tip.holdout ? el("span", { class: "badge holdout", text: "holdout" }) : null,
+          tip.schedule ? el("div", { class: "muted small", text: schedule(tip.schedule) }) : null),
         el("td", {}, el("span", { class: `status ${tip.status}`, text: tip.status + (tip.reason ? ` (${tip.reason})` : "") })),
         el("td", { class: "should-display" }, yesNo(tip.shouldDisplay)),
         el("td", { class: "num", text: String(tip.displayCount) }),
@@ -235,6 +248,8 @@ function render() {
         el("td", { text: event.id }),
         el("td", { class: "num count", text: String(event.count) }),
         el("td", { class: "num", text: String(event.lifetime) }),
+        el("td", { class: "muted", text: [event.maxDonations != null ? `newest ${event.maxDonations}` : null,
+          event.maxAge ? `younger than ${duration(durationSeconds(event.maxAge))}` : null].filter(Boolean).join(", ") || "—" }),
         el("td", { class: "muted", text: last }),
         el("td", { class: "muted", text: role }),
         el("td", {}, testing ? button("donate", () => connection.call("events/donate", { id: event.id })) : null));
@@ -247,7 +262,7 @@ function render() {
   $("groups").tBodies[0].replaceChildren(
     ...state.groups.map((g) =>
       el("tr", {}, el("td", { text: g.id }), el("td", { text: g.priority }), el("td", { text: g.currentTip ?? "none" }),
-        el("td", { class: "muted", text: g.tips.join(", ") }))));
+        el("td", { class: "muted", text: g.tips.join(", ") + (g.schedule ? ` · ${schedule(g.schedule)}` : "") }))));
   const o = state.overrides;
   const overrides = [o.showAll ? "show all" : null, o.hideAll ? "hide all" : null,
     o.show.length ? "show " + o.show.join(", ") : null, o.hide.length ? "hide " + o.hide.join(", ") : null].filter(Boolean);
@@ -264,6 +279,9 @@ function heldBy(hold) {
     case "group": return `group ${hold.group} (current: ${hold.currentTip ?? "none"})`;
     case "override": return `override ${hold.override}`;
     case "invalidated": return `invalidated (${hold.reason})`;
+    case "schedule": return `${hold.group ? `group ${hold.group}'s ` : ""}schedule closed (${[hold.from != null ? `from ${time(hold.from)}` : null, hold.until != null ? `until ${time(hold.until)}` : null].filter(Boolean).join(" ")})`;
+    case "suppressed": return `suppressed ${hold.until != null ? `until ${time(hold.until)}` : "until resumed"}${hold.reason ? ` (${hold.reason})` : ""}`;
+    case "holdout": return `holdout ${hold.variant}${hold.exposedSince != null ? `: would show since ${time(hold.exposedSince)}` : ""}`;
     default: return hold.kind;
   }
 }
@@ -275,6 +293,7 @@ function renderFeed() {
         : e.type === "eligibility" ? `${e.status}${e.reason ? " (" + e.reason + ")" : ""}, shouldDisplay ${e.shouldDisplay}`
         : e.type === "invalidation" ? e.reason
         : e.type === "action" ? `${e.actionId} [${e.actionIndex}]`
+        : e.type === "exposure" ? "would have shown (counterfactual)"
         : `variant ${e.variant}`;
       return el("li", { value: e.cursor, text: `${time(e.at)}  ${e.type.padEnd(12)} ${e.tipId}${e.variant ? " · " + e.variant : ""}  ${detail}` });
     }));
@@ -293,7 +312,8 @@ function renderMetrics(report) {
       const lines = [
         `${o.impressions} impressions`,
         o.goal ? `goal ${percent(o.goal.rate)} (${o.goal.converted}/${o.goal.decided}${o.goal.pending ? `, ${o.goal.pending} pending` : ""})` : "no goal declared",
-        o.timeToGoal ? `median time to goal ${duration(o.timeToGoal.median)} (n=${o.timeToGoal.samples})` : null,
+        o.timeToGoal ? `time to first use ${o.timeToGoal.samples ? duration(o.timeToGoal.median) : o.timeToGoal.open ? "open" : "—"}` : null,
+        tip.lift ? `lift vs holdout ${signedPercent(tip.lift.difference)}${tip.lift.low != null ? ` [${signedPercent(tip.lift.low)}, ${signedPercent(tip.lift.high)}]` : ""}` : null,
         o.close.available ? `close rate ${percent(o.close.rate)} (${o.close.closes}/${o.close.decided})` : null,
         o.goalRate && o.goalRate.firstImpressionAt != null
           ? `goal per day ${o.goalRate.before?.perDay?.toFixed(2) ?? "—"} before → ${o.goalRate.after?.perDay?.toFixed(2) ?? "—"} after`
@@ -327,7 +347,7 @@ function chart(rows) {
   };
   rows.forEach((row, index) => {
     const y = index * rowHeight + 4;
-    add("text", { x: 0, y: y + 18 }, row.variant);
+    add("text", { x: 0, y: y + 18 }, row.holdout ? `${row.variant} (holdout)` : row.variant);
     const goalRate = row.goal?.rate ?? 0;
     const closeRate = row.close.available ? row.close.rate ?? 0 : 0;
     add("rect", { class: "goal", x: left, y, width: Math.max(1, goalRate * scale), height: 12, rx: 2 });
@@ -349,6 +369,18 @@ function start() {
     const id = $("donate-event").value.trim();
     if (id && connection) connection.call("events/donate", { id }).then(
       (r) => ($("control-result").textContent = `donated ${id}: ${r.count} kept`),
+      (e) => ($("control-result").textContent = e.message));
+  });
+  $("suppress-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const minutes = Number($("suppress-minutes").value);
+    if (connection) connection.call("tips/suppress", { seconds: minutes * 60, reason: "inspector" }).then(
+      (r) => ($("control-result").textContent = `suppressed until ${time(r.until)}`),
+      (e) => ($("control-result").textContent = e.message));
+  });
+  $("resume-button").addEventListener("click", () => {
+    if (connection) connection.call("tips/resume", {}).then(
+      () => ($("control-result").textContent = "resumed"),
       (e) => ($("control-result").textContent = e.message));
   });
   $("advance-form").addEventListener("submit", (event) => {

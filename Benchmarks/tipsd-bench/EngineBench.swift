@@ -74,7 +74,7 @@ enum EngineBench {
     let engine = Engine(clock: clock)
     var tips = try hotTips()
     for index in 0..<(registeredTips - tips.count) { tips.append(coldTip(index)) }
-    _ = engine.register(tips)
+    _ = try engine.register(tips)
     for _ in 0..<2_000 {
       clock.advance(by: 0.5)
       _ = try! engine.donate("hot")
@@ -102,7 +102,7 @@ enum EngineBench {
     let engine = Engine(clock: clock)
     var definitions = try hotTips()
     for index in 0..<(tips - definitions.count) { definitions.append(coldTip(index)) }
-    _ = engine.register(definitions)
+    _ = try engine.register(definitions)
     definitions = []
     let info: JSONObject = ["region": "north"]
     for round in 0..<donationsPerEvent {

@@ -7,7 +7,8 @@ import TipsSystem
 /// ```json
 /// {"displayFrequency": "daily",
 ///  "parameters": [{"id": "isLoggedIn", "default": false}],
-///  "events": [{"id": "search.opened", "description": "The search screen appeared", "maxDonations": 500}],
+///  "events": [{"id": "search.opened", "description": "The search screen appeared", "maxDonations": 500,
+///              "maxAge": {"days": 30}}],
 ///  "locales": ["en", "ja"], "sourceLocale": "en",
 ///  "tips": [{"id": "filter.tip", "title": "You can narrow this down", "rules": [...]}],
 ///  "templates": [{"id": "trail.new.{trailId}", "title": "New: {trailName}", "rules": [...]}],
@@ -85,8 +86,8 @@ public struct Catalog: Sendable {
     templates.first { $0.id == id }
   }
 
-  /// Registers everything with the engine: display frequency, parameters, each declared event's `maxDonations`,
-  /// tips and groups. Templates are not registered: they become tips when instantiated.
+  /// Registers everything with the engine: display frequency, parameters, each declared event's `maxDonations` and
+  /// `maxAge`, tips and groups. Templates are not registered: they become tips when instantiated.
   public func register(in engine: Engine) throws(EngineError) -> Mutation {
     var mutation = Mutation()
     func add(_ next: Mutation) {
@@ -97,8 +98,9 @@ public struct Catalog: Sendable {
     add(try engine.defineParameters(parameters))
     for event in events ?? [] {
       if let limit = event.maxDonations { add(try engine.setDonationLimit(event.id, limit)) }
+      if let maxAge = event.maxAge { add(try engine.setDonationMaxAge(event.id, maxAge)) }
     }
-    add(engine.register(tips))
+    add(try engine.register(tips))
     for group in groups { add(try engine.registerGroup(group)) }
     return mutation
   }
@@ -149,19 +151,23 @@ public struct EventDeclaration: Sendable, Hashable {
   /// How many donations are kept (newest first) for `within`, `where` and `largestGroupBy` rules; the engine's
   /// default (1000) when nil. Applied with `Engine.setDonationLimit` at registration.
   public var maxDonations: Int?
+  /// iOS 26's maximum age, seconds: older donations are invisible to the event's rules and dropped. Applied with
+  /// `Engine.setDonationMaxAge` at registration.
+  public var maxAge: Double?
 
-  public init(id: String, description: String, maxDonations: Int? = nil) {
+  public init(id: String, description: String, maxDonations: Int? = nil, maxAge: Double? = nil) {
     self.id = id
     self.description = description
     self.maxDonations = maxDonations
+    self.maxAge = maxAge
   }
 
-  /// Decodes `{id, description, maxDonations?: int >= 1}`.
+  /// Decodes `{id, description, maxDonations?: int >= 1, maxAge?: {minutes|hours|days|weeks: n}}`.
   public init(json: JSONValue, path: String) throws(EngineError) {
     guard case .object(let object) = json else {
       throw JSONPath.fail(path, "expected an object, got \(json.typeName)")
     }
-    for (key, _) in object where !["id", "description", "maxDonations"].contains(key) {
+    for (key, _) in object where !["id", "description", "maxDonations", "maxAge"].contains(key) {
       throw JSONPath.fail(path, "unknown key \"\(key)\"")
     }
     guard case .string(let id)? = object["id"], !id.isEmpty else {
@@ -177,12 +183,17 @@ public struct EventDeclaration: Sendable, Hashable {
       }
       maxDonations = exact
     }
-    self.init(id: id, description: description, maxDonations: maxDonations)
+    var maxAge: Double?
+    if let value = object["maxAge"], !value.isNull {
+      maxAge = try EventRule.duration(value, JSONPath.join(path, "maxAge"))
+    }
+    self.init(id: id, description: description, maxDonations: maxDonations, maxAge: maxAge)
   }
 
   public var json: JSONValue {
     var object: JSONObject = ["id": .string(id), "description": .string(description)]
     if let maxDonations { object["maxDonations"] = .int(Int64(maxDonations)) }
+    if let maxAge { object["maxAge"] = EventRule.durationJSON(maxAge) }
     return .object(object)
   }
 }

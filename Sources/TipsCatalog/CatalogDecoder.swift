@@ -23,6 +23,8 @@ struct CatalogDecoder {
   private(set) var rawTemplates: [(path: String, json: JSONValue)] = []
   /// The path of each event declaration in `catalog.events`.
   private(set) var eventPaths: [String] = []
+  /// The path of each group in `catalog.groups`.
+  private(set) var groupPaths: [String] = []
 
   init(json: JSONValue) {
     guard case .object(let object) = json else {
@@ -214,7 +216,10 @@ struct CatalogDecoder {
         issue(.unknownTip, "\(path).tips[\(position)]", "no tip \"\(tipID)\" in this catalog")
         complete = false
       }
-      if complete { catalog.groups.append(group) }
+      if complete {
+        catalog.groups.append(group)
+        groupPaths.append(path)
+      }
     }
   }
 }

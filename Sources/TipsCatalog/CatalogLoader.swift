@@ -111,6 +111,9 @@ struct Linter {
     }
     checkEvents(decoder)
     checkTips(catalog, decoder)
+    checkFollowers(catalog, decoder)
+    checkSchedules(catalog, decoder)
+    checkHoldouts(catalog, decoder)
     checkTemplates(catalog, decoder)
     checkCopy(catalog, decoder, messagesDirectory: messagesDirectory)
     return finish(catalog: catalog)

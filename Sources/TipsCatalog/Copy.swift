@@ -34,7 +34,7 @@ enum Copy {
   }
 
   /// Every copy string of a definition in catalog order: title, message, actions, then each variant's title,
-  /// message (its own) and actions (its own).
+  /// message (its own) and actions (its own). A holdout variant has no copy.
   static func slots(of object: JSONObject) -> [Slot] {
     var slots = [Slot(member: .title, sourcePath: "title")]
     if case .string = object["message"] { slots.append(Slot(member: .message, sourcePath: "message")) }
@@ -43,7 +43,7 @@ enum Copy {
     }
     if case .object(let variants)? = object["variants"] {
       for (name, value) in variants {
-        guard case .object(let variant) = value else { continue }
+        guard case .object(let variant) = value, variant["holdout"] != true else { continue }
         let base = "variants.\(name)"
         slots.append(Slot(member: .variantTitle(name), sourcePath: "\(base).title"))
         if case .string = variant["message"] {
@@ -82,6 +82,7 @@ enum Copy {
     // Variant names may hold dots: the longest declared name that prefixes the rest.
     let names = variants.keys.filter { rest.hasPrefix($0 + ".") }.sorted { $0.count > $1.count }
     guard let name = names.first, case .object(let variant)? = variants[name] else { return .failure(.unknownVariant) }
+    guard variant["holdout"] != true else { return .failure(.holdout(name)) }
     let member = rest.dropFirst(name.count + 1)
     switch member {
     case "title": return .success(.variantTitle(name))
@@ -103,6 +104,7 @@ enum Copy {
     case unknownAction(String)
     case unknownVariant
     case unknownMember
+    case holdout(String)
 
     var explanation: String {
       switch self {
@@ -111,6 +113,7 @@ enum Copy {
       case .unknownAction(let id): "names action \"\(id)\", which the tip (or variant) does not have"
       case .unknownVariant: "names a variant the tip does not declare"
       case .unknownMember: "is not title, message, actions.<id> or variants.<name>.…"
+      case .holdout(let name): "names variant \"\(name)\", a holdout, which has no copy"
       }
     }
   }

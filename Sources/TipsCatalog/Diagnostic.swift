@@ -14,7 +14,7 @@ public enum LintCheck: String, Sendable, Hashable, CaseIterable {
   case duplicateID = "duplicate-id"
   /// A tip or template id does not follow the id pattern (`feature.purpose` by default).
   case idPattern = "id-pattern"
-  /// A group names a tip the catalog does not have.
+  /// A group, or a rule on another tip's state (tips that follow tips), names a tip the catalog does not have.
   case unknownTip = "unknown-tip"
   /// A rule reads an event missing from the catalog's `events`.
   case undeclaredEvent = "undeclared-event"
@@ -26,6 +26,12 @@ public enum LintCheck: String, Sendable, Hashable, CaseIterable {
   case missingCopy = "missing-copy"
   /// A message file is malformed (not an object, a value that is not a string, a bad file name).
   case messages
+  /// Tips that follow tips in a cycle (none of them could ever show; the daemon refuses to register them).
+  case followCycle = "follow-cycle"
+  /// A schedule that never opens (`until` at or before `from`, or a tip's and its group's that share no instant).
+  case schedule
+  /// A holdout on a tip with no other variant: every install would be held out and nobody would see the tip.
+  case holdout
 
   // Warnings: logged, not refused.
   /// The catalog declares no `events`, so event ids in rules are not checked.
@@ -46,15 +52,17 @@ public enum LintCheck: String, Sendable, Hashable, CaseIterable {
   case extraLocale = "extra-locale"
   /// More than two copy variants (seed 000: with more, you wait months for any signal).
   case tooManyVariants = "too-many-variants"
+  /// A holdout on a tip without a goal: metrics/get has nothing to compare, so no lift.
+  case holdoutWithoutGoal = "holdout-without-goal"
 
   /// Errors refuse the catalog; warnings are reported and logged.
   public var severity: Diagnostic.Severity {
     switch self {
     case .io, .json, .duplicateKey, .decode, .duplicateID, .idPattern, .unknownTip, .undeclaredEvent, .impossibleRule,
-      .template, .missingCopy, .messages:
+      .template, .missingCopy, .messages, .followCycle, .schedule, .holdout:
       .error
     case .eventsUndeclared, .noTimeRule, .noRemoval, .noSync, .noInvalidatePath, .unusedEvent, .extraMessageKey,
-      .extraLocale, .tooManyVariants:
+      .extraLocale, .tooManyVariants, .holdoutWithoutGoal:
       .warning
     }
   }

@@ -67,10 +67,11 @@ extension Linter {
             + "maxDisplayDuration: nothing ever retires it (give it a display budget, or let the action invalidate)")
       }
     }
-    if tip.variants.count > 2 {
+    let copies = tip.variants.filter { !$0.holdout }.count
+    if copies > 2 {
       add(
         .tooManyVariants, "\(path).variants",
-        "\(name) has \(tip.variants.count) variants: with more than two, a test waits months for any signal (seed 000)")
+        "\(name) has \(copies) variants with copy: with more than two, a test waits months for any signal (seed 000)")
     }
   }
 
@@ -78,7 +79,7 @@ extension Linter {
   static func constrainsTime(_ rule: Rule) -> Bool {
     switch rule {
     case .event(let event): event.within != nil
-    case .parameter: false
+    case .parameter, .tip: false
     case .allOf(let rules), .anyOf(let rules): rules.contains(where: constrainsTime)
     case .not(let inner): constrainsTime(inner)
     }

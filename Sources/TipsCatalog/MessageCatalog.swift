@@ -23,11 +23,14 @@ public struct MessageCatalog: Sendable {
     public var value: String
     /// Where it sits in its file: `tipkit.filter.tip.title`.
     public var path: String
+    /// The file and line it was read from, when the format knows lines (XLIFF: `ja.xliff:12`).
+    public var place: String?
 
-    public init(key: String, value: String, path: String) {
+    public init(key: String, value: String, path: String, place: String? = nil) {
       self.key = key
       self.value = value
       self.path = path
+      self.place = place
     }
   }
 

@@ -11,7 +11,8 @@ import TipsJSON
 ///   with `eq`, `ne`, `lt` or `lte` are not donated; parameters stay at their defaults.
 ///
 /// Templates are not simulated (they are tips only once instantiated). Groups and the display frequency apply, as
-/// in the daemon.
+/// in the daemon. Schedules and holdouts do not: each tip is looked at as if its schedule (and its groups') were open,
+/// for an install shown one of its copies.
 public struct Simulation: Sendable, Hashable {
   /// The number of tips simulated.
   public var tipCount: Int
@@ -71,7 +72,7 @@ public struct Simulation: Sendable, Hashable {
         if let key = event.largestGroupBy, needs[event.eventID]!.info[key] == nil {
           needs[event.eventID]!.info[key] = "simulated"
         }
-      case .parameter: return
+      case .parameter, .tip: return
       case .allOf(let rules), .anyOf(let rules): rules.forEach(visit)
       case .not(let inner): visit(inner)
       }
@@ -84,6 +85,12 @@ public struct Simulation: Sendable, Hashable {
     -> Set<String>
   {
     let engine = Engine(clock: VirtualClock(now: now))
+    var catalog = catalog
+    for index in catalog.tips.indices {
+      catalog.tips[index].schedule = nil
+      catalog.tips[index].variants.removeAll { $0.holdout }
+    }
+    for index in catalog.groups.indices { catalog.groups[index].schedule = nil }
     _ = try catalog.register(in: engine)
     for donation in donations {
       for _ in 0..<donation.count {

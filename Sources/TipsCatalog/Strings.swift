@@ -10,6 +10,17 @@ public enum StringsFormat: String, Sendable, Hashable, CaseIterable {
   /// An Apple String Catalog: `Tips.xcstrings` (`sourceLanguage`, `strings` → key → `localizations` → locale →
   /// `stringUnit` {`state`, `value`}, `version` 1.0).
   case xcstrings
+  /// XLIFF 1.2, what Xcode's localization catalogs and translation services exchange: `{locale}.xliff` (see
+  /// ``XLIFF``).
+  case xliff
+
+  /// `json|strings|xcstrings|xliff`, for usage lines.
+  public static var names: String { allCases.map(\.rawValue).joined(separator: "|") }
+
+  /// What `tipsd strings export` writes under its output directory, for usage lines.
+  public static var layouts: String {
+    "DIR/{locale}.json, DIR/{locale}.lproj/Tips.strings, DIR/Tips.xcstrings or DIR/{locale}.xliff"
+  }
 }
 
 /// The catalog's copy as translators' files (`tipsd strings export`). Keys are in catalog order (per tip: title,
@@ -51,8 +62,9 @@ public enum StringsExport {
     }
   }
 
-  /// The files of `format` for the catalog.
-  public static func files(_ catalog: Catalog, format: StringsFormat) -> [File] {
+  /// The files of `format` for the catalog. Only XLIFF can fail: copy holding a control character XML 1.0 cannot
+  /// carry.
+  public static func files(_ catalog: Catalog, format: StringsFormat) throws(CatalogError) -> [File] {
     switch format {
     case .json:
       return locales(catalog).map { locale in
@@ -64,6 +76,19 @@ public enum StringsExport {
       }
     case .xcstrings:
       return [File(path: "Tips.xcstrings", bytes: stringCatalog(catalog))]
+    case .xliff:
+      let sources = Dictionary(copy(catalog, locale: catalog.sourceLocale).map { ($0.key, $0.value) }) { a, _ in a }
+      var files: [File] = []
+      for locale in locales(catalog) {
+        let targets = Dictionary(copy(catalog, locale: locale).map { ($0.key, $0.value) }) { a, _ in a }
+        let units = keys(catalog).compactMap { key in
+          sources[key].map { (key: key, source: $0, target: targets[key]) }
+        }
+        files.append(
+          File(
+            path: "\(locale).xliff", bytes: try XLIFF.file(sourceLocale: catalog.sourceLocale, locale: locale, units: units)))
+      }
+      return files
     }
   }
 
@@ -72,7 +97,7 @@ public enum StringsExport {
     -> [String]
   {
     var written: [String] = []
-    for file in files(catalog, format: format) {
+    for file in try files(catalog, format: format) {
       let path = join(directory, file.path)
       do {
         if let slash = path.lastIndex(of: "/") { try System.makeDirectories(String(path[..<slash])) }
@@ -168,8 +193,9 @@ public enum StringsImport {
   }
 
   /// Reads what `tipsd strings export` writes: a directory of `{locale}.json` (json), a directory of
-  /// `{locale}.lproj/Tips.strings` (strings), or a `.xcstrings` file or a directory holding `Tips.xcstrings`.
-  /// Keys outside the `tipkit.` namespace are skipped with a notice.
+  /// `{locale}.lproj/Tips.strings` (strings), a `.xcstrings` file or a directory holding `Tips.xcstrings`, or an
+  /// `.xliff` (`.xlf`) file or a directory of them. Keys outside the `tipkit.` namespace are skipped with a notice,
+  /// and so (XLIFF) are units without a translation, each with its place.
   public static func read(from path: String, format: StringsFormat) throws(CatalogError) -> ([Locale], [Notice]) {
     switch format {
     case .json:
@@ -203,6 +229,37 @@ public enum StringsImport {
     case .xcstrings:
       let file = System.isDirectory(path) ? StringsExport.join(path, "Tips.xcstrings") : path
       return try readStringCatalog(file)
+    case .xliff:
+      var files = [path]
+      if System.isDirectory(path) {
+        do {
+          files = try System.listDirectory(path).filter { $0.hasSuffix(".xliff") || $0.hasSuffix(".xlf") }.sorted()
+            .map { StringsExport.join(path, $0) }
+        } catch {
+          throw CatalogError(file: path, message: "cannot read the directory: \(error.reason)")
+        }
+        guard !files.isEmpty else { throw CatalogError(file: path, message: "holds no .xliff or .xlf file") }
+      }
+      var locales: [Locale] = []
+      var notices: [Notice] = []
+      for file in files {
+        let bytes: [UInt8]
+        do {
+          bytes = try System.readFile(file)
+        } catch {
+          throw CatalogError(file: file, message: "cannot read it: \(error.reason)")
+        }
+        let (read, found) = try XLIFF.read(bytes, file: file)
+        notices += found
+        for locale in read {
+          if let index = locales.firstIndex(where: { $0.locale == locale.locale }) {
+            locales[index].entries += locale.entries
+          } else {
+            locales.append(locale)
+          }
+        }
+      }
+      return (locales, notices)
     }
   }
 
@@ -279,8 +336,10 @@ public enum StringsImport {
       let path = StringsExport.join(directory, "\(locale.locale).json")
       var last: [String: String] = [:]
       var firstSeen: [String] = []
+      var places: [String: String] = [:]
       for entry in locale.entries {
         if last.updateValue(entry.value, forKey: entry.key) == nil { firstSeen.append(entry.key) }
+        if let place = entry.place { places[entry.key] = place }
       }
       let known = firstSeen.filter { order[$0] != nil }.sorted { order[$0]! < order[$1]! }
       let unknown = firstSeen.filter { order[$0] == nil }
@@ -291,7 +350,9 @@ public enum StringsImport {
         } else {
           reason = "is not a copy key of the catalog"
         }
-        notices.append(Notice(file: path, key: "\(MessageCatalog.namespace).\(key)", message: "\(reason); kept"))
+        // Where it came from when the format knows (an XLIFF unit's file and line), else the file written.
+        notices.append(
+          Notice(file: places[key] ?? path, key: "\(MessageCatalog.namespace).\(key)", message: "\(reason); kept"))
       }
       let copy = JSONObject((known + unknown).map { ($0, JSONValue.string(last[$0]!)) })
       var document = JSONObject()

@@ -1,9 +1,10 @@
 import TipsCatalog
 
-/// `--format json|strings|xcstrings`, which both `tipsd strings` commands need.
+/// `--format json|strings|xcstrings|xliff`, which both `tipsd strings` commands need.
 private let formatOption = Option<StringsFormat?>.value(
-  "--format", as: "json|strings|xcstrings",
-  help: "json: DIR/{locale}.json; strings: DIR/{locale}.lproj/Tips.strings; xcstrings: DIR/Tips.xcstrings"
+  "--format", as: StringsFormat.names,
+  help: "json: DIR/{locale}.json; strings: DIR/{locale}.lproj/Tips.strings; xcstrings: DIR/Tips.xcstrings; "
+    + "xliff: DIR/{locale}.xliff (XLIFF 1.2)"
 ) { format, value throws(UsageError) in format = try value.oneOf(StringsFormat.self) }
 
 /// The catalog (one positional argument) of a `tipsd strings` command.
@@ -17,10 +18,10 @@ private func catalogArgument(_ catalog: inout String?, _ argument: String) throw
 /// file cannot be read or written.
 struct StringsExportCommand: Command {
   static let name = "strings export"
-  static let abstract = "the catalog's copy as translators' files: json, .strings or .xcstrings"
-  static let usage = "tipsd strings export CATALOG [--messages DIR] --format json|strings|xcstrings --out DIR"
+  static let abstract = "the catalog's copy as translators' files: json, .strings, .xcstrings or .xliff"
+  static let usage = "tipsd strings export CATALOG [--messages DIR] --format \(StringsFormat.names) --out DIR"
   static let discussion = """
-    Writes DIR/{locale}.json, DIR/{locale}.lproj/Tips.strings or DIR/Tips.xcstrings: the source
+    Writes \(StringsFormat.layouts): the source
     locale and every declared locale, keys in catalog order; prints each path written.
     """
   static let options: [Option<StringsExportCommand>] = [
@@ -41,7 +42,7 @@ struct StringsExportCommand: Command {
       try catalogArgument(&command.catalog, argument)
     }
     guard catalog != nil else { throw .invalid("which catalog? (tipsd strings export CATALOG)") }
-    guard format != nil else { throw .invalid("--format is required (json, strings or xcstrings)") }
+    guard format != nil else { throw .invalid("--format is required (\(StringsFormat.names))") }
     guard out != nil else { throw .invalid("--out DIR is required") }
   }
 
@@ -64,7 +65,7 @@ struct StringsExportCommand: Command {
 struct StringsImportCommand: Command {
   static let name = "strings import"
   static let abstract = "translators' files back into the message files DIR/{locale}.json"
-  static let usage = "tipsd strings import CATALOG --format json|strings|xcstrings --from PATH --messages DIR"
+  static let usage = "tipsd strings import CATALOG --format \(StringsFormat.names) --from PATH --messages DIR"
   static let discussion = """
     Reads those files and writes the message files --messages DIR/{locale}.json ({"tipkit": {…}};
     other top-level keys of an existing file are kept); keys the catalog lacks are kept and reported.
@@ -85,7 +86,7 @@ struct StringsImportCommand: Command {
       try catalogArgument(&command.catalog, argument)
     }
     guard catalog != nil else { throw .invalid("which catalog? (tipsd strings import CATALOG)") }
-    guard format != nil else { throw .invalid("--format is required (json, strings or xcstrings)") }
+    guard format != nil else { throw .invalid("--format is required (\(StringsFormat.names))") }
     guard from != nil, messages != nil else { throw .invalid("--from PATH and --messages DIR are required") }
   }
 

@@ -17,6 +17,7 @@ extension Engine {
       nextGroupPosition += 1
       isNew = true
     }
+    groups[group.id]?.open = group.schedule?.contains(now) ?? true
     for tipID in group.tipIDs where !(groupsByTip[tipID] ?? []).contains(group.id) {
       groupsByTip[tipID, default: []].append(group.id)
       if let slot = slot(tipID) {
@@ -66,17 +67,24 @@ extension Engine {
     }
   }
 
-  func computeCurrent(_ group: GroupState) -> String? {
+  /// The group's current tip: none outside its schedule. Holdout tips (unless a testing override shows them) are
+  /// passed over as if the group did not hold them — the holdout's experience is the flow without the tip — except
+  /// `inPlay`, the holdout whose counterfactual is being worked out.
+  func computeCurrent(_ group: GroupState, inPlay: TipSlot? = nil) -> String? {
+    guard group.open else { return nil }
+    func passedOver(_ slot: TipSlot) -> Bool {
+      slot.holdout && slot !== inPlay && !overrideEffect(slot).shows
+    }
     switch group.definition.priority {
     case .ordered:
       for id in group.definition.tipIDs {
-        guard let slot = slot(id), !slot.status.isInvalidated else { continue }
+        guard let slot = slot(id), !slot.status.isInvalidated, !passedOver(slot) else { continue }
         return slot.eligible ? id : nil
       }
       return nil
     case .firstAvailable:
       for id in group.definition.tipIDs {
-        if let slot = slot(id), slot.eligible { return id }
+        if let slot = slot(id), slot.eligible, !passedOver(slot) { return id }
       }
       return nil
     }

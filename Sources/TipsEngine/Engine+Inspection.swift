@@ -13,13 +13,18 @@ public struct EventSummary: Sendable, Hashable {
   public var lastDonation: Donation?
   /// The event's own cap on kept donations, when configured.
   public var maxDonations: Int?
+  /// The event's maximum donation age, seconds, when configured.
+  public var maxAge: Double?
 
-  public init(id: String, count: Int, lifetime: Int, lastDonation: Donation?, maxDonations: Int?) {
+  public init(
+    id: String, count: Int, lifetime: Int, lastDonation: Donation?, maxDonations: Int?, maxAge: Double? = nil
+  ) {
     self.id = id
     self.count = count
     self.lifetime = lifetime
     self.lastDonation = lastDonation
     self.maxDonations = maxDonations
+    self.maxAge = maxAge
   }
 }
 
@@ -48,7 +53,8 @@ extension Engine {
   public var eventSummaries: [EventSummary] {
     logList.sorted { $0.id < $1.id }.map { log in
       EventSummary(
-        id: log.id, count: log.count, lifetime: log.lifetime, lastDonation: log.count > 0 ? log[log.count - 1] : nil, maxDonations: log.limit)
+        id: log.id, count: log.count, lifetime: log.lifetime, lastDonation: log.count > 0 ? log[log.count - 1] : nil,
+        maxDonations: log.limit, maxAge: log.maxAge)
     }
   }
 

@@ -51,7 +51,7 @@ extension Engine {
     let write = StateWrite.tipRecord(id: key, record)
     if let slot = slot(Self.tipID(ofRecordKey: key)), slot.recordKey == key {
       slot.record = record
-      return finish(settle(state: [slot.index], now: now), writes: [write])
+      return finish(settle(rules: followers(of: slot.id, now: now), state: [slot.index], now: now), writes: [write])
     }
     orphanRecords[key] = record.isEmpty ? nil : record
     return finish([], writes: [write])

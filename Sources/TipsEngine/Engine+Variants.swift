@@ -18,6 +18,36 @@ extension Engine {
   /// platform; evenly split.
   public static func variantIndex(installID: String, tipID: String, count: Int) -> Int {
     precondition(count > 0)
+    return Int(assignmentHash(installID: installID, tipID: tipID) % UInt64(count))
+  }
+
+  /// The variant index for `weights` (each positive; nil counts 1): with every weight a whole number (the default
+  /// equal shares among them), the hash modulo their sum falls in one variant's range of that many values — so equal
+  /// weights pick exactly what ``variantIndex(installID:tipID:count:)`` picks and existing assignments never move;
+  /// with fractional weights, the hash's top 53 bits as a fraction of 1 fall in one variant's share.
+  public static func variantIndex(installID: String, tipID: String, weights: [Double?]) -> Int {
+    precondition(!weights.isEmpty)
+    let shares = weights.map { $0 ?? 1 }
+    let hash = assignmentHash(installID: installID, tipID: tipID)
+    if shares.allSatisfy({ $0 == $0.rounded() && $0 >= 1 && $0 < 0x1p52 }), shares.reduce(0, +) < 0x1p53 {
+      var point = hash % UInt64(shares.reduce(0, +))
+      for (index, share) in shares.enumerated() {
+        if point < UInt64(share) { return index }
+        point -= UInt64(share)
+      }
+      return shares.count - 1
+    }
+    let total = shares.reduce(0, +)
+    var point = Double(hash >> 11) / 0x1p53 * total
+    for (index, share) in shares.enumerated() {
+      if point < share { return index }
+      point -= share
+    }
+    return shares.count - 1
+  }
+
+  /// FNV-1a (64-bit) over `installID`, a NUL and `tipID` in UTF-8, mixed by SplitMix64's finaliser.
+  static func assignmentHash(installID: String, tipID: String) -> UInt64 {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
     func mix(_ byte: UInt8) {
       hash ^= UInt64(byte)
@@ -30,7 +60,7 @@ extension Engine {
     z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
     z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
     z ^= z >> 31
-    return Int(z % UInt64(count))
+    return z
   }
 
   /// The install id variants are assigned from (nil until one is set).
@@ -48,19 +78,21 @@ extension Engine {
     installID = id
     var writes: [StateWrite] = [.installID(id)]
     var state: [Int] = []
-    for case let slot? in slots where !slot.definition.variants.isEmpty && slot.record.isEmpty {
+    var rules: [Int] = []
+    for case let slot? in slots where !slot.definition.variants.isEmpty && slot.record.isEmpty && !slot.exposed {
       let picked = hashedVariant(slot.definition)
       if picked != slot.variant {
         switchVariant(slot, to: picked)
         slot.reported = nil
         state.append(slot.index)
+        rules += followers(of: slot.id, now: now)
       }
       if variantAssignments[slot.id] != picked {
         variantAssignments[slot.id] = picked
         writes.append(.variantAssignment(tipID: slot.id, variant: picked))
       }
     }
-    return finish(settle(state: state, now: now), writes: writes)
+    return finish(settle(rules: rules, state: state, now: now), writes: writes)
   }
 
   /// Forces the variant a tip shows (nil: back to the one the install id picks). The tip is reported again, with
@@ -91,7 +123,7 @@ extension Engine {
     guard chosen != slot.variant else { return finish([], writes: writes) }
     switchVariant(slot, to: chosen)
     slot.reported = nil
-    return finish(settle(state: [slot.index], now: now), writes: writes)
+    return finish(settle(rules: followers(of: tipID, now: now), state: [slot.index], now: now), writes: writes)
   }
 
   // MARK: Internals
@@ -108,17 +140,41 @@ extension Engine {
     return (picked, .variantAssignment(tipID: definition.id, variant: picked))
   }
 
+  /// The variant the hash picks: from the install id, or for a tip with a holdout from the account when one is
+  /// configured (``EngineConfiguration/holdoutAccount``).
   func hashedVariant(_ definition: TipDefinition) -> String {
     let variants = definition.variants
-    let index = Self.variantIndex(installID: installID ?? "", tipID: definition.id, count: variants.count)
+    var key = installID ?? ""
+    if let account = configuration.holdoutAccount, variants.contains(where: \.holdout) { key = account }
+    let index = Self.variantIndex(installID: key, tipID: definition.id, weights: variants.map(\.weight))
     return variants[index].name
   }
 
   /// Moves a slot to another variant: parks the current variant's record with the orphans and takes the new one's.
+  /// A counterfactual exposure of the variant it leaves ends.
   func switchVariant(_ slot: TipSlot, to variant: String?) {
+    if slot.exposed, let old = slot.variant {
+      exposures[slot.recordKey] = nil
+      pendingWrites.append(.exposure(tipID: slot.id, variant: old, since: nil))
+    }
     if !slot.record.isEmpty { orphanRecords[slot.recordKey] = slot.record }
     slot.variant = variant
     slot.recordKey = Self.recordKey(tipID: slot.id, variant: variant)
     slot.record = orphanRecords.removeValue(forKey: slot.recordKey) ?? TipRecord()
+    refreshVariantFlags(slot)
   }
+
+  /// Whether the slot's variant is a holdout, and whether that holdout's counterfactual exposure is open.
+  func refreshVariantFlags(_ slot: TipSlot) {
+    slot.holdout = slot.definition.variant(slot.variant)?.holdout ?? false
+    if !slot.holdout, let variant = slot.variant, exposures.removeValue(forKey: slot.recordKey) != nil {
+      // The variant is no longer a holdout (its definition changed): its exposure ends.
+      pendingWrites.append(.exposure(tipID: slot.id, variant: variant, since: nil))
+    }
+    slot.exposed = slot.holdout && exposures[slot.recordKey] != nil
+    if slot.holdout { holdoutSlots.insert(slot.index) } else { holdoutSlots.remove(slot.index) }
+  }
+
+  /// Whether the variant this install shows of a registered tip is a holdout.
+  public func isHoldout(_ tipID: String) -> Bool { slot(tipID)?.holdout ?? false }
 }

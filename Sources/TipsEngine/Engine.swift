@@ -15,9 +15,21 @@ public import TipsJSON
 /// applied by ``advanceTime()``, at the instant ``nextChangeTime()`` announces; other mutations do not look for
 /// them.
 ///
-/// Cooldown: a tip is *cooldown-sensitive* when it is not invalidated, its rules hold, it was never displayed and
-/// it does not ignore display frequency. Only those tips can change when the cooldown starts or ends, so the engine
-/// keeps them in a set and touches only them.
+/// Cooldown: a tip is *cooldown-sensitive* when it is not invalidated, its rules hold, its schedule is open, it was
+/// never displayed and it does not ignore display frequency. Only those tips can change when the cooldown starts or
+/// ends, so the engine keeps them in a set and touches only them.
+///
+/// Beyond TipKit (each decision in `tipkit-semantics.md` terms in the README):
+/// - **Schedules** (`TipSchedule`, on a tip or a group) open and close with time: a closed tip is pending, a closed
+///   group has no current tip.
+/// - **Suppression** (``suppress(seconds:reason:)``): no tip displays while it runs; it ends by itself.
+/// - **Tips that follow tips** (``TipRule``): a rule reads another tip's record; `for` makes it time-driven. An index
+///   from tip id to the tips whose rules read it re-evaluates them when its record changes; cycles are refused.
+/// - **Donation ages** (``setDonationMaxAge(_:_:)``): a donation older than its event's maximum age is invisible to
+///   every rule and is trimmed from the log (and the store, by a `.trimDonations` write).
+/// - **Holdouts** (a variant with `holdout`): the install never displays the tip; the instant it would have become
+///   displayable opens a *counterfactual exposure* (durable, so a restart does not count it again), written as
+///   `.exposure` for the lifecycle history.
 public final class Engine {
   /// Where "now" comes from.
   public let clock: any EngineClock
@@ -64,11 +76,33 @@ public final class Engine {
   @exclusivity(unchecked) var hasOverrides = false
   @exclusivity(unchecked) var epochCounter = 0
 
+  // Schedules and donation ages: the slots with a schedule and the logs with a maximum age, so that time-driven
+  // work costs nothing per tip or event without them.
+  var scheduledSlots: Set<Int> = []
+  var agedLogs: [EventLog] = []
+
+  // Tips that follow tips: the tips whose rules read each tip's record, and each `for` watch's last value.
+  var tipDependents: [String: [Int]] = [:]
+  var followWatches: [FollowKey: Bool] = [:]
+
+  // Suppression and holdouts
+  var suppression: Suppression?
+  /// `suppression` is in force (cached: read for every tip evaluated).
+  @exclusivity(unchecked) var suppressionActive = false
+  /// Open counterfactual exposures by record key, with the instant each began.
+  var exposures: [String: Timestamp] = [:]
+  /// Slots showing a holdout or with an exposure open (whose counterfactual their groups' changes can move).
+  var holdoutSlots: Set<Int> = []
+
   // Time bookkeeping
   var lastNow: Timestamp = -.infinity
   var timeWentBack = false
   /// Changes found by `restore`, delivered with the next mutation.
   @exclusivity(unchecked) var deferredChanges: [Change] = []
+  /// Writes found by `restore` (aged donations trimmed, exposures closed), delivered first with the next mutation.
+  var deferredWrites: [StateWrite] = []
+  /// Writes a settle pass caused (exposures opened or closed), delivered last with the mutation that caused them.
+  @exclusivity(unchecked) var pendingWrites: [StateWrite] = []
 
   public init(clock: any EngineClock, configuration: EngineConfiguration = .init()) {
     self.clock = clock
@@ -85,8 +119,15 @@ public final class Engine {
     for log in logList {
       log.removeAll()
       log.limit = nil
+      log.maxAge = nil
     }
+    agedLogs = []
     for (id, limit) in snapshot.donationLimits { eventLog(id).limit = max(1, limit) }
+    for (id, seconds) in snapshot.donationMaxAges.sorted(by: { $0.key < $1.key }) where seconds.isFinite && seconds > 0 {
+      let log = eventLog(id)
+      log.maxAge = seconds
+      agedLogs.append(log)
+    }
     for (id, donations) in snapshot.donations {
       let log = eventLog(id)
       log.replace(with: donations, lifetime: snapshot.lifetimeCounts[id] ?? donations.count, limit: limit(of: log))
@@ -103,16 +144,28 @@ public final class Engine {
     installID = snapshot.installID
     variantAssignments = snapshot.variantAssignments
     orphanRecords = snapshot.tipRecords.filter { !$0.value.isEmpty }
+    exposures = snapshot.exposures
     for case let slot? in slots {
       let (variant, _) = resolveVariant(slot.definition)
       if variant != slot.variant { slot.reported = nil }
       slot.variant = variant
       slot.recordKey = Self.recordKey(tipID: slot.id, variant: variant)
       slot.record = orphanRecords.removeValue(forKey: slot.recordKey) ?? TipRecord()
+      refreshVariantFlags(slot)
     }
     cooldownStartedAt = snapshot.cooldownStartedAt
     frequency = snapshot.displayFrequency
+    suppression = snapshot.suppression
+    if let ended = suppression, !ended.isActive(at: now) {
+      suppression = nil
+      pendingWrites.append(.suppression(nil))
+    }
+    for log in agedLogs where log.trimAged(now: now) {
+      pendingWrites.append(.trimDonations(eventID: log.id, keepNewest: log.count))
+    }
     deferredChanges += settleEverything(now: now)
+    deferredWrites += pendingWrites
+    pendingWrites = []
   }
 
   /// The current durable state, as the store would load it.
@@ -122,6 +175,7 @@ public final class Engine {
       if log.count > 0 { snapshot.donations[log.id] = log.donations }
       if log.lifetime > log.count { snapshot.lifetimeCounts[log.id] = log.lifetime }
       if let limit = log.limit { snapshot.donationLimits[log.id] = limit }
+      if let maxAge = log.maxAge { snapshot.donationMaxAges[log.id] = maxAge }
     }
     for parameter in parameters.values where parameter.isPersisted {
       if let value = parameter.stored { snapshot.parameters[parameter.id] = value }
@@ -130,14 +184,18 @@ public final class Engine {
     for case let slot? in slots where !slot.record.isEmpty { snapshot.tipRecords[slot.recordKey] = slot.record }
     snapshot.variantAssignments = variantAssignments
     snapshot.installID = installID
+    snapshot.suppression = suppression
+    snapshot.exposures = exposures
     return snapshot
   }
 
   // MARK: - Tips
 
   /// Registers tips; a registered id has its definition replaced and keeps its state. A new tip is always
-  /// reported once.
-  public func register(_ tips: [TipDefinition]) -> Mutation {
+  /// reported once. Tips that follow tips must not form a cycle (with each other or with registered tips): such a
+  /// batch is refused whole, naming the first tip of the cycle in it.
+  public func register(_ tips: [TipDefinition]) throws(EngineError) -> Mutation {
+    try checkFollowCycles(tips)
     let now = tick()
     var touched: [Int] = []
     var writes: [StateWrite] = []
@@ -164,10 +222,55 @@ public final class Engine {
         slotIndex[definition.id] = slot.index
         slot.groups = groupsByTip[definition.id] ?? []
       }
+      refreshVariantFlags(slot)
       attach(slot, now: now)
+      if definition.schedule != nil { scheduledSlots.insert(slot.index) } else { scheduledSlots.remove(slot.index) }
       touched.append(slot.index)
     }
+    for definition in tips { touched += followers(of: definition.id, now: now) }
     return finish(settle(rules: touched, now: now), writes: writes)
+  }
+
+  /// Refuses a batch whose tips, with the registered ones it does not replace, follow each other in a cycle.
+  func checkFollowCycles(_ tips: [TipDefinition]) throws(EngineError) {
+    var edges: [String: [String]] = [:]
+    for case let slot? in slots { edges[slot.id] = slot.dependencies.tips }
+    var batch: [String: Int] = [:]
+    for (index, tip) in tips.enumerated() {
+      edges[tip.id] = tip.followedTips
+      batch[tip.id] = index
+    }
+    guard edges.values.contains(where: { !$0.isEmpty }) else { return }
+    var done: Set<String> = []
+    for tip in tips {
+      guard let cycle = Self.followCycle(from: tip.id, edges: edges, done: &done) else { continue }
+      let first = cycle.first { batch[$0] != nil } ?? tip.id
+      throw .invalidDefinition(
+        path: "tips[\(batch[first] ?? 0)].rules",
+        message: "tips that follow tips form a cycle (\(cycle.joined(separator: " → "))): none of them could ever show")
+    }
+  }
+
+  /// A cycle reachable from `start` among tips that follow tips (`edges`: each tip's followed tips), as the tips
+  /// along it with the first repeated at the end (`a → b → a`); nil when there is none. Depth first; `done` collects
+  /// the tips known to lead to no cycle, so that several starts share the work. What `tipsd lint` reports too.
+  public static func followCycle(from start: String, edges: [String: [String]], done: inout Set<String>) -> [String]? {
+    var path: [String] = []
+    var onPath: Set<String> = []
+    func visit(_ id: String) -> [String]? {
+      if onPath.contains(id) { return Array(path[path.firstIndex(of: id)!...]) + [id] }
+      guard !done.contains(id) else { return nil }
+      path.append(id)
+      onPath.insert(id)
+      for next in edges[id] ?? [] {
+        if let cycle = visit(next) { return cycle }
+      }
+      path.removeLast()
+      onPath.remove(id)
+      done.insert(id)
+      return nil
+    }
+    return visit(start)
   }
 
   /// Unregisters tips (unknown ids are ignored). A tip whose last report said `shouldDisplay: true` is reported
@@ -176,6 +279,7 @@ public final class Engine {
     let now = tick()
     var changes: [Change] = []
     var affectedGroups: [String] = []
+    var rules: [Int] = []
     for id in ids {
       guard let slot = slot(id) else { continue }
       detach(slot)
@@ -184,12 +288,15 @@ public final class Engine {
       }
       if !slot.record.isEmpty { orphanRecords[slot.recordKey] = slot.record }
       if slot.sensitive { sensitive.remove(slot.index) }
+      scheduledSlots.remove(slot.index)
+      holdoutSlots.remove(slot.index)
       slots[slot.index] = nil
       slotRefs[slot.index] = nil
       slotIndex[id] = nil
       affectedGroups += slot.groups
+      rules += followers(of: id, now: now)
     }
-    changes += settle(groups: affectedGroups, now: now)
+    changes += settle(rules: rules, groups: affectedGroups, now: now)
     return finish(changes)
   }
 
@@ -221,7 +328,9 @@ public final class Engine {
     guard slot.record.invalidationReason == nil else { return finish([]) }
     slot.record.invalidationReason = reason
     slot.record.invalidatedAt = now
-    return finish(settle(state: [slot.index], now: now), writes: [.tipRecord(id: slot.recordKey, slot.record)])
+    return finish(
+      settle(rules: followers(of: tipID, now: now), state: [slot.index], now: now),
+      writes: [.tipRecord(id: slot.recordKey, slot.record)])
   }
 
   /// iOS 26's `resetEligibility()`: clears the tip's invalidation and its display history (count, duration,
@@ -231,7 +340,9 @@ public final class Engine {
     let now = tick()
     guard !slot.record.isEmpty else { return finish([]) }
     slot.record = TipRecord()
-    return finish(settle(state: [slot.index], now: now), writes: [.tipRecord(id: slot.recordKey, slot.record)])
+    return finish(
+      settle(rules: followers(of: tipID, now: now), state: [slot.index], now: now),
+      writes: [.tipRecord(id: slot.recordKey, slot.record)])
   }
 
   /// Records an impression reported by a frontend that draws its own UI: increments the display count, adds the
@@ -267,7 +378,7 @@ public final class Engine {
       writes.append(.cooldown(now))
       state += cooldownGateChanged(before: before, now: now)
     }
-    return finish(settle(state: state, now: now), writes: writes)
+    return finish(settle(rules: followers(of: tipID, now: now), state: state, now: now), writes: writes)
   }
 
   // MARK: - Parameters
@@ -354,6 +465,34 @@ public final class Engine {
 
   // MARK: - Events
 
+  /// iOS 26's `DonationLimit(maximumAge:)`: donations of the event at least `seconds` old are invisible to its rules
+  /// (a plain count reads the younger ones, not the lifetime count) and are trimmed; nil removes the age limit (what
+  /// was trimmed stays gone). The lifetime count `events/donate` reports still counts every donation.
+  public func setDonationMaxAge(_ eventID: String, _ seconds: Double?) throws(EngineError) -> Mutation {
+    guard !eventID.isEmpty else { throw .invalidArgument(argument: "id", problem: "must not be empty") }
+    if let seconds, !(seconds.isFinite && seconds > 0) {
+      throw .invalidArgument(argument: "maxAge", problem: "must be a positive duration")
+    }
+    let now = tick()
+    let log = eventLog(eventID)
+    guard log.maxAge != seconds else { return finish([]) }
+    if log.maxAge == nil { agedLogs.append(log) }
+    if seconds == nil { agedLogs.removeAll { $0 === log } }
+    log.maxAge = seconds
+    var writes: [StateWrite] = [.donationMaxAge(eventID: eventID, seconds: seconds)]
+    if log.trimAged(now: now) { writes.append(.trimDonations(eventID: eventID, keepNewest: log.count)) }
+    for (key, watch) in windows where key.event == log.number {
+      watch.startSeq = log.windowStartSeq(within: key.within, now: now)
+    }
+    return finish(settle(rules: log.dependents, now: now), writes: writes)
+  }
+
+  /// An event's maximum donation age, seconds, when one is set.
+  public func donationMaxAge(_ eventID: String) -> Double? { logs[eventID]?.maxAge }
+
+  /// An event's own cap on kept donations, when one is set (else the engine's default applies).
+  public func configuredDonationLimit(_ eventID: String) -> Int? { logs[eventID]?.limit }
+
   /// Caps the donations kept for an event (newest kept; at least 1).
   public func setDonationLimit(_ eventID: String, _ limit: Int) throws(EngineError) -> Mutation {
     guard !eventID.isEmpty else { throw .invalidArgument(argument: "id", problem: "must not be empty") }
@@ -393,6 +532,9 @@ public final class Engine {
       // are rewritten in the log's order.
       writes.append(.donations(eventID: eventID, log.donations, lifetime: log.lifetime))
     }
+    if log.maxAge != nil, log.trimAged(now: now) {
+      writes.append(.trimDonations(eventID: eventID, keepNewest: log.count))
+    }
     let mutation = finish(settle(rules: log.dependents, now: now), writes: writes)
     return (log.count, log.lifetime, mutation)
   }
@@ -408,20 +550,27 @@ public final class Engine {
 
   // MARK: - Reset
 
-  /// Datastore reset: clears donations (and lifetime counts), parameter values (back to their defaults), tip records
-  /// and the cooldown. Definitions, display frequency, donation limits, the install id, variant assignments and
-  /// testing overrides stay; they are written again after the `.reset` write.
+  /// Datastore reset: clears donations (and lifetime counts), parameter values (back to their defaults), tip records,
+  /// counterfactual exposures and the cooldown. Definitions, display frequency, donation limits and ages, the install
+  /// id, variant assignments, a suppression and testing overrides stay; they are written again after the `.reset`
+  /// write.
   public func reset() -> Mutation {
     let now = tick()
     for log in logList { log.removeAll() }
     for parameter in parameters.values { parameter.stored = nil }
-    for case let slot? in slots { slot.record = TipRecord() }
+    for case let slot? in slots {
+      slot.record = TipRecord()
+      slot.exposed = false
+    }
     orphanRecords = [:]
+    exposures = [:]
     cooldownStartedAt = nil
     var writes: [StateWrite] = [.reset, .displayFrequency(frequency)]
     for log in logList.sorted(by: { $0.id < $1.id }) {
       if let limit = log.limit { writes.append(.donationLimit(eventID: log.id, limit: limit)) }
+      if let maxAge = log.maxAge { writes.append(.donationMaxAge(eventID: log.id, seconds: maxAge)) }
     }
+    if let suppression { writes.append(.suppression(suppression)) }
     if let installID { writes.append(.installID(installID)) }
     for (tipID, variant) in variantAssignments.sorted(by: { $0.key < $1.key }) {
       writes.append(.variantAssignment(tipID: tipID, variant: variant))
@@ -431,17 +580,30 @@ public final class Engine {
 
   // MARK: - Time
 
-  /// Applies what time changed since the last look, at `clock.now()`: donations that left a `within` window, a
-  /// cooldown that ended. If the clock went backwards since, every tip is re-evaluated.
+  /// Applies what time changed since the last look, at `clock.now()`: donations that left a `within` window or
+  /// aged out, a cooldown or a suppression that ended, a schedule that opened or closed, a follow-on rule's `for`
+  /// that elapsed. If the clock went backwards since, every tip is re-evaluated.
   public func advanceTime() -> Mutation {
     let now = clock.now()
-    if timeWentBack || now < lastNow {
+    var writes: [StateWrite] = []
+    var rules: [Int] = []
+    for log in agedLogs where log.trimAged(now: now) {
+      // Plain counts and filters of an event with a maximum age read only its younger donations.
+      writes.append(.trimDonations(eventID: log.id, keepNewest: log.count))
+      rules += log.dependents
+    }
+    var everything = false
+    if let ended = suppression, !ended.isActive(at: now) {
+      suppression = nil
+      writes.append(.suppression(nil))
+      everything = true
+    }
+    if everything || timeWentBack || now < lastNow {
       timeWentBack = false
       lastNow = now
-      return finish(settleEverything(now: now))
+      return finish(settleEverything(now: now), writes: writes)
     }
     lastNow = now
-    var rules: [Int] = []
     for (key, watch) in windows {
       let start = logList[key.event].windowStartSeq(within: key.within, now: now)
       if start != watch.startSeq {
@@ -449,27 +611,89 @@ public final class Engine {
         rules += watch.dependents
       }
     }
+    for (follow, elapsed) in followWatches where followElapsed(follow, now: now) != elapsed {
+      followWatches[follow] = !elapsed
+      rules.append(follow.slot)
+    }
     var state: [Int] = []
     let gate = cooldownActive(now)
     if gate != cooldownGate {
       cooldownGate = gate
       state = Array(sensitive)
     }
-    return finish(settle(rules: rules, state: state, now: now))
+    for index in scheduledSlots {
+      guard let slot = slots[index], let schedule = slot.schedule else { continue }
+      if schedule.contains(now) != slot.scheduleOpen { state.append(index) }
+    }
+    var changedGroups: [String] = []
+    for group in groups.values where group.definition.schedule != nil {
+      let open = group.definition.schedule!.contains(now)
+      if open != group.open {
+        group.open = open
+        changedGroups.append(group.definition.id)
+      }
+    }
+    return finish(settle(rules: rules, state: state, groups: changedGroups, now: now), writes: writes)
   }
 
   /// The earliest instant after now at which a tip's state or a group's current tip can change with no other
-  /// input: the oldest in-window donation of a watched `within` window leaving it, or the cooldown ending while it
-  /// holds back a tip. Conservative: at that instant nothing may change. Nil if nothing is pending.
-  /// Costs O(distinct (event, window) pairs × log donations), independent of the number of tips.
+  /// input: the oldest in-window donation of a watched `within` window leaving it, a read donation ageing out, the
+  /// cooldown ending while it holds back a tip, a suppression ending, a schedule opening or closing, or a follow-on
+  /// rule's `for` elapsing. Conservative: at that instant nothing may change. Nil if nothing is pending.
+  /// Costs O(distinct (event, window) pairs × log donations + aged events + scheduled tips and groups + follow-on
+  /// watches), independent of the number of other tips.
   public func nextChangeTime() -> Timestamp? {
     let now = clock.now()
     var next: Timestamp?
-    for (key, watch) in windows where !watch.dependents.isEmpty {
-      if let exit = logList[key.event].nextExit(within: key.within, now: now) { next = min(next ?? exit, exit) }
+    func consider(_ instant: Timestamp?) {
+      guard let instant, instant > now else { return }
+      next = min(next ?? instant, instant)
     }
-    if !sensitive.isEmpty, let end = cooldownEnd(now) { next = min(next ?? end, end) }
+    for (key, watch) in windows where !watch.dependents.isEmpty {
+      consider(logList[key.event].nextExit(within: key.within, now: now))
+    }
+    for log in agedLogs where !log.dependents.isEmpty {
+      if let maxAge = log.maxAge { consider(log.nextExit(within: maxAge, now: now)) }
+    }
+    if !sensitive.isEmpty { consider(cooldownEnd(now)) }
+    if suppressionActive, !slotIndex.isEmpty { consider(suppression?.until) }
+    for index in scheduledSlots { consider(slots[index]?.schedule?.nextBoundary(after: now)) }
+    for group in groups.values { consider(group.definition.schedule?.nextBoundary(after: now)) }
+    for (follow, elapsed) in followWatches where !elapsed {
+      guard let record = slot(follow.tip)?.record, record.invalidationReason != nil else { continue }
+      consider((record.invalidatedAt ?? now) + follow.duration)
+    }
     return next
+  }
+
+  // MARK: - Suppression
+
+  /// `tips/suppress`: no tip is displayable (testing overrides excepted) for `seconds` (nil: until ``resume()``).
+  /// Replaces a running suppression. It starts no cooldown and invalidates nothing.
+  public func suppress(seconds: Double?, reason: String?) throws(EngineError) -> Mutation {
+    if let seconds, !(seconds.isFinite && seconds > 0) {
+      throw .invalidArgument(argument: "seconds", problem: "must be a positive number of seconds")
+    }
+    let now = tick()
+    let new = Suppression(since: now, until: seconds.map { now + $0 }, reason: reason)
+    suppression = new
+    suppressionActive = true
+    return finish(settle(state: slots.compactMap { $0?.index }, now: now), writes: [.suppression(new)])
+  }
+
+  /// `tips/resume`: ends the suppression (nothing happens when none runs).
+  public func resume() -> Mutation {
+    let now = tick()
+    guard suppression != nil else { return finish([]) }
+    suppression = nil
+    suppressionActive = false
+    return finish(settle(state: slots.compactMap { $0?.index }, now: now), writes: [.suppression(nil)])
+  }
+
+  /// The suppression in force, if any.
+  public var currentSuppression: Suppression? {
+    guard let suppression, suppression.isActive(at: clock.now()) else { return nil }
+    return suppression
   }
 
   // MARK: - Internals: lookups
@@ -509,8 +733,17 @@ public final class Engine {
     return now
   }
 
-  /// Prepends changes deferred by `restore`.
+  /// Prepends changes and writes deferred by `restore`; appends the writes the settle pass caused.
   func finish(_ changes: [Change], writes: [StateWrite] = []) -> Mutation {
+    var writes = writes
+    if !deferredWrites.isEmpty {
+      writes = deferredWrites + writes
+      deferredWrites = []
+    }
+    if !pendingWrites.isEmpty {
+      writes += pendingWrites
+      pendingWrites = []
+    }
     if deferredChanges.isEmpty { return Mutation(changes: changes, writes: writes) }
     let all = deferredChanges + changes
     deferredChanges = []

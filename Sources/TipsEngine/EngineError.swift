@@ -36,9 +36,14 @@ public struct EngineConfiguration: Sendable {
   /// they arrived (false, the default), or by their associated values (``Donation/precedes(_:_:canonical:)``), the
   /// same order on every device whatever order they arrived in — what sync across devices needs.
   public var canonicalDonationOrder: Bool
+  /// With sync (or in hosted mode) the account: a tip whose variants include a holdout is assigned from a hash of it
+  /// instead of the install id, so every device of the account is held out, or none (a holdout measures installs,
+  /// and with sync an install is the account). nil: the install id, like every other variant.
+  public var holdoutAccount: String?
 
-  public init(defaultDonationLimit: Int = 1000, canonicalDonationOrder: Bool = false) {
+  public init(defaultDonationLimit: Int = 1000, canonicalDonationOrder: Bool = false, holdoutAccount: String? = nil) {
     self.defaultDonationLimit = max(1, defaultDonationLimit)
     self.canonicalDonationOrder = canonicalDonationOrder
+    self.holdoutAccount = holdoutAccount
   }
 }

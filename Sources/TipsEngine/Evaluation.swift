@@ -16,6 +16,8 @@ struct RuleProgram {
     /// A count with `where` or `largestGroupBy` (and maybe a window): a scan, memoised per event and instant.
     case filtered
     case parameter
+    /// A rule on another tip's record (`extra` indexes `tipRules`).
+    case tip
     case all
     case any
     case not
@@ -36,13 +38,14 @@ struct RuleProgram {
   var ops: [Op] = []
   var filters: [FilterKey] = []
   var constants: [JSONValue] = []
+  var tipRules: [TipRule] = []
 
-  /// Whether every top-level rule holds.
-  func holds(now: Timestamp) -> Bool {
+  /// Whether every top-level rule holds. `records` finds another registered tip's record (tips that follow tips).
+  func holds(now: Timestamp, records: (String) -> TipRecord?) -> Bool {
     ops.withUnsafeBufferPointer { ops in
       var index = 0
       while index < ops.count {
-        if !evaluate(ops, index, now: now) { return false }
+        if !evaluate(ops, index, now: now, records) { return false }
         index = Self.end(ops, index)
       }
       return true
@@ -56,11 +59,13 @@ struct RuleProgram {
     }
   }
 
-  private func evaluate(_ ops: UnsafeBufferPointer<Op>, _ index: Int, now: Timestamp) -> Bool {
+  private func evaluate(
+    _ ops: UnsafeBufferPointer<Op>, _ index: Int, now: Timestamp, _ records: (String) -> TipRecord?
+  ) -> Bool {
     let op = ops[index]
     switch op.kind {
     case .count:
-      return op.op.compare(op.log!._withUnsafeGuaranteedRef { $0.lifetime }, op.value)
+      return op.op.compare(op.log!._withUnsafeGuaranteedRef { $0.plainCount(now: now) }, op.value)
     case .window:
       let count = op.log!._withUnsafeGuaranteedRef { $0.count - $0.windowStart(within: op.within, now: now) }
       return op.op.compare(count, op.value)
@@ -69,17 +74,20 @@ struct RuleProgram {
       return op.op.compare(op.log!._withUnsafeGuaranteedRef { $0.measure(key, now: now) }, op.value)
     case .parameter:
       return op.op.compare(op.parameter!._withUnsafeGuaranteedRef { $0.value }, constants[op.extra])
+    case .tip:
+      let rule = tipRules[op.extra]
+      return rule.holds(records(rule.tipID), now: now)
     case .all, .any:
       let wantAll = op.kind == .all
       var child = index + 1
       while child < op.value {
-        let holds = evaluate(ops, child, now: now)
+        let holds = evaluate(ops, child, now: now, records)
         if holds != wantAll { return holds }
         child = Self.end(ops, child)
       }
       return wantAll
     case .not:
-      return !evaluate(ops, index + 1, now: now)
+      return !evaluate(ops, index + 1, now: now, records)
     }
   }
 }
@@ -89,6 +97,9 @@ struct Dependencies {
   var events: [EventLog] = []
   var parameters: [ParameterSlot] = []
   var windows: [WindowKey] = []
+  /// Tips whose records the rules read (tips that follow tips), and the `for` durations of each.
+  var tips: [String] = []
+  var follows: [FollowKey] = []
 
   mutating func add(_ log: EventLog) {
     if !events.contains(where: { $0 === log }) { events.append(log) }
@@ -101,6 +112,22 @@ struct Dependencies {
   mutating func add(_ window: WindowKey) {
     if !windows.contains(window) { windows.append(window) }
   }
+
+  mutating func add(tip: String) {
+    if !tips.contains(tip) { tips.append(tip) }
+  }
+
+  mutating func add(_ follow: FollowKey) {
+    if !follows.contains(follow) { follows.append(follow) }
+  }
+}
+
+/// A rule "tip T invalidated for at least D": it becomes true on its own at T's invalidation + D. The engine watches
+/// each (dependent tip, T, D) and caches whether D had elapsed when it last looked.
+struct FollowKey: Hashable {
+  var slot: Int
+  var tip: String
+  var duration: Double
 }
 
 /// A parameter the engine knows of: defined, read by a rule, or restored from the store before being defined.
@@ -179,7 +206,10 @@ final class TipSlot {
   /// Position in registration order.
   let index: Int
   var definition: TipDefinition {
-    didSet { ignoresFrequency = definition.options.ignoresDisplayFrequency }
+    didSet {
+      ignoresFrequency = definition.options.ignoresDisplayFrequency
+      schedule = definition.schedule
+    }
   }
   @exclusivity(unchecked) var rules = RuleProgram()
   var dependencies = Dependencies()
@@ -211,6 +241,14 @@ final class TipSlot {
   /// Copied from the definition's options (read on every evaluation).
   @exclusivity(unchecked) var ignoresFrequency: Bool
   /// Copied from the definition.
+  @exclusivity(unchecked) var schedule: TipSchedule?
+  /// Whether the tip's schedule (if any) was open when its status was last computed.
+  @exclusivity(unchecked) var scheduleOpen = true
+  /// The variant shown is a holdout: the tip never displays for this install.
+  @exclusivity(unchecked) var holdout = false
+  /// A holdout whose tip would be displayable now (its counterfactual exposure is open, see ``Engine``).
+  @exclusivity(unchecked) var exposed = false
+  /// Copied from the definition.
   let id: String
 
   init(index: Int, definition: TipDefinition, record: TipRecord) {
@@ -220,6 +258,7 @@ final class TipSlot {
     self.id = definition.id
     self.recordKey = definition.id
     self.ignoresFrequency = definition.options.ignoresDisplayFrequency
+    self.schedule = definition.schedule
   }
 
   var state: TipState { TipState(id: id, status: status, shouldDisplay: shouldDisplay, variant: variant) }
@@ -231,6 +270,8 @@ final class GroupState {
   /// Registration position (kept when the group is replaced).
   let position: Int
   var current: String?
+  /// Whether its schedule (if any) was open when last looked at.
+  var open = true
 
   init(definition: TipGroupDefinition, position: Int) {
     self.definition = definition

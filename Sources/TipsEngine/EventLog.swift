@@ -16,6 +16,9 @@ final class EventLog {
   @exclusivity(unchecked) private(set) var firstSeq = 0
   /// The explicit per-event cap, if one was set.
   @exclusivity(unchecked) var limit: Int?
+  /// iOS 26's maximum age (seconds): a donation at least this old is invisible to every rule of the event (a plain
+  /// count then reads the donations younger than it, not the lifetime count) and is trimmed from the log.
+  @exclusivity(unchecked) var maxAge: Double?
   /// Donations over the app's life (since the last datastore reset), kept and dropped alike: what a plain `count`
   /// rule reads, as TipKit's does, while windows and filters read the bounded history.
   @exclusivity(unchecked) var lifetime = 0
@@ -104,9 +107,31 @@ final class EventLog {
     trim(to: limit)
   }
 
-  /// Index (0-based from the oldest) of the first donation inside a window of `within` seconds at `now`, i.e. the
-  /// first with `at + within > now`. Donations are assumed to be stored in non-decreasing time order.
+  /// A window as the event's rules see it: no longer than the event's maximum age.
+  @inline(__always)
+  func effective(_ within: Double) -> Double {
+    guard let maxAge else { return within }
+    return min(within, maxAge)
+  }
+
+  /// What a plain `count` reads: the lifetime count, or with a maximum age the donations younger than it.
+  @inline(__always)
+  func plainCount(now: Timestamp) -> Int {
+    guard let maxAge else { return lifetime }
+    return count - windowStart(within: maxAge, now: now)
+  }
+
+  /// Drops the donations that aged out at `now`; returns whether any did.
+  func trimAged(now: Timestamp) -> Bool {
+    guard let maxAge else { return false }
+    return trim(to: count - windowStart(within: maxAge, now: now))
+  }
+
+  /// Index (0-based from the oldest) of the first donation inside a window of `within` seconds (no longer than the
+  /// maximum age) at `now`, i.e. the first with `at + within > now`. Donations are assumed to be stored in
+  /// non-decreasing time order.
   func windowStart(within: Double, now: Timestamp) -> Int {
+    let within = effective(within)
     var low = head
     var high = buffer.count
     buffer.withUnsafeBufferPointer { items in
@@ -127,7 +152,7 @@ final class EventLog {
   func nextExit(within: Double, now: Timestamp) -> Timestamp? {
     let start = windowStart(within: within, now: now)
     guard start < count else { return nil }
-    return self[start].at + within
+    return self[start].at + effective(within)
   }
 
   /// The count an event rule measures: donations inside the window (if any) matching `where` (if any), or the
@@ -135,7 +160,7 @@ final class EventLog {
   /// per contents and instant (memoised, so many tips sharing a filter pay once).
   func measure(_ key: FilterKey, now: Timestamp) -> Int {
     if key.matching == nil && key.groupBy == nil {
-      guard let within = key.within else { return lifetime }
+      guard let within = key.within else { return plainCount(now: now) }
       return count - windowStart(within: within, now: now)
     }
     if memoNow != now {
@@ -143,7 +168,7 @@ final class EventLog {
       memoNow = now
     }
     if let cached = memo[key] { return cached }
-    let start = key.within.map { windowStart(within: $0, now: now) } ?? 0
+    let start = (key.within ?? maxAge).map { windowStart(within: $0, now: now) } ?? 0
     var result = 0
     if let groupBy = key.groupBy {
       var groups: [JSONValue: Int] = [:]

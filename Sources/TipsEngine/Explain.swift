@@ -6,9 +6,12 @@ public import TipsJSON
 /// `json` is `{"id", "status", "reason"?, "shouldDisplay", "override"?, "rules": [{"rule", "holds", "detail",
 /// "rules"?}], "heldBy": [...], "displayCount", "displayedDuration", "nextChangeAt"}`; `heldBy` entries are
 /// `{"kind":"cooldown","until":T}`, `{"kind":"group","group":g,"currentTip":x|null}`,
-/// `{"kind":"override","override":"hide"|"hideAll"}` and `{"kind":"invalidated","reason":r}`. Overrides outrank
-/// everything: a hidden tip lists only its override, a shown one (`"override": "show"|"showAll"`) nothing. `lines`
-/// says the same for people.
+/// `{"kind":"override","override":"hide"|"hideAll"}`, `{"kind":"invalidated","reason":r}`,
+/// `{"kind":"schedule","from":T|null,"until":T|null,"group"?:g}` (the tip's schedule, or its group's, is closed),
+/// `{"kind":"suppressed","until":T|null,"reason":r|null}` and `{"kind":"holdout","variant":v,"exposedSince":T|null}`
+/// (this install is held out; `exposedSince` is the open counterfactual exposure). Overrides outrank everything: a
+/// hidden tip lists only its override, a shown one (`"override": "show"|"showAll"`) nothing. `lines` says the same
+/// for people.
 public struct Explanation: Sendable {
   public var json: JSONValue
   public var lines: [String]
@@ -64,12 +67,39 @@ extension Engine {
       if let reason = slot.record.invalidationReason {
         heldBy.append(["kind": "invalidated", "reason": .string(reason.rawValue)])
         lines.append("  held by: invalidated (\(reason.rawValue))")
+      } else if let schedule = slot.definition.schedule, !schedule.contains(now) {
+        heldBy.append(Self.scheduleJSON(schedule, group: nil))
+        lines.append("  held by: schedule \(describe(schedule)) (closed now)")
       } else if slot.record.displayCount == 0 && !slot.ignoresFrequency, let end = cooldownEnd(now) {
         heldBy.append(["kind": "cooldown", "until": JSONDecoding.number(end)])
         lines.append("  held by: \(frequency.rawValue) display-frequency cooldown until \(instant(end))")
       }
+      if suppressionActive, let suppression {
+        heldBy.append([
+          "kind": "suppressed", "until": suppression.until.map(JSONDecoding.number) ?? .null,
+          "reason": suppression.reason.map { .string($0) } ?? .null,
+        ])
+        let until = suppression.until.map { "until \(instant($0))" } ?? "until tips/resume"
+        let reason = suppression.reason.map { " (\($0))" } ?? ""
+        lines.append("  held by: tips suppressed \(until)\(reason)")
+      }
+      if slot.holdout, let variant = slot.variant {
+        let since = exposures[slot.recordKey]
+        heldBy.append([
+          "kind": "holdout", "variant": .string(variant), "exposedSince": since.map(JSONDecoding.number) ?? .null,
+        ])
+        let counterfactual =
+          since.map { "; it would show now (counterfactual exposure since \(instant($0)))" } ?? ""
+        lines.append("  held by: holdout variant \(variant): this install never sees the tip\(counterfactual)")
+      }
       for groupID in slot.groups {
         guard let group = groups[groupID], group.current != tipID else { continue }
+        if let schedule = group.definition.schedule, !group.open {
+          heldBy.append(Self.scheduleJSON(schedule, group: groupID))
+          lines.append("  held by: group \(groupID)'s schedule \(describe(schedule)) (closed now)")
+          continue
+        }
+        if slot.holdout { continue }
         let currentTip: JSONValue = group.current.map { .string($0) } ?? .null
         heldBy.append(["kind": "group", "group": .string(groupID), "currentTip": currentTip])
         let current = group.current.map { "current tip \($0)" } ?? "no current tip"
@@ -96,11 +126,38 @@ extension Engine {
   /// The earliest instant after now at which this tip may change on its own.
   func nextChangeTime(of slot: TipSlot, now: Timestamp) -> Timestamp? {
     var next: Timestamp?
-    for key in slot.dependencies.windows {
-      if let exit = logList[key.event].nextExit(within: key.within, now: now) { next = min(next ?? exit, exit) }
+    func consider(_ instant: Timestamp?) {
+      guard let instant, instant > now else { return }
+      next = min(next ?? instant, instant)
     }
-    if slot.sensitive, let end = cooldownEnd(now) { next = min(next ?? end, end) }
+    for key in slot.dependencies.windows { consider(logList[key.event].nextExit(within: key.within, now: now)) }
+    for log in slot.dependencies.events {
+      if let maxAge = log.maxAge { consider(log.nextExit(within: maxAge, now: now)) }
+    }
+    if slot.sensitive { consider(cooldownEnd(now)) }
+    if suppressionActive { consider(suppression?.until) }
+    consider(slot.definition.schedule?.nextBoundary(after: now))
+    for id in slot.groups { consider(groups[id]?.definition.schedule?.nextBoundary(after: now)) }
+    for follow in slot.dependencies.follows where followWatches[follow] == false {
+      guard let record = self.slot(follow.tip)?.record, record.invalidationReason != nil else { continue }
+      consider((record.invalidatedAt ?? now) + follow.duration)
+    }
     return next
+  }
+
+  static func scheduleJSON(_ schedule: TipSchedule, group: String?) -> JSONValue {
+    var object: JSONObject = [
+      "kind": "schedule", "from": schedule.from.map(JSONDecoding.number) ?? .null,
+      "until": schedule.until.map(JSONDecoding.number) ?? .null,
+    ]
+    if let group { object["group"] = .string(group) }
+    return .object(object)
+  }
+
+  func describe(_ schedule: TipSchedule) -> String {
+    let from = schedule.from.map { "from \(instant($0))" }
+    let until = schedule.until.map { "until \(instant($0))" }
+    return [from, until].compactMap { $0 }.joined(separator: " ")
   }
 
   /// One rule (and its sub-rules) with its value and the numbers behind it.
@@ -122,13 +179,37 @@ extension Engine {
       }
       if let matching = rule.matching { qualifiers += " where \(JSONValue.object(matching).jsonString)" }
       if let groupBy = rule.largestGroupBy { qualifiers += " largest group by \(groupBy)" }
-      // A plain count reads the lifetime count; windows and filters read the kept history (the newest N).
-      let lifetime = key.within == nil && key.matching == nil && key.groupBy == nil
+      // A plain count reads the lifetime count; windows and filters read the kept history (the newest N), and so
+      // does every rule of an event with a maximum age (the donations younger than it).
+      let maxAge = logs[rule.eventID]?.maxAge
+      let lifetime = key.within == nil && key.matching == nil && key.groupBy == nil && maxAge == nil
       let kept = logs[rule.eventID].map { limit(of: $0) } ?? configuration.defaultDonationLimit
       object["reads"] = lifetime ? "lifetime" : "history"
-      let source = lifetime ? " (lifetime)" : " (of the newest \(kept))"
+      var source = lifetime ? " (lifetime)" : " (of the newest \(kept))"
+      if let maxAge { source = " (of the newest \(kept) younger than \(ageWords(maxAge)))" }
       detail =
         "\(rule.eventID) count=\(count)\(qualifiers)\(source), needs \(rule.countOperator.symbol) \(rule.countValue)"
+    case .tip(let rule):
+      let target = slot(rule.tipID)
+      holds = rule.holds(target?.record, now: now)
+      switch rule.condition {
+      case .invalidated(let duration):
+        let needs = duration.map { "invalidated for at least \(ageWords($0))" } ?? "invalidated"
+        if let record = target?.record, let reason = record.invalidationReason {
+          let at = record.invalidatedAt.map { " at \(instant($0))" } ?? ""
+          let elapsed = record.invalidatedAt.map { ", \(format(now - $0))s ago" } ?? ""
+          detail = "tip \(rule.tipID) invalidated (\(reason.rawValue))\(at)\(elapsed), needs \(needs)"
+        } else {
+          let state = target == nil ? "is not registered" : "is not invalidated"
+          detail = "tip \(rule.tipID) \(state), needs \(needs)"
+        }
+      case .displayed(let op, let count):
+        if let record = target?.record {
+          detail = "tip \(rule.tipID) displayed \(record.displayCount) times, needs \(op.symbol) \(count)"
+        } else {
+          detail = "tip \(rule.tipID) is not registered (never holds), needs displayed \(op.symbol) \(count)"
+        }
+      }
     case .parameter(let rule):
       let value = parameters[rule.parameterID]?.value ?? .null
       holds = rule.op.compare(value, rule.value)
@@ -172,6 +253,14 @@ extension Engine {
   /// An instant for people reading `lines`.
   func instant(_ timestamp: Timestamp) -> String { ISO8601.string(from: timestamp) }
 
+  /// A duration in its largest exact unit: "1 day", "90 minutes".
+  func ageWords(_ seconds: Double) -> String {
+    guard let (unit, amount) = EventRule.durationJSON(seconds).objectValue?.members.first,
+      let value = amount.doubleValue
+    else { return "\(format(seconds))s" }
+    return "\(format(value)) \(value == 1 ? String(unit.dropLast()) : unit)"
+  }
+
   /// A number without a trailing `.0` when integral.
   func format(_ value: Double) -> String {
     if let exact = Int64(exactly: value) { return String(exact) }
@@ -182,7 +271,7 @@ extension Engine {
 extension Rule {
   var isCompound: Bool {
     switch self {
-    case .event, .parameter: false
+    case .event, .parameter, .tip: false
     case .allOf, .anyOf, .not: true
     }
   }

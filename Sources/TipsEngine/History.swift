@@ -24,6 +24,9 @@ public struct HistoryEvent: Sendable, Hashable {
     case variant
     /// A donation of a tip's goal event or of the app-closed event (`event`); kept for the metrics, not streamed.
     case donation
+    /// A holdout's counterfactual impression: the instant the tip would have become displayable for an install held
+    /// out of it (`variant`: the holdout). The metrics read it as the holdout's impression.
+    case exposure
 
     /// The integer the datastore stores.
     public var code: Int {
@@ -34,6 +37,8 @@ public struct HistoryEvent: Sendable, Hashable {
       case .action: 4
       case .variant: 5
       case .donation: 6
+      // 7 is the history codec's run tag.
+      case .exposure: 8
       }
     }
 
@@ -96,6 +101,10 @@ public struct HistoryEvent: Sendable, Hashable {
 
   public static func donation(event: String, at: Timestamp) -> HistoryEvent {
     HistoryEvent(kind: .donation, at: at, eventID: event)
+  }
+
+  public static func exposure(tip: String, variant: String, at: Timestamp) -> HistoryEvent {
+    HistoryEvent(kind: .exposure, at: at, tipID: tip, variant: variant)
   }
 }
 

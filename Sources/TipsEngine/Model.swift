@@ -44,12 +44,14 @@ public struct TipDefinition: Sendable, Hashable {
   /// What the tip is for: the event that shows it helped, and how soon after an impression it must be donated
   /// (seed 000's "feature-usage rate within 24 hours of a tip impression"). Read by the metrics only.
   public var goal: TipGoal?
+  /// When the tip may show at all (`from` inclusive, `until` exclusive, UTC): outside it the tip is pending.
+  public var schedule: TipSchedule?
 
   public init(
     id: String, title: String, message: String? = nil, image: String? = nil, actions: [TipAction] = [],
     rules: [Rule] = [], options: TipOptions = TipOptions(), localizations: [String: TipLocalization] = [:],
     variants: [TipVariant] = [], presentation: TipPresentation? = nil, metadata: JSONObject? = nil,
-    removal: String? = nil, sync: TipSync? = nil, goal: TipGoal? = nil
+    removal: String? = nil, sync: TipSync? = nil, goal: TipGoal? = nil, schedule: TipSchedule? = nil
   ) {
     self.id = id
     self.title = title
@@ -65,6 +67,7 @@ public struct TipDefinition: Sendable, Hashable {
     self.removal = removal
     self.sync = sync
     self.goal = goal
+    self.schedule = schedule
   }
 
   /// The variant named `name`, if the tip declares it.
@@ -75,9 +78,9 @@ public struct TipDefinition: Sendable, Hashable {
 
   /// This tip as a frontend draws it for `variant`: the variant's copy (and actions) over the tip's own. Copy the
   /// variant writes is translated by the variant's `localizations`; copy it inherits (the message, the actions,
-  /// when it has none of its own) keeps the tip's translations.
+  /// when it has none of its own) keeps the tip's translations. A holdout variant has no copy: the tip's own.
   public func withVariant(_ name: String?) -> TipDefinition {
-    guard let variant = variant(name) else { return self }
+    guard let variant = variant(name), !variant.holdout else { return self }
     var tip = self
     tip.title = variant.title
     if let message = variant.message { tip.message = message }
@@ -117,23 +120,80 @@ public struct TipGoal: Sendable, Hashable {
 }
 
 /// One A/B copy of a tip: its own title, message, actions and localizations; the tip's rules and events.
+///
+/// A *holdout* variant (`{"holdout": true}`) has no copy: installs assigned to it never see the tip, and the instant
+/// the tip would have become displayable for them is recorded as a counterfactual exposure, so the metrics can
+/// compare them with the exposed installs (the lift).
 public struct TipVariant: Sendable, Hashable {
   public var name: String
+  /// Empty for a holdout.
   public var title: String
   public var message: String?
   /// Replaces the tip's actions when given.
   public var actions: [TipAction]?
   public var localizations: [String: TipLocalization]
+  /// Installs assigned to it never see the tip (see the type's notes).
+  public var holdout: Bool
+  /// Its share of installs relative to the other variants' weights; nil counts 1 (equal shares by default).
+  public var weight: Double?
 
   public init(
     name: String, title: String, message: String? = nil, actions: [TipAction]? = nil,
-    localizations: [String: TipLocalization] = [:]
+    localizations: [String: TipLocalization] = [:], weight: Double? = nil
   ) {
     self.name = name
     self.title = title
     self.message = message
     self.actions = actions
     self.localizations = localizations
+    self.holdout = false
+    self.weight = weight
+  }
+
+  /// A holdout variant named `name`.
+  public static func holdout(_ name: String, weight: Double? = nil) -> TipVariant {
+    var variant = TipVariant(name: name, title: "", weight: weight)
+    variant.holdout = true
+    return variant
+  }
+}
+
+/// `schedule`: the span of time in which a tip (or a group's tips) may show — `{"from": "2027-01-01T00:00:00Z",
+/// "until": "2027-02-01T00:00:00Z"}`, either bound optional. `from` is inclusive, `until` exclusive; outside it a tip
+/// is pending (not invalidated) and a group has no current tip. Counts are never reset by it.
+public struct TipSchedule: Sendable, Hashable {
+  public var from: Timestamp?
+  public var until: Timestamp?
+
+  public init(from: Timestamp? = nil, until: Timestamp? = nil) {
+    self.from = from
+    self.until = until
+  }
+
+  /// Whether `instant` is inside: `from <= instant < until`.
+  public func contains(_ instant: Timestamp) -> Bool {
+    (from.map { instant >= $0 } ?? true) && (until.map { instant < $0 } ?? true)
+  }
+
+  /// The next instant after `now` at which it opens or closes.
+  public func nextBoundary(after now: Timestamp) -> Timestamp? {
+    if let from, now < from { return from }
+    if let until, now < until { return until }
+    return nil
+  }
+
+  /// Whether no instant is inside (`until` at or before `from`).
+  public var neverOpens: Bool {
+    guard let from, let until else { return false }
+    return until <= from
+  }
+
+  /// The instants both schedules contain, or nil when they share none.
+  public func intersection(_ other: TipSchedule) -> TipSchedule? {
+    let lower = [from, other.from].compactMap { $0 }.max()
+    let upper = [until, other.until].compactMap { $0 }.min()
+    let both = TipSchedule(from: lower, until: upper)
+    return both.neverOpens ? nil : both
   }
 }
 
@@ -254,10 +314,13 @@ public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
 /// - `{"event": "trail.visited", "where": {"region": "north"}, "count": {"gt": 3}}`
 /// - `{"event": "trail.visited", "largestGroupBy": "region", "count": {"gte": 2}}`
 /// - `{"parameter": "isLoggedIn", "eq": true}`
+/// - `{"tip": "welcome.tip", "status": "invalidated", "for": {"days": 1}}`, `{"tip": "welcome.tip", "displayed": {"gte": 2}}`
 /// - `{"allOf": [...]}`, `{"anyOf": [...]}`, `{"not": {...}}`
 public indirect enum Rule: Sendable, Hashable {
   case event(EventRule)
   case parameter(ParameterRule)
+  /// A tip that follows another tip.
+  case tip(TipRule)
   case allOf([Rule])
   case anyOf([Rule])
   case not(Rule)
@@ -303,6 +366,60 @@ public struct ParameterRule: Sendable, Hashable {
   }
 }
 
+extension TipDefinition {
+  /// The tips its rules follow (tip rules), each once, in order.
+  public var followedTips: [String] {
+    var targets: [String] = []
+    for rule in rules { rule.forEachTipRule { if !targets.contains($0.tipID) { targets.append($0.tipID) } } }
+    return targets
+  }
+}
+
+extension Rule {
+  /// Calls `body` with every tip rule in the tree.
+  public func forEachTipRule(_ body: (TipRule) -> Void) {
+    switch self {
+    case .tip(let rule): body(rule)
+    case .event, .parameter: break
+    case .allOf(let rules), .anyOf(let rules): for rule in rules { rule.forEachTipRule(body) }
+    case .not(let rule): rule.forEachTipRule(body)
+    }
+  }
+}
+
+/// A rule on another tip's state ("show the filter tip a day after the welcome tip was closed"). It reads the other
+/// tip's record (its current variant's): a tip that is not registered never satisfies it. Tips that follow tips must
+/// not form a cycle (refused at registration).
+public struct TipRule: Sendable, Hashable {
+  public enum Condition: Sendable, Hashable {
+    /// Invalidated, and for at least this many seconds when given.
+    case invalidated(for: Double?)
+    /// Its display count compared with a constant.
+    case displayed(ComparisonOperator, Int)
+  }
+
+  public var tipID: String
+  public var condition: Condition
+
+  public init(tipID: String, condition: Condition) {
+    self.tipID = tipID
+    self.condition = condition
+  }
+
+  /// Whether it holds for the other tip's record (nil: not registered) at `now`.
+  public func holds(_ record: TipRecord?, now: Timestamp) -> Bool {
+    guard let record else { return false }
+    switch condition {
+    case .invalidated(let duration):
+      guard record.invalidationReason != nil else { return false }
+      guard let duration else { return true }
+      return now - (record.invalidatedAt ?? now) >= duration
+    case .displayed(let op, let count):
+      return op.compare(record.displayCount, count)
+    }
+  }
+}
+
 // MARK: - Parameters, groups, frequency
 
 /// A declared parameter: Bool, Int, Double or String, with a default.
@@ -332,11 +449,14 @@ public struct TipGroupDefinition: Sendable, Hashable {
   public var id: String
   public var priority: GroupPriority
   public var tipIDs: [String]
+  /// Outside it the group has no current tip, so none of its tips shows.
+  public var schedule: TipSchedule?
 
-  public init(id: String, priority: GroupPriority, tipIDs: [String]) {
+  public init(id: String, priority: GroupPriority, tipIDs: [String], schedule: TipSchedule? = nil) {
     self.id = id
     self.priority = priority
     self.tipIDs = tipIDs
+    self.schedule = schedule
   }
 }
 

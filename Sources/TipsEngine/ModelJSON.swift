@@ -103,14 +103,14 @@ func parameterTypeName(_ value: JSONValue) -> String {
 extension TipDefinition {
   static let jsonKeys = [
     "id", "title", "message", "image", "actions", "rules", "options", "localizations", "variants", "presentation",
-    "metadata", "removal", "sync", "goal",
+    "metadata", "removal", "sync", "goal", "schedule",
   ]
 
   /// The most JSON a tip's `metadata` may hold (compact UTF-8 bytes).
   public static let maxMetadataBytes = 4096
 
   /// Decodes `{id, title, message?, image?, actions?: [{id, title, invalidate?}], rules?: [...], options?: {...},
-  /// localizations?, variants?, presentation?, metadata?, removal?, sync?, goal?}`.
+  /// localizations?, variants?, presentation?, metadata?, removal?, sync?, goal?, schedule?}`.
   /// Unknown keys, malformed rules and duplicate action ids are rejected with the offending path.
   public init(json: JSONValue, path: String) throws(EngineError) {
     typealias D = JSONDecoding
@@ -184,10 +184,14 @@ extension TipDefinition {
     }
     var goal: TipGoal?
     if let value = D.optional(object, "goal") { goal = try TipGoal(json: value, path: D.join(path, "goal")) }
+    var schedule: TipSchedule?
+    if let value = D.optional(object, "schedule") {
+      schedule = try TipSchedule(json: value, path: D.join(path, "schedule"))
+    }
     self.init(
       id: id, title: title, message: message, image: image, actions: actions, rules: rules, options: options,
       localizations: localizations, variants: variants, presentation: presentation, metadata: metadata,
-      removal: removal, sync: sync, goal: goal)
+      removal: removal, sync: sync, goal: goal, schedule: schedule)
   }
 
   /// The definition as JSON, in the shape ``init(json:path:)`` reads (`actions` and `rules` always present).
@@ -205,6 +209,37 @@ extension TipDefinition {
     if let removal { object["removal"] = .string(removal) }
     if let sync { object["sync"] = .string(sync.rawValue) }
     if let goal { object["goal"] = goal.json }
+    if let schedule { object["schedule"] = schedule.json }
+    return .object(object)
+  }
+}
+
+extension TipSchedule {
+  /// Decodes `{from?, until?}`, each an ISO 8601 instant to the second (`2027-01-01T00:00:00Z`, or with an offset),
+  /// at least one present. A schedule that never opens (`until` at or before `from`) decodes: `tipsd lint` says so.
+  public init(json: JSONValue, path: String) throws(EngineError) {
+    typealias D = JSONDecoding
+    let object = try D.object(json, path)
+    try D.checkKeys(object, ["from", "until"], path)
+    func instant(_ key: String) throws(EngineError) -> Timestamp? {
+      guard let value = D.optional(object, key) else { return nil }
+      let keyPath = D.join(path, key)
+      guard let text = value.stringValue, let instant = ISO8601.timestamp(from: text) else {
+        throw D.fail(keyPath, "expected an ISO 8601 instant to the second, e.g. \"2027-01-01T00:00:00Z\"")
+      }
+      return instant
+    }
+    let from = try instant("from")
+    let until = try instant("until")
+    guard from != nil || until != nil else { throw D.fail(path, "expected \"from\", \"until\" or both") }
+    self.init(from: from, until: until)
+  }
+
+  /// `{"from"?, "until"?}` as UTC instants.
+  public var json: JSONValue {
+    var object = JSONObject()
+    if let from { object["from"] = .string(ISO8601.string(from: from)) }
+    if let until { object["until"] = .string(ISO8601.string(from: until)) }
     return .object(object)
   }
 }
@@ -228,15 +263,33 @@ extension TipGoal {
 }
 
 extension TipVariant {
-  /// Decodes a variant `{title, message?, actions?, localizations?}` named `name`; its actions (or the tip's, when
-  /// it has none of its own) are what its localizations may title.
+  /// Decodes a variant `{title, message?, actions?, localizations?, weight?}` named `name`, or a holdout
+  /// `{holdout: true, weight?}` (no copy: its installs never see the tip); its actions (or the tip's, when it has
+  /// none of its own) are what its localizations may title. `weight` is a positive number (default 1).
   public init(json: JSONValue, name: String, path: String, tipActions: [TipAction]) throws(EngineError) {
     typealias D = JSONDecoding
     guard !name.isEmpty, !name.unicodeScalars.contains("\u{1F}") else {
       throw D.fail(path, "a variant name must be non-empty and must not contain U+001F")
     }
     let object = try D.object(json, path)
-    try D.checkKeys(object, ["title", "message", "actions", "localizations"], path)
+    var weight: Double?
+    if let value = D.optional(object, "weight") {
+      guard let number = value.doubleValue, number.isFinite, number > 0, value.isNumber else {
+        throw D.fail(D.join(path, "weight"), "expected a positive number, got \(D.describeNumber(value))")
+      }
+      weight = number
+    }
+    if let value = D.optional(object, "holdout") {
+      guard case .bool(let flag) = value else {
+        throw D.fail(D.join(path, "holdout"), "expected a boolean, got \(value.typeName)")
+      }
+      if flag {
+        try D.checkKeys(object, ["holdout", "weight"], path, what: " in a holdout (it has no copy)")
+        self = .holdout(name, weight: weight)
+        return
+      }
+    }
+    try D.checkKeys(object, ["title", "message", "actions", "localizations", "holdout", "weight"], path)
     let title = try D.string(try D.required(object, "title", path), D.join(path, "title"))
     var message: String?
     if let value = D.optional(object, "message") { message = try D.string(value, D.join(path, "message")) }
@@ -247,14 +300,21 @@ extension TipVariant {
       localizations = try TipLocalization.table(
         value, D.join(path, "localizations"), actionIDs: Set((actions ?? tipActions).map { $0.id }))
     }
-    self.init(name: name, title: title, message: message, actions: actions, localizations: localizations)
+    self.init(
+      name: name, title: title, message: message, actions: actions, localizations: localizations, weight: weight)
   }
 
   public var json: JSONValue {
-    var object: JSONObject = ["title": .string(title)]
-    if let message { object["message"] = .string(message) }
-    if let actions { object["actions"] = .array(actions.map { $0.json }) }
-    if !localizations.isEmpty { object["localizations"] = TipLocalization.json(localizations) }
+    var object = JSONObject()
+    if holdout {
+      object["holdout"] = true
+    } else {
+      object["title"] = .string(title)
+      if let message { object["message"] = .string(message) }
+      if let actions { object["actions"] = .array(actions.map { $0.json }) }
+      if !localizations.isEmpty { object["localizations"] = TipLocalization.json(localizations) }
+    }
+    if let weight { object["weight"] = JSONDecoding.number(weight) }
     return .object(object)
   }
 }
@@ -468,11 +528,11 @@ extension ParameterDefinition {
 }
 
 extension TipGroupDefinition {
-  /// Decodes `{id, priority: "ordered"|"firstAvailable", tips: [ids]}`.
+  /// Decodes `{id, priority: "ordered"|"firstAvailable", tips: [ids], schedule?}`.
   public init(json: JSONValue, path: String) throws(EngineError) {
     typealias D = JSONDecoding
     let object = try D.object(json, path)
-    try D.checkKeys(object, ["id", "priority", "tips"], path)
+    try D.checkKeys(object, ["id", "priority", "tips", "schedule"], path)
     let id = try D.nonEmptyString(try D.required(object, "id", path), D.join(path, "id"))
     let priorityPath = D.join(path, "priority")
     let name = try D.string(try D.required(object, "priority", path), priorityPath)
@@ -484,11 +544,19 @@ extension TipGroupDefinition {
     for (index, element) in try D.array(try D.required(object, "tips", path), tipsPath).enumerated() {
       tipIDs.append(try D.nonEmptyString(element, "\(tipsPath)[\(index)]"))
     }
-    self.init(id: id, priority: priority, tipIDs: tipIDs)
+    var schedule: TipSchedule?
+    if let value = D.optional(object, "schedule") {
+      schedule = try TipSchedule(json: value, path: D.join(path, "schedule"))
+    }
+    self.init(id: id, priority: priority, tipIDs: tipIDs, schedule: schedule)
   }
 
   public var json: JSONValue {
-    ["id": .string(id), "priority": .string(priority.rawValue), "tips": .array(tipIDs.map { .string($0) })]
+    var object: JSONObject = [
+      "id": .string(id), "priority": .string(priority.rawValue), "tips": .array(tipIDs.map { .string($0) }),
+    ]
+    if let schedule { object["schedule"] = schedule.json }
+    return .object(object)
   }
 }
 

@@ -26,8 +26,9 @@ let withinUnits: [(name: String, seconds: Double)] = [
 ]
 
 extension Rule {
-  static let kinds = ["event", "parameter", "allOf", "anyOf", "not"]
+  static let kinds = ["event", "parameter", "tip", "allOf", "anyOf", "not"]
   static let eventKeys = ["event", "count", "within", "where", "largestGroupBy"]
+  static let tipKeys = ["tip", "status", "for", "displayed"]
 
   /// Decodes one rule (see ``Rule`` for the shapes). Every failure names the offending path, e.g.
   /// `tips[2].rules[1].count: unknown operator "gte "`.
@@ -47,11 +48,14 @@ extension Rule {
     let object = try D.object(json, path)
     let present = Self.kinds.filter { object[$0] != nil }
     guard present.count == 1 else {
-      throw D.fail(path, "rule must have exactly one of \"event\", \"parameter\", \"allOf\", \"anyOf\", \"not\"")
+      throw D.fail(
+        path, "rule must have exactly one of \"event\", \"parameter\", \"tip\", \"allOf\", \"anyOf\", \"not\"")
     }
     switch present[0] {
     case "event":
       self = .event(try EventRule(json: object, path: path))
+    case "tip":
+      self = .tip(try TipRule(json: object, path: path))
     case "parameter":
       self = .parameter(try ParameterRule(json: object, path: path))
     case "allOf", "anyOf":
@@ -74,6 +78,7 @@ extension Rule {
     switch self {
     case .event(let rule): rule.json
     case .parameter(let rule): rule.json
+    case .tip(let rule): rule.json
     case .allOf(let rules): ["allOf": .array(rules.map(\.json))]
     case .anyOf(let rules): ["anyOf": .array(rules.map(\.json))]
     case .not(let rule): ["not": rule.json]
@@ -88,17 +93,8 @@ extension EventRule {
     try D.checkKeys(object, Rule.eventKeys, path, what: " in an event rule")
     let eventID = try D.nonEmptyString(object["event"]!, D.join(path, "event"))
 
-    let countPath = D.join(path, "count")
-    let count = try D.object(try D.required(object, "count", path), countPath)
-    for (key, _) in count where ComparisonOperator(rawValue: key) == nil {
-      throw D.fail(countPath, "unknown operator \"\(key)\"")
-    }
-    guard count.count == 1, let (key, value) = count.members.first, let op = ComparisonOperator(rawValue: key) else {
-      throw D.fail(countPath, "expected exactly one operator (\(ComparisonOperator.names))")
-    }
-    guard let number = value.intValue, number >= 0, let countValue = Int(exactly: number) else {
-      throw D.fail(D.join(countPath, key), "expected a non-negative integer, got \(D.describeNumber(value))")
-    }
+    let (op, countValue) = try Self.countComparison(
+      try D.required(object, "count", path), D.join(path, "count"))
 
     var within: Double?
     if let value = object["within"] { within = try Self.duration(value, D.join(path, "within")) }
@@ -117,9 +113,25 @@ extension EventRule {
       countValue: countValue)
   }
 
+  /// Decodes `{op: n}`: exactly one comparison operator and a non-negative integer.
+  static func countComparison(_ value: JSONValue, _ path: String) throws(EngineError) -> (ComparisonOperator, Int) {
+    typealias D = JSONDecoding
+    let count = try D.object(value, path)
+    for (key, _) in count where ComparisonOperator(rawValue: key) == nil {
+      throw D.fail(path, "unknown operator \"\(key)\"")
+    }
+    guard count.count == 1, let (key, value) = count.members.first, let op = ComparisonOperator(rawValue: key) else {
+      throw D.fail(path, "expected exactly one operator (\(ComparisonOperator.names))")
+    }
+    guard let number = value.intValue, number >= 0, let countValue = Int(exactly: number) else {
+      throw D.fail(D.join(path, key), "expected a non-negative integer, got \(D.describeNumber(value))")
+    }
+    return (op, countValue)
+  }
+
   /// Decodes a duration object with exactly one unit (`{"hours": 24}`: `minutes`, `hours`, `days`, `weeks`) into
-  /// seconds; the amount must be positive.
-  static func duration(_ value: JSONValue, _ path: String) throws(EngineError) -> Double {
+  /// seconds; the amount must be positive. `within`, a goal's window, a follow-on rule's `for` and an event's `maxAge`.
+  public static func duration(_ value: JSONValue, _ path: String) throws(EngineError) -> Double {
     typealias D = JSONDecoding
     let units = try D.object(value, path)
     let unitNames = withinUnits.map(\.name)
@@ -138,7 +150,7 @@ extension EventRule {
   }
 
   /// A duration in the largest unit that divides it exactly (minutes, possibly fractional, otherwise).
-  static func durationJSON(_ seconds: Double) -> JSONValue {
+  public static func durationJSON(_ seconds: Double) -> JSONValue {
     for unit in withinUnits where (seconds / unit.seconds).rounded() == seconds / unit.seconds {
       return [unit.name: JSONDecoding.number(seconds / unit.seconds)]
     }
@@ -179,5 +191,47 @@ extension ParameterRule {
 
   public var json: JSONValue {
     ["parameter": .string(parameterID), op.rawValue: value]
+  }
+}
+
+extension TipRule {
+  /// Decodes `{"tip": id, "status": "invalidated", "for"?: duration}` or `{"tip": id, "displayed": {op: n}}`.
+  init(json object: JSONObject, path: String) throws(EngineError) {
+    typealias D = JSONDecoding
+    try D.checkKeys(object, Rule.tipKeys, path, what: " in a tip rule")
+    let tipID = try D.nonEmptyString(object["tip"]!, D.join(path, "tip"))
+    let hasStatus = object["status"] != nil
+    let hasDisplayed = object["displayed"] != nil
+    guard hasStatus != hasDisplayed else {
+      throw D.fail(path, "a tip rule needs exactly one of \"status\" and \"displayed\"")
+    }
+    if hasStatus {
+      let statusPath = D.join(path, "status")
+      guard try D.string(object["status"]!, statusPath) == "invalidated" else {
+        throw D.fail(statusPath, "expected \"invalidated\" (a tip rule follows a tip once it is done)")
+      }
+      var duration: Double?
+      if let value = object["for"] { duration = try EventRule.duration(value, D.join(path, "for")) }
+      self.init(tipID: tipID, condition: .invalidated(for: duration))
+    } else {
+      guard object["for"] == nil else {
+        throw D.fail(D.join(path, "for"), "\"for\" goes with \"status\": \"invalidated\", not with \"displayed\"")
+      }
+      let displayedPath = D.join(path, "displayed")
+      let (op, count) = try EventRule.countComparison(object["displayed"]!, displayedPath)
+      self.init(tipID: tipID, condition: .displayed(op, count))
+    }
+  }
+
+  public var json: JSONValue {
+    var object: JSONObject = ["tip": .string(tipID)]
+    switch condition {
+    case .invalidated(let duration):
+      object["status"] = "invalidated"
+      if let duration { object["for"] = EventRule.durationJSON(duration) }
+    case .displayed(let op, let count):
+      object["displayed"] = [op.rawValue: .int(Int64(count))]
+    }
+    return .object(object)
   }
 }

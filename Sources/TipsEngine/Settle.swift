@@ -7,9 +7,11 @@ extension Engine {
   func attach(_ slot: TipSlot, now: Timestamp) {
     var dependencies = Dependencies()
     var program = RuleProgram()
-    for rule in slot.definition.rules { compile(rule, into: &program, &dependencies) }
+    for rule in slot.definition.rules { compile(rule, into: &program, &dependencies, slot: slot.index) }
     slot.rules = program
     slot.dependencies = dependencies
+    for tip in dependencies.tips { tipDependents[tip, default: []].insertSorted(slot.index) }
+    for follow in dependencies.follows { followWatches[follow] = followElapsed(follow, now: now) }
     for log in dependencies.events { log.dependents.insertSorted(slot.index) }
     for parameter in dependencies.parameters { parameter.dependents.insertSorted(slot.index) }
     for key in dependencies.windows {
@@ -27,6 +29,11 @@ extension Engine {
   /// Removes a slot from the indexes of what its rules read.
   func detach(_ slot: TipSlot) {
     let dependencies = slot.dependencies
+    for tip in dependencies.tips {
+      tipDependents[tip]?.removeSorted(slot.index)
+      if tipDependents[tip]?.isEmpty == true { tipDependents[tip] = nil }
+    }
+    for follow in dependencies.follows { followWatches[follow] = nil }
     for log in dependencies.events { log.dependents.removeSorted(slot.index) }
     for parameter in dependencies.parameters { parameter.dependents.removeSorted(slot.index) }
     for key in dependencies.windows {
@@ -39,8 +46,15 @@ extension Engine {
   }
 
   /// Appends a rule's subtree to a program.
-  func compile(_ rule: Rule, into program: inout RuleProgram, _ dependencies: inout Dependencies) {
+  func compile(_ rule: Rule, into program: inout RuleProgram, _ dependencies: inout Dependencies, slot: Int) {
     switch rule {
+    case .tip(let rule):
+      dependencies.add(tip: rule.tipID)
+      if case .invalidated(let duration?) = rule.condition {
+        dependencies.add(FollowKey(slot: slot, tip: rule.tipID, duration: duration))
+      }
+      program.ops.append(RuleProgram.Op(kind: .tip, extra: program.tipRules.count))
+      program.tipRules.append(rule)
     case .event(let rule):
       let log = eventLog(rule.eventID)
       dependencies.add(log)
@@ -65,12 +79,12 @@ extension Engine {
     case .allOf(let rules), .anyOf(let rules):
       let start = program.ops.count
       program.ops.append(RuleProgram.Op(kind: { if case .allOf = rule { .all } else { .any } }()))
-      for child in rules { compile(child, into: &program, &dependencies) }
+      for child in rules { compile(child, into: &program, &dependencies, slot: slot) }
       program.ops[start].value = program.ops.count
     case .not(let child):
       let start = program.ops.count
       program.ops.append(RuleProgram.Op(kind: .not))
-      compile(child, into: &program, &dependencies)
+      compile(child, into: &program, &dependencies, slot: slot)
       program.ops[start].value = program.ops.count
     }
   }
@@ -82,6 +96,9 @@ extension Engine {
     for (key, watch) in windows {
       watch.startSeq = logList[key.event].windowStartSeq(within: key.within, now: now)
     }
+    for follow in Array(followWatches.keys) { followWatches[follow] = followElapsed(follow, now: now) }
+    for group in groups.values { group.open = group.definition.schedule?.contains(now) ?? true }
+    suppressionActive = suppression?.isActive(at: now) ?? false
     cooldownGate = cooldownActive(now)
     let all = slots.compactMap { $0?.index }
     return settle(rules: all, groups: Array(groups.keys), now: now)
@@ -105,7 +122,7 @@ extension Engine {
       unowned(unsafe) let slot = ref.takeUnretainedValue()
       guard slot.mark != epoch else { continue }
       slot.mark = epoch
-      slot.rulesHold = slot.rules.holds(now: now)
+      slot.rulesHold = slot.rules.holds(now: now) { id in self.slot(id)?.record }
       touched.append(ref)
     }
     for index in state {
@@ -119,7 +136,7 @@ extension Engine {
     let gate = cooldownActive(now)
     for ref in touched {
       unowned(unsafe) let slot = ref.takeUnretainedValue()
-      updateStatus(slot, cooldownGating: gate)
+      updateStatus(slot, cooldownGating: gate, now: now)
       if slot.inGroups { needsGroups = true }
     }
 
@@ -129,6 +146,13 @@ extension Engine {
       for ref in touched { groupIDs.formUnion(ref.takeUnretainedValue().groups) }
       let ordered = groupIDs.compactMap { self.groups[$0] }.sorted { $0.position < $1.position }
       for group in ordered {
+        // A holdout's counterfactual reads its group's other tips: look at it again whenever the group is.
+        for id in group.definition.tipIDs where !holdoutSlots.isEmpty {
+          if let slot = slot(id), holdoutSlots.contains(slot.index), slot.mark != epoch {
+            slot.mark = epoch
+            touched.append(.passUnretained(slot))
+          }
+        }
         let current = computeCurrent(group)
         guard current != group.current else { continue }
         for id in [group.current, current] {
@@ -150,6 +174,7 @@ extension Engine {
       unowned(unsafe) let slot = ref.takeUnretainedValue()
       let shouldDisplay = computeShouldDisplay(slot)
       slot.shouldDisplay = shouldDisplay
+      if slot.holdout || slot.exposed { updateExposure(slot, now: now) }
       if let reported = slot.reported, reported.shouldDisplay == shouldDisplay, reported.status == slot.status {
         continue
       }
@@ -166,17 +191,21 @@ extension Engine {
     return true
   }
 
-  /// Status from the cached rule value, invalidation, the cooldown and overrides; also group eligibility and
-  /// cooldown sensitivity.
-  func updateStatus(_ slot: TipSlot, cooldownGating: Bool) {
+  /// Status from the cached rule value, invalidation, the schedule, the cooldown and overrides; also group
+  /// eligibility and cooldown sensitivity.
+  func updateStatus(_ slot: TipSlot, cooldownGating: Bool, now: Timestamp) {
     let effect = overrideEffect(slot)
     let record = slot.record
-    let fresh = record.displayCount == 0 && !slot.ignoresFrequency
+    // A held-out tip whose counterfactual exposure is open counts as displayed: like a tip on screen, the cooldown
+    // another tip's display starts does not take it away (else each display elsewhere would close and reopen it).
+    let fresh = record.displayCount == 0 && !slot.ignoresFrequency && !slot.exposed
+    let open = slot.schedule?.contains(now) ?? true
+    slot.scheduleOpen = open
     if effect.shows {
       slot.status = .available
     } else if let reason = record.invalidationReason {
       slot.status = .invalidated(reason)
-    } else if slot.rulesHold && !(fresh && cooldownGating) {
+    } else if slot.rulesHold && open && !(fresh && cooldownGating) {
       slot.status = .available
     } else {
       slot.status = .pending
@@ -186,21 +215,59 @@ extension Engine {
     } else {
       slot.eligible = slot.status == .available
     }
-    let isSensitive = record.invalidationReason == nil && slot.rulesHold && fresh
+    let isSensitive = record.invalidationReason == nil && slot.rulesHold && fresh && open
     if isSensitive != slot.sensitive {
       slot.sensitive = isSensitive
       if isSensitive { sensitive.insert(slot.index) } else { sensitive.remove(slot.index) }
     }
   }
 
-  /// Overrides first (shown: true, hidden: false); otherwise available and current in every group holding it.
+  /// Overrides first (shown: true, hidden: false); otherwise available, not suppressed, not a holdout and current
+  /// in every group holding it.
   func computeShouldDisplay(_ slot: TipSlot) -> Bool {
     let effect = overrideEffect(slot)
     if effect.shows { return true }
     if effect.hides { return false }
-    guard slot.status == .available else { return false }
+    guard slot.status == .available, !suppressionActive, !slot.holdout else { return false }
     guard slot.inGroups else { return true }
     for id in slot.groups where groups[id]?.current != slot.id { return false }
     return true
+  }
+
+  /// What `shouldDisplay` would be if a holdout slot were not held out: rules, frequency, schedule, suppression and
+  /// its groups all allowing (each group's current tip worked out as if the tip were in play).
+  func wouldDisplay(_ slot: TipSlot) -> Bool {
+    let effect = overrideEffect(slot)
+    if effect.shows { return true }
+    if effect.hides { return false }
+    guard slot.status == .available, !suppressionActive else { return false }
+    for id in slot.groups {
+      guard let group = groups[id], computeCurrent(group, inPlay: slot) == slot.id else { return false }
+    }
+    return true
+  }
+
+  /// Opens or closes a holdout's counterfactual exposure (see ``Engine``), writing it.
+  func updateExposure(_ slot: TipSlot, now: Timestamp) {
+    let exposed = slot.holdout && wouldDisplay(slot)
+    guard exposed != slot.exposed, let variant = slot.variant else { return }
+    slot.exposed = exposed
+    exposures[slot.recordKey] = exposed ? now : nil
+    pendingWrites.append(.exposure(tipID: slot.id, variant: variant, since: exposed ? now : nil))
+  }
+
+  /// Whether a follow-on rule's `for` had elapsed at `now` (its tip invalidated at least that long ago).
+  func followElapsed(_ follow: FollowKey, now: Timestamp) -> Bool {
+    guard let record = slot(follow.tip)?.record, record.invalidationReason != nil else { return false }
+    return now - (record.invalidatedAt ?? now) >= follow.duration
+  }
+
+  /// The tips whose rules read `tipID`'s record, to evaluate again after it changed (their `for` watches refreshed).
+  func followers(of tipID: String, now: Timestamp) -> [Int] {
+    guard let dependents = tipDependents[tipID] else { return [] }
+    for follow in followWatches.keys where follow.tip == tipID {
+      followWatches[follow] = followElapsed(follow, now: now)
+    }
+    return dependents
   }
 }

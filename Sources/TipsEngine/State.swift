@@ -62,6 +62,27 @@ public struct TipRecord: Sendable, Hashable {
   public var isEmpty: Bool { self == TipRecord() }
 }
 
+/// `tips/suppress`: while it runs no tip is displayable (testing overrides excepted) — a checkout, a modal, a call in
+/// progress (flutter_tipkit's `Tips.suppress`). It starts no cooldown and invalidates nothing; a new one replaces
+/// the running one. Device-local: it is never synced.
+public struct Suppression: Sendable, Hashable {
+  /// When it started.
+  public var since: Timestamp
+  /// When it ends by itself (exclusive); nil: until `tips/resume`.
+  public var until: Timestamp?
+  /// Why, for people reading `explain` and the inspector.
+  public var reason: String?
+
+  public init(since: Timestamp, until: Timestamp? = nil, reason: String? = nil) {
+    self.since = since
+    self.until = until
+    self.reason = reason
+  }
+
+  /// Whether it is in force at `now` (`now < until`).
+  public func isActive(at now: Timestamp) -> Bool { until.map { now < $0 } ?? true }
+}
+
 /// Everything loaded from the datastore at start, handed to ``Engine/restore(_:)``.
 public struct EngineSnapshot: Sendable, Equatable {
   /// Donations per event id, oldest first.
@@ -81,12 +102,20 @@ public struct EngineSnapshot: Sendable, Equatable {
   public var variantAssignments: [String: String]
   /// The install id variants are assigned from.
   public var installID: String?
+  /// Per-event maximum age of donations, seconds (iOS 26's `DonationLimit(maximumAge:)`).
+  public var donationMaxAges: [String: Double]
+  /// The suppression in force, if any.
+  public var suppression: Suppression?
+  /// Holdout records (`tipId\u{1F}variant`) whose tip would be displayable now, with the instant it became so (the
+  /// counterfactual exposure in progress).
+  public var exposures: [String: Timestamp]
 
   public init(
     donations: [String: [Donation]] = [:], parameters: [String: JSONValue] = [:],
     tipRecords: [String: TipRecord] = [:], cooldownStartedAt: Timestamp? = nil,
     displayFrequency: DisplayFrequency = .immediate, donationLimits: [String: Int] = [:],
-    lifetimeCounts: [String: Int] = [:], variantAssignments: [String: String] = [:], installID: String? = nil
+    lifetimeCounts: [String: Int] = [:], variantAssignments: [String: String] = [:], installID: String? = nil,
+    donationMaxAges: [String: Double] = [:], suppression: Suppression? = nil, exposures: [String: Timestamp] = [:]
   ) {
     self.donations = donations
     self.parameters = parameters
@@ -97,6 +126,9 @@ public struct EngineSnapshot: Sendable, Equatable {
     self.lifetimeCounts = lifetimeCounts
     self.variantAssignments = variantAssignments
     self.installID = installID
+    self.donationMaxAges = donationMaxAges
+    self.suppression = suppression
+    self.exposures = exposures
   }
 }
 
@@ -129,6 +161,14 @@ public enum StateWrite: Sendable, Hashable {
   case donations(eventID: String, [Donation], lifetime: Int)
   /// An event's lifetime count (donations ever, kept and dropped), set by a merge from another device.
   case lifetime(eventID: String, Int)
+  /// A new per-event maximum age of donations, seconds (nil: none).
+  case donationMaxAge(eventID: String, seconds: Double?)
+  /// Keep only the newest `keepNewest` donations of an event (the older ones aged out); its lifetime count stays.
+  case trimDonations(eventID: String, keepNewest: Int)
+  /// The suppression in force (nil: none).
+  case suppression(Suppression?)
+  /// A holdout's counterfactual exposure began at `since` (the tip would have become displayable), or ended (nil).
+  case exposure(tipID: String, variant: String, since: Timestamp?)
 }
 
 extension StateWrite {

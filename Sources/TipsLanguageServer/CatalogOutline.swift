@@ -9,8 +9,10 @@ enum ObjectRole: Sendable, Hashable {
   case rule
   /// A rule's `count`: comparison operators.
   case count
-  /// A rule's `within`: units.
+  /// A rule's `within`, a tip rule's `for`, an event's `maxAge`: units.
   case within
+  /// A tip's or a group's `schedule`: `from`, `until`.
+  case schedule
   case eventDeclaration
   case parameterDeclaration
   case group
@@ -30,8 +32,23 @@ enum ObjectRole: Sendable, Hashable {
       return
     }
     if let last = path.last, case .key(let key) = last, Self.isRule(Array(path.dropLast())) {
-      self = key == "count" ? .count : key == "within" ? .within : .other
+      switch key {
+      case "count", "displayed": self = .count
+      case "within", "for": self = .within
+      default: self = .other
+      }
       return
+    }
+    if path.count == 3, case .key(let list) = path[0], case .index = path[1], case .key(let key) = path[2] {
+      switch (list, key) {
+      case ("events", "maxAge"):
+        self = .within
+        return
+      case ("tips", "schedule"), ("templates", "schedule"), ("groups", "schedule"):
+        self = .schedule
+        return
+      default: break
+      }
     }
     switch path.count {
     case 2:
@@ -100,12 +117,12 @@ enum ObjectRole: Sendable, Hashable {
         ("$schema", "the JSON schema, for editors"),
         ("displayFrequency", "immediate, hourly, daily, weekly or monthly: the cooldown between two tips appearing"),
         ("parameters", "[{id, default, transient?}]: rule parameters with their defaults"),
-        ("events", "[{id, description, maxDonations?}]: every event rules may read"),
+        ("events", "[{id, description, maxDonations?, maxAge?}]: every event rules may read"),
         ("locales", "the locales the app ships, e.g. [\"en\", \"ja\"]"),
         ("sourceLocale", "the locale of the tips' own copy (default en)"),
         ("tips", "tip definitions"),
         ("templates", "content tips made from a pattern, instantiated by tips/instantiate"),
-        ("groups", "[{id, priority, tips}]: TipKit's TipGroup"),
+        ("groups", "[{id, priority, tips, schedule?}]: TipKit's TipGroup"),
       ]
     case .tip:
       [
@@ -114,10 +131,12 @@ enum ObjectRole: Sendable, Hashable {
         ("rules", "rules that must all hold for the tip to show"),
         ("options", "{maxDisplayCount, maxDisplayDuration, ignoresDisplayFrequency}"),
         ("localizations", "{locale: {title?, message?, actions?}}"),
-        ("variants", "A/B copy over one rule tree: {name: {title, message?, actions?}}"),
+        ("variants", "A/B copy over one rule tree: {name: {title, message?, actions?, weight?}}; one may be {holdout: true}"),
         ("presentation", "{style: popover|inline, arrowEdge?}"),
         ("metadata", "an object handed to frontends untouched"),
         ("removal", "when and why the tip stops showing (checklist)"), ("sync", "\"local\" or \"synced\" (checklist)"),
+        ("goal", "{event, within?}: the event that shows the tip helped (metrics/get)"),
+        ("schedule", "{from?, until?}: ISO 8601 instants; outside them the tip is pending"),
       ]
     case .rule:
       Self.ruleKeys
@@ -125,13 +144,19 @@ enum ObjectRole: Sendable, Hashable {
       Self.operators
     case .within:
       [
-        ("minutes", "a window in minutes"), ("hours", "a window in hours"), ("days", "a window in days"),
-        ("weeks", "a window in weeks"),
+        ("minutes", "a duration in minutes"), ("hours", "a duration in hours"), ("days", "a duration in days"),
+        ("weeks", "a duration in weeks"),
+      ]
+    case .schedule:
+      [
+        ("from", "the first instant the tip may show (inclusive), e.g. \"2027-01-01T00:00:00Z\""),
+        ("until", "the instant it stops (exclusive), e.g. \"2027-02-01T00:00:00Z\""),
       ]
     case .eventDeclaration:
       [
         ("id", "the event's id"), ("description", "what the event means"),
         ("maxDonations", "how many donations its history keeps (default 1000)"),
+        ("maxAge", "{days: n}: older donations are invisible to rules and dropped (iOS 26 DonationLimit)"),
       ]
     case .parameterDeclaration:
       [
@@ -139,7 +164,10 @@ enum ObjectRole: Sendable, Hashable {
         ("transient", "reset at every start"),
       ]
     case .group:
-      [("id", "the group's id"), ("priority", "\"ordered\" or \"firstAvailable\""), ("tips", "the member tips' ids")]
+      [
+        ("id", "the group's id"), ("priority", "\"ordered\" or \"firstAvailable\""), ("tips", "the member tips' ids"),
+        ("schedule", "{from?, until?}: outside it the group has no current tip"),
+      ]
     case .action:
       [("id", "the action's id"), ("title", "its title"), ("invalidate", "whether performing it invalidates the tip")]
     case .options:
@@ -153,6 +181,8 @@ enum ObjectRole: Sendable, Hashable {
       [
         ("title", "the variant's title"), ("message", "its message"), ("actions", "its actions"),
         ("localizations", "its translations"),
+        ("weight", "its share of installs relative to the other variants' (default 1)"),
+        ("holdout", "true: installs assigned to it never see the tip (a holdout, no copy; metrics/get reports the lift)"),
       ]
     case .other: []
     }
@@ -165,11 +195,16 @@ enum ObjectRole: Sendable, Hashable {
     ("where", "only donations whose associated values match"),
     ("largestGroupBy", "count the largest group of donations sharing a value for this key"),
     ("parameter", "a parameter compared with a constant: {\"parameter\": p, op: value}"),
+    ("tip", "another tip whose state this rule reads (tips that follow tips)"),
+    ("status", "\"invalidated\": holds once the other tip is invalidated"),
+    ("for", "{days: n}: and has been invalidated at least that long"),
+    ("displayed", "{op: n}: the other tip's display count"),
     ("allOf", "[rules]: all must hold"), ("anyOf", "[rules]: at least one must hold"),
     ("not", "{rule}: must not hold"),
   ]
 
   static let eventRuleKeys: Set<String> = ["event", "count", "within", "where", "largestGroupBy"]
+  static let tipRuleKeys: Set<String> = ["tip", "status", "for", "displayed"]
 
   static let operators: [(name: String, detail: String)] = [
     ("eq", "equal to (==)"), ("ne", "not equal to (!=)"), ("lt", "less than (<)"), ("lte", "at most (<=)"),
@@ -183,10 +218,19 @@ enum ObjectRole: Sendable, Hashable {
     if self == .rule {
       if !present.isDisjoint(with: Self.eventRuleKeys) {
         keys = Self.ruleKeys.filter { Self.eventRuleKeys.contains($0.name) }
+      } else if !present.isDisjoint(with: Self.tipRuleKeys) {
+        // A tip rule: `status` (with `for`) or `displayed`, not both.
+        let allowed: Set<String> =
+          present.contains("displayed")
+          ? ["tip"] : present.isDisjoint(with: ["status", "for"]) ? Self.tipRuleKeys : ["tip", "status", "for"]
+        keys = Self.ruleKeys.filter { allowed.contains($0.name) }
       } else if present.contains("parameter") {
         keys = present.isDisjoint(with: operatorNames) ? Self.operators : []
       } else if !present.isDisjoint(with: ["allOf", "anyOf", "not"]) {
         keys = []
+      } else {
+        // A tip rule's conditions are offered once it names its tip.
+        keys = keys.filter { $0.name == "tip" || !Self.tipRuleKeys.contains($0.name) }
       }
     }
     return keys.filter { !present.contains($0.name) }
@@ -200,6 +244,7 @@ enum ObjectRole: Sendable, Hashable {
     case (.group, "priority"): ["ordered", "firstAvailable"]
     case (.presentation, "style"): ["popover", "inline"]
     case (.presentation, "arrowEdge"): ["top", "bottom", "leading", "trailing"]
+    case (.rule, "status"): ["invalidated"]
     default: []
     }
   }

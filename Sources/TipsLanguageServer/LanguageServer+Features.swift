@@ -120,6 +120,9 @@ extension LanguageServer {
         Candidate(text: $0.id, kind: .event, detail: $0.detail)
       }
     }
+    if role == .rule && key == "tip" {
+      return outline.tips.map { Candidate(text: $0.id, kind: .reference, detail: tree.string($0.node, "title")) }
+    }
     if role == .rule && key == "parameter" {
       return outline.parameters.map { parameter in
         let value = tree.member(parameter.node, "default").flatMap { tree.json($0) }
@@ -157,9 +160,13 @@ extension LanguageServer {
       sections.append(RuleWords.sentence(json))
       range = (tree[rule].start, tree[rule].end)
       if let eventText { sections.append(eventInfo(document, eventText)) }
+      if let followed = followedTip(tree, node) { sections.append(tipInfo(document, followed)) }
       if let liveText = liveSection(document, rule: rule) { sections.append(liveText) }
     } else if let eventText {
       sections.append(eventInfo(document, eventText))
+      range = (tree[node].start, tree[node].end)
+    } else if let explained = keyInfo(tree, node) {
+      sections.append(explained)
       range = (tree[node].start, tree[node].end)
     }
     guard !sections.isEmpty, let range else { return .null }
@@ -180,6 +187,33 @@ extension LanguageServer {
     let role = ObjectRole(path: tree.path(of: parent))
     if (role == .rule && key == "event") || (role == .eventDeclaration && key == "id") { return tree[node].text }
     return nil
+  }
+
+  /// The tip id a string node names as a tip rule's `tip`.
+  func followedTip(_ tree: SyntaxTree, _ node: Int) -> String? {
+    guard tree[node].kind == .string, !tree[node].isKey, tree[node].key == "tip", let parent = tree[node].parent,
+      ObjectRole(path: tree.path(of: parent)) == .rule
+    else { return nil }
+    return tree[node].text
+  }
+
+  func tipInfo(_ document: OpenDocument, _ id: String) -> String {
+    let outline = document.outline
+    if let tip = outline.tips.first(where: { $0.id == id }) {
+      let title = document.tree.string(tip.node, "title").map { ": \($0)" } ?? ""
+      return "`\(id)`\(title)"
+    }
+    var text = "`\(id)` is not a tip of this catalog: the rule never holds while no such tip is registered"
+    if let suggestion = DidYouMean.nearest(id, among: outline.tips.map(\.id)) { text += " (did you mean `\(suggestion)`?)" }
+    return text
+  }
+
+  /// A key's meaning in its object (a tip's `schedule`, a variant's `holdout`, an event's `maxAge`, …).
+  func keyInfo(_ tree: SyntaxTree, _ node: Int) -> String? {
+    guard tree[node].kind == .string, tree[node].isKey, let parent = tree[node].parent else { return nil }
+    let key = tree[node].text
+    guard let entry = ObjectRole(path: tree.path(of: parent)).keys.first(where: { $0.name == key }) else { return nil }
+    return "`\(key)`: \(entry.detail)"
   }
 
   /// The innermost rule object holding `node`.

@@ -10,7 +10,7 @@ enum RuleWords {
       return finish("Holds unless " + clause(inner, depth: 0))
     }
     guard kind(object) != nil else {
-      return "An incomplete rule: it needs one of `event`, `parameter`, `allOf`, `anyOf` or `not`."
+      return "An incomplete rule: it needs one of `event`, `parameter`, `tip`, `allOf`, `anyOf` or `not`."
     }
     return finish("Holds when " + clause(rule, depth: 0))
   }
@@ -20,7 +20,7 @@ enum RuleWords {
   }
 
   static func kind(_ object: JSONObject) -> String? {
-    ["event", "parameter", "allOf", "anyOf", "not"].first { object[$0] != nil }
+    ["event", "parameter", "tip", "allOf", "anyOf", "not"].first { object[$0] != nil }
   }
 
   /// The condition a rule states, without "Holds when".
@@ -29,6 +29,7 @@ enum RuleWords {
     switch kind {
     case "event": return eventClause(object)
     case "parameter": return parameterClause(object)
+    case "tip": return tipClause(object)
     case "not": return "not (" + clause(object["not"]!, depth: depth) + ")"
     default:
       let members = object[kind]?.arrayValue ?? []
@@ -70,6 +71,30 @@ enum RuleWords {
       text += " within the last \(number) \(name)"
     }
     return text
+  }
+
+  /// A rule on another tip: "`welcome.tip` was invalidated at least 1 day ago", "`welcome.tip` was displayed at
+  /// least twice".
+  static func tipClause(_ object: JSONObject) -> String {
+    let tip = object["tip"]?.stringValue.map(code) ?? "(a tip)"
+    if case .object(let count)? = object["displayed"], count.count == 1, let (name, value) = count.members.first,
+      let n = value.intValue
+    {
+      let how = times(name, n)
+      return how == "never" ? "\(tip) was never displayed" : "\(tip) was displayed \(how)"
+    }
+    guard object["status"] != nil else {
+      return "\(tip) (no condition yet: it needs \"status\": \"invalidated\" or \"displayed\": {op: n})"
+    }
+    var text = "\(tip) was invalidated"
+    if case .object(let duration)? = object["for"], duration.count == 1, let (unit, amount) = duration.members.first,
+      let length = amount.doubleValue
+    {
+      let number = amount.intValue.map(String.init) ?? String(length)
+      let name = length == 1 && unit.hasSuffix("s") ? String(unit.dropLast()) : unit
+      text += " at least \(number) \(name) ago"
+    }
+    return text + " (a tip that is not registered never counts)"
   }
 
   static func times(_ op: String, _ n: Int64) -> String {

@@ -31,15 +31,20 @@ public struct MetricsTip: Sendable, Hashable {
   public var goal: TipGoal?
   /// Its declared variants, in order (others seen in the history are listed after them).
   public var variants: [String]
+  /// Those of its variants that are holdouts (their installs never see the tip).
+  public var holdouts: Set<String>
 
-  public init(id: String, goal: TipGoal?, variants: [String] = []) {
+  public init(id: String, goal: TipGoal?, variants: [String] = [], holdouts: Set<String> = []) {
     self.id = id
     self.goal = goal
     self.variants = variants
+    self.holdouts = holdouts
   }
 
   public init(_ definition: TipDefinition) {
-    self.init(id: definition.id, goal: definition.goal, variants: definition.variants.map(\.name))
+    self.init(
+      id: definition.id, goal: definition.goal, variants: definition.variants.map(\.name),
+      holdouts: Set(definition.variants.filter(\.holdout).map(\.name)))
   }
 }
 
@@ -62,13 +67,14 @@ public struct GoalConversion: Sendable, Hashable {
   }
 }
 
-/// (2) Time from an exposure's first impression to the first goal event after it.
+/// (2) Time to first use: from the install's first impression of the tip to the first goal event after it — one
+/// sample per install (`timeToGoal`); or per exposure (`timeToGoalPerExposure`, see ``Metrics``).
 public struct TimeToGoal: Sendable, Hashable {
-  /// Exposures that reached the goal (the sample size of the median).
+  /// Installs (or exposures) that reached the goal: the sample size of the median.
   public var samples: Int
   /// Median seconds; the mean of the two middle samples for an even count; nil without samples.
   public var median: Double?
-  /// Exposures with no goal event yet.
+  /// Installs (or exposures) with no goal event yet.
   public var open: Int
 
   public init(samples: Int, median: Double?, open: Int) {
@@ -137,33 +143,108 @@ public struct GoalRateChange: Sendable, Hashable {
 
 /// The metrics of one tip, or of one of its variants.
 public struct MetricSet: Sendable, Hashable {
-  /// Impressions in the period.
+  /// Impressions in the period (for a holdout: counterfactual impressions, the instants the tip would have become
+  /// displayable).
   public var impressions: Int
   /// nil when the tip declares no goal.
   public var goal: GoalConversion?
+  /// Time to first use, one sample per install (the reference's definition).
   public var timeToGoal: TimeToGoal?
-  /// nil when no app-closed event is configured (reported as unavailable).
+  /// The same, one sample per exposure (an impression with none of the tip since the last goal donation).
+  public var timeToGoalPerExposure: TimeToGoal?
+  /// nil when no app-closed event is configured (reported as unavailable), and for a holdout.
   public var close: CloseRate?
   public var goalRate: GoalRateChange?
+  /// A holdout's set: computed from counterfactual impressions.
+  public var holdout: Bool
 
   public init(
-    impressions: Int, goal: GoalConversion? = nil, timeToGoal: TimeToGoal? = nil, close: CloseRate? = nil,
-    goalRate: GoalRateChange? = nil
+    impressions: Int, goal: GoalConversion? = nil, timeToGoal: TimeToGoal? = nil,
+    timeToGoalPerExposure: TimeToGoal? = nil, close: CloseRate? = nil, goalRate: GoalRateChange? = nil,
+    holdout: Bool = false
   ) {
     self.impressions = impressions
     self.goal = goal
     self.timeToGoal = timeToGoal
+    self.timeToGoalPerExposure = timeToGoalPerExposure
     self.close = close
     self.goalRate = goalRate
+    self.holdout = holdout
+  }
+}
+
+/// A goal rate with its sample: `converted / decided`.
+public struct Proportion: Sendable, Hashable {
+  public var converted: Int
+  public var decided: Int
+
+  public init(converted: Int, decided: Int) {
+    self.converted = converted
+    self.decided = decided
+  }
+
+  public var rate: Double? { decided > 0 ? Double(converted) / Double(decided) : nil }
+
+  /// Wilson's score interval at `z` (1.96: 95%); nil without a sample.
+  public func wilson(z: Double = Lift.z) -> (low: Double, high: Double)? {
+    guard let p = rate else { return nil }
+    let n = Double(decided)
+    let z2 = z * z
+    let centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    let half = z / (1 + z2 / n) * (p * (1 - p) / n + z2 / (4 * n * n)).squareRoot()
+    return (max(0, centre - half), min(1, centre + half))
+  }
+}
+
+/// Seed 000's "did the tip change behaviour?" answered against a holdout: the goal rate of exposed impressions
+/// minus that of the holdout's counterfactual impressions, with Newcombe's 95% interval for a difference of two
+/// proportions (from each rate's Wilson interval).
+public struct Lift: Sendable, Hashable {
+  /// 95% two-sided.
+  public static let z = 1.959_963_984_540_054
+
+  /// Real impressions of every variant that is not a holdout.
+  public var exposed: Proportion
+  /// Counterfactual impressions of the holdout variants.
+  public var holdout: Proportion
+
+  public init(exposed: Proportion, holdout: Proportion) {
+    self.exposed = exposed
+    self.holdout = holdout
+  }
+
+  /// Exposed rate − holdout rate; nil when either has no decided impression.
+  public var difference: Double? {
+    guard let a = exposed.rate, let b = holdout.rate else { return nil }
+    return a - b
+  }
+
+  /// Newcombe's hybrid score interval: d − √((p₁−l₁)² + (u₂−p₂)²) … d + √((u₁−p₁)² + (p₂−l₂)²).
+  public var interval: (low: Double, high: Double)? {
+    guard let d = difference, let p1 = exposed.rate, let p2 = holdout.rate, let w1 = exposed.wilson(),
+      let w2 = holdout.wilson()
+    else { return nil }
+    let low = d - ((p1 - w1.low) * (p1 - w1.low) + (w2.high - p2) * (w2.high - p2)).squareRoot()
+    let high = d + ((w1.high - p1) * (w1.high - p1) + (p2 - w2.low) * (p2 - w2.low)).squareRoot()
+    return (low, high)
+  }
+
+  public static func == (a: Lift, b: Lift) -> Bool { a.exposed == b.exposed && a.holdout == b.holdout }
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(exposed)
+    hasher.combine(holdout)
   }
 }
 
 public struct TipMetrics: Sendable, Hashable {
   public var tipID: String
   public var goal: TipGoal?
+  /// Every variant that is not a holdout (real impressions only).
   public var overall: MetricSet
   /// Per variant, declared ones first (empty for a tip without variants).
   public var variants: [(name: String, metrics: MetricSet)]
+  /// Against the holdout, for a tip with a goal and a holdout variant (declared or seen).
+  public var lift: Lift?
 
   public init(tipID: String, goal: TipGoal?, overall: MetricSet, variants: [(name: String, metrics: MetricSet)] = []) {
     self.tipID = tipID
@@ -174,7 +255,7 @@ public struct TipMetrics: Sendable, Hashable {
 
   public static func == (a: TipMetrics, b: TipMetrics) -> Bool {
     a.tipID == b.tipID && a.goal == b.goal && a.overall == b.overall && a.variants.map(\.name) == b.variants.map(\.name)
-      && a.variants.map(\.metrics) == b.variants.map(\.metrics)
+      && a.variants.map(\.metrics) == b.variants.map(\.metrics) && a.lift == b.lift
   }
 
   public func hash(into hasher: inout Hasher) { hasher.combine(tipID) }
@@ -215,16 +296,24 @@ public struct MetricsReport: Sendable, Hashable {
 ///   most one impression, the latest before it: two impressions then one goal count one conversion out of two. A goal
 ///   donated before the impression does not count. An impression whose window is still open, with no goal and no
 ///   later impression yet, is *pending* and left out of the rate.
-/// - **(2) Time to goal.** An exposure starts at an impression with no impression of the tip since the last goal
-///   donation (the first one ever, or the first after a goal), and ends at the first goal donation after it; the
-///   median of those durations, the mean of the two middle ones for an even count. Exposures without a goal yet are
-///   *open*. Counted when the exposure starts in the period.
+/// - **(2) Time to first use** (`timeToGoal`), the reference's definition: per install (the history is one install's:
+///   one datastore, or one account when synced), the first goal donation after the tip's first impression minus that
+///   first impression — one sample, counted when the first impression is in the period; *open* when no goal followed
+///   it yet. The median across installs is the hosted fleet's to take (here n is 0 or 1). Per variant, the first
+///   impression of that variant. **Per exposure** (`timeToGoalPerExposure`): an exposure starts at an impression with no
+///   impression of the tip since the last goal donation (the first one ever, or the first after a goal) and ends at
+///   the first goal donation after it; the median of those durations, the mean of the two middle ones for an even
+///   count; counted when the exposure starts in the period.
 /// - **(3) Close rate.** An impression is followed by a close when the first app-closed donation after it comes at
 ///   most `closeWindow` seconds after it, before any action of the tip and before the tip's next impression (an
 ///   action in between means the user engaged: not a close). Pending as in (1). Flagged above `closeRateAlert`.
 /// - **(4) Goal rate before and after.** From the tip's first impression in the history (up to `until`, ignoring
 ///   `since`): goal donations per day in the `baselineDays` before it (cut at the start of the kept history) against
 ///   the `baselineDays` after it (cut at `until` or now); a span shorter than a day has no rate.
+/// - **Holdouts.** A holdout variant's impressions are its counterfactual ones (`exposure` entries: the instants the
+///   tip would have become displayable); its goal conversion and time to first use are computed from them exactly as
+///   for real impressions (no close rate, no before/after). The overall set counts real impressions only. **Lift** =
+///   the exposed goal rate (every other variant's impressions) − the holdout's, with Newcombe's 95% interval.
 ///
 /// Per variant, impressions are grouped by the variant they showed; "the tip's next impression" is the next one of
 /// any variant, and an exposure belongs to the variant of its first impression.
@@ -236,11 +325,13 @@ public enum Metrics {
     let ordered = history.sorted { $0.cursor < $1.cursor }
     var donations: [String: [HistoryEvent]] = [:]
     var impressions: [String: [HistoryEvent]] = [:]
+    var counterfactuals: [String: [HistoryEvent]] = [:]
     var actions: [String: [HistoryEvent]] = [:]
     for event in ordered {
       switch event.kind {
       case .donation: if let id = event.eventID { donations[id, default: []].append(event) }
       case .impression: if let id = event.tipID { impressions[id, default: []].append(event) }
+      case .exposure: if let id = event.tipID { counterfactuals[id, default: []].append(event) }
       case .action: if let id = event.tipID { actions[id, default: []].append(event) }
       default: break
       }
@@ -252,26 +343,50 @@ public enum Metrics {
     var report = MetricsReport(
       now: now, since: since, until: until, configuration: configuration, historyStart: historyStart, tips: [])
     for tip in tips {
-      let tipImpressions = impressions[tip.id] ?? []
+      let goals = tip.goal.map { donations[$0.eventID] ?? [] }
+      let real = impressions[tip.id] ?? []
       let outcomes = context.outcomes(
-        impressions: tipImpressions, actions: actions[tip.id] ?? [],
-        goals: tip.goal.map { donations[$0.eventID] ?? [] }, goal: tip.goal, closes: closes)
+        impressions: real, actions: actions[tip.id] ?? [], goals: goals, goal: tip.goal, closes: closes)
+      let held = counterfactuals[tip.id] ?? []
+      let heldOutcomes = context.outcomes(impressions: held, actions: [], goals: goals, goal: tip.goal, closes: nil)
+      var holdouts = tip.holdouts
+      for exposure in held { if let name = exposure.variant { holdouts.insert(name) } }
       var names = tip.variants
-      for impression in tipImpressions {
+      for impression in real + held {
         if let name = impression.variant, !names.contains(name) { names.append(name) }
       }
-      let goals = tip.goal.map { donations[$0.eventID] ?? [] }
-      report.tips.append(
-        TipMetrics(
-          tipID: tip.id, goal: tip.goal,
-          overall: context.summarize(outcomes, impressions: tipImpressions, goals: goals),
-          variants: names.map { name in
-            (name, context.summarize(
-              outcomes.filter { $0.impression.variant == name },
-              impressions: tipImpressions.filter { $0.variant == name }, goals: goals))
-          }))
+      var metrics = TipMetrics(
+        tipID: tip.id, goal: tip.goal,
+        overall: context.summarize(outcomes, impressions: real, goals: goals),
+        variants: names.map { name in
+          if holdouts.contains(name) {
+            var set = context.summarize(
+              heldOutcomes.filter { $0.impression.variant == name }, impressions: held.filter { $0.variant == name },
+              goals: goals, counterfactual: true)
+            set.holdout = true
+            return (name, set)
+          }
+          return (
+            name,
+            context.summarize(
+              outcomes.filter { $0.impression.variant == name }, impressions: real.filter { $0.variant == name },
+              goals: goals)
+          )
+        })
+      if goals != nil, !holdouts.isEmpty {
+        let exposed = outcomes.filter { $0.inPeriod && !holdouts.contains($0.impression.variant ?? "") }
+        let holdout = heldOutcomes.filter { $0.inPeriod && holdouts.contains($0.impression.variant ?? "") }
+        metrics.lift = Lift(exposed: Self.proportion(exposed), holdout: Self.proportion(holdout))
+      }
+      report.tips.append(metrics)
     }
     return report
+  }
+
+  /// Converted over decided (pending impressions left out) of some outcomes.
+  static func proportion(_ outcomes: [Outcome]) -> Proportion {
+    let pending = outcomes.filter(\.goalPending).count
+    return Proportion(converted: outcomes.filter(\.converted).count, decided: outcomes.count - pending)
   }
 
   /// The median, the mean of the two middle values for an even count; nil for no values.
@@ -365,23 +480,28 @@ public enum Metrics {
       return out
     }
 
-    func summarize(_ outcomes: [Outcome], impressions: [HistoryEvent], goals: [HistoryEvent]?) -> MetricSet {
+    /// The metrics of some outcomes (all of one tip, or of one variant) and their impressions. `counterfactual`: a
+    /// holdout's (no close rate, no before/after).
+    func summarize(
+      _ outcomes: [Outcome], impressions: [HistoryEvent], goals: [HistoryEvent]?, counterfactual: Bool = false
+    ) -> MetricSet {
       let period = outcomes.filter(\.inPeriod)
       var set = MetricSet(impressions: period.count)
-      if goals != nil {
+      if let goals {
         let converted = period.filter(\.converted).count
         let pending = period.filter(\.goalPending).count
         let decided = period.count - pending
         set.goal = GoalConversion(
           converted: converted, decided: decided, pending: pending,
           rate: decided > 0 ? Double(converted) / Double(decided) : nil)
+        set.timeToGoal = timeToFirstUse(impressions: impressions, goals: goals)
         let exposures = period.filter(\.startsExposure)
         let samples = exposures.compactMap(\.timeToGoal)
-        set.timeToGoal = TimeToGoal(
+        set.timeToGoalPerExposure = TimeToGoal(
           samples: samples.count, median: Metrics.median(samples), open: exposures.count - samples.count)
-        set.goalRate = goalRate(impressions: impressions, goals: goals ?? [])
+        if !counterfactual { set.goalRate = goalRate(impressions: impressions, goals: goals) }
       }
-      if configuration.appClosedEvent != nil {
+      if configuration.appClosedEvent != nil && !counterfactual {
         let closes = period.filter(\.closed).count
         let pending = period.filter(\.closePending).count
         let decided = period.count - pending
@@ -391,6 +511,16 @@ public enum Metrics {
           alert: rate.map { rate in configuration.closeRateAlert.map { rate > $0 } ?? false } ?? false)
       }
       return set
+    }
+
+    /// (2) per install: the first goal after the first impression (of `impressions`, in cursor order), minus it; one
+    /// sample when the first impression is in the period and a goal followed it, one open install when none did.
+    func timeToFirstUse(impressions: [HistoryEvent], goals: [HistoryEvent]) -> TimeToGoal {
+      guard let first = impressions.first, inPeriod(first.at) else { return TimeToGoal(samples: 0, median: nil, open: 0) }
+      guard let reached = self.first(after: first.cursor, in: goals) else {
+        return TimeToGoal(samples: 0, median: nil, open: 1)
+      }
+      return TimeToGoal(samples: 1, median: reached.at - first.at, open: 0)
     }
 
     /// (4): goal donations per day before and after the first impression (before `until`).

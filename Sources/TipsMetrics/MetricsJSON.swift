@@ -28,7 +28,26 @@ extension TipMetrics {
         for (key, value) in variant.metrics.json.objectValue ?? [:] { members[key] = value }
         return .object(members)
       })
+    object["lift"] = lift?.json ?? .null
     return .object(object)
+  }
+}
+
+extension Proportion {
+  public var json: JSONValue {
+    ["converted": .int(Int64(converted)), "decided": .int(Int64(decided)), "rate": rate.map(number) ?? .null]
+  }
+}
+
+extension Lift {
+  /// `{exposed, holdout, difference, low, high, confidence}`.
+  public var json: JSONValue {
+    let bounds = interval
+    return [
+      "exposed": exposed.json, "holdout": holdout.json, "difference": difference.map(number) ?? .null,
+      "low": bounds.map { number($0.low) } ?? .null, "high": bounds.map { number($0.high) } ?? .null,
+      "confidence": 0.95,
+    ]
   }
 }
 
@@ -40,10 +59,14 @@ extension MetricSet {
         ["converted": .int(Int64(g.converted)), "decided": .int(Int64(g.decided)), "pending": .int(Int64(g.pending)),
          "rate": g.rate.map(number) ?? .null]
       } ?? .null
-    object["timeToGoal"] =
-      timeToGoal.map { t in
+    func time(_ t: TimeToGoal?) -> JSONValue {
+      t.map { t in
         ["samples": .int(Int64(t.samples)), "median": t.median.map(number) ?? .null, "open": .int(Int64(t.open))]
       } ?? .null
+    }
+    object["timeToGoal"] = time(timeToGoal)
+    object["timeToGoalPerExposure"] = time(timeToGoalPerExposure)
+    object["holdout"] = .bool(holdout)
     if let close {
       object["close"] = [
         "available": true, "closes": .int(Int64(close.closes)), "decided": .int(Int64(close.decided)),

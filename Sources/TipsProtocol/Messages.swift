@@ -48,8 +48,10 @@ public enum Messages {
     PerformActionRequest.self,
     RegisterTipsRequest.self,
     ResetEligibilityRequest.self,
+    ResumeRequest.self,
     SetVariantRequest.self,
     StatusRequest.self,
+    SuppressRequest.self,
     UnobserveRequest.self,
     UnregisterTipsRequest.self,
   ]

@@ -117,9 +117,17 @@ final class CatalogService {
       add(try engine.unregisterGroup(group.id))
     }
 
+    var oldEvents: [String: EventDeclaration] = [:]
+    for event in old.events ?? [] { oldEvents[event.id] = event }
     for event in next.events ?? [] {
       if let limit = event.maxDonations { add(try engine.setDonationLimit(event.id, limit)) }
+      // An age the catalog no longer declares is removed (what it trimmed stays gone).
+      if event.maxAge != nil || oldEvents[event.id]?.maxAge != nil {
+        add(try engine.setDonationMaxAge(event.id, event.maxAge))
+      }
+      oldEvents[event.id] = nil
     }
+    for event in oldEvents.values where event.maxAge != nil { add(try engine.setDonationMaxAge(event.id, nil)) }
 
     var nextTips: [String: TipDefinition] = [:]
     for tip in next.tips { nextTips[tip.id] = tip }
@@ -164,7 +172,7 @@ final class CatalogService {
       add(engine.unregister(gone))
       summary.removed += gone
     }
-    if !register.isEmpty { add(engine.register(register)) }
+    if !register.isEmpty { add(try engine.register(register)) }
 
     var oldGroups: [String: TipGroupDefinition] = [:]
     for group in old.groups { oldGroups[group.id] = group }

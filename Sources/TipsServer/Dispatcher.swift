@@ -249,6 +249,12 @@ struct Dispatcher {
         "in hosted mode the catalog defines tips, groups, parameters and events for every account (reload it with "
           + "catalog/reload or SIGHUP)")
     }
+    if Handlers.hostedDeviceOnly.contains(method) {
+      throw .forbidden(
+        method: method,
+        "a suppression is about one device's screen, and a hosted node serves every device of the account: "
+          + "suppress in the app (skip drawing tips) instead")
+    }
     var params = params
     if session.principal?.isAdmin == true, !Self.accountFree.contains(method), case .object(var object)? = params,
       object["account"] != nil

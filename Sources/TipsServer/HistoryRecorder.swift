@@ -90,6 +90,8 @@ final class HistoryRecorder {
         if tracks(eventID) { donation(eventID, given.at) }
       case .variantAssignment(let tipID, let variant?):
         emit(HistoryEvent(kind: .variant, at: at(), tipID: tipID, variant: variant))
+      case .exposure(let tipID, let variant, let since?):
+        emit(.exposure(tip: tipID, variant: variant, at: since))
       default:
         continue
       }

@@ -75,8 +75,11 @@ public final class Server {
       engineClock = virtual
     }
     // With sync, donations made at one instant are kept in the same order on every device.
+    // With sync, holdouts are assigned from the account: every device of it is held out, or none.
     engine = Engine(
-      clock: engineClock, configuration: EngineConfiguration(canonicalDonationOrder: configuration.sync != nil))
+      clock: engineClock,
+      configuration: EngineConfiguration(
+        canonicalDonationOrder: configuration.sync != nil, holdoutAccount: configuration.sync?.account))
     do {
       store = try Datastore(
         path: configuration.datastorePath,

@@ -49,7 +49,8 @@ final class ServerCounters {
   var notificationsCoalesced: UInt64 = 0
   var notificationsSent: [String: UInt64] = [:]
   /// By `HistoryEvent.Kind.code`. `@exclusivity(unchecked)` like the counters below: loop thread only.
-  @exclusivity(unchecked) var historyEvents = [UInt64](repeating: 0, count: 8)
+  @exclusivity(unchecked) var historyEvents = [UInt64](
+    repeating: 0, count: HistoryEvent.Kind.allCases.map(\.code).max()! + 1)
 
   init(methods requestMethods: [String]) {
     methods = requestMethods + ["unknown"]

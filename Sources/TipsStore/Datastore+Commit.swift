@@ -95,13 +95,35 @@ extension Datastore {
       upsert.bind(1, eventID)
       upsert.bind(2, limit)
       try upsert.run()
-      if let history = histories?[eventID], history.bound(to: limit), let newest = history.newest {
-        // No chunk is written now: the event's newest chunk records the new bound.
-        let update = try connection.prepare(SQL.setFirstVisible)
-        update.bind(1, newest.rowID)
-        update.bind(2, history.firstVisible)
-        try update.run()
-        try deleteDeadChunks(history, connection)
+      try bound(eventID, keepNewest: limit, connection)
+
+    case .trimDonations(let eventID, let keepNewest):
+      try flushChunks(connection)
+      try bound(eventID, keepNewest: keepNewest, connection)
+
+    case .donationMaxAge(let eventID, let seconds):
+      let upsert = try connection.prepare(SQL.upsertMaxAge)
+      upsert.bind(1, eventID)
+      upsert.bind(2, seconds)
+      try upsert.run()
+
+    case .suppression(let suppression):
+      // Three meta keys: since and until (REAL), reason (TEXT); absent ones deleted.
+      try setMeta(MetaKey.suppressedSince, suppression.map { .since($0.since) }, connection)
+      try setMeta(MetaKey.suppressedUntil, suppression?.until.map { .since($0) }, connection)
+      try setMeta(MetaKey.suppressionReason, suppression?.reason.map { .text($0) }, connection)
+
+    case .exposure(let tipID, let variant, let since):
+      let key = Engine.recordKey(tipID: tipID, variant: variant)
+      if let since {
+        let upsert = try connection.prepare(SQL.upsertExposure)
+        upsert.bind(1, key)
+        upsert.bind(2, since)
+        try upsert.run()
+      } else {
+        let delete = try connection.prepare(SQL.deleteExposure)
+        delete.bind(1, key)
+        try delete.run()
       }
 
     case .variantAssignment(let tipID, let variant):
@@ -159,6 +181,39 @@ extension Datastore {
       try flushChunks(connection)
       try setLifetime(try self.history(eventID, connection), lifetime, connection)
     }
+  }
+
+  private enum MetaValue {
+    case since(Double)
+    case text(String)
+  }
+
+  /// Upserts (or, for nil, deletes) one `meta` key.
+  private func setMeta(_ key: String, _ value: MetaValue?, _ connection: SQLiteConnection) throws(SQLiteError) {
+    guard let value else {
+      let delete = try connection.prepare(SQL.deleteMeta)
+      delete.bind(1, key)
+      try delete.run()
+      return
+    }
+    let upsert = try connection.prepare(SQL.upsertMeta)
+    upsert.bind(1, key)
+    switch value {
+    case .since(let instant): upsert.bind(2, instant)
+    case .text(let text): upsert.bind(2, text)
+    }
+    try upsert.run()
+  }
+
+  /// Keeps at most the newest `keepNewest` donations of an event: no chunk is written, the event's newest chunk
+  /// records the new bound and chunks wholly past it go.
+  private func bound(_ eventID: String, keepNewest: Int, _ connection: SQLiteConnection) throws(SQLiteError) {
+    guard let history = histories?[eventID], history.bound(to: keepNewest), let newest = history.newest else { return }
+    let update = try connection.prepare(SQL.setFirstVisible)
+    update.bind(1, newest.rowID)
+    update.bind(2, history.firstVisible)
+    try update.run()
+    try deleteDeadChunks(history, connection)
   }
 
   /// Sets an event's lifetime count outright (a merge from another device): `events.dropped` holds what the

@@ -221,6 +221,9 @@ extension Datastore {
       snapshot.tipRecords[id] = record
     }
 
+    var suppressedSince: Double?
+    var suppressedUntil: Double?
+    var suppressionReason: String?
     let meta = try connection.prepare(SQL.selectMeta)
     while try meta.step() {
       switch meta.text(0) {
@@ -234,14 +237,31 @@ extension Datastore {
         snapshot.displayFrequency = frequency
       case MetaKey.installID:
         snapshot.installID = meta.text(1)
+      case MetaKey.suppressedSince:
+        suppressedSince = meta.optionalDouble(1)
+      case MetaKey.suppressedUntil:
+        suppressedUntil = meta.optionalDouble(1)
+      case MetaKey.suppressionReason:
+        suppressionReason = meta.text(1)
       default:
         break  // keys of later versions are not an error
       }
     }
 
+    if let since = suppressedSince {
+      snapshot.suppression = Suppression(since: since, until: suppressedUntil, reason: suppressionReason)
+    }
+
     let limits = try connection.prepare(SQL.selectLimits)
     while try limits.step() {
-      snapshot.donationLimits[limits.text(0) ?? ""] = limits.int(1)
+      let event = limits.text(0) ?? ""
+      if limits.optionalDouble(1) != nil { snapshot.donationLimits[event] = limits.int(1) }
+      if let maxAge = limits.optionalDouble(2) { snapshot.donationMaxAges[event] = maxAge }
+    }
+
+    let exposures = try connection.prepare(SQL.selectExposures)
+    while try exposures.step() {
+      snapshot.exposures[exposures.text(0) ?? ""] = exposures.double(1)
     }
 
     let variants = try connection.prepare(SQL.selectVariants)

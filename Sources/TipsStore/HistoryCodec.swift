@@ -185,8 +185,10 @@ enum HistoryCodec {
 
   /// Every kind the analytics stream carries, as a mask.
   static let streamedKinds = HistoryEvent.Kind.allCases.filter(\.isStreamed).reduce(0) { $0 | 1 << $1.code }
-  /// The kinds the metrics read (impressions, actions, donations).
-  static let metricKinds = [HistoryEvent.Kind.impression, .action, .donation].reduce(0) { $0 | 1 << $1.code }
+  /// The kinds the metrics read (impressions, actions, donations, counterfactual exposures).
+  static let metricKinds = [HistoryEvent.Kind.impression, .action, .donation, .exposure].reduce(0) {
+    $0 | 1 << $1.code
+  }
 
   @inline(__always)
   static func appendVarint(_ out: inout [UInt8], _ value: UInt64) {

@@ -39,6 +39,11 @@ import TipsJSON
 //    history.
 // 9. `history_head` holds the newest cursor assigned once pruning has deleted the chunk that held it (retention
 //    applies to every entry, the newest included: `--history-days 0` keeps none), so cursors continue after it.
+// 10. beyond TipKit (issue #25): `donation_limits` holds an optional count (`max_count` may be null: `maxDonations`
+//    became optional) and an optional maximum age in seconds (`max_age`, iOS 26's `DonationLimit(maximumAge:)`);
+//    `exposures` holds the holdout records whose counterfactual exposure is open (record key, since); the suppression
+//    in force is three `meta` keys. History chunks may hold `exposure` entries (kind 8), which a build of schema 9
+//    would read as malformed.
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -166,6 +171,16 @@ enum Schema {
         CREATE TABLE history_head (id INTEGER PRIMARY KEY CHECK (id = 1), cursor INTEGER NOT NULL);
         """
     ),
+    Migration(
+      version: 10,
+      sql: """
+        CREATE TABLE donation_limits_v10 (event TEXT PRIMARY KEY NOT NULL, max_count INTEGER, max_age REAL) WITHOUT ROWID;
+        INSERT INTO donation_limits_v10 (event, max_count) SELECT event, max_count FROM donation_limits;
+        DROP TABLE donation_limits;
+        ALTER TABLE donation_limits_v10 RENAME TO donation_limits;
+        CREATE TABLE exposures (key TEXT PRIMARY KEY NOT NULL, since REAL NOT NULL) WITHOUT ROWID;
+        """
+    ),
   ]
 
   /// Migration 5: each event's donation rows, in order, become one chunk; then the old table goes.
@@ -207,6 +222,7 @@ enum Schema {
   /// Tables every current datastore has, cleared by a reset (schema_version excepted).
   static let dataTables = [
     "donation_chunks", "events", "parameters", "tip_records", "meta", "donation_limits", "variant_assignments",
+    "exposures",
   ]
 }
 
@@ -215,6 +231,9 @@ enum MetaKey {
   static let cooldownStartedAt = "cooldown_started_at"
   static let displayFrequency = "display_frequency"
   static let installID = "install_id"
+  static let suppressedSince = "suppressed_since"
+  static let suppressedUntil = "suppressed_until"
+  static let suppressionReason = "suppression_reason"
 }
 
 /// The SQL of every statement the datastore runs more than once (each is prepared once and cached by the
@@ -313,9 +332,18 @@ enum SQL {
   static let deleteOutbox: StaticString = "DELETE FROM sync_outbox WHERE seq = ?1"
   static let setDropped: StaticString = "UPDATE events SET dropped = ?2 WHERE id = ?1"
 
-  static let selectLimits: StaticString = "SELECT event, max_count FROM donation_limits"
+  static let selectLimits: StaticString = "SELECT event, max_count, max_age FROM donation_limits"
   static let upsertLimit: StaticString = """
     INSERT INTO donation_limits (event, max_count) VALUES (?1, ?2)
     ON CONFLICT (event) DO UPDATE SET max_count = excluded.max_count
     """
+  static let upsertMaxAge: StaticString = """
+    INSERT INTO donation_limits (event, max_age) VALUES (?1, ?2)
+    ON CONFLICT (event) DO UPDATE SET max_age = excluded.max_age
+    """
+  static let selectExposures: StaticString = "SELECT key, since FROM exposures"
+  static let upsertExposure: StaticString = """
+    INSERT INTO exposures (key, since) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET since = excluded.since
+    """
+  static let deleteExposure: StaticString = "DELETE FROM exposures WHERE key = ?1"
 }

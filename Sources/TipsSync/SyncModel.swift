@@ -30,10 +30,14 @@ public struct SyncEffects: Sendable {
 ///   the display counters of older generations count as zero (a device restarts its own when it learns of it).
 /// - **Parameters**: last writer wins, by HLC, then device id.
 /// - Tips whose definition says `"sync": "local"` are neither sent nor merged; definitions, groups, display
-///   frequency (and its cooldown), donation limits, variants and install ids are each device's own.
+///   frequency (and its cooldown), donation limits and ages, variants and install ids are each device's own.
 /// - **Hosted accounts** (``Role/hosted``: a tipsd node serving the account, whose state lives in PostgreSQL only)
 ///   also replicate what a device keeps as its own: each tip's variant assignment (last writer wins, by HLC then
 ///   device id) and the display-frequency cooldown (the latest start wins). Devices skip those operations.
+/// - Beyond TipKit (#25): a suppression (`tips/suppress`, about this device's screen) and counterfactual exposures
+///   (what this device would have displayed) are the device's own and send nothing. Holdout assignments need no
+///   operation: with sync the engine assigns a tip with a holdout from the account (`EngineConfiguration
+///   .holdoutAccount`), so every device of it is held out, or none. Follow-on rules read records, which sync.
 public final class SyncModel {
   /// Whose model this is: a device daemon (`--sync`) or a hosted node serving the account.
   public enum Role: Sendable { case device, hosted }

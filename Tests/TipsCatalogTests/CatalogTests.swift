@@ -42,6 +42,28 @@ import TipsJSON
     #expect(engine.lifetimeCount("a.opened") == 5)
   }
 
+  @Test func registerAppliesMaxAgeAndTheNewKeysRoundTrip() throws {
+    let text = """
+      {"events": [{"id": "a.opened", "description": "A", "maxAge": {"days": 30}}],
+       "tips": [{"id": "a.tip", "title": "A", "schedule": {"from": "2027-01-01T00:00:00Z"},
+                 "rules": [{"tip": "b.tip", "status": "invalidated", "for": {"hours": 2}}],
+                 "variants": {"on": {"title": "On", "weight": 3}, "off": {"holdout": true}}},
+                {"id": "b.tip", "title": "B"}],
+       "groups": [{"id": "g", "priority": "ordered", "tips": ["a.tip", "b.tip"], "schedule": {"until": "2028-01-01T00:00:00Z"}}]}
+      """
+    let catalog = try Catalog(json: try JSONParser.parse(text))
+    #expect(catalog.events?.first?.maxAge == 2_592_000)
+    #expect(catalog.events?.first?.json == ["id": "a.opened", "description": "A", "maxAge": ["days": 30]])
+    #expect(catalog.groups.first?.schedule == TipSchedule(until: ISO8601.timestamp(from: "2028-01-01T00:00:00Z")))
+    let engine = Engine(clock: VirtualClock(now: 1_000))
+    let mutation = try catalog.register(in: engine)
+    #expect(mutation.writes.contains(.donationMaxAge(eventID: "a.opened", seconds: 2_592_000)))
+    #expect(engine.donationMaxAge("a.opened") == 2_592_000)
+    #expect(throws: EngineError.invalidDefinition(path: "events[0].maxAge.days", message: "expected a positive number, got 0")) {
+      try Catalog(json: try JSONParser.parse(#"{"events": [{"id": "a", "description": "A", "maxAge": {"days": 0}}]}"#))
+    }
+  }
+
   @Test func strictDecodingNamesThePath() throws {
     func decode(_ text: String) -> EngineError? {
       do {

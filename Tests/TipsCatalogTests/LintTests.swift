@@ -38,6 +38,10 @@ struct FixtureExpectation: Sendable, CustomTestStringConvertible {
       check: .extraMessageKey, path: "tipkit.nope.tip.title", line: 4, file: "extra-message-key-fail.messages/ja.json"),
     .init(check: .extraLocale, path: "$", line: 1, file: "extra-locale-fail.messages/fr.json"),
     .init(check: .tooManyVariants, path: "tips[0].variants", line: 5),
+    .init(check: .followCycle, path: "tips[0].rules[1].tip", line: 5),
+    .init(check: .schedule, path: "tips[0].schedule", line: 5),
+    .init(check: .holdout, path: "tips[0].variants.control", line: 5),
+    .init(check: .holdoutWithoutGoal, path: "tips[0].variants.control", line: 5),
   ]
 
   /// Lints `<check>-<kind>.json`, with `<check>-<kind>.messages/` when the fixture has one.
@@ -268,5 +272,55 @@ struct FixtureExpectation: Sendable, CustomTestStringConvertible {
     #expect(undeclared.map { $0.path } == ["tips[0].goal.event"])
     #expect(undeclared.first?.message.contains("did you mean \"a.used\"") == true)
     #expect(typo.of(.unusedEvent).map { $0.path } == ["events[1].id"])
+  }
+}
+
+@Suite struct BeyondTipKitLint {
+  @Test func aTipRuleNamingAnUnknownTipIsReportedUnlessATemplateCouldMakeIt() throws {
+    let report = try lint(
+      """
+      {\(declaredEvents),
+       "tips": [\(cleanTip("a.tip")), \(cleanTip("b.tip", #""rules": [{"event": "a.opened", "within": {"days": 1}, "count": {"gte": 1}}, {"tip": "a.tipp", "status": "invalidated"}, {"tip": "trail.new.north", "displayed": {"eq": 0}}]"#))],
+       "templates": [{"id": "trail.new.{trail}", "title": "New: {trail}", "removal": "r", "sync": "local",
+                      "rules": [{"event": "a.opened", "within": {"days": 1}, "count": {"gte": 1}}]}]}
+      """)
+    let unknown = report.of(.unknownTip)
+    #expect(unknown.map(\.path) == ["tips[1].rules[1].tip"], "\(report.diagnostics)")
+    #expect(unknown.first?.message.contains("did you mean \"a.tip\"?") == true)
+  }
+
+  @Test func aSelfFollowingTipAndALongerCycleAreEachReportedOnce() throws {
+    func follows(_ target: String) -> String {
+      #""rules": [{"event": "a.opened", "within": {"days": 1}, "count": {"gte": 1}}, {"tip": "\#(target)", "status": "invalidated"}]"#
+    }
+    let report = try lint(
+      """
+      {\(declaredEvents), "tips": [\(cleanTip("a.tip", follows("a.tip"))), \(cleanTip("b.tip", follows("c.tip"))),
+        \(cleanTip("c.tip", follows("d.tip"))), \(cleanTip("d.tip", follows("b.tip")))]}
+      """)
+    let cycles = report.of(.followCycle)
+    #expect(cycles.map(\.path) == ["tips[0].rules[1].tip", "tips[1].rules[1].tip"], "\(report.diagnostics)")
+    #expect(cycles.last?.message.contains("(b.tip → c.tip → d.tip → b.tip)") == true)
+    #expect(report.catalog == nil)
+  }
+
+  @Test func aTipAndItsGroupWhoseSchedulesShareNoInstant() throws {
+    let report = try lint(
+      """
+      {\(declaredEvents), "tips": [\(cleanTip("a.tip", #""schedule": {"until": "2027-01-01T00:00:00Z"}"#))],
+       "groups": [{"id": "g", "priority": "ordered", "tips": ["a.tip"], "schedule": {"from": "2027-01-01T00:00:00Z"}}]}
+      """)
+    #expect(report.of(.schedule).map(\.path) == ["groups[0].tips[0]"])
+  }
+
+  @Test func aHoldoutIsNotCopyForTranslators() throws {
+    let catalog = """
+      {\(declaredEvents), "locales": ["en", "ja"],
+       "tips": [\(cleanTip("a.tip", #""localizations": {"ja": {"title": "エー"}}, "variants": {"b": {"title": "B", "localizations": {"ja": {"title": "ビー"}}}, "c": {"holdout": true}}"#))]}
+      """
+    let report = try lint(catalog, messages: ["ja": #"{"tipkit": {"a.tip.variants.c.title": "x"}}"#])
+    #expect(report.of(.missingCopy).isEmpty, "\(report.diagnostics)")
+    let extra = try #require(report.of(.extraMessageKey).first)
+    #expect(extra.message.contains("a holdout, which has no copy"))
   }
 }

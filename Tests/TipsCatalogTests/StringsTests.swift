@@ -45,6 +45,7 @@ import TipsJSON
       case .strings:
         ["en.lproj/Tips.strings", "ja.lproj/Tips.strings", "zh-Hans.lproj/Tips.strings", "ko.lproj/Tips.strings"]
       case .xcstrings: ["Tips.xcstrings"]
+      case .xliff: ["en.xliff", "ja.xliff", "zh-Hans.xliff", "ko.xliff"]
       }
     #expect(Set(first.keys) == expectedNames)
     #expect(first == second)
@@ -58,7 +59,7 @@ import TipsJSON
 
   @Test func exportedFormats() throws {
     let catalog = try Catalog(path: Paths.demo, messagesDirectory: Paths.demoMessages)
-    let json = try #require(StringsExport.files(catalog, format: .json).first { $0.path == "ja.json" })
+    let json = try #require(try StringsExport.files(catalog, format: .json).first { $0.path == "ja.json" })
     let text = String(decoding: json.bytes, as: UTF8.self)
     #expect(text.hasPrefix("{\n  \"tipkit\": {\n    \"welcome.tour.title\": \"2分でわかるツアー\",\n"))
     #expect(text.hasSuffix("\"trail.new.{trailId}.actions.go\": \"今すぐ行く\"\n  }\n}\n"))
@@ -71,11 +72,11 @@ import TipsJSON
         "filter.tip.variants.direct.message",
       ])
     let strings = try #require(
-      StringsExport.files(catalog, format: .strings).first { $0.path == "en.lproj/Tips.strings" })
+      try StringsExport.files(catalog, format: .strings).first { $0.path == "en.lproj/Tips.strings" })
     #expect(
       String(decoding: strings.bytes, as: UTF8.self).contains(
         "\n\"tipkit.filter.tip.title\" = \"You can narrow this down\";\n"))
-    let xcstrings = try #require(StringsExport.files(catalog, format: .xcstrings).first)
+    let xcstrings = try #require(try StringsExport.files(catalog, format: .xcstrings).first)
     let document = try JSONParser.parse(xcstrings.bytes)
     #expect(document["sourceLanguage"] == "en")
     #expect(document["version"] == "1.0")
@@ -142,5 +143,116 @@ import TipsJSON
     #expect(locales.first?.locale == "fr")
     #expect(locales.first?.entries.map { $0.value } == ["été"])
     #expect(skipped.map { $0.key } == ["unquoted.key"])
+  }
+}
+
+@Suite struct XLIFFFiles {
+  @Test func theExportIsXLIFF12WithSourceAndTargetPerKey() throws {
+    let catalog = try Catalog(path: Paths.demo, messagesDirectory: Paths.demoMessages)
+    let files = try StringsExport.files(catalog, format: .xliff)
+    #expect(files.map(\.path) == ["en.xliff", "ja.xliff", "zh-Hans.xliff", "ko.xliff"])
+    let ja = String(decoding: try #require(files.first { $0.path == "ja.xliff" }).bytes, as: UTF8.self)
+    #expect(ja.hasPrefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<xliff xmlns=\"urn:oasis:names:tc:xliff:document:1.2\" version=\"1.2\">\n"))
+    #expect(ja.contains("<file original=\"Tips\" source-language=\"en\" target-language=\"ja\" datatype=\"plaintext\">"))
+    #expect(
+      ja.contains(
+        """
+              <trans-unit id="tipkit.filter.tip.title" xml:space="preserve" approved="yes">
+                <source>You can narrow this down</source>
+                <target state="translated">もっと絞り込めます</target>
+              </trans-unit>
+        """))
+    // Read back: every key, the locale's copy.
+    let (locales, notices) = try XLIFF.read(Array(ja.utf8), file: "ja.xliff")
+    #expect(notices.isEmpty)
+    #expect(locales.map(\.locale) == ["ja"])
+    let expected = StringsExport.copy(catalog, locale: "ja")
+    #expect(locales[0].entries.map(\.key) == expected.map(\.key))
+    #expect(locales[0].entries.map(\.value) == expected.map(\.value))
+    #expect(locales[0].entries.first?.place == "ja.xliff:8")
+  }
+
+  @Test func markupEntitiesAndLineEndsSurviveTheRoundTrip() throws {
+    let copy = "Fish & chips <b>\"now\"</b>\n\ttabbed\r\nCRLF 🐟 'quoted'"
+    let bytes = try XLIFF.file(
+      sourceLocale: "en", locale: "ja", units: [(key: "a.tip.title", source: copy, target: copy)])
+    let (locales, _) = try XLIFF.read(bytes, file: "ja.xliff")
+    #expect(locales.first?.entries.first?.value == copy)
+    #expect(throws: CatalogError.self) {
+      try XLIFF.file(sourceLocale: "en", locale: "ja", units: [(key: "a.tip.title", source: "bell \u{7}", target: nil)])
+    }
+  }
+
+  @Test func whatTranslationToolsWriteIsRead() throws {
+    let text = """
+      \u{FEFF}<?xml version="1.0" encoding="UTF-8"?>
+      <!-- written by a translation service -->
+      <x:xliff xmlns:x="urn:oasis:names:tc:xliff:document:1.2" version="1.2">
+        <x:file original="Tips" source-language="en" target-language="fr" datatype="plaintext">
+          <x:body>
+            <x:group id="tips">
+              <x:trans-unit id="tipkit.a.tip.title"><x:source>A</x:source><x:target state="final"><![CDATA[L'<é>]]> &amp; &#233;&#xE9;</x:target></x:trans-unit>
+            </x:group>
+            <x:trans-unit id="tipkit.a.tip.message"><x:source>M</x:source></x:trans-unit>
+            <x:trans-unit id="other.key"><x:source>O</x:source><x:target>O</x:target></x:trans-unit>
+            <x:trans-unit id="tipkit.a.tip.actions.go"><x:source>Go</x:source><x:target>Aller <x:g id="1">vite</x:g></x:target></x:trans-unit>
+          </x:body>
+        </x:file>
+      </x:xliff>
+      """
+    let (locales, notices) = try XLIFF.read(Array(text.utf8), file: "fr.xliff")
+    #expect(locales.first?.locale == "fr")
+    #expect(locales.first?.entries.map(\.value) == ["L'<é> & éé", "Aller vite"])
+    #expect(
+      notices.map { "\($0.file) \($0.key) \($0.message)" } == [
+        "fr.xliff:9 tipkit.a.tip.message has no fr translation; skipped",
+        "fr.xliff:10 other.key is outside the tipkit. namespace; skipped",
+      ])
+  }
+
+  @Test(arguments: [
+    ("<?xml version=\"1.0\"?>\n<!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]>\n<xliff>&e;</xliff>", 2, "a DOCTYPE is not accepted"),
+    ("<xliff version=\"1.2\">\n<file>&e;</file></xliff>", 2, "unknown entity &e;"),
+    ("<xliff version=\"1.2\"><file>\n</fil></xliff>", 2, "</fil> closes <file>"),
+    ("<xliff version=\"1.2\" version=\"1.2\"/>", 1, "attribute version appears twice"),
+    ("<xliff version=\"1.2\"><file>&#1;</file></xliff>", 1, "&#1; is not a character XML allows"),
+    ("<xliff>\n<file>\n", 2, "<file> is never closed"),
+    ("<xliff/><more/>", 1, "content after the root element"),
+    (String(repeating: "<a>", count: 70), 1, "nest more than 64"),
+  ] as [(String, Int, String)])
+  func malformedOrHostileInputIsRefusedWithItsLine(_ text: String, line: Int, message: String) {
+    do {
+      _ = try XMLReader.parse(Array(text.utf8))
+      Issue.record("accepted: \(text)")
+    } catch {
+      #expect(error.line == line, "\(error)")
+      #expect(error.message.contains(message), "\(error)")
+    }
+  }
+
+  @Test func importReportsUnknownIdsAndMissingTranslationsWithTheirPlace() throws {
+    let base = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: base) }
+    let catalog = try Catalog(path: Paths.demo)
+    let text = """
+      <?xml version="1.0" encoding="UTF-8"?>
+      <xliff xmlns="urn:oasis:names:tc:xliff:document:1.2" version="1.2">
+        <file original="Tips" source-language="en" target-language="ja" datatype="plaintext">
+          <body>
+            <trans-unit id="tipkit.filter.tip.title"><source>x</source><target>絞り込み</target></trans-unit>
+            <trans-unit id="tipkit.nope.tip.title"><source>x</source><target>なし</target></trans-unit>
+            <trans-unit id="tipkit.filter.tip.message"><source>x</source></trans-unit>
+          </body>
+        </file>
+      </xliff>
+      """
+    try text.write(toFile: "\(base)/ja.xliff", atomically: true, encoding: .utf8)
+    let (locales, skipped) = try StringsImport.read(from: base, format: .xliff)
+    let (written, kept) = try StringsImport.write(locales, catalog: catalog, to: "\(base)/messages")
+    #expect(written == ["\(base)/messages/ja.json"])
+    #expect(skipped.map { "\($0.file) \($0.key)" } == ["\(base)/ja.xliff:7 tipkit.filter.tip.message"])
+    #expect(kept.map { "\($0.file) \($0.key)" } == ["\(base)/ja.xliff:6 tipkit.nope.tip.title"])
+    let json = try String(contentsOfFile: "\(base)/messages/ja.json", encoding: .utf8)
+    #expect(json == "{\n  \"tipkit\": {\n    \"filter.tip.title\": \"絞り込み\",\n    \"nope.tip.title\": \"なし\"\n  }\n}\n")
   }
 }

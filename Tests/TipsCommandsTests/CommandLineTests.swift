@@ -41,7 +41,7 @@ import TipsTestSupport
       (LintCommand.self, ["a.json", "b.json"], "unexpected argument \"b.json\""),
       (LintCommand.self, ["a.json", "--id-pattern", "(unclosed"], "--id-pattern: "),
       (LintCommand.self, [], "which catalog?"),
-      (StringsExportCommand.self, ["c.json", "--format", "po", "--out", "o"], "--format: expected json, strings or"),
+      (StringsExportCommand.self, ["c.json", "--format", "po", "--out", "o"], "--format: expected json, strings, xcstrings or xliff (got \"po\")"),
       (StringsExportCommand.self, ["c.json", "--format", "json"], "--out DIR is required"),
       (StringsExportCommand.self, ["c.json", "--format", "json", "--from", "x"], "unknown option \"--from\""),
       (StringsImportCommand.self, ["c.json", "--format", "json", "--from", "x"], "--from PATH and --messages DIR"),

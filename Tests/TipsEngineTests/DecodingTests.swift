@@ -100,15 +100,15 @@ struct DecodingTests {
     ),
     (
       #"{"event": "e", "parameter": "p", "count": {"gte": 3}}"#,
-      #"tips[2].rules[1]: rule must have exactly one of "event", "parameter", "allOf", "anyOf", "not""#
+      #"tips[2].rules[1]: rule must have exactly one of "event", "parameter", "tip", "allOf", "anyOf", "not""#
     ),
     (
       #"{"count": {"gte": 3}}"#,
-      #"tips[2].rules[1]: rule must have exactly one of "event", "parameter", "allOf", "anyOf", "not""#
+      #"tips[2].rules[1]: rule must have exactly one of "event", "parameter", "tip", "allOf", "anyOf", "not""#
     ),
     (
       #"{"allOf": [], "not": {"event": "e", "count": {"eq": 0}}}"#,
-      #"tips[2].rules[1]: rule must have exactly one of "event", "parameter", "allOf", "anyOf", "not""#
+      #"tips[2].rules[1]: rule must have exactly one of "event", "parameter", "tip", "allOf", "anyOf", "not""#
     ),
     (#"{"event": "e"}"#, #"tips[2].rules[1]: missing required key "count""#),
     (

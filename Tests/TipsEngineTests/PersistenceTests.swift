@@ -189,7 +189,7 @@ struct PersistenceTests {
       if template.hasPrefix("TIP") { text = id + text }
       return try tip(text)
     }
-    for _ in 0..<6 { h.apply(h.engine.register([try randomTip()])) }
+    for _ in 0..<6 { h.apply(try h.engine.register([try randomTip()])) }
 
     for step in 0..<1_500 {
       let roll = Int.random(in: 0..<100, using: &random)
@@ -223,7 +223,7 @@ struct PersistenceTests {
       case 72..<75:
         h.apply(h.engine.configure(displayFrequency: DisplayFrequency.allCases.randomElement(using: &random)!))
       case 75..<83:
-        h.apply(h.engine.register([try randomTip()]))
+        h.apply(try h.engine.register([try randomTip()]))
       case 83..<87:
         h.apply(h.engine.unregister([id]))
       case 87..<92:
@@ -245,7 +245,7 @@ struct PersistenceTests {
         fresh.restore(h.engine.snapshot())
         _ = try fresh.defineParameters(parameters)
         _ = fresh.configure(displayFrequency: h.engine.displayFrequency)
-        _ = fresh.register(h.engine.registeredTipIDs.compactMap { h.engine.definition(of: $0) })
+        _ = try fresh.register(h.engine.registeredTipIDs.compactMap { h.engine.definition(of: $0) })
         for group in h.engine.groupIDs { _ = try fresh.registerGroup(h.engine.group(group)!) }
         for override in overrides { _ = fresh.setTestingOverride(override) }
         #expect(fresh.states() == h.engine.states(), "step \(step)")

@@ -138,7 +138,7 @@ struct ScenarioTests {
          "rules": [{"event": "region.visited", "where": {"region": "\(region)"}, "count": {"gt": 3}}]}
         """)
     }
-    h.apply(h.engine.register(definitions))
+    h.apply(try h.engine.register(definitions))
     for _ in 0..<3 { h.donate("region.visited", ["region": "north"]) }
     h.donate("region.visited", ["region": "south"])
     #expect(h.engine.states().filter(\.shouldDisplay).isEmpty)

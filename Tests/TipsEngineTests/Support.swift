@@ -73,6 +73,17 @@ struct FakeStore {
     case .lifetime(let eventID, let lifetime):
       let kept = snapshot.donations[eventID]?.count ?? 0
       snapshot.lifetimeCounts[eventID] = lifetime > kept ? lifetime : nil
+    case .donationMaxAge(let eventID, let seconds):
+      snapshot.donationMaxAges[eventID] = seconds
+    case .trimDonations(let eventID, let keepNewest):
+      guard var list = snapshot.donations[eventID], list.count > keepNewest else { return }
+      snapshot.lifetimeCounts[eventID] = snapshot.lifetimeCounts[eventID] ?? list.count
+      list.removeFirst(list.count - keepNewest)
+      snapshot.donations[eventID] = list.isEmpty ? nil : list
+    case .suppression(let suppression):
+      snapshot.suppression = suppression
+    case .exposure(let tipID, let variant, let since):
+      snapshot.exposures[Engine.recordKey(tipID: tipID, variant: variant)] = since
     }
   }
 
@@ -125,6 +136,12 @@ final class Harness {
     for (id, value) in snapshot.parameters { writes.append(.parameter(id: id, value: value)) }
     for (id, record) in snapshot.tipRecords { writes.append(.tipRecord(id: id, record)) }
     writes.append(.cooldown(snapshot.cooldownStartedAt))
+    for (id, seconds) in snapshot.donationMaxAges { writes.append(.donationMaxAge(eventID: id, seconds: seconds)) }
+    if let suppression = snapshot.suppression { writes.append(.suppression(suppression)) }
+    for (key, since) in snapshot.exposures {
+      let tipID = Engine.tipID(ofRecordKey: key)
+      writes.append(.exposure(tipID: tipID, variant: String(key.dropFirst(tipID.count + 1)), since: since))
+    }
     return writes
   }
 
@@ -168,7 +185,7 @@ final class Harness {
 
   @discardableResult
   func register(_ texts: String..., sourceLocation: SourceLocation = #_sourceLocation) throws -> [Change] {
-    apply(engine.register(try texts.map(tip)), sourceLocation: sourceLocation)
+    apply(try engine.register(try texts.map(tip)), sourceLocation: sourceLocation)
   }
 
   @discardableResult

@@ -6,7 +6,7 @@ import TipsJSON
 /// writes replay to the engine's own state.
 @Suite struct SyncMergeTests {
   func register(_ engine: Engine, _ json: String) throws -> Mutation {
-    engine.register([try tip(json)])
+    try engine.register([try tip(json)])
   }
 
   @Test func sameInstantDonationsKeepArrivalOrderUnlessCanonical() throws {

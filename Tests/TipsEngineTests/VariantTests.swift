@@ -90,7 +90,7 @@ struct VariantTests {
     #expect(second.engine.installIdentifier == "install-0")
 
     // A variant that is no longer declared falls back to the hashed pick among the declared ones.
-    second.apply(second.engine.register([try tip(#"{"id": "filter.tip", "title": "T", "variants": {"only": {"title": "O"}}}"#)]))
+    second.apply(try second.engine.register([try tip(#"{"id": "filter.tip", "title": "T", "variants": {"only": {"title": "O"}}}"#)]))
     #expect(second.state("filter.tip")?.variant == "only")
   }
 

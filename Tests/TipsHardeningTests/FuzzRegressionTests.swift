@@ -120,6 +120,28 @@ extension Hardening {
       #expect(rules >= 7 && tips >= 1, "\(rules) rules and \(tips) tips decoded of \(inputs.count) seeds")
     }
 
+    /// XLIFF seeds, through the xliff harness's oracle: what reads, written again, reads back the same; the seed
+    /// that declares entities is refused.
+    @Test func xliffSeedsRoundTrip() throws {
+      let inputs = FuzzOracle.inputs("xliff")
+      #expect(inputs.count >= 4)
+      var read = 0
+      for (name, data) in inputs {
+        guard let (locales, _) = try? XLIFF.read(data, file: name) else { continue }
+        read += 1
+        for locale in locales {
+          let units = locale.entries.map { (key: $0.key, source: $0.value, target: Optional($0.value)) }
+          guard let written = try? XLIFF.file(sourceLocale: "en", locale: locale.locale, units: units) else { continue }
+          let again = try XLIFF.read(written, file: "again.xliff").0.first?.entries ?? []
+          #expect(again.map(\.key) == locale.entries.map(\.key), "\(name)")
+          #expect(again.map(\.value) == locale.entries.map(\.value), "\(name)")
+        }
+      }
+      #expect(read >= 3)
+      let entities = try #require(inputs.first { $0.0.hasSuffix("/entities") })
+      #expect(throws: CatalogError.self) { try XLIFF.read(entities.1, file: "entities") }
+    }
+
     /// Catalog seeds, through the catalog harness's path: `Catalog(json:)`, registered with a fresh engine, each
     /// template instantiated; a seed that decodes registers.
     @Test func catalogSeedsDecode() {

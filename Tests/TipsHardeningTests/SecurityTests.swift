@@ -201,21 +201,23 @@ extension Hardening {
     /// Without --listen there is no TCP or UDP endpoint: every socket the daemon holds is a Unix socket.
     @Test func onlyUnixSocketsByDefault() throws {
       let fixture = try Fixture()
-      // The fds first, then the table of Unix sockets: a socket listed as an fd exists in the later table.
-      let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(fixture.pid)/fd")
-      let unix = (try? String(contentsOfFile: "/proc/\(fixture.pid)/net/unix", encoding: .utf8)) ?? ""
-      let inodes = Set(unix.split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").dropFirst(6).first.map(String.init) })
-      var sockets = 0
-      for fd in fds {
+      // Each fd's link first, then the table of Unix sockets: a Unix socket whose link was read exists in the later
+      // table unless it closed meanwhile (its fd then links elsewhere, or nowhere, when read again).
+      var links: [(fd: String, target: String)] = []
+      for fd in try FileManager.default.contentsOfDirectory(atPath: "/proc/\(fixture.pid)/fd") {
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(fixture.pid)/fd/\(fd)"),
           target.hasPrefix("socket:[")
         else { continue }
-        sockets += 1
+        links.append((fd, target))
+      }
+      let unix = (try? String(contentsOfFile: "/proc/\(fixture.pid)/net/unix", encoding: .utf8)) ?? ""
+      let inodes = Set(unix.split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").dropFirst(6).first.map(String.init) })
+      for (fd, target) in links {
         let inode = String(target.dropFirst(8).dropLast())
-        // A connection closing meanwhile may take its fd (and inode) away: only a socket still there counts.
         let still = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(fixture.pid)/fd/\(fd)")
         #expect(inodes.contains(inode) || still != target, "fd \(fd) is a non-Unix socket \(target)")
       }
+      let sockets = links.count
       #expect(sockets >= 2)  // the listener and the healthy client
     }
   }

@@ -44,7 +44,7 @@ enum HostedFixture {
     let tips = try (catalog["tips"]?.arrayValue ?? []).enumerated().map { index, json in
       try TipDefinition(json: json, path: "tips[\(index)]")
     }
-    _ = engine.register(tips)
+    _ = try engine.register(tips)
     _ = try engine.setDonationLimit("e1", 6)
     return engine
   }

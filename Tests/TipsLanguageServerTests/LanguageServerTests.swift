@@ -296,7 +296,7 @@ let uri = "untitled:catalog-1"
     // An empty rule: every rule key.
     #expect(
       labels(at: find("{}]", in: text).start.moved(1))
-        == ["event", "count", "within", "where", "largestGroupBy", "parameter", "allOf", "anyOf", "not"])
+        == ["event", "count", "within", "where", "largestGroupBy", "parameter", "tip", "allOf", "anyOf", "not"])
     // An event rule's key position after `count`: the remaining event-rule keys.
     #expect(labels(at: find("{\"\": 1}", in: text).end) == ["within", "where", "largestGroupBy"])
     // A tip's keys, without those it has.
@@ -304,6 +304,44 @@ let uri = "untitled:catalog-1"
     #expect(tipKeys.contains("removal") && tipKeys.contains("sync") && !tipKeys.contains("rules"))
     // A group's tips: the tips not yet in it.
     #expect(labels(at: find("\"a.tip\", ]", in: text).end.moved(-1)) == ["b.tip"])
+  }
+
+  @Test func completionAndHoverOfIssue25sKeys() throws {
+    let client = Client()
+    let text = """
+      {"events": [{"id": "a.opened", "description": "A", "maxAge": {"": 1}}],
+       "tips": [{"id": "welcome.tip", "title": "Welcome"},
+                {"id": "filter.tip", "title": "Filter", "schedule": {"": 1},
+                 "rules": [{"tip": "", "status": "invalidated", "for": {"days": 1}}, {"tip": "welcome.tip", "": 1}],
+                 "variants": {"on": {"title": "On", "": 1}, "off": {"holdout": true}}}],
+       "groups": [{"id": "g", "priority": "ordered", "tips": ["filter.tip"], "": 1}]}
+      """
+    client.open(uri, text)
+    func labels(at position: LSPPosition) -> [String] {
+      client.request("textDocument/completion", client.at(uri, position))["items"]?.arrayValue?.compactMap {
+        $0["label"]?.stringValue
+      } ?? []
+    }
+    // An event's maxAge and a tip rule's `for`: units; a schedule: from and until.
+    #expect(labels(at: find("\"maxAge\": {\"\"", in: text).end.moved(-1)) == ["minutes", "hours", "days", "weeks"])
+    #expect(labels(at: find("\"schedule\": {\"\"", in: text).end.moved(-1)) == ["from", "until"])
+    // A tip rule's `tip`: the catalog's tips; once it names one, its conditions.
+    #expect(labels(at: find("{\"tip\": \"\"", in: text).end.moved(-1)) == ["welcome.tip", "filter.tip"])
+    #expect(labels(at: find("\"welcome.tip\", \"\"", in: text).end.moved(-1)) == ["status", "for", "displayed"])
+    // A variant's keys include weight and holdout; a group's, schedule; an event declaration's, maxAge.
+    let variant = labels(at: find("\"On\", \"\"", in: text).end.moved(-1))
+    #expect(variant.contains("weight") && variant.contains("holdout"))
+    #expect(labels(at: find("[\"filter.tip\"], \"\"", in: text).end.moved(-1)) == ["schedule"])
+
+    let onRule = client.request("textDocument/hover", client.at(uri, find("{\"tip\": \"\", \"status\"", in: text).start.moved(3)))
+    #expect(onRule["contents"]?["value"]?.stringValue?.hasPrefix("Holds when `` was invalidated at least 1 day ago") == true)
+    let onTarget = client.request("textDocument/hover", client.at(uri, find("\"welcome.tip\", \"\": 1}", in: text).start.moved(2)))
+    let targetText = try #require(onTarget["contents"]?["value"]?.stringValue)
+    #expect(targetText.contains("`welcome.tip`: Welcome"), "\(targetText)")
+    let onHoldout = client.request("textDocument/hover", client.at(uri, find("\"holdout\"", in: text).start.moved(2)))
+    #expect(onHoldout["contents"]?["value"]?.stringValue?.hasPrefix("`holdout`: true: installs assigned to it never see the tip") == true)
+    let onSchedule = client.request("textDocument/hover", client.at(uri, find("\"schedule\"", in: text).start.moved(2)))
+    #expect(onSchedule["contents"]?["value"]?.stringValue?.hasPrefix("`schedule`: {from?, until?}") == true)
   }
 
   @Test func completionWithoutDeclaredEventsOffersTheEventsRulesUse() throws {

@@ -33,6 +33,19 @@ import TipsJSON
     #expect(
       try words(#"{"event": "a.b"}"#)
         == "Holds when `a.b` was donated (no `count` yet: it needs one of eq, ne, lt, lte, gt, gte).")
-    #expect(try words("{}") == "An incomplete rule: it needs one of `event`, `parameter`, `allOf`, `anyOf` or `not`.")
+    #expect(
+      try words("{}") == "An incomplete rule: it needs one of `event`, `parameter`, `tip`, `allOf`, `anyOf` or `not`.")
+  }
+
+  @Test func tipsThatFollowTips() throws {
+    #expect(
+      try words(#"{"tip": "welcome.tip", "status": "invalidated", "for": {"days": 1}}"#)
+        == "Holds when `welcome.tip` was invalidated at least 1 day ago (a tip that is not registered never counts).")
+    #expect(
+      try words(#"{"tip": "welcome.tip", "status": "invalidated"}"#)
+        == "Holds when `welcome.tip` was invalidated (a tip that is not registered never counts).")
+    #expect(try words(#"{"tip": "w", "displayed": {"gte": 2}}"#) == "Holds when `w` was displayed at least 2 times.")
+    #expect(try words(#"{"tip": "w", "displayed": {"eq": 0}}"#) == "Holds when `w` was never displayed.")
+    #expect(try words(#"{"not": {"tip": "w", "status": "invalidated", "for": {"hours": 2}}}"#).hasPrefix("Holds unless `w` was invalidated at least 2 hours ago"))
   }
 }

@@ -102,7 +102,9 @@ struct MetricsTests {
     history.impression(at: 2 * day)  // no goal yet, 1 h ago
     let overall = try #require(compute(history, now: 2 * day + hour).tip("filter.tip")).overall
     #expect(overall.goal == GoalConversion(converted: 0, decided: 1, pending: 1, rate: 0))
-    #expect(overall.timeToGoal == TimeToGoal(samples: 1, median: 25 * hour, open: 1))
+    // One install: its first impression (0) to the first goal after it (25 h). Per exposure, the second is open.
+    #expect(overall.timeToGoal == TimeToGoal(samples: 1, median: 25 * hour, open: 0))
+    #expect(overall.timeToGoalPerExposure == TimeToGoal(samples: 1, median: 25 * hour, open: 1))
     // Exactly 24 h after counts (at most `within`).
     var edge = History()
     edge.impression(at: 0)
@@ -121,7 +123,9 @@ struct MetricsTests {
       t += day
     }
     let overall = try #require(compute(history, now: 10 * day).tip("filter.tip")).overall
-    #expect(overall.timeToGoal == TimeToGoal(samples: 4, median: 120, open: 0))
+    #expect(overall.timeToGoalPerExposure == TimeToGoal(samples: 4, median: 120, open: 0))
+    // Time to first use is the install's first impression to its first goal: one sample.
+    #expect(overall.timeToGoal == TimeToGoal(samples: 1, median: 300, open: 0))
     #expect(overall.goal?.converted == 4 && overall.goal?.rate == 1)
     #expect(Metrics.median([100, 200]) == 150)
     #expect(Metrics.median([5, 5, 9]) == 5)
@@ -193,8 +197,11 @@ struct MetricsTests {
     #expect(report.variant("terse")?.goal == GoalConversion(converted: 0, decided: 2, pending: 0, rate: 0))
     #expect(report.overall.goal == GoalConversion(converted: 2, decided: 4, pending: 0, rate: 0.5))
     // Exposures: friendly@0 → 1 h; terse@1 d → +2 h (the impression at 1 d + 1 h continues it); terse@3 d open.
+    #expect(report.variant("friendly")?.timeToGoalPerExposure == TimeToGoal(samples: 1, median: hour, open: 0))
+    #expect(report.variant("terse")?.timeToGoalPerExposure == TimeToGoal(samples: 1, median: 2 * hour, open: 1))
+    // Time to first use per variant: from the variant's first impression.
     #expect(report.variant("friendly")?.timeToGoal == TimeToGoal(samples: 1, median: hour, open: 0))
-    #expect(report.variant("terse")?.timeToGoal == TimeToGoal(samples: 1, median: 2 * hour, open: 1))
+    #expect(report.variant("terse")?.timeToGoal == TimeToGoal(samples: 1, median: 2 * hour, open: 0))
     #expect(report.json["variants"]?[1]?["variant"] == "terse")
   }
 
@@ -272,8 +279,82 @@ struct MetricsTests {
     #expect(overall["impressions"] == 1)
     #expect(overall["goal"] == ["converted": 1, "decided": 1, "pending": 0, "rate": 1])
     #expect(overall["timeToGoal"] == ["samples": 1, "median": 30, "open": 0])
+    #expect(overall["timeToGoalPerExposure"] == ["samples": 1, "median": 30, "open": 0])
+    #expect(overall["holdout"] == false)
+    #expect(json["tips"]?[0]?["lift"] == .null)
     #expect(overall["close"]?["available"] == true)
     #expect(overall["goalRate"]?["change"] == .null)
     #expect(json["tips"]?[0]?["goal"] == ["event": "filter.used", "within": ["days": 1]])
+  }
+
+  @Test("time to first use, as defined: four impressions a day apart, goals 1 h after the first and 2 h after the fourth")
+  func timeToFirstUse() throws {
+    var history = History()
+    history.impression(at: 0)
+    history.donate("filter.used", at: hour)
+    history.impression(at: day)
+    history.impression(at: 2 * day)
+    history.impression(at: 3 * day)
+    history.donate("filter.used", at: 3 * day + 2 * hour)
+    let overall = try #require(compute(history, now: 10 * day).tip("filter.tip")).overall
+    // One install, one sample: its first impression to the first goal after it.
+    #expect(overall.timeToGoal == TimeToGoal(samples: 1, median: 3_600, open: 0))
+    // Per exposure (the first impression since the last goal): 1 h and, from the second impression, 2 d + 2 h.
+    #expect(overall.timeToGoalPerExposure == TimeToGoal(samples: 2, median: (hour + 2 * day + 2 * hour) / 2, open: 0))
+    // A first impression outside the period is not this period's install; no goal yet leaves it open.
+    #expect(compute(history, now: 10 * day, since: hour).tip("filter.tip")?.overall.timeToGoal == TimeToGoal(samples: 0, median: nil, open: 0))
+    var waiting = History()
+    waiting.impression(at: 0)
+    #expect(compute(waiting, now: day).tip("filter.tip")?.overall.timeToGoal == TimeToGoal(samples: 0, median: nil, open: 1))
+  }
+
+  /// Adds a holdout's counterfactual impression (the history's `exposure` entry).
+  private static func exposure(_ history: inout History, at seconds: Double) {
+    history.add(.exposure(tip: "filter.tip", variant: "control", at: History.t0 + seconds))
+  }
+
+  @Test("lift against a holdout, worked by hand: goal rates, their difference, Newcombe's 95% interval")
+  func holdoutLift() throws {
+    let tip = MetricsTip(
+      id: "filter.tip", goal: filterTip.goal, variants: ["friendly", "control"], holdouts: ["control"])
+    var history = History()
+    // Exposed (friendly): four impressions a day apart; the first three are followed by a goal within 24 h.
+    for d in 0..<4 {
+      history.impression(at: Double(d) * day, variant: "friendly")
+      if d < 3 { history.donate("filter.used", at: Double(d) * day + hour) }
+    }
+    // Held out (after tips/setVariant; in a fleet, other installs): four counterfactual impressions, one goal.
+    for d in 10..<14 {
+      Self.exposure(&history, at: Double(d) * day)
+      if d == 10 { history.donate("filter.used", at: Double(d) * day + 30 * 60) }
+    }
+    let report = try #require(compute(history, tips: [tip], now: 20 * day).tip("filter.tip"))
+    // friendly: 3 of 4 converted (rate 0.75); control: 1 of 4 (rate 0.25); lift 0.5.
+    #expect(report.variant("friendly")?.goal == GoalConversion(converted: 3, decided: 4, pending: 0, rate: 0.75))
+    let control = try #require(report.variant("control"))
+    #expect(control.holdout && control.impressions == 4)
+    #expect(control.goal == GoalConversion(converted: 1, decided: 4, pending: 0, rate: 0.25))
+    #expect(control.timeToGoal == TimeToGoal(samples: 1, median: 1_800, open: 0))
+    #expect(control.close == nil && control.goalRate == nil)
+    // The overall set is the exposed installs' alone.
+    #expect(report.overall.impressions == 4 && report.overall.goal?.converted == 3)
+    let lift = try #require(report.lift)
+    #expect(lift.exposed == Proportion(converted: 3, decided: 4))
+    #expect(lift.holdout == Proportion(converted: 1, decided: 4))
+    #expect(lift.difference == 0.5)
+    // Wilson (z = 1.96, n = 4): centre (p + z²/2n) / (1 + z²/n), half z / (1 + z²/n) · √(p(1 − p)/n + z²/4n²).
+    // 3/4: centre 1.23017 / 1.96037 = 0.62753, half 0.51036 · √(0.046875 + 0.060025) = 0.32689 → [0.30064, 0.95441].
+    // 1/4: centre 0.73017 / 1.96037 = 0.37247, same half → [0.04559, 0.69936].
+    // Newcombe: 0.5 − √((0.75 − 0.30064)² + (0.69936 − 0.25)²) = 0.5 − 0.63549 = −0.13549;
+    //           0.5 + √((0.95441 − 0.75)² + (0.25 − 0.04559)²) = 0.5 + 0.28908 = 0.78908.
+    let wilson = try #require(Proportion(converted: 3, decided: 4).wilson())
+    #expect(abs(wilson.low - 0.30064) < 1e-4 && abs(wilson.high - 0.95441) < 1e-4)
+    let interval = try #require(lift.interval)
+    #expect(abs(interval.low - -0.13549) < 1e-4, "\(interval)")
+    #expect(abs(interval.high - 0.78908) < 1e-4, "\(interval)")
+    let json = try #require(compute(history, tips: [tip], now: 20 * day).json["tips"]?[0]?["lift"])
+    #expect(json["difference"] == 0.5 && json["confidence"] == 0.95)
+    #expect(json["exposed"] == ["converted": 3, "decided": 4, "rate": 0.75])
+    #expect(report.json["variants"]?[1]?["holdout"] == true)
   }
 }

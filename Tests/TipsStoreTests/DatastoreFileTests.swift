@@ -98,6 +98,41 @@ struct DatastoreFileTests {
     #expect(try schema(of: path).contains { $0.contains("first_displayed_at") })
   }
 
+  @Test("a schema 9 file migrates to 10: donation limits keep their counts and may gain ages; exposures and the suppression persist")
+  func migrationFromVersion9() throws {
+    let directory = TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.file("v9.sqlite")
+    do {
+      let side = try SQLiteConnection(path: path)
+      try createDatastore(side, version: 9)
+      try side.execute("INSERT INTO donation_limits (event, max_count) VALUES ('trail.visited', 5), ('e', 1)")
+      side.close()
+    }
+    do {
+      let store = try Datastore(path: path)
+      #expect(store.schemaVersion == 10)
+      #expect(try store.load() == EngineSnapshot(donationLimits: ["trail.visited": 5, "e": 1]))
+      try store.commit([
+        .donationMaxAge(eventID: "trail.visited", seconds: 3_600), .donationMaxAge(eventID: "only.age", seconds: 60),
+        .exposure(tipID: "filter.tip", variant: "control", since: 7),
+        .suppression(Suppression(since: 1, until: 2, reason: "call")),
+      ])
+      store.close()
+    }
+    let store = try Datastore(path: path)
+    #expect(
+      try store.load()
+        == EngineSnapshot(
+          donationLimits: ["trail.visited": 5, "e": 1], donationMaxAges: ["trail.visited": 3_600, "only.age": 60],
+          suppression: Suppression(since: 1, until: 2, reason: "call"), exposures: ["filter.tip\u{1F}control": 7]))
+    store.close()
+    // The migrated schema is exactly a fresh datastore's.
+    let fresh = directory.file("fresh.sqlite")
+    try Datastore(path: fresh).close()
+    #expect(try schema(of: path) == schema(of: fresh))
+  }
+
   @Test("a datastore from a newer tipsd is refused and left untouched, even with recover")
   func newerVersionRefused() throws {
     let directory = TemporaryDirectory()

@@ -52,6 +52,19 @@ func sampleWrites() -> (writes: [StateWrite], expected: EngineSnapshot) {
     .variantAssignment(tipID: "filter.tip", variant: "direct"),
     .installID("install-1"),
     .installID("install-2"),
+    // Beyond TipKit (schema 10): donation ages and what they trim, the suppression, holdout exposures.
+    .donationMaxAge(eventID: "search.opened", seconds: 86_400),
+    .donationMaxAge(eventID: "trail.visited", seconds: 600),
+    .donationMaxAge(eventID: "trail.visited", seconds: nil),
+    .donation(eventID: "aged", donation(1), keepNewest: 1000),
+    .donation(eventID: "aged", donation(2), keepNewest: 1000),
+    .donation(eventID: "aged", donation(3), keepNewest: 1000),
+    .trimDonations(eventID: "aged", keepNewest: 1),
+    .suppression(Suppression(since: 10, until: 20, reason: "checkout")),
+    .suppression(Suppression(since: 30)),
+    .exposure(tipID: "filter.tip", variant: "control", since: 5),
+    .exposure(tipID: "other.tip", variant: "hold", since: 6),
+    .exposure(tipID: "other.tip", variant: "hold", since: nil),
   ]
   let expected = EngineSnapshot(
     donations: [
@@ -59,6 +72,7 @@ func sampleWrites() -> (writes: [StateWrite], expected: EngineSnapshot) {
       "trail.visited": [donation(1_700_000_001.5, trail1), donation(1_700_000_003.25, trail2)],
       "": [donation(-5, [:])],
       "trimmed": [donation(3)],
+      "aged": [donation(3)],
     ],
     parameters: ["isLoggedIn": true, "plan": "pro", "visits": 42, "ratio": 0.75],
     tipRecords: [
@@ -71,9 +85,12 @@ func sampleWrites() -> (writes: [StateWrite], expected: EngineSnapshot) {
     cooldownStartedAt: 1_700_000_090,
     displayFrequency: .weekly,
     donationLimits: ["trail.visited": 5, "no.donations.yet": 0],
-    lifetimeCounts: ["trimmed": 3],
+    lifetimeCounts: ["trimmed": 3, "aged": 3],
     variantAssignments: ["filter.tip": "direct"],
-    installID: "install-2"
+    installID: "install-2",
+    donationMaxAges: ["search.opened": 86_400],
+    suppression: Suppression(since: 30),
+    exposures: ["filter.tip\u{1F}control": 5]
   )
   return (writes, expected)
 }

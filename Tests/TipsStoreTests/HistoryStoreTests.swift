@@ -19,6 +19,7 @@ private func entries(from first: Int64, _ kinds: [HistoryEvent.Kind], at: Double
         status: "invalidated", shouldDisplay: false)
     case .invalidation: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", reason: "tipClosed")
     case .variant: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "b")
+    case .exposure: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "hold")
     }
   }
 }
@@ -38,15 +39,15 @@ struct HistoryStoreTests {
   @Test("history entries commit with the batch's writes and read back field for field, donations aside")
   func roundTrip() throws {
     let store = try Datastore(path: ":memory:")
-    let written = entries(from: 1, [.variant, .impression, .eligibility, .donation, .action, .invalidation])
+    let written = entries(from: 1, [.variant, .impression, .eligibility, .donation, .action, .invalidation, .exposure])
     try store.commit([.parameter(id: "p", value: 1)], history: written)
     let streamed = try store.history(after: 0, limit: 100)
     #expect(streamed == written.filter { $0.kind != .donation })
     #expect(try store.history(after: 3, limit: 1).map(\.cursor) == [5])
-    #expect(try store.historyForMetrics().map(\.kind) == [.impression, .donation, .action])
-    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 1, newestCursor: 6, oldestAt: 100))
+    #expect(try store.historyForMetrics().map(\.kind) == [.impression, .donation, .action, .exposure])
+    #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 1, newestCursor: 7, oldestAt: 100))
     let state = try store.historyState()
-    #expect(state.lastCursor == 6)
+    #expect(state.lastCursor == 7)
     #expect(state.tips == ["t": RecordedTipState(status: "invalidated", reason: "tipClosed", shouldDisplay: false, variant: "b")])
     #expect(try store.load().parameters == ["p": 1])
   }
@@ -279,10 +280,9 @@ struct HistoryStoreTests {
     let path = directory.file("store.sqlite")
     // A schema 7 file as that build wrote it: every donation entry whole (kind, cursor, instant, presence, id).
     let old = (1...5).map { HistoryEvent(cursor: Int64($0), kind: .donation, at: 1_000 + Double($0), eventID: "goal.a") }
-    try Datastore(path: path).close()
     do {
       let side = try SQLiteConnection(path: path)
-      try side.execute("UPDATE schema_version SET version = 7; DROP TABLE history_head")
+      try createDatastore(side, version: 7)
       let insert = try side.prepareUncached(
         "INSERT INTO history (id, last, first_at, last_at, kinds, entries) VALUES (1, 5, 1001, 1005, 64, ?1)")
       insert.bindBlob(1, HistoryCodec.encode(old[...]))

@@ -1,7 +1,7 @@
 import Foundation
 import TipsEngine
 import TipsJSON
-import TipsStore
+@testable import TipsStore
 
 /// A fresh directory under the system temporary directory, removed by ``remove()``.
 struct TemporaryDirectory {
@@ -39,4 +39,13 @@ let fixturesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponen
 /// A donation at `at` with optional associated values.
 func donation(_ at: Timestamp, _ info: JSONObject? = nil) -> Donation {
   Donation(at: at, info: info)
+}
+
+/// Brings an empty database to schema `version` by running the migrations up to it, as a build of that version did.
+func createDatastore(_ connection: SQLiteConnection, version: Int) throws {
+  for migration in Schema.migrations where migration.version <= version {
+    try connection.execute(migration.sql)
+    if let transform = migration.transform { try transform(connection) }
+    try connection.execute("UPDATE schema_version SET version = \(migration.version)")
+  }
 }

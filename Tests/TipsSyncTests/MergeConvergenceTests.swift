@@ -29,7 +29,7 @@ private final class SimulatedDevice {
     engine.restore(try store.load())
     try store.commit(try engine.setInstallID("same-install").writes)
     try store.commit(try engine.defineParameters(SyncFixture.parameterDefinitions()).writes)
-    try store.commit(engine.register(try SyncFixture.tipDefinitions()).writes)
+    try store.commit(try engine.register(try SyncFixture.tipDefinitions()).writes)
     for (event, limit) in SyncFixture.limits { try store.commit(try engine.setDonationLimit(event, limit).writes) }
     let model = try SyncModel(
       engine: engine, snapshot: try store.loadSync(), account: "acct", device: id, outboxLimit: 100_000,

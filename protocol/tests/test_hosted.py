@@ -277,6 +277,9 @@ def test_tokens_are_refused_with_a_clear_error_and_nothing_changes(hosted):
                 ("accounts/list", {}),
                 ("accounts/export", {"account": "eve"}),
                 ("accounts/delete", {"account": "eve"}),
+                # A suppression is one device's own; a hosted node serves every device of the account.
+                ("tips/suppress", {"seconds": 60}),
+                ("tips/resume", {}),
             ]:
                 with pytest.raises(RpcError) as refused:
                     await session.call(method, params)

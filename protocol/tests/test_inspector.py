@@ -143,6 +143,14 @@ def test_the_inspector_is_self_contained_lists_the_demo_tips_and_follows_another
         "the charts",
     )
 
+    # Issue #25: another client suppresses tips: the banner shows it and why; the page's Resume ends it.
+    assert app.request("tips/suppress", {"seconds": 600, "reason": "checkout"})["result"]["suppressed"] is True
+    wait(browser, lambda d: "checkout" in (cell(d, "#suppression") or ""), "the suppression banner")
+    wait(browser, lambda d: "suppressed until" in (cell(d, 'tr[data-tip="welcome.tour"] summary') or ""),
+         "the tip's why")
+    browser.execute_script('document.getElementById("resume-button").click()')
+    wait(browser, lambda d: d.execute_script("return document.getElementById('suppression').hidden"), "the resume")
+
     urls = requested_urls(browser)
     assert urls, "the network log is empty"
     outside = [u for u in urls if not (u.startswith(origin + "/") or u.startswith(f"ws://127.0.0.1:{web.port}/"))]

@@ -191,10 +191,18 @@ RULES_OK = [
     {"parameter": "p", "lt": 3.5},
     {"allOf": [{"parameter": "p", "ne": "x"}, {"not": {"event": "e", "count": {"lt": 2}}}]},
     {"anyOf": []},
+    {"tip": "welcome.tip", "status": "invalidated"},
+    {"tip": "welcome.tip", "status": "invalidated", "for": {"days": 1}},
+    {"tip": "welcome.tip", "displayed": {"gte": 2}},
 ]
 RULES_BAD = [
-    {"event": "e", "count": {"gte ": 3}},  # the seed's typo
-    {"event": "e", "count": {"gte": 3, "lt": 5}},  # two operators
+    {"tip": "welcome.tip"},                                                   # neither status nor displayed
+    {"tip": "welcome.tip", "status": "available"},
+    {"tip": "welcome.tip", "displayed": {"gte": 1}, "for": {"days": 1}},     # for goes with status
+    {"tip": "welcome.tip", "status": "invalidated", "displayed": {"gte": 1}},
+    {"tip": "", "status": "invalidated"},
+    {"event": "e", "count": {"gte ": 3}},              # the seed's typo
+    {"event": "e", "count": {"gte": 3, "lt": 5}},       # two operators
     {"event": "e", "count": {"gte": -1}},
     {"event": "e", "count": {"gte": 3}, "within": {"fortnights": 1}},
     {"event": "", "count": {"gte": 3}},
@@ -256,7 +264,7 @@ def test_params_read_by_request_types_are_documented(contract):
         assert read <= declared, f"{method} reads undeclared params {sorted(read - declared)}"
         checked += len(read)
     # The parsing above found the request types: one per method answered with a reply (initialize's included).
-    assert len(requests) == len(REQUEST_METHODS) + 1 and checked >= 41
+    assert len(requests) == len(REQUEST_METHODS) + 1 and checked >= 44
 
 
 LOCALIZATIONS_OK = [

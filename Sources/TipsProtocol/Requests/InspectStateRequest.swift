@@ -22,8 +22,8 @@ public struct InspectStateRequest: EncodableRequest, Hashable {
     public static let shape = ResultShape.object(
       ObjectShape(
         [
-          "now", "virtualClock", "testing", "displayFrequency", "tips", "events", "parameters", "groups", "overrides",
-          "history", "subscription",
+          "now", "virtualClock", "testing", "displayFrequency", "tips", "events", "parameters", "groups",
+          "suppression", "overrides", "history", "subscription",
         ], optional: ["subscription"]), schema: "InspectState")
     public func write(to writer: inout JSONWriter) { writer.write(state.json) }
   }

@@ -1,10 +1,13 @@
 public import TipsEngine
 public import TipsJSON
 
-/// `groups/register`: a TipGroup (`ordered` or `firstAvailable`), replacing one with the same id.
+/// `groups/register`: a TipGroup (`ordered` or `firstAvailable`), replacing one with the same id; with `schedule`,
+/// it has a current tip only between `from` and `until`.
 public struct RegisterGroupRequest: RequestType, Hashable {
   public static let method = "groups/register"
-  public static let params: [ParamSpec] = [.required("id"), .required("priority"), .required("tips")]
+  public static let params: [ParamSpec] = [
+    .required("id"), .required("priority"), .required("tips"), .optional("schedule"),
+  ]
 
   public var group: TipGroupDefinition
 
@@ -13,7 +16,11 @@ public struct RegisterGroupRequest: RequestType, Hashable {
   public init(from p: Params) throws(ResponseError) {
     let id = try p.string("id")
     let priority = try p.enumeration("priority", GroupPriority.self)
-    group = TipGroupDefinition(id: id, priority: priority, tipIDs: try p.stringArray("tips"))
+    var schedule: TipSchedule?
+    if let value = p.optionalValue("schedule") {
+      schedule = try p.decoding { () throws(EngineError) in try TipSchedule(json: value, path: "schedule") }
+    }
+    group = TipGroupDefinition(id: id, priority: priority, tipIDs: try p.stringArray("tips"), schedule: schedule)
   }
 
   public struct Response: ResultValue, Hashable {

@@ -19,10 +19,15 @@ public struct InspectState: Sendable, Hashable {
     public var lastDisplayedAt: Double?
     public var variants: [String]
     public var goal: TipGoal?
+    /// This install is held out of the tip (its variant is a holdout).
+    public var holdout: Bool
+    /// When the tip may show.
+    public var schedule: TipSchedule?
 
     public init(
       state: TipStateInfo, rules: [JSONValue], heldBy: [Hold], nextChangeAt: Double?, override: String?,
-      lines: [String], firstDisplayedAt: Double?, lastDisplayedAt: Double?, variants: [String], goal: TipGoal?
+      lines: [String], firstDisplayedAt: Double?, lastDisplayedAt: Double?, variants: [String], goal: TipGoal?,
+      holdout: Bool = false, schedule: TipSchedule? = nil
     ) {
       self.state = state
       self.rules = rules
@@ -34,6 +39,8 @@ public struct InspectState: Sendable, Hashable {
       self.lastDisplayedAt = lastDisplayedAt
       self.variants = variants
       self.goal = goal
+      self.holdout = holdout
+      self.schedule = schedule
     }
   }
 
@@ -57,6 +64,8 @@ public struct InspectState: Sendable, Hashable {
     /// The last donation's instant and info.
     public var lastDonation: (at: Double, info: JSONObject?)?
     public var maxDonations: Int?
+    /// The maximum donation age in seconds (`events/configure`'s `maxAge`).
+    public var maxAge: Double?
     /// The tips whose goal it is.
     public var goalOf: [String]
     /// Whether it is the `--app-closed-event`.
@@ -64,21 +73,22 @@ public struct InspectState: Sendable, Hashable {
 
     public init(
       id: String, count: Int, lifetime: Int, lastDonation: (at: Double, info: JSONObject?)?, maxDonations: Int?,
-      goalOf: [String], appClosed: Bool
+      maxAge: Double? = nil, goalOf: [String], appClosed: Bool
     ) {
       self.id = id
       self.count = count
       self.lifetime = lifetime
       self.lastDonation = lastDonation
       self.maxDonations = maxDonations
+      self.maxAge = maxAge
       self.goalOf = goalOf
       self.appClosed = appClosed
     }
 
     public static func == (a: Event, b: Event) -> Bool {
       a.id == b.id && a.count == b.count && a.lifetime == b.lifetime && a.lastDonation?.at == b.lastDonation?.at
-        && a.lastDonation?.info == b.lastDonation?.info && a.maxDonations == b.maxDonations && a.goalOf == b.goalOf
-        && a.appClosed == b.appClosed
+        && a.lastDonation?.info == b.lastDonation?.info && a.maxDonations == b.maxDonations && a.maxAge == b.maxAge
+        && a.goalOf == b.goalOf && a.appClosed == b.appClosed
     }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
@@ -103,12 +113,15 @@ public struct InspectState: Sendable, Hashable {
     public var priority: String
     public var tips: [String]
     public var currentTip: String?
+    /// When the group's tips may show.
+    public var schedule: TipSchedule?
 
-    public init(id: String, priority: String, tips: [String], currentTip: String?) {
+    public init(id: String, priority: String, tips: [String], currentTip: String?, schedule: TipSchedule? = nil) {
       self.id = id
       self.priority = priority
       self.tips = tips
       self.currentTip = currentTip
+      self.schedule = schedule
     }
   }
 
@@ -155,12 +168,15 @@ public struct InspectState: Sendable, Hashable {
   public var groups: [Group]
   public var overrides: Overrides
   public var history: History
+  /// The suppression in force (`tips/suppress`), if any.
+  public var suppression: Suppression?
   /// With `watch: true`: the subscription the next `inspect/changed` is sent for.
   public var subscription: String?
 
   public init(
     now: Double, virtualClock: Bool, testing: Bool, displayFrequency: DisplayFrequency, tips: [Tip], events: [Event],
-    parameters: [Parameter], groups: [Group], overrides: Overrides, history: History, subscription: String? = nil
+    parameters: [Parameter], groups: [Group], overrides: Overrides, history: History, suppression: Suppression? = nil,
+    subscription: String? = nil
   ) {
     self.now = now
     self.virtualClock = virtualClock
@@ -172,6 +188,7 @@ public struct InspectState: Sendable, Hashable {
     self.groups = groups
     self.overrides = overrides
     self.history = history
+    self.suppression = suppression
     self.subscription = subscription
   }
 }
@@ -205,6 +222,8 @@ extension InspectState.Tip {
     tip["lastDisplayedAt"] = optional(lastDisplayedAt)
     tip["variants"] = strings(variants)
     tip["goal"] = goal?.json ?? .null
+    tip["holdout"] = .bool(holdout)
+    tip["schedule"] = schedule?.json ?? .null
     return .object(tip)
   }
 }
@@ -220,6 +239,7 @@ extension InspectState.Event {
       event["lastDonation"] = .null
     }
     event["maxDonations"] = maxDonations.map { .int(Int64($0)) } ?? .null
+    event["maxAge"] = maxAge.map(EventRule.durationJSON) ?? .null
     event["goalOf"] = strings(goalOf)
     event["appClosed"] = .bool(appClosed)
     return .object(event)
@@ -244,7 +264,7 @@ extension InspectState {
         groups.map {
           [
             "id": .string($0.id), "priority": .string($0.priority), "tips": strings($0.tips),
-            "currentTip": optional($0.currentTip),
+            "currentTip": optional($0.currentTip), "schedule": $0.schedule?.json ?? .null,
           ]
         }),
       "overrides": [
@@ -255,6 +275,7 @@ extension InspectState {
         "enabled": .bool(history.enabled), "days": .double(history.days), "head": .int(history.head),
         "oldest": history.oldest.map { .int($0) } ?? .null, "appClosedEvent": optional(history.appClosedEvent),
       ],
+      "suppression": SuppressionResult(suppression).json,
     ]
     if let subscription { object["subscription"] = .string(subscription) }
     return .object(object)
@@ -284,7 +305,8 @@ extension InspectState.Tip: DecodableResult {
       override: try r.optionalString("override"), lines: try r.strings("lines"),
       firstDisplayedAt: try r.optionalDouble("firstDisplayedAt"),
       lastDisplayedAt: try r.optionalDouble("lastDisplayedAt"),
-      variants: try r.strings("variants"), goal: try TipGoal.optional("goal", in: r))
+      variants: try r.strings("variants"), goal: try TipGoal.optional("goal", in: r),
+      holdout: try r.optionalValue("holdout")?.boolValue ?? false, schedule: try readSchedule("schedule", in: r))
   }
 }
 
@@ -296,7 +318,8 @@ extension InspectState.Event: DecodableResult {
     }
     self.init(
       id: try r.string("id"), count: try r.int("count"), lifetime: try r.int("lifetime"), lastDonation: lastDonation,
-      maxDonations: try r.optionalInt("maxDonations"), goalOf: try r.strings("goalOf"),
+      maxDonations: try r.optionalInt("maxDonations"), maxAge: try readDuration("maxAge", in: r),
+      goalOf: try r.strings("goalOf"),
       appClosed: try r.bool("appClosed"))
   }
 }
@@ -313,7 +336,7 @@ extension InspectState.Group: DecodableResult {
   public init(from r: ResultReader) throws(ResultDecodingError) {
     self.init(
       id: try r.string("id"), priority: try r.string("priority"), tips: try r.strings("tips"),
-      currentTip: try r.optionalString("currentTip"))
+      currentTip: try r.optionalString("currentTip"), schedule: try readSchedule("schedule", in: r))
   }
 }
 
@@ -342,6 +365,32 @@ extension InspectState: DecodableResult {
       parameters: try r.decodeArray("parameters", of: Parameter.self),
       groups: try r.decodeArray("groups", of: Group.self),
       overrides: try r.decode("overrides", as: Overrides.self), history: try r.decode("history", as: History.self),
-      subscription: try r.optionalString("subscription"))
+      suppression: try readSuppression(in: r), subscription: try r.optionalString("subscription"))
   }
+}
+
+/// An optional `Schedule` member (absent or null: none).
+private func readSchedule(_ key: String, in r: ResultReader) throws(ResultDecodingError) -> TipSchedule? {
+  guard let value = r.optionalValue(key), value != .null else { return nil }
+  do {
+    return try TipSchedule(json: value, path: key)
+  } catch {
+    throw r.invalid(key, "is not a schedule: \(error)")
+  }
+}
+
+/// An optional `Duration` member, in seconds (absent or null: none).
+private func readDuration(_ key: String, in r: ResultReader) throws(ResultDecodingError) -> Double? {
+  guard let value = r.optionalValue(key), value != .null else { return nil }
+  do {
+    return try EventRule.duration(value, key)
+  } catch {
+    throw r.invalid(key, "is not a duration: \(error)")
+  }
+}
+
+/// The `suppression` member (absent, or `suppressed: false`: none).
+private func readSuppression(in r: ResultReader) throws(ResultDecodingError) -> Suppression? {
+  guard let nested = try r.optionalNested("suppression") else { return nil }
+  return try SuppressionResult(from: nested).suppression
 }

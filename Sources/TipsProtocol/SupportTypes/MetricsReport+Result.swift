@@ -64,8 +64,10 @@ extension MetricSet: DecodableResult {
     self.init(
       impressions: try r.int("impressions"), goal: try r.decodeIfPresent("goal", as: GoalConversion.self),
       timeToGoal: try r.decodeIfPresent("timeToGoal", as: TimeToGoal.self),
+      timeToGoalPerExposure: try r.decodeIfPresent("timeToGoalPerExposure", as: TimeToGoal.self),
       close: try close.bool("available") ? try CloseRate(from: close) : nil,
-      goalRate: try r.decodeIfPresent("goalRate", as: GoalRateChange.self))
+      goalRate: try r.decodeIfPresent("goalRate", as: GoalRateChange.self),
+      holdout: try r.optionalValue("holdout")?.boolValue ?? false)
   }
 }
 
@@ -79,6 +81,20 @@ extension TipMetrics: DecodableResult {
     self.init(
       tipID: try r.string("tipId"), goal: try TipGoal.optional("goal", in: r),
       overall: try r.decode("overall", as: MetricSet.self), variants: variants)
+    lift = try r.decodeIfPresent("lift", as: Lift.self)
+  }
+}
+
+extension Proportion: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(converted: try r.int("converted"), decided: try r.int("decided"))
+  }
+}
+
+extension Lift: DecodableResult {
+  /// The difference and interval are computed from the two proportions, not read.
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(exposed: try r.decode("exposed", as: Proportion.self), holdout: try r.decode("holdout", as: Proportion.self))
   }
 }
 

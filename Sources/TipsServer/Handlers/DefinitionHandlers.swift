@@ -10,7 +10,7 @@ extension Handlers {
     }
 
     table.on(RegisterTipsRequest.self) { request, context throws(ResponseError) in
-      context.record(context.engine.register(request.tips))
+      context.record(try context.engine { engine throws(EngineError) in try engine.register(request.tips) })
       context.tenant.history.refreshTrackedEvents(context.engine)
       var states: [TipStateInfo] = []
       for tip in request.tips { states.append(try context.tipState(tip.id)) }
@@ -22,7 +22,7 @@ extension Handlers {
         throw .invalidParams("tips/instantiate: this daemon serves no catalog, so it has no templates (--catalog FILE)")
       }
       let tip = try catalog.instantiate(request.template, values: request.values)
-      context.record(context.engine.register([tip]))
+      context.record(try context.engine { engine throws(EngineError) in try engine.register([tip]) })
       return try context.tipState(tip.id)
     }
 
@@ -81,9 +81,16 @@ extension Handlers {
     }
 
     table.on(ConfigureEventRequest.self) { request, context throws(ResponseError) in
-      context.record(
-        try context.engine { engine throws(EngineError) in try engine.setDonationLimit(request.id, request.maxDonations) })
-      return ConfigureEventRequest.Response(id: request.id, maxDonations: request.maxDonations)
+      if let limit = request.maxDonations {
+        context.record(try context.engine { engine throws(EngineError) in try engine.setDonationLimit(request.id, limit) })
+      }
+      if let maxAge = request.maxAge {
+        context.record(try context.engine { engine throws(EngineError) in try engine.setDonationMaxAge(request.id, maxAge) })
+      }
+      let engine = context.engine
+      return ConfigureEventRequest.Response(
+        id: request.id, maxDonations: engine.configuredDonationLimit(request.id),
+        maxAge: engine.donationMaxAge(request.id))
     }
   }
 }

@@ -19,6 +19,10 @@ enum Handlers {
     ConfigureEventRequest.method, InstantiateRequest.method,
   ]
 
+  /// Methods about one device's screen, which a hosted node (serving every device of an account, keeping only what
+  /// PostgreSQL stores) refuses with -32014: a suppression is the device's own and is never stored centrally.
+  static let hostedDeviceOnly: Set<String> = [SuppressRequest.method, ResumeRequest.method]
+
   static let table: HandlerTable = {
     var table = HandlerTable()
     registerLifecycle(&table)

@@ -205,7 +205,8 @@ extension Handlers {
           nextChangeAt: explained?.optionalValue("nextChangeAt")?.doubleValue,
           override: explained?.optionalValue("override")?.stringValue, lines: explanation?.lines ?? [],
           firstDisplayedAt: record.firstDisplayedAt, lastDisplayedAt: record.lastDisplayedAt,
-          variants: (definition?.variants ?? []).map(\.name), goal: definition?.goal))
+          variants: (definition?.variants ?? []).map(\.name), goal: definition?.goal,
+          holdout: engine.isHoldout(state.id), schedule: definition?.schedule))
       if let goal = definition?.goal { goalsByEvent[goal.eventID, default: []].append(state.id) }
     }
     var summaries = engine.eventSummaries
@@ -220,7 +221,7 @@ extension Handlers {
       InspectState.Event(
         id: summary.id, count: summary.count, lifetime: summary.lifetime,
         lastDonation: summary.lastDonation.map { ($0.at, $0.info) }, maxDonations: summary.maxDonations,
-        goalOf: goalsByEvent[summary.id] ?? [], appClosed: summary.id == configuration.appClosedEvent)
+        maxAge: summary.maxAge, goalOf: goalsByEvent[summary.id] ?? [], appClosed: summary.id == configuration.appClosedEvent)
     }
     let parameters = engine.parameterSummaries.map {
       InspectState.Parameter(id: $0.id, value: $0.value, defaultValue: $0.defaultValue, transient: $0.transient)
@@ -231,7 +232,7 @@ extension Handlers {
       groups.append(
         InspectState.Group(
           id: id, priority: group.priority.rawValue, tips: group.tipIDs,
-          currentTip: (try? engine.currentTip(ofGroup: id)) ?? nil))
+          currentTip: (try? engine.currentTip(ofGroup: id)) ?? nil, schedule: group.schedule))
     }
     let overrides = engine.overrideSummary
     return InspectState(
@@ -241,7 +242,8 @@ extension Handlers {
         showAll: overrides.showAll, hideAll: overrides.hideAll, show: overrides.show, hide: overrides.hide),
       history: InspectState.History(
         enabled: context.tenant.history.enabled, days: configuration.historyDays, head: context.tenant.history.lastCursor,
-        oldest: bounds.oldestCursor, appClosedEvent: configuration.appClosedEvent))
+        oldest: bounds.oldestCursor, appClosedEvent: configuration.appClosedEvent),
+      suppression: engine.currentSuppression)
   }
 }
 

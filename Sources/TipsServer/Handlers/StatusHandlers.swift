@@ -27,6 +27,17 @@ extension Handlers {
       return try context.tipState(request.id)
     }
 
+    table.on(SuppressRequest.self) { request, context throws(ResponseError) in
+      context.record(
+        try context.engine { engine throws(EngineError) in try engine.suppress(seconds: request.seconds, reason: request.reason) })
+      return SuppressionResult(context.engine.currentSuppression)
+    }
+
+    table.on(ResumeRequest.self) { _, context throws(ResponseError) in
+      context.record(context.engine.resume())
+      return SuppressionResult(context.engine.currentSuppression)
+    }
+
     table.on(StatusRequest.self) { request, context throws(ResponseError) in
       let engine = context.engine
       for id in request.ids ?? [] where engine.definition(of: id) == nil { throw .unknownTip(id) }

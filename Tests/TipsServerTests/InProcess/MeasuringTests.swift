@@ -196,7 +196,9 @@ import Testing
     let used = state["events"]?.arrayValue?.first { $0["id"] == "filter.used" }
     #expect(used?["goalOf"] == ["filter.tip"] && used?["lastDonation"] == .null)
     #expect(state["parameters"]?[0] == ["id": "isLoggedIn", "value": false, "default": false, "transient": false])
-    #expect(state["groups"]?[0] == ["id": "g", "priority": "ordered", "tips": ["filter.tip"], "currentTip": .null])
+    #expect(
+      state["groups"]?[0] == ["id": "g", "priority": "ordered", "tips": ["filter.tip"], "currentTip": .null, "schedule": .null])
+    #expect(state["suppression"]?["suppressed"] == false)
     #expect(state["history"]?["head"] == 1 && state["history"]?["appClosedEvent"] == "app.backgrounded")
     try app.result("events/donate", ["id": "search.opened"])
     try app.result("events/donate", ["id": "search.opened"])

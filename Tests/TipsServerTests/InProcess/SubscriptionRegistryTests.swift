@@ -15,7 +15,7 @@ import Testing
 
   func engine() throws -> Engine {
     let engine = Engine(clock: VirtualClock(now: 1_000))
-    _ = engine.register([
+    _ = try engine.register([
       try TipDefinition(
         json: ["id": "a", "title": "A", "actions": [["id": "go", "title": "Go"]], "rules": [["event": "e", "count": ["gte": 1]]]],
         path: "t"),

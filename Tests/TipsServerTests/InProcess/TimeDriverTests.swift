@@ -16,7 +16,7 @@ import TipsTestSupport
     let loop = EmbeddedEventLoop()
     let clock = VirtualClock(now: 1_000)
     let engine = Engine(clock: clock)
-    _ = engine.register([
+    _ = try engine.register([
       try TipDefinition(
         json: ["id": "brief", "title": "B", "rules": [["event": "tap", "within": ["minutes": 1], "count": ["gte": 1]]]],
         path: "tip")

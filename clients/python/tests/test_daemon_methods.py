@@ -74,7 +74,7 @@ def test_status_state_and_explain(tipsd):
 def test_donate_counts_info_and_configure_event(tipsd):
     assert tipsd.donate("trail.visited", {"region": "north"}) == 1
     assert tipsd.donate("trail.visited", info={"region": "south"}) == 2
-    assert tipsd.configure_event("trail.visited", 3) == {"id": "trail.visited", "maxDonations": 3}
+    assert tipsd.configure_event("trail.visited", 3) == {"id": "trail.visited", "maxDonations": 3, "maxAge": None}
     counts = [tipsd.donate("trail.visited") for _ in range(3)]
     assert counts[-1] == 3  # capped
     tipsd.register(

@@ -96,7 +96,11 @@ export interface EventRule {
 /** A rule comparing a parameter with a constant, e.g. `{"parameter": "isLoggedIn", "eq": true}`. */
 export type ParameterRule = { parameter: string } & { [op in ComparisonOperator]?: JSONValue };
 
-export type Rule = EventRule | ParameterRule | { allOf: Rule[] } | { anyOf: Rule[] } | { not: Rule };
+/** A rule on another tip's state (tips that follow tips). */
+export type TipRule =
+  | { tip: string; status: "invalidated"; for?: Duration }
+  | { tip: string; displayed: { [op in "eq" | "ne" | "lt" | "lte" | "gt" | "gte"]?: number } };
+export type Rule = EventRule | ParameterRule | TipRule | { allOf: Rule[] } | { anyOf: Rule[] } | { not: Rule };
 
 /** TipKit's `options`. */
 export interface TipOptions {
@@ -129,6 +133,8 @@ export interface TipDefinition {
   sync?: "local" | "synced";
   /** What the tip is for: the event that shows it helped, within a window after an impression (default 24 h). */
   goal?: TipGoal;
+  /** Outside it the tip is pending. */
+  schedule?: Schedule;
 }
 
 /** A tip's goal, read by `metrics/get`: e.g. `{event: "filter.used", within: {hours: 24}}`. */
@@ -137,13 +143,17 @@ export interface TipGoal {
   within?: { minutes: number } | { hours: number } | { days: number } | { weeks: number };
 }
 
-/** One A/B copy of a tip. */
-export interface TipVariant {
-  title: string;
-  message?: string;
-  actions?: { id: string; title: string; invalidate?: boolean }[];
-  localizations?: { [locale: string]: TipLocalization };
-}
+/** One A/B copy of a tip, or a holdout (`{holdout: true}`: its installs never see the tip). */
+export type TipVariant =
+  | {
+      title: string;
+      message?: string;
+      actions?: { id: string; title: string; invalidate?: boolean }[];
+      localizations?: { [locale: string]: TipLocalization };
+      /** Share of installs relative to the other variants' (default 1). */
+      weight?: number;
+    }
+  | { holdout: true; weight?: number };
 
 /** A tip's copy in one locale; what it leaves out falls back to the tip's own copy. */
 export interface TipLocalization {
@@ -167,6 +177,8 @@ export interface GroupDefinition {
   priority: GroupPriority;
   /** Tip ids in declared order. */
   tips: string[];
+  /** Outside it the group has no current tip. */
+  schedule?: Schedule;
 }
 
 // ─── Lifecycle ──────────────────────────────────────────────────────────────────────────────────────────────
@@ -271,13 +283,36 @@ export interface DonateResult {
   lifetime: number;
 }
 
+/** When a tip (or a group's tips) may show: ISO 8601 instants, `from` inclusive, `until` exclusive. */
+export interface Schedule {
+  from?: string;
+  until?: string;
+}
+/** A duration in one unit, like a rule's `within`. */
+export type Duration = { minutes: number } | { hours: number } | { days: number } | { weeks: number };
+/** `events/configure`: at least one of `maxDonations` and `maxAge`. */
 export interface EventConfigureParams {
   id: string;
-  maxDonations: number;
+  maxDonations?: number;
+  maxAge?: Duration;
 }
 export interface EventConfigureResult {
   id: string;
-  maxDonations: number;
+  maxDonations: number | null;
+  maxAge: Duration | null;
+}
+
+/** `tips/suppress`: no tip is displayable for `seconds` (or until `tips/resume`). */
+export interface SuppressParams {
+  seconds?: number;
+  reason?: string;
+}
+/** The suppression in force after `tips/suppress` or `tips/resume`. */
+export interface SuppressionResult {
+  suppressed: boolean;
+  since: number | null;
+  until: number | null;
+  reason: string | null;
 }
 
 export interface InvalidateParams {
@@ -494,7 +529,7 @@ export interface CancelRequestParams {
 export interface AnalyticsEvent {
   /** Increasing, never reused; pass the last one handled as `after` to resume. */
   cursor: number;
-  type: "impression" | "eligibility" | "invalidation" | "action" | "variant";
+  type: "impression" | "eligibility" | "invalidation" | "action" | "variant" | "exposure";
   tipId: string;
   variant: string | null;
   at: number;
@@ -547,7 +582,12 @@ export interface MetricSet {
   variant?: string;
   impressions: number;
   goal: { converted: number; decided: number; pending: number; rate: number | null } | null;
+  /** Time to first use: per install, the first goal after the first impression (one sample). */
   timeToGoal: { samples: number; median: number | null; open: number } | null;
+  /** The same per exposure (the first impression since the last goal). */
+  timeToGoalPerExposure: { samples: number; median: number | null; open: number } | null;
+  /** A holdout variant's set, computed from counterfactual impressions. */
+  holdout: boolean;
   close:
     | { available: false }
     | { available: true; closes: number; decided: number; pending: number; rate: number | null; alert: boolean };
@@ -567,7 +607,16 @@ export interface MetricsResult {
   closeRateAlert: number | null;
   baselineDays: number;
   historyStart: number | null;
-  tips: { tipId: string; goal: TipGoal | null; overall: MetricSet; variants: MetricSet[] }[];
+  tips: { tipId: string; goal: TipGoal | null; overall: MetricSet; variants: MetricSet[]; lift: Lift | null }[];
+}
+/** The exposed goal rate against a holdout's, with Newcombe's interval (protocol/README.md, "Metrics"). */
+export interface Lift {
+  exposed: { converted: number; decided: number; rate: number | null };
+  holdout: { converted: number; decided: number; rate: number | null };
+  difference: number | null;
+  low: number | null;
+  high: number | null;
+  confidence: number;
 }
 
 export interface InspectStateParams {
@@ -589,6 +638,9 @@ export interface InspectStateResult {
     firstDisplayedAt: number | null;
     lastDisplayedAt: number | null;
     variants: string[];
+    /** This install is held out of the tip (its variant is a holdout). */
+    holdout: boolean;
+    schedule: Schedule | null;
     goal: TipGoal | null;
   })[];
   events: {
@@ -597,11 +649,13 @@ export interface InspectStateResult {
     lifetime: number;
     lastDonation: { at: number; info?: JSONObject } | null;
     maxDonations: number | null;
+    maxAge: Duration | null;
     goalOf: string[];
     appClosed: boolean;
   }[];
   parameters: { id: string; value: ParameterValue; default: ParameterValue; transient: boolean }[];
-  groups: { id: string; priority: GroupPriority; tips: string[]; currentTip: string | null }[];
+  groups: { id: string; priority: GroupPriority; tips: string[]; currentTip: string | null; schedule: Schedule | null }[];
+  suppression: SuppressionResult;
   overrides: { showAll: boolean; hideAll: boolean; show: string[]; hide: string[] };
   history: { enabled: boolean; days: number; head: number; oldest: number | null; appClosedEvent: string | null };
   subscription?: string;
@@ -676,6 +730,8 @@ export interface MethodMap {
   "tips/unobserve": { params: SubscriptionParams; result: RemovedResult };
   "tips/performAction": { params: PerformActionParams; result: TipState };
   "tips/setVariant": { params: SetVariantParams; result: TipState };
+  "tips/suppress": { params: SuppressParams; result: SuppressionResult };
+  "tips/resume": { params: void; result: SuppressionResult };
   "catalog/reload": { params: void; result: CatalogReloadResult };
   "tips/instantiate": { params: InstantiateParams; result: TipState };
   "actions/subscribe": { params: ActionsSubscribeParams; result: ActionsSubscribeResult };

@@ -80,7 +80,7 @@ test("every method, over the socket", daemonTest(), async (t) => {
   for (const n of [1, 2, 3]) assert.deepEqual(await client.donate("search.opened"), { count: n, lifetime: n });
   assert.deepEqual(await client.donate("trail.visited", { region: "north" }), { count: 1, lifetime: 1 });
   assert.equal((await client.status(["filter.tip"])).tips[0].shouldDisplay, true);
-  assert.deepEqual(await client.configureEvent("search.opened", 10), { id: "search.opened", maxDonations: 10 });
+  assert.deepEqual(await client.configureEvent("search.opened", 10), { id: "search.opened", maxDonations: 10, maxAge: null });
 
   const shown = await client.displayed("filter.tip", 2);
   assert.equal(shown.id, "filter.tip");

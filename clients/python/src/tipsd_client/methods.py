@@ -55,8 +55,10 @@ METHODS = (
     "tips/performAction",
     "tips/register",
     "tips/resetEligibility",
+    "tips/resume",
     "tips/setVariant",
     "tips/status",
+    "tips/suppress",
     "tips/unobserve",
     "tips/unregister",
 )
