@@ -1,5 +1,7 @@
 import TipsClient
+import TipsProtocol
 import TipsServer
+import TipsSystem
 
 #if canImport(Glibc)
   import Glibc
@@ -12,6 +14,8 @@ struct DaemonOptions {
   var socketPath: String
   /// `--timeout SECONDS`: how long a reply may take.
   var timeout = 10.0
+  /// `--token-file FILE`: hosted mode, the token the session signs in with (the admin token, or a user's JWT).
+  var tokenFile: String?
 
   init(environment: [String: String]) {
     socketPath = Self.defaultSocketPath(environment: environment)
@@ -36,16 +40,32 @@ struct DaemonOptions {
     "--timeout", as: "SECONDS", help: "how long to wait for each reply (default 10)"
   ) { options, value throws(UsageError) in options.timeout = try value.positiveNumber(of: "seconds") }
 
-  /// `--socket` and `--timeout` on a command that holds its options at `path`.
+  /// `--token-file FILE`.
+  static let tokenFileOption = Option<DaemonOptions>.value(
+    "--token-file", as: "FILE",
+    help: "hosted mode: sign in with the token in FILE (the node's admin token,\nor a user's JWT)"
+  ) { $0.tokenFile = $1.text }
+
+  /// `--socket`, `--timeout` and `--token-file` on a command that holds its options at `path`.
   static func options<Command>(_ path: WritableKeyPath<Command, DaemonOptions>) -> [Option<Command>] {
-    [socket.lifted(path), timeoutOption.lifted(path)]
+    [socket.lifted(path), timeoutOption.lifted(path), tokenFileOption.lifted(path)]
   }
 
   /// Connects to the daemon and initializes as `name` (`tipsd metrics`).
   func connect(as name: String) throws(ClientError) -> JSONRPCClient {
+    var token: String?
+    if let tokenFile {
+      do {
+        let text = String(decoding: try System.readFile(tokenFile), as: UTF8.self)
+        token = String(text.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+      } catch {
+        throw ClientError("--token-file \(tokenFile): \(error)")
+      }
+    }
     let client = try JSONRPCClient(socketPath: socketPath, framing: .newline, timeout: timeout)
     do {
-      try client.initialize(name: name, version: TipsdVersion.server)
+      try client.send(
+        InitializeRequest(clientName: name, clientVersion: TipsdVersion.server, authToken: token?.isEmpty == false ? token : nil))
     } catch {
       client.close()
       throw error

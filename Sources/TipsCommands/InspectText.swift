@@ -66,6 +66,12 @@ enum InspectText {
     case .group(let group, let current): "group \(group) (current: \(current ?? "none"))"
     case .override(let name): "override \(name)"
     case .invalidated(let reason): "invalidated (\(reason))"
+    case .schedule(let from, let until, let group):
+      "\(group.map { "group \($0)'s " } ?? "")schedule \(from.map(Format.instant) ?? "…")–\(until.map(Format.instant) ?? "…")"
+        + " is closed"
+    case .suppressed(let until, let reason):
+      "suppressed until \(until.map(Format.instant) ?? "tips/resume")\(reason.map { " (\($0))" } ?? "")"
+    case .holdout(let variant, _): "held out (variant \(variant))"
     }
   }
 

@@ -1,14 +1,19 @@
 import TipsClient
 import TipsProtocol
+import TipsSystem
 
 /// `tipsd metrics`: seed 000's metrics per tip and variant from a running daemon (`metrics/get`), as a table, CSV or
-/// JSON.
+/// JSON. On a hosted node signed in as the admin (`--token-file`): every account's, pooled, or one `--account`'s.
 struct MetricsCommand: Command {
   static let name = "metrics"
   static let abstract = "seed 000's metrics per tip and variant, as a table (or CSV, or JSON)"
   static let usage =
-    "tipsd metrics [--socket PATH] [--timeout SECONDS] [--since WHEN] [--until WHEN] [--tips ID,ID] [--json | --csv]"
-  static let discussion = "WHEN: " + Since.help
+    "tipsd metrics [--socket PATH] [--token-file FILE] [--account ID] [--since WHEN] [--until WHEN] [--tips ID,ID]\n"
+    + "              [--json | --csv]"
+  static let discussion =
+    "WHEN: " + Since.help + "\n"
+    + "On a hosted node (tipsd serve --hosted) with the admin token (--token-file): every account's metrics, pooled\n"
+    + "(rates with their 95% intervals, time to first use as the median across accounts), or one --account's."
 
   enum Output { case table, json, csv }
 
@@ -23,6 +28,9 @@ struct MetricsCommand: Command {
       .value("--tips", as: "ID,ID", help: "these tips only (default: every registered tip)") {
         $0.tips = $1.text.split(separator: ",").map(String.init)
       },
+      .value("--account", as: "ID", help: "hosted mode, admin: this account's metrics (default: every account's)") {
+        $0.account = $1.text
+      },
       .flag("--json", help: "metrics/get's result as JSON") { $0.output = .json },
       .flag("--csv", help: "one row per tip and variant, a column per number") { $0.output = .csv },
     ]
@@ -31,6 +39,7 @@ struct MetricsCommand: Command {
   var since: Since?
   var until: Since?
   var tips: [String]?
+  var account: String?
   var output = Output.table
 
   init(parsing arguments: [String], environment: [String: String]) throws(UsageError) {
@@ -42,9 +51,14 @@ struct MetricsCommand: Command {
     do {
       let client = try daemon.connect(as: "tipsd metrics")
       defer { client.close() }
-      let now = try client.send(ClockNowRequest()).now
-      let response = try client.send(
-        MetricsGetRequest(since: since?.instant(now: now), until: until?.instant(now: now), tips: tips))
+      // Relative instants count from the daemon's clock (virtual in tests); a hosted admin's session has no account's
+      // clock to read, and a hosted node's is the wall clock.
+      var now = System.wallClockSeconds()
+      if since != nil || until != nil, account == nil, let clock = try? client.send(ClockNowRequest()) { now = clock.now }
+      let request = MetricsGetRequest(since: since?.instant(now: now), until: until?.instant(now: now), tips: tips)
+      var params = request.encodedParams?.objectValue ?? [:]
+      if let account { params["account"] = .string(account) }
+      let response = try client.result(MetricsGetRequest.self, .object(params))
       switch output {
       case .json: print(response.json.prettyString())
       case .csv: print(MetricsTable.csv(response.report), terminator: "")

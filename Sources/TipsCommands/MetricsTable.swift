@@ -66,6 +66,8 @@ enum MetricsTable {
     ("goal_per_day_before", { Format.raw($0.metrics.goalRate?.before?.perDay) }),
     ("goal_per_day_after", { Format.raw($0.metrics.goalRate?.after?.perDay) }),
     ("goal_rate_change", { Format.raw($0.metrics.goalRate?.change) }),
+    ("goal_rate_low", { Format.raw($0.metrics.goal?.interval?.low) }),
+    ("goal_rate_high", { Format.raw($0.metrics.goal?.interval?.high) }),
   ]
 
   private static func count(_ value: Int?) -> String { value.map(String.init) ?? "" }
@@ -88,10 +90,33 @@ enum MetricsTable {
 
   /// An aligned table for people: rates as percentages with their sample sizes.
   static func text(_ report: MetricsReport) -> String {
-    var out = TextTable.render([header] + MetricsRow.rows(report).map(cells))
+    var out = ""
+    if let accounts = report.accounts {
+      out += "across \(accounts) accounts (time to goal: the median of the accounts' first use)\n"
+    }
+    out += TextTable.render([header] + MetricsRow.rows(report).map(cells))
+    for tip in report.tips {
+      for comparison in tip.comparisons {
+        out += "\(tip.tipID): \(comparison.variant) vs \(comparison.against): \(difference(comparison.difference))\n"
+      }
+      if let lift = tip.lift {
+        let found = Proportion.difference(lift.exposed, lift.holdout)
+        out += "\(tip.tipID): lift against the holdout: \(difference(found))\n"
+      }
+    }
     if report.configuration.appClosedEvent == nil {
       out += "close rate: n/a (start the daemon with --app-closed-event NAME)\n"
     }
     return out
+  }
+
+  /// `+12.0 points (95%: −3.1 to +27.0)`; `— (no decided impressions on one side)`.
+  static func difference(_ found: (difference: Double, low: Double, high: Double)?) -> String {
+    guard let found else { return "— (no decided impressions on one side)" }
+    func points(_ value: Double) -> String {
+      let text = Format.fixed(abs(value) * 100, 1)
+      return (text == "0.0" ? "" : value > 0 ? "+" : "−") + text
+    }
+    return "\(points(found.difference)) points (95%: \(points(found.low)) to \(points(found.high)))"
   }
 }

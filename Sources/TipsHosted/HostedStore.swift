@@ -312,6 +312,8 @@ public final class HostedStore {
     public var cursor: Int64
     public var count: Int
     public var bytes: [UInt8]
+    /// The instant of its oldest entry.
+    public var firstAt: Double = 0
   }
 
   /// History chunks of every account holding positions after `seq`, in the fleet's order, at most `limit` chunks.
@@ -333,6 +335,31 @@ public final class HostedStore {
               let bytes = row[4].flatMap(Hex.decodeBytea)
             else { return nil }
             return FleetHistory(seq: seq, account: account, cursor: cursor, count: count, bytes: bytes)
+          }
+        })
+    }
+  }
+
+  /// Every account's history chunks after (`account`, `cursor`) in account order, then cursor order, at most `limit`
+  /// chunks: the fleet's metrics read every account's history one page at a time (the primary key's order).
+  public func historyByAccount(
+    after account: String, cursor: Int64, limit: Int, completion: @escaping (Result<[FleetHistory], HostedError>) -> Void
+  ) {
+    reader.send([
+      .query(
+        """
+        SELECT seq, account, cursor, count, entries, first_at FROM tipsd.history
+        WHERE (account, cursor) > ($1, $2::bigint) ORDER BY account, cursor LIMIT $3::integer
+        """, [account, String(cursor), String(limit)])
+    ]) { result in
+      completion(
+        result.map { results in
+          (results.first?.rows ?? []).compactMap { row in
+            guard row.count == 6, let seq = row[0].flatMap({ Int64($0) }), let account = row[1],
+              let cursor = row[2].flatMap({ Int64($0) }), let count = row[3].flatMap({ Int($0) }),
+              let bytes = row[4].flatMap(Hex.decodeBytea), let firstAt = row[5].flatMap({ Double($0) })
+            else { return nil }
+            return FleetHistory(seq: seq, account: account, cursor: cursor, count: count, bytes: bytes, firstAt: firstAt)
           }
         })
     }

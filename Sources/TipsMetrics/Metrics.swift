@@ -65,6 +65,11 @@ public struct GoalConversion: Sendable, Hashable {
     self.pending = pending
     self.rate = rate
   }
+
+  /// The rate's 95% interval (Wilson's); nil when nothing is decided.
+  public var interval: (low: Double, high: Double)? { proportion.wilson() }
+
+  public var proportion: Proportion { Proportion(converted: converted, decided: decided) }
 }
 
 /// (2) Time to first use: from the install's first impression of the tip to the first goal event after it — one
@@ -76,11 +81,29 @@ public struct TimeToGoal: Sendable, Hashable {
   public var median: Double?
   /// Installs (or exposures) with no goal event yet.
   public var open: Int
+  /// The samples themselves, when computed here (not in results: across accounts, ``FleetMetrics`` takes the
+  /// median of every account's samples). Not compared.
+  public internal(set) var values: [Double] = []
 
   public init(samples: Int, median: Double?, open: Int) {
     self.samples = samples
     self.median = median
     self.open = open
+  }
+
+  init(values: [Double], open: Int) {
+    self.init(samples: values.count, median: Metrics.median(values), open: open)
+    self.values = values
+  }
+
+  public static func == (a: TimeToGoal, b: TimeToGoal) -> Bool {
+    a.samples == b.samples && a.median == b.median && a.open == b.open
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(samples)
+    hasher.combine(median)
+    hasher.combine(open)
   }
 }
 
@@ -101,6 +124,9 @@ public struct CloseRate: Sendable, Hashable {
     self.rate = rate
     self.alert = alert
   }
+
+  /// The rate's 95% interval (Wilson's); nil when nothing is decided.
+  public var interval: (low: Double, high: Double)? { Proportion(converted: closes, decided: decided).wilson() }
 }
 
 /// A span of days and the goal donations in it.
@@ -108,14 +134,18 @@ public struct RateWindow: Sendable, Hashable {
   public var from: Timestamp
   public var to: Timestamp
   public var count: Int
+  /// Across accounts (``FleetMetrics``): the days every account's window spans, summed (`from` and `to` are then
+  /// the earliest start and the latest end), so `perDay` is goal donations per account-day. nil: `to − from`.
+  public var accountDays: Double?
 
-  public init(from: Timestamp, to: Timestamp, count: Int) {
+  public init(from: Timestamp, to: Timestamp, count: Int, accountDays: Double? = nil) {
     self.from = from
     self.to = to
     self.count = count
+    self.accountDays = accountDays
   }
 
-  public var days: Double { max(0, to - from) / 86_400 }
+  public var days: Double { accountDays ?? max(0, to - from) / 86_400 }
   /// Donations per day; nil when the span covers less than a day (half an hour of history is no daily rate).
   public var perDay: Double? { days >= 1 ? Double(count) / days : nil }
 }
@@ -194,6 +224,43 @@ public struct Proportion: Sendable, Hashable {
     let half = z / (1 + z2 / n) * (p * (1 - p) / n + z2 / (4 * n * n)).squareRoot()
     return (max(0, centre - half), min(1, centre + half))
   }
+
+  /// `a.rate − b.rate` with Newcombe's hybrid score interval (from each rate's Wilson interval):
+  /// d − √((p₁−l₁)² + (u₂−p₂)²) … d + √((u₁−p₁)² + (p₂−l₂)²); nil when either has no decided sample.
+  public static func difference(_ a: Proportion, _ b: Proportion) -> (
+    difference: Double, low: Double, high: Double
+  )? {
+    guard let p1 = a.rate, let p2 = b.rate, let w1 = a.wilson(), let w2 = b.wilson() else { return nil }
+    let d = p1 - p2
+    let low = d - ((p1 - w1.low) * (p1 - w1.low) + (w2.high - p2) * (w2.high - p2)).squareRoot()
+    let high = d + ((w1.high - p1) * (w1.high - p1) + (p2 - w2.low) * (p2 - w2.low)).squareRoot()
+    return (d, low, high)
+  }
+
+  public static func + (a: Proportion, b: Proportion) -> Proportion {
+    Proportion(converted: a.converted + b.converted, decided: a.decided + b.decided)
+  }
+}
+
+/// One variant's goal rate against another's (the first declared variant that is not a holdout: the control), with
+/// the difference's 95% interval (Newcombe's, like ``Lift``).
+public struct VariantComparison: Sendable, Hashable {
+  public var variant: String
+  public var against: String
+  public var variantRate: Proportion
+  public var againstRate: Proportion
+
+  public init(variant: String, against: String, variantRate: Proportion, againstRate: Proportion) {
+    self.variant = variant
+    self.against = against
+    self.variantRate = variantRate
+    self.againstRate = againstRate
+  }
+
+  /// `variant − against`, with its interval; nil when either has no decided impression.
+  public var difference: (difference: Double, low: Double, high: Double)? {
+    Proportion.difference(variantRate, againstRate)
+  }
 }
 
 /// Seed 000's "did the tip change behaviour?" answered against a holdout: the goal rate of exposed impressions
@@ -214,19 +281,11 @@ public struct Lift: Sendable, Hashable {
   }
 
   /// Exposed rate − holdout rate; nil when either has no decided impression.
-  public var difference: Double? {
-    guard let a = exposed.rate, let b = holdout.rate else { return nil }
-    return a - b
-  }
+  public var difference: Double? { Proportion.difference(exposed, holdout)?.difference }
 
-  /// Newcombe's hybrid score interval: d − √((p₁−l₁)² + (u₂−p₂)²) … d + √((u₁−p₁)² + (p₂−l₂)²).
+  /// Newcombe's hybrid score interval (``Proportion/difference(_:_:)``).
   public var interval: (low: Double, high: Double)? {
-    guard let d = difference, let p1 = exposed.rate, let p2 = holdout.rate, let w1 = exposed.wilson(),
-      let w2 = holdout.wilson()
-    else { return nil }
-    let low = d - ((p1 - w1.low) * (p1 - w1.low) + (w2.high - p2) * (w2.high - p2)).squareRoot()
-    let high = d + ((w1.high - p1) * (w1.high - p1) + (p2 - w2.low) * (p2 - w2.low)).squareRoot()
-    return (low, high)
+    Proportion.difference(exposed, holdout).map { ($0.low, $0.high) }
   }
 
   public static func == (a: Lift, b: Lift) -> Bool { a.exposed == b.exposed && a.holdout == b.holdout }
@@ -262,6 +321,20 @@ public struct TipMetrics: Sendable, Hashable {
 
   /// The metrics of one variant.
   public func variant(_ name: String) -> MetricSet? { variants.first { $0.name == name }?.metrics }
+
+  /// For a tip with a goal and two or more variants that are not holdouts: each of them after the first against the
+  /// first (the control), by goal conversion.
+  public var comparisons: [VariantComparison] {
+    let compared = variants.filter { !$0.metrics.holdout && $0.metrics.goal != nil }
+    guard let control = compared.first, let controlGoal = control.metrics.goal else { return [] }
+    return compared.dropFirst().compactMap { variant in
+      variant.metrics.goal.map {
+        VariantComparison(
+          variant: variant.name, against: control.name, variantRate: $0.proportion,
+          againstRate: controlGoal.proportion)
+      }
+    }
+  }
 }
 
 public struct MetricsReport: Sendable, Hashable {
@@ -272,6 +345,8 @@ public struct MetricsReport: Sendable, Hashable {
   /// The instant of the oldest history entry kept (nil: empty history).
   public var historyStart: Timestamp?
   public var tips: [TipMetrics]
+  /// Across accounts (hosted mode, ``FleetMetrics``): how many accounts' histories were read; nil for one install's.
+  public var accounts: Int?
 
   public init(
     now: Timestamp, since: Timestamp?, until: Timestamp?, configuration: MetricsConfiguration, historyStart: Timestamp?,
@@ -497,8 +572,7 @@ public enum Metrics {
         set.timeToGoal = timeToFirstUse(impressions: impressions, goals: goals)
         let exposures = period.filter(\.startsExposure)
         let samples = exposures.compactMap(\.timeToGoal)
-        set.timeToGoalPerExposure = TimeToGoal(
-          samples: samples.count, median: Metrics.median(samples), open: exposures.count - samples.count)
+        set.timeToGoalPerExposure = TimeToGoal(values: samples, open: exposures.count - samples.count)
         if !counterfactual { set.goalRate = goalRate(impressions: impressions, goals: goals) }
       }
       if configuration.appClosedEvent != nil && !counterfactual {
@@ -520,7 +594,7 @@ public enum Metrics {
       guard let reached = self.first(after: first.cursor, in: goals) else {
         return TimeToGoal(samples: 0, median: nil, open: 1)
       }
-      return TimeToGoal(samples: 1, median: reached.at - first.at, open: 0)
+      return TimeToGoal(values: [reached.at - first.at], open: 0)
     }
 
     /// (4): goal donations per day before and after the first impression (before `until`).

@@ -15,6 +15,7 @@ extension MetricsReport {
       "historyStart": historyStart.map(number) ?? .null,
     ]
     object["tips"] = .array(tips.map(\.json))
+    if let accounts { object["accounts"] = .int(Int64(accounts)) }
     return .object(object)
   }
 }
@@ -28,6 +29,7 @@ extension TipMetrics {
         for (key, value) in variant.metrics.json.objectValue ?? [:] { members[key] = value }
         return .object(members)
       })
+    object["comparisons"] = .array(comparisons.map(\.json))
     object["lift"] = lift?.json ?? .null
     return .object(object)
   }
@@ -37,6 +39,24 @@ extension Proportion {
   public var json: JSONValue {
     ["converted": .int(Int64(converted)), "decided": .int(Int64(decided)), "rate": rate.map(number) ?? .null]
   }
+}
+
+extension VariantComparison {
+  /// `{variant, against, difference, low, high, confidence}`.
+  public var json: JSONValue {
+    let result = difference
+    return [
+      "variant": .string(variant), "against": .string(against),
+      "difference": result.map { number($0.difference) } ?? .null, "low": result.map { number($0.low) } ?? .null,
+      "high": result.map { number($0.high) } ?? .null, "confidence": 0.95,
+    ]
+  }
+}
+
+/// A 95% interval's bounds as `low` and `high` members (null without a sample).
+private func interval(_ bounds: (low: Double, high: Double)?, into object: inout JSONObject) {
+  object["low"] = bounds.map { number($0.low) } ?? .null
+  object["high"] = bounds.map { number($0.high) } ?? .null
 }
 
 extension Lift {
@@ -56,8 +76,12 @@ extension MetricSet {
     var object: JSONObject = ["impressions": .int(Int64(impressions))]
     object["goal"] =
       goal.map { g in
-        ["converted": .int(Int64(g.converted)), "decided": .int(Int64(g.decided)), "pending": .int(Int64(g.pending)),
-         "rate": g.rate.map(number) ?? .null]
+        var goal: JSONObject = [
+          "converted": .int(Int64(g.converted)), "decided": .int(Int64(g.decided)), "pending": .int(Int64(g.pending)),
+          "rate": g.rate.map(number) ?? .null,
+        ]
+        interval(g.interval, into: &goal)
+        return .object(goal)
       } ?? .null
     func time(_ t: TimeToGoal?) -> JSONValue {
       t.map { t in
@@ -68,10 +92,12 @@ extension MetricSet {
     object["timeToGoalPerExposure"] = time(timeToGoalPerExposure)
     object["holdout"] = .bool(holdout)
     if let close {
-      object["close"] = [
+      var members: JSONObject = [
         "available": true, "closes": .int(Int64(close.closes)), "decided": .int(Int64(close.decided)),
         "pending": .int(Int64(close.pending)), "rate": close.rate.map(number) ?? .null, "alert": .bool(close.alert),
       ]
+      interval(close.interval, into: &members)
+      object["close"] = .object(members)
     } else {
       object["close"] = ["available": false]
     }

@@ -210,13 +210,13 @@ enum Health {
       "connections": .object(connections),
     ]
     if let hosted = server.services.hosted {
-      // Hosted: still "ok" while PostgreSQL is away (reads and observations are served from memory; changes are
-      // refused with -32016), but said.
-      let writable = hosted.store.isWritable
-      body["status"] = writable ? "ok" : "degraded"
+      // Hosted: still serving while PostgreSQL is away (reads and observations from memory; changes are refused
+      // with -32016), but said: "connected" once both links (commits, and loading accounts) are up.
+      let connected = hosted.store.isWritable && hosted.store.isReadable
+      body["status"] = connected ? "ok" : "degraded"
       body["hosted"] = .object([
         "node": .string(hosted.configuration.node),
-        "postgres": .string(writable ? "connected" : hosted.store.isIncompatible ? "incompatible" : "unavailable"),
+        "postgres": .string(connected ? "connected" : hosted.store.isIncompatible ? "incompatible" : "unavailable"),
         "residentAccounts": .int(Int64(hosted.residentAccounts)),
         "commitsInFlight": .int(Int64(hosted.commitsInFlight)),
         "catalog": .string(server.catalogVersion ?? ""),

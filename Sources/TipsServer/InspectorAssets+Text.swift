@@ -39,7 +39,7 @@ extension InspectorAssets {
   </section>
   <p id="suppression" class="banner" hidden></p>
   <button id="resume-button" hidden>Resume</button>
-  <section>
+  <section class="account-only">
     <h2>Tips</h2>
     <table id="tips"><thead><tr><th>tip</th><th>status</th><th>shouldDisplay</th><th>displays</th><th>displayed</th><th>why</th><th>goal</th><th></th></tr></thead><tbody></tbody></table>
   </section>
@@ -47,7 +47,7 @@ extension InspectorAssets {
     <h2>Did it help? <span class="muted small" id="metrics-note"></span></h2>
     <div id="metrics"></div>
   </section>
-  <div class="columns">
+  <div class="columns account-only">
     <section>
       <h2>Events</h2>
       <table id="events"><thead><tr><th>event</th><th>kept</th><th>ever</th><th>limits</th><th>last donation</th><th>role</th><th></th></tr></thead><tbody></tbody></table>
@@ -135,6 +135,7 @@ let state = null;
 let refreshing = false;
 let refreshAgain = false;
 let metricsTimer = null;
+let fleetTimer = null;
 let retryDelay = 250;
 const feed = [];
 
@@ -156,8 +157,20 @@ async function connect(token) {
   connection = current;
   try {
     await current.opened;
-    await current.call("initialize", { protocolVersion: "1.1", clientInfo: { name: "tipsd inspector", version: "1" } });
+    const initialized = await current.call("initialize", { protocolVersion: "1.1", clientInfo: { name: "tipsd inspector", version: "1" } });
     retryDelay = 250;
+    if (initialized.auth && initialized.auth.admin) {
+      // A hosted node's admin: the fleet — every account's metrics pooled, every account's lifecycle events. (One
+      // account's own state is its user's to see.)
+      document.body.dataset.fleet = "true";
+      await current.call("analytics/subscribe", {});
+      setConnection("connected — fleet (admin)", "connected");
+      await refreshMetrics();
+      // No inspect/changed across accounts: the pooled metrics are read again every 10 s.
+      clearInterval(fleetTimer);
+      fleetTimer = setInterval(refreshMetrics, 10000);
+      return;
+    }
     await refresh();
     await current.call("tips/observe", {});
     const head = state ? state.history.head : 0;
@@ -367,24 +380,26 @@ function renderFeed() {
         : e.type === "action" ? `${e.actionId} [${e.actionIndex}]`
         : e.type === "exposure" ? "would have shown (counterfactual)"
         : `variant ${e.variant}`;
-      return el("li", { value: e.cursor, text: `${time(e.at)}  ${e.type.padEnd(12)} ${e.tipId}${e.variant ? " · " + e.variant : ""}  ${detail}` });
+      const who = e.account ? `${e.account}  ` : "";
+      return el("li", { value: e.cursor, text: `${time(e.at)}  ${who}${e.type.padEnd(12)} ${e.tipId}${e.variant ? " · " + e.variant : ""}  ${detail}` });
     }));
 }
 
 // ─── Metrics: numbers and one inline SVG bar chart per tip comparing its variants ───────────────────────────────
 
 function renderMetrics(report) {
-  $("metrics-note").textContent = report.appClosedEvent
+  $("metrics-note").textContent = (report.accounts != null ? `across ${report.accounts} accounts · ` : "") + (report.appClosedEvent
     ? `close rate: ${report.appClosedEvent} within ${report.closeWindow} s` + (report.closeRateAlert != null ? `, alert above ${percent(report.closeRateAlert)}` : "")
-    : "close rate unavailable (start the daemon with --app-closed-event)";
+    : "close rate unavailable (start the daemon with --app-closed-event)");
   $("metrics").replaceChildren(
     ...report.tips.map((tip) => {
       const rows = tip.variants.length ? tip.variants : [{ ...tip.overall, variant: "all" }];
       const o = tip.overall;
       const lines = [
         `${o.impressions} impressions`,
-        o.goal ? `goal ${percent(o.goal.rate)} (${o.goal.converted}/${o.goal.decided}${o.goal.pending ? `, ${o.goal.pending} pending` : ""})` : "no goal declared",
-        o.timeToGoal ? `time to first use ${o.timeToGoal.samples ? duration(o.timeToGoal.median) : o.timeToGoal.open ? "open" : "—"}` : null,
+        o.goal ? `goal ${percent(o.goal.rate)}${interval(o.goal)} (${o.goal.converted}/${o.goal.decided}${o.goal.pending ? `, ${o.goal.pending} pending` : ""})` : "no goal declared",
+        o.timeToGoal ? `time to first use ${o.timeToGoal.samples ? duration(o.timeToGoal.median) : o.timeToGoal.open ? "open" : "—"}${report.accounts != null ? ` (median of ${o.timeToGoal.samples} accounts)` : ""}` : null,
+        ...(tip.comparisons || []).map((c) => `${c.variant} vs ${c.against} ${signedPercent(c.difference)}${c.low != null ? ` [${signedPercent(c.low)}, ${signedPercent(c.high)}]` : ""}`),
         tip.lift ? `lift vs holdout ${signedPercent(tip.lift.difference)}${tip.lift.low != null ? ` [${signedPercent(tip.lift.low)}, ${signedPercent(tip.lift.high)}]` : ""}` : null,
         o.close.available ? `close rate ${percent(o.close.rate)} (${o.close.closes}/${o.close.decided})` : null,
         o.goalRate && o.goalRate.firstImpressionAt != null
@@ -398,6 +413,11 @@ function renderMetrics(report) {
         chart(rows),
         el("div", { class: "legend small muted" }, el("span", { class: "goal" }), "goal rate", el("span", { class: "close" }), "close rate"));
     }));
+}
+
+/// A rate's 95% interval, as ` [12%–40%]` (nothing without a sample).
+function interval(rate) {
+  return rate.low != null ? ` [${percent(rate.low)}–${percent(rate.high)}]` : "";
 }
 
 /// Bars per variant: goal rate and close rate (0–100 %), labelled with their sample sizes.
@@ -534,6 +554,8 @@ form { display: inline-block; margin-right: 16px; }
 .badge.holdout { color: var(--warn); border-color: var(--warn); margin-left: 6px; }
 .banner { background: var(--card); border-left: 3px solid var(--warn); padding: 6px 10px; margin: 12px 0 0; display: inline-block; }
 #resume-button { margin-left: 8px; }
+/* A hosted node's admin sees the fleet: pooled metrics and every account's lifecycle events, no one account's state. */
+body[data-fleet="true"] .account-only { display: none; }
 """####
   static let icon = ####"""
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="#2f6fdf"/><path d="M8 4v5M8 11v1" stroke="#fff" stroke-width="2" stroke-linecap="round"/></svg>

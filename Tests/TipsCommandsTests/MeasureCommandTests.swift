@@ -1,4 +1,5 @@
 import Testing
+import TipsEngine
 import TipsJSON
 import TipsMetrics
 import TipsProtocol
@@ -76,10 +77,33 @@ import TipsProtocol
     #expect(rows[1].timeToGoal == "60 s (n=1)" && rows[1].close == "n/a" && rows[1].goalPerDay == "—")
     let csv = MetricsTable.csv(report).split(separator: "\n")
     #expect(csv[0].hasPrefix("tip,variant,impressions,goal_rate,goal_converted"))
-    #expect(csv[1] == "\"a,b\",all,2,,,,,,,,,,,,,")
-    #expect(csv[2] == "\"a,b\",x,1,1,1,1,0,60,1,,,,,,,")
+    #expect(csv[1] == "\"a,b\",all,2,,,,,,,,,,,,,,,")
+    // 1 of 1: the rate's interval is Wilson's [1 / (1 + z²), 1].
+    #expect(csv[2].hasPrefix("\"a,b\",x,1,1,1,1,0,60,1,,,,,,,,0.20654") && csv[2].hasSuffix(",1"), "\(csv[2])")
     let text = MetricsTable.text(report)
     #expect(text.contains("100% (1/1)") && text.contains("60 s (n=1)") && text.contains("close rate: n/a"))
+  }
+
+  @Test func aPooledReportSaysHowManyAccountsAndComparesVariantsWithTheirIntervals() {
+    func set(_ converted: Int, _ decided: Int) -> MetricSet {
+      MetricSet(
+        impressions: decided,
+        goal: GoalConversion(
+          converted: converted, decided: decided, pending: 0, rate: Double(converted) / Double(decided)))
+    }
+    let goal = TipGoal(eventID: "search.used", within: 86_400)
+    var report = MetricsReport(
+      now: 0, since: nil, until: nil, configuration: MetricsConfiguration(), historyStart: nil,
+      tips: [TipMetrics(tipID: "search.tip", goal: goal, overall: set(4, 8), variants: [("a", set(1, 4)), ("b", set(3, 4))])])
+    report.accounts = 3
+    report.tips[0].lift = Lift(exposed: Proportion(converted: 3, decided: 4), holdout: Proportion(converted: 0, decided: 0))
+    let text = MetricsTable.text(report)
+    #expect(text.hasPrefix("across 3 accounts"))
+    // 3 of 4 against 1 of 4: +50 points, Newcombe's interval −13.5 to +78.9 (worked in MetricsTests).
+    #expect(text.contains("search.tip: b vs a: +50.0 points (95%: −13.5 to +78.9)"), "\(text)")
+    #expect(text.contains("search.tip: lift against the holdout: — (no decided impressions on one side)"), "\(text)")
+    #expect(!MetricsTable.text(MetricsReport(
+      now: 0, since: nil, until: nil, configuration: MetricsConfiguration(), historyStart: nil, tips: [])).contains("across"))
   }
 
   @Test func aCloseRateAboveTheAlertIsMarked() {

@@ -277,7 +277,9 @@ struct MetricsTests {
     #expect(json["closeRateAlert"] == .double(0.3))
     let overall = try #require(json["tips"]?[0]?["overall"])
     #expect(overall["impressions"] == 1)
-    #expect(overall["goal"] == ["converted": 1, "decided": 1, "pending": 0, "rate": 1])
+    // With the rate's 95% interval: Wilson's for 1 of 1 is [1 / (1 + z²) = 0.206549, 1].
+    #expect(
+      overall["goal"] == ["converted": 1, "decided": 1, "pending": 0, "rate": 1, "low": 0.206549, "high": 1])
     #expect(overall["timeToGoal"] == ["samples": 1, "median": 30, "open": 0])
     #expect(overall["timeToGoalPerExposure"] == ["samples": 1, "median": 30, "open": 0])
     #expect(overall["holdout"] == false)
@@ -356,5 +358,86 @@ struct MetricsTests {
     #expect(json["difference"] == 0.5 && json["confidence"] == 0.95)
     #expect(json["exposed"] == ["converted": 3, "decided": 4, "rate": 0.75])
     #expect(report.json["variants"]?[1]?["holdout"] == true)
+  }
+
+  @Test("a variant against the control: each rate's Wilson interval and the difference's, in results")
+  func variantComparison() throws {
+    let tip = MetricsTip(id: "filter.tip", goal: filterTip.goal, variants: ["friendly", "direct"])
+    var history = History()
+    // friendly (the control, declared first): 1 of 4 converted; direct: 3 of 4 — the holdout example's rates.
+    for d in 0..<4 {
+      history.impression(at: Double(d) * day, variant: "friendly")
+      if d == 0 { history.donate("filter.used", at: Double(d) * day + hour) }
+    }
+    for d in 10..<14 {
+      history.impression(at: Double(d) * day, variant: "direct")
+      if d < 13 { history.donate("filter.used", at: Double(d) * day + hour) }
+    }
+    let report = try #require(compute(history, tips: [tip], now: 20 * day).tip("filter.tip"))
+    let comparison = try #require(report.comparisons.first)
+    #expect(report.comparisons.count == 1)
+    #expect(comparison.variant == "direct" && comparison.against == "friendly")
+    // The same proportions as holdoutLift's, so the same Newcombe interval: 0.5 in [−0.13549, 0.78908].
+    let difference = try #require(comparison.difference)
+    #expect(difference.difference == 0.5)
+    #expect(abs(difference.low - -0.13549) < 1e-4 && abs(difference.high - 0.78908) < 1e-4, "\(difference)")
+    let json = try #require(compute(history, tips: [tip], now: 20 * day).json["tips"]?[0])
+    #expect(json["comparisons"]?[0]?["variant"] == "direct" && json["comparisons"]?[0]?["difference"] == 0.5)
+    // 1 of 4: [0.04559, 0.69936], written with the rate.
+    let friendly = try #require(json["variants"]?[0]?["goal"])
+    #expect(abs((friendly["low"]?.doubleValue ?? 0) - 0.04559) < 1e-4 && abs((friendly["high"]?.doubleValue ?? 0) - 0.69936) < 1e-4)
+    // With one variant there is nothing to compare.
+    var one = History()
+    one.impression(at: 0, variant: "friendly")
+    #expect(compute(one, tips: [tip], now: 20 * day).tip("filter.tip")?.variants.count == 2)
+    var solo = tip
+    solo.variants = ["friendly"]
+    #expect(compute(one, tips: [solo], now: 20 * day).tip("filter.tip")?.comparisons.isEmpty == true)
+  }
+
+  @Test("across accounts: sums, the median of the accounts' first-use samples, per-account-day goal rates, pooled lift")
+  func fleet() throws {
+    let tip = MetricsTip(
+      id: "filter.tip", goal: filterTip.goal, variants: ["friendly", "control"], holdouts: ["control"])
+    // Three accounts, each one install's history.
+    var ann = History()  // friendly: converts after 1 h; a second impression 2 days later converts after 3 h.
+    ann.impression(at: 0, variant: "friendly")
+    ann.donate("filter.used", at: hour)
+    ann.impression(at: 2 * day, variant: "friendly")
+    ann.donate("filter.used", at: 2 * day + 3 * hour)
+    var bob = History()  // friendly: a goal the day before; the impression never converts (goal 30 h later).
+    bob.donate("filter.used", at: 9 * day)
+    bob.impression(at: 10 * day, variant: "friendly")
+    bob.donate("filter.used", at: 10 * day + 30 * hour)
+    var cat = History()  // held out: a counterfactual impression, no goal yet, an hour before now.
+    Self.exposure(&cat, at: 20 * day - hour)
+    var fleet = FleetMetrics(tips: [tip], configuration: MetricsConfiguration(), now: History.t0 + 20 * day)
+    for account in [ann, bob, cat] { fleet.add(history: account.events, historyStart: account.events.first?.at) }
+    let report = fleet.report()
+    #expect(report.accounts == 3)
+    #expect(report.historyStart == History.t0)
+    let overall = try #require(report.tip("filter.tip")?.overall)
+    #expect(overall.impressions == 3)
+    #expect(overall.goal == GoalConversion(converted: 2, decided: 3, pending: 0, rate: 2.0 / 3))
+    // First use: ann 1 h, bob 30 h: the median of the two accounts' samples.
+    #expect(overall.timeToGoal == TimeToGoal(samples: 2, median: (hour + 30 * hour) / 2, open: 0))
+    // Exposures: ann's first (1 h; her second impression came after a goal: 3 h), bob's (30 h).
+    #expect(overall.timeToGoalPerExposure == TimeToGoal(samples: 3, median: 3 * hour, open: 0))
+    // Goal rates per account-day. Before: ann has no history before her impression (0 days), bob 1 day (from the
+    // history's start, his goal, to the impression), 1 goal. After: 7 days each; ann 2 goals, bob 1.
+    let rate = try #require(overall.goalRate)
+    #expect(rate.firstImpressionAt == History.t0)
+    #expect(rate.before?.count == 1 && rate.before?.days == 1 && rate.before?.perDay == 1)
+    #expect(rate.after?.count == 3 && rate.after?.days == 14 && rate.after?.perDay == 3.0 / 14)
+    #expect(rate.after?.from == History.t0 && rate.after?.to == History.t0 + 17 * day)
+    let control = try #require(report.tip("filter.tip")?.variant("control"))
+    #expect(control.holdout && control.impressions == 1 && control.goal?.pending == 1)
+    #expect(control.timeToGoal == TimeToGoal(samples: 0, median: nil, open: 1))
+    let lift = try #require(report.tip("filter.tip")?.lift)
+    #expect(lift.exposed == Proportion(converted: 2, decided: 3) && lift.holdout == Proportion(converted: 0, decided: 0))
+    #expect(lift.difference == nil)
+    // In results: `accounts`, and `days` read back as account-days.
+    #expect(report.json["accounts"] == 3)
+    #expect(report.json["tips"]?[0]?["overall"]?["goalRate"]?["after"]?["days"] == 14)
   }
 }

@@ -13,39 +13,12 @@ import re
 import shutil
 import urllib.request
 
-import pytest
-
 import harness
 from test_websocket import WebDaemon
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 DEMO = harness.REPO / "catalog" / "demo.json"
-
-
-@pytest.fixture
-def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-extensions",
-        "--window-size=1400,1500",
-        "--hide-scrollbars",
-    ):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(harness.TIMEOUT)
-    yield driver
-    driver.quit()
 
 
 def wait(driver, condition, what: str):
@@ -146,8 +119,9 @@ def test_the_inspector_is_self_contained_lists_the_demo_tips_and_follows_another
     # Issue #25: another client suppresses tips: the banner shows it and why; the page's Resume ends it.
     assert app.request("tips/suppress", {"seconds": 600, "reason": "checkout"})["result"]["suppressed"] is True
     wait(browser, lambda d: "checkout" in (cell(d, "#suppression") or ""), "the suppression banner")
-    wait(browser, lambda d: "suppressed until" in (cell(d, 'tr[data-tip="welcome.tour"] summary') or ""),
-         "the tip's why")
+    wait(
+        browser, lambda d: "suppressed until" in (cell(d, 'tr[data-tip="welcome.tour"] summary') or ""), "the tip's why"
+    )
     browser.execute_script('document.getElementById("resume-button").click()')
     wait(browser, lambda d: d.execute_script("return document.getElementById('suppression').hidden"), "the resume")
 

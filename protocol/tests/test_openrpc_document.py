@@ -196,13 +196,13 @@ RULES_OK = [
     {"tip": "welcome.tip", "displayed": {"gte": 2}},
 ]
 RULES_BAD = [
-    {"tip": "welcome.tip"},                                                   # neither status nor displayed
+    {"tip": "welcome.tip"},  # neither status nor displayed
     {"tip": "welcome.tip", "status": "available"},
-    {"tip": "welcome.tip", "displayed": {"gte": 1}, "for": {"days": 1}},     # for goes with status
+    {"tip": "welcome.tip", "displayed": {"gte": 1}, "for": {"days": 1}},  # for goes with status
     {"tip": "welcome.tip", "status": "invalidated", "displayed": {"gte": 1}},
     {"tip": "", "status": "invalidated"},
-    {"event": "e", "count": {"gte ": 3}},              # the seed's typo
-    {"event": "e", "count": {"gte": 3, "lt": 5}},       # two operators
+    {"event": "e", "count": {"gte ": 3}},  # the seed's typo
+    {"event": "e", "count": {"gte": 3, "lt": 5}},  # two operators
     {"event": "e", "count": {"gte": -1}},
     {"event": "e", "count": {"gte": 3}, "within": {"fortnights": 1}},
     {"event": "", "count": {"gte": 3}},

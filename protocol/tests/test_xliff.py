@@ -1,6 +1,7 @@
 """`tipsd strings --format xliff` against translate-toolkit (PyPI's `translate-toolkit`, what Weblate and Pootle read
 XLIFF with): the files tipsd writes are read by it without error, unit for unit with the catalog's copy, and a file it
 writes after a translator's edits imports back into the message files (issue #25)."""
+
 from __future__ import annotations
 
 import json
@@ -79,7 +80,9 @@ def test_a_file_translate_toolkit_writes_imports_back(tmp_path):
     french.savefile(str(translated / "fr.xliff"))
 
     out = tmp_path / "messages"
-    result = tipsd("strings", "import", str(DEMO), "--format", "xliff", "--from", str(translated), "--messages", str(out))
+    result = tipsd(
+        "strings", "import", str(DEMO), "--format", "xliff", "--from", str(translated), "--messages", str(out)
+    )
     ja = json.loads((out / "ja.json").read_text())["tipkit"]
     assert ja["filter.tip.title"] == "もっと絞り込めます & <速く>\n二行目"
     assert ja["nope.tip.title"] == "カタログにない"
@@ -91,4 +94,7 @@ def test_a_file_translate_toolkit_writes_imports_back(tmp_path):
     assert fr == {"filter.tip.title": "Vous pouvez affiner"}
     # The unknown id and the missing translation are reported with their place in the XLIFF file.
     assert f"{translated / 'ja.xliff'}:" in result.stderr and "tipkit.nope.tip.title" in result.stderr
-    assert f"{translated / 'fr.xliff'}:" in result.stderr and "tipkit.filter.tip.actions.learn-more has no fr translation" in result.stderr
+    assert (
+        f"{translated / 'fr.xliff'}:" in result.stderr
+        and "tipkit.filter.tip.actions.learn-more has no fr translation" in result.stderr
+    )

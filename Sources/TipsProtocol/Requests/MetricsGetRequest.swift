@@ -44,8 +44,8 @@ public struct MetricsGetRequest: EncodableRequest, Hashable {
     public static let shape = ResultShape.object(
       ObjectShape([
         "now", "since", "until", "appClosedEvent", "closeWindow", "closeRateAlert", "baselineDays", "historyStart",
-        "tips",
-      ]), schema: "Metrics")
+        "tips", "accounts",
+      ], optional: ["accounts"]), schema: "Metrics")
     public func write(to writer: inout JSONWriter) { writer.write(report.json) }
   }
 }

@@ -54,6 +54,13 @@ public struct InspectState: Sendable, Hashable {
     case override(String)
     /// Invalidated, for a reason.
     case invalidated(reason: String)
+    /// The tip's schedule (or with `group`, its group's) is closed now.
+    case schedule(from: Double?, until: Double?, group: String?)
+    /// `tips/suppress` is in force (`until` nil: until `tips/resume`).
+    case suppressed(until: Double?, reason: String?)
+    /// This install is held out of the tip (a holdout variant); `exposedSince`: when its counterfactual exposure
+    /// began, while the tip would be displayable.
+    case holdout(variant: String, exposedSince: Double?)
   }
 
   /// An event with its counts, last donation and role.
@@ -202,6 +209,12 @@ extension InspectState.Hold {
     case .group(let group, let current): ["kind": "group", "group": .string(group), "currentTip": optional(current)]
     case .override(let name): ["kind": "override", "override": .string(name)]
     case .invalidated(let reason): ["kind": "invalidated", "reason": .string(reason)]
+    case .schedule(let from, let until, let group):
+      group.map { ["kind": "schedule", "from": optional(from), "until": optional(until), "group": .string($0)] }
+        ?? ["kind": "schedule", "from": optional(from), "until": optional(until)]
+    case .suppressed(let until, let reason): ["kind": "suppressed", "until": optional(until), "reason": optional(reason)]
+    case .holdout(let variant, let since):
+      ["kind": "holdout", "variant": .string(variant), "exposedSince": optional(since)]
     }
   }
 }
@@ -291,7 +304,15 @@ extension InspectState.Hold: DecodableResult {
     case "group": self = .group(try r.string("group"), currentTip: try r.optionalString("currentTip"))
     case "override": self = .override(try r.string("override"))
     case "invalidated": self = .invalidated(reason: try r.string("reason"))
-    case let other: throw r.invalid("kind", "is not cooldown, group, override or invalidated (got \"\(other)\")")
+    case "schedule":
+      self = .schedule(
+        from: try r.optionalDouble("from"), until: try r.optionalDouble("until"), group: try r.optionalString("group"))
+    case "suppressed": self = .suppressed(until: try r.optionalDouble("until"), reason: try r.optionalString("reason"))
+    case "holdout":
+      self = .holdout(variant: try r.string("variant"), exposedSince: try r.optionalDouble("exposedSince"))
+    case let other:
+      throw r.invalid(
+        "kind", "is not cooldown, group, override, invalidated, schedule, suppressed or holdout (got \"\(other)\")")
     }
   }
 }

@@ -45,7 +45,12 @@ extension CloseRate: DecodableResult {
 
 extension RateWindow: DecodableResult {
   public init(from r: ResultReader) throws(ResultDecodingError) {
-    self.init(from: try r.double("from"), to: try r.double("to"), count: try r.int("count"))
+    let (from, to) = (try r.double("from"), try r.double("to"))
+    // Across accounts `days` is the accounts' days summed, not the span.
+    let days = try r.optionalDouble("days")
+    self.init(
+      from: from, to: to, count: try r.int("count"),
+      accountDays: days.flatMap { abs($0 - max(0, to - from) / 86_400) > 1e-6 ? $0 : nil })
   }
 }
 
@@ -106,5 +111,6 @@ extension MetricsReport: DecodableResult {
         appClosedEvent: try r.optionalString("appClosedEvent"), closeWindow: try r.double("closeWindow"),
         closeRateAlert: try r.optionalDouble("closeRateAlert"), baselineDays: try r.double("baselineDays")),
       historyStart: try r.optionalDouble("historyStart"), tips: try r.decodeArray("tips", of: TipMetrics.self))
+    accounts = try r.optionalInt("accounts")
   }
 }

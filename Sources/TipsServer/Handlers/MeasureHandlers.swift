@@ -95,10 +95,14 @@ extension Handlers {
 
     table.onAsync(MetricsGetRequest.self) { request, context, reply in
       if let hosted = context.services.hosted {
-        let tenant = context.tenant!
+        guard let tenant = context.tenant else {
+          // An admin's: every account's, pooled.
+          hosted.fleetMetrics(request) { reply($0.map { MetricsGetRequest.Response(report: $0) }) }
+          return
+        }
         let tips: [MetricsTip]
         do throws(ResponseError) {
-          tips = try metricsTips(request, context)
+          tips = try metricsTips(request, engine: tenant.engine)
         } catch {
           return reply(.failure(error))
         }
@@ -158,7 +162,7 @@ extension Handlers {
     -> MetricsReport
   {
     let engine = context.engine
-    let tips = try metricsTips(request, context)
+    let tips = try metricsTips(request, engine: engine)
     let store = context.services.store
     let history: [HistoryEvent]
     let bounds: HistoryBounds
@@ -174,8 +178,7 @@ extension Handlers {
   }
 
   /// The tips `metrics/get` reports on (default: every registered tip).
-  static func metricsTips(_ request: MetricsGetRequest, _ context: RequestContext) throws(ResponseError) -> [MetricsTip] {
-    let engine = context.engine
+  static func metricsTips(_ request: MetricsGetRequest, engine: Engine) throws(ResponseError) -> [MetricsTip] {
     var tips: [MetricsTip] = []
     for id in request.tips ?? engine.registeredTipIDs {
       guard let definition = engine.definition(of: id) else { throw .unknownTip(id) }

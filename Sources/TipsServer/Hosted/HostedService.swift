@@ -4,6 +4,7 @@ import TipsEngine
 import TipsHosted
 import TipsJSON
 import TipsLogging
+import TipsMetrics
 import TipsProtocol
 import TipsStore
 import TipsSync
@@ -628,6 +629,57 @@ final class HostedService {
       }
     }
     page(after: cursor)
+  }
+
+  /// Seed 000's metrics across every account (the admin's `metrics/get` without an account): each account's stored
+  /// history, read a page at a time in account order, computed on its own and pooled (``FleetMetrics``). The tips
+  /// are the catalog's.
+  func fleetMetrics(_ request: MetricsGetRequest, completion: @escaping (Result<MetricsReport, ResponseError>) -> Void) {
+    let engine: Engine
+    let tips: [MetricsTip]
+    do {
+      engine = try makeEngine(account: "fleet")  // only its tips and its clock are read
+      tips = try Handlers.metricsTips(request, engine: engine)
+    } catch let error as ResponseError {
+      return completion(.failure(error))
+    } catch {
+      return completion(.failure(ResponseError(code: .internalError, message: "metrics/get: \(error)")))
+    }
+    var fleet = FleetMetrics(
+      tips: tips, configuration: services.configuration.metrics, since: request.since, until: request.until,
+      now: engine.clock.now())
+    var current: (account: String, start: Double, events: [HistoryEvent])?
+    func flush() {
+      if let current { fleet.add(history: current.events, historyStart: current.start) }
+      current = nil
+    }
+    let pageSize = 256
+    func page(after account: String, cursor: Int64) {
+      store.historyByAccount(after: account, cursor: cursor, limit: pageSize) { result in
+        switch result {
+        case .failure(let error):
+          completion(.failure(.unavailable(method: MetricsGetRequest.method, retryAfter: 1, error.message)))
+        case .success(let chunks):
+          for chunk in chunks {
+            guard let events = HistoryBatch.decode(chunk.bytes, first: chunk.cursor) else {
+              let message = "account \(chunk.account): a stored history chunk is unreadable"
+              return completion(.failure(ResponseError(code: .internalError, message: message)))
+            }
+            if current?.account != chunk.account {
+              flush()
+              current = (chunk.account, chunk.firstAt, [])
+            }
+            current!.events += events.filter { HistoryBatch.metricKinds & (1 << $0.kind.code) != 0 }
+          }
+          guard chunks.count == pageSize, let last = chunks.last else {
+            flush()
+            return completion(.success(fleet.report()))
+          }
+          page(after: last.account, cursor: last.cursor)
+        }
+      }
+    }
+    page(after: "", cursor: 0)
   }
 
   /// Replays the account's history after `cursor` to a new analytics subscriber, then makes it live: the account's

@@ -581,7 +581,15 @@ export interface RateWindow {
 export interface MetricSet {
   variant?: string;
   impressions: number;
-  goal: { converted: number; decided: number; pending: number; rate: number | null } | null;
+  /** `low`/`high`: the rate's 95% interval (Wilson's), null when nothing is decided. */
+  goal: {
+    converted: number;
+    decided: number;
+    pending: number;
+    rate: number | null;
+    low: number | null;
+    high: number | null;
+  } | null;
   /** Time to first use: per install, the first goal after the first impression (one sample). */
   timeToGoal: { samples: number; median: number | null; open: number } | null;
   /** The same per exposure (the first impression since the last goal). */
@@ -590,7 +598,16 @@ export interface MetricSet {
   holdout: boolean;
   close:
     | { available: false }
-    | { available: true; closes: number; decided: number; pending: number; rate: number | null; alert: boolean };
+    | {
+        available: true;
+        closes: number;
+        decided: number;
+        pending: number;
+        rate: number | null;
+        alert: boolean;
+        low: number | null;
+        high: number | null;
+      };
   goalRate: {
     firstImpressionAt: number | null;
     before: RateWindow | null;
@@ -607,7 +624,25 @@ export interface MetricsResult {
   closeRateAlert: number | null;
   baselineDays: number;
   historyStart: number | null;
-  tips: { tipId: string; goal: TipGoal | null; overall: MetricSet; variants: MetricSet[]; lift: Lift | null }[];
+  tips: {
+    tipId: string;
+    goal: TipGoal | null;
+    overall: MetricSet;
+    variants: MetricSet[];
+    comparisons: VariantComparison[];
+    lift: Lift | null;
+  }[];
+  /** Hosted mode, an admin's metrics/get without `account`: how many accounts' histories were pooled. */
+  accounts?: number;
+}
+/** A variant's goal rate against the control's (the first variant that is not a holdout), with Newcombe's interval. */
+export interface VariantComparison {
+  variant: string;
+  against: string;
+  difference: number | null;
+  low: number | null;
+  high: number | null;
+  confidence: number;
 }
 /** The exposed goal rate against a holdout's, with Newcombe's interval (protocol/README.md, "Metrics"). */
 export interface Lift {

@@ -1,0 +1,171 @@
+public import TipsEngine
+
+/// Seed 000's metrics across accounts: hosted mode's admin `metrics/get` without an account. Each account's history
+/// is one install's, so each is computed on its own exactly as ``Metrics/compute(history:tips:configuration:since:until:now:historyStart:)``
+/// computes one install's, and the figures are then pooled, one account at a time (memory proportional to the tips
+/// and the samples, not to the histories):
+///
+/// - impressions, goal conversions, closes and their pending impressions are summed, and each rate is recomputed
+///   from the sums with its 95% interval (Wilson's, over decided impressions: impressions of one user are not
+///   independent, so with few impressions per user the interval is on the narrow side);
+/// - time to first use is the median of every account's sample (one per account that reached the goal: the
+///   reference's per-install definition), and per exposure the median of every account's exposures;
+/// - goal rates before and after the first impression are per account-day: each account's window's donations and
+///   days summed (``RateWindow/accountDays``);
+/// - lift against a holdout pools every account's exposed and counterfactual impressions; variant comparisons are
+///   computed from the pooled variants (``TipMetrics/comparisons``).
+public struct FleetMetrics: Sendable {
+  public let tips: [MetricsTip]
+  public let configuration: MetricsConfiguration
+  public let since: Timestamp?
+  public let until: Timestamp?
+  public let now: Timestamp
+  /// Accounts added so far.
+  public private(set) var accounts = 0
+  private var historyStart: Timestamp?
+  private var pooled: [String: PooledTip] = [:]
+
+  public init(
+    tips: [MetricsTip], configuration: MetricsConfiguration, since: Timestamp? = nil, until: Timestamp? = nil,
+    now: Timestamp
+  ) {
+    self.tips = tips
+    self.configuration = configuration
+    self.since = since
+    self.until = until
+    self.now = now
+    for tip in tips { pooled[tip.id] = PooledTip(variants: tip.variants) }
+  }
+
+  /// Adds one account: its history (any order) and the instant of its oldest kept entry.
+  public mutating func add(history: [HistoryEvent], historyStart: Timestamp?) {
+    let report = Metrics.compute(
+      history: history, tips: tips, configuration: configuration, since: since, until: until, now: now,
+      historyStart: historyStart)
+    accounts += 1
+    if let start = historyStart { self.historyStart = min(self.historyStart ?? start, start) }
+    for tip in report.tips { pooled[tip.tipID]?.add(tip) }
+  }
+
+  /// The pooled report, in the tips' order.
+  public func report() -> MetricsReport {
+    var report = MetricsReport(
+      now: now, since: since, until: until, configuration: configuration, historyStart: historyStart, tips: [])
+    report.accounts = accounts
+    for tip in tips {
+      guard let pooled = pooled[tip.id] else { continue }
+      var metrics = TipMetrics(
+        tipID: tip.id, goal: tip.goal, overall: pooled.overall.set(configuration),
+        variants: pooled.variants.map { ($0, pooled.byVariant[$0]!.set(configuration)) })
+      metrics.lift = pooled.lift
+      report.tips.append(metrics)
+    }
+    return report
+  }
+}
+
+/// One tip's figures summed over accounts.
+private struct PooledTip {
+  var overall = PooledSet()
+  /// Declared variants first, then others in the order accounts reported them.
+  var variants: [String]
+  var byVariant: [String: PooledSet] = [:]
+  var lift: Lift?
+
+  init(variants: [String]) {
+    self.variants = variants
+    for name in variants { byVariant[name] = PooledSet() }
+  }
+
+  mutating func add(_ tip: TipMetrics) {
+    overall.add(tip.overall)
+    for (name, set) in tip.variants {
+      if byVariant[name] == nil {
+        variants.append(name)
+        byVariant[name] = PooledSet()
+      }
+      byVariant[name]!.add(set)
+    }
+    if let other = tip.lift {
+      lift = Lift(
+        exposed: (lift?.exposed ?? Proportion(converted: 0, decided: 0)) + other.exposed,
+        holdout: (lift?.holdout ?? Proportion(converted: 0, decided: 0)) + other.holdout)
+    }
+  }
+}
+
+/// One metric set's figures summed over accounts.
+private struct PooledSet {
+  var impressions = 0
+  var holdout = false
+  var goal: (converted: Int, decided: Int, pending: Int)?
+  var firstUse: (values: [Double], open: Int)?
+  var perExposure: (values: [Double], open: Int)?
+  var close: (closes: Int, decided: Int, pending: Int)?
+  var goalRate: (first: Timestamp?, before: PooledWindow?, after: PooledWindow?)?
+
+  mutating func add(_ set: MetricSet) {
+    impressions += set.impressions
+    holdout = holdout || set.holdout
+    if let g = set.goal {
+      let sum = goal ?? (0, 0, 0)
+      goal = (sum.converted + g.converted, sum.decided + g.decided, sum.pending + g.pending)
+    }
+    if let t = set.timeToGoal {
+      let sum = firstUse ?? ([], 0)
+      firstUse = (sum.values + t.values, sum.open + t.open)
+    }
+    if let t = set.timeToGoalPerExposure {
+      let sum = perExposure ?? ([], 0)
+      perExposure = (sum.values + t.values, sum.open + t.open)
+    }
+    if let c = set.close {
+      let sum = close ?? (0, 0, 0)
+      close = (sum.closes + c.closes, sum.decided + c.decided, sum.pending + c.pending)
+    }
+    if let r = set.goalRate {
+      var sum = goalRate ?? (nil, nil, nil)
+      if let at = r.firstImpressionAt { sum.first = min(sum.first ?? at, at) }
+      if let window = r.before { sum.before = (sum.before ?? PooledWindow()).adding(window) }
+      if let window = r.after { sum.after = (sum.after ?? PooledWindow()).adding(window) }
+      goalRate = sum
+    }
+  }
+
+  func set(_ configuration: MetricsConfiguration) -> MetricSet {
+    var set = MetricSet(impressions: impressions, holdout: holdout)
+    if let goal {
+      set.goal = GoalConversion(
+        converted: goal.converted, decided: goal.decided, pending: goal.pending,
+        rate: goal.decided > 0 ? Double(goal.converted) / Double(goal.decided) : nil)
+    }
+    if let firstUse { set.timeToGoal = TimeToGoal(values: firstUse.values, open: firstUse.open) }
+    if let perExposure { set.timeToGoalPerExposure = TimeToGoal(values: perExposure.values, open: perExposure.open) }
+    if let close {
+      let rate = close.decided > 0 ? Double(close.closes) / Double(close.decided) : nil
+      set.close = CloseRate(
+        closes: close.closes, decided: close.decided, pending: close.pending, rate: rate,
+        alert: rate.map { rate in configuration.closeRateAlert.map { rate > $0 } ?? false } ?? false)
+    }
+    if let goalRate {
+      set.goalRate = GoalRateChange(
+        firstImpressionAt: goalRate.first, before: goalRate.before?.window, after: goalRate.after?.window)
+    }
+    return set
+  }
+}
+
+/// Rate windows summed over accounts: donations and days added, the span from the earliest start to the latest end.
+private struct PooledWindow {
+  var from = Timestamp.infinity
+  var to = -Timestamp.infinity
+  var count = 0
+  var days = 0.0
+
+  func adding(_ window: RateWindow) -> PooledWindow {
+    PooledWindow(
+      from: min(from, window.from), to: max(to, window.to), count: count + window.count, days: days + window.days)
+  }
+
+  var window: RateWindow { RateWindow(from: from, to: to, count: count, accountDays: days) }
+}
