@@ -135,7 +135,7 @@ let package = Package(
     // MARK: TipsHosted — hosted mode: every user's state in PostgreSQL (account snapshots, loading, group commit)
     .target(
       name: "TipsHosted",
-      dependencies: ["TipsEngine", "TipsStore", "TipsSync", "TipsJSON", "TipsTransport", "TipsLogging"],
+      dependencies: ["TipsEngine", "TipsStore", "TipsSync", "TipsJSON", "TipsTransport", "TipsLogging", "TipsSystem"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsHostedTests",

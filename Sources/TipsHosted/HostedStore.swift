@@ -140,6 +140,9 @@ public final class HostedStore {
   public var lastError: String? { writer.lastError ?? reader.lastError }
   /// Commits sent and not yet answered.
   public var commitsInFlight: Int { writer.inFlight }
+  /// Seconds the oldest commit in flight has waited (nil: none waits): with a synchronous standby away, PostgreSQL
+  /// holds every COMMIT until it is back, and this grows.
+  public var oldestCommitAge: Double? { writer.oldestInFlightAge }
 
   // MARK: Writes
 

@@ -1,5 +1,6 @@
 import TipsLogging
 import TipsSync
+import TipsSystem
 import TipsTransport
 
 /// One PostgreSQL connection a hosted node keeps up on its loop: it connects (host names resolved off the loop),
@@ -81,13 +82,23 @@ final class PGLink {
       completion(.failure(HostedError("PostgreSQL is unavailable: \(lastError ?? "not connected yet")")))
       return
     }
-    connection.sendBatch(statements) { [server] result in
+    sentAt.append(System.monotonicSeconds())
+    connection.sendBatch(statements) { [weak self, server] result in
+      // Each batch is answered once, in the order sent (a lost connection fails them all, in order).
+      if let self, !self.sentAt.isEmpty { self.sentAt.removeFirst() }
       completion(result.mapError { HostedError(server.scrub($0.message)) })
     }
   }
 
+  /// When the batches in flight were sent (monotonic seconds), oldest first.
+  private var sentAt: [Double] = []
+
   /// Batches sent and not yet answered.
   var inFlight: Int { connection?.batchesInFlight ?? 0 }
+
+  /// Seconds the oldest batch in flight has waited for its answer (nil: none waits) — a COMMIT waiting for a
+  /// synchronous standby that is away grows it.
+  var oldestInFlightAge: Double? { sentAt.first.map { System.monotonicSeconds() - $0 } }
 
   // MARK: Connecting
 

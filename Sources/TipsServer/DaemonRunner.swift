@@ -219,6 +219,7 @@ enum Health {
         "postgres": .string(connected ? "connected" : hosted.store.isIncompatible ? "incompatible" : "unavailable"),
         "residentAccounts": .int(Int64(hosted.residentAccounts)),
         "commitsInFlight": .int(Int64(hosted.commitsInFlight)),
+        "oldestCommitSeconds": hosted.store.oldestCommitAge.map { .double(($0 * 1000).rounded() / 1000) } ?? .null,
         "catalog": .string(server.catalogVersion ?? ""),
       ])
     }

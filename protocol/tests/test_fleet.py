@@ -284,3 +284,32 @@ def test_an_invalidation_on_one_node_reaches_an_observer_on_another(fleet):
     assert len(latencies) == changes
     p99 = statistics.quantiles(latencies, n=100)[98] * 1000
     print(f"fleet.cross_node_p99_ms: {p99:.1f} (over {changes} changes; the bench reports it too)")
+
+
+def test_while_the_synchronous_standby_is_away_commits_wait_and_are_acknowledged_once_it_is_back():
+    """synchronous_standby_names makes PostgreSQL hold every COMMIT until the standby has its WAL: with the standby
+    stopped, a change is not acknowledged (the node does not answer it yet) and /healthz shows how long the oldest
+    commit has waited; once the standby is back the change is acknowledged."""
+    world = Fleet(1)
+    try:
+        node = world.nodes[0]
+
+        async def body():
+            session = await Session.open(node.socket_path, world.token("walt"))
+            assert (await session.call("events/donate", {"id": "search.opened"}))["lifetime"] == 1
+            world.standby.stop()
+            pending = session.send("events/donate", {"id": "search.opened"})
+            deadline = time.monotonic() + TIMEOUT
+            while (node.health()["hosted"]["oldestCommitSeconds"] or 0) < 1:
+                assert time.monotonic() < deadline, node.health()
+                await asyncio.sleep(0.05)
+            assert not pending.done(), "a change was acknowledged before the synchronous standby had it"
+            world.standby.start()
+            reply = await asyncio.wait_for(pending, TIMEOUT)
+            assert reply["result"]["lifetime"] == 2, reply
+            assert node.health()["hosted"]["oldestCommitSeconds"] is None
+            await session.close()
+
+        asyncio.run(body())
+    finally:
+        world.close()
