@@ -12,7 +12,8 @@ APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript lib
 BENCH_APT_PACKAGES := redis-server
 # translate-toolkit: protocol/tests/test_xliff.py reads tipsd's XLIFF with it and writes XLIFF for tipsd to import.
 # pyjwt[crypto]: TipsAuthTests' tokens are minted by PyJWT (Tests/TipsAuthTests/Fixtures/mint_tokens.py), not by tipsd.
-PIP_PACKAGES := pytest jsonschema prometheus-client 'pyjwt[crypto]' translate-toolkit
+# websockets: make bench's fleet load generator (scripts/bench-fleet).
+PIP_PACKAGES := pytest jsonschema prometheus-client 'pyjwt[crypto]' translate-toolkit websockets
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
 # The daemon's default socket, so `tipsd call` and `tipsd token` find it without --socket.
@@ -67,7 +68,8 @@ bench-deps:
 	fi
 
 deps-pip:
-	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client, jwt, cryptography, translate.storage.xliff" 2>/dev/null \
+	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client, jwt, cryptography, translate.storage.xliff, websockets" \
+	  2>/dev/null \
 	  || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
 
 build: deps-apt
@@ -127,12 +129,13 @@ test-clients:
 test-protocol:
 	@if [ -x protocol/run-tests ]; then protocol/run-tests; else echo "protocol: no suites yet"; fi
 
-bench: deps-apt bench-deps
+bench: deps-apt deps-pip bench-deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 	@mkdir -p .build/bench
 	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
 	.build/release/tipsd-bench $(BENCH)
 	TIPSD_BIN=.build/release/tipsd scripts/bench-transcripts
+	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-fleet
 
 ## fleet: a hosted fleet on this machine — PostgreSQL primary + synchronous standby, three nodes, HAProxy — with a
 ## demo JWKS and catalog; prints the URLs and a demo user's token; Ctrl-C stops it (scripts/fleet).
