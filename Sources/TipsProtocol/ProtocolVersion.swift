@@ -2,7 +2,7 @@
 /// answered by the daemon), and `protocol/openrpc.json`'s `info.version` (a test checks they agree).
 public enum ProtocolVersion {
   /// `MAJOR.MINOR`.
-  public static let current = "1.2"
+  public static let current = "1.3"
 
   /// The major version, which a client's must equal.
   public static var major: Substring { major(of: current) }

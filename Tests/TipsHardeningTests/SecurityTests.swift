@@ -198,27 +198,43 @@ extension Hardening {
       }
     }
 
-    /// Without --listen there is no TCP or UDP endpoint: every socket the daemon holds is a Unix socket.
+    /// Without --listen there is no TCP or UDP endpoint: no socket the daemon holds listens on TCP or is bound to UDP.
+    /// (Sockets it inherited from this test process — another test's client opened while Foundation spawned the
+    /// daemon — are the test's, not the daemon's: a socket also open here is left out.)
     @Test func onlyUnixSocketsByDefault() throws {
       let fixture = try Fixture()
-      // Each fd's link first, then the table of Unix sockets: a Unix socket whose link was read exists in the later
-      // table unless it closed meanwhile (its fd then links elsewhere, or nowhere, when read again).
-      var links: [(fd: String, target: String)] = []
-      for fd in try FileManager.default.contentsOfDirectory(atPath: "/proc/\(fixture.pid)/fd") {
-        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(fixture.pid)/fd/\(fd)"),
-          target.hasPrefix("socket:[")
-        else { continue }
-        links.append((fd, target))
+      func socketInodes(_ pid: String) -> Set<String> {
+        let directory = "/proc/\(pid)/fd"
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return Set(
+          fds.compactMap { fd in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(fd)"),
+              target.hasPrefix("socket:[")
+            else { return nil }
+            return String(target.dropFirst(8).dropLast())
+          })
       }
-      let unix = (try? String(contentsOfFile: "/proc/\(fixture.pid)/net/unix", encoding: .utf8)) ?? ""
-      let inodes = Set(unix.split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").dropFirst(6).first.map(String.init) })
-      for (fd, target) in links {
-        let inode = String(target.dropFirst(8).dropLast())
-        let still = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(fixture.pid)/fd/\(fd)")
-        #expect(inodes.contains(inode) || still != target, "fd \(fd) is a non-Unix socket \(target)")
+      /// Inodes of TCP sockets in LISTEN state and of every UDP socket in the daemon's network namespace.
+      func endpoints() -> Set<String> {
+        var found: Set<String> = []
+        for table in ["tcp", "tcp6", "udp", "udp6"] {
+          let text = (try? String(contentsOfFile: "/proc/\(fixture.pid)/net/\(table)", encoding: .utf8)) ?? ""
+          for line in text.split(separator: "\n").dropFirst() {
+            let columns = line.split(separator: " ")
+            guard columns.count > 9 else { continue }
+            if table.hasPrefix("udp") || columns[3] == "0A" { found.insert(String(columns[9])) }
+          }
+        }
+        return found
       }
-      let sockets = links.count
-      #expect(sockets >= 2)  // the listener and the healthy client
+      let own = socketInodes(String(fixture.pid)).subtracting(socketInodes("self"))
+      let listening = own.intersection(endpoints())
+      #expect(listening.isEmpty, "the daemon listens on TCP or UDP: sockets \(listening.sorted())")
+      #expect(own.count >= 2)  // the listener and the healthy client
+      // The check can fail: a daemon started with --listen has a TCP endpoint among its own sockets.
+      let listener = try Fixture(["--listen", "127.0.0.1:0"])
+      let tcp = socketInodes(String(listener.pid)).subtracting(socketInodes("self")).intersection(endpoints())
+      #expect(!tcp.isEmpty, "--listen's TCP endpoint was not found")
     }
   }
 }

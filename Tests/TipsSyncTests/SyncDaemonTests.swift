@@ -99,7 +99,7 @@ import TipsTestSupport
       if step == 40 { try device.call("datastore/reset") }
       try Self.randomChange(device, &random)
     }
-    try waitUntilConverged(devices)
+    try waitUntilConverged(devices, postgres: postgres)
     try Self.expectIdentical(devices, seed: seed)
   }
 
@@ -157,7 +157,7 @@ import TipsTestSupport
     #expect(try offline.syncStatus()["state"] != "connected", "\(seed)")
     #expect((try offline.syncStatus()["outbox"]?.intValue ?? 0) > 0, "\(seed)")
     try offline.restart(url: postgres.url)
-    try waitUntilConverged(devices)
+    try waitUntilConverged(devices, postgres: postgres)
     try Self.expectIdentical(devices, seed: seed)
   }
 
@@ -192,7 +192,7 @@ import TipsTestSupport
     #expect(hidden["params"]?["status"] == "invalidated" && hidden["params"]?["reason"] == "tipClosed")
 
     // local.tip's invalidation was made before count.tip's and never left the phone: nothing about it came first.
-    try waitUntilConverged([phone, tablet])
+    try waitUntilConverged([phone, tablet], postgres: postgres)
     #expect(try observer.notificationsBeforeBarrier("tips/shouldDisplayChanged").isEmpty)
     #expect(try tablet.tipStates(["local.tip"])["local.tip"]?["status"] == "available")
     #expect(try phone.tipStates(["local.tip"])["local.tip"]?["status"] == "invalidated")
@@ -218,8 +218,8 @@ import TipsTestSupport
     }
     try bob.call("events/donate", ["id": "e3", "info": ["owner": "bob"]])
     try bob.call("parameters/set", ["id": "level", "value": 3])
-    try waitUntilConverged([alicePhone, aliceTablet])
-    try waitUntilConverged([bob])
+    try waitUntilConverged([alicePhone, aliceTablet], postgres: postgres)
+    try waitUntilConverged([bob], postgres: postgres)
 
     // Bob's device pulled its account's log (its cursor is its own two operations) and holds only what it did.
     #expect(try bob.syncStatus()["cursor"] == 2, "\(seed)")
@@ -262,7 +262,7 @@ import TipsTestSupport
     #expect(device.daemon.waitForLog("sync outbox full"))
 
     try device.restart(url: postgres.url)
-    try waitUntilConverged([device])
+    try waitUntilConverged([device], postgres: postgres)
     try device.call("events/donate", ["id": "e1"])
   }
 
@@ -275,7 +275,7 @@ import TipsTestSupport
     let device = try Device("phone", url: postgres.url(password: password), catalog: catalog)
     defer { device.destroy() }
     try device.call("events/donate", ["id": "e1"])
-    try waitUntilConverged([device])
+    try waitUntilConverged([device], postgres: postgres)
     let status = try device.syncStatus()
     #expect(status["server"]?.stringValue?.contains(":***@") == true)
     #expect(status["enabled"] == true && status["account"] == "alice" && status["device"] == "phone")
@@ -297,7 +297,7 @@ import TipsTestSupport
     try postgres.stop()
     #expect(device.daemon.waitForLog("PostgreSQL unreachable"))
     try postgres.start()
-    try waitUntilConverged([device])
+    try waitUntilConverged([device], postgres: postgres)
     // The log is read on another thread: wait for the second "sync connected" line, then look at all of it.
     #expect(waitUntil { device.daemon.log.components(separatedBy: "msg=\"sync connected\"").count >= 3 })
     #expect(!device.daemon.log.contains(password))
@@ -315,7 +315,7 @@ import TipsTestSupport
     let lost = try Device("lost", url: "postgresql://postgres@tipsd-test.invalid/postgres", catalog: catalog)
     defer { for device in [phone, tablet, lost] { device.destroy() } }
     try phone.call("events/donate", ["id": "e1"])
-    try waitUntilConverged([phone, tablet])
+    try waitUntilConverged([phone, tablet], postgres: postgres)
     #expect(try tablet.call("events/donate", ["id": "e1"])["lifetime"] == 2)
     #expect(waitUntil(timeout: testTimeout * 3) { (try? lost.syncStatus()["lastError"]?.stringValue)??.contains("tipsd-test.invalid") == true })
   }

@@ -64,7 +64,7 @@ def test_python_lsp_jsonrpc_content_length_over_stdio(contract):
 
     try:
         init = call("initialize", INIT)
-        assert init["protocolVersion"] == "1.2"
+        assert init["protocolVersion"] == "1.3"
         registered = call("tips/register", {"tips": [harness.FILTER_TIP]})
         assert registered["tips"][0]["status"] == "pending"
         observed = call("tips/observe", {"ids": ["filter.tip"]})

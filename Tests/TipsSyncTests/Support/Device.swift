@@ -120,14 +120,23 @@ final class Device {
 /// Waits until every device has pushed everything and merged everything: empty outboxes and one cursor (the account's
 /// last, since each device pulls after its own pushes). A merge can queue new operations (a display budget reached
 /// by merged displays), so the condition is checked until it holds. Fails after a generous deadline (a hang guard).
-func waitUntilConverged(_ devices: [Device]) throws {
+func waitUntilConverged(_ devices: [Device], postgres: PostgresServer? = nil) throws {
   var last = ""
   let converged = waitUntil(timeout: testTimeout * 12) {
     guard let statuses = try? devices.map({ try $0.syncStatus() }) else { return false }
     last = statuses.map { "\($0["device"]?.stringValue ?? "?"): \($0.jsonString)" }.joined(separator: "\n")
     let cursors = Set(statuses.compactMap { $0["cursor"]?.intValue })
-    return statuses.allSatisfy { $0["outbox"]?.intValue == 0 && $0["state"]?.stringValue == "connected" }
-      && cursors.count == 1
+    guard statuses.allSatisfy({ $0["outbox"]?.intValue == 0 && $0["state"]?.stringValue == "connected" }),
+      cursors.count == 1
+    else { return false }
+    // Equal cursors are not enough: a device whose own pushes landed after a gap keeps its cursor below them until
+    // it pulls. With PostgreSQL at hand, every device must have pulled up to the account's newest operation.
+    guard let postgres, let account = devices.first?.account, devices.allSatisfy({ $0.account == account }) else {
+      return true
+    }
+    let head = try? postgres.query("SELECT last_cursor FROM tipsd.accounts WHERE account = '\(account)'")
+    last += "\nPostgreSQL's newest cursor: \(head ?? "?")"
+    return head.flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) } == cursors.first
   }
   if !converged {
     throw TestFailure(

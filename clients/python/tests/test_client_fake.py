@@ -40,7 +40,7 @@ def test_connect_initializes_and_uses_framing(framing):
                 assert c.supports("events/donate")
                 init = srv.connections[0].received[0]
                 assert init["method"] == "initialize"
-                assert init["params"]["protocolVersion"] == "1.2"
+                assert init["params"]["protocolVersion"] == "1.3"
                 assert init["params"]["clientInfo"]["name"] == "unit"
                 echo = await c.request("test/echo", {"k": [1, "é"]})
                 assert echo == {"method": "test/echo", "params": {"k": [1, "é"]}, "framing": framing}

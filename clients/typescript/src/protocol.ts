@@ -9,7 +9,7 @@
  */
 
 /** The protocol version this client speaks (`MAJOR.MINOR`), sent in `initialize`. */
-export const PROTOCOL_VERSION = "1.2";
+export const PROTOCOL_VERSION = "1.3";
 
 // ─── Core shapes ────────────────────────────────────────────────────────────────────────────────────────────
 

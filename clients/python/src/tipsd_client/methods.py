@@ -11,7 +11,7 @@ test (RegistryTests.pythonMethodListMatchesTheRegistry) fails when the two diffe
 is added here too. ``TipsClient.request`` accepts any method name; this list is for tooling and for checking.
 """
 
-PROTOCOL_VERSION = "1.2"
+PROTOCOL_VERSION = "1.3"
 
 METHODS = (
     "accounts/delete",
