@@ -40,6 +40,8 @@ import {
   RegisterResult,
   ResultOf,
   StatusResult,
+  SuppressParams,
+  SuppressionResult,
   SyncStatusResult,
   SignIn,
   AccountsListParams,
@@ -288,6 +290,16 @@ export class TipsClient<S extends boolean = false> {
   /** `tips/setVariant`: forces the A/B variant a tip shows (null: back to the one the install id picks). */
   setVariant(id: string, variant: string | null): Promise<Outcome<S, TipState>> {
     return this.request("tips/setVariant", { id, variant });
+  }
+
+  /** `tips/suppress`: no tip is displayable for `seconds` (or until `resume()`); statuses do not change. Refused by a hosted daemon. */
+  suppress(options: SuppressParams = {}): Promise<Outcome<S, SuppressionResult>> {
+    return this.request("tips/suppress", options);
+  }
+
+  /** `tips/resume`: ends `suppress()`; tips that are displayable show again. */
+  resume(): Promise<Outcome<S, SuppressionResult>> {
+    return this.request("tips/resume", undefined);
   }
 
   /** `tips/performAction`: records the action; invalidates the tip (`actionPerformed`) unless `invalidate: false` (here or on the action's definition). */

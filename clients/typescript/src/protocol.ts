@@ -543,6 +543,8 @@ export interface AnalyticsEvent {
   /** action */
   actionId?: string;
   actionIndex?: number;
+  /** The user the event belongs to: present on a hosted daemon's fleet-wide stream (an admin token without `account`). */
+  account?: string;
 }
 
 export interface AnalyticsSubscribeParams {

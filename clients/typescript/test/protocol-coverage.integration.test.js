@@ -99,6 +99,8 @@ const WRAPPERS = {
   },
   "analytics/unsubscribe": async (c, s) => s.offAnalytics(),
   "analytics/read": (c) => c.analyticsRead({ after: 0, limit: 10 }),
+  "tips/suppress": (c) => c.suppress({ seconds: 60, reason: "checkout" }),
+  "tips/resume": (c) => c.resume(),
   "metrics/get": (c) => c.metrics({ tips: ["filter.tip"] }),
   "inspect/state": (c) => c.inspectState(),
   "testing/showAllTips": (c) => c.showAllTipsForTesting(),
