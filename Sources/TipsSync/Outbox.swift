@@ -6,8 +6,9 @@ import TipsStore
 /// Bounded by merging: a newer operation of the same register supersedes an older one still queued (a device's
 /// display counter of a record, a parameter's value, a record's eligibility reset), a datastore reset supersedes
 /// everything queued before it, a resetEligibility the record's queued invalidations, and an event keeps at most as
-/// many queued donations as its history keeps (an older one could never be in any device's history: this device
-/// alone has that many newer ones; its count lives on in the newer operations' cumulative count).
+/// many queued donations as its history keeps, plus at most one (an older one could never be in any device's history:
+/// this device alone has that many newer ones; its count lives on in the newest queued operation's cumulative count,
+/// which is why the newest queued donation is never the one dropped, even when it is the oldest in history order).
 struct Outbox {
   struct Entry {
     var operation: SyncOperation
@@ -84,10 +85,16 @@ struct Outbox {
     entries[seq] = Entry(operation: operation, payload: payload, created: created, register: register)
     order.append(seq)
     if !restoring { writes.append(.outboxAppend(seq: seq, created: created, op: payload)) }
-    if case .donation(let event, _, _, _) = operation.body, let queued = donations[event],
-      queued.count > donationLimit(event)
-    {
-      writes += remove(oldestDonation(queued))
+    if case .donation(let event, _, _, _) = operation.body {
+      let limit = donationLimit(event)
+      // The newest queued donation carries the highest cumulative count: when it is also the oldest in history
+      // order (donations tied at one instant sort by their info), dropping it would lose that count, so it stays,
+      // one over the bound, until a newer donation carries the count on.
+      while let queued = donations[event], queued.count > limit {
+        let oldest = oldestDonation(queued)
+        guard oldest != queued.last else { break }
+        writes += remove(oldest)
+      }
     }
     return writes
   }

@@ -99,6 +99,17 @@ import TipsStore
       _ = outbox.add(operation(seq, .donation(event: "e", at: Double(seq), info: nil, lifetime: Int(seq))), created: 0, donationLimit: limit)
     }
     #expect(outbox.first(10).map(\.operation.seq) == [5, 6, 8, 9])
+    #expect(outbox.remove(8) == [.outboxDelete(seq: 8)] && outbox.remove(9) == [.outboxDelete(seq: 9)])
+    // Donations tied at one instant sort by their info (none first): the newest queued one can be the oldest in
+    // history order, and it stays — one over the bound — because only it carries the highest cumulative count.
+    let tied: [(Int64, JSONObject?)] = [(21, ["a": 1]), (22, ["b": 1]), (23, nil)]
+    for (seq, info) in tied {
+      _ = outbox.add(operation(seq, .donation(event: "e", at: 20, info: info, lifetime: Int(seq))), created: 0, donationLimit: limit)
+    }
+    #expect(outbox.first(10).map(\.operation.seq) == [5, 6, 21, 22, 23])
+    // A newer donation carries the count on: the queue is back within the bound, keeping the history's newest two.
+    _ = outbox.add(operation(24, .donation(event: "e", at: 21, info: nil, lifetime: 24)), created: 0, donationLimit: limit)
+    #expect(outbox.first(10).map(\.operation.seq) == [5, 6, 22, 24])
     // A datastore reset supersedes everything queued before it.
     _ = outbox.add(operation(10, .reset), created: 0, donationLimit: limit)
     #expect(outbox.first(10).map(\.operation.seq) == [10])
