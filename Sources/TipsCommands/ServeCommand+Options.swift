@@ -220,6 +220,10 @@ extension ServeCommand {
     .value("--account-max-donations", as: "N", help: "donations an account may keep, every event together (default 100000)") {
       command, value throws(UsageError) in command.hosted.maxDonations = try value.positiveInteger()
     },
+    .value(
+      "--compaction-threshold", as: "N",
+      help: "operations stored after an account's snapshot past which a node writes a new one (default 500)"
+    ) { command, value throws(UsageError) in command.hosted.compactionThreshold = try value.positiveInteger() },
 
     .section("HTTP AND WEBSOCKET (off unless --listen is given)"),
     .value(

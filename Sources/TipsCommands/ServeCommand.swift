@@ -40,10 +40,11 @@ public struct ServeCommand: Command {
     var maxResident: Int?
     var rate: Double?
     var maxDonations: Int?
+    var compactionThreshold: Int?
 
     var anyGiven: Bool {
       node != nil || secretFile != nil || jwksFile != nil || !audiences.isEmpty || issuer != nil || leeway != nil
-        || maxResident != nil || rate != nil || maxDonations != nil
+        || maxResident != nil || rate != nil || maxDonations != nil || compactionThreshold != nil
     }
   }
 
@@ -113,7 +114,7 @@ public struct ServeCommand: Command {
     guard let server = hosted.server else {
       if hosted.anyGiven {
         throw .invalid(
-          "--node, --jwt-*, --jwks, --max-resident-accounts, --account-rate and --account-max-donations need --hosted URL")
+          "--node, --jwt-*, --jwks, --max-resident-accounts, --account-rate, --account-max-donations and --compaction-threshold need --hosted URL")
       }
       return
     }
@@ -144,6 +145,7 @@ public struct ServeCommand: Command {
     if let maxResident = hosted.maxResident { options.maxResidentAccounts = maxResident }
     if let rate = hosted.rate { options.accountRate = rate }
     if let maxDonations = hosted.maxDonations { options.accountMaxDonations = maxDonations }
+    if let threshold = hosted.compactionThreshold { options.compactionThreshold = threshold }
     configuration.hosted = options
     configuration.datastorePath = ":memory:"
     // A node serves every user of an app: far more connections than one user's daemon (--max-connections still

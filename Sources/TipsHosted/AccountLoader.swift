@@ -30,6 +30,10 @@ public enum AccountLoader {
   /// invalidates the record, an operation queued for the next push — as serving the account does. A load that makes
   /// a snapshot (``snapshot(account:engine:snapshot:operations:isSynced:)``) takes none: a snapshot holds what the
   /// stored operations say, nothing else.
+  ///
+  /// `isSynced` (every record by default, as hosted mode stores them): a hosted account has one state, so a tip whose
+  /// definition says `"sync": "local"` is stored with it too — that setting keeps a device daemon's record on its
+  /// device, and device daemons of the account ignore operations of such tips.
   public static func load(
     account: String, device: String, engine: Engine, snapshot: AccountSnapshot?, operations: [StoredOperation],
     wallNow: Double, decides: Bool = true, isSynced: @escaping (String) -> Bool = { _ in true }

@@ -390,6 +390,25 @@ public final class HostedStore {
     }
   }
 
+  /// Deletes history chunks whose newest entry is older than `cutoff` (seconds), at most `limit` of them (the node's
+  /// housekeeping calls it again while it deletes that many). Returns how many went.
+  public func pruneHistory(
+    before cutoff: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
+  ) {
+    writer.send([
+      .query(
+        """
+        WITH gone AS (
+          DELETE FROM tipsd.history WHERE ctid IN (
+            SELECT ctid FROM tipsd.history WHERE last_at < $1::double precision LIMIT $2::integer)
+          RETURNING 1)
+        SELECT count(*) FROM gone
+        """, [cutoff.isFinite ? "\(cutoff)" : "Infinity", String(limit)])
+    ]) { result in
+      completion(result.map { results in results.first?.rows.first?.first?.flatMap { Int($0) } ?? 0 })
+    }
+  }
+
   /// Makes an account from an export: its snapshot (cursor 0: it has no operations yet) and its history chunks, in
   /// one transaction; refused (nothing written) when the account holds anything already.
   public func importAccount(
@@ -431,23 +450,6 @@ public final class HostedStore {
             return (account, cursor)
           }
         })
-    }
-  }
-
-  /// Accounts with more than `threshold` operations stored after their snapshot (the compactor's work), at most
-  /// `limit`.
-  public func compactionCandidates(
-    threshold: Int, limit: Int, completion: @escaping (Result<[String], HostedError>) -> Void
-  ) {
-    reader.send([
-      .query(
-        """
-        SELECT a.account FROM tipsd.accounts a LEFT JOIN tipsd.snapshots s ON s.account = a.account
-        WHERE a.last_cursor - coalesce(s.cursor, 0) > $1::bigint ORDER BY a.last_cursor - coalesce(s.cursor, 0) DESC
-        LIMIT $2::integer
-        """, [String(threshold), String(limit)])
-    ]) { result in
-      completion(result.map { results in (results.first?.rows ?? []).compactMap { $0.first ?? nil } })
     }
   }
 

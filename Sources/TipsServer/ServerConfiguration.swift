@@ -80,7 +80,8 @@ public struct HostedConfiguration: Sendable {
   public var accountRate: Double = 50
   /// `--account-max-donations N`: donations an account may keep (every event together); -32015 beyond.
   public var accountMaxDonations = 100_000
-  /// Operations stored after an account's snapshot past which the compactor writes a new one (not an option).
+  /// `--compaction-threshold N`: operations stored after an account's snapshot past which a node's compactor writes
+  /// a new one (so loading an account reads its snapshot and at most about this many operations).
   public var compactionThreshold = 500
 
   public init(server: String, node: String) {

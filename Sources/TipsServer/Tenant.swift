@@ -26,6 +26,8 @@ final class Tenant {
   var model: SyncModel?
   /// History entries this turn recorded for the account, committed with its operations.
   @exclusivity(unchecked) var pendingHistory = HistoryBatch()
+  /// The cursor of the account's newest snapshot this node knows of (read at load, or written by its compactor).
+  var snapshotCursor: Int64 = 0
   /// Whether the variants the engine assigned are stored as the account's (done with its first commit after a load).
   var variantsStored = false
   /// Whether the account is in this turn's list of accounts to commit.

@@ -35,6 +35,38 @@ import TipsProtocol
     #expect(ServeCommand.help.contains("--sync URL") && TipsdCommand.overview.contains("sync status"))
   }
 
+  @Test func hostedOptionsParse() throws {
+    let base = [
+      "--hosted", "postgresql://tipsd@db.example/tips", "--catalog", "tips.json", "--jwt-secret-file", "secret",
+    ]
+    let defaults = try #require(try ServeCommand(parsing: base, environment: [:]).configuration.hosted)
+    #expect(defaults.compactionThreshold == 500 && defaults.accountRate == 50 && defaults.maxResidentAccounts == 100_000)
+    let parsed = try #require(
+      try ServeCommand(
+        parsing: base + [
+          "--compaction-threshold", "40", "--account-rate", "7", "--max-resident-accounts", "9",
+          "--account-max-donations", "11", "--node", "n1",
+        ], environment: [:]
+      ).configuration.hosted)
+    #expect(parsed.compactionThreshold == 40 && parsed.accountRate == 7 && parsed.maxResidentAccounts == 9)
+    #expect(parsed.accountMaxDonations == 11 && parsed.node == "n1")
+    let refusals: [([String], String)] = [
+      (["--compaction-threshold", "40"], "need --hosted URL"),
+      (base + ["--compaction-threshold", "0"], "positive integer"),
+      (base + ["--compaction-threshold"], "--compaction-threshold"),
+      (Array(base.prefix(4)), "needs --jwt-secret-file FILE or --jwks FILE"),
+      (base + ["--sync", "postgresql://db/tips", "--account", "a"], "do not go together"),
+    ]
+    for (arguments, message) in refusals {
+      #expect {
+        try ServeCommand(parsing: arguments, environment: [:])
+      } throws: { error in
+        "\(error)".contains(message)
+      }
+    }
+    #expect(ServeCommand.help.contains("--compaction-threshold N"))
+  }
+
   @Test func statusLines() {
     let status = SyncStatusRequest.Response(
       enabled: true, state: "connected", server: "postgresql://u:***@db/t", account: "alice", device: "phone",

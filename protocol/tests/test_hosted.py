@@ -469,7 +469,10 @@ def test_a_device_daemon_and_hosted_sessions_of_one_account_converge(hosted, tmp
                 a, b = synced(await state_of(phone)), synced(await state_of(web))
                 if a == b and ("search.opened", 3, 3) in a["events"] and ("map.opened", 3, 3) in a["events"]:
                     break
-                assert time.monotonic() < deadline, f"did not converge:\nphone: {a}\nweb:   {b}"
+                assert time.monotonic() < deadline, (
+                    f"did not converge:\nphone: {a}\nweb:   {b}\n"
+                    f"device log:\n{(tmp_path / 'device.log').read_text()[-3000:]}\nnode log:\n{node.log_text()[-3000:]}"
+                )
                 await asyncio.sleep(0.05)
             welcome = next(t for t in a["tips"] if t["id"] == "welcome.tour")
             assert welcome["displayCount"] == 2 and welcome["displayedDuration"] == 12
@@ -533,6 +536,71 @@ def test_export_round_trips_and_delete_leaves_no_row(hosted):
     run(body())
     for table in ("ops", "history", "snapshots", "accounts"):
         assert hosted.query(f"SELECT count(*) FROM tipsd.{table} WHERE account = 'grace'") == "0\n", table
+
+
+def wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.05)
+
+
+def test_busy_accounts_are_compacted_and_another_node_loads_them_from_the_snapshot(hosted):
+    node = hosted.node("compacting", extra=["--compaction-threshold", "40", "--account-rate", "100000"])
+    rng = random.Random(7)
+    plan = [op for _ in range(30) for op in operations(rng)]
+
+    def snapshot_cursor() -> int:
+        return int(hosted.query("SELECT coalesce(max(cursor), 0) FROM tipsd.snapshots WHERE account = 'busy'") or 0)
+
+    async def busy() -> dict:
+        session = await Session.open(node.socket_path, hosted.token("busy"))
+        for method, params in plan:
+            await session.call(method, params)
+        state = await state_of(session)
+        await session.close()
+        return state
+
+    served = run(busy())
+    last = int(hosted.query("SELECT last_cursor FROM tipsd.accounts WHERE account = 'busy'"))
+    assert last > 100, "enough operations to compact"
+    # The compactor writes a snapshot within the threshold of the newest operation.
+    wait_for(lambda: snapshot_cursor() >= last - 40, f"a snapshot near cursor {last}")
+    after = int(hosted.query(f"SELECT count(*) FROM tipsd.ops WHERE account = 'busy' AND cursor > {snapshot_cursor()}"))
+    assert after <= 40
+    # Another node reads the snapshot and the few operations after it: the same state.
+    other = hosted.node("after-compaction")
+
+    async def loaded() -> dict:
+        session = await Session.open(other.socket_path, hosted.token("busy"))
+        state = await state_of(session)
+        await session.close()
+        return state
+
+    assert run(loaded()) == served
+    # The operations before the snapshot stay (devices that sync read them).
+    assert int(hosted.query("SELECT count(*) FROM tipsd.ops WHERE account = 'busy'")) == last
+    other.stop()
+
+
+def test_history_older_than_history_days_is_deleted_and_newer_history_kept(hosted):
+    node = hosted.node("pruning")
+    now = time.time()
+    hosted.query(
+        "SELECT tipsd.append_history('old-history', 1, 1000.0, 1000.0, '\\x00'::bytea), "
+        f"tipsd.append_history('new-history', 1, {now}, {now}, '\\x00'::bytea)"
+    )
+
+    def kept(account: str) -> int:
+        return int(hosted.query(f"SELECT count(*) FROM tipsd.history WHERE account = '{account}'"))
+
+    assert kept("old-history") == 1
+    # A node deletes old history at its first tick with PostgreSQL writable, then hourly: restart it.
+    node.stop()
+    node.start()
+    wait_for(lambda: kept("old-history") == 0, "the 90-day-old chunk deleted")
+    assert kept("new-history") == 1
+    node.stop()
 
 
 # ------------------------------------------------------------------------------------------------- the fleet

@@ -74,10 +74,9 @@ extension Handlers {
     table.onAsync(AccountsDeleteRequest.self) { request, context, reply in
       let hosted: HostedService
       do throws(ResponseError) { hosted = try admin(context) } catch { return reply(.failure(error)) }
-      hosted.store.deleteAccount(request.account) { result in
+      hosted.deleteAccount(request.account) { result in
         switch result {
-        case .success:
-          let closed = hosted.dropDeleted(request.account)
+        case .success(let closed):
           reply(.success(AccountsDeleteRequest.Response(account: request.account, closedSessions: closed)))
         case .failure(let error):
           reply(.failure(.unavailable(method: AccountsDeleteRequest.method, retryAfter: 1, error.message)))

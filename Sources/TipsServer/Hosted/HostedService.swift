@@ -52,6 +52,16 @@ final class HostedService {
   private var timeTimer: (any LoopTimer)?
   private var timeTimerAt: Double?
   private var housekeeping: (any LoopTimer)?
+  /// Accounts this node committed to with more than `--compaction-threshold` operations after their snapshot, and
+  /// whether the compactor is working.
+  private var compactionDue: [String: Int64] = [:]
+  /// Accounts an admin is deleting through this node: the sessions closed meanwhile (by PostgreSQL's notification).
+  private var deleting: [String: Int] = [:]
+  private var compacting = false
+  /// Seconds until the housekeeping next deletes history older than `--history-days` (at the first tick PostgreSQL
+  /// accepts changes, then hourly), and whether it is deleting.
+  private var untilHistoryPrune = 0
+  private var pruning = false
   private let clock: any EngineClock
   private var writable = false
   private var everWritable = false
@@ -310,8 +320,7 @@ final class HostedService {
     let engine = try makeEngine(account: account)
     let (model, skipped) = try AccountLoader.load(
       account: account, device: configuration.node, engine: engine, snapshot: stored.snapshot,
-      operations: stored.operations, wallNow: System.wallClockSeconds(),
-      isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local })
+      operations: stored.operations, wallNow: System.wallClockSeconds())
     if skipped > 0 {
       logger.warning("hosted: skipped operations this tipsd does not understand", [("account", account), ("count", String(skipped))])
     }
@@ -338,6 +347,7 @@ final class HostedService {
       tenant.model = model
       tenants[account] = tenant
     }
+    tenants[account]?.snapshotCursor = stored.snapshot?.cursor ?? 0
     loadFailure[account] = nil
     // A budget reached by merged displays may have queued an operation of this node's: commit it.
     if model.outboxCount > 0, let tenant = tenants[account] { touched(tenant) }
@@ -374,7 +384,9 @@ final class HostedService {
   private func noticed(_ notice: HostedStore.Notice) {
     switch notice {
     case .operations(let account, let cursor):
-      guard let tenant = tenants[account], let model = tenant.model, cursor > model.cursor else { return }
+      // An account still loading has no model yet: what its load read may predate this operation, so it pulls once
+      // loaded (the residency knows it only while it is held or loading).
+      if let model = tenants[account]?.model, cursor <= model.cursor { return }
       perform(residency.othersWrote(account))
     case .deleted(let account):
       _ = dropDeleted(account)
@@ -415,8 +427,20 @@ final class HostedService {
   }
 
   /// An account erased (here or on another node): its sessions are closed, it leaves memory.
+  /// Deletes `account` from PostgreSQL and drops it here; answers how many sessions this node closed for it — counted
+  /// whether PostgreSQL's notification of the deletion arrives before the commit's answer or after.
+  func deleteAccount(_ account: String, completion: @escaping (Result<Int, HostedError>) -> Void) {
+    deleting[account, default: 0] += 0
+    store.deleteAccount(account) { [weak self] result in
+      guard let self else { return }
+      let early = self.deleting.removeValue(forKey: account) ?? 0
+      completion(result.map { early + self.dropDeleted(account) })
+    }
+  }
+
   func dropDeleted(_ account: String) -> Int {
     let sessions = sessionsOfAccount(account)
+    if !sessions.isEmpty, deleting[account] != nil { deleting[account, default: 0] += sessions.count }
     for session in sessions {
       closeSession(session, .unauthorized(reason: "deleted", "the account was deleted"))
     }
@@ -502,6 +526,9 @@ final class HostedService {
         if let last = answer?.lastCursor, !model.advanceCursorAfterPush(pushed: pushed.count, lastCursor: last) {
           _ = residency.othersWrote(account)
         }
+        if let last = answer?.lastCursor, last - tenant.snapshotCursor > Int64(configuration.compactionThreshold) {
+          compactionDue[account] = last
+        }
         if let first = answer?.historyFirst.first, let count = batch.historyCounts[account], count > 0 {
           let provisionalLast = tenant.history.lastCursor
           let provisionalFirst = provisionalLast - Int64(count) + 1
@@ -584,6 +611,110 @@ final class HostedService {
       closeSession(session, .unauthorized(reason: "expired", "the session's token expired; sign in again"))
     }
     limiter.forgetFull(now: clock.now())
+    compact()
+    if writable && !pruning {
+      untilHistoryPrune -= 1
+      if untilHistoryPrune <= 0 {
+        untilHistoryPrune = Self.historyPruneInterval
+        pruneHistory()
+      }
+    }
+  }
+
+  /// Seconds between deletions of history older than `--history-days`.
+  static let historyPruneInterval = 3_600
+  /// History chunks deleted per statement (another follows while each deletes this many).
+  static let historyPruneBatch = 10_000
+
+  /// Deletes the fleet's history older than `--history-days`, whatever the setting was when it was written (with
+  /// `--history-days 0`, all of it), in bounded statements so no single one holds locks for long.
+  func pruneHistory(_ done: (() -> Void)? = nil) {
+    let configuration = services.configuration
+    let cutoff = configuration.recordsHistory ? System.wallClockSeconds() - configuration.historyDays * 86_400 : .infinity
+    pruning = true
+    var total = 0
+    func step() {
+      store.pruneHistory(before: cutoff, limit: Self.historyPruneBatch) { [weak self] result in
+        guard let self else { return }
+        switch result {
+        case .success(let count):
+          total += count
+          if count == Self.historyPruneBatch { return step() }
+          if total > 0 { self.logger.info("hosted: old history deleted", [("chunks", String(total))]) }
+        case .failure(let error):
+          self.logger.warning("hosted: old history not deleted", [("error", error.message)])
+        }
+        self.pruning = false
+        done?()
+      }
+    }
+    step()
+  }
+
+  // MARK: - Compaction
+
+  /// Accounts compacted at most per second (one after the other, each one read, folded and written).
+  static let compactionBatch = 16
+
+  /// Writes new snapshots of the accounts this node committed to past `--compaction-threshold` operations after
+  /// their snapshot, so loading an account reads its snapshot and a few operations rather than its whole past (no
+  /// scan of every account: a node compacts what its own commits grew). A snapshot is a pure function of what
+  /// PostgreSQL holds (the snapshot and the operations after it, read in one statement), so any node may write it,
+  /// two nodes writing one at once agree, and an older one never replaces a newer one. Operations before a snapshot
+  /// stay in `tipsd.ops` (devices that sync read them from their cursor).
+  func compact(_ done: (() -> Void)? = nil) {
+    guard !compacting, writable, !compactionDue.isEmpty else {
+      done?()
+      return
+    }
+    let threshold = Int64(configuration.compactionThreshold)
+    var accounts: [String] = []
+    for (account, last) in compactionDue.sorted(by: { $0.key < $1.key }) where accounts.count < Self.compactionBatch {
+      compactionDue[account] = nil
+      // Compacted since (by this node) far enough: nothing to do yet.
+      if let tenant = tenants[account], last - tenant.snapshotCursor <= threshold { continue }
+      accounts.append(account)
+    }
+    guard !accounts.isEmpty else {
+      done?()
+      return
+    }
+    compacting = true
+    compact(accounts[...], written: 0, done)
+  }
+
+  private func compact(_ accounts: ArraySlice<String>, written: Int, _ done: (() -> Void)?) {
+    guard let account = accounts.first else {
+      compacting = false
+      if written > 0 { logger.debug("hosted: snapshots written", [("accounts", String(written))]) }
+      done?()
+      return
+    }
+    let rest = accounts.dropFirst()
+    store.load(account) { [weak self] result in
+      guard let self else { return }
+      let snapshot: AccountSnapshot
+      do {
+        let stored = try result.get()
+        guard stored.exists, !stored.operations.isEmpty else { return self.compact(rest, written: written, done) }
+        let engine = try self.makeEngine(account: account)
+        snapshot = try AccountLoader.snapshot(
+          account: account, engine: engine, snapshot: stored.snapshot, operations: stored.operations)
+      } catch {
+        self.logger.warning("hosted: account not compacted", [("account", account), ("error", "\(error)")])
+        return self.compact(rest, written: written, done)
+      }
+      self.store.writeSnapshot(account: account, snapshot) { result in
+        switch result {
+        case .success:
+          if let tenant = self.tenants[account] { tenant.snapshotCursor = max(tenant.snapshotCursor, snapshot.cursor) }
+          self.compact(rest, written: written + 1, done)
+        case .failure(let error):
+          self.logger.warning("hosted: snapshot not written", [("account", account), ("error", error.message)])
+          self.compact(rest, written: written, done)
+        }
+      }
+    }
   }
 
   // MARK: - History
@@ -716,8 +847,7 @@ final class HostedService {
         do {
           let engine = try self.makeEngine(account: account)
           snapshot = try AccountLoader.snapshot(
-            account: account, engine: engine, snapshot: stored.snapshot, operations: stored.operations,
-            isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local })
+            account: account, engine: engine, snapshot: stored.snapshot, operations: stored.operations)
         } catch {
           completion(.failure(ResponseError(code: .internalError, message: "account \(account): \(error)")))
           return
