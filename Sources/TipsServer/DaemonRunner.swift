@@ -185,7 +185,7 @@ public enum DaemonRunner {
       if isWarning { logger.warning(message, metadata) } else { logger.info(message, metadata) }
     }
     listener.onConnection = { [unowned server] stream in
-      server.accept(stream, transport: "websocket", identity: stream.identity)
+      server.accept(stream, transport: "websocket", identity: stream.identity, peer: stream.peer, counted: true)
     }
     if let hosted = server.services.hosted {
       listener.authenticate = { [unowned hosted] token in

@@ -180,6 +180,7 @@ public final class Server {
         configuration: hostedConfiguration, services: services, loop: loop, logger: logger, catalog: catalogService,
         adminToken: adminToken, clock: engineClock)
       services.hosted = hosted
+      hosted.signInLimiter = (connectionLimiter, { [unowned self] in Double(self.loop.now) / 1000 })
       hosted.release = { [unowned self] sessions, success in
         for session in sessions where self.sessions[session.id] != nil {
           _ = self.flush(session, committed: success)
@@ -311,10 +312,11 @@ public final class Server {
 
   /// Serves a new connection. `primary`: the daemon stops when it closes (stdio). `transport` names how it is
   /// connected (`stdio`, `unix`, `websocket`). `peer` (e.g. `uid:1000`): who is connecting, for the per-peer limits;
-  /// nil: not limited here (stdio, or the TCP listener, which limits by address before the upgrade).
+  /// nil: not limited. `counted`: the peer was admitted and is released elsewhere (the TCP listener limits by address
+  /// before the upgrade); the session keeps it only to charge failed sign-ins to it.
   public func accept(
     _ stream: any ByteStream, primary: Bool = false, transport: String = "unix", identity: (any Sendable)? = nil,
-    peer: String? = nil
+    peer: String? = nil, counted: Bool = false
   ) {
     if stopping {
       stream.close(after: false, reason: "daemon stopping")
@@ -325,7 +327,7 @@ public final class Server {
       refuse(stream, .tooManyConnections(limit: limit), "connection limit reached; refusing a client", [("limit", String(limit))])
       return
     }
-    if let peer, let refusal = connectionLimiter.admit(peer, now: Double(loop.now) / 1000) {
+    if let peer, !counted, let refusal = connectionLimiter.admit(peer, now: Double(loop.now) / 1000) {
       let error: ResponseError
       switch refusal {
       case .perPeer(let limit):
@@ -340,6 +342,7 @@ public final class Server {
       stream: stream, maxMessageSize: configuration.maxMessageSize, highWater: configuration.outgoingHighWater,
       queueLimit: configuration.outgoingQueueLimit, isPrimary: primary, transport: transport)
     session.peer = peer
+    session.releasesPeer = !counted
     sessions[session.id] = session
     counters.connectionsAccepted[transport, default: 0] += 1
     if let principal = identity as? Principal, let hosted = services.hosted {
@@ -405,7 +408,7 @@ public final class Server {
 
   private func closed(_ session: Session, reason: CloseReason) {
     logger.debug("client disconnected", [("connection", String(session.id)), ("reason", "\(reason)")])
-    if let peer = session.peer { connectionLimiter.release(peer) }
+    if let peer = session.peer, session.releasesPeer { connectionLimiter.release(peer) }
     local?.subscriptions.removeAll(of: session)
     services.hosted?.closed(session)
     sessions[session.id] = nil

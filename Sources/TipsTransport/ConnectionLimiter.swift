@@ -100,6 +100,13 @@ public final class ConnectionLimiter {
     take(peer, now: now).map { .rate(limit: limits.ratePerPeer, retryAfter: $0) }
   }
 
+  /// The seconds until `peer` may open a connection (or try to sign in) again, or nil if it may now. Takes nothing.
+  public func retryAfter(_ peer: String, now: Double) -> Double? {
+    guard limits.ratePerPeer > 0, let bucket = buckets[peer] else { return nil }
+    let tokens = min(limits.burstPerPeer, bucket.tokens + max(0, now - bucket.at) * limits.ratePerPeer)
+    return tokens >= 1 - 1e-9 ? nil : (1 - tokens) / limits.ratePerPeer
+  }
+
   /// A connection admitted by ``admit(_:now:)`` closed.
   public func release(_ peer: String) {
     guard let count = open[peer] else { return }

@@ -329,6 +329,7 @@ public final class WebListener {
     case LWS_CALLBACK_ESTABLISHED:
       let stream = WebSocketStream(wsi: wsi, listener: self)
       stream.identity = identities.removeValue(forKey: UInt(bitPattern: wsi))
+      stream.peer = peers[UInt(bitPattern: wsi)]
       user?.storeBytes(of: Unmanaged.passRetained(stream).toOpaque(), as: UnsafeMutableRawPointer.self)
       streams[UInt(bitPattern: wsi)] = stream
       if let onConnection { onConnection(stream) } else { stream.close(after: false, reason: "no handler") }
@@ -434,9 +435,20 @@ public final class WebListener {
       } else if let token = AccessPolicy.presentedTokens(
         authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: protocols
       ).first ?? queryToken(wsi) {
-        switch authenticate(token) {
+        let peer = peers[UInt(bitPattern: wsi)]
+        if let peer, let limiter, let wait = limiter.retryAfter(peer, now: Double(loop.now) / 1000) {
+          // Over its rate (failed sign-ins count): refused without verifying the token.
+          refusal = UpgradeRefusal(
+            status: 429, reason: ConnectionRefusal.rate(limit: limiter.limits.ratePerPeer, retryAfter: wait).description)
+        } else {
+          switch authenticate(token) {
         case .success(let identity): identities[UInt(bitPattern: wsi)] = identity
-        case .failure(let refused): refusal = refused
+        case .failure(let refused):
+          refusal = refused
+          // A failed sign-in costs the peer a new connection's worth of its rate: a flood of invalid tokens is
+          // refused with 429 like a flood of connections, before any more are verified.
+          if let peer { limiter?.charge(peer, now: Double(loop.now) / 1000) }
+          }
         }
       }
       if let refusal {
