@@ -3,7 +3,10 @@
  * newline-terminated line with one fixed reply. No parsing, no state, no durability — what tipsd is
  * compared against.
  *
- * usage: uv_fixed_reply SOCKET_PATH
+ * usage: uv_fixed_reply SOCKET_PATH [TCP_PORT]
+ *
+ * With TCP_PORT it also listens on 127.0.0.1:TCP_PORT with the same handlers (make bench's connection flood on
+ * TCP: the peer to tipsd's --listen, which floods there while a healthy client stays on the Unix socket).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +57,14 @@ static void on_read(uv_stream_t *client, ssize_t nread, const uv_buf_t *buf) {
 
 static void on_connection(uv_stream_t *server, int status) {
   if (status < 0) return;
-  uv_pipe_t *client = malloc(sizeof(uv_pipe_t));
-  uv_pipe_init(server->loop, client, 0);
+  uv_stream_t *client;
+  if (server->type == UV_TCP) {
+    client = malloc(sizeof(uv_tcp_t));
+    uv_tcp_init(server->loop, (uv_tcp_t *)client);
+  } else {
+    client = malloc(sizeof(uv_pipe_t));
+    uv_pipe_init(server->loop, (uv_pipe_t *)client, 0);
+  }
   if (uv_accept(server, (uv_stream_t *)client) == 0) {
     uv_read_start((uv_stream_t *)client, alloc_buffer, on_read);
   } else {
@@ -64,8 +73,8 @@ static void on_connection(uv_stream_t *server, int status) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s SOCKET_PATH\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: %s SOCKET_PATH [TCP_PORT]\n", argv[0]);
     return 2;
   }
   uv_loop_t *loop = uv_default_loop();
@@ -77,6 +86,18 @@ int main(int argc, char **argv) {
   if (rc != 0) {
     fprintf(stderr, "%s: %s\n", argv[1], uv_strerror(rc));
     return 1;
+  }
+  uv_tcp_t tcp;
+  if (argc == 3) {
+    struct sockaddr_in address;
+    uv_tcp_init(loop, &tcp);
+    uv_ip4_addr("127.0.0.1", atoi(argv[2]), &address);
+    rc = uv_tcp_bind(&tcp, (const struct sockaddr *)&address, 0);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&tcp, 128, on_connection);
+    if (rc != 0) {
+      fprintf(stderr, "127.0.0.1:%s: %s\n", argv[2], uv_strerror(rc));
+      return 1;
+    }
   }
   return uv_run(loop, UV_RUN_DEFAULT);
 }

@@ -227,6 +227,8 @@ func runServeBenchmarks() throws {
     arguments: [
       "serve", "--socket", "\(directory)/tipsd.sock", "--datastore", "\(directory)/bench.sqlite", "--catalog", catalog,
       "--log-level", "warning", "--max-connections", "1100", "--listen", "127.0.0.1:\(port)",
+      // 1,000 idle connections from this one uid, opened as fast as it can: the per-peer limits are off here.
+      "--max-connections-per-peer", "0", "--peer-connection-rate", "0",
     ],
     directory: directory, socketPath: "\(directory)/tipsd.sock")
   defer { server.stop() }

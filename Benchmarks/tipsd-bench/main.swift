@@ -1,7 +1,8 @@
 // tipsd-bench: `make bench` runs every suite; `tipsd-bench engine store` runs a selection.
 // Each figure and ratio is printed on its own line as `name: value`. `tipsd-bench load SOCKET [REQUESTS] [WINDOW] [EVENT]`
 // drives a running daemon with the bench's pipelined donations of EVENT (for profiling); `tipsd-bench load-ws PORT
-// TOKEN [REQUESTS]` does the same over WebSocket.
+// TOKEN [REQUESTS]` does the same over WebSocket; `tipsd-bench flood-peer unix:PATH|tcp:PORT SECONDS` connects and closes
+// as fast as it can (the flood suite's load).
 
 import Foundation
 
@@ -10,6 +11,7 @@ let suites: [(name: String, run: () throws -> Void)] = [
   ("store", runStoreBenchmarks),
   ("json", runJSONBenchmarks),
   ("serve", runServeBenchmarks),
+  ("flood", runFloodBenchmarks),
   ("history", runHistoryBenchmarks),
   ("sync", runSyncBenchmarks),
   ("auth", runAuthBenchmarks),
@@ -17,6 +19,10 @@ let suites: [(name: String, run: () throws -> Void)] = [
 
 if CommandLine.arguments.dropFirst().first == "load" {
   try runLoad(Array(CommandLine.arguments.dropFirst(2)))
+  exit(0)
+}
+if CommandLine.arguments.dropFirst().first == "flood-peer" {
+  try runFloodPeer(Array(CommandLine.arguments.dropFirst(2)))
   exit(0)
 }
 if CommandLine.arguments.dropFirst().first == "load-ws" {

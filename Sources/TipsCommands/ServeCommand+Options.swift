@@ -90,6 +90,36 @@ extension ServeCommand {
     .value("--max-connections", as: "N", help: "default 256") { command, value throws(UsageError) in
       command.configuration.maxConnections = try value.positiveInteger()
     },
+    .value(
+      "--max-connections-per-peer", as: "N",
+      help: """
+        connections one peer (a uid on the socket, an address on --listen) may hold
+        open at once (default 128; 0: no per-peer limit); extra ones get -32010 or 429
+        """
+    ) { command, value throws(UsageError) in
+      guard let count = Int(value.text), count >= 0 else {
+        throw value.invalid("\"\(value.text)\" is not 0 or a positive integer")
+      }
+      command.configuration.connectionLimits.perPeer = count
+    },
+    .value(
+      "--peer-connection-rate", as: "N",
+      help: """
+        new connections a second one peer may open, bursts of twice as many
+        (default 200; 0: no rate limit); faster ones get -32010 or 429
+        """
+    ) { command, value throws(UsageError) in
+      let rate = try value.number()
+      guard rate >= 0 else { throw value.invalid("must be 0 or a positive number of connections a second") }
+      command.configuration.connectionLimits.ratePerPeer = rate
+      command.configuration.connectionLimits.burstPerPeer = max(1, rate * 2)
+    },
+    .value(
+      "--handshake-timeout", as: "SECONDS",
+      help: "close a --listen connection that has not sent its request or upgraded in this long (default 10)"
+    ) { command, value throws(UsageError) in
+      command.configuration.connectionLimits.handshakeTimeout = try value.positiveNumber(of: "seconds")
+    },
     .value("--max-message-size", as: "BYTES", help: "default 1048576") { command, value throws(UsageError) in
       command.configuration.maxMessageSize = try value.positiveInteger()
     },

@@ -183,7 +183,23 @@ extension ResponseError {
   /// -32010: the connection limit is reached; sent once before closing the new connection.
   public static func tooManyConnections(limit: Int) -> ResponseError {
     ResponseError(
-      code: .tooManyConnections, message: "too many connections: the daemon serves at most \(limit) at once")
+      code: .tooManyConnections, message: "too many connections: the daemon serves at most \(limit) at once",
+      data: ["scope": "daemon", "limit": .int(Int64(limit)), "retryAfter": .null])
+  }
+
+  /// -32010 for one peer (a uid on the Unix socket): `scope` `peer` (it holds `--max-connections-per-peer`
+  /// connections; `retryAfter` null) or `rate` (it opened more than `--peer-connection-rate` a second; `retryAfter`
+  /// seconds until the next is admitted). Sent once before closing the new connection.
+  public static func tooManyConnections(scope: String, limit: Double, retryAfter: Double?, _ detail: String)
+    -> ResponseError
+  {
+    let shownLimit: JSONValue = limit == limit.rounded() ? .int(Int64(limit)) : .double(limit)
+    return ResponseError(
+      code: .tooManyConnections, message: detail,
+      data: [
+        "scope": .string(scope), "limit": shownLimit,
+        "retryAfter": retryAfter.map { .double(($0 * 1000).rounded(.up) / 1000) } ?? .null,
+      ])
   }
 
   // MARK: Hosted mode

@@ -38,15 +38,18 @@ public enum DaemonRunner {
       } catch {
         throw ServerError("\(error)")
       }
+      listener.acceptsPerTurn = configuration.connectionLimits.acceptsPerTurn
+      let ownUID = getuid()
       listener.onConnection = { [unowned server] stream in
         // Fail closed: a peer whose SO_PEERCRED cannot be read is refused too.
         let peerUID = stream.peerCredentials?.uid
-        guard configuration.allowsPeer(uid: peerUID, ownUID: getuid()) else {
-          logger.warning("refused a connection from another user", [("uid", peerUID.map { String($0) } ?? "unknown")])
+        guard let peerUID, configuration.allowsPeer(uid: peerUID, ownUID: ownUID) else {
+          server.connectionRefused(
+            limit: nil, "refused a connection from another user", [("uid", peerUID.map { String($0) } ?? "unknown")])
           stream.close(after: false, reason: "peer not allowed")
           return
         }
-        server.accept(stream)
+        server.accept(stream, peer: "uid:\(peerUID)")
       }
       listener.onAcceptError = { error in
         // EMFILE and the like: the listener keeps listening; say why clients are not being accepted.
@@ -166,15 +169,23 @@ public enum DaemonRunner {
         configuration: WebListener.Configuration(
           addresses: web.addresses,
           policy: AccessPolicy(token: token, allowedOrigins: web.allowedOrigins, tls: tls != nil),
-          tls: tls, maxMessageSize: configuration.maxMessageSize, pingInterval: web.pingInterval))
+          tls: tls, maxMessageSize: configuration.maxMessageSize, pingInterval: web.pingInterval,
+          handshakeTimeout: configuration.connectionLimits.handshakeTimeout))
     } catch {
       throw ServerError("\(error)")
+    }
+    // The per-peer limits by address, shared with the Unix socket's (by uid): checked as each connection is accepted.
+    listener.limiter = server.connectionLimiter
+    listener.onRefusal = { [unowned server] refusal, peer in
+      server.connectionRefused(
+        limit: refusal.scope, "per-peer connection limit reached; refusing a TCP client (429)",
+        [("peer", peer), ("limit", refusal.scope)])
     }
     listener.onLog = { isWarning, message, metadata in
       if isWarning { logger.warning(message, metadata) } else { logger.info(message, metadata) }
     }
     listener.onConnection = { [unowned server] stream in
-      server.accept(stream, transport: "websocket", identity: stream.identity)
+      server.accept(stream, transport: "websocket", identity: stream.identity, peer: stream.peer, counted: true)
     }
     if let hosted = server.services.hosted {
       listener.authenticate = { [unowned hosted] token in

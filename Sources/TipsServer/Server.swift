@@ -53,6 +53,12 @@ public final class Server {
   public private(set) var exitStatus = ServerExit.clean
   /// Called once when the server begins to stop (the daemon closes its listeners).
   public var onStop: (() -> Void)?
+  /// Per-peer connection limits (`--max-connections-per-peer`, `--peer-connection-rate`): the Unix socket's peers
+  /// (by uid) here in ``accept(_:primary:transport:identity:peer:)``, the TCP listener's (by address) in the
+  /// `WebListener`, which shares it.
+  public let connectionLimiter: ConnectionLimiter
+  /// Refusals are logged at most once per 10 s under a flood, with the count left out.
+  private var refusalLog = SampledLog()
 
   /// Opens the datastore, loads it into a new engine and registers the catalog. Nothing is served until
   /// ``start()``. `clock` replaces the clock `configuration.clock` names (tests tie it to a manual loop).
@@ -62,6 +68,7 @@ public final class Server {
     self.configuration = configuration
     self.logger = logger
     self.loop = loop
+    connectionLimiter = ConnectionLimiter(limits: configuration.connectionLimits)
     startedAt = loop.now
     let virtualClock: VirtualClock?
     let engineClock: any EngineClock
@@ -173,6 +180,7 @@ public final class Server {
         configuration: hostedConfiguration, services: services, loop: loop, logger: logger, catalog: catalogService,
         adminToken: adminToken, clock: engineClock)
       services.hosted = hosted
+      hosted.signInLimiter = (connectionLimiter, { [unowned self] in Double(self.loop.now) / 1000 })
       hosted.release = { [unowned self] sessions, success in
         for session in sessions where self.sessions[session.id] != nil {
           _ = self.flush(session, committed: success)
@@ -303,24 +311,38 @@ public final class Server {
   // MARK: - Connections
 
   /// Serves a new connection. `primary`: the daemon stops when it closes (stdio). `transport` names how it is
-  /// connected (`stdio`, `unix`, `websocket`).
+  /// connected (`stdio`, `unix`, `websocket`). `peer` (e.g. `uid:1000`): who is connecting, for the per-peer limits;
+  /// nil: not limited. `counted`: the peer was admitted and is released elsewhere (the TCP listener limits by address
+  /// before the upgrade); the session keeps it only to charge failed sign-ins to it.
   public func accept(
-    _ stream: any ByteStream, primary: Bool = false, transport: String = "unix", identity: (any Sendable)? = nil
+    _ stream: any ByteStream, primary: Bool = false, transport: String = "unix", identity: (any Sendable)? = nil,
+    peer: String? = nil, counted: Bool = false
   ) {
     if stopping {
       stream.close(after: false, reason: "daemon stopping")
       return
     }
     if sessions.count >= configuration.maxConnections {
-      logger.warning("connection limit reached; refusing a client", [("limit", String(configuration.maxConnections))])
-      let refusal = OutgoingMessage.encodeError(id: nil, error: .tooManyConnections(limit: configuration.maxConnections))
-      stream.write(stream.deliversMessages ? refusal : Framer.encode(refusal, as: .newline))
-      stream.close(after: true, reason: "connection limit")
+      let limit = configuration.maxConnections
+      refuse(stream, .tooManyConnections(limit: limit), "connection limit reached; refusing a client", [("limit", String(limit))])
+      return
+    }
+    if let peer, !counted, let refusal = connectionLimiter.admit(peer, now: Double(loop.now) / 1000) {
+      let error: ResponseError
+      switch refusal {
+      case .perPeer(let limit):
+        error = .tooManyConnections(scope: refusal.scope, limit: Double(limit), retryAfter: nil, refusal.description)
+      case .rate(let limit, let retryAfter):
+        error = .tooManyConnections(scope: refusal.scope, limit: limit, retryAfter: retryAfter, refusal.description)
+      }
+      refuse(stream, error, "per-peer connection limit reached; refusing a client", [("peer", peer), ("limit", refusal.scope)])
       return
     }
     let session = Session(
       stream: stream, maxMessageSize: configuration.maxMessageSize, highWater: configuration.outgoingHighWater,
       queueLimit: configuration.outgoingQueueLimit, isPrimary: primary, transport: transport)
+    session.peer = peer
+    session.releasesPeer = !counted
     sessions[session.id] = session
     counters.connectionsAccepted[transport, default: 0] += 1
     if let principal = identity as? Principal, let hosted = services.hosted {
@@ -331,6 +353,27 @@ public final class Server {
     stream.onClose = { [unowned self, unowned session] reason in self.closed(session, reason: reason) }
     stream.startReading()
     logger.debug("client connected", [("connection", String(session.id)), ("transport", transport)])
+  }
+
+  /// Refuses a new connection: one -32010 error (id null), then close. Logged as a warning at most once per 10 s
+  /// (a flood must not turn into a flood of log lines), saying how many refusals were left out meanwhile.
+  private func refuse(_ stream: any ByteStream, _ error: ResponseError, _ message: String, _ metadata: [(String, String)]) {
+    connectionRefused(limit: (error.data?["scope"]?.stringValue) ?? "daemon", message, metadata)
+    let refusal = OutgoingMessage.encodeError(id: nil, error: error)
+    stream.write(stream.deliversMessages ? refusal : Framer.encode(refusal, as: .newline))
+    stream.close(after: true, reason: "connection limit")
+  }
+
+  /// Counts a refused connection (`limit`: `daemon`, `peer`, `rate`, or nil for one not counted, e.g. another
+  /// user's) and logs it: a warning at most once per 10 s, saying how many were left out meanwhile (at debug level).
+  public func connectionRefused(limit: String?, _ message: String, _ metadata: [(String, String)]) {
+    if let limit { counters.connectionsRefused[limit, default: 0] += 1 }
+    let (log, suppressed) = refusalLog.shouldLog(now: Double(loop.now) / 1000)
+    if log {
+      logger.warning(message, metadata + (suppressed > 0 ? [("refusals_not_logged", String(suppressed))] : []))
+    } else {
+      logger.debug(message, metadata)
+    }
   }
 
   /// The number of connections served now.
@@ -365,6 +408,7 @@ public final class Server {
 
   private func closed(_ session: Session, reason: CloseReason) {
     logger.debug("client disconnected", [("connection", String(session.id)), ("reason", "\(reason)")])
+    if let peer = session.peer, session.releasesPeer { connectionLimiter.release(peer) }
     local?.subscriptions.removeAll(of: session)
     services.hosted?.closed(session)
     sessions[session.id] = nil

@@ -112,6 +112,9 @@ public struct ServerConfiguration: Sendable {
   /// Seconds a partial message may stay incomplete before the connection is closed.
   public var partialMessageTimeout: Double = 30
   public var maxConnections = 256
+  /// Per-peer limits on new connections (`--max-connections-per-peer`, `--peer-connection-rate`,
+  /// `--handshake-timeout`).
+  public var connectionLimits = ConnectionLimits()
   /// Bytes a connection may have waiting to be written before it is disconnected.
   public var outgoingQueueLimit = 4 << 20
   /// Bytes handed to the kernel above which further output waits in our queue (where notifications coalesce).

@@ -46,6 +46,8 @@ final class ServerCounters {
   let commitBatch = Histogram(bounds: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 5_000])
   var commitFailures: UInt64 = 0
   var connectionsAccepted: [String: UInt64] = [:]
+  /// Connections refused (-32010 or HTTP 429), by limit: `daemon` (`--max-connections`), `peer`, `rate`.
+  var connectionsRefused: [String: UInt64] = [:]
   var notificationsCoalesced: UInt64 = 0
   var notificationsSent: [String: UInt64] = [:]
   /// By `HistoryEvent.Kind.code`. `@exclusivity(unchecked)` like the counters below: loop thread only.
@@ -140,6 +142,13 @@ final class ServerCounters {
     for transport in ["stdio", "unix", "websocket"] {
       sample(
         "tipsd_connections_accepted_total", [("transport", transport)], String(connectionsAccepted[transport] ?? 0))
+    }
+    family(
+      "tipsd_connections_refused_total", "counter",
+      "Connections refused by a limit: daemon (--max-connections), peer (--max-connections-per-peer), rate "
+        + "(--peer-connection-rate).")
+    for limit in ["daemon", "peer", "rate"] {
+      sample("tipsd_connections_refused_total", [("limit", limit)], String(connectionsRefused[limit] ?? 0))
     }
     family("tipsd_subscriptions", "gauge", "Open subscriptions, by kind.")
     for kind in ["observe", "actions", "analytics", "inspect"] {

@@ -25,6 +25,10 @@ final class Session {
   let isPrimary: Bool
   /// How the client is connected (`stdio`, `unix`, `websocket`), for logs and counts.
   let transport: String
+  /// Who connected (`uid:N` on the Unix socket), counted by the server's per-peer limiter until the session closes.
+  var peer: String?
+  /// Whether the server releases `peer` from its limiter when the session closes (else the TCP listener does).
+  var releasesPeer = false
   // MARK: Hosted mode
 
   /// Who the session is signed in as (hosted mode); nil until it signs in.

@@ -32,6 +32,13 @@ public final class UnixSocketServer: LoopHandleOwner {
   public var onAcceptError: ((UVError) -> Void)?
   /// `true` once `close()` has been called.
   public private(set) var isClosed = false
+  /// Connections accepted per loop turn at most: under a flood of connections the rest wait in the kernel's backlog
+  /// (libuv stops watching the listener until the pending one is taken) while the connections already established are
+  /// read and written; accepting resumes at the end of the turn.
+  public var acceptsPerTurn = 16
+  private var acceptedThisTurn = 0
+  /// A connection libuv holds for us (its watcher stopped) until the end of the turn.
+  private var acceptDeferred = false
 
   /// The longest usable path: `sizeof(sun_path) - 1` (107 on Linux).
   public static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
@@ -73,7 +80,8 @@ public final class UnixSocketServer: LoopHandleOwner {
     if listening < 0 {
       close(unlinking: false)
       unlink(staging)
-      throw TransportError("cannot listen on Unix socket \(path)", cause: UVError(code: listening, operation: "uv_listen"))
+      throw TransportError(
+        "cannot listen on Unix socket \(path)", cause: UVError(code: listening, operation: "uv_listen"))
     }
     var info = stat()
     guard staging == path || rename(staging, path) == 0, lstat(path, &info) == 0 else {
@@ -114,6 +122,24 @@ public final class UnixSocketServer: LoopHandleOwner {
       onAcceptError?(UVError(code: status, operation: "accept"))
       return
     }
+    if acceptedThisTurn == 0 { loop.atEndOfTurn { [self] in turnEnded() } }
+    guard acceptedThisTurn < acceptsPerTurn else {
+      // Not calling uv_accept makes libuv stop polling the listener; `turnEnded` takes this one and resumes.
+      acceptDeferred = true
+      return
+    }
+    acceptedThisTurn += 1
+    acceptOne()
+  }
+
+  private func turnEnded() {
+    acceptedThisTurn = 0
+    guard acceptDeferred else { return }
+    acceptDeferred = false
+    if !isClosed { acceptOne() }
+  }
+
+  private func acceptOne() {
     let client = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
     client.initialize(to: uv_pipe_t())
     mustSucceed(uv_pipe_init(loop.uvLoop, client, 0), "uv_pipe_init")
@@ -150,7 +176,8 @@ public final class UnixSocketServer: LoopHandleOwner {
     guard unlinking, let identity else { return }
     var info = stat()
     if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK,
-       UInt64(info.st_dev) == identity.device, UInt64(info.st_ino) == identity.inode {
+      UInt64(info.st_dev) == identity.device, UInt64(info.st_ino) == identity.inode
+    {
       unlink(path)
     }
   }
@@ -207,7 +234,8 @@ public final class UnixSocketServer: LoopHandleOwner {
     case -ENOENT:
       return  // vanished meanwhile
     case -EAGAIN:
-      throw TransportError("another tipsd is serving \(path) (its backlog is full); stop it first or choose a different socket path")
+      throw TransportError(
+        "another tipsd is serving \(path) (its backlog is full); stop it first or choose a different socket path")
     case let code:
       throw TransportError("cannot tell whether \(path) is in use", cause: UVError(code: code, operation: "connect"))
     }

@@ -69,6 +69,37 @@ import TipsTestSupport
     }
   }
 
+  /// The per-peer connection limits (#27): their defaults, their flags, and bad values refused with a clear message.
+  @Test func serveKeepsItsConnectionLimits() throws {
+    let defaults = try ServeCommand(parsing: [], environment: [:]).configuration.connectionLimits
+    #expect(defaults.perPeer == 128 && defaults.ratePerPeer == 200 && defaults.burstPerPeer == 400)
+    #expect(defaults.handshakeTimeout == 10)
+    let set = try ServeCommand(
+      parsing: ["--max-connections-per-peer", "5", "--peer-connection-rate", "2.5", "--handshake-timeout", "0.5"],
+      environment: [:]
+    ).configuration.connectionLimits
+    #expect(set.perPeer == 5 && set.ratePerPeer == 2.5 && set.burstPerPeer == 5 && set.handshakeTimeout == 0.5)
+    let off = try ServeCommand(
+      parsing: ["--max-connections-per-peer", "0", "--peer-connection-rate", "0"], environment: [:]
+    ).configuration.connectionLimits
+    #expect(off.perPeer == 0 && off.ratePerPeer == 0)
+    let cases: [([String], String)] = [
+      (["--max-connections-per-peer", "-1"], "--max-connections-per-peer: \"-1\" is not 0 or a positive integer"),
+      (["--max-connections-per-peer", "lots"], "--max-connections-per-peer: \"lots\" is not 0 or a positive integer"),
+      (["--peer-connection-rate", "fast"], "--peer-connection-rate: \"fast\" is not a number"),
+      (["--peer-connection-rate", "-3"], "--peer-connection-rate: must be 0 or a positive number of connections a second"),
+      (["--handshake-timeout", "0"], "--handshake-timeout: must be a positive number of seconds"),
+      (["--handshake-timeout"], "--handshake-timeout needs a value"),
+    ]
+    for (arguments, expected) in cases {
+      guard case .invalid(let text)? = refusal(ServeCommand.self, arguments) else {
+        Issue.record("\(arguments) was not refused")
+        continue
+      }
+      #expect(text == expected, "\(arguments)")
+    }
+  }
+
   @Test func serveKeepsItsFlags() throws {
     let serve = try ServeCommand(
       parsing: [

@@ -27,7 +27,7 @@ extension Handlers {
     table.on(AuthRefreshRequest.self) { request, context throws(ResponseError) in
       let hosted = try hosted(context)
       let principal: Principal
-      switch hosted.authenticate(request.token) {
+      switch hosted.authenticate(request.token, peer: context.session.peer) {
       case .success(let verified): principal = verified
       case .failure(let error): throw error
       }

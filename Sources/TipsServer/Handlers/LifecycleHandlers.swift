@@ -17,7 +17,7 @@ extension Handlers {
       if let hosted = services.hosted {
         // Hosted: the session signs in here, unless its connection's token already did; variants follow the account.
         if let token = request.authToken {
-          switch hosted.authenticate(token) {
+          switch hosted.authenticate(token, peer: session.peer) {
           case .success(let principal): hosted.signedIn(session, as: principal)
           case .failure(let error): throw error
           }

@@ -169,6 +169,23 @@ final class HostedService {
 
   // MARK: - Signing in
 
+  /// The per-peer limiter and its clock: failed sign-ins are charged to the peer's connection rate, and a peer over
+  /// its rate is refused (`tooManyAttempts`) without its token being verified. Set by the server.
+  var signInLimiter: (limiter: ConnectionLimiter, now: () -> Double)?
+
+  /// Who `token` signs in, for a session connected from `peer`: as ``authenticate(_:)``, with failures charged to the
+  /// peer and a peer over its rate refused before any signature is checked.
+  func authenticate(_ token: String, peer: String?) -> Result<Principal, ResponseError> {
+    guard let peer, let (limiter, now) = signInLimiter else { return authenticate(token) }
+    if let wait = limiter.retryAfter(peer, now: now()) {
+      let refusal = ConnectionRefusal.rate(limit: limiter.limits.ratePerPeer, retryAfter: wait)
+      return .failure(.unauthorized(reason: "tooManyAttempts", "too many failed sign-ins: \(refusal)"))
+    }
+    let result = authenticate(token)
+    if case .failure = result { limiter.charge(peer, now: now()) }
+    return result
+  }
+
   /// Who `token` signs in: the admin, or a user whose account is its `sub`.
   func authenticate(_ token: String) -> Result<Principal, ResponseError> {
     if let adminToken, AccessPolicy.constantTimeEqual(token, adminToken) { return .success(.admin) }

@@ -85,10 +85,14 @@ public final class WebListener {
     public var pingInterval: Double
     /// The largest request header block (larger: refused).
     public var maxHeaderBytes: Int
+    /// Seconds a new connection has to send its HTTP request or finish its WebSocket upgrade (libwebsockets'
+    /// `timeout_secs` and `timeout_secs_ah_idle`); a peer that connects and stays silent is closed after it.
+    public var handshakeTimeout: Double
 
     public init(
       addresses: [ListenAddress], policy: AccessPolicy, tls: (certificate: String, key: String)? = nil,
-      maxMessageSize: Int = 1 << 20, pingInterval: Double = 15, maxHeaderBytes: Int = 8 * 1024
+      maxMessageSize: Int = 1 << 20, pingInterval: Double = 15, maxHeaderBytes: Int = 8 * 1024,
+      handshakeTimeout: Double = ConnectionLimits.defaultHandshakeTimeout
     ) {
       self.addresses = addresses
       self.policy = policy
@@ -96,6 +100,7 @@ public final class WebListener {
       self.maxMessageSize = maxMessageSize
       self.pingInterval = pingInterval
       self.maxHeaderBytes = maxHeaderBytes
+      self.handshakeTimeout = handshakeTimeout
     }
   }
 
@@ -124,6 +129,17 @@ public final class WebListener {
   public var authenticate: ((String) -> Result<any Sendable, UpgradeRefusal>)?
   /// Who each upgrade signed in as, from ``authenticate``, until its connection is established.
   private var identities: [UInt: any Sendable] = [:]
+
+  /// Per-peer limits by IP address, checked as each TCP connection is accepted (before libwebsockets does any work
+  /// for it): a refused peer gets `429 Too Many Requests` and is closed. Shared with the server (set before the loop
+  /// runs).
+  public var limiter: ConnectionLimiter?
+  /// A connection refused by ``limiter``: `(refusal, peer)`, for the daemon's counts and its sampled log.
+  public var onRefusal: ((ConnectionRefusal, String) -> Void)?
+  /// Peers admitted by the filter, by descriptor, until libwebsockets has made their connection.
+  private var admittedByDescriptor: [Int32: String] = [:]
+  /// The peer each connection counts against, by its `lws` pointer, until it is destroyed.
+  private var peers: [UInt: String] = [:]
 
   /// A new WebSocket connection (authorized and upgraded). Call `startReading()` on it.
   public var onConnection: ((WebSocketStream) -> Void)?
@@ -199,6 +215,9 @@ public final class WebListener {
     info.vhost_name = UnsafePointer(name)
     info.protocols = UnsafePointer(protocols)
     info.options = UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+    let timeout = UInt32(max(1, configuration.handshakeTimeout.rounded(.up)))
+    info.timeout_secs = timeout
+    info.timeout_secs_ah_idle = timeout
     if address.isIPv6 { info.options |= UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY) | UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE) }
     var certificate: UnsafeMutablePointer<CChar>?
     var key: UnsafeMutablePointer<CChar>?
@@ -296,6 +315,13 @@ public final class WebListener {
     callbackDepth += 1
     defer { callbackDepth -= 1 }
     switch reason {
+    case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+      return filterConnection(user)
+    case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+      if !admittedByDescriptor.isEmpty, let peer = admittedByDescriptor.removeValue(forKey: lws_get_socket_fd(wsi)) {
+        peers[UInt(bitPattern: wsi)] = peer
+      }
+      return lws_callback_http_dummy(wsi, reason, user, input, length)
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
       return confirmUpgrade(wsi)
     case LWS_CALLBACK_HTTP:
@@ -303,6 +329,7 @@ public final class WebListener {
     case LWS_CALLBACK_ESTABLISHED:
       let stream = WebSocketStream(wsi: wsi, listener: self)
       stream.identity = identities.removeValue(forKey: UInt(bitPattern: wsi))
+      stream.peer = peers[UInt(bitPattern: wsi)]
       user?.storeBytes(of: Unmanaged.passRetained(stream).toOpaque(), as: UnsafeMutableRawPointer.self)
       streams[UInt(bitPattern: wsi)] = stream
       if let onConnection { onConnection(stream) } else { stream.close(after: false, reason: "no handler") }
@@ -326,6 +353,7 @@ public final class WebListener {
       stream(user)?.lwsClosing()
       return 0
     case LWS_CALLBACK_WSI_DESTROY:
+      if !peers.isEmpty, let peer = peers.removeValue(forKey: UInt(bitPattern: wsi)) { limiter?.release(peer) }
       // The connection is gone for good (user data still intact): only now is it closed for the server.
       guard let user, let raw = user.load(as: UnsafeMutableRawPointer?.self) else {
         // An upgrade signed in but never established.
@@ -340,6 +368,49 @@ public final class WebListener {
     default:
       return lws_callback_http_dummy(wsi, reason, user, input, length)
     }
+  }
+
+  /// A TCP connection was just accepted: admit its address (counted until the connection is destroyed) or refuse it
+  /// with `429 Too Many Requests` — written straight to the socket, before libwebsockets makes a connection of it —
+  /// and close it (returning non-zero also ends libwebsockets' accept loop for this turn).
+  private func filterConnection(_ user: UnsafeMutableRawPointer?) -> Int32 {
+    guard let limiter, let args = user?.assumingMemoryBound(to: lws_filter_network_conn_args.self) else { return 0 }
+    let fd = args.pointee.accept_fd
+    let peer = "ip:" + Self.address(of: &args.pointee.cli_addr)
+    guard let refusal = limiter.admit(peer, now: Double(loop.now) / 1000) else {
+      if let stale = admittedByDescriptor.updateValue(peer, forKey: fd) { limiter.release(stale) }
+      return 0
+    }
+    onRefusal?(refusal, peer)
+    var headers = [("Connection", "close")]
+    if case .rate(_, let retryAfter) = refusal { headers.append(("Retry-After", String(max(1, Int(retryAfter.rounded(.up)))))) }
+    var response = HTTPResponse.error(429, refusal.description)
+    response.headers = headers
+    // What the client already sent is read first, so closing does not reset the connection before it reads the 429.
+    var scratch = [UInt8](repeating: 0, count: 4096)
+    for _ in 0..<4 where recv(fd, &scratch, scratch.count, Int32(MSG_DONTWAIT)) == scratch.count {}
+    let bytes = Self.rawResponse(response)
+    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+    shutdown(fd, Int32(SHUT_WR))
+    return 1
+  }
+
+  /// A peer's IP address as text (`127.0.0.1`, `::1`).
+  static func address(of storage: UnsafeMutablePointer<sockaddr_storage>) -> String {
+    var text = [CChar](repeating: 0, count: 64)
+    let raw = UnsafeMutableRawPointer(storage)
+    let converted: UnsafePointer<CChar>?
+    switch Int32(storage.pointee.ss_family) {
+    case AF_INET:
+      converted = inet_ntop(
+        AF_INET, raw + MemoryLayout<sockaddr_in>.offset(of: \.sin_addr)!, &text, socklen_t(text.count))
+    case AF_INET6:
+      converted = inet_ntop(
+        AF_INET6, raw + MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!, &text, socklen_t(text.count))
+    default:
+      converted = nil
+    }
+    return converted == nil ? "unknown" : String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
   private func stream(_ user: UnsafeMutableRawPointer?) -> WebSocketStream? {
@@ -364,9 +435,20 @@ public final class WebListener {
       } else if let token = AccessPolicy.presentedTokens(
         authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: protocols
       ).first ?? queryToken(wsi) {
-        switch authenticate(token) {
+        let peer = peers[UInt(bitPattern: wsi)]
+        if let peer, let limiter, let wait = limiter.retryAfter(peer, now: Double(loop.now) / 1000) {
+          // Over its rate (failed sign-ins count): refused without verifying the token.
+          refusal = UpgradeRefusal(
+            status: 429, reason: ConnectionRefusal.rate(limit: limiter.limits.ratePerPeer, retryAfter: wait).description)
+        } else {
+          switch authenticate(token) {
         case .success(let identity): identities[UInt(bitPattern: wsi)] = identity
-        case .failure(let refused): refusal = refused
+        case .failure(let refused):
+          refusal = refused
+          // A failed sign-in costs the peer a new connection's worth of its rate: a flood of invalid tokens is
+          // refused with 429 like a flood of connections, before any more are verified.
+          if let peer { limiter?.charge(peer, now: Double(loop.now) / 1000) }
+          }
         }
       }
       if let refusal {
@@ -485,6 +567,7 @@ public final class WebListener {
     case 403: "Forbidden"
     case 404: "Not Found"
     case 405: "Method Not Allowed"
+    case 429: "Too Many Requests"
     case 500: "Internal Server Error"
     case 503: "Service Unavailable"
     default: "Status"

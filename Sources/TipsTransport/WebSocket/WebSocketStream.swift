@@ -23,6 +23,8 @@ public final class WebSocketStream: ByteStream {
   public let listenAddress: ListenAddress?
   /// Who the upgrade's token signed in as (hosted mode's ``WebListener/authenticate``); nil without one.
   public internal(set) var identity: (any Sendable)?
+  /// The peer its TCP connection counts against (`ip:ADDRESS`), when the listener has a limiter.
+  public internal(set) var peer: String?
 
   private let wsi: OpaquePointer
   private unowned let listener: WebListener
