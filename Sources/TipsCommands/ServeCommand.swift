@@ -151,6 +151,14 @@ public struct ServeCommand: Command {
     // A node serves every user of an app: far more connections than one user's daemon (--max-connections still
     // sets it; the daemon raises its open-file limit to match as far as the system allows).
     if configuration.maxConnections == ServerConfiguration().maxConnections { configuration.maxConnections = 10_000 }
+    // Behind a balancer every session arrives from the balancer's address: per-peer limits would cap the whole node
+    // (and a flood of bad tokens through it would lock out every user), so they are off unless given — limit
+    // clients at the balancer, or give the flags when the node faces clients directly.
+    let defaults = ServerConfiguration().connectionLimits
+    if configuration.connectionLimits.perPeer == defaults.perPeer { configuration.connectionLimits.perPeer = 0 }
+    if configuration.connectionLimits.ratePerPeer == defaults.ratePerPeer {
+      configuration.connectionLimits.ratePerPeer = 0
+    }
   }
 
   /// The host name and the first listen port (`db-3:8787`), or the host name and the process id.

@@ -41,6 +41,14 @@ import TipsProtocol
     ]
     let defaults = try #require(try ServeCommand(parsing: base, environment: [:]).configuration.hosted)
     #expect(defaults.compactionThreshold == 500 && defaults.accountRate == 50 && defaults.maxResidentAccounts == 100_000)
+    // Behind a balancer every session comes from one address: per-peer limits are off unless given.
+    let hostedLimits = try ServeCommand(parsing: base, environment: [:]).configuration.connectionLimits
+    #expect(hostedLimits.perPeer == 0 && hostedLimits.ratePerPeer == 0)
+    let given = try ServeCommand(
+      parsing: base + ["--max-connections-per-peer", "5", "--peer-connection-rate", "9"], environment: [:]
+    ).configuration.connectionLimits
+    #expect(given.perPeer == 5 && given.ratePerPeer == 9)
+    #expect(try ServeCommand(parsing: [], environment: [:]).configuration.connectionLimits.perPeer == 128)
     let parsed = try #require(
       try ServeCommand(
         parsing: base + [

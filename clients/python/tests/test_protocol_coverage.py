@@ -90,6 +90,8 @@ WRAPPERS = {
     "tips/performAction": lambda c, s: c.perform_action("filter.tip", "learn-more", invalidate=False),
     "actions/unsubscribe": lambda c, s: s["actions"].close(),
     "tips/setVariant": lambda c, s: c.set_variant("filter.tip", "friendly"),
+    "tips/suppress": lambda c, s: c.suppress(60, reason="checkout"),
+    "tips/resume": lambda c, s: c.resume(),
     "sync/status": lambda c, s: c.sync_status(),
     # Hosted mode's methods: a daemon serving one user's state answers them with -32014 (forbidden).
     "auth/refresh": lambda c, s: _hosted_only(c.auth_refresh("token")),

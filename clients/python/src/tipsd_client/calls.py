@@ -32,6 +32,7 @@ from .models import (
     MetricsResult,
     ParameterValue,
     SignIn,
+    SuppressionResult,
     SyncStatus,
     TipDefinition,
     TipState,
@@ -217,6 +218,20 @@ class Calls(Connection):
     async def set_variant(self, id: str, variant: str | None) -> TipState:
         """``tips/setVariant``: force the A/B variant a tip shows (``None``: back to the install id's pick)."""
         return await self.request("tips/setVariant", {"id": id, "variant": variant})
+
+    async def suppress(self, seconds: float | None = None, reason: str | None = None) -> SuppressionResult:
+        """``tips/suppress``: no tip is displayable for ``seconds`` (or until :meth:`resume`); statuses do not change.
+        A hosted daemon refuses it (-32014)."""
+        params: dict[str, Any] = {}
+        if seconds is not None:
+            params["seconds"] = seconds
+        if reason is not None:
+            params["reason"] = reason
+        return await self.request("tips/suppress", params)
+
+    async def resume(self) -> SuppressionResult:
+        """``tips/resume``: end :meth:`suppress`; tips that are displayable show again."""
+        return await self.request("tips/resume", None)
 
     # ---------------------------------------------------------------- testing
 

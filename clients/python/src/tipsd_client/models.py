@@ -71,6 +71,16 @@ class TipState(TypedDict):
     tip: TipContent
 
 
+class SuppressionResult(TypedDict):
+    """The suppression in force after ``tips/suppress`` or ``tips/resume`` (``since``, ``until``, ``reason`` are
+    ``None`` when none runs; ``until`` is ``None`` for one that waits for ``tips/resume``)."""
+
+    suppressed: bool
+    since: float | None
+    until: float | None
+    reason: str | None
+
+
 class GroupState(TypedDict):
     group: str
     tipId: str | None
