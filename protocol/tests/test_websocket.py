@@ -488,6 +488,33 @@ def open_fds(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def listening_addresses(pid: int, port: int) -> list[str]:
+    """The local addresses of the process's listening TCP sockets on `port`, as /proc/net/tcp{,6} give them."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                address, hex_port = fields[1].split(":")
+                if fields[3] == "0A" and int(hex_port, 16) == port and fields[9] in inodes:
+                    found.append(address)
+    return found
+
+
+def test_listen_on_127_0_0_1_binds_that_address_only(daemon_factory):
+    # libwebsockets 4.1 built with IPv6 bound an IPv4 --listen address to every interface.
+    web = WebDaemon(daemon_factory)
+    assert listening_addresses(web.pid, web.port) == ["0100007F"]  # 127.0.0.1, in /proc/net/tcp's byte order
+
+
 def test_a_thousand_abrupt_resets_during_a_notification_burst(daemon_factory, observer):
     # A thousand connections from one address as fast as they go: the per-peer rate limit is not what this tests.
     web = WebDaemon(daemon_factory, "--peer-connection-rate", "0")

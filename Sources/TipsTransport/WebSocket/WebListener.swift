@@ -172,7 +172,8 @@ public final class WebListener {
     }
 
     var info = lws_context_creation_info()
-    info.options = UInt64(LWS_SERVER_OPTION_LIBUV) | UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS)
+    info.options =
+      UInt64(LWS_SERVER_OPTION_LIBUV) | UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS)
       | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
     if configuration.tls != nil { info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) }
     info.max_http_header_data = UInt16(clamping: configuration.maxHeaderBytes)
@@ -218,7 +219,14 @@ public final class WebListener {
     let timeout = UInt32(max(1, configuration.handshakeTimeout.rounded(.up)))
     info.timeout_secs = timeout
     info.timeout_secs_ah_idle = timeout
-    if address.isIPv6 { info.options |= UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY) | UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE) }
+    if address.isIPv6 {
+      info.options |= UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY) | UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE)
+    } else {
+      // libwebsockets 4.1 built with IPv6 makes an IPv6 socket and, given an IPv4 address, binds it to every
+      // interface (its issue 2290): `--listen 127.0.0.1:8787` would be reachable from the network. An IPv4 socket
+      // binds the address given.
+      info.options |= UInt64(LWS_SERVER_OPTION_DISABLE_IPV6)
+    }
     var certificate: UnsafeMutablePointer<CChar>?
     var key: UnsafeMutablePointer<CChar>?
     if let tls = configuration.tls {
@@ -268,7 +276,8 @@ public final class WebListener {
     for stream in Array(streams.values) {
       let silent = now &- stream.lastHeard
       if silent >= 2 * interval {
-        log(warning: false, "closing a WebSocket peer that stopped answering pings", [("connection", String(stream.id))])
+        log(
+          warning: false, "closing a WebSocket peer that stopped answering pings", [("connection", String(stream.id))])
         stream.abandon()
       } else if silent >= interval {
         stream.sendPing()
@@ -383,7 +392,9 @@ public final class WebListener {
     }
     onRefusal?(refusal, peer)
     var headers = [("Connection", "close")]
-    if case .rate(_, let retryAfter) = refusal { headers.append(("Retry-After", String(max(1, Int(retryAfter.rounded(.up)))))) }
+    if case .rate(_, let retryAfter) = refusal {
+      headers.append(("Retry-After", String(max(1, Int(retryAfter.rounded(.up))))))
+    }
     var response = HTTPResponse.error(429, refusal.description)
     response.headers = headers
     // What the client already sent is read first, so closing does not reset the connection before it reads the 429.
@@ -410,7 +421,8 @@ public final class WebListener {
     default:
       converted = nil
     }
-    return converted == nil ? "unknown" : String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return converted == nil
+      ? "unknown" : String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
   private func stream(_ user: UnsafeMutableRawPointer?) -> WebSocketStream? {
@@ -439,20 +451,23 @@ public final class WebListener {
         if let peer, let limiter, let wait = limiter.retryAfter(peer, now: Double(loop.now) / 1000) {
           // Over its rate (failed sign-ins count): refused without verifying the token.
           refusal = UpgradeRefusal(
-            status: 429, reason: ConnectionRefusal.rate(limit: limiter.limits.ratePerPeer, retryAfter: wait).description)
+            status: 429, reason: ConnectionRefusal.rate(limit: limiter.limits.ratePerPeer, retryAfter: wait).description
+          )
         } else {
           switch authenticate(token) {
-        case .success(let identity): identities[UInt(bitPattern: wsi)] = identity
-        case .failure(let refused):
-          refusal = refused
-          // A failed sign-in costs the peer a new connection's worth of its rate: a flood of invalid tokens is
-          // refused with 429 like a flood of connections, before any more are verified.
-          if let peer { limiter?.charge(peer, now: Double(loop.now) / 1000) }
+          case .success(let identity): identities[UInt(bitPattern: wsi)] = identity
+          case .failure(let refused):
+            refusal = refused
+            // A failed sign-in costs the peer a new connection's worth of its rate: a flood of invalid tokens is
+            // refused with 429 like a flood of connections, before any more are verified.
+            if let peer { limiter?.charge(peer, now: Double(loop.now) / 1000) }
           }
         }
       }
       if let refusal {
-        log(warning: false, "refused a WebSocket upgrade", [("status", String(refusal.status)), ("reason", refusal.reason)])
+        log(
+          warning: false, "refused a WebSocket upgrade",
+          [("status", String(refusal.status)), ("reason", refusal.reason)])
         writeRaw(wsi, Self.rawResponse(.error(refusal.status, refusal.reason)))
         return 1
       }
@@ -463,7 +478,8 @@ public final class WebListener {
     let verdicts = [
       policy.checkHost(host, listener: listener),
       policy.checkOrigin(header(wsi, WSI_TOKEN_ORIGIN), host: host, listener: listener),
-      policy.checkToken(authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: header(wsi, WSI_TOKEN_PROTOCOL)),
+      policy.checkToken(
+        authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: header(wsi, WSI_TOKEN_PROTOCOL)),
     ]
     for case .refuse(let status, let reason) in verdicts {
       log(warning: true, "refused a WebSocket upgrade", [("status", String(status)), ("reason", reason)])
@@ -478,7 +494,8 @@ public final class WebListener {
   /// A plain HTTP request: Host and Origin checks, then ``onRequest``.
   private func answerHTTP(_ wsi: OpaquePointer, path: String) -> Int32 {
     let method =
-      lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 ? "GET"
+      lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0
+      ? "GET"
       : lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0 ? "POST" : "OTHER"
     var response: HTTPResponse
     if let listener = listenAddress(of: wsi) {
@@ -493,7 +510,8 @@ public final class WebListener {
         log(warning: true, "refused an HTTP request", [("status", String(status)), ("reason", reason)])
         response = .error(status, reason)
       case (.allow, .allow):
-        let authorized = policy.checkToken(authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: nil) == .allow
+        let authorized =
+          policy.checkToken(authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: nil) == .allow
         let query = path.firstIndex(of: "?").map { String(path[..<$0]) } ?? path
         response =
           onRequest?(HTTPRequest(method: method, path: query, authorized: authorized, host: host))
@@ -508,7 +526,8 @@ public final class WebListener {
   /// Writes a response through lws's HTTP helpers (correct status line once the request is parsed).
   private func writeHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
     let pre = tipsd_lws_pre()
-    var buffer = [UInt8](repeating: 0, count: pre + 2048 + response.headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 })
+    var buffer = [UInt8](
+      repeating: 0, count: pre + 2048 + response.headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 })
     let ok = buffer.withUnsafeMutableBufferPointer { storage -> Bool in
       let start = storage.baseAddress! + pre
       var p: UnsafeMutablePointer<UInt8>? = start
@@ -525,7 +544,8 @@ public final class WebListener {
         defer { free(headerName) }
         let failed = Array(value.utf8).withUnsafeBufferPointer { bytes in
           lws_add_http_header_by_name(
-            wsi, UnsafeRawPointer(headerName).assumingMemoryBound(to: UInt8.self), bytes.baseAddress, Int32(bytes.count),
+            wsi, UnsafeRawPointer(headerName).assumingMemoryBound(to: UInt8.self), bytes.baseAddress,
+            Int32(bytes.count),
             &p, end) != 0
         }
         if failed { return false }
@@ -556,7 +576,9 @@ public final class WebListener {
   private func writeRaw(_ wsi: OpaquePointer, _ bytes: [UInt8]) {
     let pre = tipsd_lws_pre()
     var buffer = [UInt8](repeating: 0, count: pre) + bytes
-    _ = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, bytes.count, LWS_WRITE_HTTP_HEADERS) }
+    _ = buffer.withUnsafeMutableBufferPointer {
+      lws_write(wsi, $0.baseAddress! + pre, bytes.count, LWS_WRITE_HTTP_HEADERS)
+    }
   }
 
   static func reasonPhrase(_ status: Int) -> String {
