@@ -115,22 +115,6 @@ private func quantile(_ values: [Double], _ p: Double) -> Double {
   return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
 }
 
-private func tcpPortNobodyUses() -> Int {
-  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-  defer { close(fd) }
-  var address = sockaddr_in()
-  address.sin_family = sa_family_t(AF_INET)
-  address.sin_addr.s_addr = inet_addr("127.0.0.1")
-  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-  _ = withUnsafeMutablePointer(to: &address) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-      _ = bind(fd, pointer, length)
-      return getsockname(fd, pointer, &length)
-    }
-  }
-  return Int(UInt16(bigEndian: address.sin_port))
-}
-
 func runFloodBenchmarks() throws {
   let executableDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
   let tipsd = ProcessInfo.processInfo.environment["TIPSD_BIN"] ?? "\(executableDirectory)/tipsd"
@@ -147,12 +131,12 @@ func runFloodBenchmarks() throws {
   try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
   defer { try? FileManager.default.removeItem(atPath: directory) }
   let catalog = environment["TIPSD_CATALOG"] ?? "catalog/demo.json"
-  let basePort = tcpPortNobodyUses()
+  let basePort = freePort()
   let base = try ServerProcess(
     executable: baseline, arguments: ["\(directory)/base.sock", String(basePort)], directory: directory,
     socketPath: "\(directory)/base.sock")
   defer { base.stop() }
-  let port = tcpPortNobodyUses()
+  let port = freePort()
   // The daemon's defaults (connection limits included), as `tipsd serve` runs with no flags.
   let server = try ServerProcess(
     executable: tipsd,

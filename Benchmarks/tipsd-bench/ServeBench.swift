@@ -81,7 +81,10 @@ private func donateRequest(_ id: Int, event: String = "search.opened") -> [UInt8
 
 private let initializeRequest =
   Array(
-    (["jsonrpc": "2.0", "id": 0, "method": "initialize", "params": InitializeRequest(clientName: "bench").encodedParams ?? [:]]
+    ([
+      "jsonrpc": "2.0", "id": 0, "method": "initialize",
+      "params": InitializeRequest(clientName: "bench").encodedParams ?? [:],
+    ]
       as JSONValue).serialized()) + [10]
 
 /// Requests per second with up to `window` requests in flight, sent `batch` at a time (donations of `event`).
@@ -115,7 +118,9 @@ func runWebSocketLoad(_ arguments: [String]) throws {
     throw BenchError("usage: tipsd-bench load-ws PORT TOKEN [REQUESTS]")
   }
   let requests = arguments.count > 2 ? Int(arguments[2]) ?? 1_000_000 : 1_000_000
-  print("load.websocket_donate_per_sec: \(format(try pipelinedWebSocket(port: port, token: arguments[1], requests: requests), 0))")
+  print(
+    "load.websocket_donate_per_sec: \(format(try pipelinedWebSocket(port: port, token: arguments[1], requests: requests), 0))"
+  )
 }
 
 private func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
@@ -155,7 +160,7 @@ private func oneAtATime(_ path: String, requests: Int) throws -> [Double] {
 }
 
 /// A port nobody listens on now (the kernel's choice for a socket bound to port 0).
-private func freePort() -> Int {
+func freePort() -> Int {
   let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
   defer { close(fd) }
   var address = sockaddr_in()
@@ -175,7 +180,9 @@ private func freePort() -> Int {
 private func donateText(_ id: Int) -> [UInt8] { Array(donateRequest(id).dropLast()) }
 
 /// Requests per second over the WebSocket listener, with up to `window` requests in flight (one per frame).
-private func pipelinedWebSocket(port: Int, token: String, requests: Int, window: Int = 512, batch: Int = 64) throws -> Double {
+private func pipelinedWebSocket(port: Int, token: String, requests: Int, window: Int = 512, batch: Int = 64) throws
+  -> Double
+{
   let connection = try WebSocketLoad(port: port, token: token)
   connection.send(WebSocketLoad.frame(Array(initializeRequest.dropLast())))
   _ = connection.readFrames(atLeast: 1)
@@ -241,7 +248,8 @@ func runServeBenchmarks() throws {
   }
   defer { redis?.stop() }
   usleep(200_000)
-  let token = try String(contentsOfFile: "\(directory)/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+  let token = try String(contentsOfFile: "\(directory)/token", encoding: .utf8).trimmingCharacters(
+    in: .whitespacesAndNewlines)
   let idleKiB = server.residentKiB
   _ = try pipelined(base.socketPath, requests: 20_000)  // warm-up
   _ = try pipelined(server.socketPath, requests: 20_000)
@@ -398,7 +406,9 @@ func runHistoryBenchmarks() throws {
   print("serve.goal_donate_per_sec_history: \(format(median(on), 0))")
   print("serve.goal_donate_per_sec_no_history: \(format(median(off), 0))")
   print("serve.history_overhead_ratio: \(format(median(ratios), 3))")
-  print("serve.history_overhead_ratio_quartiles: \(format(percentile(ratios, 0.25), 3)) \(format(percentile(ratios, 0.75), 3))")
+  print(
+    "serve.history_overhead_ratio_quartiles: \(format(percentile(ratios, 0.25), 3)) \(format(percentile(ratios, 0.75), 3))"
+  )
   print("serve.history_overhead_ratio_target: 0.1")
   try storeHistoryFigures()
 }

@@ -3,23 +3,6 @@ import Testing
 import TipsJSON
 import TipsTestSupport
 
-/// A loopback TCP port free at the time of asking (the kernel's pick).
-private func freeLoopbackPort() -> Int {
-  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-  defer { close(fd) }
-  var address = sockaddr_in()
-  address.sin_family = sa_family_t(AF_INET)
-  address.sin_addr.s_addr = inet_addr("127.0.0.1")
-  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-  _ = withUnsafeMutablePointer(to: &address) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-      _ = bind(fd, pointer, length)
-      return getsockname(fd, pointer, &length)
-    }
-  }
-  return Int(UInt16(bigEndian: address.sin_port))
-}
-
 /// A blocking TCP connection to 127.0.0.1:`port` (receive timeout: the hang guard), or -1.
 private func tcpConnect(_ port: Int) -> Int32 {
   let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -66,10 +66,28 @@ public func waitForExit(_ pid: pid_t) throws -> Int32 {
   return status
 }
 
-private typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) ->
+private typealias AddChdir =
+  @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) ->
   Int32
 
 /// `posix_spawn_file_actions_addchdir_np`, found once in the process's own symbols (RTLD_DEFAULT is a null handle).
 private let addChdirAction: AddChdir? = dlsym(nil, "posix_spawn_file_actions_addchdir_np").map {
   unsafeBitCast($0, to: AddChdir.self)
+}
+
+/// A loopback TCP port free at the time of asking (the kernel's pick for a socket bound to port 0).
+public func freeLoopbackPort() -> Int {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  defer { close(fd) }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  _ = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+      _ = bind(fd, pointer, length)
+      return getsockname(fd, pointer, &length)
+    }
+  }
+  return Int(UInt16(bigEndian: address.sin_port))
 }

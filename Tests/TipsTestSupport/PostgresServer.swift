@@ -37,7 +37,7 @@ public final class PostgresServer: @unchecked Sendable {
 
   /// Creates the cluster and starts the server; `tcp`: also listen on a free loopback TCP port.
   public init(tcp: Bool = false) throws {
-    tcpPort = tcp ? Self.freePort() : nil
+    tcpPort = tcp ? freeLoopbackPort() : nil
     guard let bin = Self.findBinaries() else {
       throw TestFailure(
         "PostgreSQL's server programs (initdb, pg_ctl) were not found: install PostgreSQL 15 (Debian: apt install "
@@ -67,7 +67,8 @@ public final class PostgresServer: @unchecked Sendable {
     let options =
       "-c listen_addresses=\(listen) -k \(directory) -p \(port) -c fsync=off -c synchronous_commit=off"
       + " -c full_page_writes=off -c max_connections=60"
-    try run("pg_ctl", ["-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "120", "-o", options, "start"])
+    try run(
+      "pg_ctl", ["-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "120", "-o", options, "start"])
     isRunning = true
   }
 
@@ -81,7 +82,9 @@ public final class PostgresServer: @unchecked Sendable {
   /// Runs SQL with `psql` and returns its unaligned, tuples-only output.
   @discardableResult
   public func query(_ sql: String) throws -> String {
-    try run("psql", ["-X", "-q", "-A", "-t", "-h", directory, "-p", String(port), "-U", "postgres", "-d", "postgres", "-c", sql])
+    try run(
+      "psql",
+      ["-X", "-q", "-A", "-t", "-h", directory, "-p", String(port), "-U", "postgres", "-d", "postgres", "-c", sql])
   }
 
   /// A `psql` session that keeps a transaction open: statements are sent on its standard input, so it can hold a lock
@@ -178,27 +181,11 @@ public final class PostgresServer: @unchecked Sendable {
     errors: String, append: Bool = false
   ) throws -> pid_t {
     let executable = "\(binDirectory)/\(program)"
-    let argv = asPostgresUser ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+    let argv =
+      asPostgresUser ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
     return try spawnChild(
       argv, workingDirectory: directory, input: input, output: .file(output, append: append),
       errors: .file(errors, append: append), closing: closing)
-  }
-
-  /// A loopback TCP port free at the time of asking (the kernel's pick).
-  static func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-    }
-    _ = withUnsafeMutablePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
   }
 
   /// PostgreSQL's bin directory: `TIPSD_PG_BIN`, else the directory of an `initdb` on PATH, else the newest
@@ -206,7 +193,8 @@ public final class PostgresServer: @unchecked Sendable {
   public static func findBinaries() -> String? {
     let fileManager = FileManager.default
     func usable(_ directory: String) -> Bool {
-      fileManager.isExecutableFile(atPath: "\(directory)/initdb") && fileManager.isExecutableFile(atPath: "\(directory)/pg_ctl")
+      fileManager.isExecutableFile(atPath: "\(directory)/initdb")
+        && fileManager.isExecutableFile(atPath: "\(directory)/pg_ctl")
     }
     if let explicit = ProcessInfo.processInfo.environment["TIPSD_PG_BIN"], usable(explicit) { return explicit }
     let debian = "/usr/lib/postgresql"
@@ -215,7 +203,8 @@ public final class PostgresServer: @unchecked Sendable {
     for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) {
       guard usable(directory) else { continue }
       // A symlink on PATH (/usr/local/bin/initdb): the real directory holds psql and the rest.
-      let resolved = URL(fileURLWithPath: "\(directory)/initdb").resolvingSymlinksInPath().deletingLastPathComponent().path
+      let resolved = URL(fileURLWithPath: "\(directory)/initdb").resolvingSymlinksInPath().deletingLastPathComponent()
+        .path
       return usable(resolved) ? resolved : directory
     }
     return nil
