@@ -129,7 +129,8 @@ final class HostedService {
       self.writable = writable
       self.logger.log(
         writable ? .notice : .warning,
-        writable ? "hosted: PostgreSQL accepts changes again" : "hosted: PostgreSQL is unavailable; changes are refused",
+        writable
+          ? "hosted: PostgreSQL accepts changes again" : "hosted: PostgreSQL is unavailable; changes are refused",
         [("node", self.configuration.node)])
     }
     logger.info(
@@ -238,7 +239,8 @@ final class HostedService {
   func account(for session: Session, named: String?, method: String) -> Result<String, ResponseError> {
     guard let principal = session.principal else {
       return .failure(
-        .unauthorized(reason: "missing", "\(method): sign in first (initialize's auth.token, or a token on the connection)"))
+        .unauthorized(
+          reason: "missing", "\(method): sign in first (initialize's auth.token, or a token on the connection)"))
     }
     switch principal {
     case .admin:
@@ -339,7 +341,8 @@ final class HostedService {
       account: account, device: configuration.node, engine: engine, snapshot: stored.snapshot,
       operations: stored.operations, wallNow: System.wallClockSeconds())
     if skipped > 0 {
-      logger.warning("hosted: skipped operations this tipsd does not understand", [("account", account), ("count", String(skipped))])
+      logger.warning(
+        "hosted: skipped operations this tipsd does not understand", [("account", account), ("count", String(skipped))])
     }
     let history = HistoryRecorder(
       enabled: services.configuration.recordsHistory, appClosedEvent: services.configuration.appClosedEvent,
@@ -353,7 +356,10 @@ final class HostedService {
       tenant.pendingHistory.removeAll()
       // What the reload moved back (a change PostgreSQL never stored) reaches observers now.
       var changes: [Change] = []
-      for state in engine.states() where !before.contains(where: { $0.id == state.id && $0.shouldDisplay == state.shouldDisplay && $0.status == state.status }) {
+      for state in engine.states()
+      where !before.contains(where: {
+        $0.id == state.id && $0.shouldDisplay == state.shouldDisplay && $0.status == state.status
+      }) {
         changes.append(.tip(state))
       }
       if !changes.isEmpty { services.recordMerged(Mutation(changes: changes), in: tenant) }
@@ -432,7 +438,8 @@ final class HostedService {
       case .success(let rows):
         guard let tenant = self.tenants[account], tenant.model === model else { return }
         if let last = rows.last {
-          let effects = model.applyRemote(rows.map(\.operation), cursor: last.cursor, wallNow: System.wallClockSeconds())
+          let effects = model.applyRemote(
+            rows.map(\.operation), cursor: last.cursor, wallNow: System.wallClockSeconds())
           for mutation in effects.mutations { self.services.recordMerged(mutation, in: tenant) }
           if model.outboxCount > 0 { self.touched(tenant) }
         }
@@ -443,11 +450,10 @@ final class HostedService {
     }
   }
 
-  /// An account erased (here or on another node): its sessions are closed, it leaves memory.
   /// Deletes `account` from PostgreSQL and drops it here; answers how many sessions this node closed for it — counted
   /// whether PostgreSQL's notification of the deletion arrives before the commit's answer or after.
   func deleteAccount(_ account: String, completion: @escaping (Result<Int, HostedError>) -> Void) {
-    deleting[account, default: 0] += 0
+    if deleting[account] == nil { deleting[account] = 0 }
     store.deleteAccount(account) { [weak self] result in
       guard let self else { return }
       let early = self.deleting.removeValue(forKey: account) ?? 0
@@ -455,6 +461,7 @@ final class HostedService {
     }
   }
 
+  /// An account erased (here or on another node): its sessions are closed, it leaves memory.
   func dropDeleted(_ account: String) -> Int {
     let sessions = sessionsOfAccount(account)
     if !sessions.isEmpty, deleting[account] != nil { deleting[account, default: 0] += sessions.count }
@@ -566,7 +573,8 @@ final class HostedService {
     case .failure(let error):
       success = false
       logger.warning(
-        "hosted: commit failed; the accounts are read again", [("accounts", String(batch.accounts.count)), ("error", error.message)])
+        "hosted: commit failed; the accounts are read again",
+        [("accounts", String(batch.accounts.count)), ("error", error.message)])
       for account in batch.accounts { perform(residency.committed(account, success: false)) }
     }
     for session in batch.sessions where session.awaitingBatch == id { session.awaitingBatch = nil }
@@ -645,9 +653,10 @@ final class HostedService {
 
   /// Deletes the fleet's history older than `--history-days`, whatever the setting was when it was written (with
   /// `--history-days 0`, all of it), in bounded statements so no single one holds locks for long.
-  func pruneHistory(_ done: (() -> Void)? = nil) {
+  private func pruneHistory() {
     let configuration = services.configuration
-    let cutoff = configuration.recordsHistory ? System.wallClockSeconds() - configuration.historyDays * 86_400 : .infinity
+    let cutoff =
+      configuration.recordsHistory ? System.wallClockSeconds() - configuration.historyDays * 86_400 : .infinity
     pruning = true
     var total = 0
     func step() {
@@ -662,7 +671,6 @@ final class HostedService {
           self.logger.warning("hosted: old history not deleted", [("error", error.message)])
         }
         self.pruning = false
-        done?()
       }
     }
     step()
@@ -679,11 +687,8 @@ final class HostedService {
   /// PostgreSQL holds (the snapshot and the operations after it, read in one statement), so any node may write it,
   /// two nodes writing one at once agree, and an older one never replaces a newer one. Operations before a snapshot
   /// stay in `tipsd.ops` (devices that sync read them from their cursor).
-  func compact(_ done: (() -> Void)? = nil) {
-    guard !compacting, writable, !compactionDue.isEmpty else {
-      done?()
-      return
-    }
+  private func compact() {
+    guard !compacting, writable, !compactionDue.isEmpty else { return }
     let threshold = Int64(configuration.compactionThreshold)
     var accounts: [String] = []
     for (account, last) in compactionDue.sorted(by: { $0.key < $1.key }) where accounts.count < Self.compactionBatch {
@@ -692,19 +697,15 @@ final class HostedService {
       if let tenant = tenants[account], last - tenant.snapshotCursor <= threshold { continue }
       accounts.append(account)
     }
-    guard !accounts.isEmpty else {
-      done?()
-      return
-    }
+    guard !accounts.isEmpty else { return }
     compacting = true
-    compact(accounts[...], written: 0, done)
+    compact(accounts[...], written: 0)
   }
 
-  private func compact(_ accounts: ArraySlice<String>, written: Int, _ done: (() -> Void)?) {
+  private func compact(_ accounts: ArraySlice<String>, written: Int) {
     guard let account = accounts.first else {
       compacting = false
       if written > 0 { logger.debug("hosted: snapshots written", [("accounts", String(written))]) }
-      done?()
       return
     }
     let rest = accounts.dropFirst()
@@ -713,22 +714,22 @@ final class HostedService {
       let snapshot: AccountSnapshot
       do {
         let stored = try result.get()
-        guard stored.exists, !stored.operations.isEmpty else { return self.compact(rest, written: written, done) }
+        guard stored.exists, !stored.operations.isEmpty else { return self.compact(rest, written: written) }
         let engine = try self.makeEngine(account: account)
         snapshot = try AccountLoader.snapshot(
           account: account, engine: engine, snapshot: stored.snapshot, operations: stored.operations)
       } catch {
         self.logger.warning("hosted: account not compacted", [("account", account), ("error", "\(error)")])
-        return self.compact(rest, written: written, done)
+        return self.compact(rest, written: written)
       }
       self.store.writeSnapshot(account: account, snapshot) { result in
         switch result {
         case .success:
           if let tenant = self.tenants[account] { tenant.snapshotCursor = max(tenant.snapshotCursor, snapshot.cursor) }
-          self.compact(rest, written: written + 1, done)
+          self.compact(rest, written: written + 1)
         case .failure(let error):
           self.logger.warning("hosted: snapshot not written", [("account", account), ("error", error.message)])
-          self.compact(rest, written: written, done)
+          self.compact(rest, written: written)
         }
       }
     }
@@ -757,7 +758,10 @@ final class HostedService {
         case .success(let chunks):
           for chunk in chunks {
             guard let events = HistoryBatch.decode(chunk.bytes, first: chunk.cursor) else {
-              completion(.failure(ResponseError(code: .internalError, message: "account \(account): a stored history chunk is unreadable")))
+              completion(
+                .failure(
+                  ResponseError(
+                    code: .internalError, message: "account \(account): a stored history chunk is unreadable")))
               return
             }
             for event in events where event.cursor > cursor && wanted(event) {
@@ -782,7 +786,8 @@ final class HostedService {
   /// Seed 000's metrics across every account (the admin's `metrics/get` without an account): each account's stored
   /// history, read a page at a time in account order, computed on its own and pooled (``FleetMetrics``). The tips
   /// are the catalog's.
-  func fleetMetrics(_ request: MetricsGetRequest, completion: @escaping (Result<MetricsReport, ResponseError>) -> Void) {
+  func fleetMetrics(_ request: MetricsGetRequest, completion: @escaping (Result<MetricsReport, ResponseError>) -> Void)
+  {
     let engine: Engine
     let tips: [MetricsTip]
     do {
@@ -833,7 +838,8 @@ final class HostedService {
   /// Replays the account's history after `cursor` to a new analytics subscriber, then makes it live: the account's
   /// requests wait meanwhile, so no entry is committed between the replay and going live.
   func replayAnalytics(
-    of tenant: Tenant, to subscription: String, after cursor: Int64, done: @escaping (Result<Void, ResponseError>) -> Void
+    of tenant: Tenant, to subscription: String, after cursor: Int64,
+    done: @escaping (Result<Void, ResponseError>) -> Void
   ) {
     guard let account = tenant.account else { return }
     residency.reading(account)
@@ -853,7 +859,8 @@ final class HostedService {
   }
 
   /// An account's export: its state as of its last stored operation and its whole history.
-  func export(_ account: String, completion: @escaping (Result<AccountsExportRequest.Response, ResponseError>) -> Void) {
+  func export(_ account: String, completion: @escaping (Result<AccountsExportRequest.Response, ResponseError>) -> Void)
+  {
     store.load(account) { [weak self] result in
       guard let self else { return }
       switch result {
