@@ -1,7 +1,8 @@
 // tipsd-bench: `make bench` runs every suite; `tipsd-bench engine store` runs a selection.
 // Each figure and ratio is printed on its own line as `name: value`. `tipsd-bench load SOCKET [REQUESTS] [WINDOW] [EVENT]`
 // drives a running daemon with the bench's pipelined donations of EVENT (for profiling); `tipsd-bench load-ws PORT
-// TOKEN [REQUESTS]` does the same over WebSocket.
+// TOKEN [REQUESTS]` does the same over WebSocket. `tipsd-bench floor` runs only the serve suite's comparison with the
+// durable floor (issue #26).
 
 import Foundation
 
@@ -17,6 +18,11 @@ let suites: [(name: String, run: () throws -> Void)] = [
 
 if CommandLine.arguments.dropFirst().first == "load" {
   try runLoad(Array(CommandLine.arguments.dropFirst(2)))
+  exit(0)
+}
+if CommandLine.arguments.dropFirst().first == "floor" {
+  print("# floor")
+  try runFloorBenchmarks()
   exit(0)
 }
 if CommandLine.arguments.dropFirst().first == "load-ws" {
