@@ -37,19 +37,34 @@ struct Dispatcher {
   /// it acts on is loading, committing or catching up; the session was parked and the caller keeps the frame).
   @discardableResult
   func handle(_ bytes: [UInt8], on session: Session) -> Bool {
+    bytes.withUnsafeBytes { handle(raw: $0, on: session) }
+  }
+
+  /// ``handle(_:on:)`` for a message in a buffer the caller owns (copied only if it must wait).
+  @discardableResult
+  func handle(raw bytes: UnsafeRawBufferPointer, on session: Session) -> Bool {
     let payload = IncomingPayload.decode(bytes)
     var targets: [Target]?
     if let hosted = services.hosted {
       guard let admitted = admit(payload, on: session, hosted) else {
-        session.deferred = bytes
+        session.deferred = Array(bytes)
         return false
       }
       targets = admitted
     }
     switch payload {
+    case .single(.request(let id, let method, let params)):
+      // The usual request: answered at once, its reply staged as it is (no closure, no array of parts).
+      if let part = respondNow(id: id, method: method, params: params, on: session, target: targets?.first) {
+        services.stage(.single(part), on: session)
+      } else {
+        respond(to: .request(id: id, method: method, params: params), on: session, target: targets?.first) { part in
+          services.stage(.single(part), on: session)
+        }
+      }
     case .single(let message):
       respond(to: message, on: session, target: targets?.first) { part in
-        services.stage(.reply(StagedReply(parts: [part], isBatch: false)), on: session)
+        services.stage(.single(part), on: session)
       }
     case .batch(let messages):
       let batch = PendingBatch(count: messages.count)
@@ -125,20 +140,28 @@ struct Dispatcher {
     case .notification(let method, let params):
       notify(method, params: params, on: session, target: target)
     case .request(let id, let method, let params):
-      let writesBefore = services.turn.writesStaged
-      if let entry = entry(for: method), entry.runAsync != nil {
+      if let part = respondNow(id: id, method: method, params: params, on: session, target: target) {
+        reply(part)
+      } else if let entry = entry(for: method) {
         callAsync(method, entry, id: id, params: params, on: session, target: target, reply: reply)
-        return
       }
-      do {
-        let bytes = try call(method, id: id, params: params, on: session, target: target)
-        // Durable when it staged writes: then its success may only leave after the turn's commit succeeds.
-        let durable = services.turn.writesStaged > writesBefore
-        if durable && services.hosted != nil { session.heldForCommit = true }
-        reply(StagedReply.Part(id: id, bytes: bytes, durable: durable))
-      } catch {
-        reply(StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false))
-      }
+    }
+  }
+
+  /// Answers a request whose handler answers at once; nil for one that answers asynchronously (``callAsync``).
+  private func respondNow(
+    id: RequestID?, method: String, params: JSONValue?, on session: Session, target: Target?
+  ) -> StagedReply.Part? {
+    let writesBefore = services.turn.writesStaged
+    if let entry = entry(for: method), entry.runAsync != nil { return nil }
+    do {
+      let bytes = try call(method, id: id, params: params, on: session, target: target)
+      // Durable when it staged writes: then its success may only leave after the turn's commit succeeds.
+      let durable = services.turn.writesStaged > writesBefore
+      if durable && services.hosted != nil { session.heldForCommit = true }
+      return StagedReply.Part(id: id, bytes: bytes, durable: durable)
+    } catch {
+      return StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false)
     }
   }
 

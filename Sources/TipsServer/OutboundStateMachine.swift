@@ -81,11 +81,15 @@ struct OutboundStateMachine {
 
   enum Item {
     case reply(StagedReply)
+    /// The reply to a single message (not a batch): as ``reply``, without the array of parts a batch needs (one
+    /// allocation a request saved).
+    case single(StagedReply.Part)
     case notification(StagedNotification)
 
     var estimatedSize: Int {
       switch self {
       case .reply(let reply): reply.estimatedSize
+      case .single(let part): 16 + part.bytes.count
       case .notification: StagedNotification.estimatedSize
       }
     }
@@ -154,6 +158,12 @@ struct OutboundStateMachine {
         return false
       }
       for index in staged.indices {
+        if case .single(var part) = staged[index] {
+          guard part.durable else { continue }
+          part.bytes = failure(part.id)
+          staged[index] = .single(part)
+          continue
+        }
         guard case .reply(var reply) = staged[index] else { continue }
         for part in reply.parts.indices where reply.parts[part].durable {
           reply.parts[part].bytes = failure(reply.parts[part].id)
@@ -322,6 +332,8 @@ struct OutboundStateMachine {
     switch item {
     case .reply(let reply):
       return reply.encoded
+    case .single(let part):
+      return part.bytes
     case .notification(var note):
       let next = (seq[note.subscription] ?? 0) + 1
       seq[note.subscription] = next

@@ -375,6 +375,19 @@ public final class Server {
 
   private func received(_ bytes: UnsafeRawBufferPointer, on session: Session) {
     guard !session.outbound.closing else { return }
+    // A whole message (WebSocket) with nothing queued before it: handled in place, from the transport's buffer, with
+    // the checks processBufferedInput makes before each message (it is copied only when it has to wait).
+    if session.stream.deliversMessages && !session.hasQueuedInput && !session.isWaiting {
+      let (wait, action) = session.outbound.mustPauseInput(transportPending: session.stream.pendingWriteBytes)
+      if !wait {
+        dispatcher.handle(raw: bytes, on: session)
+        return
+      }
+      session.take(bytes)
+      if action == .pauseReading { session.stream.stopReading() }
+      services.markDirty(session)
+      return
+    }
     session.take(bytes)
     processBufferedInput(session)
   }

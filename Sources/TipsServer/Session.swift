@@ -93,6 +93,9 @@ final class Session {
     return .message(message)
   }
 
+  /// Whether a message (or a deferred one) waits to be handled on a stream that delivers whole messages.
+  var hasQueuedInput: Bool { deferred != nil || messagesHead < messages.count }
+
   /// Whether part of a message is waiting for the rest (the partial-message timeout).
   var hasPartialMessage: Bool { !stream.deliversMessages && framer.hasPartialMessage }
 

@@ -155,6 +155,11 @@ public final class WebSocketStream: ByteStream {
         LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE,
         "message over \(listener.configuration.maxMessageSize) bytes")
     }
+    if partial.isEmpty && final && remaining == 0 {
+      // A whole message in one piece (the usual case): handed over from lws's buffer, with no reassembly copy.
+      if !isClosed { onData?(bytes) }
+      return 0
+    }
     partial.append(contentsOf: bytes)
     guard final && remaining == 0 else { return 0 }
     let message = partial
