@@ -64,6 +64,8 @@ struct OutboundStateMachine {
   enum Action: Equatable {
     /// Hand these bytes (one message, unframed) to the transport.
     case write([UInt8])
+    /// Hand these bytes (newline-framed messages, ``stageDirect(_:id:durable:)``'s) to the transport as they are.
+    case writeFramed([UInt8])
     /// Stop reading the client's requests until it takes what it is owed.
     case pauseReading
     /// Read again.
@@ -102,6 +104,23 @@ struct OutboundStateMachine {
 
   private(set) var staged: [Item] = []
   private(set) var stagedBytes = 0
+  /// Replies staged straight into one newline-framed buffer (``stageDirect(_:id:durable:)``) while nothing else is
+  /// staged: a pipelining client's turn costs no array per reply. Non-empty only while `staged` is empty; anything
+  /// else staged after them turns them into items first (``materializeDirect()``), so order is kept.
+  private var direct: [UInt8] = []
+  /// Where each direct reply ends (after its newline), its id and whether it is durable: for a failed commit (the
+  /// durable ones are replaced) and for the queue (each becomes an item again).
+  private var directParts: [DirectPart] = []
+  /// Direct replies a successful commit released while nothing else waited: handed over whole by ``nextAction``
+  /// when the transport has room for them, else turned into items.
+  private var readyDirect: [UInt8] = []
+  private var readyParts: [DirectPart] = []
+
+  private struct DirectPart {
+    var id: RequestID?
+    var end: Int
+    var durable: Bool
+  }
   private var released: [Item] = []
   private var releasedHead = 0
   /// What waits behind back-pressure; allocated only while something does (most connections never need it).
@@ -144,14 +163,72 @@ struct OutboundStateMachine {
   /// Stages an item for the turn's commit.
   mutating func stage(_ item: Item) {
     guard !closeIssued else { return }
+    if !direct.isEmpty { materializeDirect() }
     staged.append(item)
     stagedBytes += item.estimatedSize
+  }
+
+  /// Stages the reply to a single request (`message`, unframed) for the turn's commit, on a newline-framed byte
+  /// stream: appended to one buffer with the turn's other replies (as ``Item/single(_:)`` when something else is
+  /// staged already). Counted like the item.
+  mutating func stageDirect(_ message: [UInt8], id: RequestID?, durable: Bool) {
+    guard !closeIssued else { return }
+    stagedBytes += 16 + message.count
+    guard staged.isEmpty else {
+      staged.append(.single(StagedReply.Part(id: id, bytes: message, durable: durable)))
+      return
+    }
+    if direct.isEmpty { direct.reserveCapacity(4096) }
+    direct.append(contentsOf: message)
+    direct.append(0x0A)
+    directParts.append(DirectPart(id: id, end: direct.count, durable: durable))
+  }
+
+  /// The replies of a direct buffer as items (each without its newline).
+  private static func items(_ buffer: [UInt8], _ parts: [DirectPart]) -> [Item] {
+    var items: [Item] = []
+    items.reserveCapacity(parts.count)
+    var start = 0
+    for part in parts {
+      let bytes = Array(buffer[start..<part.end - 1])
+      items.append(.single(StagedReply.Part(id: part.id, bytes: bytes, durable: part.durable)))
+      start = part.end
+    }
+    return items
+  }
+
+  /// Turns the released direct replies into released items, ahead of any released after them.
+  private mutating func releaseReadyDirectAsItems() {
+    guard !readyDirect.isEmpty else { return }
+    released = Self.items(readyDirect, readyParts) + released[releasedHead...]
+    releasedHead = 0
+    readyDirect = []
+    readyParts.removeAll(keepingCapacity: true)
+  }
+
+  /// Turns the direct replies into staged items, ahead of anything staged after them.
+  private mutating func materializeDirect() {
+    guard !direct.isEmpty else { return }
+    staged.insert(contentsOf: Self.items(direct, directParts), at: 0)
+    direct = []
+    directParts = []
   }
 
   /// The turn's commit finished: staged items are released for delivery. When it failed, each durable response is
   /// replaced by `failure(id)`.
   mutating func commitFinished(success: Bool, failure: (RequestID?) -> [UInt8]) {
-    guard !staged.isEmpty else { return }
+    guard !staged.isEmpty || !direct.isEmpty else { return }
+    releaseReadyDirectAsItems()
+    if !direct.isEmpty {
+      if success && staged.isEmpty && releasedHead == released.count && queuedCount == 0 && readyDirect.isEmpty {
+        // The usual case: the buffer is released whole.
+        swap(&readyDirect, &direct)
+        swap(&readyParts, &directParts)
+        stagedBytes = 0
+        return
+      }
+      materializeDirect()
+    }
     if !success {
       staged.removeAll {
         if case .notification(let note) = $0 { return note.requiresCommit }
@@ -199,7 +276,7 @@ struct OutboundStateMachine {
       return note.subscription != id
     }
     staged.removeAll { !keep($0) }
-    stagedBytes = staged.reduce(0) { $0 + $1.estimatedSize }
+    stagedBytes = staged.reduce(direct.count + 15 * directParts.count) { $0 + $1.estimatedSize }
     released = released[releasedHead...].filter { keep($0) }
     releasedHead = 0
     if let backlog {
@@ -231,7 +308,8 @@ struct OutboundStateMachine {
 
   /// Anything left to do for this connection in a later turn.
   var hasWork: Bool {
-    !staged.isEmpty || releasedHead < released.count || queuedCount > 0 || inputPaused || (closing && !closeIssued)
+    !staged.isEmpty || !direct.isEmpty || !readyDirect.isEmpty || releasedHead < released.count || queuedCount > 0
+      || inputPaused || (closing && !closeIssued)
   }
 
   private var queuedCount: Int { backlog?.count ?? 0 }
@@ -240,6 +318,17 @@ struct OutboundStateMachine {
   /// drains or a new turn stages more. Call again after performing each action.
   mutating func nextAction(transportPending: Int) -> Action? {
     guard !closeIssued else { return nil }
+    if !readyDirect.isEmpty {
+      // Released while nothing else waited (``commitFinished``): whole if the transport takes it below the high
+      // water, else reply by reply as items, each as the rules below decide.
+      if queuedCount == 0 && releasedHead == released.count && transportPending + readyDirect.count < highWater {
+        let bytes = readyDirect
+        readyDirect = []
+        readyParts.removeAll(keepingCapacity: true)
+        return .writeFramed(bytes)
+      }
+      releaseReadyDirectAsItems()
+    }
     while releasedHead < released.count {
       let item = released[releasedHead]
       releasedHead += 1
@@ -258,7 +347,7 @@ struct OutboundStateMachine {
       if let item, let bytes = deliver(item) { return .write(bytes) }
     }
     compactQueue()
-    if closing && queuedCount == 0 && staged.isEmpty {
+    if closing && queuedCount == 0 && staged.isEmpty && direct.isEmpty {
       closeIssued = true
       return .close
     }

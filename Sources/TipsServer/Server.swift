@@ -574,6 +574,11 @@ public final class Server {
       case .write(let payload) where gathers:
         Framer.append(payload, as: framing, to: &gathered)
         continue
+      case .writeFramed(let bytes) where gathers:
+        gathered.append(contentsOf: bytes)
+        continue
+      case .writeFramed(let bytes):
+        stream.write(bytes)
       case .write(let payload):
         stream.write(payload)
       case .pauseReading:
