@@ -56,9 +56,9 @@ struct Dispatcher {
     }
     switch payload {
     case .single(.request(let id, let method, let params)):
-      // The usual request: answered at once, its reply written straight into the connection's output when that is
-      // newline-framed bytes (else staged as it is: no closure, no array of parts).
-      if services.hosted == nil, !session.stream.deliversMessages, session.framing == .newline,
+      // The usual request: answered at once, its reply written straight into the connection's output (newline-framed
+      // bytes or WebSocket messages; else staged as it is: no closure, no array of parts).
+      if services.hosted == nil, session.stream.deliversMessages || session.framing == .newline,
         let entry = entry(for: method), entry.runAsync == nil
       {
         respondDirect(id: id, method: method, params: params, on: session)

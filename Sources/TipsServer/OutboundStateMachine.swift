@@ -64,8 +64,9 @@ struct OutboundStateMachine {
   enum Action: Equatable {
     /// Hand these bytes (one message, unframed) to the transport.
     case write([UInt8])
-    /// Hand these bytes (newline-framed messages, ``stageDirect(_:id:durable:)``'s) to the transport as they are.
-    case writeFramed([UInt8])
+    /// Hand these messages to the transport (``stageDirect(_:id:durable:)``'s buffer: each message followed by a
+    /// newline, `ends` the offset after each newline) — on a newline-framed stream, the buffer as it is.
+    case writeMessages([UInt8], ends: [Int])
     /// Stop reading the client's requests until it takes what it is owed.
     case pauseReading
     /// Read again.
@@ -169,7 +170,7 @@ struct OutboundStateMachine {
   }
 
   /// Stages the reply to a single request (`message`, unframed) for the turn's commit, on a newline-framed byte
-  /// stream: appended to one buffer with the turn's other replies (as ``Item/single(_:)`` when something else is
+  /// stream or one that delivers messages (WebSocket): appended to one buffer with the turn's other replies (as ``Item/single(_:)`` when something else is
   /// staged already). Counted like the item.
   mutating func stageDirect(_ message: [UInt8], id: RequestID?, durable: Bool) {
     guard !closeIssued else { return }
@@ -323,9 +324,10 @@ struct OutboundStateMachine {
       // water, else reply by reply as items, each as the rules below decide.
       if queuedCount == 0 && releasedHead == released.count && transportPending + readyDirect.count < highWater {
         let bytes = readyDirect
+        let ends = readyParts.map(\.end)
         readyDirect = []
         readyParts.removeAll(keepingCapacity: true)
-        return .writeFramed(bytes)
+        return .writeMessages(bytes, ends: ends)
       }
       releaseReadyDirectAsItems()
     }

@@ -574,11 +574,18 @@ public final class Server {
       case .write(let payload) where gathers:
         Framer.append(payload, as: framing, to: &gathered)
         continue
-      case .writeFramed(let bytes) where gathers:
+      case .writeMessages(let bytes, _) where gathers && framing == .newline:
         gathered.append(contentsOf: bytes)
         continue
-      case .writeFramed(let bytes):
-        stream.write(bytes)
+      case .writeMessages(let bytes, let ends) where gathers:
+        var start = 0
+        for end in ends {
+          Framer.append(Array(bytes[start..<end - 1]), as: framing, to: &gathered)
+          start = end
+        }
+        continue
+      case .writeMessages(let bytes, let ends):
+        stream.write(messages: bytes, ends: ends)
       case .write(let payload):
         stream.write(payload)
       case .pauseReading:

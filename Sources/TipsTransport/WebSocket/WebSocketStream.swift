@@ -71,24 +71,63 @@ public final class WebSocketStream: ByteStream {
   @discardableResult
   public func write(_ bytes: [UInt8]) -> Bool {
     guard !isClosed else { return false }
-    if outbox.isEmpty { outbox = [UInt8](repeating: 0, count: tipsd_lws_pre()) }
-    let before = outbox.count
-    outbox.append(0x81)  // FIN, text
-    if bytes.count < 126 {
-      outbox.append(UInt8(bytes.count))
-    } else if bytes.count <= 0xFFFF {
-      outbox += [126, UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF)]
+    let before = startOutbox(adding: bytes.count + 10)
+    appendFrameHeader(bytes.count)
+    outbox += bytes
+    wrote(outbox.count - before)
+    return true
+  }
+
+  /// Frames each message as ``write(_:)`` does, straight from the buffer (no array per message).
+  @discardableResult
+  public func write(messages buffer: [UInt8], ends: [Int]) -> Bool {
+    guard !isClosed else { return false }
+    let before = startOutbox(adding: buffer.count + 9 * ends.count)
+    buffer.withUnsafeBufferPointer { buffer in
+      var start = 0
+      for end in ends {
+        appendFrameHeader(end - 1 - start)
+        outbox.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<end - 1]))
+        start = end
+      }
+    }
+    wrote(outbox.count - before)
+    return true
+  }
+
+  /// Makes room in the outbox (LWS_PRE bytes of headroom first, when it is empty); returns its length before.
+  private func startOutbox(adding bytes: Int) -> Int {
+    let pre = tipsd_lws_pre()
+    if outbox.isEmpty {
+      // Only here: reserving on every write would reallocate to the exact size each time.
+      outbox.reserveCapacity(pre + max(bytes, 1024))
+      outbox.append(contentsOf: repeatElement(0, count: pre))
+    }
+    return outbox.count
+  }
+
+  /// A text frame's header (FIN, text; a server's frames are unmasked) for a payload of `count` bytes.
+  private func appendFrameHeader(_ count: Int) {
+    outbox.append(0x81)
+    if count < 126 {
+      outbox.append(UInt8(count))
+    } else if count <= 0xFFFF {
+      outbox.append(126)
+      outbox.append(UInt8(count >> 8))
+      outbox.append(UInt8(count & 0xFF))
     } else {
       outbox.append(127)
-      for shift in stride(from: 56, through: 0, by: -8) { outbox.append(UInt8((bytes.count >> shift) & 0xFF)) }
+      for shift in stride(from: 56, through: 0, by: -8) { outbox.append(UInt8((count >> shift) & 0xFF)) }
     }
-    outbox += bytes
-    pendingWriteBytes += outbox.count - before
+  }
+
+  /// Counts what a write added to the outbox and makes sure it leaves at the end of the turn.
+  private func wrote(_ bytes: Int) {
+    pendingWriteBytes += bytes
     if !flushScheduled {
       flushScheduled = true
       listener.flushAtEndOfTurn(self)
     }
-    return true
   }
 
   /// Closes: with `flushing`, once what was written is out, with close code 1000 (1001 when the daemon stops);

@@ -23,7 +23,7 @@ import Testing
     for action in actions {
       switch action {
       case .write(let bytes): out += bytes + [0x0A]
-      case .writeFramed(let bytes): out += bytes
+      case .writeMessages(let bytes, _): out += bytes
       default: continue
       }
     }
