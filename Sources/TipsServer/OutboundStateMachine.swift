@@ -106,16 +106,32 @@ struct OutboundStateMachine {
   private(set) var staged: [Item] = []
   private(set) var stagedBytes = 0
   /// Replies staged straight into one newline-framed buffer (``stageDirect(_:id:durable:)``) while nothing else is
-  /// staged: a pipelining client's turn costs no array per reply. Non-empty only while `staged` is empty; anything
-  /// else staged after them turns them into items first (``materializeDirect()``), so order is kept.
-  private var direct: [UInt8] = []
-  /// Where each direct reply ends (after its newline), its id and whether it is durable: for a failed commit (the
-  /// durable ones are replaced) and for the queue (each becomes an item again).
-  private var directParts: [DirectPart] = []
-  /// Direct replies a successful commit released while nothing else waited: handed over whole by ``nextAction``
-  /// when the transport has room for them, else turned into items.
-  private var readyDirect: [UInt8] = []
-  private var readyParts: [DirectPart] = []
+  /// staged: a pipelining client's turn costs no array per reply. Only while `staged` is empty; anything else staged
+  /// after them turns them into items first (``materializeDirect()``), so order is kept. A successful commit marks
+  /// them released (when nothing else waited) and ``nextAction`` hands them over whole if the transport has room,
+  /// else as items. Allocated only while there are some: an idle connection keeps none.
+  private var direct: DirectReplies?
+
+  private final class DirectReplies {
+    // Touched for every reply: `@exclusivity(unchecked)` like the session's hot fields (loop thread only, never
+    // passed inout across a call that touches them again).
+    @exclusivity(unchecked) var buffer: [UInt8] = []
+    /// Where each reply ends (after its newline), its id and whether it is durable: for a failed commit (the durable
+    /// ones are replaced) and for the queue (each becomes an item again).
+    @exclusivity(unchecked) var parts: [DirectPart] = []
+    @exclusivity(unchecked) var released = false
+
+    init() {
+      buffer.reserveCapacity(4096)
+      parts.reserveCapacity(64)
+    }
+
+    func append(_ message: [UInt8], id: RequestID?, durable: Bool) {
+      buffer.append(contentsOf: message)
+      buffer.append(0x0A)
+      parts.append(DirectPart(id: id, end: buffer.count, durable: durable))
+    }
+  }
 
   private struct DirectPart {
     var id: RequestID?
@@ -164,7 +180,7 @@ struct OutboundStateMachine {
   /// Stages an item for the turn's commit.
   mutating func stage(_ item: Item) {
     guard !closeIssued else { return }
-    if !direct.isEmpty { materializeDirect() }
+    if let direct { if direct.released { releaseReadyDirectAsItems() } else { materializeDirect() } }
     staged.append(item)
     stagedBytes += item.estimatedSize
   }
@@ -175,14 +191,19 @@ struct OutboundStateMachine {
   mutating func stageDirect(_ message: [UInt8], id: RequestID?, durable: Bool) {
     guard !closeIssued else { return }
     stagedBytes += 16 + message.count
+    if let replies = direct, !replies.released {
+      // The usual case: the turn's buffer exists (nothing else is staged then).
+      replies.append(message, id: id, durable: durable)
+      return
+    }
+    if direct != nil { releaseReadyDirectAsItems() }
     guard staged.isEmpty else {
       staged.append(.single(StagedReply.Part(id: id, bytes: message, durable: durable)))
       return
     }
-    if direct.isEmpty { direct.reserveCapacity(4096) }
-    direct.append(contentsOf: message)
-    direct.append(0x0A)
-    directParts.append(DirectPart(id: id, end: direct.count, durable: durable))
+    let replies = DirectReplies()
+    direct = replies
+    replies.append(message, id: id, durable: durable)
   }
 
   /// The replies of a direct buffer as items (each without its newline).
@@ -200,31 +221,28 @@ struct OutboundStateMachine {
 
   /// Turns the released direct replies into released items, ahead of any released after them.
   private mutating func releaseReadyDirectAsItems() {
-    guard !readyDirect.isEmpty else { return }
-    released = Self.items(readyDirect, readyParts) + released[releasedHead...]
+    guard let replies = direct, replies.released else { return }
+    released = Self.items(replies.buffer, replies.parts) + released[releasedHead...]
     releasedHead = 0
-    readyDirect = []
-    readyParts.removeAll(keepingCapacity: true)
+    direct = nil
   }
 
   /// Turns the direct replies into staged items, ahead of anything staged after them.
   private mutating func materializeDirect() {
-    guard !direct.isEmpty else { return }
-    staged.insert(contentsOf: Self.items(direct, directParts), at: 0)
-    direct = []
-    directParts = []
+    guard let replies = direct, !replies.released else { return }
+    staged.insert(contentsOf: Self.items(replies.buffer, replies.parts), at: 0)
+    direct = nil
   }
 
   /// The turn's commit finished: staged items are released for delivery. When it failed, each durable response is
   /// replaced by `failure(id)`.
   mutating func commitFinished(success: Bool, failure: (RequestID?) -> [UInt8]) {
-    guard !staged.isEmpty || !direct.isEmpty else { return }
     releaseReadyDirectAsItems()
-    if !direct.isEmpty {
-      if success && staged.isEmpty && releasedHead == released.count && queuedCount == 0 && readyDirect.isEmpty {
+    guard !staged.isEmpty || direct != nil else { return }
+    if let replies = direct {
+      if success && staged.isEmpty && releasedHead == released.count && queuedCount == 0 {
         // The usual case: the buffer is released whole.
-        swap(&readyDirect, &direct)
-        swap(&readyParts, &directParts)
+        replies.released = true
         stagedBytes = 0
         return
       }
@@ -277,7 +295,8 @@ struct OutboundStateMachine {
       return note.subscription != id
     }
     staged.removeAll { !keep($0) }
-    stagedBytes = staged.reduce(direct.count + 15 * directParts.count) { $0 + $1.estimatedSize }
+    let directBytes = direct.map { $0.released ? 0 : $0.buffer.count + 15 * $0.parts.count } ?? 0
+    stagedBytes = staged.reduce(directBytes) { $0 + $1.estimatedSize }
     released = released[releasedHead...].filter { keep($0) }
     releasedHead = 0
     if let backlog {
@@ -309,7 +328,7 @@ struct OutboundStateMachine {
 
   /// Anything left to do for this connection in a later turn.
   var hasWork: Bool {
-    !staged.isEmpty || !direct.isEmpty || !readyDirect.isEmpty || releasedHead < released.count || queuedCount > 0
+    !staged.isEmpty || direct != nil || releasedHead < released.count || queuedCount > 0
       || inputPaused || (closing && !closeIssued)
   }
 
@@ -319,15 +338,12 @@ struct OutboundStateMachine {
   /// drains or a new turn stages more. Call again after performing each action.
   mutating func nextAction(transportPending: Int) -> Action? {
     guard !closeIssued else { return nil }
-    if !readyDirect.isEmpty {
+    if let replies = direct, replies.released {
       // Released while nothing else waited (``commitFinished``): whole if the transport takes it below the high
       // water, else reply by reply as items, each as the rules below decide.
-      if queuedCount == 0 && releasedHead == released.count && transportPending + readyDirect.count < highWater {
-        let bytes = readyDirect
-        let ends = readyParts.map(\.end)
-        readyDirect = []
-        readyParts.removeAll(keepingCapacity: true)
-        return .writeMessages(bytes, ends: ends)
+      if queuedCount == 0 && releasedHead == released.count && transportPending + replies.buffer.count < highWater {
+        direct = nil
+        return .writeMessages(replies.buffer, ends: replies.parts.map(\.end))
       }
       releaseReadyDirectAsItems()
     }
@@ -349,7 +365,7 @@ struct OutboundStateMachine {
       if let item, let bytes = deliver(item) { return .write(bytes) }
     }
     compactQueue()
-    if closing && queuedCount == 0 && staged.isEmpty && direct.isEmpty {
+    if closing && queuedCount == 0 && staged.isEmpty && direct == nil {
       closeIssued = true
       return .close
     }

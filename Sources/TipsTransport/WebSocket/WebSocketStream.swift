@@ -17,7 +17,10 @@ public final class WebSocketStream: ByteStream {
   public var onClose: ((CloseReason) -> Void)?
   public var peerCredentials: PeerCredentials? { nil }
   public var deliversMessages: Bool { true }
-  public private(set) var pendingWriteBytes = 0
+  // The fields touched for every message are `@exclusivity(unchecked)` (as the server's hot fields): loop thread only,
+  // never passed inout across a call that touches them again; their dynamic checks were a measurable share of a
+  // message's cost.
+  @exclusivity(unchecked) public private(set) var pendingWriteBytes = 0
   public private(set) var isClosed = false
   /// The listen address it came in on.
   public let listenAddress: ListenAddress?
@@ -27,11 +30,11 @@ public final class WebSocketStream: ByteStream {
   private let wsi: OpaquePointer
   private unowned let listener: WebListener
   /// LWS_PRE bytes of headroom, then the frames written this turn.
-  private var outbox: [UInt8] = []
+  @exclusivity(unchecked) private var outbox: [UInt8] = []
   /// Bytes of the last raw write that lws may still hold.
   private var handedOver = 0
   private var flushScheduled = false
-  private var partial: [UInt8] = []
+  @exclusivity(unchecked) private var partial: [UInt8] = []
   private var reading = true
   private var pingDue = false
   /// Close once everything is written (`close(after: true)`), with this code.
@@ -42,7 +45,7 @@ public final class WebSocketStream: ByteStream {
   /// lws freed the connection: `wsi` must not be touched again.
   private var destroyed = false
   /// When a frame (or pong) last arrived, in loop milliseconds.
-  private(set) var lastHeard: UInt64
+  @exclusivity(unchecked) private(set) var lastHeard: UInt64
 
   init(wsi: OpaquePointer, listener: WebListener) {
     self.wsi = wsi
