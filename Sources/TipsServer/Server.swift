@@ -404,6 +404,22 @@ public final class Server {
         services.markDirty(session)
         return
       }
+      if session.deferred == nil && !session.stream.deliversMessages {
+        // A byte stream: the message is handled in place, from the framer's buffer (no copy of its own).
+        guard let event = session.framer.nextInPlace() else { break }
+        switch event {
+        case .range(let range):
+          // A copy of the framer keeps its buffer alive (and unchanged) whatever the request does.
+          let framer = session.framer
+          guard framer.withBytes(of: range, { dispatcher.handle(raw: $0, on: session) }) else { return }
+        case .event(.message(let message)):
+          guard dispatcher.handle(message, on: session) else { return }
+        case .event(.error(let error)):
+          protocolViolation(session, error)
+          return
+        }
+        continue
+      }
       guard let event = session.nextInput() else { break }
       switch event {
       case .message(let message):
