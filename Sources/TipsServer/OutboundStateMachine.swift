@@ -122,8 +122,8 @@ struct OutboundStateMachine {
     @exclusivity(unchecked) var released = false
 
     init() {
-      buffer.reserveCapacity(4096)
-      parts.reserveCapacity(64)
+      buffer.reserveCapacity(1024)
+      parts.reserveCapacity(16)
     }
 
     func append(_ message: [UInt8], id: RequestID?, durable: Bool) {
