@@ -133,6 +133,7 @@ bench: deps-apt deps-pip bench-deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 	@mkdir -p .build/bench
 	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
+	gcc -O2 -o .build/bench/uv_durable_floor Benchmarks/baseline/uv_durable_floor.c $$(pkg-config --cflags --libs libuv sqlite3)
 	.build/release/tipsd-bench $(BENCH)
 	TIPSD_BIN=.build/release/tipsd scripts/bench-transcripts
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-fleet

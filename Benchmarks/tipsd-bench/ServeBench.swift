@@ -350,6 +350,87 @@ func runServeBenchmarks() throws {
   print("serve.idle_rss_mb_target: 64")
   print("serve.bytes_per_idle_connection: \(format(perConnection, 0))")
   print("serve.bytes_per_idle_connection_target: 65536")
+  try runFloorBenchmarks()
+}
+
+/// tipsd against the durable floor (issue #26): a C libuv server doing the least work tipsd's durability contract needs
+/// (Benchmarks/baseline/uv_durable_floor.c: find the request's id, append 8 bytes a donation to the turn's one packed
+/// row, commit it once per loop turn in SQLite with WAL and synchronous=NORMAL, reply after COMMIT). Both servers on
+/// CPU 1 and this load generator on CPU 0, in alternating rounds (floor-tipsd-tipsd-floor); the figures are medians
+/// over the rounds and each ratio is taken within one run.
+func runFloorBenchmarks() throws {
+  let executableDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+  let tipsd = ProcessInfo.processInfo.environment["TIPSD_BIN"] ?? "\(executableDirectory)/tipsd"
+  let floorBinary = ProcessInfo.processInfo.environment["FLOOR_BIN"] ?? ".build/bench/uv_durable_floor"
+  guard FileManager.default.isExecutableFile(atPath: floorBinary) else {
+    print("serve.floor_skipped: durable floor server \(floorBinary) not built (run `make bench`)")
+    return
+  }
+  let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+  let directory = NSTemporaryDirectory() + "tipsd-bench-floor-\(getpid())"
+  try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+  defer { try? FileManager.default.removeItem(atPath: directory) }
+  let catalog = ProcessInfo.processInfo.environment["TIPSD_CATALOG"] ?? "catalog/demo.json"
+  let floor = try ServerProcess(
+    executable: floorBinary, arguments: ["\(directory)/floor.sock", "\(directory)/floor.sqlite"],
+    directory: directory, socketPath: "\(directory)/floor.sock")
+  defer { floor.stop() }
+  let server = try ServerProcess(
+    executable: tipsd,
+    arguments: [
+      "serve", "--socket", "\(directory)/tipsd.sock", "--datastore", "\(directory)/bench.sqlite", "--catalog", catalog,
+      "--log-level", "warning",
+    ],
+    directory: directory, socketPath: "\(directory)/tipsd.sock")
+  defer { server.stop() }
+  if cpus >= 2 {
+    pin([getpid()], to: "0")
+    pin([floor.process.processIdentifier, server.process.processIdentifier], to: "1")
+  }
+  defer { if cpus >= 2 { pin([getpid()], to: "0-\(cpus - 1)") } }
+  usleep(200_000)
+  _ = try pipelined(floor.socketPath, requests: 20_000, window: 64)  // warm-up
+  _ = try pipelined(server.socketPath, requests: 20_000, window: 64)
+  var floorRates: [Double] = []
+  var rates: [Double] = []
+  var ratios: [Double] = []
+  var floorMedians: [Double] = []
+  var medians: [Double] = []
+  var latencyRatios: [Double] = []
+  for _ in 0..<7 {
+    let f1 = try pipelined(floor.socketPath, requests: 40_000, window: 64)
+    let t1 = try pipelined(server.socketPath, requests: 40_000, window: 64)
+    let t2 = try pipelined(server.socketPath, requests: 40_000, window: 64)
+    let f2 = try pipelined(floor.socketPath, requests: 40_000, window: 64)
+    let f = 2 / (1 / f1 + 1 / f2)
+    let t = 2 / (1 / t1 + 1 / t2)
+    floorRates.append(f)
+    rates.append(t)
+    ratios.append(t / f)
+    let fl1 = try oneAtATime(floor.socketPath, requests: 500)
+    let tl1 = try oneAtATime(server.socketPath, requests: 500)
+    let tl2 = try oneAtATime(server.socketPath, requests: 500)
+    let fl2 = try oneAtATime(floor.socketPath, requests: 500)
+    let fm = median(fl1 + fl2)
+    let tm = median(tl1 + tl2)
+    floorMedians.append(fm)
+    medians.append(tm)
+    latencyRatios.append(tm / fm)
+  }
+  print("serve.floor_pinned: \(cpus >= 2 ? "servers cpu 1, client cpu 0" : "no (one cpu)")")
+  print("serve.floor_pipelined_w64_donate_per_sec: \(format(median(floorRates), 0))")
+  print("serve.floor_tipsd_pipelined_w64_donate_per_sec: \(format(median(rates), 0))")
+  print("serve.floor_ratio_w64: \(format(median(ratios), 3))")
+  print(
+    "serve.floor_ratio_w64_quartiles: \(format(percentile(ratios, 0.25), 3)) \(format(percentile(ratios, 0.75), 3))")
+  print("serve.floor_ratio_w64_target: 0.7")
+  print("serve.floor_one_at_a_time_median_us: \(format(median(floorMedians)))")
+  print("serve.floor_tipsd_one_at_a_time_median_us: \(format(median(medians)))")
+  print("serve.floor_latency_ratio: \(format(median(latencyRatios), 3))")
+  print(
+    "serve.floor_latency_ratio_quartiles: \(format(percentile(latencyRatios, 0.25), 3)) \(format(percentile(latencyRatios, 0.75), 3))"
+  )
+  print("serve.floor_latency_ratio_target: 1.1")
 }
 
 /// What recording the lifecycle history costs (issue #13): pipelined donations of a goal event (`filter.used`, the

@@ -2,7 +2,8 @@
 // Each figure and ratio is printed on its own line as `name: value`. `tipsd-bench load SOCKET [REQUESTS] [WINDOW] [EVENT]`
 // drives a running daemon with the bench's pipelined donations of EVENT (for profiling); `tipsd-bench load-ws PORT
 // TOKEN [REQUESTS]` does the same over WebSocket; `tipsd-bench flood-peer unix:PATH|tcp:PORT SECONDS` connects and closes
-// as fast as it can (the flood suite's load).
+// as fast as it can (the flood suite's load). `tipsd-bench floor` runs only the serve suite's comparison with the
+// durable floor (issue #26).
 
 import Foundation
 
@@ -23,6 +24,11 @@ if CommandLine.arguments.dropFirst().first == "load" {
 }
 if CommandLine.arguments.dropFirst().first == "flood-peer" {
   try runFloodPeer(Array(CommandLine.arguments.dropFirst(2)))
+  exit(0)
+}
+if CommandLine.arguments.dropFirst().first == "floor" {
+  print("# floor")
+  try runFloorBenchmarks()
   exit(0)
 }
 if CommandLine.arguments.dropFirst().first == "load-ws" {

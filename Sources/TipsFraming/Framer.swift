@@ -202,14 +202,43 @@ public struct Framer: Sendable {
 
   // MARK: Newline framing
 
+  /// What ``nextInPlace()`` found.
+  public enum InPlaceEvent: Sendable, Equatable {
+    /// A newline-framed message: a range of the framer's buffer, read with ``withBytes(of:_:)`` before anything is
+    /// fed again.
+    case range(Range<Int>)
+    /// Anything else, as ``next()`` gives it (a Content-Length message, an error).
+    case event(FramerEvent)
+  }
+
+  /// ``next()`` without copying a newline-framed message out of the buffer: the same messages and errors, in the same
+  /// order.
+  public mutating func nextInPlace() -> InPlaceEvent? {
+    if case .lines = state { return nextLineRange() }
+    return next().map { .event($0) }
+  }
+
+  /// The bytes of a range ``nextInPlace()`` gave, valid during `body`.
+  public func withBytes<R>(of range: Range<Int>, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[range])) }
+  }
+
   private mutating func nextLine() -> FramerEvent? {
+    switch nextLineRange() {
+    case .range(let range)?: return .message(Array(buffer[range]))
+    case .event(let event)?: return event
+    case nil: return nil
+    }
+  }
+
+  private mutating func nextLineRange() -> InPlaceEvent? {
     while true {
       guard let newline = findNewline() else {
         let pending = bufferedByteCount
         // One byte of slack for a `\r` that will be stripped.
         let mayStillFit = pending == maxMessageSize + 1 && buffer[buffer.count - 1] == 0x0D
         if pending > maxMessageSize && !mayStillFit {
-          return fail(.messageTooLarge(limit: maxMessageSize, size: nil))
+          return .event(fail(.messageTooLarge(limit: maxMessageSize, size: nil)))
         }
         return nil
       }
@@ -221,10 +250,10 @@ public struct Framer: Sendable {
       // The size check comes first so that an over-long blank line fails the same way whether it arrives in
       // one read or in pieces (where the limit is crossed before its newline is seen).
       if end - start > maxMessageSize {
-        return fail(.messageTooLarge(limit: maxMessageSize, size: end - start))
+        return .event(fail(.messageTooLarge(limit: maxMessageSize, size: end - start)))
       }
       if buffer[start..<end].allSatisfy(Self.isWhitespace) { continue }
-      return .message(Array(buffer[start..<end]))
+      return .range(start..<end)
     }
   }
 

@@ -29,6 +29,12 @@ public struct JSONWriter: Sendable {
     bytes.reserveCapacity(capacity)
   }
 
+  /// Starts a new top-level value after what was written (the next one needs no comma): for several messages written
+  /// one after another into one buffer.
+  public mutating func beginNextDocument() {
+    needsComma = false
+  }
+
   /// Clears the output, keeping its storage.
   public mutating func reset() {
     bytes.removeAll(keepingCapacity: true)

@@ -20,6 +20,19 @@ public enum OutgoingMessage {
     return writer.bytes
   }
 
+  /// ``encodeResult(id:writeResult:)`` appended to `writer` (a new top-level value), not returned in an array of its
+  /// own.
+  public static func writeResult<E: Error>(
+    id: RequestID?, to writer: inout JSONWriter, writeResult: (inout JSONWriter) throws(E) -> Void
+  ) throws(E) {
+    writer.beginNextDocument()
+    writer.beginObject(literalMembersThenKey: #""jsonrpc":"2.0","id":"#)
+    id.write(to: &writer)
+    writer.key(literal: "result")
+    try writeResult(&writer)
+    writer.endObject()
+  }
+
   /// An error reply; `id` is `nil` for `"id": null`.
   public static func encodeError(id: RequestID?, error: ResponseError) -> [UInt8] {
     var writer = header(id: id)

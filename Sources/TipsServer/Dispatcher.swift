@@ -15,6 +15,8 @@ struct Dispatcher {
   private final class LastLookup {
     var method = ""
     var entry: HandlerTable.Entry?
+    /// The writer a reply is encoded into before it is copied into its connection's output (its storage reused).
+    var scratch = JSONWriter(reservingCapacity: 256)
   }
 
   /// The handler (and counters slot) of `method`.
@@ -37,19 +39,39 @@ struct Dispatcher {
   /// it acts on is loading, committing or catching up; the session was parked and the caller keeps the frame).
   @discardableResult
   func handle(_ bytes: [UInt8], on session: Session) -> Bool {
+    bytes.withUnsafeBytes { handle(raw: $0, on: session) }
+  }
+
+  /// ``handle(_:on:)`` for a message in a buffer the caller owns (copied only if it must wait).
+  @discardableResult
+  func handle(raw bytes: UnsafeRawBufferPointer, on session: Session) -> Bool {
     let payload = IncomingPayload.decode(bytes)
     var targets: [Target]?
     if let hosted = services.hosted {
       guard let admitted = admit(payload, on: session, hosted) else {
-        session.deferred = bytes
+        session.deferred = Array(bytes)
         return false
       }
       targets = admitted
     }
     switch payload {
+    case .single(.request(let id, let method, let params)):
+      // The usual request: answered at once, its reply written straight into the connection's output (newline-framed
+      // bytes or WebSocket messages; else staged as it is: no closure, no array of parts).
+      if services.hosted == nil, session.stream.deliversMessages || session.framing == .newline,
+        let entry = entry(for: method), entry.runAsync == nil
+      {
+        respondDirect(id: id, method: method, params: params, on: session)
+      } else if let part = respondNow(id: id, method: method, params: params, on: session, target: targets?.first) {
+        services.stage(.single(part), on: session)
+      } else {
+        respond(to: .request(id: id, method: method, params: params), on: session, target: targets?.first) { part in
+          services.stage(.single(part), on: session)
+        }
+      }
     case .single(let message):
       respond(to: message, on: session, target: targets?.first) { part in
-        services.stage(.reply(StagedReply(parts: [part], isBatch: false)), on: session)
+        services.stage(.single(part), on: session)
       }
     case .batch(let messages):
       let batch = PendingBatch(count: messages.count)
@@ -125,20 +147,50 @@ struct Dispatcher {
     case .notification(let method, let params):
       notify(method, params: params, on: session, target: target)
     case .request(let id, let method, let params):
-      let writesBefore = services.turn.writesStaged
-      if let entry = entry(for: method), entry.runAsync != nil {
+      if let part = respondNow(id: id, method: method, params: params, on: session, target: target) {
+        reply(part)
+      } else if let entry = entry(for: method) {
         callAsync(method, entry, id: id, params: params, on: session, target: target, reply: reply)
-        return
       }
-      do {
-        let bytes = try call(method, id: id, params: params, on: session, target: target)
-        // Durable when it staged writes: then its success may only leave after the turn's commit succeeds.
-        let durable = services.turn.writesStaged > writesBefore
-        if durable && services.hosted != nil { session.heldForCommit = true }
-        reply(StagedReply.Part(id: id, bytes: bytes, durable: durable))
-      } catch {
-        reply(StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false))
-      }
+    }
+  }
+
+  /// Answers a request whose handler answers at once, its reply encoded into the scratch writer and appended to the
+  /// connection's staged output (``OutboundStateMachine/stageDirect(_:id:durable:)``): no array of its own.
+  private func respondDirect(id: RequestID?, method: String, params: JSONValue?, on session: Session) {
+    let writesBefore = services.turn.writesStaged
+    // Taken out while in use: a nested call would find an empty writer rather than this one.
+    var writer = lastLookup.scratch
+    lastLookup.scratch = JSONWriter(reservingCapacity: 0)
+    writer.reset()
+    var durable = false
+    do {
+      try call(method, id: id, params: params, on: session, into: &writer)
+      // Durable when it staged writes: then its success may only leave after the turn's commit succeeds.
+      durable = services.turn.writesStaged > writesBefore
+    } catch {
+      writer.reset()
+      writer.writeRaw(OutgoingMessage.encodeError(id: id, error: error))
+    }
+    session.outbound.stageDirect(writer.bytes, id: id, durable: durable)
+    services.markDirty(session)
+    lastLookup.scratch = writer
+  }
+
+  /// Answers a request whose handler answers at once; nil for one that answers asynchronously (``callAsync``).
+  private func respondNow(
+    id: RequestID?, method: String, params: JSONValue?, on session: Session, target: Target?
+  ) -> StagedReply.Part? {
+    let writesBefore = services.turn.writesStaged
+    if let entry = entry(for: method), entry.runAsync != nil { return nil }
+    do {
+      let bytes = try call(method, id: id, params: params, on: session, target: target)
+      // Durable when it staged writes: then its success may only leave after the turn's commit succeeds.
+      let durable = services.turn.writesStaged > writesBefore
+      if durable && services.hosted != nil { session.heldForCommit = true }
+      return StagedReply.Part(id: id, bytes: bytes, durable: durable)
+    } catch {
+      return StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false)
     }
   }
 
@@ -173,15 +225,24 @@ struct Dispatcher {
   func call(
     _ method: String, id: RequestID?, params: JSONValue?, on session: Session, target: Target? = nil
   ) throws(ResponseError) -> [UInt8] {
+    var writer = JSONWriter()
+    try call(method, id: id, params: params, on: session, target: target, into: &writer)
+    return writer.bytes
+  }
+
+  /// ``call(_:id:params:on:target:)`` appending the reply to `writer` (nothing written when it throws).
+  func call(
+    _ method: String, id: RequestID?, params: JSONValue?, on session: Session, target: Target? = nil,
+    into writer: inout JSONWriter
+  ) throws(ResponseError) {
     let counters = services.counters
     let entry = entry(for: method)
     let slot = entry?.slot ?? counters.unknownSlot
     let started = System.monotonicSeconds()
-    do {
+    do throws(ResponseError) {
       let context = try gate(method, entry, params: params, on: session, target: target)
-      let bytes = try entry!.run(id, context.params, context.context).get()
+      if let error = entry!.run(id, context.params, context.context, &writer) { throw error }
       counters.requestAnswered(slot: slot, ok: true, seconds: System.monotonicSeconds() - started)
-      return bytes
     } catch {
       counters.requestAnswered(slot: slot, ok: false, seconds: System.monotonicSeconds() - started)
       throw error

@@ -4,8 +4,9 @@ import TipsProtocol
 /// The handler of every request type, by method name; built once (``Handlers/table``) and checked against
 /// ``Messages/requests`` so that no method is left unanswered.
 struct HandlerTable: Sendable {
-  /// Decodes the params, runs the handler and encodes its result (the reply's bytes).
-  typealias Run = @Sendable (RequestID?, JSONValue?, RequestContext) -> Result<[UInt8], ResponseError>
+  /// Decodes the params, runs the handler and appends its reply (the whole message, unframed) to the writer; on
+  /// failure nothing is written and the error is returned.
+  typealias Run = @Sendable (RequestID?, JSONValue?, RequestContext, inout JSONWriter) -> ResponseError?
 
   /// Like ``Run``, for a handler that answers later (a read of PostgreSQL): the reply's bytes are handed to the
   /// completion, on the loop.
@@ -31,17 +32,18 @@ struct HandlerTable: Sendable {
   ) {
     precondition(handlers[R.method] == nil, "two handlers for \(R.method)")
     methods.append(R.method)
-    handlers[R.method] = Entry(slot: methods.count - 1) { id, params, context in
+    handlers[R.method] = Entry(slot: methods.count - 1) { id, params, context, writer in
       if R.isTestingOnly && !context.services.configuration.allowTesting {
-        return .failure(.testingDisabled(method: R.method))
+        return .testingDisabled(method: R.method)
       }
-      if let refusal = context.tenant?.sync?.refusal(for: R.method) { return .failure(refusal) }
+      if let refusal = context.tenant?.sync?.refusal(for: R.method) { return refusal }
       do throws(ResponseError) {
         let request = try Messages.decode(R.self, params: params)
         let response = try handler(request, context)
-        return .success(OutgoingMessage.encodeResult(id: id) { response.write(to: &$0) })
+        OutgoingMessage.writeResult(id: id, to: &writer) { response.write(to: &$0) }
+        return nil
       } catch {
-        return .failure(error)
+        return error
       }
     }
   }
@@ -71,7 +73,7 @@ struct HandlerTable: Sendable {
       }
     }
     handlers[R.method] = Entry(
-      run: { _, _, _ in .failure(.invalidRequest("\(R.method) answers asynchronously")) }, slot: methods.count - 1,
+      run: { _, _, _, _ in .invalidRequest("\(R.method) answers asynchronously") }, slot: methods.count - 1,
       runAsync: run)
   }
 

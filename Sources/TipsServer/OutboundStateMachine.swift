@@ -64,6 +64,9 @@ struct OutboundStateMachine {
   enum Action: Equatable {
     /// Hand these bytes (one message, unframed) to the transport.
     case write([UInt8])
+    /// Hand these messages to the transport (``stageDirect(_:id:durable:)``'s buffer: each message followed by a
+    /// newline, `ends` the offset after each newline) — on a newline-framed stream, the buffer as it is.
+    case writeMessages([UInt8], ends: [Int])
     /// Stop reading the client's requests until it takes what it is owed.
     case pauseReading
     /// Read again.
@@ -81,11 +84,15 @@ struct OutboundStateMachine {
 
   enum Item {
     case reply(StagedReply)
+    /// The reply to a single message (not a batch): as ``reply``, without the array of parts a batch needs (one
+    /// allocation a request saved).
+    case single(StagedReply.Part)
     case notification(StagedNotification)
 
     var estimatedSize: Int {
       switch self {
       case .reply(let reply): reply.estimatedSize
+      case .single(let part): 16 + part.bytes.count
       case .notification: StagedNotification.estimatedSize
       }
     }
@@ -98,6 +105,39 @@ struct OutboundStateMachine {
 
   private(set) var staged: [Item] = []
   private(set) var stagedBytes = 0
+  /// Replies staged straight into one newline-framed buffer (``stageDirect(_:id:durable:)``) while nothing else is
+  /// staged: a pipelining client's turn costs no array per reply. Only while `staged` is empty; anything else staged
+  /// after them turns them into items first (``materializeDirect()``), so order is kept. A successful commit marks
+  /// them released (when nothing else waited) and ``nextAction`` hands them over whole if the transport has room,
+  /// else as items. Allocated only while there are some: an idle connection keeps none.
+  private var direct: DirectReplies?
+
+  private final class DirectReplies {
+    // Touched for every reply: `@exclusivity(unchecked)` like the session's hot fields (loop thread only, never
+    // passed inout across a call that touches them again).
+    @exclusivity(unchecked) var buffer: [UInt8] = []
+    /// Where each reply ends (after its newline), its id and whether it is durable: for a failed commit (the durable
+    /// ones are replaced) and for the queue (each becomes an item again).
+    @exclusivity(unchecked) var parts: [DirectPart] = []
+    @exclusivity(unchecked) var released = false
+
+    init() {
+      buffer.reserveCapacity(1024)
+      parts.reserveCapacity(16)
+    }
+
+    func append(_ message: [UInt8], id: RequestID?, durable: Bool) {
+      buffer.append(contentsOf: message)
+      buffer.append(0x0A)
+      parts.append(DirectPart(id: id, end: buffer.count, durable: durable))
+    }
+  }
+
+  private struct DirectPart {
+    var id: RequestID?
+    var end: Int
+    var durable: Bool
+  }
   private var released: [Item] = []
   private var releasedHead = 0
   /// What waits behind back-pressure; allocated only while something does (most connections never need it).
@@ -140,20 +180,86 @@ struct OutboundStateMachine {
   /// Stages an item for the turn's commit.
   mutating func stage(_ item: Item) {
     guard !closeIssued else { return }
+    if let direct { if direct.released { releaseReadyDirectAsItems() } else { materializeDirect() } }
     staged.append(item)
     stagedBytes += item.estimatedSize
+  }
+
+  /// Stages the reply to a single request (`message`, unframed) for the turn's commit, on a newline-framed byte
+  /// stream or one that delivers messages (WebSocket): appended to one buffer with the turn's other replies (as ``Item/single(_:)`` when something else is
+  /// staged already). Counted like the item.
+  mutating func stageDirect(_ message: [UInt8], id: RequestID?, durable: Bool) {
+    guard !closeIssued else { return }
+    stagedBytes += 16 + message.count
+    if let replies = direct, !replies.released {
+      // The usual case: the turn's buffer exists (nothing else is staged then).
+      replies.append(message, id: id, durable: durable)
+      return
+    }
+    if direct != nil { releaseReadyDirectAsItems() }
+    guard staged.isEmpty else {
+      staged.append(.single(StagedReply.Part(id: id, bytes: message, durable: durable)))
+      return
+    }
+    let replies = DirectReplies()
+    direct = replies
+    replies.append(message, id: id, durable: durable)
+  }
+
+  /// The replies of a direct buffer as items (each without its newline).
+  private static func items(_ buffer: [UInt8], _ parts: [DirectPart]) -> [Item] {
+    var items: [Item] = []
+    items.reserveCapacity(parts.count)
+    var start = 0
+    for part in parts {
+      let bytes = Array(buffer[start..<part.end - 1])
+      items.append(.single(StagedReply.Part(id: part.id, bytes: bytes, durable: part.durable)))
+      start = part.end
+    }
+    return items
+  }
+
+  /// Turns the released direct replies into released items, ahead of any released after them.
+  private mutating func releaseReadyDirectAsItems() {
+    guard let replies = direct, replies.released else { return }
+    released = Self.items(replies.buffer, replies.parts) + released[releasedHead...]
+    releasedHead = 0
+    direct = nil
+  }
+
+  /// Turns the direct replies into staged items, ahead of anything staged after them.
+  private mutating func materializeDirect() {
+    guard let replies = direct, !replies.released else { return }
+    staged.insert(contentsOf: Self.items(replies.buffer, replies.parts), at: 0)
+    direct = nil
   }
 
   /// The turn's commit finished: staged items are released for delivery. When it failed, each durable response is
   /// replaced by `failure(id)`.
   mutating func commitFinished(success: Bool, failure: (RequestID?) -> [UInt8]) {
-    guard !staged.isEmpty else { return }
+    releaseReadyDirectAsItems()
+    guard !staged.isEmpty || direct != nil else { return }
+    if let replies = direct {
+      if success && staged.isEmpty && releasedHead == released.count && queuedCount == 0 {
+        // The usual case: the buffer is released whole.
+        replies.released = true
+        stagedBytes = 0
+        return
+      }
+      materializeDirect()
+    }
     if !success {
       staged.removeAll {
         if case .notification(let note) = $0 { return note.requiresCommit }
         return false
       }
       for index in staged.indices {
+        if case .single(var part) = staged[index] {
+          guard part.durable else { continue }
+          part.bytes = failure(part.id)
+          staged[index] = .single(part)
+          continue
+        }
         guard case .reply(var reply) = staged[index] else { continue }
         for part in reply.parts.indices where reply.parts[part].durable {
           reply.parts[part].bytes = failure(reply.parts[part].id)
@@ -189,7 +295,8 @@ struct OutboundStateMachine {
       return note.subscription != id
     }
     staged.removeAll { !keep($0) }
-    stagedBytes = staged.reduce(0) { $0 + $1.estimatedSize }
+    let directBytes = direct.map { $0.released ? 0 : $0.buffer.count + 15 * $0.parts.count } ?? 0
+    stagedBytes = staged.reduce(directBytes) { $0 + $1.estimatedSize }
     released = released[releasedHead...].filter { keep($0) }
     releasedHead = 0
     if let backlog {
@@ -221,7 +328,8 @@ struct OutboundStateMachine {
 
   /// Anything left to do for this connection in a later turn.
   var hasWork: Bool {
-    !staged.isEmpty || releasedHead < released.count || queuedCount > 0 || inputPaused || (closing && !closeIssued)
+    !staged.isEmpty || direct != nil || releasedHead < released.count || queuedCount > 0
+      || inputPaused || (closing && !closeIssued)
   }
 
   private var queuedCount: Int { backlog?.count ?? 0 }
@@ -230,6 +338,15 @@ struct OutboundStateMachine {
   /// drains or a new turn stages more. Call again after performing each action.
   mutating func nextAction(transportPending: Int) -> Action? {
     guard !closeIssued else { return nil }
+    if let replies = direct, replies.released {
+      // Released while nothing else waited (``commitFinished``): whole if the transport takes it below the high
+      // water, else reply by reply as items, each as the rules below decide.
+      if queuedCount == 0 && releasedHead == released.count && transportPending + replies.buffer.count < highWater {
+        direct = nil
+        return .writeMessages(replies.buffer, ends: replies.parts.map(\.end))
+      }
+      releaseReadyDirectAsItems()
+    }
     while releasedHead < released.count {
       let item = released[releasedHead]
       releasedHead += 1
@@ -248,7 +365,7 @@ struct OutboundStateMachine {
       if let item, let bytes = deliver(item) { return .write(bytes) }
     }
     compactQueue()
-    if closing && queuedCount == 0 && staged.isEmpty {
+    if closing && queuedCount == 0 && staged.isEmpty && direct == nil {
       closeIssued = true
       return .close
     }
@@ -322,6 +439,8 @@ struct OutboundStateMachine {
     switch item {
     case .reply(let reply):
       return reply.encoded
+    case .single(let part):
+      return part.bytes
     case .notification(var note):
       let next = (seq[note.subscription] ?? 0) + 1
       seq[note.subscription] = next

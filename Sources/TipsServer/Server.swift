@@ -419,6 +419,19 @@ public final class Server {
 
   private func received(_ bytes: UnsafeRawBufferPointer, on session: Session) {
     guard !session.outbound.closing else { return }
+    // A whole message (WebSocket) with nothing queued before it: handled in place, from the transport's buffer, with
+    // the checks processBufferedInput makes before each message (it is copied only when it has to wait).
+    if session.stream.deliversMessages && !session.hasQueuedInput && !session.isWaiting {
+      let (wait, action) = session.outbound.mustPauseInput(transportPending: session.stream.pendingWriteBytes)
+      if !wait {
+        dispatcher.handle(raw: bytes, on: session)
+        return
+      }
+      session.take(bytes)
+      if action == .pauseReading { session.stream.stopReading() }
+      services.markDirty(session)
+      return
+    }
     session.take(bytes)
     processBufferedInput(session)
   }
@@ -434,6 +447,22 @@ public final class Server {
         if action == .pauseReading { session.stream.stopReading() }
         services.markDirty(session)
         return
+      }
+      if session.deferred == nil && !session.stream.deliversMessages {
+        // A byte stream: the message is handled in place, from the framer's buffer (no copy of its own).
+        guard let event = session.framer.nextInPlace() else { break }
+        switch event {
+        case .range(let range):
+          // A copy of the framer keeps its buffer alive (and unchanged) whatever the request does.
+          let framer = session.framer
+          guard framer.withBytes(of: range, { dispatcher.handle(raw: $0, on: session) }) else { return }
+        case .event(.message(let message)):
+          guard dispatcher.handle(message, on: session) else { return }
+        case .event(.error(let error)):
+          protocolViolation(session, error)
+          return
+        }
+        continue
       }
       guard let event = session.nextInput() else { break }
       switch event {
@@ -605,6 +634,18 @@ public final class Server {
       case .write(let payload) where gathers:
         Framer.append(payload, as: framing, to: &gathered)
         continue
+      case .writeMessages(let bytes, _) where gathers && framing == .newline:
+        gathered.append(contentsOf: bytes)
+        continue
+      case .writeMessages(let bytes, let ends) where gathers:
+        var start = 0
+        for end in ends {
+          Framer.append(Array(bytes[start..<end - 1]), as: framing, to: &gathered)
+          start = end
+        }
+        continue
+      case .writeMessages(let bytes, let ends):
+        stream.write(messages: bytes, ends: ends)
       case .write(let payload):
         stream.write(payload)
       case .pauseReading:

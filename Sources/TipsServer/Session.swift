@@ -35,18 +35,18 @@ final class Session {
   var principal: Principal?
   /// The message that waits for an account to be idle (its requests run once the account is loaded, or its commit
   /// or catch-up finished); input is not read further meanwhile.
-  var deferred: [UInt8]?
+  @exclusivity(unchecked) var deferred: [UInt8]?
   /// The account it waits for.
-  var parkedOn: String?
+  @exclusivity(unchecked) var parkedOn: String?
   /// The deferred message's requests are answered with this error instead of run (its account could not be read).
   var failDeferred: ResponseError?
   /// Its output waits for this commit (hosted mode: a change is acknowledged once PostgreSQL committed it).
-  var awaitingBatch: UInt64?
+  @exclusivity(unchecked) var awaitingBatch: UInt64?
   /// Something staged this turn announces or acknowledges a change (held until the turn's commit).
   var heldForCommit = false
   /// Replies being worked out asynchronously (a PostgreSQL read); input waits until they are staged, so replies
   /// keep their order.
-  var pendingAsync = 0
+  @exclusivity(unchecked) var pendingAsync = 0
   /// Accounts it holds subscriptions in (an admin may hold them in several).
   var subscribedAccounts: Set<String> = []
 
@@ -54,8 +54,8 @@ final class Session {
   var isWaiting: Bool { parkedOn != nil || awaitingBatch != nil || pendingAsync > 0 }
 
   /// Whole messages from a stream that delivers them (WebSocket), waiting to be handled; the framer is unused then.
-  private var messages: [[UInt8]] = []
-  private var messagesHead = 0
+  @exclusivity(unchecked) private var messages: [[UInt8]] = []
+  @exclusivity(unchecked) private var messagesHead = 0
 
   init(
     stream: any ByteStream, maxMessageSize: Int, highWater: Int, queueLimit: Int, isPrimary: Bool, transport: String
@@ -96,6 +96,9 @@ final class Session {
     }
     return .message(message)
   }
+
+  /// Whether a message (or a deferred one) waits to be handled on a stream that delivers whole messages.
+  var hasQueuedInput: Bool { deferred != nil || messagesHead < messages.count }
 
   /// Whether part of a message is waiting for the rest (the partial-message timeout).
   var hasPartialMessage: Bool { !stream.deliversMessages && framer.hasPartialMessage }

@@ -37,6 +37,9 @@ public protocol ByteStream: AnyObject {
   func stopReading()
   /// Writes `bytes`; false (dropping them) when closing.
   @discardableResult func write(_ bytes: [UInt8]) -> Bool
+  /// Writes several messages at once, each as ``write(_:)`` would: message i is `buffer[ends[i-1]..<ends[i] - 1]`
+  /// (each followed by one delimiter byte, left out; the first starts at 0).
+  @discardableResult func write(messages buffer: [UInt8], ends: [Int]) -> Bool
   /// Closes: with `flushing`, after the pending writes are out; `reason` is for logs
   /// (``ByteStream/daemonStopping`` tells a WebSocket to say 1001, going away).
   func close(after flushing: Bool, reason: String)
@@ -65,6 +68,16 @@ extension LoopTimer {
 
 extension ByteStream {
   public var deliversMessages: Bool { false }
+
+  @discardableResult
+  public func write(messages buffer: [UInt8], ends: [Int]) -> Bool {
+    var start = 0
+    for end in ends {
+      guard write(Array(buffer[start..<end - 1])) else { return false }
+      start = end
+    }
+    return true
+  }
 
   /// The close reason of a daemon that is stopping.
   public static var daemonStopping: String { "daemon stopping" }

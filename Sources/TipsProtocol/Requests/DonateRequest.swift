@@ -34,7 +34,7 @@ public struct DonateRequest: RequestType, Hashable {
       writer.beginObject()
       writer.key(literal: "count")
       writer.writeInt(count)
-      writer.key("lifetime")
+      writer.key(literal: "lifetime")
       writer.writeInt(lifetime)
       writer.endObject()
     }
