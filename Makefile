@@ -22,9 +22,8 @@ SOCKET ?= $(if $(XDG_RUNTIME_DIR),$(XDG_RUNTIME_DIR)/tipsd/tipsd.sock,/tmp/tipsd
 LISTEN ?= 127.0.0.1:8787
 # swift format (the toolchain's, configured by .swift-format: 2 spaces, 120 columns, ordered imports) over the Swift
 # sources, tests and benchmarks; the generated *+Text.swift (scripts/embed-*) are left as their generators write them.
-# `make format` rewrites them in place; `make test` runs `swift format lint --strict` when FORMAT_CHECK is 1.
-# FORMAT_CHECK stays 0 until the whole tree has been formatted once on main (`make format`, one commit), then is 1.
-FORMAT_CHECK ?= 0
+# `make format` rewrites them in place; `make test` runs `swift format lint --strict` (FORMAT_CHECK=0 skips it).
+FORMAT_CHECK ?= 1
 SWIFT_FORMAT_FILES = $(shell find Sources Tests Benchmarks -name '*.swift' ! -name '*+Text.swift' | sort)
 
 .PHONY: fleet all build release run test test-swift test-clients test-protocol test-repeat test-stress bench bench-deps deps deps-apt deps-pip clean help fuzz leakcheck format lint-format
@@ -94,7 +93,7 @@ lint-format:
 ifeq ($(FORMAT_CHECK),1)
 	$(SWIFT) format lint --strict --parallel $(SWIFT_FORMAT_FILES)
 else
-	@echo "lint-format: skipped (FORMAT_CHECK=0 until the tree is formatted: make format, then FORMAT_CHECK ?= 1)"
+	@echo "lint-format: skipped (FORMAT_CHECK=0)"
 endif
 
 # The full log goes to .build/swift-test.log; the console gets failures and the runners' summary lines.

@@ -34,7 +34,11 @@ private enum AnyCodableValue: Codable {
   case string(String), int(Int)
   init(from decoder: any Decoder) throws {
     let container = try decoder.singleValueContainer()
-    if let i = try? container.decode(Int.self) { self = .int(i) } else { self = .string(try container.decode(String.self)) }
+    if let i = try? container.decode(Int.self) {
+      self = .int(i)
+    } else {
+      self = .string(try container.decode(String.self))
+    }
   }
   func encode(to encoder: any Encoder) throws {
     var container = encoder.singleValueContainer()

@@ -72,8 +72,11 @@ func runSyncBenchmarks() throws {
   let tips: JSONValue = [
     "tips": [
       ["id": "flag.tip", "title": "Flag", "rules": [["parameter": "flag", "eq": true]]],
-      ["id": "count.tip", "title": "Count", "rules": [["event": "bench.event", "count": ["gte": .int(Int64(changes))]]]],
-    ],
+      [
+        "id": "count.tip", "title": "Count",
+        "rules": [["event": "bench.event", "count": ["gte": .int(Int64(changes))]]],
+      ],
+    ]
   ]
   let writer = try a.client()
   let observer = try b.client()

@@ -28,7 +28,9 @@ extension Linter {
       if TemplateText.parse(rule.tip)?.contains(where: \.isPlaceholder) == true { continue }
       if catalog.templates.contains(where: { $0.couldMake(id: rule.tip) }) { continue }
       var message = "no tip \"\(rule.tip)\" in this catalog: a rule on a tip that is not registered never holds"
-      if let suggestion = Self.nearest(rule.tip, among: ids.sorted()) { message += " (did you mean \"\(suggestion)\"?)" }
+      if let suggestion = Self.nearest(rule.tip, among: ids.sorted()) {
+        message += " (did you mean \"\(suggestion)\"?)"
+      }
       add(.unknownTip, "\(rule.path).tip", message)
     }
     // Cycles among the catalog's tips (the engine's search), each reported once, at the rule of its first tip that
@@ -77,7 +79,8 @@ extension Linter {
         guard let own = tipSchedules[id], own.schedule.intersection(schedule) == nil else { continue }
         add(
           .schedule, "\(path).tips[\(position)]",
-          "tip \"\(id)\"'s schedule (\(own.path).schedule) and group \"\(group.id)\"'s share no instant: it never shows")
+          "tip \"\(id)\"'s schedule (\(own.path).schedule) and group \"\(group.id)\"'s share no instant: it never shows"
+        )
       }
     }
   }

@@ -86,7 +86,8 @@ public enum StringsExport {
         }
         files.append(
           File(
-            path: "\(locale).xliff", bytes: try XLIFF.file(sourceLocale: catalog.sourceLocale, locale: locale, units: units)))
+            path: "\(locale).xliff",
+            bytes: try XLIFF.file(sourceLocale: catalog.sourceLocale, locale: locale, units: units)))
       }
       return files
     }

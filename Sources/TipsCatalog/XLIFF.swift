@@ -41,7 +41,8 @@ public enum XLIFF {
       let id = "\(MessageCatalog.namespace).\(unit.key)"
       // A unit whose target is the copy the app ships is approved (translation tools would flag it otherwise).
       let approved = unit.target == nil ? "" : " approved=\"yes\""
-      text += "      <trans-unit id=\"\(try escaped(id, attribute: true, key: id))\" xml:space=\"preserve\"\(approved)>\n"
+      text +=
+        "      <trans-unit id=\"\(try escaped(id, attribute: true, key: id))\" xml:space=\"preserve\"\(approved)>\n"
       text += "        <source>\(try escaped(unit.source, attribute: false, key: id))</source>\n"
       if let target = unit.target {
         text += "        <target state=\"translated\">\(try escaped(target, attribute: false, key: id))</target>\n"
@@ -83,7 +84,9 @@ public enum XLIFF {
   /// One file's translations: per `<file>` its target locale (else the file name's, else its source language)
   /// and the units that have a target; notices for units without one (missing translations), for ids outside the
   /// `tipkit.` namespace and for a unit without an id, each with its place (`ja.xliff:12`).
-  public static func read(_ bytes: [UInt8], file: String) throws(CatalogError) -> ([StringsImport.Locale], [StringsImport.Notice]) {
+  public static func read(_ bytes: [UInt8], file: String) throws(CatalogError) -> (
+    [StringsImport.Locale], [StringsImport.Notice]
+  ) {
     let root: XMLElement
     do {
       root = try XMLReader.parse(bytes)
@@ -91,7 +94,8 @@ public enum XLIFF {
       throw CatalogError(file: file, path: "line \(error.line)", message: error.message)
     }
     guard root.localName == "xliff" else {
-      throw CatalogError(file: file, path: "line \(root.line)", message: "the root element is <\(root.name)>, not <xliff>")
+      throw CatalogError(
+        file: file, path: "line \(root.line)", message: "the root element is <\(root.name)>, not <xliff>")
     }
     if let version = root.attribute("version"), !version.hasPrefix("1.") {
       throw CatalogError(

@@ -120,7 +120,9 @@ public enum XMLReader {
     }
 
     mutating func element(depth: Int) throws(Failure) -> XMLElement {
-      guard depth <= XMLReader.maximumDepth else { throw fail("elements nest more than \(XMLReader.maximumDepth) deep") }
+      guard depth <= XMLReader.maximumDepth else {
+        throw fail("elements nest more than \(XMLReader.maximumDepth) deep")
+      }
       let elementLine = line
       try expect("<")
       let tag = try name()
@@ -250,7 +252,8 @@ public enum XMLReader {
 
     static func checkCharacters(_ text: String, line: Int) throws(Failure) {
       for scalar in text.unicodeScalars where !isAllowed(scalar) {
-        throw Failure(line: line, message: "U+\(String(scalar.value, radix: 16, uppercase: true)) is not allowed in XML")
+        throw Failure(
+          line: line, message: "U+\(String(scalar.value, radix: 16, uppercase: true)) is not allowed in XML")
       }
     }
 
@@ -318,7 +321,8 @@ public struct XMLElement: Sendable, Hashable {
   }
 
   public static func == (a: XMLElement, b: XMLElement) -> Bool {
-    a.name == b.name && a.children == b.children && a.line == b.line && a.attributes.elementsEqual(b.attributes) { $0 == $1 }
+    a.name == b.name && a.children == b.children && a.line == b.line
+      && a.attributes.elementsEqual(b.attributes) { $0 == $1 }
   }
 
   public func hash(into hasher: inout Hasher) {

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-  import Glibc
-#endif
 public import TipsFraming
 public import TipsJSON
 public import TipsProtocol
 import TipsSystem
 import TipsTransport
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// Why a client call failed: the connection, a reply that does not read, or the daemon's error reply (``response``).
 public struct ClientError: Error, Sendable, CustomStringConvertible {
@@ -150,7 +151,9 @@ public final class JSONRPCClient: @unchecked Sendable {
 
   /// Reads once into the framer; false at end of input (or an error).
   private func fill() -> Bool {
-    let read = readBuffer.withUnsafeMutableBytes { b in Result { () throws(SystemError) in try System.read(readFD, into: b) } }
+    let read = readBuffer.withUnsafeMutableBytes { b in
+      Result { () throws(SystemError) in try System.read(readFD, into: b) }
+    }
     guard case .success(let n) = read, n > 0 else {
       atEndOfInput = true
       return false
@@ -209,7 +212,9 @@ public final class JSONRPCClient: @unchecked Sendable {
       guard let error = ResponseError(json: error) else { throw ClientError("\(method) failed: \(reply.jsonString)") }
       throw ClientError(method: method, error)
     }
-    guard let result = reply["result"] else { throw ClientError("\(method): a reply with no result: \(reply.jsonString)") }
+    guard let result = reply["result"] else {
+      throw ClientError("\(method): a reply with no result: \(reply.jsonString)")
+    }
     return result
   }
 
@@ -290,7 +295,9 @@ public final class JSONRPCClient: @unchecked Sendable {
   public func readRawLines(atLeast count: Int) -> Int {
     var got = 0
     while got < count {
-      let read = readBuffer.withUnsafeMutableBytes { b in Result { () throws(SystemError) in try System.read(readFD, into: b) } }
+      let read = readBuffer.withUnsafeMutableBytes { b in
+        Result { () throws(SystemError) in try System.read(readFD, into: b) }
+      }
       guard case .success(let n) = read, n > 0 else { return got }
       for i in 0..<n where readBuffer[i] == 0x0A { got += 1 }
     }

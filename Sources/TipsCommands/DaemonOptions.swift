@@ -65,7 +65,8 @@ struct DaemonOptions {
     let client = try JSONRPCClient(socketPath: socketPath, framing: .newline, timeout: timeout)
     do {
       try client.send(
-        InitializeRequest(clientName: name, clientVersion: TipsdVersion.server, authToken: token?.isEmpty == false ? token : nil))
+        InitializeRequest(
+          clientName: name, clientVersion: TipsdVersion.server, authToken: token?.isEmpty == false ? token : nil))
     } catch {
       client.close()
       throw error

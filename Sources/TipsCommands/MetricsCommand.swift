@@ -54,7 +54,9 @@ struct MetricsCommand: Command {
       // Relative instants count from the daemon's clock (virtual in tests); a hosted admin's session has no account's
       // clock to read, and a hosted node's is the wall clock.
       var now = System.wallClockSeconds()
-      if since != nil || until != nil, account == nil, let clock = try? client.send(ClockNowRequest()) { now = clock.now }
+      if since != nil || until != nil, account == nil, let clock = try? client.send(ClockNowRequest()) {
+        now = clock.now
+      }
       let request = MetricsGetRequest(since: since?.instant(now: now), until: until?.instant(now: now), tips: tips)
       var params = request.encodedParams?.objectValue ?? [:]
       if let account { params["account"] = .string(account) }

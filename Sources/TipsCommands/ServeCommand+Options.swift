@@ -221,7 +221,9 @@ extension ServeCommand {
     .value("--node", as: "NAME", help: "this node's name in every account it serves (default: HOSTNAME:PORT)") {
       command, value throws(UsageError) in command.hosted.node = try value.nonEmpty()
     },
-    .value("--jwt-secret-file", as: "FILE", help: "HS256/HS384/HS512 secret (the file's bytes, one trailing newline dropped)") {
+    .value(
+      "--jwt-secret-file", as: "FILE", help: "HS256/HS384/HS512 secret (the file's bytes, one trailing newline dropped)"
+    ) {
       $0.hosted.secretFile = $1.text
     },
     .value(
@@ -247,7 +249,9 @@ extension ServeCommand {
     .value("--account-rate", as: "N", help: "requests a second per account, bursts of twice as many (default 50)") {
       command, value throws(UsageError) in command.hosted.rate = try value.positiveNumber(of: "requests a second")
     },
-    .value("--account-max-donations", as: "N", help: "donations an account may keep, every event together (default 100000)") {
+    .value(
+      "--account-max-donations", as: "N", help: "donations an account may keep, every event together (default 100000)"
+    ) {
       command, value throws(UsageError) in command.hosted.maxDonations = try value.positiveInteger()
     },
     .value(

@@ -114,7 +114,8 @@ public struct ServeCommand: Command {
     guard let server = hosted.server else {
       if hosted.anyGiven {
         throw .invalid(
-          "--node, --jwt-*, --jwks, --max-resident-accounts, --account-rate, --account-max-donations and --compaction-threshold need --hosted URL")
+          "--node, --jwt-*, --jwks, --max-resident-accounts, --account-rate, --account-max-donations and --compaction-threshold need --hosted URL"
+        )
       }
       return
     }
@@ -127,9 +128,13 @@ public struct ServeCommand: Command {
     guard configuration.catalogPath != nil else {
       throw .invalid("--hosted needs --catalog FILE: one catalog defines the tips of every account")
     }
-    if configuration.sync != nil { throw .invalid("--hosted and --sync do not go together (a hosted account syncs by itself)") }
+    if configuration.sync != nil {
+      throw .invalid("--hosted and --sync do not go together (a hosted account syncs by itself)")
+    }
     if datastoreGiven { throw .invalid("--hosted keeps every account in PostgreSQL: drop --datastore") }
-    if configuration.installID != nil { throw .invalid("--hosted assigns variants from each account id: drop --install-id") }
+    if configuration.installID != nil {
+      throw .invalid("--hosted assigns variants from each account id: drop --install-id")
+    }
     if clock == .virtual { throw .invalid("--hosted runs on the system clock: drop --clock virtual") }
     if hosted.secretFile == nil && hosted.jwksFile == nil {
       throw .invalid(

@@ -1,8 +1,9 @@
+public import TipsEngine
+public import TipsTransport
+
 #if canImport(Glibc)
   import Glibc
 #endif
-public import TipsEngine
-public import TipsTransport
 
 /// An in-memory ``EventLoop`` with manual time, for deterministic in-process tests of the server (the role
 /// `NIOEmbedded.EmbeddedEventLoop` plays for swift-nio).
@@ -54,7 +55,10 @@ public final class EmbeddedEventLoop: EventLoop {
     var answer: Result<String, TransportError> = .failure(TransportError("cannot resolve \(host)"))
     if getaddrinfo(host, nil, &hints, &result) == 0, let result {
       var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-      if getnameinfo(result.pointee.ai_addr, result.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
+      if getnameinfo(
+        result.pointee.ai_addr, result.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST)
+        == 0
+      {
         answer = .success(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
       }
       freeaddrinfo(result)

@@ -1,11 +1,12 @@
+import Synchronization
+public import TipsFraming
+public import TipsJSON
+public import TipsProtocol
+public import TipsTransport
+
 #if canImport(Glibc)
   import Glibc
 #endif
-public import TipsFraming
-public import TipsJSON
-import Synchronization
-public import TipsProtocol
-public import TipsTransport
 
 /// An in-memory ``ByteStream`` on an ``EmbeddedEventLoop``: the server's end is the `ByteStream`, the test plays
 /// the peer through ``send(_:)``, ``receive()``, ``peerClose()`` and ``peerReset()``.

@@ -123,7 +123,8 @@ public final class Engine {
     }
     agedLogs = []
     for (id, limit) in snapshot.donationLimits { eventLog(id).limit = max(1, limit) }
-    for (id, seconds) in snapshot.donationMaxAges.sorted(by: { $0.key < $1.key }) where seconds.isFinite && seconds > 0 {
+    for (id, seconds) in snapshot.donationMaxAges.sorted(by: { $0.key < $1.key }) where seconds.isFinite && seconds > 0
+    {
       let log = eventLog(id)
       log.maxAge = seconds
       agedLogs.append(log)
@@ -496,7 +497,9 @@ public final class Engine {
   /// Caps the donations kept for an event (newest kept; at least 1).
   public func setDonationLimit(_ eventID: String, _ limit: Int) throws(EngineError) -> Mutation {
     guard !eventID.isEmpty else { throw .invalidArgument(argument: "id", problem: "must not be empty") }
-    guard limit >= 1 else { throw .invalidArgument(argument: "maxDonations", problem: "must be at least 1 (got \(limit))") }
+    guard limit >= 1 else {
+      throw .invalidArgument(argument: "maxDonations", problem: "must be at least 1 (got \(limit))")
+    }
     let now = tick()
     let log = eventLog(eventID)
     guard log.limit != limit else { return finish([]) }
@@ -516,8 +519,10 @@ public final class Engine {
     if let info {
       for (key, value) in info {
         switch value {
-        case .array: throw .invalidArgument(argument: "info.\(key)", problem: "associated values must be flat (no arrays)")
-        case .object: throw .invalidArgument(argument: "info.\(key)", problem: "associated values must be flat (no objects)")
+        case .array:
+          throw .invalidArgument(argument: "info.\(key)", problem: "associated values must be flat (no arrays)")
+        case .object:
+          throw .invalidArgument(argument: "info.\(key)", problem: "associated values must be flat (no objects)")
         default: continue
         }
       }

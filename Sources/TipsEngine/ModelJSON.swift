@@ -154,7 +154,8 @@ extension TipDefinition {
       let members = try D.object(value, variantsPath)
       guard !members.isEmpty else { throw D.fail(variantsPath, "expected at least one variant") }
       for (name, element) in members {
-        variants.append(try TipVariant(json: element, name: name, path: D.join(variantsPath, name), tipActions: actions))
+        variants.append(
+          try TipVariant(json: element, name: name, path: D.join(variantsPath, name), tipActions: actions))
       }
     }
 

@@ -1,6 +1,6 @@
+import TipsJSON
 public import TipsLogging
 public import TipsSync
-import TipsJSON
 public import TipsTransport
 
 /// Where a hosted node keeps every account's state: PostgreSQL, through three connections on the node's loop —
@@ -107,9 +107,13 @@ public final class HostedStore {
         name: name, loop: loop, server: configuration.server, role: role,
         connectTimeout: configuration.connectTimeout, retryMax: configuration.retryMax, logger: logger)
     }
-    writer = link("writer", .pipelined(prepare: [(Statement.push, PGSchema.push), (Statement.history, Self.appendHistory)]))
+    writer = link(
+      "writer", .pipelined(prepare: [(Statement.push, PGSchema.push), (Statement.history, Self.appendHistory)]))
     reader = link(
-      "reader", .pipelined(prepare: [(Statement.load, Self.load), (Statement.pull, PGSchema.pull), (Statement.readHistory, Self.readHistory)]))
+      "reader",
+      .pipelined(prepare: [
+        (Statement.load, Self.load), (Statement.pull, PGSchema.pull), (Statement.readHistory, Self.readHistory),
+      ]))
     listener = link("listener", .listener(channels: [PGSchema.fleetChannel]))
     writer.onStateChange = { [unowned self] state in self.onWritableChange?(state == .ready) }
     listener.onNotification = { [unowned self] channel, payload in
@@ -150,7 +154,9 @@ public final class HostedStore {
   /// accounts take their row locks in the same order, so they never deadlock). `completion` gets each account's
   /// result once PostgreSQL has committed — or a failure, and then nothing of the batch is stored (unless the
   /// connection broke after COMMIT was sent: the caller reloads the accounts to learn which).
-  public func commit(_ changes: [AccountChanges], completion: @escaping (Result<[String: Committed], HostedError>) -> Void) {
+  public func commit(
+    _ changes: [AccountChanges], completion: @escaping (Result<[String: Committed], HostedError>) -> Void
+  ) {
     let sorted = changes.sorted { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }
     var statements: [PGStatement] = []
     var layout: [(account: String, pushes: Bool, chunks: Int)] = []
@@ -235,7 +241,9 @@ public final class HostedStore {
   /// Deletes history older than `cutoff` (seconds since the epoch) in every account; returns the rows deleted.
   public func pruneHistory(before cutoff: Double, completion: @escaping (Result<Int, HostedError>) -> Void) {
     writer.send([
-      .query("WITH gone AS (DELETE FROM tipsd.history WHERE last_at < $1::double precision RETURNING 1) SELECT count(*) FROM gone", ["\(cutoff)"])
+      .query(
+        "WITH gone AS (DELETE FROM tipsd.history WHERE last_at < $1::double precision RETURNING 1) SELECT count(*) FROM gone",
+        ["\(cutoff)"])
     ]) { result in
       completion(result.map { Int($0.first?.rows.first?.first.flatMap { $0 } ?? "0") ?? 0 })
     }
@@ -275,7 +283,8 @@ public final class HostedStore {
 
   /// The operations of `account` after `cursor`, at most `limit`, in cursor order.
   public func pull(
-    _ account: String, after cursor: Int64, limit: Int, completion: @escaping (Result<[StoredOperation], HostedError>) -> Void
+    _ account: String, after cursor: Int64, limit: Int,
+    completion: @escaping (Result<[StoredOperation], HostedError>) -> Void
   ) {
     reader.send([.prepared(Statement.pull, [account, String(cursor), String(limit)])]) { result in
       completion(
@@ -292,7 +301,8 @@ public final class HostedStore {
 
   /// The history chunks of `account` holding cursors after `cursor`, at most `limit` chunks, in cursor order.
   public func history(
-    _ account: String, after cursor: Int64, limit: Int, completion: @escaping (Result<[StoredHistory], HostedError>) -> Void
+    _ account: String, after cursor: Int64, limit: Int,
+    completion: @escaping (Result<[StoredHistory], HostedError>) -> Void
   ) {
     reader.send([.prepared(Statement.readHistory, [account, String(cursor), String(limit)])]) { result in
       completion(
@@ -346,7 +356,8 @@ public final class HostedStore {
   /// Every account's history chunks after (`account`, `cursor`) in account order, then cursor order, at most `limit`
   /// chunks: the fleet's metrics read every account's history one page at a time (the primary key's order).
   public func historyByAccount(
-    after account: String, cursor: Int64, limit: Int, completion: @escaping (Result<[FleetHistory], HostedError>) -> Void
+    after account: String, cursor: Int64, limit: Int,
+    completion: @escaping (Result<[FleetHistory], HostedError>) -> Void
   ) {
     reader.send([
       .query(
@@ -362,7 +373,8 @@ public final class HostedStore {
               let cursor = row[2].flatMap({ Int64($0) }), let count = row[3].flatMap({ Int($0) }),
               let bytes = row[4].flatMap(Hex.decodeBytea), let firstAt = row[5].flatMap({ Double($0) })
             else { return nil }
-            return FleetHistory(seq: seq, account: account, cursor: cursor, count: count, bytes: bytes, firstAt: firstAt)
+            return FleetHistory(
+              seq: seq, account: account, cursor: cursor, count: count, bytes: bytes, firstAt: firstAt)
           }
         })
     }
@@ -419,12 +431,14 @@ public final class HostedStore {
       .query(PGSchema.lockFleet),
       .query("SELECT tipsd.assert_empty($1)", [account]),
       .query("INSERT INTO tipsd.accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING", [account]),
-      .query("INSERT INTO tipsd.snapshots (account, cursor, state) VALUES ($1, 0, $2)", [account, snapshot.json.jsonString]),
+      .query(
+        "INSERT INTO tipsd.snapshots (account, cursor, state) VALUES ($1, 0, $2)", [account, snapshot.json.jsonString]),
     ]
     for chunk in history {
       statements.append(
         .prepared(
-          Statement.history, [account, String(chunk.count), "\(chunk.firstAt)", "\(chunk.lastAt)", Hex.bytea(chunk.bytes)]))
+          Statement.history,
+          [account, String(chunk.count), "\(chunk.firstAt)", "\(chunk.lastAt)", Hex.bytea(chunk.bytes)]))
     }
     writer.send(statements) { result in
       completion(

@@ -135,7 +135,8 @@ final class PGLink {
       case .success(let results):
         let version = results.last { !$0.rows.isEmpty }?.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0
         guard version <= PGSchema.version else {
-          self.lastError = "the database's tipsd schema is version \(version), newer than this tipsd understands "
+          self.lastError =
+            "the database's tipsd schema is version \(version), newer than this tipsd understands "
             + "(\(PGSchema.version))"
           self.logger.error("hosted: PostgreSQL's schema is too new; not serving", [("reason", self.lastError ?? "")])
           self.connection?.close()

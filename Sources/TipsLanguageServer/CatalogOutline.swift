@@ -131,7 +131,10 @@ enum ObjectRole: Sendable, Hashable {
         ("rules", "rules that must all hold for the tip to show"),
         ("options", "{maxDisplayCount, maxDisplayDuration, ignoresDisplayFrequency}"),
         ("localizations", "{locale: {title?, message?, actions?}}"),
-        ("variants", "A/B copy over one rule tree: {name: {title, message?, actions?, weight?}}; one may be {holdout: true}"),
+        (
+          "variants",
+          "A/B copy over one rule tree: {name: {title, message?, actions?, weight?}}; one may be {holdout: true}"
+        ),
         ("presentation", "{style: popover|inline, arrowEdge?}"),
         ("metadata", "an object handed to frontends untouched"),
         ("removal", "when and why the tip stops showing (checklist)"), ("sync", "\"local\" or \"synced\" (checklist)"),
@@ -182,7 +185,10 @@ enum ObjectRole: Sendable, Hashable {
         ("title", "the variant's title"), ("message", "its message"), ("actions", "its actions"),
         ("localizations", "its translations"),
         ("weight", "its share of installs relative to the other variants' (default 1)"),
-        ("holdout", "true: installs assigned to it never see the tip (a holdout, no copy; metrics/get reports the lift)"),
+        (
+          "holdout",
+          "true: installs assigned to it never see the tip (a holdout, no copy; metrics/get reports the lift)"
+        ),
       ]
     case .other: []
     }

@@ -204,7 +204,9 @@ extension LanguageServer {
       return "`\(id)`\(title)"
     }
     var text = "`\(id)` is not a tip of this catalog: the rule never holds while no such tip is registered"
-    if let suggestion = DidYouMean.nearest(id, among: outline.tips.map(\.id)) { text += " (did you mean `\(suggestion)`?)" }
+    if let suggestion = DidYouMean.nearest(id, among: outline.tips.map(\.id)) {
+      text += " (did you mean `\(suggestion)`?)"
+    }
     return text
   }
 

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-  import Glibc
-#endif
 import TipsFraming
 import TipsJSON
 public import TipsLogging
 import TipsSystem
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// Runs a ``LanguageServer`` on a pair of descriptors (stdin and stdout for `tipsd lsp`) with the LSP base
 /// protocol's `Content-Length` framing: blocking reads (one client, nothing else to do meanwhile), every message

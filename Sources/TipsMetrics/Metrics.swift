@@ -17,7 +17,9 @@ public struct MetricsConfiguration: Sendable, Hashable {
   /// Days before and after a tip's first impression whose goal donations are compared (`--baseline-days`, 7).
   public var baselineDays: Double
 
-  public init(appClosedEvent: String? = nil, closeWindow: Double = 10, closeRateAlert: Double? = nil, baselineDays: Double = 7) {
+  public init(
+    appClosedEvent: String? = nil, closeWindow: Double = 10, closeRateAlert: Double? = nil, baselineDays: Double = 7
+  ) {
     self.appClosedEvent = appClosedEvent
     self.closeWindow = closeWindow
     self.closeRateAlert = closeRateAlert
@@ -590,7 +592,9 @@ public enum Metrics {
     /// (2) per install: the first goal after the first impression (of `impressions`, in cursor order), minus it; one
     /// sample when the first impression is in the period and a goal followed it, one open install when none did.
     func timeToFirstUse(impressions: [HistoryEvent], goals: [HistoryEvent]) -> TimeToGoal {
-      guard let first = impressions.first, inPeriod(first.at) else { return TimeToGoal(samples: 0, median: nil, open: 0) }
+      guard let first = impressions.first, inPeriod(first.at) else {
+        return TimeToGoal(samples: 0, median: nil, open: 0)
+      }
       guard let reached = self.first(after: first.cursor, in: goals) else {
         return TimeToGoal(samples: 0, median: nil, open: 1)
       }

@@ -1,5 +1,5 @@
-public import TipsJSON
 import TipsEngine
+public import TipsJSON
 
 // The report as JSON: `metrics/get`'s result and `tipsd metrics --json` (member names documented in
 // protocol/README.md and described in protocol/openrpc.json's `Metrics` schema).
@@ -114,8 +114,10 @@ extension MetricSet {
 
 extension RateWindow {
   public var json: JSONValue {
-    ["from": number(from), "to": number(to), "days": number(days), "count": .int(Int64(count)),
-     "perDay": perDay.map(number) ?? .null]
+    [
+      "from": number(from), "to": number(to), "days": number(days), "count": .int(Int64(count)),
+      "perDay": perDay.map(number) ?? .null,
+    ]
   }
 }
 

@@ -279,7 +279,8 @@ extension Params {
     if let value = E(rawValue: name) { return value }
     let names = E.allCases.map(\.rawValue)
     let expected =
-      names.count == 2 ? "must be \"\(names[0])\" or \"\(names[1])\"" : "must be one of " + names.joined(separator: ", ")
+      names.count == 2
+      ? "must be \"\(names[0])\" or \"\(names[1])\"" : "must be one of " + names.joined(separator: ", ")
     throw invalid(key, "\(expected) (got \"\(name)\")")
   }
 
@@ -300,7 +301,8 @@ extension ResponseError {
     case .unknownTip(let id): self = .unknownTip(id)
     case .unknownGroup(let id): self = .unknownGroup(id)
     case .unknownParameter(let id): self = .unknownParameter(method: method, id: id)
-    case .invalidDefinition(let path, let problem): self = .invalidDefinition(method: method, path: path, problem: problem)
+    case .invalidDefinition(let path, let problem):
+      self = .invalidDefinition(method: method, path: path, problem: problem)
     case .invalidArgument(let argument, let problem): self = .invalidParams("\(method): params.\(argument) \(problem)")
     case .parameterTypeMismatch: self = .invalidParams("\(method): \(error)")
     }

@@ -103,7 +103,8 @@ extension ResponseError {
   public static func unknownParameter(method: String, id: String) -> ResponseError {
     ResponseError(
       code: .invalidParams,
-      message: "\(method): unknown parameter \"\(id)\": declare it with parameters/define first", data: ["id": .string(id)])
+      message: "\(method): unknown parameter \"\(id)\": declare it with parameters/define first",
+      data: ["id": .string(id)])
   }
 
   /// -32002: a request other than `initialize` (or `rpc.discover`) before `initialize`.
@@ -115,7 +116,8 @@ extension ResponseError {
   /// -32001: `unknown tip "x"`.
   public static func unknownTip(_ id: String) -> ResponseError {
     ResponseError(
-      code: .unknownTip, message: "unknown tip \"\(id)\": register it with tips/register first", data: ["id": .string(id)])
+      code: .unknownTip, message: "unknown tip \"\(id)\": register it with tips/register first",
+      data: ["id": .string(id)])
   }
 
   /// -32003: an id this daemon never issued.

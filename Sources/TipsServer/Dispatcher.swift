@@ -268,7 +268,8 @@ struct Dispatcher {
     session.pendingAsync += 1
     let services = services
     entry.runAsync?(id, context.params, context.context) { result in
-      counters.requestAnswered(slot: entry.slot, ok: (try? result.get()) != nil, seconds: System.monotonicSeconds() - started)
+      counters.requestAnswered(
+        slot: entry.slot, ok: (try? result.get()) != nil, seconds: System.monotonicSeconds() - started)
       let bytes: [UInt8]
       switch result {
       case .success(let encoded): bytes = encoded

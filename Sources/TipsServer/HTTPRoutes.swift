@@ -12,7 +12,8 @@ enum HTTPRoutes {
     case "/metrics":
       guard request.method == "GET" else { return .error(405, "use GET") }
       guard request.authorized else {
-        var refusal = HTTPResponse.error(401, "/metrics needs the token: Authorization: Bearer <token> (`tipsd token` prints it)")
+        var refusal = HTTPResponse.error(
+          401, "/metrics needs the token: Authorization: Bearer <token> (`tipsd token` prints it)")
         refusal.headers.append(("WWW-Authenticate", "Bearer realm=\"tipsd\""))
         return refusal
       }

@@ -10,9 +10,10 @@ struct HandlerTable: Sendable {
 
   /// Like ``Run``, for a handler that answers later (a read of PostgreSQL): the reply's bytes are handed to the
   /// completion, on the loop.
-  typealias AsyncRun = @Sendable (
-    RequestID?, JSONValue?, RequestContext, @escaping (Result<[UInt8], ResponseError>) -> Void
-  ) -> Void
+  typealias AsyncRun =
+    @Sendable (
+      RequestID?, JSONValue?, RequestContext, @escaping (Result<[UInt8], ResponseError>) -> Void
+    ) -> Void
 
   /// A method's handler and its slot among the methods (where `/metrics` counts it).
   struct Entry: Sendable {

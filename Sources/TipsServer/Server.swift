@@ -1,5 +1,5 @@
-public import TipsEngine
 import TipsCatalog
+public import TipsEngine
 import TipsFraming
 public import TipsLogging
 import TipsProtocol
@@ -91,7 +91,8 @@ public final class Server {
       store = try Datastore(
         path: configuration.datastorePath,
         options: DatastoreOptions(
-          fsync: configuration.fsync, recover: configuration.recoverDatastore, maxPages: configuration.datastoreMaxPages))
+          fsync: configuration.fsync, recover: configuration.recoverDatastore, maxPages: configuration.datastoreMaxPages
+        ))
     } catch {
       throw ServerError("\(error)")
     }
@@ -170,7 +171,8 @@ public final class Server {
       services.reloadCatalog = { [unowned self] trigger in self.reloadCatalog(trigger: trigger) }
     }
     if configuration.strictEvents && catalogService?.declaredEvents == nil {
-      throw ServerError("--strict-events needs a --catalog that declares its events (\"events\": [{\"id\", \"description\"}])")
+      throw ServerError(
+        "--strict-events needs a --catalog that declares its events (\"events\": [{\"id\", \"description\"}])")
     }
     if let hostedConfiguration = configuration.hosted {
       guard let catalogService else { throw ServerError("--hosted needs --catalog FILE") }
@@ -324,7 +326,9 @@ public final class Server {
     }
     if sessions.count >= configuration.maxConnections {
       let limit = configuration.maxConnections
-      refuse(stream, .tooManyConnections(limit: limit), "connection limit reached; refusing a client", [("limit", String(limit))])
+      refuse(
+        stream, .tooManyConnections(limit: limit), "connection limit reached; refusing a client",
+        [("limit", String(limit))])
       return
     }
     if let peer, !counted, let refusal = connectionLimiter.admit(peer, now: Double(loop.now) / 1000) {
@@ -335,7 +339,9 @@ public final class Server {
       case .rate(let limit, let retryAfter):
         error = .tooManyConnections(scope: refusal.scope, limit: limit, retryAfter: retryAfter, refusal.description)
       }
-      refuse(stream, error, "per-peer connection limit reached; refusing a client", [("peer", peer), ("limit", refusal.scope)])
+      refuse(
+        stream, error, "per-peer connection limit reached; refusing a client",
+        [("peer", peer), ("limit", refusal.scope)])
       return
     }
     let session = Session(
@@ -357,7 +363,9 @@ public final class Server {
 
   /// Refuses a new connection: one -32010 error (id null), then close. Logged as a warning at most once per 10 s
   /// (a flood must not turn into a flood of log lines), saying how many refusals were left out meanwhile.
-  private func refuse(_ stream: any ByteStream, _ error: ResponseError, _ message: String, _ metadata: [(String, String)]) {
+  private func refuse(
+    _ stream: any ByteStream, _ error: ResponseError, _ message: String, _ metadata: [(String, String)]
+  ) {
     connectionRefused(limit: (error.data?["scope"]?.stringValue) ?? "daemon", message, metadata)
     let refusal = OutgoingMessage.encodeError(id: nil, error: error)
     stream.write(stream.deliversMessages ? refusal : Framer.encode(refusal, as: .newline))
@@ -483,7 +491,8 @@ public final class Server {
 
   /// A framing error: reply once with -32600 (id null), then close without reading further.
   private func protocolViolation(_ session: Session, _ error: FramingError) {
-    logger.info("closing a connection after a framing error", [("connection", String(session.id)), ("error", "\(error)")])
+    logger.info(
+      "closing a connection after a framing error", [("connection", String(session.id)), ("error", "\(error)")])
     services.stage(.reply(.error(id: nil, .framingError("\(error)"))), on: session)
     session.closeAfterOwed()
   }
@@ -496,7 +505,8 @@ public final class Server {
       logger.info("closing a connection whose message stayed incomplete", [("connection", String(session.id))])
       let seconds = Int(configuration.partialMessageTimeout)
       services.stage(
-        .reply(.error(id: nil, .framingError("incomplete message: no complete frame within \(seconds) s"))), on: session)
+        .reply(.error(id: nil, .framingError("incomplete message: no complete frame within \(seconds) s"))), on: session
+      )
       session.closeAfterOwed()
     }
   }

@@ -215,7 +215,8 @@ final class SubscriptionRegistry {
           let note = ShouldDisplayChangedNotification(
             subscription: observer.id, id: state.id, shouldDisplay: state.shouldDisplay,
             status: StatusInfo(state.status), variant: state.variant, tip: content)
-          out.append((observer.session, StagedNotification(notification: note, shouldDisplay: (state.id, state.shouldDisplay))))
+          out.append(
+            (observer.session, StagedNotification(notification: note, shouldDisplay: (state.id, state.shouldDisplay))))
         }
       case .groupCurrentTip(let group, let tipID):
         for observer in observers.values where observer.groups.contains(group) {
@@ -236,7 +237,8 @@ final class SubscriptionRegistry {
       for subscriber in analyticsSubscribers.values where subscriber.live {
         subscriber.delivered = event.cursor
         let note = AnalyticsEventNotification(subscription: subscriber.id, event: AnalyticsEventInfo(event))
-        out.append((subscriber.session, StagedNotification(notification: note, shouldDisplay: nil, requiresCommit: true)))
+        out.append(
+          (subscriber.session, StagedNotification(notification: note, shouldDisplay: nil, requiresCommit: true)))
       }
     }
     return out
@@ -247,7 +249,11 @@ final class SubscriptionRegistry {
     var out: [(Session, StagedNotification)] = []
     for watcher in inspectWatchers.values where watcher.armed {
       watcher.armed = false
-      out.append((watcher.session, StagedNotification(notification: InspectChangedNotification(subscription: watcher.id), shouldDisplay: nil)))
+      out.append(
+        (
+          watcher.session,
+          StagedNotification(notification: InspectChangedNotification(subscription: watcher.id), shouldDisplay: nil)
+        ))
     }
     return out
   }

@@ -1,7 +1,8 @@
+import TipsSystem
+
 #if canImport(Glibc)
   import Glibc
 #endif
-import TipsSystem
 
 /// The WebSocket listener's token: 256 random bits as 64 lowercase hex characters, in a file only the daemon's user
 /// can read (mode 0600), beside the socket unless `--token-file` says otherwise. `tipsd token` prints it.
@@ -59,7 +60,8 @@ public enum TokenFile {
         throw ServerError("the token file \(path) belongs to another user; remove it or choose --token-file")
       }
       guard info.st_mode & 0o077 == 0 else {
-        throw ServerError("the token file \(path) is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); remove it")
+        throw ServerError(
+          "the token file \(path) is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); remove it")
       }
       if let token = try? read(path) { return (token, false) }
     }

@@ -9,7 +9,9 @@ extension Datastore {
   ///
   /// The server groups every write and history entry of an event-loop turn into one call (group commit). `sync`
   /// holds the sync layer's writes of the same turn (its outbox and merge state), committed in the same transaction.
-  public func commit(_ writes: [StateWrite], history: [HistoryEvent] = [], sync: [SyncWrite] = []) throws(DatastoreError) {
+  public func commit(_ writes: [StateWrite], history: [HistoryEvent] = [], sync: [SyncWrite] = [])
+    throws(DatastoreError)
+  {
     try commit(writes, history: HistoryBatch(history), sync: sync)
   }
 
@@ -218,7 +220,8 @@ extension Datastore {
 
   /// Sets an event's lifetime count outright (a merge from another device): `events.dropped` holds what the
   /// lifetime count adds to the numbering of its chunks.
-  private func setLifetime(_ history: EventHistory, _ lifetime: Int, _ connection: SQLiteConnection) throws(SQLiteError) {
+  private func setLifetime(_ history: EventHistory, _ lifetime: Int, _ connection: SQLiteConnection) throws(SQLiteError)
+  {
     let offset = lifetime - history.lifetime
     guard offset != history.offset else { return }
     let update = try connection.prepare(SQL.setDropped)

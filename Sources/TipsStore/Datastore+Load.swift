@@ -146,7 +146,8 @@ extension Datastore {
     while try rows.step() {
       let eventRowID = rows.int64(1)
       guard let slot = slots[eventRowID] else {
-        throw SQLiteError(corrupt: "a donation chunk refers to event id \(eventRowID), which is not in the events table")
+        throw SQLiteError(
+          corrupt: "a donation chunk refers to event id \(eventRowID), which is not in the events table")
       }
       let count = rows.int(2)
       let endSeq = rows.int(3)
@@ -176,9 +177,11 @@ extension Datastore {
       let lifetime = lifetimes[slot]
       let firstVisible = firstVisibles[slot]
       guard firstVisible >= firstDecoded[slot], firstVisible <= lifetime + 1 else {
-        throw SQLiteError(corrupt: "event \(names[slot]) keeps donations from number \(firstVisible), which it does not hold")
+        throw SQLiteError(
+          corrupt: "event \(names[slot]) keeps donations from number \(firstVisible), which it does not hold")
       }
-      let history = EventHistory(rowID: rowIDs[slot], lifetime: lifetime, firstVisible: firstVisible, chunks: chunks[slot])
+      let history = EventHistory(
+        rowID: rowIDs[slot], lifetime: lifetime, firstVisible: firstVisible, chunks: chunks[slot])
       history.offset = offsets[slot]
       histories[names[slot]] = history
       // Donations numbered below firstVisible are dropped (the dead chunks not yet deleted, a straddling chunk's).
@@ -281,7 +284,8 @@ extension Datastore {
     while try rows.step() {
       let eventRowID = rows.int64(1)
       guard let slot = slots[eventRowID] else {
-        throw SQLiteError(corrupt: "a donation chunk refers to event id \(eventRowID), which is not in the events table")
+        throw SQLiteError(
+          corrupt: "a donation chunk refers to event id \(eventRowID), which is not in the events table")
       }
       chunks[slot].append((rows.int64(0), rows.int(2), rows.int(3)))
       firstVisibles[slot] = rows.int(4)

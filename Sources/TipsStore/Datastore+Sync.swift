@@ -69,7 +69,9 @@ extension Datastore {
         let state = try connection.prepare(SQL.selectSyncState)
         while try state.step() {
           snapshot.state.append(
-            SyncStateRow(kind: state.text(0) ?? "", device: state.text(1) ?? "", key: state.text(2) ?? "", value: state.text(3) ?? ""))
+            SyncStateRow(
+              kind: state.text(0) ?? "", device: state.text(1) ?? "", key: state.text(2) ?? "",
+              value: state.text(3) ?? ""))
         }
         let outbox = try connection.prepare(SQL.selectOutbox)
         while try outbox.step() {

@@ -140,7 +140,7 @@ public final class Datastore {
       }
       do throws(DatastoreError) {
         try openFile()
-      } catch where error.isCorruption && options.recover && !inMemory {
+      } catch  where error.isCorruption && options.recover && !inMemory {
         connection?.close()
         connection = nil
         recoveredFrom = try moveAside(path)

@@ -1,3 +1,5 @@
+import TipsSystem
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)
@@ -5,8 +7,6 @@
 #elseif canImport(Darwin)
   import Darwin
 #endif
-
-import TipsSystem
 
 // File-system helpers: parent directories, the ownership lock, moving a damaged datastore aside.
 
@@ -124,7 +124,8 @@ func moveAside(_ path: String) throws(DatastoreError) -> String {
       let code = errno
       throw DatastoreError(
         path: path,
-        message: "cannot move the damaged datastore \(path + suffix) aside to \(target + suffix): \(System.message(code))"
+        message:
+          "cannot move the damaged datastore \(path + suffix) aside to \(target + suffix): \(System.message(code))"
       )
     }
   }

@@ -89,7 +89,9 @@ enum HistoryCodec {
   /// stack and appended at once, then the event id's bytes.
   /// `sameEvent`: the chunk's previous entry was a donation of the same event, so its id is not written again
   /// (presence bit 9): a turn's goal donations cost 12 bytes each instead of 12 plus the id.
-  static func encodeDonation(event: String, at: Double, cursorDelta: Int64, sameEvent: Bool = false, into out: inout [UInt8]) {
+  static func encodeDonation(
+    event: String, at: Double, cursorDelta: Int64, sameEvent: Bool = false, into out: inout [UInt8]
+  ) {
     var event = event
     event.withUTF8 { name in
       withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { head in

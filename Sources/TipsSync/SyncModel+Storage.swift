@@ -31,7 +31,9 @@ extension SyncModel {
     case Kind.parameter:
       if let register = Self.decodeRegister(row.value) { parameters[row.key] = register }
     case Kind.variant:
-      if let register = Self.decodeRegister(row.value), register.value.stringValue != nil { variants[row.key] = register }
+      if let register = Self.decodeRegister(row.value), register.value.stringValue != nil {
+        variants[row.key] = register
+      }
     case Kind.cooldown:
       if let at = (try? JSONParser.parse(row.value))?.doubleValue { cooldown = at }
     default:

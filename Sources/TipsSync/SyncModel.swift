@@ -283,7 +283,9 @@ public final class SyncModel {
     return effects
   }
 
-  private func localDisplay(_ key: String, old: TipRecord, new: TipRecord, _ effects: inout SyncEffects, _ wallNow: Double) {
+  private func localDisplay(
+    _ key: String, old: TipRecord, new: TipRecord, _ effects: inout SyncEffects, _ wallNow: Double
+  ) {
     let generation = eligibility[key] ?? .zero
     var own = displays[key]?[device] ?? DisplayCounter(generation: generation, count: 0, duration: 0, seq: 0)
     if own.generation != generation { own = DisplayCounter(generation: generation, count: 0, duration: 0, seq: 0) }
@@ -296,7 +298,8 @@ public final class SyncModel {
     own.seq = hlc.rawValue
     setDisplay(key, device, own, &effects)
     enqueue(
-      .display(key: key, generation: generation, count: own.count, duration: own.duration, first: own.first, last: own.last),
+      .display(
+        key: key, generation: generation, count: own.count, duration: own.duration, first: own.first, last: own.last),
       &effects, wallNow, hlc: hlc)
   }
 
@@ -399,7 +402,9 @@ public final class SyncModel {
       effects.mutations.append(engine.applySyncedParameter(id, parameters[id]?.value))
     }
     for tip in variantTips.sorted() {
-      if let variant = variants[tip]?.value.stringValue { effects.mutations.append(engine.applySyncedVariant(tip, variant)) }
+      if let variant = variants[tip]?.value.stringValue {
+        effects.mutations.append(engine.applySyncedVariant(tip, variant))
+      }
     }
     if cooldownMoved, let cooldown { effects.mutations.append(engine.applySyncedCooldown(cooldown)) }
     if newCursor > cursor {
@@ -516,7 +521,6 @@ public final class SyncModel {
       .state(kind: Kind.invalidations, device: "", key: key, value: list.isEmpty ? nil : Self.encode(list)))
   }
 
-
   private func setLifetime(_ event: String, _ from: String, _ count: Int, _ effects: inout SyncEffects) {
     lifetimes[event, default: [:]][from] = count
     effects.writes.append(.state(kind: Kind.lifetime, device: from, key: event, value: String(count)))
@@ -526,7 +530,6 @@ public final class SyncModel {
     displays[key, default: [:]][from] = counter
     effects.writes.append(.state(kind: Kind.display, device: from, key: key, value: Self.encode(counter)))
   }
-
 
   private func setParameter(_ id: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
     parameters[id] = register
@@ -542,8 +545,6 @@ public final class SyncModel {
     cooldown = at
     effects.writes.append(.state(kind: Kind.cooldown, device: "", key: "", value: JSONValue.double(at).jsonString))
   }
-
-
 
   /// Appends the clock and epoch to a step's writes.
   private func finishMeta(_ effects: inout SyncEffects) {

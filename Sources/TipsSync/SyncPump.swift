@@ -88,7 +88,8 @@ public final class SyncPump {
   public private(set) var pulledCount = 0
 
   public init(
-    loop: any EventLoop, configuration: Configuration, delegate: any SyncPumpDelegate, wallClock: @escaping () -> Double,
+    loop: any EventLoop, configuration: Configuration, delegate: any SyncPumpDelegate,
+    wallClock: @escaping () -> Double,
     logger: Logger
   ) {
     self.loop = loop
@@ -135,7 +136,8 @@ public final class SyncPump {
       case .retry(let seconds):
         let timer = retryTimer ?? loop.makeTimer()
         retryTimer = timer
-        timer.start(afterMilliseconds: UInt64(seconds * 1000)) { [unowned self] in self.perform(self.machine.retryDue()) }
+        timer.start(afterMilliseconds: UInt64(seconds * 1000)) { [unowned self] in self.perform(self.machine.retryDue())
+        }
       case .log(let line):
         log(line.level, line.message, line.metadata.map { ($0.key, $0.value) })
       }
@@ -147,7 +149,8 @@ public final class SyncPump {
     let attempt = connectAttempt
     PGConnector.make(
       loop: loop, server: configuration.server, applicationName: "tipsd", connectTimeout: configuration.connectTimeout,
-      isCurrent: { [weak self] in self.map { attempt == $0.connectAttempt && $0.machine.phase == .connecting } ?? false }
+      isCurrent: { [weak self] in self.map { attempt == $0.connectAttempt && $0.machine.phase == .connecting } ?? false
+      }
     ) { [weak self] result in
       guard let self else { return }
       switch result {

@@ -179,7 +179,10 @@ public struct SyncPumpStateMachine: Sendable {
     if !warned {
       warned = true
       actions.append(
-        .log(LogLine(.warning, "sync: PostgreSQL unreachable; serving locally and retrying", [("server", server), ("error", line)])))
+        .log(
+          LogLine(
+            .warning, "sync: PostgreSQL unreachable; serving locally and retrying",
+            [("server", server), ("error", line)])))
     } else {
       actions.append(.log(LogLine(.debug, "sync: still unreachable", [("error", line)])))
     }

@@ -41,7 +41,9 @@ public enum System {
   /// Runs `body` — a call returning -1 (or any negative value) and setting `errno` on failure — retrying while it
   /// fails with EINTR. Returns the call's result, or throws with the `errno` it left.
   @discardableResult
-  public static func call<T: BinaryInteger>(_ operation: @autoclosure () -> String, _ body: () -> T) throws(SystemError) -> T {
+  public static func call<T: BinaryInteger>(_ operation: @autoclosure () -> String, _ body: () -> T) throws(SystemError)
+    -> T
+  {
     while true {
       let result = body()
       if result >= 0 { return result }
@@ -81,7 +83,9 @@ public enum System {
   }
 
   /// Writes all of `bytes` to `fd` (see ``writeAll(_:_:what:)``).
-  public static func writeAll(_ fd: Int32, _ bytes: [UInt8], what: @autoclosure () -> String = "write") throws(SystemError) {
+  public static func writeAll(_ fd: Int32, _ bytes: [UInt8], what: @autoclosure () -> String = "write")
+    throws(SystemError)
+  {
     let outcome = bytes.withUnsafeBytes { buffer in
       Result { () throws(SystemError) in try writeAll(fd, buffer, what: what()) }
     }
@@ -89,7 +93,9 @@ public enum System {
   }
 
   /// Reads once into `buffer`; 0 at end of input.
-  public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, what: @autoclosure () -> String = "read")
+  public static func read(
+    _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, what: @autoclosure () -> String = "read"
+  )
     throws(SystemError) -> Int
   {
     try call(what()) { Glibc.read(fd, buffer.baseAddress, buffer.count) }
@@ -120,7 +126,9 @@ public enum System {
   public static func copy(from source: Int32, to destination: Int32) -> Bool {
     var buffer = [UInt8](repeating: 0, count: 65_536)
     while true {
-      let read = buffer.withUnsafeMutableBytes { b in Result { () throws(SystemError) in try System.read(source, into: b) } }
+      let read = buffer.withUnsafeMutableBytes { b in
+        Result { () throws(SystemError) in try System.read(source, into: b) }
+      }
       guard case .success(let n) = read else { return false }
       if n == 0 { return true }
       let written = buffer.withUnsafeBytes { b in

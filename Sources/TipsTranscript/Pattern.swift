@@ -19,7 +19,8 @@ public struct PatternMatcher: Sendable {
     switch pattern {
     case .string(let text) where text.hasPrefix("$"):
       if text.hasPrefix("$$") {
-        return value == .string(String(text.dropFirst())) ? nil : "\(here): expected \(String(text.dropFirst()).quoted), got \(value.jsonString)"
+        return value == .string(String(text.dropFirst()))
+          ? nil : "\(here): expected \(String(text.dropFirst()).quoted), got \(value.jsonString)"
       }
       if text.hasPrefix("$capture:") {
         let name = String(text.dropFirst("$capture:".count))

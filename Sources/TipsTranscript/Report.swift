@@ -77,8 +77,11 @@ public enum JUnitReport {
       let tag = result.status == .failed ? "failure" : result.status == .error ? "error" : "skipped"
       let message = escape("\(result.path):\(failure.line): \(failure.message)")
       var body = failure.diff
-      if result.status != .skipped && !result.log.isEmpty { body += (body.isEmpty ? "" : "\n") + "--- daemon log ---\n" + result.log }
-      out += "      <\(tag) message=\"\(message)\" type=\"\(tag == "error" ? "transcript" : "mismatch")\">\(escape(body))</\(tag)>\n"
+      if result.status != .skipped && !result.log.isEmpty {
+        body += (body.isEmpty ? "" : "\n") + "--- daemon log ---\n" + result.log
+      }
+      out +=
+        "      <\(tag) message=\"\(message)\" type=\"\(tag == "error" ? "transcript" : "mismatch")\">\(escape(body))</\(tag)>\n"
       out += "    </testcase>\n"
     }
     out += "  </testsuite>\n</testsuites>\n"

@@ -105,7 +105,9 @@ public struct Transcript: Sendable {
     var client = ""
     var rest = Substring(line)
     var marker = ""
-    while let first = name.first, first.isLetter || first.isNumber || first == "_" || first == "-" && !name.hasPrefix("-->") {
+    while let first = name.first,
+      first.isLetter || first.isNumber || first == "_" || first == "-" && !name.hasPrefix("-->")
+    {
       name.removeFirst()
     }
     for candidate in ["-->", "<--", "=="] where name.hasPrefix(candidate) {

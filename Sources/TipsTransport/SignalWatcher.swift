@@ -29,10 +29,13 @@ public final class SignalWatcher: LoopHandleOwner {
     }
     retainOwner(self, in: asHandle(handle))
     do {
-      try check(uv_signal_start(handle, { h, _ in
-        guard let h, let watcher = owner(of: asHandle(h), as: SignalWatcher.self) else { return }
-        watcher.handler?()
-      }, signum), "uv_signal_start(\(signum))")
+      try check(
+        uv_signal_start(
+          handle,
+          { h, _ in
+            guard let h, let watcher = owner(of: asHandle(h), as: SignalWatcher.self) else { return }
+            watcher.handler?()
+          }, signum), "uv_signal_start(\(signum))")
     } catch {
       close()
       throw error

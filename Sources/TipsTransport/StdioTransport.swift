@@ -139,14 +139,16 @@ enum FilePump {
     let job = intoPipe ? Job(source: file, destination: fds[1]) : Job(source: fds[0], destination: file)
     var thread = pthread_t()
     let context = Unmanaged.passRetained(job).toOpaque()
-    let rc = pthread_create(&thread, nil, { raw in
-      let job = Unmanaged<FilePump.Job>.fromOpaque(raw!).takeRetainedValue()
-      System.copy(from: job.source, to: job.destination)
-      // Closing the pipe's write end is the reader's end of input; a file destination is left to the process.
-      if job.destination != STDOUT_FILENO && job.destination > 2 { close(job.destination) }
-      if job.source > 2 { close(job.source) }
-      return nil
-    }, context)
+    let rc = pthread_create(
+      &thread, nil,
+      { raw in
+        let job = Unmanaged<FilePump.Job>.fromOpaque(raw!).takeRetainedValue()
+        System.copy(from: job.source, to: job.destination)
+        // Closing the pipe's write end is the reader's end of input; a file destination is left to the process.
+        if job.destination != STDOUT_FILENO && job.destination > 2 { close(job.destination) }
+        if job.source > 2 { close(job.source) }
+        return nil
+      }, context)
     guard rc == 0 else {
       Unmanaged<Job>.fromOpaque(context).release()
       close(fds[0])

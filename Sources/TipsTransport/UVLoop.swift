@@ -24,7 +24,7 @@ public final class UVLoop: EventLoop {
   static let readBufferSize = 64 * 1024
 
   #if DEBUG
-  private let ownerThread: pthread_t
+    private let ownerThread: pthread_t
   #endif
   private var isRunning = false
   /// `true` once `close()` has finished; the loop is unusable afterwards.
@@ -45,7 +45,7 @@ public final class UVLoop: EventLoop {
     uvLoop = loop
     readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
     #if DEBUG
-    ownerThread = pthread_self()
+      ownerThread = pthread_self()
     #endif
   }
 
@@ -59,9 +59,9 @@ public final class UVLoop: EventLoop {
   @inline(__always)
   func assertOnLoopThread(_ function: StaticString = #function) {
     #if DEBUG
-    precondition(
-      pthread_equal(pthread_self(), ownerThread) != 0,
-      "TipsTransport: \(function) called off the event loop's thread")
+      precondition(
+        pthread_equal(pthread_self(), ownerThread) != 0,
+        "TipsTransport: \(function) called off the event loop's thread")
     #endif
   }
 
@@ -162,16 +162,19 @@ public final class UVLoop: EventLoop {
     var rounds = 0
     while true {
       // onClose handlers may create new handles, hence the loop.
-      uv_walk(uvLoop, { handle, _ in
-        guard let handle, uv_is_closing(handle) == 0, isOwned(handle), let data = handle.pointee.data else { return }
-        let object = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue()
-        (object as? any LoopHandleOwner)?.closeForLoopShutdown()
-      }, nil)
+      uv_walk(
+        uvLoop,
+        { handle, _ in
+          guard let handle, uv_is_closing(handle) == 0, isOwned(handle), let data = handle.pointee.data else { return }
+          let object = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue()
+          (object as? any LoopHandleOwner)?.closeForLoopShutdown()
+        }, nil)
       _ = uv_run(uvLoop, UV_RUN_DEFAULT)
       let rc = uv_loop_close(uvLoop)
       if rc == 0 { break }
       rounds += 1
-      precondition(rounds < 1000, "UVLoop.close(): uv_loop_close keeps failing: \(UVError(code: rc, operation: "uv_loop_close"))")
+      precondition(
+        rounds < 1000, "UVLoop.close(): uv_loop_close keeps failing: \(UVError(code: rc, operation: "uv_loop_close"))")
     }
     uvLoop.deallocate()
     readBuffer.deallocate()
@@ -200,10 +203,11 @@ final class TurnHook: LoopHandleOwner {
     mustSucceed(uv_idle_init(loop, idle), "uv_idle_init")
     retainOwner(self, in: asHandle(handle))
     retainOwner(self, in: asHandle(idle))
-    mustSucceed(uv_check_start(handle) { h in
-      guard let h, let hook = owner(of: asHandle(h), as: TurnHook.self) else { return }
-      hook.fire()
-    }, "uv_check_start")
+    mustSucceed(
+      uv_check_start(handle) { h in
+        guard let h, let hook = owner(of: asHandle(h), as: TurnHook.self) else { return }
+        hook.fire()
+      }, "uv_check_start")
     uv_unref(asHandle(handle))  // never keeps the loop alive by itself
     uv_unref(asHandle(idle))
   }

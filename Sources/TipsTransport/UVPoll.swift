@@ -45,19 +45,20 @@ public final class UVPoll: LoopPoll, LoopHandleOwner {
     var flags: Int32 = 0
     if events.contains(.readable) { flags |= Int32(UV_READABLE.rawValue) }
     if events.contains(.writable) { flags |= Int32(UV_WRITABLE.rawValue) }
-    mustSucceed(uv_poll_start(handle, flags) { h, status, events in
-      guard let h, let poll = owner(of: asHandle(h), as: UVPoll.self), !poll.isClosed else { return }
-      var ready: PollEvents = []
-      if status < 0 {
-        // An error on the descriptor (EBADF aside, which is a bug): let the owner's read or write find it.
-        ready = [.readable, .writable]
-      } else {
-        if events & Int32(UV_READABLE.rawValue) != 0 { ready.insert(.readable) }
-        if events & Int32(UV_WRITABLE.rawValue) != 0 { ready.insert(.writable) }
-        if events & Int32(UV_DISCONNECT.rawValue) != 0 { ready.insert(.readable) }
-      }
-      poll.handler?(ready)
-    }, "uv_poll_start")
+    mustSucceed(
+      uv_poll_start(handle, flags) { h, status, events in
+        guard let h, let poll = owner(of: asHandle(h), as: UVPoll.self), !poll.isClosed else { return }
+        var ready: PollEvents = []
+        if status < 0 {
+          // An error on the descriptor (EBADF aside, which is a bug): let the owner's read or write find it.
+          ready = [.readable, .writable]
+        } else {
+          if events & Int32(UV_READABLE.rawValue) != 0 { ready.insert(.readable) }
+          if events & Int32(UV_WRITABLE.rawValue) != 0 { ready.insert(.writable) }
+          if events & Int32(UV_DISCONNECT.rawValue) != 0 { ready.insert(.readable) }
+        }
+        poll.handler?(ready)
+      }, "uv_poll_start")
   }
 
   /// Whether an active poll keeps `run()` from returning (default `true`).

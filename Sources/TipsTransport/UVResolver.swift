@@ -25,26 +25,32 @@ final class UVResolution {
     // build attribute glibc's socket-type enum to CLibUV's import and hide it from files that import only Glibc.)
     var hints = addrinfo()
     hints.ai_family = AF_UNSPEC
-    let rc = uv_getaddrinfo(loop.uvLoop, request, { request, status, result in
-      guard let request, let data = request.pointee.data else { return }
-      let box = Unmanaged<UVResolution>.fromOpaque(data).takeRetainedValue()
-      request.deallocate()
-      defer { if let result { uv_freeaddrinfo(result) } }
-      guard status == 0, let result else {
-        box.completion(.failure(TransportError(
-          "cannot resolve \(box.host)", cause: UVError(code: status == 0 ? -EAI_NONAME : status, operation: "getaddrinfo"))))
-        return
-      }
-      guard let address = numericAddress(result) else {
-        box.completion(.failure(TransportError("cannot resolve \(box.host): no usable address")))
-        return
-      }
-      box.completion(.success(address))
-    }, host, nil, &hints)
+    let rc = uv_getaddrinfo(
+      loop.uvLoop, request,
+      { request, status, result in
+        guard let request, let data = request.pointee.data else { return }
+        let box = Unmanaged<UVResolution>.fromOpaque(data).takeRetainedValue()
+        request.deallocate()
+        defer { if let result { uv_freeaddrinfo(result) } }
+        guard status == 0, let result else {
+          box.completion(
+            .failure(
+              TransportError(
+                "cannot resolve \(box.host)",
+                cause: UVError(code: status == 0 ? -EAI_NONAME : status, operation: "getaddrinfo"))))
+          return
+        }
+        guard let address = numericAddress(result) else {
+          box.completion(.failure(TransportError("cannot resolve \(box.host): no usable address")))
+          return
+        }
+        box.completion(.success(address))
+      }, host, nil, &hints)
     if rc < 0 {
       Unmanaged<UVResolution>.fromOpaque(request.pointee.data!).release()
       request.deallocate()
-      completion(.failure(TransportError("cannot resolve \(host)", cause: UVError(code: rc, operation: "uv_getaddrinfo"))))
+      completion(
+        .failure(TransportError("cannot resolve \(host)", cause: UVError(code: rc, operation: "uv_getaddrinfo"))))
     }
   }
 }
@@ -54,7 +60,10 @@ func numericAddress(_ result: UnsafeMutablePointer<addrinfo>) -> String? {
   var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
   var entry: UnsafeMutablePointer<addrinfo>? = result
   while let current = entry {
-    if getnameinfo(current.pointee.ai_addr, current.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
+    if getnameinfo(
+      current.pointee.ai_addr, current.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST)
+      == 0
+    {
       return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
     entry = current.pointee.ai_next

@@ -68,8 +68,10 @@ public final class UVStream: ByteStream, LoopHandleOwner {
   private static let nextID = Atomic<UInt64>(1)
 
   /// Takes ownership of initialised stream handles (`data` must still be unset).
-  init(loop: UVLoop, input: UnsafeMutablePointer<uv_stream_t>,
-       output: UnsafeMutablePointer<uv_stream_t>, isUnixSocket: Bool) {
+  init(
+    loop: UVLoop, input: UnsafeMutablePointer<uv_stream_t>,
+    output: UnsafeMutablePointer<uv_stream_t>, isUnixSocket: Bool
+  ) {
     self.id = Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
     self.loop = loop
     self.input = input
@@ -90,19 +92,22 @@ public final class UVStream: ByteStream, LoopHandleOwner {
   public func startReading() {
     loop.assertOnLoopThread()
     guard state == .open, !reading, !inputEnded else { return }
-    let rc = uv_read_start(input, { handle, _, buf in
-      // alloc_cb: hand out the loop's shared buffer (no per-read allocation).
-      guard let buf else { return }
-      guard let connection = owner(of: handle, as: UVStream.self) else {
-        buf.pointee = uv_buf_init(nil, 0)
-        return
-      }
-      let storage = connection.loop.readBuffer
-      buf.pointee = uv_buf_init(storage.baseAddress?.assumingMemoryBound(to: CChar.self), UInt32(storage.count))
-    }, { stream, nread, _ in
-      guard let stream, let connection = owner(of: asHandle(stream), as: UVStream.self) else { return }
-      connection.didRead(nread)
-    })
+    let rc = uv_read_start(
+      input,
+      { handle, _, buf in
+        // alloc_cb: hand out the loop's shared buffer (no per-read allocation).
+        guard let buf else { return }
+        guard let connection = owner(of: handle, as: UVStream.self) else {
+          buf.pointee = uv_buf_init(nil, 0)
+          return
+        }
+        let storage = connection.loop.readBuffer
+        buf.pointee = uv_buf_init(storage.baseAddress?.assumingMemoryBound(to: CChar.self), UInt32(storage.count))
+      },
+      { stream, nread, _ in
+        guard let stream, let connection = owner(of: asHandle(stream), as: UVStream.self) else { return }
+        connection.didRead(nread)
+      })
     if rc < 0 {
       closeNow(.error(UVError(code: rc, operation: "uv_read_start")))
       return
@@ -163,7 +168,8 @@ public final class UVStream: ByteStream, LoopHandleOwner {
     if pendingWriteBytes == 0 {
       // Fast path: nothing queued, so a direct write keeps ordering. Errors other
       // than EAGAIN resurface through uv_write's callback below.
-      var buf = uv_buf_init(UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
+      var buf = uv_buf_init(
+        UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
       let n = uv_try_write(output, &buf, 1)
       if n > 0 { written = Int(n) }
       if written == bytes.count { return true }

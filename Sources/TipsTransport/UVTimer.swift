@@ -31,10 +31,13 @@ public final class UVTimer: LoopTimer, LoopHandleOwner {
     // libuv counts from the loop's cached "now", taken when the turn began: after a long turn (a slow commit, a
     // busy machine) a timer armed without this would fire early by the turn's length.
     uv_update_time(loop.uvLoop)
-    mustSucceed(uv_timer_start(handle, { h in
-      guard let h, let timer = owner(of: asHandle(h), as: UVTimer.self) else { return }
-      timer.handler?()
-    }, afterMilliseconds, repeatEvery), "uv_timer_start")
+    mustSucceed(
+      uv_timer_start(
+        handle,
+        { h in
+          guard let h, let timer = owner(of: asHandle(h), as: UVTimer.self) else { return }
+          timer.handler?()
+        }, afterMilliseconds, repeatEvery), "uv_timer_start")
   }
 
   /// Stops the timer; it can be started again.

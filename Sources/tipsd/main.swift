@@ -1,8 +1,9 @@
+import TipsCommands
+
 // tipsd — thin executable: the command line lives in TipsCommands, the daemon in TipsServer.
 #if canImport(Glibc)
   import Glibc
 #endif
-import TipsCommands
 
 var environment: [String: String] = [:]
 var entry = environ

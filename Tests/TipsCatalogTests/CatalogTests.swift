@@ -59,7 +59,9 @@ import TipsJSON
     let mutation = try catalog.register(in: engine)
     #expect(mutation.writes.contains(.donationMaxAge(eventID: "a.opened", seconds: 2_592_000)))
     #expect(engine.donationMaxAge("a.opened") == 2_592_000)
-    #expect(throws: EngineError.invalidDefinition(path: "events[0].maxAge.days", message: "expected a positive number, got 0")) {
+    #expect(
+      throws: EngineError.invalidDefinition(path: "events[0].maxAge.days", message: "expected a positive number, got 0")
+    ) {
       try Catalog(json: try JSONParser.parse(#"{"events": [{"id": "a", "description": "A", "maxAge": {"days": 0}}]}"#))
     }
   }

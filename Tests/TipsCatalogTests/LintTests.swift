@@ -205,7 +205,8 @@ struct FixtureExpectation: Sendable, CustomTestStringConvertible {
       try check(#"{"event": "a.opened", "within": {"days": 1}, "count": {"gte": 11}}"#, events: lowered).count == 1)
     // A negative count (the engine rejects it too) that can never hold is reported once, as impossible.
     let negative = try lint(
-      #"{\#(declaredEvents), "tips": [{"id": "a.tip", "title": "A", "rules": [{"event": "a.opened", "count": {"lte": -1}}]}]}"#)
+      #"{\#(declaredEvents), "tips": [{"id": "a.tip", "title": "A", "rules": [{"event": "a.opened", "count": {"lte": -1}}]}]}"#
+    )
     #expect(negative.of(.impossibleRule).map { $0.path } == ["tips[0].rules[0].count.lte"])
     #expect(negative.of(.decode).isEmpty)
     // count lt 0 anywhere but under a not.

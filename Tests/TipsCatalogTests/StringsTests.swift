@@ -152,8 +152,12 @@ import TipsJSON
     let files = try StringsExport.files(catalog, format: .xliff)
     #expect(files.map(\.path) == ["en.xliff", "ja.xliff", "zh-Hans.xliff", "ko.xliff"])
     let ja = String(decoding: try #require(files.first { $0.path == "ja.xliff" }).bytes, as: UTF8.self)
-    #expect(ja.hasPrefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<xliff xmlns=\"urn:oasis:names:tc:xliff:document:1.2\" version=\"1.2\">\n"))
-    #expect(ja.contains("<file original=\"Tips\" source-language=\"en\" target-language=\"ja\" datatype=\"plaintext\">"))
+    #expect(
+      ja.hasPrefix(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<xliff xmlns=\"urn:oasis:names:tc:xliff:document:1.2\" version=\"1.2\">\n"
+      ))
+    #expect(
+      ja.contains("<file original=\"Tips\" source-language=\"en\" target-language=\"ja\" datatype=\"plaintext\">"))
     #expect(
       ja.contains(
         """
@@ -210,16 +214,20 @@ import TipsJSON
       ])
   }
 
-  @Test(arguments: [
-    ("<?xml version=\"1.0\"?>\n<!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]>\n<xliff>&e;</xliff>", 2, "a DOCTYPE is not accepted"),
-    ("<xliff version=\"1.2\">\n<file>&e;</file></xliff>", 2, "unknown entity &e;"),
-    ("<xliff version=\"1.2\"><file>\n</fil></xliff>", 2, "</fil> closes <file>"),
-    ("<xliff version=\"1.2\" version=\"1.2\"/>", 1, "attribute version appears twice"),
-    ("<xliff version=\"1.2\"><file>&#1;</file></xliff>", 1, "&#1; is not a character XML allows"),
-    ("<xliff>\n<file>\n", 2, "<file> is never closed"),
-    ("<xliff/><more/>", 1, "content after the root element"),
-    (String(repeating: "<a>", count: 70), 1, "nest more than 64"),
-  ] as [(String, Int, String)])
+  @Test(
+    arguments: [
+      (
+        "<?xml version=\"1.0\"?>\n<!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]>\n<xliff>&e;</xliff>", 2,
+        "a DOCTYPE is not accepted"
+      ),
+      ("<xliff version=\"1.2\">\n<file>&e;</file></xliff>", 2, "unknown entity &e;"),
+      ("<xliff version=\"1.2\"><file>\n</fil></xliff>", 2, "</fil> closes <file>"),
+      ("<xliff version=\"1.2\" version=\"1.2\"/>", 1, "attribute version appears twice"),
+      ("<xliff version=\"1.2\"><file>&#1;</file></xliff>", 1, "&#1; is not a character XML allows"),
+      ("<xliff>\n<file>\n", 2, "<file> is never closed"),
+      ("<xliff/><more/>", 1, "content after the root element"),
+      (String(repeating: "<a>", count: 70), 1, "nest more than 64"),
+    ] as [(String, Int, String)])
   func malformedOrHostileInputIsRefusedWithItsLine(_ text: String, line: Int, message: String) {
     do {
       _ = try XMLReader.parse(Array(text.utf8))

@@ -41,7 +41,10 @@ import TipsTestSupport
       (LintCommand.self, ["a.json", "b.json"], "unexpected argument \"b.json\""),
       (LintCommand.self, ["a.json", "--id-pattern", "(unclosed"], "--id-pattern: "),
       (LintCommand.self, [], "which catalog?"),
-      (StringsExportCommand.self, ["c.json", "--format", "po", "--out", "o"], "--format: expected json, strings, xcstrings or xliff (got \"po\")"),
+      (
+        StringsExportCommand.self, ["c.json", "--format", "po", "--out", "o"],
+        "--format: expected json, strings, xcstrings or xliff (got \"po\")"
+      ),
       (StringsExportCommand.self, ["c.json", "--format", "json"], "--out DIR is required"),
       (StringsExportCommand.self, ["c.json", "--format", "json", "--from", "x"], "unknown option \"--from\""),
       (StringsImportCommand.self, ["c.json", "--format", "json", "--from", "x"], "--from PATH and --messages DIR"),
@@ -87,7 +90,10 @@ import TipsTestSupport
       (["--max-connections-per-peer", "-1"], "--max-connections-per-peer: \"-1\" is not 0 or a positive integer"),
       (["--max-connections-per-peer", "lots"], "--max-connections-per-peer: \"lots\" is not 0 or a positive integer"),
       (["--peer-connection-rate", "fast"], "--peer-connection-rate: \"fast\" is not a number"),
-      (["--peer-connection-rate", "-3"], "--peer-connection-rate: must be 0 or a positive number of connections a second"),
+      (
+        ["--peer-connection-rate", "-3"],
+        "--peer-connection-rate: must be 0 or a positive number of connections a second"
+      ),
       (["--handshake-timeout", "0"], "--handshake-timeout: must be a positive number of seconds"),
       (["--handshake-timeout"], "--handshake-timeout needs a value"),
     ]

@@ -94,16 +94,22 @@ import TipsProtocol
     let goal = TipGoal(eventID: "search.used", within: 86_400)
     var report = MetricsReport(
       now: 0, since: nil, until: nil, configuration: MetricsConfiguration(), historyStart: nil,
-      tips: [TipMetrics(tipID: "search.tip", goal: goal, overall: set(4, 8), variants: [("a", set(1, 4)), ("b", set(3, 4))])])
+      tips: [
+        TipMetrics(tipID: "search.tip", goal: goal, overall: set(4, 8), variants: [("a", set(1, 4)), ("b", set(3, 4))])
+      ])
     report.accounts = 3
-    report.tips[0].lift = Lift(exposed: Proportion(converted: 3, decided: 4), holdout: Proportion(converted: 0, decided: 0))
+    report.tips[0].lift = Lift(
+      exposed: Proportion(converted: 3, decided: 4), holdout: Proportion(converted: 0, decided: 0))
     let text = MetricsTable.text(report)
     #expect(text.hasPrefix("across 3 accounts"))
     // 3 of 4 against 1 of 4: +50 points, Newcombe's interval −13.5 to +78.9 (worked in MetricsTests).
     #expect(text.contains("search.tip: b vs a: +50.0 points (95%: −13.5 to +78.9)"), "\(text)")
     #expect(text.contains("search.tip: lift against the holdout: — (no decided impressions on one side)"), "\(text)")
-    #expect(!MetricsTable.text(MetricsReport(
-      now: 0, since: nil, until: nil, configuration: MetricsConfiguration(), historyStart: nil, tips: [])).contains("across"))
+    #expect(
+      !MetricsTable.text(
+        MetricsReport(
+          now: 0, since: nil, until: nil, configuration: MetricsConfiguration(), historyStart: nil, tips: [])
+      ).contains("across"))
   }
 
   @Test func aCloseRateAboveTheAlertIsMarked() {

@@ -40,7 +40,8 @@ import TipsProtocol
       "--hosted", "postgresql://tipsd@db.example/tips", "--catalog", "tips.json", "--jwt-secret-file", "secret",
     ]
     let defaults = try #require(try ServeCommand(parsing: base, environment: [:]).configuration.hosted)
-    #expect(defaults.compactionThreshold == 500 && defaults.accountRate == 50 && defaults.maxResidentAccounts == 100_000)
+    #expect(
+      defaults.compactionThreshold == 500 && defaults.accountRate == 50 && defaults.maxResidentAccounts == 100_000)
     // Behind a balancer every session comes from one address: per-peer limits are off unless given.
     let hostedLimits = try ServeCommand(parsing: base, environment: [:]).configuration.connectionLimits
     #expect(hostedLimits.perPeer == 0 && hostedLimits.ratePerPeer == 0)

@@ -26,8 +26,12 @@ struct DecodingTests {
     #expect(definition.id == "filter.tip")
     #expect(definition.message == "Use the filter.")
     #expect(definition.image == "line.3.horizontal.decrease.circle")
-    #expect(definition.actions == [TipAction(id: "learn-more", title: "Learn more"), TipAction(id: "dismiss", title: "Got it")])
-    #expect(definition.options == TipOptions(maxDisplayCount: 3, maxDisplayDuration: 120.5, ignoresDisplayFrequency: true))
+    #expect(
+      definition.actions == [
+        TipAction(id: "learn-more", title: "Learn more"), TipAction(id: "dismiss", title: "Got it"),
+      ])
+    #expect(
+      definition.options == TipOptions(maxDisplayCount: 3, maxDisplayDuration: 120.5, ignoresDisplayFrequency: true))
     #expect(definition.rules.count == 8)
     #expect(
       definition.rules[0] == .event(EventRule(eventID: "search.opened", countOperator: .gte, countValue: 3)))
@@ -36,7 +40,8 @@ struct DecodingTests {
         == .event(EventRule(eventID: "search.opened", within: 86_400, countOperator: .gte, countValue: 1)))
     #expect(
       definition.rules[3]
-        == .event(EventRule(eventID: "trail.visited", matching: ["region": "north"], countOperator: .gt, countValue: 3)))
+        == .event(EventRule(eventID: "trail.visited", matching: ["region": "north"], countOperator: .gt, countValue: 3))
+    )
     #expect(
       definition.rules[4]
         == .event(EventRule(eventID: "trail.visited", largestGroupBy: "region", countOperator: .gte, countValue: 2)))
@@ -126,7 +131,9 @@ struct DecodingTests {
       #"{"event": "e", "count": {"gte": "3"}}"#,
       #"tips[2].rules[1].count.gte: expected a non-negative integer, got string"#
     ),
-    (#"{"event": "", "count": {"gte": 1}}"#, "tips[2].rules[1].event: expected a non-empty string, got an empty string"),
+    (
+      #"{"event": "", "count": {"gte": 1}}"#, "tips[2].rules[1].event: expected a non-empty string, got an empty string"
+    ),
     (#"{"event": 7, "count": {"gte": 1}}"#, "tips[2].rules[1].event: expected a non-empty string, got number"),
     (
       #"{"event": "e", "whre": {"a": 1}, "count": {"gte": 1}}"#,
@@ -153,7 +160,10 @@ struct DecodingTests {
       "tips[2].rules[1].within.weeks: expected a positive number, got -2"
     ),
     (#"{"event": "e", "within": 5, "count": {"gte": 1}}"#, "tips[2].rules[1].within: expected an object, got number"),
-    (#"{"event": "e", "where": "north", "count": {"gte": 1}}"#, "tips[2].rules[1].where: expected an object, got string"),
+    (
+      #"{"event": "e", "where": "north", "count": {"gte": 1}}"#,
+      "tips[2].rules[1].where: expected an object, got string"
+    ),
     (
       #"{"event": "e", "largestGroupBy": "", "count": {"gte": 1}}"#,
       "tips[2].rules[1].largestGroupBy: expected a non-empty string, got an empty string"
@@ -182,8 +192,14 @@ struct DecodingTests {
     (#"{"not": [{"parameter": "p", "eq": 1}]}"#, "tips[2].rules[1].not: expected an object, got array"),
     ("3", "tips[2].rules[1]: expected an object, got number"),
     // Strings from the input are never echoed (a catalog may hold secrets): only their type.
-    (#"{"event": "e", "count": {"gte": "sk_live_secret"}}"#, "tips[2].rules[1].count.gte: expected a non-negative integer, got string"),
-    (#"{"event": "e", "within": {"days": "sk_live_secret"}, "count": {"gte": 1}}"#, "tips[2].rules[1].within.days: expected a positive number, got string"),
+    (
+      #"{"event": "e", "count": {"gte": "sk_live_secret"}}"#,
+      "tips[2].rules[1].count.gte: expected a non-negative integer, got string"
+    ),
+    (
+      #"{"event": "e", "within": {"days": "sk_live_secret"}, "count": {"gte": 1}}"#,
+      "tips[2].rules[1].within.days: expected a positive number, got string"
+    ),
   ]
 
   @Test("rules may nest 32 levels deep, not 33")
@@ -261,14 +277,21 @@ struct DecodingTests {
     #expect(definition.goal == TipGoal(eventID: "filter.used", within: 172_800))
     #expect(definition.json["goal"] == json(#"{"event":"filter.used","within":{"days":2}}"#))
     #expect(try TipDefinition(json: definition.json, path: "again") == definition)
-    #expect(try tip(#"{"id": "t", "title": "T", "goal": {"event": "x"}}"#).goal == TipGoal(eventID: "x", within: 86_400))
+    #expect(
+      try tip(#"{"id": "t", "title": "T", "goal": {"event": "x"}}"#).goal == TipGoal(eventID: "x", within: 86_400))
     #expect(try tip(#"{"id": "t", "title": "T", "goal": null}"#).goal == nil)
-    #expect(decodingError(#"{"id": "t", "title": "T", "goal": {"within": {"hours": 1}}}"#) == #"tips[2].goal: missing required key "event""#)
-    #expect(decodingError(#"{"id": "t", "title": "T", "goal": {"event": "x", "hours": 1}}"#) == #"tips[2].goal: unknown key "hours""#)
+    #expect(
+      decodingError(#"{"id": "t", "title": "T", "goal": {"within": {"hours": 1}}}"#)
+        == #"tips[2].goal: missing required key "event""#)
+    #expect(
+      decodingError(#"{"id": "t", "title": "T", "goal": {"event": "x", "hours": 1}}"#)
+        == #"tips[2].goal: unknown key "hours""#)
     #expect(
       decodingError(#"{"id": "t", "title": "T", "goal": {"event": "x", "within": {"hours": 0}}}"#)
         == "tips[2].goal.within.hours: expected a positive number, got 0")
-    #expect(decodingError(#"{"id": "t", "title": "T", "goal": {"event": ""}}"#) == "tips[2].goal.event: expected a non-empty string, got an empty string")
+    #expect(
+      decodingError(#"{"id": "t", "title": "T", "goal": {"event": ""}}"#)
+        == "tips[2].goal.event: expected a non-empty string, got an empty string")
   }
 
   @Test("malformed tips are rejected with a message naming the path", arguments: tipErrors)
@@ -300,9 +323,14 @@ struct DecodingTests {
       } catch { return error.description }
     }
     #expect(error(#"{"id": "p"}"#) == #"parameters[1]: missing required key "default""#)
-    #expect(error(#"{"id": "p", "default": null}"#) == "parameters[1].default: expected a boolean, number or string, got null")
-    #expect(error(#"{"id": "p", "default": {}}"#) == "parameters[1].default: expected a boolean, number or string, got object")
-    #expect(error(#"{"id": "p", "default": 1, "transient": 1}"#) == "parameters[1].transient: expected a boolean, got number")
+    #expect(
+      error(#"{"id": "p", "default": null}"#) == "parameters[1].default: expected a boolean, number or string, got null"
+    )
+    #expect(
+      error(#"{"id": "p", "default": {}}"#) == "parameters[1].default: expected a boolean, number or string, got object"
+    )
+    #expect(
+      error(#"{"id": "p", "default": 1, "transient": 1}"#) == "parameters[1].transient: expected a boolean, got number")
     #expect(error(#"{"id": "p", "default": 1, "persist": true}"#) == #"parameters[1]: unknown key "persist""#)
     #expect(error(#"{"id": "", "default": 1}"#) == "parameters[1].id: expected a non-empty string, got an empty string")
   }
@@ -313,10 +341,15 @@ struct DecodingTests {
       json: json(#"{"id": "compass", "priority": "ordered", "tips": ["a", "b"]}"#), path: "g")
     #expect(group == TipGroupDefinition(id: "compass", priority: .ordered, tipIDs: ["a", "b"]))
     #expect(try TipGroupDefinition(json: group.json, path: "g") == group)
-    #expect(throws: EngineError.invalidDefinition(path: "g.priority", message: #"unknown priority "first" (expected "ordered" or "firstAvailable")"#)) {
+    #expect(
+      throws: EngineError.invalidDefinition(
+        path: "g.priority", message: #"unknown priority "first" (expected "ordered" or "firstAvailable")"#)
+    ) {
       try TipGroupDefinition(json: json(#"{"id": "x", "priority": "first", "tips": []}"#), path: "g")
     }
-    #expect(throws: EngineError.invalidDefinition(path: "g.tips[1]", message: "expected a non-empty string, got number")) {
+    #expect(
+      throws: EngineError.invalidDefinition(path: "g.tips[1]", message: "expected a non-empty string, got number")
+    ) {
       try TipGroupDefinition(json: json(#"{"id": "x", "priority": "ordered", "tips": ["a", 2]}"#), path: "g")
     }
   }
@@ -330,7 +363,9 @@ struct DecodingTests {
       EngineError.parameterTypeMismatch(id: "p", expected: "bool", got: "string").description
         == #"parameter "p" is declared bool, got string"#)
     #expect(EngineError.invalidDefinition(path: "tips[0]", message: "bad").description == "tips[0]: bad")
-    #expect(EngineError.invalidArgument(argument: "duration", problem: "must be positive").description == "duration must be positive")
+    #expect(
+      EngineError.invalidArgument(argument: "duration", problem: "must be positive").description
+        == "duration must be positive")
   }
 
   @Test("statuses have names and reasons, and states encode as JSON")

@@ -40,7 +40,8 @@ struct DonationAgeTests {
     let h = Harness()
     try h.register(
       #"{"id": "week.tip", "title": "W", "rules": [{"event": "e", "within": {"weeks": 1}, "count": {"gte": 2}}]}"#,
-      #"{"id": "north.tip", "title": "N", "rules": [{"event": "e", "where": {"region": "north"}, "count": {"gte": 2}}]}"#)
+      #"{"id": "north.tip", "title": "N", "rules": [{"event": "e", "where": {"region": "north"}, "count": {"gte": 2}}]}"#
+    )
     h.donate("e", ["region": "north"])
     h.advance(100)
     h.donate("e", ["region": "north"])

@@ -29,15 +29,16 @@ struct ExplainTests {
     #expect(object["displayCount"] == 0)
     #expect(object["displayedDuration"] == 0)
     #expect(object["nextChangeAt"] == JSONValue.int(Int64(t0) + 86_400))
-    #expect(explanation.lines == [
-      "filter.tip: pending, shouldDisplay false",
-      "  rules: 2 of 3 hold",
-      "  [no] search.opened count=2 (lifetime), needs >= 3",
-      "  [ok] filter.used count=0 (lifetime), needs == 0",
-      "  [ok] search.opened count=2 within 1 day (of the newest 1000), needs >= 1",
-      "  displays: 0, displayed 0s",
-      "  next change: 2023-11-15T22:13:20Z",
-    ])
+    #expect(
+      explanation.lines == [
+        "filter.tip: pending, shouldDisplay false",
+        "  rules: 2 of 3 hold",
+        "  [no] search.opened count=2 (lifetime), needs >= 3",
+        "  [ok] filter.used count=0 (lifetime), needs == 0",
+        "  [ok] search.opened count=2 within 1 day (of the newest 1000), needs >= 1",
+        "  displays: 0, displayed 0s",
+        "  next change: 2023-11-15T22:13:20Z",
+      ])
   }
 
   @Test("nested rules, filters, groups and parameters are explained")
@@ -45,14 +46,16 @@ struct ExplainTests {
     let h = Harness()
     h.apply(try h.engine.defineParameters([ParameterDefinition(id: "level", defaultValue: 1)]))
     try h.register(
-      #"{"id": "a", "title": "A", "rules": [{"anyOf": [{"parameter": "level", "gte": 2}, {"not": {"event": "v", "where": {"r": "n"}, "count": {"gt": 0}}}]}, {"event": "v", "largestGroupBy": "r", "within": {"hours": 3}, "count": {"gte": 1}}, {"parameter": "ghost", "eq": "x"}]}"#)
+      #"{"id": "a", "title": "A", "rules": [{"anyOf": [{"parameter": "level", "gte": 2}, {"not": {"event": "v", "where": {"r": "n"}, "count": {"gt": 0}}}]}, {"event": "v", "largestGroupBy": "r", "within": {"hours": 3}, "count": {"gte": 1}}, {"parameter": "ghost", "eq": "x"}]}"#
+    )
     h.donate("v", ["r": "n"])
     let explanation = try h.engine.explain("a")
     let rules = try #require(explanation.json["rules"]?.arrayValue)
     #expect(rules[0]["detail"] == "anyOf: 0 of 2 hold, needs at least one")
     #expect(rules[0]["rules"]?[0]?["detail"] == "parameter level=1, needs >= 2")
     #expect(rules[0]["rules"]?[1]?["detail"] == "not: the inner rule holds")
-    #expect(rules[0]["rules"]?[1]?["rules"]?[0]?["detail"] == #"v count=1 where {"r":"n"} (of the newest 1000), needs > 0"#)
+    #expect(
+      rules[0]["rules"]?[1]?["rules"]?[0]?["detail"] == #"v count=1 where {"r":"n"} (of the newest 1000), needs > 0"#)
     #expect(rules[1]["detail"] == "v count=1 within 3 hours largest group by r (of the newest 1000), needs >= 1")
     #expect(rules[2]["detail"] == #"parameter ghost=null (undefined), needs == "x""#)
     #expect(rules[2]["holds"] == false)
@@ -75,9 +78,11 @@ struct ExplainTests {
     #expect(cooldown["nextChangeAt"] == .int(Int64(t0) + 86_400))
 
     let grouped = try h.engine.explain("second")
-    #expect(grouped.json["heldBy"] == [
-      ["kind": "cooldown", "until": .int(Int64(t0) + 86_400)], ["kind": "group", "group": "g", "currentTip": "shown"],
-    ])
+    #expect(
+      grouped.json["heldBy"] == [
+        ["kind": "cooldown", "until": .int(Int64(t0) + 86_400)],
+        ["kind": "group", "group": "g", "currentTip": "shown"],
+      ])
     #expect(grouped.lines.contains("  held by: group g (ordered, current tip shown)"))
 
     let closed = try h.engine.explain("closed")

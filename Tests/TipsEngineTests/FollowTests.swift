@@ -22,11 +22,13 @@ struct FollowTests {
     h.clock.set(t0 + 10 + 86_399)
     #expect(h.apply(h.engine.advanceTime()).isEmpty)
     h.clock.set(t0 + 10 + 86_400)
-    #expect(h.apply(h.engine.advanceTime()) == [.tip(TipState(id: "filter.tip", status: .available, shouldDisplay: true))])
+    #expect(
+      h.apply(h.engine.advanceTime()) == [.tip(TipState(id: "filter.tip", status: .available, shouldDisplay: true))])
     #expect(h.engine.nextChangeTime() == nil)
     let explained = try h.engine.explain("filter.tip")
     #expect(explained.json["rules"]?[0]?["holds"] == true)
-    #expect(explained.json["rules"]?[0]?["detail"]?.stringValue?.contains("needs invalidated for at least 1 day") == true)
+    #expect(
+      explained.json["rules"]?[0]?["detail"]?.stringValue?.contains("needs invalidated for at least 1 day") == true)
     // Eligibility reset on the welcome tip takes the filter tip back.
     h.apply(try h.engine.resetEligibility("welcome.tip"))
     #expect(!h.shows("filter.tip"))
@@ -52,7 +54,9 @@ struct FollowTests {
     let h = Harness()
     try h.register(#"{"id": "after.tip", "title": "A", "rules": [{"tip": "later.tip", "displayed": {"eq": 0}}]}"#)
     #expect(!h.shows("after.tip"))
-    #expect(try h.engine.explain("after.tip").json["rules"]?[0]?["detail"]?.stringValue?.contains("is not registered") == true)
+    #expect(
+      try h.engine.explain("after.tip").json["rules"]?[0]?["detail"]?.stringValue?.contains("is not registered") == true
+    )
     try h.register(#"{"id": "later.tip", "title": "L"}"#)
     #expect(h.shows("after.tip"))
     h.apply(h.engine.unregister(["later.tip"]))
@@ -66,7 +70,8 @@ struct FollowTests {
     let b = try tip(#"{"id": "b.tip", "title": "B", "rules": [{"anyOf": [{"tip": "a.tip", "displayed": {"gt": 0}}]}]}"#)
     #expect(
       throws: EngineError.invalidDefinition(
-        path: "tips[0].rules", message: "tips that follow tips form a cycle (a.tip → b.tip → a.tip): none of them could ever show")
+        path: "tips[0].rules",
+        message: "tips that follow tips form a cycle (a.tip → b.tip → a.tip): none of them could ever show")
     ) { try h.engine.register([a, b]) }
     #expect(h.engine.registeredTipIDs.isEmpty)
     h.apply(try h.engine.register([a]))
@@ -94,8 +99,12 @@ struct FollowTests {
     #expect(
       error(#"{"tip": "w", "displayed": {"gte": 1}, "for": {"days": 1}}"#)
         == #"tips[2].rules[0].for: "for" goes with "status": "invalidated", not with "displayed""#)
-    #expect(error(#"{"tip": "w", "displayed": {"gte": -1}}"#) == "tips[2].rules[0].displayed.gte: expected a non-negative integer, got -1")
-    #expect(error(#"{"tip": "w", "status": "invalidated", "count": {"gte": 1}}"#) == #"tips[2].rules[0]: unknown key "count" in a tip rule"#)
+    #expect(
+      error(#"{"tip": "w", "displayed": {"gte": -1}}"#)
+        == "tips[2].rules[0].displayed.gte: expected a non-negative integer, got -1")
+    #expect(
+      error(#"{"tip": "w", "status": "invalidated", "count": {"gte": 1}}"#)
+        == #"tips[2].rules[0]: unknown key "count" in a tip rule"#)
     #expect(error(#"{"tip": "w", "event": "e", "count": {"gte": 1}}"#)?.contains("exactly one of") == true)
   }
 }

@@ -17,19 +17,21 @@ struct GroupTests {
     // b is available but a, still pending, blocks it.
     #expect(h.donate("eb") == [.tip(TipState(id: "b", status: .available, shouldDisplay: false))])
     #expect(try h.engine.currentTip(ofGroup: "g") == nil)
-    #expect(h.donate("ea") == [
-      .tip(TipState(id: "a", status: .available, shouldDisplay: true)), .groupCurrentTip(groupID: "g", tipID: "a"),
-    ])
+    #expect(
+      h.donate("ea") == [
+        .tip(TipState(id: "a", status: .available, shouldDisplay: true)), .groupCurrentTip(groupID: "g", tipID: "a"),
+      ])
     // A merely displayed tip still blocks its successors.
     h.apply(try h.engine.recordDisplay("a"))
     #expect(try h.engine.currentTip(ofGroup: "g") == "a")
     #expect(!h.shows("b"))
     h.apply(try h.engine.invalidate("a", reason: .actionPerformed))
-    #expect(h.last == [
-      .tip(TipState(id: "a", status: .invalidated(.actionPerformed), shouldDisplay: false)),
-      .tip(TipState(id: "b", status: .available, shouldDisplay: true)),
-      .groupCurrentTip(groupID: "g", tipID: "b"),
-    ])
+    #expect(
+      h.last == [
+        .tip(TipState(id: "a", status: .invalidated(.actionPerformed), shouldDisplay: false)),
+        .tip(TipState(id: "b", status: .available, shouldDisplay: true)),
+        .groupCurrentTip(groupID: "g", tipID: "b"),
+      ])
     h.apply(try h.engine.invalidate("b", reason: .tipClosed))
     #expect(try h.engine.currentTip(ofGroup: "g") == nil)  // c is pending
     h.donate("ec")
@@ -42,14 +44,16 @@ struct GroupTests {
     let h = Harness()
     try h.register(Self.gatedTip("a", "ea"), Self.gatedTip("b", "eb"))
     h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .firstAvailable, tipIDs: ["a", "b"])))
-    #expect(h.donate("eb") == [
-      .tip(TipState(id: "b", status: .available, shouldDisplay: true)), .groupCurrentTip(groupID: "g", tipID: "b"),
-    ])
-    #expect(h.donate("ea") == [
-      .tip(TipState(id: "a", status: .available, shouldDisplay: true)),
-      .tip(TipState(id: "b", status: .available, shouldDisplay: false)),
-      .groupCurrentTip(groupID: "g", tipID: "a"),
-    ])
+    #expect(
+      h.donate("eb") == [
+        .tip(TipState(id: "b", status: .available, shouldDisplay: true)), .groupCurrentTip(groupID: "g", tipID: "b"),
+      ])
+    #expect(
+      h.donate("ea") == [
+        .tip(TipState(id: "a", status: .available, shouldDisplay: true)),
+        .tip(TipState(id: "b", status: .available, shouldDisplay: false)),
+        .groupCurrentTip(groupID: "g", tipID: "a"),
+      ])
     h.apply(try h.engine.invalidate("a", reason: .tipClosed))
     #expect(try h.engine.currentTip(ofGroup: "g") == "b")
     #expect(h.shows("b"))
@@ -91,21 +95,24 @@ struct GroupTests {
     h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["ghost", "a", "b"])))
     #expect(h.last == [.groupCurrentTip(groupID: "g", tipID: nil)])
     try h.register(#"{"id": "b", "title": "B"}"#)
-    #expect(h.last == [
-      .tip(TipState(id: "b", status: .available, shouldDisplay: true)), .groupCurrentTip(groupID: "g", tipID: "b"),
-    ])
+    #expect(
+      h.last == [
+        .tip(TipState(id: "b", status: .available, shouldDisplay: true)), .groupCurrentTip(groupID: "g", tipID: "b"),
+      ])
     try h.register(#"{"id": "a", "title": "A"}"#)
-    #expect(h.last == [
-      .tip(TipState(id: "b", status: .available, shouldDisplay: false)),
-      .tip(TipState(id: "a", status: .available, shouldDisplay: true)),
-      .groupCurrentTip(groupID: "g", tipID: "a"),
-    ])
+    #expect(
+      h.last == [
+        .tip(TipState(id: "b", status: .available, shouldDisplay: false)),
+        .tip(TipState(id: "a", status: .available, shouldDisplay: true)),
+        .groupCurrentTip(groupID: "g", tipID: "a"),
+      ])
     h.apply(h.engine.unregister(["a"]))
-    #expect(h.last == [
-      .tip(TipState(id: "a", status: .available, shouldDisplay: false)),
-      .tip(TipState(id: "b", status: .available, shouldDisplay: true)),
-      .groupCurrentTip(groupID: "g", tipID: "b"),
-    ])
+    #expect(
+      h.last == [
+        .tip(TipState(id: "a", status: .available, shouldDisplay: false)),
+        .tip(TipState(id: "b", status: .available, shouldDisplay: true)),
+        .groupCurrentTip(groupID: "g", tipID: "b"),
+      ])
   }
 
   @Test("replacing and unregistering groups")
@@ -116,9 +123,10 @@ struct GroupTests {
     h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "h", priority: .ordered, tipIDs: ["c"])))
     #expect(!h.shows("b"))
     h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["b"])))
-    #expect(h.last == [
-      .tip(TipState(id: "b", status: .available, shouldDisplay: true)), .groupCurrentTip(groupID: "g", tipID: "b"),
-    ])
+    #expect(
+      h.last == [
+        .tip(TipState(id: "b", status: .available, shouldDisplay: true)), .groupCurrentTip(groupID: "g", tipID: "b"),
+      ])
     #expect(h.shows("a"))
     #expect(h.engine.groupIDs == ["g", "h"])
     #expect(h.engine.group("g") == TipGroupDefinition(id: "g", priority: .ordered, tipIDs: ["b"]))

@@ -19,9 +19,11 @@ struct HoldoutTests {
     return counts.map { Double($0) / 10_000 }
   }
 
-  @Test("10,000 install ids split within 2 points of the weights", arguments: [
-    [9, 1], [1, 1, 2], [0.7, 0.3], [nil, nil, 2],
-  ] as [[Double?]])
+  @Test(
+    "10,000 install ids split within 2 points of the weights",
+    arguments: [
+      [9, 1], [1, 1, 2], [0.7, 0.3], [nil, nil, 2],
+    ] as [[Double?]])
   func weightedSplit(weights: [Double?]) {
     let total = weights.map { $0 ?? 1 }.reduce(0, +)
     for (share, weight) in zip(Self.shares(weights), weights) {
@@ -55,7 +57,8 @@ struct HoldoutTests {
     let donated = try h.engine.donate("search.opened").mutation
     #expect(donated.writes.contains(.exposure(tipID: "filter.tip", variant: "control", since: t0 + 5)))
     h.apply(donated)
-    #expect(h.state("filter.tip") == TipState(id: "filter.tip", status: .available, shouldDisplay: false, variant: "control"))
+    #expect(
+      h.state("filter.tip") == TipState(id: "filter.tip", status: .available, shouldDisplay: false, variant: "control"))
     let held = try h.engine.explain("filter.tip").json["heldBy"]
     #expect(held == [["kind": "holdout", "variant": "control", "exposedSince": .int(Int64(t0) + 5)]])
     // Still displayable (counterfactually): no second exposure.
@@ -169,7 +172,8 @@ struct HoldoutTests {
   @Test("holdout decoding: no copy, positive weights")
   func decoding() throws {
     let tip = try tip(
-      #"{"id": "t", "title": "T", "variants": {"a": {"title": "A", "weight": 9}, "hold": {"holdout": true, "weight": 1}}}"#)
+      #"{"id": "t", "title": "T", "variants": {"a": {"title": "A", "weight": 9}, "hold": {"holdout": true, "weight": 1}}}"#
+    )
     #expect(tip.variants.map(\.holdout) == [false, true])
     #expect(tip.variants.map(\.weight) == [9, 1])
     #expect(try TipDefinition(json: tip.json, path: "tip") == tip)

@@ -22,8 +22,10 @@ struct OverrideTests {
     for mask in 0..<16 {
       let chosen = all.indices.filter { mask & (1 << $0) != 0 }.map { all[$0] }
       let expected: Bool? =
-        chosen.contains(.show(["x"])) ? true
-        : chosen.contains(.hide(["x"])) ? false : chosen.contains(.showAll) ? true : chosen.contains(.hideAll) ? false : nil
+        chosen.contains(.show(["x"]))
+        ? true
+        : chosen.contains(.hide(["x"]))
+          ? false : chosen.contains(.showAll) ? true : chosen.contains(.hideAll) ? false : nil
       for order in Self.permutations(chosen) {
         let h = Harness()
         // x: pending, invalidated-free; y: available; both untouched by per-id overrides except x.
@@ -51,11 +53,12 @@ struct OverrideTests {
     h.apply(try h.engine.recordDisplay("shown"))
     #expect(h.status("fresh") == .pending)  // held by the cooldown
     h.apply(h.engine.setTestingOverride(.show(["pending", "closed", "fresh"])))
-    #expect(h.lastTipChanges == [
-      TipState(id: "pending", status: .available, shouldDisplay: true),
-      TipState(id: "closed", status: .available, shouldDisplay: true),
-      TipState(id: "fresh", status: .available, shouldDisplay: true),
-    ])
+    #expect(
+      h.lastTipChanges == [
+        TipState(id: "pending", status: .available, shouldDisplay: true),
+        TipState(id: "closed", status: .available, shouldDisplay: true),
+        TipState(id: "fresh", status: .available, shouldDisplay: true),
+      ])
     h.apply(h.engine.setTestingOverride(.clear))
     #expect(h.status("closed") == .invalidated(.tipClosed))
     #expect(h.status("pending") == .pending && h.status("fresh") == .pending)

@@ -40,7 +40,10 @@ struct PersistenceTests {
     h.engine.restore(EngineSnapshot(tipRecords: ["a": TipRecord(invalidationReason: .tipClosed)]))
     h.writes = Harness.writes(reproducing: h.engine.snapshot())
     #expect(h.status("a") == .invalidated(.tipClosed))
-    #expect(h.apply(h.engine.advanceTime()) == [.tip(TipState(id: "a", status: .invalidated(.tipClosed), shouldDisplay: false))])
+    #expect(
+      h.apply(h.engine.advanceTime()) == [
+        .tip(TipState(id: "a", status: .invalidated(.tipClosed), shouldDisplay: false))
+      ])
   }
 
   @Test("restore while running (after a failed commit) replaces persisted parameters and keeps transient values")
@@ -48,7 +51,8 @@ struct PersistenceTests {
     let h = Harness()
     h.apply(
       try h.engine.defineParameters([
-        ParameterDefinition(id: "session", defaultValue: 0, transient: true), ParameterDefinition(id: "kept", defaultValue: 0),
+        ParameterDefinition(id: "session", defaultValue: 0, transient: true),
+        ParameterDefinition(id: "kept", defaultValue: 0),
       ]))
     h.apply(try h.engine.setParameter("session", 3))
     h.apply(try h.engine.setParameter("kept", 7))
@@ -65,7 +69,8 @@ struct PersistenceTests {
     let h = Harness()
     h.apply(
       try h.engine.defineParameters([
-        ParameterDefinition(id: "n", defaultValue: 0), ParameterDefinition(id: "session", defaultValue: 0, transient: true),
+        ParameterDefinition(id: "n", defaultValue: 0),
+        ParameterDefinition(id: "session", defaultValue: 0, transient: true),
       ]))
     h.apply(try h.engine.setParameter("session", 3))
     h.apply(h.engine.configure(displayFrequency: .daily))
@@ -80,10 +85,11 @@ struct PersistenceTests {
     let mutation = h.engine.reset()
     h.apply(mutation)
     #expect(mutation.writes == [.reset, .displayFrequency(.daily), .donationLimit(eventID: "e", limit: 10)])
-    #expect(mutation.changes == [
-      .tip(TipState(id: "a", status: .pending, shouldDisplay: false)),
-      .tip(TipState(id: "b", status: .available, shouldDisplay: true)),
-    ])
+    #expect(
+      mutation.changes == [
+        .tip(TipState(id: "a", status: .pending, shouldDisplay: false)),
+        .tip(TipState(id: "b", status: .available, shouldDisplay: true)),
+      ])
     #expect(h.engine.snapshot() == EngineSnapshot(displayFrequency: .daily, donationLimits: ["e": 10]))
     #expect(h.engine.parameterValue("n") == 0)
     #expect(h.engine.parameterValue("session") == 0)
@@ -112,10 +118,11 @@ struct PersistenceTests {
   @Test("parameter types are enforced; an Int is accepted where a Double is declared")
   func parameterTypes() throws {
     let h = Harness()
-    h.apply(try h.engine.defineParameters([
-      ParameterDefinition(id: "b", defaultValue: false), ParameterDefinition(id: "i", defaultValue: 1),
-      ParameterDefinition(id: "d", defaultValue: 0.5), ParameterDefinition(id: "s", defaultValue: "x"),
-    ]))
+    h.apply(
+      try h.engine.defineParameters([
+        ParameterDefinition(id: "b", defaultValue: false), ParameterDefinition(id: "i", defaultValue: 1),
+        ParameterDefinition(id: "d", defaultValue: 0.5), ParameterDefinition(id: "s", defaultValue: "x"),
+      ]))
     #expect(throws: EngineError.parameterTypeMismatch(id: "b", expected: "bool", got: "string")) {
       try h.engine.setParameter("b", "true")
     }
@@ -130,7 +137,10 @@ struct PersistenceTests {
     h.apply(mutation)
     #expect(mutation.writes == [.parameter(id: "d", value: .double(2))])
     #expect(h.engine.parameterValue("d") == .double(2))
-    #expect(throws: EngineError.invalidArgument(argument: "parameters[0].default", problem: "must be a boolean, number or string (got object)")) {
+    #expect(
+      throws: EngineError.invalidArgument(
+        argument: "parameters[0].default", problem: "must be a boolean, number or string (got object)")
+    ) {
       try h.engine.defineParameters([ParameterDefinition(id: "o", defaultValue: [:])])
     }
     #expect(throws: EngineError.invalidArgument(argument: "parameters[0].id", problem: "must not be empty")) {
@@ -217,7 +227,8 @@ struct PersistenceTests {
           h.apply(try h.engine.setParameter("q", Bool.random(using: &random) ? "on" : "off"))
         }
       case 67..<72:
-        let override: TestingOverride = [.showAll, .hideAll, .show([id]), .hide([id]), .clear].randomElement(using: &random)!
+        let override: TestingOverride = [.showAll, .hideAll, .show([id]), .hide([id]), .clear].randomElement(
+          using: &random)!
         if override == .clear { overrides = [] } else { overrides.append(override) }
         h.apply(h.engine.setTestingOverride(override))
       case 72..<75:
@@ -229,11 +240,16 @@ struct PersistenceTests {
       case 87..<92:
         let members = ids.shuffled(using: &random).prefix(Int.random(in: 1...3, using: &random))
         let priority: GroupPriority = Bool.random(using: &random) ? .ordered : .firstAvailable
-        h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "g\(Int.random(in: 0..<2, using: &random))", priority: priority, tipIDs: Array(members))))
+        h.apply(
+          try h.engine.registerGroup(
+            TipGroupDefinition(
+              id: "g\(Int.random(in: 0..<2, using: &random))", priority: priority, tipIDs: Array(members))))
       case 92..<94:
         if h.engine.group("g0") != nil { h.apply(try h.engine.unregisterGroup("g0")) }
       case 94..<97:
-        h.apply(try h.engine.setDonationLimit("e\(Int.random(in: 0..<4, using: &random))", Int.random(in: 1...5, using: &random)))
+        h.apply(
+          try h.engine.setDonationLimit(
+            "e\(Int.random(in: 0..<4, using: &random))", Int.random(in: 1...5, using: &random)))
       default:
         h.apply(h.engine.reset())
       }

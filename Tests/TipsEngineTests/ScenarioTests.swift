@@ -55,7 +55,8 @@ struct ScenarioTests {
     let next = try #require(h.engine.nextChangeTime())
     #expect(next == t0 + 86_400)
     h.clock.advance(by: sixMonths)
-    #expect(h.apply(h.engine.advanceTime()) == [.tip(TipState(id: "filter.tip", status: .pending, shouldDisplay: false))])
+    #expect(
+      h.apply(h.engine.advanceTime()) == [.tip(TipState(id: "filter.tip", status: .pending, shouldDisplay: false))])
     #expect(h.donate("search.opened") == [.tip(TipState(id: "filter.tip", status: .available, shouldDisplay: true))])
 
     // Cold start: the donations come back from the store.
@@ -64,7 +65,8 @@ struct ScenarioTests {
     try restored.register(Self.filterTip())
     #expect(restored.lastTipChanges == [TipState(id: "filter.tip", status: .pending, shouldDisplay: false)])
     #expect(restored.engine.nextChangeTime() == nil)
-    #expect(restored.donate("search.opened") == [.tip(TipState(id: "filter.tip", status: .available, shouldDisplay: true))])
+    #expect(
+      restored.donate("search.opened") == [.tip(TipState(id: "filter.tip", status: .available, shouldDisplay: true))])
   }
 
   @Test("seed 000 A/B variants: ids carry the variant, events stay shared, records are independent")
@@ -74,10 +76,11 @@ struct ScenarioTests {
       Self.filterTip("filter.tip.control", title: "tipkit.filter.title.control"),
       Self.filterTip("filter.tip.friendly", title: "tipkit.filter.title.friendly"))
     h.donate("search.opened", times: 2)
-    #expect(h.donate("search.opened") == [
-      .tip(TipState(id: "filter.tip.control", status: .available, shouldDisplay: true)),
-      .tip(TipState(id: "filter.tip.friendly", status: .available, shouldDisplay: true)),
-    ])
+    #expect(
+      h.donate("search.opened") == [
+        .tip(TipState(id: "filter.tip.control", status: .available, shouldDisplay: true)),
+        .tip(TipState(id: "filter.tip.friendly", status: .available, shouldDisplay: true)),
+      ])
     h.apply(try h.engine.recordDisplay("filter.tip.control", duration: 4))
     h.apply(try h.engine.recordDisplay("filter.tip.control", duration: 2))
     h.apply(try h.engine.recordDisplay("filter.tip.friendly", duration: 1))
@@ -95,18 +98,23 @@ struct ScenarioTests {
   @Test("seed 002 TipGroup(.ordered): RotateMapTip appears only after ShowLocationTip is invalidated")
   func compassOrdered() throws {
     let h = Harness()
-    try h.register(#"{"id": "ShowLocationTip", "title": "Show your location"}"#, #"{"id": "RotateMapTip", "title": "Reorient the map"}"#)
-    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "compassTips", priority: .ordered, tipIDs: ["ShowLocationTip", "RotateMapTip"])))
+    try h.register(
+      #"{"id": "ShowLocationTip", "title": "Show your location"}"#,
+      #"{"id": "RotateMapTip", "title": "Reorient the map"}"#)
+    h.apply(
+      try h.engine.registerGroup(
+        TipGroupDefinition(id: "compassTips", priority: .ordered, tipIDs: ["ShowLocationTip", "RotateMapTip"])))
     #expect(try h.engine.currentTip(ofGroup: "compassTips") == "ShowLocationTip")
     #expect(h.shows("ShowLocationTip") && !h.shows("RotateMapTip"))
     h.apply(try h.engine.recordDisplay("ShowLocationTip", duration: 3))
     #expect(!h.shows("RotateMapTip"))
     h.apply(try h.engine.invalidate("ShowLocationTip", reason: .actionPerformed))
-    #expect(h.last == [
-      .tip(TipState(id: "ShowLocationTip", status: .invalidated(.actionPerformed), shouldDisplay: false)),
-      .tip(TipState(id: "RotateMapTip", status: .available, shouldDisplay: true)),
-      .groupCurrentTip(groupID: "compassTips", tipID: "RotateMapTip"),
-    ])
+    #expect(
+      h.last == [
+        .tip(TipState(id: "ShowLocationTip", status: .invalidated(.actionPerformed), shouldDisplay: false)),
+        .tip(TipState(id: "RotateMapTip", status: .available, shouldDisplay: true)),
+        .groupCurrentTip(groupID: "compassTips", tipID: "RotateMapTip"),
+      ])
     h.apply(try h.engine.invalidate("RotateMapTip", reason: .actionPerformed))
     #expect(h.lastGroupChanges == ["compassTips": nil])
   }
@@ -117,7 +125,9 @@ struct ScenarioTests {
     try h.register(
       #"{"id": "ShowLocationTip", "title": "L", "rules": [{"event": "compass.tapped", "count": {"gte": 1}}]}"#,
       #"{"id": "RotateMapTip", "title": "R", "rules": [{"event": "map.rotated", "count": {"gte": 1}}]}"#)
-    h.apply(try h.engine.registerGroup(TipGroupDefinition(id: "compassTips", priority: .firstAvailable, tipIDs: ["ShowLocationTip", "RotateMapTip"])))
+    h.apply(
+      try h.engine.registerGroup(
+        TipGroupDefinition(id: "compassTips", priority: .firstAvailable, tipIDs: ["ShowLocationTip", "RotateMapTip"])))
     h.donate("map.rotated")
     #expect(try h.engine.currentTip(ofGroup: "compassTips") == "RotateMapTip")
     h.donate("compass.tapped")

@@ -17,7 +17,8 @@ struct ScheduleTests {
     h.clock.set(t0 + 99)
     #expect(h.apply(h.engine.advanceTime()).isEmpty)
     h.clock.set(t0 + 100)
-    #expect(h.apply(h.engine.advanceTime()) == [.tip(TipState(id: "sale.tip", status: .available, shouldDisplay: true))])
+    #expect(
+      h.apply(h.engine.advanceTime()) == [.tip(TipState(id: "sale.tip", status: .available, shouldDisplay: true))])
     #expect(h.engine.nextChangeTime() == t0 + 200)
     h.clock.set(t0 + 199.5)
     #expect(h.apply(h.engine.advanceTime()).isEmpty)
@@ -83,7 +84,8 @@ struct ScheduleTests {
         == #"tips[2].schedule: unknown key "since""#)
     // A schedule that never opens decodes (lint says so) and never shows.
     let h = Harness()
-    try h.register(#"{"id": "never", "title": "N", "schedule": {"from": "\#(Self.at(10))", "until": "\#(Self.at(10))"}}"#)
+    try h.register(
+      #"{"id": "never", "title": "N", "schedule": {"from": "\#(Self.at(10))", "until": "\#(Self.at(10))"}}"#)
     #expect(h.engine.definition(of: "never")?.schedule?.neverOpens == true)
     h.advance(10)
     #expect(!h.shows("never"))

@@ -132,10 +132,14 @@ struct StatusTests {
     #expect(throws: EngineError.unknownTip("x")) { try h.engine.invalidate("x", reason: .tipClosed) }
     #expect(throws: EngineError.unknownTip("x")) { try h.engine.resetEligibility("x") }
     #expect(throws: EngineError.unknownTip("x")) { try h.engine.explain("x") }
-    #expect(throws: EngineError.invalidArgument(argument: "duration", problem: "must be a non-negative number of seconds")) {
+    #expect(
+      throws: EngineError.invalidArgument(argument: "duration", problem: "must be a non-negative number of seconds")
+    ) {
       try h.engine.recordDisplay("a", duration: -1)
     }
-    #expect(throws: EngineError.invalidArgument(argument: "duration", problem: "must be a non-negative number of seconds")) {
+    #expect(
+      throws: EngineError.invalidArgument(argument: "duration", problem: "must be a non-negative number of seconds")
+    ) {
       try h.engine.recordDisplay("a", duration: .infinity)
     }
     #expect(h.engine.record(of: "a") == TipRecord())
@@ -148,7 +152,8 @@ struct StatusTests {
     h.donate("e")
     h.apply(try h.engine.recordDisplay("a"))
     let changes = try h.register(
-      #"{"id": "a", "title": "A2", "rules": [{"event": "e", "count": {"gte": 1}}, {"event": "f", "count": {"gte": 1}}]}"#)
+      #"{"id": "a", "title": "A2", "rules": [{"event": "e", "count": {"gte": 1}}, {"event": "f", "count": {"gte": 1}}]}"#
+    )
     #expect(changes == [.tip(TipState(id: "a", status: .pending, shouldDisplay: false))])
     #expect(h.engine.definition(of: "a")?.title == "A2")
     #expect(h.engine.record(of: "a").displayCount == 1)
@@ -162,17 +167,19 @@ struct StatusTests {
   @Test("a new tip is reported once, even when pending")
   func newTipReportedOnce() throws {
     let h = Harness()
-    #expect(try h.register(Self.gated, #"{"id": "b", "title": "B"}"#) == [
-      .tip(TipState(id: "a", status: .pending, shouldDisplay: false)),
-      .tip(TipState(id: "b", status: .available, shouldDisplay: true)),
-    ])
+    #expect(
+      try h.register(Self.gated, #"{"id": "b", "title": "B"}"#) == [
+        .tip(TipState(id: "a", status: .pending, shouldDisplay: false)),
+        .tip(TipState(id: "b", status: .available, shouldDisplay: true)),
+      ])
     #expect(try h.register(#"{"id": "b", "title": "B"}"#).isEmpty)
   }
 
   @Test("unregister reports shouldDisplay false once, keeps the record, and re-registering restores it")
   func unregister() throws {
     let h = Harness()
-    try h.register(#"{"id": "a", "title": "A"}"#, #"{"id": "p", "title": "P", "rules": [{"event": "e", "count": {"gte": 1}}]}"#)
+    try h.register(
+      #"{"id": "a", "title": "A"}"#, #"{"id": "p", "title": "P", "rules": [{"event": "e", "count": {"gte": 1}}]}"#)
     h.apply(try h.engine.recordDisplay("a"))
     let changes = h.apply(h.engine.unregister(["a", "p", "unknown"]))
     #expect(changes == [.tip(TipState(id: "a", status: .available, shouldDisplay: false))])

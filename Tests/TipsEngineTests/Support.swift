@@ -129,10 +129,14 @@ final class Harness {
       // Donations trimmed away before the kept ones, so that the lifetime count replays too.
       let dropped = (snapshot.lifetimeCounts[id] ?? list.count) - list.count
       for _ in 0..<max(0, dropped) { writes.append(.donation(eventID: id, Donation(at: 0), keepNewest: Int.max)) }
-      for donation in list { writes.append(.donation(eventID: id, donation, keepNewest: dropped > 0 ? list.count : Int.max)) }
+      for donation in list {
+        writes.append(.donation(eventID: id, donation, keepNewest: dropped > 0 ? list.count : Int.max))
+      }
     }
     if let installID = snapshot.installID { writes.append(.installID(installID)) }
-    for (tipID, variant) in snapshot.variantAssignments { writes.append(.variantAssignment(tipID: tipID, variant: variant)) }
+    for (tipID, variant) in snapshot.variantAssignments {
+      writes.append(.variantAssignment(tipID: tipID, variant: variant))
+    }
     for (id, value) in snapshot.parameters { writes.append(.parameter(id: id, value: value)) }
     for (id, record) in snapshot.tipRecords { writes.append(.tipRecord(id: id, record)) }
     writes.append(.cooldown(snapshot.cooldownStartedAt))

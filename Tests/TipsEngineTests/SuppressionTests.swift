@@ -5,7 +5,8 @@ import TipsJSON
 @Suite("Suppression: no tip displays while it runs; it ends by itself and survives a restart")
 struct SuppressionTests {
   static let tips = [
-    #"{"id": "a.tip", "title": "A"}"#, #"{"id": "b.tip", "title": "B", "rules": [{"event": "e", "count": {"gte": 1}}]}"#,
+    #"{"id": "a.tip", "title": "A"}"#,
+    #"{"id": "b.tip", "title": "B", "rules": [{"event": "e", "count": {"gte": 1}}]}"#,
   ]
 
   @Test("a timed suppression hides every tip and ends at exactly its end, with no request")

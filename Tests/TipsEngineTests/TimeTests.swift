@@ -29,7 +29,8 @@ struct TimeTests {
   func notWithin() throws {
     let h = Harness()
     try h.register(
-      #"{"id": "quiet", "title": "Q", "rules": [{"not": {"event": "shown", "within": {"days": 7}, "count": {"gte": 1}}}]}"#)
+      #"{"id": "quiet", "title": "Q", "rules": [{"not": {"event": "shown", "within": {"days": 7}, "count": {"gte": 1}}}]}"#
+    )
     #expect(h.shows("quiet"))
     h.donate("shown")
     #expect(!h.shows("quiet"))

@@ -25,7 +25,9 @@ struct VariantTests {
   @Test("10,000 install ids split evenly: each variant within 2 points of its share", arguments: [2, 3])
   func evenSplit(variants: Int) {
     var counts = [Int](repeating: 0, count: variants)
-    for i in 0..<10_000 { counts[Engine.variantIndex(installID: "install-\(i)", tipID: "filter.tip", count: variants)] += 1 }
+    for i in 0..<10_000 {
+      counts[Engine.variantIndex(installID: "install-\(i)", tipID: "filter.tip", count: variants)] += 1
+    }
     for count in counts {
       let share = Double(count) / 10_000
       #expect(abs(share - 1 / Double(variants)) <= 0.02, "\(counts)")
@@ -53,19 +55,26 @@ struct VariantTests {
 
     // Back to the hashed pick: "direct" kept its display and is still valid.
     h.apply(try h.engine.setVariant("filter.tip", nil))
-    #expect(h.state("filter.tip") == TipState(id: "filter.tip", status: .available, shouldDisplay: true, variant: "direct"))
+    #expect(
+      h.state("filter.tip") == TipState(id: "filter.tip", status: .available, shouldDisplay: true, variant: "direct"))
     #expect(h.engine.record(of: "filter.tip").displayCount == 1)
     let snapshot = h.engine.snapshot()
     #expect(snapshot.tipRecords["filter.tip\u{1F}friendly"]?.invalidationReason == .tipClosed)
     #expect(snapshot.tipRecords["filter.tip\u{1F}direct"]?.displayCount == 1)
     #expect(snapshot.tipRecords["filter.tip"] == nil)
 
-    #expect(throws: EngineError.invalidArgument(argument: "variant", problem: "must name one of tip filter.tip's variants: friendly, direct (got urgent)")) {
+    #expect(
+      throws: EngineError.invalidArgument(
+        argument: "variant", problem: "must name one of tip filter.tip's variants: friendly, direct (got urgent)")
+    ) {
       try h.engine.setVariant("filter.tip", "urgent")
     }
     try h.register(#"{"id": "plain.tip", "title": "P"}"#)
     #expect(h.state("plain.tip")?.variant == nil)
-    #expect(throws: EngineError.invalidArgument(argument: "variant", problem: "cannot be set: tip plain.tip declares no variants")) {
+    #expect(
+      throws: EngineError.invalidArgument(
+        argument: "variant", problem: "cannot be set: tip plain.tip declares no variants")
+    ) {
       try h.engine.setVariant("plain.tip", "x")
     }
   }
@@ -74,7 +83,8 @@ struct VariantTests {
   func sticky() throws {
     let first = Harness()
     first.apply(try first.engine.setInstallID("install-0"))  // → index 0: "friendly"
-    try first.register(Self.filterTip, #"{"id": "b.tip", "title": "B", "variants": {"x": {"title": "X"}, "y": {"title": "Y"}}}"#)
+    try first.register(
+      Self.filterTip, #"{"id": "b.tip", "title": "B", "variants": {"x": {"title": "X"}, "y": {"title": "Y"}}}"#)
     #expect(first.state("filter.tip")?.variant == "friendly")
     let pickedB = try #require(first.state("b.tip")?.variant)
     let forced = pickedB == "x" ? "y" : "x"
@@ -90,7 +100,9 @@ struct VariantTests {
     #expect(second.engine.installIdentifier == "install-0")
 
     // A variant that is no longer declared falls back to the hashed pick among the declared ones.
-    second.apply(try second.engine.register([try tip(#"{"id": "filter.tip", "title": "T", "variants": {"only": {"title": "O"}}}"#)]))
+    second.apply(
+      try second.engine.register([try tip(#"{"id": "filter.tip", "title": "T", "variants": {"only": {"title": "O"}}}"#)]
+      ))
     #expect(second.state("filter.tip")?.variant == "only")
   }
 
@@ -129,14 +141,16 @@ struct VariantTests {
     h.checkReplay = false
     try h.register(
       #"{"id": "loyal.tip", "title": "L", "rules": [{"event": "app.opened", "count": {"gte": 1001}}]}"#,
-      #"{"id": "burst.tip", "title": "B", "rules": [{"event": "app.opened", "within": {"days": 1}, "count": {"gte": 1001}}]}"#)
+      #"{"id": "burst.tip", "title": "B", "rules": [{"event": "app.opened", "within": {"days": 1}, "count": {"gte": 1001}}]}"#
+    )
     for _ in 0..<1500 { h.apply(try h.engine.donate("app.opened").mutation) }
     #expect(h.engine.donationCount("app.opened") == 1000)
     #expect(h.engine.lifetimeCount("app.opened") == 1500)
     #expect(h.shows("loyal.tip"))
     #expect(!h.shows("burst.tip"))
     let restored = Harness(snapshot: FakeStore.replaying(h.writes))
-    try restored.register(#"{"id": "loyal.tip", "title": "L", "rules": [{"event": "app.opened", "count": {"gte": 1001}}]}"#)
+    try restored.register(
+      #"{"id": "loyal.tip", "title": "L", "rules": [{"event": "app.opened", "count": {"gte": 1001}}]}"#)
     #expect(restored.shows("loyal.tip"))
     #expect(restored.engine.lifetimeCount("app.opened") == 1500)
     // A datastore reset forgets the lifetime count too.

@@ -230,7 +230,10 @@ func bytewise(_ text: String) -> [String] {
   @Test func tooLargeIsReportedBeforeTheBodyArrives() {
     var framer = Framer(maxMessageSize: 100)
     // No blank line yet, no body: the header alone is enough.
-    #expect(drain(&framer, [Array("Content-Length: 5000000\r\n".utf8)]) == [.error(.messageTooLarge(limit: 100, size: 5_000_000))])
+    #expect(
+      drain(&framer, [Array("Content-Length: 5000000\r\n".utf8)]) == [
+        .error(.messageTooLarge(limit: 100, size: 5_000_000))
+      ])
   }
 
   @Test func headerSectionIsBounded() {
@@ -238,11 +241,15 @@ func bytewise(_ text: String) -> [String] {
     let input = "Content-Length: 2\r\n" + String(repeating: filler, count: 100)
     #expect(events([input]) == [.error(.headerTooLarge(limit: Framer.maxHeaderSize))])
     // An unterminated giant header line is caught too.
-    #expect(events(["C" + String(repeating: "x", count: 9000)]) == [.error(.headerTooLarge(limit: Framer.maxHeaderSize))])
+    #expect(
+      events(["C" + String(repeating: "x", count: 9000)]) == [.error(.headerTooLarge(limit: Framer.maxHeaderSize))])
   }
 
   @Test func messagesBeforeAnErrorStillComeOut() {
-    #expect(events(["Content-Length: 2\r\n\r\n{}Content-Length: x\r\n\r\n"]) == [message("{}"), .error(.invalidContentLength("x"))])
+    #expect(
+      events(["Content-Length: 2\r\n\r\n{}Content-Length: x\r\n\r\n"]) == [
+        message("{}"), .error(.invalidContentLength("x")),
+      ])
   }
 }
 
@@ -252,7 +259,8 @@ func bytewise(_ text: String) -> [String] {
   }
 
   @Test func contentLength() {
-    #expect(Framer.encode(Array("{\"é\":1}".utf8), as: .contentLength) == Array("Content-Length: 8\r\n\r\n{\"é\":1}".utf8))
+    #expect(
+      Framer.encode(Array("{\"é\":1}".utf8), as: .contentLength) == Array("Content-Length: 8\r\n\r\n{\"é\":1}".utf8))
   }
 
   @Test(arguments: [Framing.newline, .contentLength])
@@ -274,7 +282,9 @@ func bytewise(_ text: String) -> [String] {
 
   @Test func errorDescriptions() {
     #expect(FramingError.unrecognizedFraming(firstByte: 0x78).description.contains("0x78"))
-    #expect(FramingError.messageTooLarge(limit: 10, size: 20).description == "message of 20 bytes exceeds the limit of 10 bytes")
+    #expect(
+      FramingError.messageTooLarge(limit: 10, size: 20).description
+        == "message of 20 bytes exceeds the limit of 10 bytes")
     #expect(FramingError.messageTooLarge(limit: 10, size: nil).description == "message exceeds the limit of 10 bytes")
     #expect(FramingError.missingContentLength.description == "missing Content-Length header")
     #expect(FramingError.invalidContentLength("x").description.contains("\"x\""))

@@ -1,8 +1,8 @@
 import Foundation
+import Testing
 import TipsFraming
 import TipsJSON
 import TipsTestSupport
-import Testing
 
 extension Hardening {
   /// Protocol abuse against the real daemon; after each, a healthy client is still answered and memory and fds are
@@ -67,7 +67,9 @@ extension Hardening {
         try client.write(bytes(header))
         let (messages, eof) = client.readUntilEOF()
         #expect(eof, "not closed after \(header.debugDescription.prefix(80))")
-        #expect(messages.count == 1 && errorCode(messages.first) == -32600, "\(header.prefix(60).debugDescription): \(messages)")
+        #expect(
+          messages.count == 1 && errorCode(messages.first) == -32600,
+          "\(header.prefix(60).debugDescription): \(messages)")
         #expect(messages.first?["id"] == .null)
         client.close()
       }
@@ -82,15 +84,19 @@ extension Hardening {
 
     @Test func invalidUTF8IsAParseErrorAndTheConnectionLives() throws {
       let fixture = try Fixture()
-      let bad: [[UInt8]] = [[0xFF, 0xFE], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xE2, 0x82], [0xF4, 0x90, 0x80, 0x80], [0x80]]
+      let bad: [[UInt8]] = [
+        [0xFF, 0xFE], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xE2, 0x82], [0xF4, 0x90, 0x80, 0x80], [0x80],
+      ]
       for framing in [Framing.newline, .contentLength] {
         let client = try fixture.daemon.connect(framing: framing)
         try client.initialize(name: "utf8")
         for sequence in bad {
           // Inside a string value, inside a key, and as the method name.
           let variants: [[UInt8]] = [
-            bytes("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tips/status\",\"params\":{\"x\":\"") + sequence + bytes("\"}}"),
-            bytes("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tips/status\",\"params\":{\"") + sequence + bytes("\":1}}"),
+            bytes("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tips/status\",\"params\":{\"x\":\"") + sequence
+              + bytes("\"}}"),
+            bytes("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tips/status\",\"params\":{\"") + sequence
+              + bytes("\":1}}"),
             bytes("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"") + sequence + bytes("\"}"),
           ]
           for payload in variants {
@@ -112,7 +118,8 @@ extension Hardening {
       // Far beyond the parser's depth limit, but under the message size limit.
       for payload in [
         String(repeating: "[", count: 500_000), String(repeating: "{\"a\":", count: 150_000),
-        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tips/status\",\"params\":{\"x\":" + String(repeating: "[", count: 300_000) + "}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tips/status\",\"params\":{\"x\":"
+          + String(repeating: "[", count: 300_000) + "}}",
       ] {
         try client.sendRaw(payload)
         #expect(errorCode(try client.readMessage()) == -32700)
@@ -122,7 +129,8 @@ extension Hardening {
       // than ~120 deep gets an explanation deeper than the 256 levels JSONParser — and so `tipsd call` — accepts.)
       var rule: JSONValue = ["event": "deep.event", "count": ["gte": 1]]
       for _ in 0..<100 { rule = ["not": rule] }
-      let registered = try client.call("tips/register", ["tips": [["id": "deep.tip", "title": "Deep", "rules": [rule]]]])
+      let registered = try client.call(
+        "tips/register", ["tips": [["id": "deep.tip", "title": "Deep", "rules": [rule]]]])
       #expect(registered["result"] != nil || errorCode(registered) == -32602, "\(registered.jsonString.prefix(200))")
       if registered["result"] != nil {
         try client.result("events/donate", ["id": "deep.event"])
@@ -140,9 +148,11 @@ extension Hardening {
     @Test func messagesAroundOneMebibyte() throws {
       let fixture = try Fixture()
       let limit = 1 << 20
-      let envelope = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"1.0\",\"clientInfo\":{\"name\":\"\"}}}"
+      let envelope =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"1.0\",\"clientInfo\":{\"name\":\"\"}}}"
       // Exactly at the limit (a 1 MiB client name): answered, repeatedly, in both framings.
-      let atLimit = envelope.replacingOccurrences(of: "\"name\":\"\"", with: "\"name\":\"" + String(repeating: "x", count: limit - envelope.utf8.count) + "\"")
+      let atLimit = envelope.replacingOccurrences(
+        of: "\"name\":\"\"", with: "\"name\":\"" + String(repeating: "x", count: limit - envelope.utf8.count) + "\"")
       #expect(atLimit.utf8.count == limit)
       for framing in [Framing.newline, .newline, .newline, .contentLength, .contentLength] {
         let client = try fixture.daemon.connect(framing: framing)
@@ -155,7 +165,8 @@ extension Hardening {
       // One byte over, and several MiB: -32600 and closed, newline and Content-Length (announced, never sent).
       for oversize in [limit + 1, 3 * limit] {
         let big = try fixture.daemon.connect()
-        big.writeIgnoringErrors(Array(repeating: UInt8(ascii: "["), count: 1) + Array(repeating: UInt8(ascii: " "), count: oversize) + [0x0A])
+        big.writeIgnoringErrors(
+          Array(repeating: UInt8(ascii: "["), count: 1) + Array(repeating: UInt8(ascii: " "), count: oversize) + [0x0A])
         let (messages, eof) = big.readUntilEOF()
         #expect(eof && errorCode(messages.first) == -32600, "\(oversize): \(messages)")
         big.close()
@@ -233,7 +244,9 @@ extension Hardening {
       }
       let seconds = Date().timeIntervalSince(start)
       let replies = received / reply.count
-      print("hardening.tiny_messages: \(count) requests, \(replies) replies, \(String(format: "%.2f", seconds)) s, \(Int(Double(count) / seconds)) msg/s, peak RSS \(procStatus(fixture.pid, "VmHWM") ?? 0) KiB")
+      print(
+        "hardening.tiny_messages: \(count) requests, \(replies) replies, \(String(format: "%.2f", seconds)) s, \(Int(Double(count) / seconds)) msg/s, peak RSS \(procStatus(fixture.pid, "VmHWM") ?? 0) KiB"
+      )
       #expect(received == expectedBytes, "\(received) bytes of replies, expected \(count) × \(reply.count)")
       #expect(
         firstDifference == nil,
@@ -245,7 +258,10 @@ extension Hardening {
     @Test func unknownMethodsGetMethodNotFound() throws {
       let fixture = try Fixture()
       let client = try fixture.daemon.connect()
-      let names = ["", "foo", "tips/Status", "rpc.discover2", "tips/status ", "/", "\u{0}", "tips/register/x", String(repeating: "m", count: 500_000)]
+      let names = [
+        "", "foo", "tips/Status", "rpc.discover2", "tips/status ", "/", "\u{0}", "tips/register/x",
+        String(repeating: "m", count: 500_000),
+      ]
       for name in names {
         #expect(errorCode(try client.call(name)) == -32002, "before initialize, \(name.prefix(20))")
       }
@@ -272,7 +288,9 @@ extension Hardening {
         let reply = try client.call(method, ["id": "filter.tip"])
         let code = errorCode(reply)
         // exit/initialized/$/cancelRequest exist only as notifications (-32601 as requests).
-        #expect(code == -32006 || (code == -32601 && ["initialized", "$/cancelRequest"].contains(method)), "\(method): \(reply.jsonString)")
+        #expect(
+          code == -32006 || (code == -32601 && ["initialized", "$/cancelRequest"].contains(method)),
+          "\(method): \(reply.jsonString)")
       }
       // Nothing changed: filter.tip's donations are the healthy client's.
       try client.notify("exit")

@@ -1,8 +1,8 @@
 import Foundation
+import Testing
 import TipsFraming
 import TipsJSON
 import TipsTestSupport
-import Testing
 
 /// A counter shared between test threads.
 final class Shared: @unchecked Sendable {
@@ -91,21 +91,25 @@ extension Hardening {
             break
           }
           k += 2
-          guard let client = try? RPCClient(socketPath: socketPath, framing: k % 4 == 0 ? .contentLength : .newline) else {
+          guard let client = try? RPCClient(socketPath: socketPath, framing: k % 4 == 0 ? .contentLength : .newline)
+          else {
             shared.add("connect.failed")
             continue
           }
           switch k % 3 {
           case 0:
             // Mid-request: half a frame, then RST.
-            let frame = Framer.encode(bytes("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events/donate\",\"params\":{\"id\":\"chaos.half\"}}"), as: client.framing)
+            let frame = Framer.encode(
+              bytes("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events/donate\",\"params\":{\"id\":\"chaos.half\"}}"),
+              as: client.framing)
             client.writeIgnoringErrors(Array(frame.prefix(frame.count / 2)))
           case 1:
             // Mid-response: big replies requested, a few bytes read, then RST.
             _ = try? client.initialize(name: "chaos")
             var burst: [UInt8] = []
             for id in 0..<8 {
-              burst += Framer.encode(bytes("{\"jsonrpc\":\"2.0\",\"id\":\(id + 10),\"method\":\"rpc.discover\"}"), as: client.framing)
+              burst += Framer.encode(
+                bytes("{\"jsonrpc\":\"2.0\",\"id\":\(id + 10),\"method\":\"rpc.discover\"}"), as: client.framing)
             }
             client.writeIgnoringErrors(burst)
             var small = [UInt8](repeating: 0, count: 16)
@@ -125,7 +129,9 @@ extension Hardening {
       #expect(observerDone, "the observer thread hung")
       let notes = box.list
       let seconds = Date().timeIntervalSince(start)
-      print("hardening.chaos: \(shared["disconnects"]) abrupt disconnects, \(toggles) toggles, \(String(format: "%.2f", seconds)) s")
+      print(
+        "hardening.chaos: \(shared["disconnects"]) abrupt disconnects, \(toggles) toggles, \(String(format: "%.2f", seconds)) s"
+      )
       #expect(shared["donor.failed"] == 0)
       #expect(shared["hung"] == 0, "the chaos workers hung (\(shared["disconnects"]) disconnects)")
       #expect(shared["disconnects"] >= targetDisconnects)
@@ -146,13 +152,17 @@ extension Hardening {
       let datastore = "\(directory)/tips.sqlite"
       let threshold = 400
       let catalog = "\(directory)/catalog.json"
-      let tip: JSONValue = ["id": "crash.tip", "title": "Crash", "rules": [["event": "crash.event", "count": ["gte": .int(Int64(threshold))]]]]
+      let tip: JSONValue = [
+        "id": "crash.tip", "title": "Crash",
+        "rules": [["event": "crash.event", "count": ["gte": .int(Int64(threshold))]]],
+      ]
       try JSONValue.object(["tips": [tip]]).jsonString.write(toFile: catalog, atomically: true, encoding: .utf8)
       var count = 0  // donations of crash.event acknowledged so far
       var upper = 0  // donations sent so far
       let rounds = 10
       for round in 0...rounds {
-        let daemon = try Daemon(["--catalog", catalog, "--log-level", "warning"], directory: directory, datastore: datastore)
+        let daemon = try Daemon(
+          ["--catalog", catalog, "--log-level", "warning"], directory: directory, datastore: datastore)
         // Check what survived the previous kill, and what a reconnecting subscriber is told.
         let checker = try daemon.connect()
         try checker.initialize(name: "checker")
@@ -161,8 +171,11 @@ extension Hardening {
         try subscriber.initialize(name: "subscriber")
         let observed = try subscriber.result("tips/observe", ["ids": ["crash.tip"]])
         let stored = Int(try checker.result("events/donate", ["id": "crash.event"])["count"]?.intValue ?? -1) - 1
-        #expect(stored >= count && stored <= upper, "round \(round): \(stored) stored, \(count) acknowledged, \(upper) sent")
-        #expect(observed["tips"]?[0]?["shouldDisplay"]?.boolValue == (stored >= threshold), "round \(round): stale state for a new subscriber (stored \(stored))")
+        #expect(
+          stored >= count && stored <= upper, "round \(round): \(stored) stored, \(count) acknowledged, \(upper) sent")
+        #expect(
+          observed["tips"]?[0]?["shouldDisplay"]?.boolValue == (stored >= threshold),
+          "round \(round): stale state for a new subscriber (stored \(stored))")
         if stored + 1 == threshold {
           #expect(try subscriber.nextNotification("tips/shouldDisplayChanged")?["params"]?["shouldDisplay"] == true)
         }
@@ -183,7 +196,9 @@ extension Hardening {
         }
         killer.start()
         onThreads(3) { _ in
-          guard let client = try? RPCClient(socketPath: socketPath, framing: .newline), (try? client.initialize(name: "load")) != nil else { return }
+          guard let client = try? RPCClient(socketPath: socketPath, framing: .newline),
+            (try? client.initialize(name: "load")) != nil
+          else { return }
           while true {
             shared.add("sent")
             guard let reply = try? client.call("events/donate", ["id": "crash.event"]),

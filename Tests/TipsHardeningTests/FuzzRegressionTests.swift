@@ -1,11 +1,11 @@
 import Foundation
+import Testing
 import TipsCatalog
 import TipsEngine
 import TipsFraming
 import TipsJSON
-import TipsTestSupport
 import TipsProtocol
-import Testing
+import TipsTestSupport
 
 /// The fuzz harnesses' oracles, replayed in-process over every committed seed (Fuzz/corpus/<target>/) and every
 /// crash the fuzzers found (Fuzz/regressions/<target>/).

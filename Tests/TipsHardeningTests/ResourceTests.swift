@@ -1,8 +1,8 @@
 import Foundation
+import Testing
 import TipsFraming
 import TipsJSON
 import TipsTestSupport
-import Testing
 
 extension Hardening {
   @Suite struct Resources {
@@ -19,7 +19,9 @@ extension Hardening {
       let peakBefore = procStatus(fixture.pid, "VmHWM") ?? 0
       // 8 MB of pipelined requests it will never read the replies of.
       var requests: [UInt8] = []
-      for id in 0..<100_000 { requests += bytes("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"clock/now\",\"params\":{}}\n") }
+      for id in 0..<100_000 {
+        requests += bytes("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"clock/now\",\"params\":{}}\n")
+      }
       let pipelined = requests
       let writer = Thread { stalled.writeIgnoringErrors(pipelined) }
       writer.start()
@@ -30,7 +32,9 @@ extension Hardening {
       while !fixture.daemon.log.contains("disconnecting a client that is not reading") && sent < 60_000 {
         var batch: [UInt8] = []
         for i in 0..<1_000 {
-          batch += bytes("{\"jsonrpc\":\"2.0\",\"id\":\(100_000 + sent + i),\"method\":\"tips/performAction\",\"params\":{\"id\":\"filter.tip\",\"actionId\":\"learn-more\",\"invalidate\":false}}\n")
+          batch += bytes(
+            "{\"jsonrpc\":\"2.0\",\"id\":\(100_000 + sent + i),\"method\":\"tips/performAction\",\"params\":{\"id\":\"filter.tip\",\"actionId\":\"learn-more\",\"invalidate\":false}}\n"
+          )
         }
         try donor.write(batch)
         for i in 0..<1_000 { _ = try donor.awaitReply(id: .int(Int64(100_000 + sent + i))) }
@@ -39,9 +43,15 @@ extension Hardening {
       }
       let hwm = procStatus(fixture.pid, "VmHWM") ?? 0
       if hwm > peakBefore { peak = max(peak, hwm) }
-      print("hardening.queue_limit: \(sent) notifications owed; peak RSS +\((peak - fixture.baselineRSS) / 1024) MiB over baseline")
-      #expect(fixture.daemon.waitForLog("disconnecting a client that is not reading"), "the stalled client was never disconnected")
-      #expect(peak < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB, "peak VmRSS \(peak) KiB vs baseline \(fixture.baselineRSS) KiB")
+      print(
+        "hardening.queue_limit: \(sent) notifications owed; peak RSS +\((peak - fixture.baselineRSS) / 1024) MiB over baseline"
+      )
+      #expect(
+        fixture.daemon.waitForLog("disconnecting a client that is not reading"),
+        "the stalled client was never disconnected")
+      #expect(
+        peak < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB,
+        "peak VmRSS \(peak) KiB vs baseline \(fixture.baselineRSS) KiB")
       let (_, eof) = stalled.readUntilEOF()
       #expect(eof)
       stalled.close()
@@ -75,8 +85,12 @@ extension Hardening {
       #expect(answering, "the daemon never answered the pipelined requests")
       #expect(try fixture.healthy.result("events/donate", ["id": "still.served"])["count"] == 1)
       let peak = max(fixture.rss, procStatus(fixture.pid, "VmHWM") ?? 0)
-      print("hardening.large_replies: peak RSS +\((peak - fixture.baselineRSS) / 1024) MiB over baseline (HWM before \(hwmBefore) KiB)")
-      #expect(peak < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB, "peak \(peak) KiB vs baseline \(fixture.baselineRSS) KiB")
+      print(
+        "hardening.large_replies: peak RSS +\((peak - fixture.baselineRSS) / 1024) MiB over baseline (HWM before \(hwmBefore) KiB)"
+      )
+      #expect(
+        peak < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB,
+        "peak \(peak) KiB vs baseline \(fixture.baselineRSS) KiB")
       // Unblock the writer (the daemon stopped reading it) before the fd is closed and could be reused.
       shutdown(greedy.readFD, Int32(SHUT_RDWR))
       written.wait()
@@ -84,14 +98,19 @@ extension Hardening {
 
       let batcher = try fixture.daemon.connect()
       try batcher.initialize(name: "batcher")
-      let batch = "[" + Array(repeating: #"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"#, count: 5_000).joined(separator: ",") + "]"
+      let batch =
+        "["
+        + Array(repeating: #"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"#, count: 5_000).joined(separator: ",")
+        + "]"
       try batcher.sendRaw(batch)
       let (_, eof) = batcher.readUntilEOF()
       #expect(eof, "the batching client is disconnected")
       let logged = waitUntil() { fixture.daemon.log.contains("batch replies exceed the per-connection bound") }
       #expect(logged, "\(fixture.daemon.log)")
       let after = max(fixture.rss, procStatus(fixture.pid, "VmHWM") ?? 0)
-      #expect(after < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB, "peak \(after) KiB vs baseline \(fixture.baselineRSS) KiB")
+      #expect(
+        after < fixture.baselineRSS + queueLimit / 1024 + rssMarginKiB,
+        "peak \(after) KiB vs baseline \(fixture.baselineRSS) KiB")
       batcher.close()
       try fixture.checkRecovered("large replies")
     }
@@ -111,7 +130,9 @@ extension Hardening {
       let toggles = 3_001
       var batch: [UInt8] = []
       for i in 0..<toggles {
-        batch += bytes("{\"jsonrpc\":\"2.0\",\"id\":\(i + 1000),\"method\":\"parameters/set\",\"params\":{\"id\":\"flag\",\"value\":\(i % 2 == 0)}}\n")
+        batch += bytes(
+          "{\"jsonrpc\":\"2.0\",\"id\":\(i + 1000),\"method\":\"parameters/set\",\"params\":{\"id\":\"flag\",\"value\":\(i % 2 == 0)}}\n"
+        )
       }
       try donor.write(batch)
       for i in 0..<toggles { _ = try donor.awaitReply(id: .int(Int64(i + 1000))) }
@@ -145,7 +166,9 @@ extension Hardening {
       }
       held.removeLast().close()
       let admitted = waitUntil() {
-        guard let client = try? fixture.daemon.connect(), (try? client.initialize(name: "admitted")) != nil else { return false }
+        guard let client = try? fixture.daemon.connect(), (try? client.initialize(name: "admitted")) != nil else {
+          return false
+        }
         held.append(client)
         return true
       }
@@ -180,8 +203,15 @@ extension Hardening {
                 usleep(100)
               }
             }
-            guard let client = try? RPCClient(socketPath: socketPath, framing: .newline) else { shared.add("failed"); continue }
-            if k % 2 == 0 { client.writeIgnoringErrors(bytes("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"1.0\",\"clientInfo\":{\"name\":\"flood\"}}}\n")) }
+            guard let client = try? RPCClient(socketPath: socketPath, framing: .newline) else {
+              shared.add("failed"); continue
+            }
+            if k % 2 == 0 {
+              client.writeIgnoringErrors(
+                bytes(
+                  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"1.0\",\"clientInfo\":{\"name\":\"flood\"}}}\n"
+                ))
+            }
             if k % 3 == 0 { client.reset() } else { client.close() }
             shared.add("cycles")
           }

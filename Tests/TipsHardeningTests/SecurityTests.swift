@@ -1,9 +1,9 @@
 import Foundation
+import Testing
 import TipsCommands
 import TipsJSON
-import TipsTestSupport
 import TipsServer
-import Testing
+import TipsTestSupport
 
 /// Runs a process to completion, returning its exit status and output (stdout + stderr). One still running after
 /// `timeout` seconds (a daemon that should have refused to start) is terminated.
@@ -61,7 +61,8 @@ extension Hardening {
       let directory = "\(base)/theirs"
       mkdir(directory, 0o755)
       chown(directory, 65534, 65534)
-      let (status, output) = try run(tipsdBinary(), ["serve", "--socket", "\(directory)/tipsd.sock", "--datastore", ":memory:"])
+      let (status, output) = try run(
+        tipsdBinary(), ["serve", "--socket", "\(directory)/tipsd.sock", "--datastore", ":memory:"])
       #expect(status != 0)
       #expect(output.contains("belongs to another user"), "\(output)")
     }
@@ -105,14 +106,18 @@ extension Hardening {
         defer { daemon.stop() }
         chmod(daemon.directory, 0o755)
         chmod(daemon.socketPath!, 0o666)
-        let (status, output) = try run("/usr/bin/setpriv", nobody + ["call", "--socket", daemon.socketPath!, "clock/now"])
+        let (status, output) = try run(
+          "/usr/bin/setpriv", nobody + ["call", "--socket", daemon.socketPath!, "clock/now"])
         if allowed {
           #expect(status == 0, "\(output)")
           #expect(output.contains("\"now\""), "\(output)")
         } else {
           #expect(status != 0, "\(output)")
           #expect(!output.contains("\"now\""))
-          #expect(waitUntil() { daemon.log.contains("refused a connection from another user") && daemon.log.contains("uid=65534") }, "\(daemon.log)")
+          #expect(
+            waitUntil() {
+              daemon.log.contains("refused a connection from another user") && daemon.log.contains("uid=65534")
+            }, "\(daemon.log)")
         }
         // The owner is still served either way.
         let owner = try daemon.connect()
@@ -132,14 +137,16 @@ extension Hardening {
       let client = try fixture.daemon.connect()
       let methods = try client.initialize(name: "paths").methods
       let paths: [JSONValue] = [
-        .string(secretFile), .string("\(canary)/new.sqlite"), .string("../../../../..\(canary)/up"), .string("file://\(secretFile)"),
+        .string(secretFile), .string("\(canary)/new.sqlite"), .string("../../../../..\(canary)/up"),
+        .string("file://\(secretFile)"),
         "/etc/passwd", "/proc/self/environ", .string("\(canary)/new-catalog.json"),
       ]
       var replies: [String] = []
       for method in methods where !["shutdown", "exit", "datastore/reset"].contains(method) {
         for path in paths {
           let params: JSONValue = [
-            "id": path, "ids": [path], "path": path, "file": path, "datastore": path, "catalog": path, "subscription": path,
+            "id": path, "ids": [path], "path": path, "file": path, "datastore": path, "catalog": path,
+            "subscription": path,
             "tips": [["id": path, "title": path, "image": path, "rules": []]], "tipIds": [path], "groups": [path],
             "parameters": [["id": path, "default": path]], "value": path, "actionId": path, "info": ["file": path],
             "displayFrequency": path, "reason": path, "protocolVersion": "1.0", "clientInfo": ["name": path],
@@ -148,7 +155,11 @@ extension Hardening {
         }
       }
       // datastore/reset takes no params; extra ones must not redirect it.
-      replies.append(try client.call("datastore/reset", ["path": .string("\(canary)/reset.sqlite"), "datastore": .string("\(canary)/reset.sqlite")]).jsonString)
+      replies.append(
+        try client.call(
+          "datastore/reset",
+          ["path": .string("\(canary)/reset.sqlite"), "datastore": .string("\(canary)/reset.sqlite")]
+        ).jsonString)
       let created = try FileManager.default.contentsOfDirectory(atPath: canary)
       #expect(created == ["secret.txt"], "files appeared: \(created)")
       let all = replies.joined(separator: "\n")
@@ -166,7 +177,9 @@ extension Hardening {
       mkdir(real, 0o700)
       symlink(real, "\(base)/link")
       try "{\"tips\": []}".write(toFile: "\(real)/catalog.json", atomically: true, encoding: .utf8)
-      let daemon = try Daemon(["--catalog", "link/../link/catalog.json"], directory: base, datastore: "link/state.sqlite", currentDirectory: base)
+      let daemon = try Daemon(
+        ["--catalog", "link/../link/catalog.json"], directory: base, datastore: "link/state.sqlite",
+        currentDirectory: base)
       defer { daemon.stop() }
       let line = daemon.log.split(separator: "\n").first { $0.contains("starting tipsd") }.map(String.init) ?? ""
       #expect(line.contains("datastore=\(real)/state.sqlite"), "\(line)")
@@ -180,18 +193,31 @@ extension Hardening {
       defer { try? FileManager.default.removeItem(atPath: base) }
       let secret = "sk_live_SECRET_9f8e7d6c"
       let catalogs: [(String, String)] = [
-        ("{\"tips\":[{\"id\":\"a\",\"title\":\"A\",\"rules\":[{\"event\":\"e\",\"count\":{\"gte\":\"\(secret)\"}}]}]}", "tips[0].rules[0].count.gte"),
-        ("{\"tips\":[{\"id\":\"a\",\"title\":\"A\",\"rules\":[{\"event\":\"e\",\"count\":{\"gte\":{\"token\":\"\(secret)\"}}}]}]}", "tips[0].rules[0].count.gte"),
-        ("{\"tips\":[{\"id\":\"a\",\"title\":\"A\",\"rules\":[{\"event\":\"e\",\"within\":{\"days\":[\"\(secret)\"]},\"count\":{\"gte\":1}}]}]}", "tips[0].rules[0].within.days"),
+        (
+          "{\"tips\":[{\"id\":\"a\",\"title\":\"A\",\"rules\":[{\"event\":\"e\",\"count\":{\"gte\":\"\(secret)\"}}]}]}",
+          "tips[0].rules[0].count.gte"
+        ),
+        (
+          "{\"tips\":[{\"id\":\"a\",\"title\":\"A\",\"rules\":[{\"event\":\"e\",\"count\":{\"gte\":{\"token\":\"\(secret)\"}}}]}]}",
+          "tips[0].rules[0].count.gte"
+        ),
+        (
+          "{\"tips\":[{\"id\":\"a\",\"title\":\"A\",\"rules\":[{\"event\":\"e\",\"within\":{\"days\":[\"\(secret)\"]},\"count\":{\"gte\":1}}]}]}",
+          "tips[0].rules[0].within.days"
+        ),
         ("{\"parameters\":[{\"id\":\"p\",\"default\":{\"k\":\"\(secret)\"}}]}", "parameters[0].default"),
-        ("{\"tips\":[{\"id\":\"a\",\"title\":\"\(secret)\",\"rules\":[{\"parameter\":\"p\",\"eq\":[\"\(secret)\"]}]}]}", "tips[0]"),
+        (
+          "{\"tips\":[{\"id\":\"a\",\"title\":\"\(secret)\",\"rules\":[{\"parameter\":\"p\",\"eq\":[\"\(secret)\"]}]}]}",
+          "tips[0]"
+        ),
         ("{\"tips\":[{\"id\":\"a\",\"title\":\"\(secret)\" oops}]}", "invalid JSON"),
         ("-----BEGIN OPENSSH PRIVATE KEY-----\n\(secret)\n-----END OPENSSH PRIVATE KEY-----\n", "invalid JSON"),
       ]
       for (index, (text, expected)) in catalogs.enumerated() {
         let path = "\(base)/catalog-\(index).json"
         try text.write(toFile: path, atomically: true, encoding: .utf8)
-        let (status, output) = try run(tipsdBinary(), ["serve", "--stdio", "--datastore", ":memory:", "--catalog", path])
+        let (status, output) = try run(
+          tipsdBinary(), ["serve", "--stdio", "--datastore", ":memory:", "--catalog", path])
         #expect(status != 0, "catalog \(index) was accepted")
         #expect(output.contains(path) && output.contains(expected), "catalog \(index): \(output)")
         #expect(!output.contains("SECRET"), "catalog \(index) leaked: \(output)")

@@ -1,7 +1,7 @@
 import Foundation
+import Testing
 import TipsJSON
 import TipsTestSupport
-import Testing
 
 extension Hardening {
   /// Every param of every method (from `capabilities.methods` and the daemon's own OpenRPC document) sent with each
@@ -9,7 +9,8 @@ extension Hardening {
   /// the method (or for every message), never a result, a crash or a hang.
   @Suite struct WrongTypes {
     static let candidates: [(type: String, value: JSONValue)] = [
-      ("integer", 7), ("number", 1.5), ("string", "x"), ("boolean", true), ("array", []), ("object", [:]), ("null", .null),
+      ("integer", 7), ("number", 1.5), ("string", "x"), ("boolean", true), ("array", []), ("object", [:]),
+      ("null", .null),
     ]
 
     /// JSON types a schema admits, or nil when it does not say (resolving `$ref`, `oneOf`, `anyOf`, `enum`, `const`).
@@ -37,17 +38,18 @@ extension Hardening {
         }
       }
       if let values = schema["enum"]?.arrayValue ?? schema["const"].map({ [$0] }) {
-        return Set(values.map { value -> String in
-          switch value {
-          case .string: "string"
-          case .int: "integer"
-          case .double: "number"
-          case .bool: "boolean"
-          case .null: "null"
-          case .array: "array"
-          case .object: "object"
-          }
-        })
+        return Set(
+          values.map { value -> String in
+            switch value {
+            case .string: "string"
+            case .int: "integer"
+            case .double: "number"
+            case .bool: "boolean"
+            case .null: "null"
+            case .array: "array"
+            case .object: "object"
+            }
+          })
       }
       return nil
     }
@@ -62,9 +64,11 @@ extension Hardening {
         codesByError[name] = error["code"]?.intValue
       }
       func codes(_ refs: JSONValue?) -> Set<Int64> {
-        Set((refs?.arrayValue ?? []).compactMap { ref in
-          ref["$ref"]?.stringValue.flatMap { codesByError[String($0.split(separator: "/").last ?? "")] } ?? ref["code"]?.intValue
-        })
+        Set(
+          (refs?.arrayValue ?? []).compactMap { ref in
+            ref["$ref"]?.stringValue.flatMap { codesByError[String($0.split(separator: "/").last ?? "")] }
+              ?? ref["code"]?.intValue
+          })
       }
       let protocolCodes = codes(document["x-protocol-errors"])
       #expect(!protocolCodes.isEmpty)
@@ -83,7 +87,9 @@ extension Hardening {
           if let name = param["name"]?.stringValue, let value = param["value"] { base[name] = value }
         }
         for param in spec["params"]?.arrayValue ?? [] {
-          guard let name = param["name"]?.stringValue, let admitted = Self.types(param["schema"], document) else { continue }
+          guard let name = param["name"]?.stringValue, let admitted = Self.types(param["schema"], document) else {
+            continue
+          }
           let required = param["required"]?.boolValue ?? false
           for (type, value) in Self.candidates where !admitted.contains(type) {
             if type == "null" && !required { continue }  // an explicit null reads as absent

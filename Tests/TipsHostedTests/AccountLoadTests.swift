@@ -3,6 +3,7 @@ import Testing
 import TipsEngine
 import TipsJSON
 import TipsSync
+
 @testable import TipsHosted
 
 /// The catalog of these tests: counts, windows, filters, parameters, both display budgets, variants, a display
@@ -123,8 +124,10 @@ private final class SimulatedNode {
     var random = SeededRandom(seed: seed)
     let log = SimulatedLog()
     let start = 1_700_000_000.0
-    let nodes = try [SimulatedNode(name: "node-a", clock: VirtualClock(now: start), log: log),
-      SimulatedNode(name: "node-b", clock: VirtualClock(now: start + 120), log: log)]
+    let nodes = try [
+      SimulatedNode(name: "node-a", clock: VirtualClock(now: start), log: log),
+      SimulatedNode(name: "node-b", clock: VirtualClock(now: start + 120), log: log),
+    ]
     let infos: [JSONObject?] = [nil, ["region": "north"], ["region": "south"]]
     for _ in 0..<300 {
       let node = nodes[Int.random(in: 0..<2, using: &random)]
@@ -133,10 +136,12 @@ private final class SimulatedNode {
       case 0..<35:
         let event = HostedFixture.events[Int.random(in: 0..<3, using: &random)]
         node.local(try node.engine.donate(event, info: infos[Int.random(in: 0..<3, using: &random)]).mutation)
-      case 35..<50: node.local(try node.engine.recordDisplay(tip, duration: Double(Int.random(in: 0..<30, using: &random))))
+      case 35..<50:
+        node.local(try node.engine.recordDisplay(tip, duration: Double(Int.random(in: 0..<30, using: &random))))
       case 50..<56: node.local(try node.engine.invalidate(tip, reason: .tipClosed))
       case 56..<60: node.local(try node.engine.resetEligibility(tip))
-      case 60..<68: node.local(try node.engine.setParameter("level", .int(Int64(Int.random(in: 0..<4, using: &random)))))
+      case 60..<68:
+        node.local(try node.engine.setParameter("level", .int(Int64(Int.random(in: 0..<4, using: &random)))))
       case 68..<72:
         let variants = ["friendly", "terse", "plain"]
         node.local(try node.engine.setVariant("variant.tip", variants[Int.random(in: 0..<3, using: &random)]))
@@ -217,7 +222,8 @@ private final class SimulatedNode {
       parts.append("donations[\(key)]: \(a.donations[key]?.count ?? 0) vs \(b.donations[key]?.count ?? 0)")
     }
     for key in Set(a.tipRecords.keys).union(b.tipRecords.keys).sorted() where a.tipRecords[key] != b.tipRecords[key] {
-      parts.append("record[\(key)]: \(String(describing: a.tipRecords[key])) vs \(String(describing: b.tipRecords[key]))")
+      parts.append(
+        "record[\(key)]: \(String(describing: a.tipRecords[key])) vs \(String(describing: b.tipRecords[key]))")
     }
     if a.parameters != b.parameters { parts.append("parameters: \(a.parameters) vs \(b.parameters)") }
     if a.lifetimeCounts != b.lifetimeCounts { parts.append("lifetimes: \(a.lifetimeCounts) vs \(b.lifetimeCounts)") }

@@ -5,6 +5,7 @@ import TipsLogging
 import TipsSync
 import TipsTestSupport
 import TipsTransport
+
 @testable import TipsHosted
 
 /// The hosted store against a real PostgreSQL, on the embedded loop.
@@ -51,11 +52,12 @@ import TipsTransport
 
     let chunk = HostedStore.HistoryChunk(count: 2, firstAt: 10, lastAt: 11, bytes: [1, 2, 3, 0xff])
     let answers = try harness.await { completion in
-      harness.store.commit([
-        HostedStore.AccountChanges(
-          account: "bob", operations: [(1, #"{"a":1}"#), (2, #"{"b":"x\"y"}"#)], history: [chunk]),
-        HostedStore.AccountChanges(account: "alice", operations: [(5, "{}")], history: [chunk, chunk]),
-      ], completion: completion)
+      harness.store.commit(
+        [
+          HostedStore.AccountChanges(
+            account: "bob", operations: [(1, #"{"a":1}"#), (2, #"{"b":"x\"y"}"#)], history: [chunk]),
+          HostedStore.AccountChanges(account: "alice", operations: [(5, "{}")], history: [chunk, chunk]),
+        ], completion: completion)
     }
     #expect(answers["bob"] == HostedStore.Committed(lastCursor: 2, historyFirst: [1]))
     #expect(answers["alice"] == HostedStore.Committed(lastCursor: 1, historyFirst: [1, 3]))
@@ -82,7 +84,8 @@ import TipsTransport
     try harness.await { harness.store.writeSnapshot(account: "bob", snapshot, completion: $0) }
     // An older snapshot never replaces a newer one.
     try harness.await {
-      harness.store.writeSnapshot(account: "bob", AccountSnapshot(cursor: 1, meta: [:], rows: [], donations: [:]), completion: $0)
+      harness.store.writeSnapshot(
+        account: "bob", AccountSnapshot(cursor: 1, meta: [:], rows: [], donations: [:]), completion: $0)
     }
     let resumed = try harness.await { harness.store.load("bob", completion: $0) }
     #expect(resumed.snapshot == snapshot)
@@ -91,8 +94,11 @@ import TipsTransport
     let pulled = try harness.await { harness.store.pull("bob", after: 1, limit: 10, completion: $0) }
     #expect(pulled.map(\.cursor) == [2, 3])
     let history = try harness.await { harness.store.history("alice", after: 0, limit: 10, completion: $0) }
-    #expect(history == [HostedStore.StoredHistory(cursor: 1, count: 2, bytes: chunk.bytes),
-      HostedStore.StoredHistory(cursor: 3, count: 2, bytes: chunk.bytes)])
+    #expect(
+      history == [
+        HostedStore.StoredHistory(cursor: 1, count: 2, bytes: chunk.bytes),
+        HostedStore.StoredHistory(cursor: 3, count: 2, bytes: chunk.bytes),
+      ])
     let later = try harness.await { harness.store.history("alice", after: 2, limit: 10, completion: $0) }
     #expect(later.map(\.cursor) == [3])
     let listed = try harness.await { harness.store.listAccounts(after: nil, limit: 10, completion: $0) }
@@ -130,15 +136,20 @@ import TipsTransport
     try postgres.stop()
     #expect(harness.spin { !harness.store.isWritable })
     var refused: Result<[String: HostedStore.Committed], HostedError>?
-    harness.store.commit([HostedStore.AccountChanges(account: "a", operations: [(1, "{}")], history: [])]) { refused = $0 }
+    harness.store.commit([HostedStore.AccountChanges(account: "a", operations: [(1, "{}")], history: [])]) {
+      refused = $0
+    }
     #expect(harness.spin { refused != nil })
-    if case .failure(let error) = refused { #expect(error.message.contains("PostgreSQL is unavailable")) } else {
+    if case .failure(let error) = refused {
+      #expect(error.message.contains("PostgreSQL is unavailable"))
+    } else {
       Issue.record("a commit succeeded while PostgreSQL was down")
     }
     try postgres.start()
     #expect(harness.spin { harness.store.isWritable })
     let answers = try harness.await { completion in
-      harness.store.commit([HostedStore.AccountChanges(account: "a", operations: [(1, "{}")], history: [])], completion: completion)
+      harness.store.commit(
+        [HostedStore.AccountChanges(account: "a", operations: [(1, "{}")], history: [])], completion: completion)
     }
     #expect(answers["a"]?.lastCursor == 1)
   }
@@ -173,13 +184,15 @@ import TipsTransport
       HostedStore.HistoryChunk(count: count, firstAt: 1, lastAt: 2, bytes: [UInt8(count)])
     }
     _ = try harness.await { completion in
-      harness.store.commit([
-        HostedStore.AccountChanges(account: "zed", operations: [], history: [chunk(2)]),
-        HostedStore.AccountChanges(account: "amy", operations: [(1, "{}")], history: [chunk(1)]),
-      ], completion: completion)
+      harness.store.commit(
+        [
+          HostedStore.AccountChanges(account: "zed", operations: [], history: [chunk(2)]),
+          HostedStore.AccountChanges(account: "amy", operations: [(1, "{}")], history: [chunk(1)]),
+        ], completion: completion)
     }
     _ = try harness.await { completion in
-      harness.store.commit([HostedStore.AccountChanges(account: "zed", operations: [], history: [chunk(3)])], completion: completion)
+      harness.store.commit(
+        [HostedStore.AccountChanges(account: "zed", operations: [], history: [chunk(3)])], completion: completion)
     }
     let all = try harness.await { harness.store.fleetHistory(after: 0, limit: 10, completion: $0) }
     // Accounts in sorted order within a commit, commits in order; each chunk's positions follow the previous one's.

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TipsHosted
 
 @Suite struct ResidencyTests {

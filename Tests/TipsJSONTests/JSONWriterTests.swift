@@ -16,21 +16,23 @@ func written(_ body: (inout JSONWriter) -> Void) -> String {
     #expect(JSONValue.string("a").jsonString == #""a""#)
   }
 
-  @Test(arguments: [
-    (Int64(0), "0"), (7, "7"), (-7, "-7"), (10, "10"), (1234567890, "1234567890"),
-    (.max, "9223372036854775807"), (.min, "-9223372036854775808"),
-  ] as [(Int64, String)])
+  @Test(
+    arguments: [
+      (Int64(0), "0"), (7, "7"), (-7, "-7"), (10, "10"), (1234567890, "1234567890"),
+      (.max, "9223372036854775807"), (.min, "-9223372036854775808"),
+    ] as [(Int64, String)])
   func integers(value: Int64, text: String) {
     #expect(written { $0.writeInt(value) } == text)
     #expect(JSONValue.int(value).jsonString == text)
   }
 
-  @Test(arguments: [
-    (2.0, "2.0"), (-0.0, "-0.0"), (0.1, "0.1"), (1.5, "1.5"), (-2.5e-7, "-2.5e-07"),
-    (1e16, "1e+16"), (0.30000000000000004, "0.30000000000000004"),
-    (1.7976931348623157e308, "1.7976931348623157e+308"), (.leastNonzeroMagnitude, "5e-324"),
-    (.infinity, "null"), (-.infinity, "null"), (.nan, "null"),
-  ] as [(Double, String)])
+  @Test(
+    arguments: [
+      (2.0, "2.0"), (-0.0, "-0.0"), (0.1, "0.1"), (1.5, "1.5"), (-2.5e-7, "-2.5e-07"),
+      (1e16, "1e+16"), (0.30000000000000004, "0.30000000000000004"),
+      (1.7976931348623157e308, "1.7976931348623157e+308"), (.leastNonzeroMagnitude, "5e-324"),
+      (.infinity, "null"), (-.infinity, "null"), (.nan, "null"),
+    ] as [(Double, String)])
   func doubles(value: Double, text: String) throws {
     #expect(written { $0.writeDouble(value) } == text)
     if value.isFinite {
@@ -59,8 +61,12 @@ func written(_ body: (inout JSONWriter) -> Void) -> String {
     #expect(literal == checked)
     #expect(checked == #"{"jsonrpc":"2.0","id":7,"result":{"count":1}}"#)
     // After another value the literal forms put the comma in.
-    #expect(written { $0.beginArray(); $0.writeInt(1); $0.beginObject(literalMembersThenKey: #""a":"#); $0.writeNull(); $0.endObject(); $0.endArray() }
-      == #"[1,{"a":null}]"#)
+    #expect(
+      written {
+        $0.beginArray(); $0.writeInt(1); $0.beginObject(literalMembersThenKey: #""a":"#); $0.writeNull();
+        $0.endObject(); $0.endArray()
+      }
+        == #"[1,{"a":null}]"#)
   }
 
   @Test func everyEscape() {

@@ -333,13 +333,18 @@ let uri = "untitled:catalog-1"
     #expect(variant.contains("weight") && variant.contains("holdout"))
     #expect(labels(at: find("[\"filter.tip\"], \"\"", in: text).end.moved(-1)) == ["schedule"])
 
-    let onRule = client.request("textDocument/hover", client.at(uri, find("{\"tip\": \"\", \"status\"", in: text).start.moved(3)))
-    #expect(onRule["contents"]?["value"]?.stringValue?.hasPrefix("Holds when `` was invalidated at least 1 day ago") == true)
-    let onTarget = client.request("textDocument/hover", client.at(uri, find("\"welcome.tip\", \"\": 1}", in: text).start.moved(2)))
+    let onRule = client.request(
+      "textDocument/hover", client.at(uri, find("{\"tip\": \"\", \"status\"", in: text).start.moved(3)))
+    #expect(
+      onRule["contents"]?["value"]?.stringValue?.hasPrefix("Holds when `` was invalidated at least 1 day ago") == true)
+    let onTarget = client.request(
+      "textDocument/hover", client.at(uri, find("\"welcome.tip\", \"\": 1}", in: text).start.moved(2)))
     let targetText = try #require(onTarget["contents"]?["value"]?.stringValue)
     #expect(targetText.contains("`welcome.tip`: Welcome"), "\(targetText)")
     let onHoldout = client.request("textDocument/hover", client.at(uri, find("\"holdout\"", in: text).start.moved(2)))
-    #expect(onHoldout["contents"]?["value"]?.stringValue?.hasPrefix("`holdout`: true: installs assigned to it never see the tip") == true)
+    #expect(
+      onHoldout["contents"]?["value"]?.stringValue?.hasPrefix(
+        "`holdout`: true: installs assigned to it never see the tip") == true)
     let onSchedule = client.request("textDocument/hover", client.at(uri, find("\"schedule\"", in: text).start.moved(2)))
     #expect(onSchedule["contents"]?["value"]?.stringValue?.hasPrefix("`schedule`: {from?, until?}") == true)
   }

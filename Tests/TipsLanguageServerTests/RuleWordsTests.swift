@@ -46,6 +46,8 @@ import TipsJSON
         == "Holds when `welcome.tip` was invalidated (a tip that is not registered never counts).")
     #expect(try words(#"{"tip": "w", "displayed": {"gte": 2}}"#) == "Holds when `w` was displayed at least 2 times.")
     #expect(try words(#"{"tip": "w", "displayed": {"eq": 0}}"#) == "Holds when `w` was never displayed.")
-    #expect(try words(#"{"not": {"tip": "w", "status": "invalidated", "for": {"hours": 2}}}"#).hasPrefix("Holds unless `w` was invalidated at least 2 hours ago"))
+    #expect(
+      try words(#"{"not": {"tip": "w", "status": "invalidated", "for": {"hours": 2}}}"#).hasPrefix(
+        "Holds unless `w` was invalidated at least 2 hours ago"))
   }
 }

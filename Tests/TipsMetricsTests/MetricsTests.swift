@@ -150,7 +150,8 @@ struct MetricsTests {
     #expect(overall.close == CloseRate(closes: 2, decided: 4, pending: 0, rate: 0.5, alert: true))
   }
 
-  @Test("the close rate: pending while the window is open, the latest impression takes the close, flagged above the alert")
+  @Test(
+    "the close rate: pending while the window is open, the latest impression takes the close, flagged above the alert")
   func closeRate() throws {
     var history = History()
     history.impression(at: 0)
@@ -289,7 +290,8 @@ struct MetricsTests {
     #expect(json["tips"]?[0]?["goal"] == ["event": "filter.used", "within": ["days": 1]])
   }
 
-  @Test("time to first use, as defined: four impressions a day apart, goals 1 h after the first and 2 h after the fourth")
+  @Test(
+    "time to first use, as defined: four impressions a day apart, goals 1 h after the first and 2 h after the fourth")
   func timeToFirstUse() throws {
     var history = History()
     history.impression(at: 0)
@@ -304,10 +306,13 @@ struct MetricsTests {
     // Per exposure (the first impression since the last goal): 1 h and, from the second impression, 2 d + 2 h.
     #expect(overall.timeToGoalPerExposure == TimeToGoal(samples: 2, median: (hour + 2 * day + 2 * hour) / 2, open: 0))
     // A first impression outside the period is not this period's install; no goal yet leaves it open.
-    #expect(compute(history, now: 10 * day, since: hour).tip("filter.tip")?.overall.timeToGoal == TimeToGoal(samples: 0, median: nil, open: 0))
+    #expect(
+      compute(history, now: 10 * day, since: hour).tip("filter.tip")?.overall.timeToGoal
+        == TimeToGoal(samples: 0, median: nil, open: 0))
     var waiting = History()
     waiting.impression(at: 0)
-    #expect(compute(waiting, now: day).tip("filter.tip")?.overall.timeToGoal == TimeToGoal(samples: 0, median: nil, open: 1))
+    #expect(
+      compute(waiting, now: day).tip("filter.tip")?.overall.timeToGoal == TimeToGoal(samples: 0, median: nil, open: 1))
   }
 
   /// Adds a holdout's counterfactual impression (the history's `exposure` entry).
@@ -385,7 +390,9 @@ struct MetricsTests {
     #expect(json["comparisons"]?[0]?["variant"] == "direct" && json["comparisons"]?[0]?["difference"] == 0.5)
     // 1 of 4: [0.04559, 0.69936], written with the rate.
     let friendly = try #require(json["variants"]?[0]?["goal"])
-    #expect(abs((friendly["low"]?.doubleValue ?? 0) - 0.04559) < 1e-4 && abs((friendly["high"]?.doubleValue ?? 0) - 0.69936) < 1e-4)
+    #expect(
+      abs((friendly["low"]?.doubleValue ?? 0) - 0.04559) < 1e-4
+        && abs((friendly["high"]?.doubleValue ?? 0) - 0.69936) < 1e-4)
     // With one variant there is nothing to compare.
     var one = History()
     one.impression(at: 0, variant: "friendly")
@@ -434,7 +441,8 @@ struct MetricsTests {
     #expect(control.holdout && control.impressions == 1 && control.goal?.pending == 1)
     #expect(control.timeToGoal == TimeToGoal(samples: 0, median: nil, open: 1))
     let lift = try #require(report.tip("filter.tip")?.lift)
-    #expect(lift.exposed == Proportion(converted: 2, decided: 3) && lift.holdout == Proportion(converted: 0, decided: 0))
+    #expect(
+      lift.exposed == Proportion(converted: 2, decided: 3) && lift.holdout == Proportion(converted: 0, decided: 0))
     #expect(lift.difference == nil)
     // In results: `accounts`, and `days` read back as account-days.
     #expect(report.json["accounts"] == 3)

@@ -65,7 +65,8 @@ func errorID(_ message: IncomingMessage?) -> RequestID?? {
   }
 
   @Test func batchWithInvalidJSON() {
-    let message = single(#"[{"jsonrpc": "2.0", "method": "sum", "params": [1,2,4], "id": "1"},{"jsonrpc": "2.0", "method""#)
+    let message = single(
+      #"[{"jsonrpc": "2.0", "method": "sum", "params": [1,2,4], "id": "1"},{"jsonrpc": "2.0", "method""#)
     #expect(errorCode(message) == .parseError)
   }
 
@@ -121,10 +122,13 @@ func errorID(_ message: IncomingMessage?) -> RequestID?? {
   }
 
   @Test func batchOfNotifications() {
-    let text = #"[{"jsonrpc": "2.0", "method": "notify_sum", "params": [1,2,4]},{"jsonrpc": "2.0", "method": "notify_hello", "params": [7]}]"#
+    let text =
+      #"[{"jsonrpc": "2.0", "method": "notify_sum", "params": [1,2,4]},{"jsonrpc": "2.0", "method": "notify_hello", "params": [7]}]"#
     #expect(
       decode(text)
-        == .batch([.notification(method: "notify_sum", params: [1, 2, 4]), .notification(method: "notify_hello", params: [7])]))
+        == .batch([
+          .notification(method: "notify_sum", params: [1, 2, 4]), .notification(method: "notify_hello", params: [7]),
+        ]))
   }
 }
 
@@ -181,7 +185,9 @@ func errorID(_ message: IncomingMessage?) -> RequestID?? {
       #expect(errorID(message) == .some(.int(4)))
     }
     // null params count as absent.
-    #expect(single(#"{"jsonrpc":"2.0","id":4,"method":"m","params":null}"#) == .request(id: .int(4), method: "m", params: nil))
+    #expect(
+      single(#"{"jsonrpc":"2.0","id":4,"method":"m","params":null}"#) == .request(id: .int(4), method: "m", params: nil)
+    )
     #expect(single(#"{"jsonrpc":"2.0","method":"exit","params":null}"#) == .notification(method: "exit", params: nil))
     // A malformed notification is still answered, with id null.
     let notification = single(#"{"jsonrpc":"2.0","method":"m","params":1}"#)
@@ -201,12 +207,14 @@ func errorID(_ message: IncomingMessage?) -> RequestID?? {
   }
 
   @Test func clientResponses() {
-    #expect(single(#"{"jsonrpc":"2.0","id":1,"result":{"ok":true}}"#) == .response(id: 1, result: .success(["ok": true])))
+    #expect(
+      single(#"{"jsonrpc":"2.0","id":1,"result":{"ok":true}}"#) == .response(id: 1, result: .success(["ok": true])))
     #expect(single(#"{"jsonrpc":"2.0","id":null,"result":null}"#) == .response(id: nil, result: .success(nil)))
     #expect(
       single(#"{"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"nope","data":[1]}}"#)
         == .response(id: "a", result: .failure(ResponseError(code: .methodNotFound, message: "nope", data: [1]))))
-    #expect(errorCode(single(#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}"#)) == .invalidRequest)
+    #expect(
+      errorCode(single(#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}"#)) == .invalidRequest)
     #expect(errorCode(single(#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"x"}}"#)) == .invalidRequest)
     #expect(errorCode(single(#"{"jsonrpc":"2.0","result":1}"#)) == .invalidRequest)
   }

@@ -39,10 +39,13 @@ func text(_ bytes: [UInt8]) -> String {
   }
 
   @Test func batch() {
-    let parts = [OutgoingMessage.encodeResult(id: 1, result: 7), OutgoingMessage.encodeError(id: 2, error: .methodNotFound("m"))]
+    let parts = [
+      OutgoingMessage.encodeResult(id: 1, result: 7), OutgoingMessage.encodeError(id: 2, error: .methodNotFound("m")),
+    ]
     #expect(
       text(OutgoingMessage.encodeBatch(parts))
-        == #"[{"jsonrpc":"2.0","id":1,"result":7},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"unknown method \"m\""}}]"#)
+        == #"[{"jsonrpc":"2.0","id":1,"result":7},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"unknown method \"m\""}}]"#
+    )
     #expect(text(OutgoingMessage.encodeBatch([])) == "[]")
   }
 
@@ -72,10 +75,15 @@ func text(_ bytes: [UInt8]) -> String {
     #expect(ResponseError.unknownTip("t").data == ["id": "t"])
     #expect(ResponseError.unknownGroup("g").data == ["id": "g"])
     #expect(ResponseError.unknownAction("a", tip: "t", known: ["b", "c"]).data == ["id": "t", "actionId": "a"])
-    #expect(ResponseError.unknownAction("a", tip: "t", known: []).message == #"unknown action "a" for tip "t" (its actions: none)"#)
+    #expect(
+      ResponseError.unknownAction("a", tip: "t", known: []).message
+        == #"unknown action "a" for tip "t" (its actions: none)"#)
     #expect(ResponseError.unknownSubscription(method: "tips/unobserve", id: "s").data == ["subscription": "s"])
     #expect(ResponseError.unknownParameter(method: "parameters/set", id: "p").data == ["id": "p"])
-    #expect(ResponseError.invalidDefinition(method: "tips/register", path: "tips[0].id", problem: "x").data == ["path": "params.tips[0].id"])
+    #expect(
+      ResponseError.invalidDefinition(method: "tips/register", path: "tips[0].id", problem: "x").data == [
+        "path": "params.tips[0].id"
+      ])
     #expect(ResponseError.parseError("x", offset: 3).data == ["offset": 3])
     #expect(ResponseError.serverNotInitialized(method: "m").code == .serverNotInitialized)
     #expect(ResponseError.shuttingDown().code == .shuttingDown)
@@ -83,14 +91,19 @@ func text(_ bytes: [UInt8]) -> String {
     #expect(ResponseError.datastoreFailure(path: "/d").message.contains("not committed to /d"))
     #expect(ResponseError.tooManyConnections(limit: 2).code == .tooManyConnections)
     #expect(ResponseError.emptyBatch().code == .invalidRequest)
-    #expect(ResponseError.unknownParam(method: "tips/status", name: "id", allowed: ["ids"]).message
-      == #"tips/status: unknown param "id" (expected ids)"#)
+    #expect(
+      ResponseError.unknownParam(method: "tips/status", name: "id", allowed: ["ids"]).message
+        == #"tips/status: unknown param "id" (expected ids)"#)
   }
 
   @Test func json() {
     #expect(ResponseError(code: .internalError, message: "boom").json == ["code": -32603, "message": "boom"])
-    #expect(ResponseError(code: .internalError, message: "boom", data: [1]).json == ["code": -32603, "message": "boom", "data": [1]])
-    #expect(ResponseError(json: ["code": -32603, "message": "boom"]) == ResponseError(code: .internalError, message: "boom"))
+    #expect(
+      ResponseError(code: .internalError, message: "boom", data: [1]).json == [
+        "code": -32603, "message": "boom", "data": [1],
+      ])
+    #expect(
+      ResponseError(json: ["code": -32603, "message": "boom"]) == ResponseError(code: .internalError, message: "boom"))
     #expect(ResponseError(json: ["code": 1.5, "message": "boom"]) == nil)
   }
 }

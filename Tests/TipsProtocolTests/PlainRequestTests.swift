@@ -34,10 +34,12 @@ private func scanned(_ bytes: [UInt8]) -> IncomingMessage? {
 private func checkAgreement(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
   let full = IncomingPayload.decodeParsingFully(bytes)
   if let fast = scanned(bytes) {
-    #expect(fingerprint(.single(fast)) == fingerprint(full), "\(String(decoding: bytes, as: UTF8.self))",
+    #expect(
+      fingerprint(.single(fast)) == fingerprint(full), "\(String(decoding: bytes, as: UTF8.self))",
       sourceLocation: sourceLocation)
   }
-  #expect(fingerprint(IncomingPayload.decode(bytes)) == fingerprint(full), "\(String(decoding: bytes, as: UTF8.self))",
+  #expect(
+    fingerprint(IncomingPayload.decode(bytes)) == fingerprint(full), "\(String(decoding: bytes, as: UTF8.self))",
     sourceLocation: sourceLocation)
   bytes.withUnsafeBytes { buffer in
     #expect(fingerprint(IncomingPayload.decode(buffer)) == fingerprint(full), sourceLocation: sourceLocation)

@@ -42,11 +42,17 @@ private func bytewise(_ a: String, _ b: String) -> Bool { a.utf8.lexicographical
   }
 
   /// Compares an object shape with a schema's `properties` and `required`.
-  func expectShape(_ shape: ObjectShape, _ schema: JSONValue?, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+  func expectShape(
+    _ shape: ObjectShape, _ schema: JSONValue?, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) {
     let properties = Set(schema?["properties"]?.objectValue?.keys ?? [])
     let required = Set((schema?["required"]?.arrayValue ?? []).compactMap(\.stringValue))
-    #expect(Set(shape.members) == properties, "\(what): members \(shape.members) vs schema \(properties.sorted())", sourceLocation: sourceLocation)
-    #expect(shape.required == required, "\(what): required \(shape.required.sorted()) vs schema \(required.sorted())", sourceLocation: sourceLocation)
+    #expect(
+      Set(shape.members) == properties, "\(what): members \(shape.members) vs schema \(properties.sorted())",
+      sourceLocation: sourceLocation)
+    #expect(
+      shape.required == required, "\(what): required \(shape.required.sorted()) vs schema \(required.sorted())",
+      sourceLocation: sourceLocation)
   }
 
   /// One protocol version: what every Swift client sends and the daemon answers is the document's.
@@ -70,8 +76,12 @@ private func bytewise(_ a: String, _ b: String) -> Bool { a.utf8.lexicographical
   @Test func methodNamesMatchTheDocument() {
     let documented = Set(methods.keys)
     let registered = Set(Messages.clientMethods)
-    #expect(documented.subtracting(registered).isEmpty, "documented but not registered: \(documented.subtracting(registered).sorted())")
-    #expect(registered.subtracting(documented).isEmpty, "registered but not documented: \(registered.subtracting(documented).sorted())")
+    #expect(
+      documented.subtracting(registered).isEmpty,
+      "documented but not registered: \(documented.subtracting(registered).sorted())")
+    #expect(
+      registered.subtracting(documented).isEmpty,
+      "registered but not documented: \(registered.subtracting(documented).sorted())")
     let notes = Set((document["x-notifications"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue })
     #expect(notes == Set(Messages.serverNotificationMethods))
   }
@@ -129,7 +139,8 @@ private func bytewise(_ a: String, _ b: String) -> Bool { a.utf8.lexicographical
     expectShape(TipStateInfo.objectShape, resolve(["$ref": "#/components/schemas/TipState"]).schema, "TipState")
     expectShape(TipContent.shape, resolve(["$ref": "#/components/schemas/TipContent"]).schema, "TipContent")
     expectShape(ActionInfo.shape, resolve(["$ref": "#/components/schemas/Action"]).schema, "Action")
-    expectShape(GroupCurrentTip.shape, resolve(["$ref": "#/components/schemas/GroupCurrentTip"]).schema, "GroupCurrentTip")
+    expectShape(
+      GroupCurrentTip.shape, resolve(["$ref": "#/components/schemas/GroupCurrentTip"]).schema, "GroupCurrentTip")
     expectShape(
       InitializeRequest.Response.capabilitiesShape, resolve(["$ref": "#/components/schemas/Capabilities"]).schema,
       "Capabilities")
@@ -145,9 +156,11 @@ private func bytewise(_ a: String, _ b: String) -> Bool { a.utf8.lexicographical
     }
     let content = TipContent(
       TipDefinition(id: "t", title: "T", actions: [TipAction(id: "a", title: "A")]), id: "t", locale: nil)
-    let pending = TipStateInfo(id: "t", shouldDisplay: false, status: .pending, displayCount: 0, displayedDuration: 0, tip: content)
+    let pending = TipStateInfo(
+      id: "t", shouldDisplay: false, status: .pending, displayCount: 0, displayedDuration: 0, tip: content)
     let closed = TipStateInfo(
-      id: "t", shouldDisplay: false, status: .invalidated(.tipClosed), displayCount: 1, displayedDuration: 2, tip: content)
+      id: "t", shouldDisplay: false, status: .invalidated(.tipClosed), displayCount: 1, displayedDuration: 2,
+      tip: content)
     check(pending.json, TipStateInfo.objectShape, "TipState (pending)")
     check(closed.json, TipStateInfo.objectShape, "TipState (invalidated)")
     #expect(closed.json["reason"] == "tipClosed" && pending.json["reason"] == nil)
@@ -155,21 +168,25 @@ private func bytewise(_ a: String, _ b: String) -> Bool { a.utf8.lexicographical
     check(closed.json["tip"]?["actions"]?[0] ?? nil, ActionInfo.shape, "Action")
     var writer = JSONWriter()
     ShouldDisplayChangedNotification(
-      subscription: "sub-1", seq: 3, id: "t", shouldDisplay: false, status: StatusInfo(.invalidated(.tipClosed)), tip: content
+      subscription: "sub-1", seq: 3, id: "t", shouldDisplay: false, status: StatusInfo(.invalidated(.tipClosed)),
+      tip: content
     ).writeParams(to: &writer)
     check(try JSONParser.parse(writer.bytes), ShouldDisplayChangedNotification.paramsShape, "tips/shouldDisplayChanged")
     let initialize = InitializeRequest.Response(
-      protocolVersion: "1.0", serverVersion: "0", framings: [], virtualClock: false, maxMessageSize: 1, notifications: [],
+      protocolVersion: "1.0", serverVersion: "0", framings: [], virtualClock: false, maxMessageSize: 1,
+      notifications: [],
       methods: [])
     check(initialize.json, ObjectShape(["protocolVersion", "serverInfo", "capabilities"]), "InitializeResult")
     check(initialize.json["capabilities"] ?? nil, InitializeRequest.Response.capabilitiesShape, "Capabilities")
-    check(ObserveRequest.Response(subscription: "s", tips: [pending], groups: []).json,
+    check(
+      ObserveRequest.Response(subscription: "s", tips: [pending], groups: []).json,
       ObjectShape(["subscription", "tips", "groups"]), "ObserveResult")
   }
 
   /// The TypeScript client's `MethodMap` (one entry per request method) lists exactly the registry's requests.
   @Test func typeScriptMethodMapMatchesTheRegistry() throws {
-    let source = try String(contentsOf: repositoryRoot.appendingPathComponent("clients/typescript/src/protocol.ts"), encoding: .utf8)
+    let source = try String(
+      contentsOf: repositoryRoot.appendingPathComponent("clients/typescript/src/protocol.ts"), encoding: .utf8)
     let start = try #require(source.range(of: "export interface MethodMap {"))
     let end = try #require(source.range(of: "\n}", range: start.upperBound..<source.endIndex))
     let body = source[start.upperBound..<end.lowerBound]

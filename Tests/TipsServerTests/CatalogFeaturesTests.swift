@@ -33,7 +33,9 @@ import TipsTestSupport
   ]
   static let template: JSONValue = [
     "id": "trail.new.{trailId}", "title": "New: {trailName}",
-    "rules": [["event": "trail.viewed", "where": ["trailId": "{trailId}"], "count": ["gte": 1], "within": ["days": 7]]],
+    "rules": [
+      ["event": "trail.viewed", "where": ["trailId": "{trailId}"], "count": ["gte": 1], "within": ["days": 7]]
+    ],
     "removal": "r", "sync": "local",
   ]
   static let searchTip: JSONValue = [
@@ -47,7 +49,10 @@ import TipsTestSupport
     let path = "\(directory)/catalog.json"
     // serach.opened: not declared (a typo of search.opened).
     try Self.write(
-      ["events": Self.events, "tips": [["id": "typo.tip", "title": "T", "rules": [["event": "serach.opened", "count": ["gte": 1]]]]]],
+      [
+        "events": Self.events,
+        "tips": [["id": "typo.tip", "title": "T", "rules": [["event": "serach.opened", "count": ["gte": 1]]]]],
+      ],
       to: path)
     let (status, log) = try Self.serveUntilExit(["--catalog", path])
     #expect(status == 1)
@@ -130,7 +135,8 @@ import TipsTestSupport
     let unknown = try client.call("tips/instantiate", ["template": "trail.old.{x}", "values": ["x": 1]])
     #expect(
       unknown["error"]?["message"]
-        == "tips/instantiate: params.template: the catalog has no template \"trail.old.{x}\" (it has trail.new.{trailId})")
+        == "tips/instantiate: params.template: the catalog has no template \"trail.old.{x}\" (it has trail.new.{trailId})"
+    )
 
     // A reload that changes the template makes its tips again (state kept); one that drops it unregisters them.
     var changed = Self.template.objectValue!
@@ -158,7 +164,11 @@ import TipsTestSupport
     #expect(filter["tip"]?["locale"] == "ja")
     #expect(filter["variant"]?.stringValue != nil)
     let instance = try client.result(
-      "tips/instantiate", ["template": "trail.new.{trailId}", "values": ["trailId": "north-ridge", "trailName": "North Ridge", "region": "north"]])
+      "tips/instantiate",
+      [
+        "template": "trail.new.{trailId}",
+        "values": ["trailId": "north-ridge", "trailName": "North Ridge", "region": "north"],
+      ])
     #expect(instance["id"] == "trail.new.north-ridge")
     #expect(instance["tip"]?["locale"] == "ja")
   }

@@ -77,7 +77,8 @@ import TipsTestSupport
     let broken = try client.result(CatalogReloadRequest.self)
     #expect(!broken.applied)
     #expect(broken.diagnostics.first?["severity"] == "error")
-    try Self.write(["tips": [["id": "always.tip", "title": "A", "rules": [["event": "e", "count": ["lt": "x"]]]]]], to: path)
+    try Self.write(
+      ["tips": [["id": "always.tip", "title": "A", "rules": [["event": "e", "count": ["lt": "x"]]]]]], to: path)
     #expect(try !client.result(CatalogReloadRequest.self).applied)
     try client.read()
     #expect(client.takeNotifications(ShouldDisplayChangedNotification.method).isEmpty)

@@ -1,7 +1,7 @@
 import Foundation
+import Testing
 import TipsJSON
 import TipsTestSupport
-import Testing
 
 /// A commit that fails (here: the disk is full) answers -32005 instead of acknowledging, and the daemon keeps
 /// serving. Needs a tiny tmpfs, so it runs as root only (as CI does) and is skipped elsewhere.

@@ -1,9 +1,9 @@
 import Foundation
+import Testing
 import TipsFraming
 import TipsJSON
 import TipsProtocol
 import TipsTestSupport
-import Testing
 
 /// The seed 000 FilterTip end to end, against the real binary, over every transport and framing; action dispatch and
 /// notifications across clients in process.
@@ -77,7 +77,10 @@ import Testing
     #expect(notes.count == 1)
     let note = try ResultReader(notes.first?["params"] ?? .null, path: "params")
     #expect(try note.string("subscription") == all && note.int64("seq") == 1 && note.string("tipId") == "filter.tip")
-    #expect(try note.decodeArray("actions", of: ActionInfo.self) == [ActionInfo(id: "learn-more", title: "Learn more", index: 0)])
+    #expect(
+      try note.decodeArray("actions", of: ActionInfo.self) == [
+        ActionInfo(id: "learn-more", title: "Learn more", index: 0)
+      ])
 
     #expect(try app.refusal("tips/performAction", ["id": "filter.tip", "actionId": "nope"]).code == .unknownAction)
     // invalidate: false records the action without invalidating.
@@ -95,7 +98,8 @@ import Testing
     let a = try fixture.connect()
     let b = try fixture.connect()
     try a.result(
-      RegisterTipsRequest.self, ["tips": [["id": "welcome", "title": "Hi", "rules": [["event": "opened", "count": ["gte": 1]]]]]])
+      RegisterTipsRequest.self,
+      ["tips": [["id": "welcome", "title": "Hi", "rules": [["event": "opened", "count": ["gte": 1]]]]]])
     try b.result(ObserveRequest.self, [:])
     try a.result(DonateRequest.self, ["id": "opened"])
     try b.read()

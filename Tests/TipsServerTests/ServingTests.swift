@@ -1,8 +1,8 @@
 import Foundation
+import Testing
 import TipsFraming
 import TipsJSON
 import TipsTestSupport
-import Testing
 
 /// End to end against the real binary: time-driven notifications on libuv timers, socket hygiene, signals, stdio and
 /// durability. (Coalescing, back-pressure, vanishing subscribers and the other timing-sensitive behaviour are tested
@@ -42,7 +42,11 @@ import Testing
     // 0.02 minutes = 1.2 s.
     try client.result(
       "tips/register",
-      ["tips": [["id": "brief", "title": "B", "rules": [["event": "tap", "within": ["minutes": 0.02], "count": ["gte": 1]]]]]])
+      [
+        "tips": [
+          ["id": "brief", "title": "B", "rules": [["event": "tap", "within": ["minutes": 0.02], "count": ["gte": 1]]]]
+        ]
+      ])
     try client.result("tips/observe", ["ids": ["brief"]])
     // The donation is stamped after this instant, so the window cannot close before `sent + 1.2 s`, however busy
     // the machine (a lower bound only; how late the notification comes is not checked).

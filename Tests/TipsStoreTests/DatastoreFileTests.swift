@@ -38,7 +38,8 @@ struct DatastoreFileTests {
     let side = try SQLiteConnection(path: path)
     // One donation at 1.0 whose 6 bytes of JSON stop short: `{"k": `.
     try side.execute(
-      "UPDATE donation_chunks SET data = X'000000000000F03F06' || CAST('{\"k\": ' AS BLOB); PRAGMA wal_checkpoint(TRUNCATE);")
+      "UPDATE donation_chunks SET data = X'000000000000F03F06' || CAST('{\"k\": ' AS BLOB); PRAGMA wal_checkpoint(TRUNCATE);"
+    )
     side.close()
     let error = #expect(throws: DatastoreError.self) { try Datastore(path: path) }
     #expect(error?.isCorruption == true)
@@ -98,7 +99,9 @@ struct DatastoreFileTests {
     #expect(try schema(of: path).contains { $0.contains("first_displayed_at") })
   }
 
-  @Test("a schema 9 file migrates to 10: donation limits keep their counts and may gain ages; exposures and the suppression persist")
+  @Test(
+    "a schema 9 file migrates to 10: donation limits keep their counts and may gain ages; exposures and the suppression persist"
+  )
   func migrationFromVersion9() throws {
     let directory = TemporaryDirectory()
     defer { directory.remove() }

@@ -246,7 +246,9 @@ struct DatastoreTests {
     #expect(snapshot.lifetimeCounts["e"] == 329)
   }
 
-  @Test("one batch interleaving events, rewriting one of them midway and donating to it again, keeps every donation in order")
+  @Test(
+    "one batch interleaving events, rewriting one of them midway and donating to it again, keeps every donation in order"
+  )
   func interleavedBatch() throws {
     let directory = TemporaryDirectory()
     defer { directory.remove() }

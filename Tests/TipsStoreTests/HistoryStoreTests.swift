@@ -9,17 +9,21 @@ private func entries(from first: Int64, _ kinds: [HistoryEvent.Kind], at: Double
   kinds.enumerated().map { offset, kind in
     let cursor = first + Int64(offset)
     switch kind {
-    case .impression: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", duration: 2.5)
+    case .impression:
+      return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", duration: 2.5)
     case .action:
-      return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "b", actionID: "go", actionIndex: 1)
+      return HistoryEvent(
+        cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "b", actionID: "go", actionIndex: 1)
     case .donation: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), eventID: "filter.used")
     case .eligibility:
       return HistoryEvent(
         cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "b", reason: "tipClosed",
         status: "invalidated", shouldDisplay: false)
-    case .invalidation: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", reason: "tipClosed")
+    case .invalidation:
+      return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", reason: "tipClosed")
     case .variant: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "b")
-    case .exposure: return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "hold")
+    case .exposure:
+      return HistoryEvent(cursor: cursor, kind: kind, at: at + Double(offset), tipID: "t", variant: "hold")
     }
   }
 }
@@ -48,7 +52,10 @@ struct HistoryStoreTests {
     #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 1, newestCursor: 7, oldestAt: 100))
     let state = try store.historyState()
     #expect(state.lastCursor == 7)
-    #expect(state.tips == ["t": RecordedTipState(status: "invalidated", reason: "tipClosed", shouldDisplay: false, variant: "b")])
+    #expect(
+      state.tips == [
+        "t": RecordedTipState(status: "invalidated", reason: "tipClosed", shouldDisplay: false, variant: "b")
+      ])
     #expect(try store.load().parameters == ["p": 1])
   }
 
@@ -118,7 +125,9 @@ struct HistoryStoreTests {
     #expect(try store.historyState().tips == tips)
   }
 
-  @Test("deleting the history keeps nothing (the tips' last recorded eligibility neither) but the newest cursor, across a reopen")
+  @Test(
+    "deleting the history keeps nothing (the tips' last recorded eligibility neither) but the newest cursor, across a reopen"
+  )
   func deleteEverything() throws {
     let directory = TemporaryDirectory()
     defer { directory.remove() }
@@ -146,7 +155,8 @@ struct HistoryStoreTests {
     let store = try Datastore(path: ":memory:")
     var many: [HistoryEvent] = []
     for n in 1...600 {
-      many.append(HistoryEvent(cursor: Int64(n), kind: .impression, at: 1_000 + Double(n), tipID: "t", duration: Double(n)))
+      many.append(
+        HistoryEvent(cursor: Int64(n), kind: .impression, at: 1_000 + Double(n), tipID: "t", duration: Double(n)))
     }
     try store.commit([], history: many)
     #expect(try store.history(after: 0, limit: 1000) == many)
@@ -160,7 +170,8 @@ struct HistoryStoreTests {
 
   @Test("the chunk encoding round-trips every field and refuses damaged bytes")
   func codec() throws {
-    let events = entries(from: 41, [.variant, .impression, .eligibility, .donation, .action, .invalidation])
+    let events =
+      entries(from: 41, [.variant, .impression, .eligibility, .donation, .action, .invalidation])
       + [HistoryEvent(cursor: 50, kind: .eligibility, at: -1.5, tipID: "é 🧭", status: "available", shouldDisplay: true)]
     let bytes = HistoryCodec.encode(events[...])
     let decoded = bytes.withUnsafeBytes { HistoryCodec.decode($0, first: 41) }
@@ -216,7 +227,9 @@ struct HistoryStoreTests {
     #expect(batch.bytes.count < names.count * 14)
   }
 
-  @Test("a run of donations stores continuations: instants exact in any order, the run broken by a gap, another event or a chunk's end")
+  @Test(
+    "a run of donations stores continuations: instants exact in any order, the run broken by a gap, another event or a chunk's end"
+  )
   func continuations() throws {
     // Instants a run may hold: microseconds apart, equal, earlier than the previous (a donation dated by the
     // client), far apart, negative, and the extremes of the bit patterns (wrapping differences).
@@ -267,8 +280,11 @@ struct HistoryStoreTests {
     first.appendDonation(cursor: 1, event: "goal.a", at: base)
     let whole = first.bytes
     first.appendDonation(cursor: 2, event: "goal.a", at: base + 1)
-    #expect(first.events.count == 2 && first.bytes.starts(with: whole) && first.bytes[whole.count] == HistoryCodec.runTag)
-    for damaged in [whole + [HistoryCodec.runTag, 0], whole + [HistoryCodec.runTag, 2, 4], whole + [HistoryCodec.runTag]] {
+    #expect(
+      first.events.count == 2 && first.bytes.starts(with: whole) && first.bytes[whole.count] == HistoryCodec.runTag)
+    for damaged in [
+      whole + [HistoryCodec.runTag, 0], whole + [HistoryCodec.runTag, 2, 4], whole + [HistoryCodec.runTag],
+    ] {
       #expect(damaged.withUnsafeBytes { HistoryCodec.decode($0, first: 1) } == nil)
     }
   }
@@ -279,7 +295,9 @@ struct HistoryStoreTests {
     defer { directory.remove() }
     let path = directory.file("store.sqlite")
     // A schema 7 file as that build wrote it: every donation entry whole (kind, cursor, instant, presence, id).
-    let old = (1...5).map { HistoryEvent(cursor: Int64($0), kind: .donation, at: 1_000 + Double($0), eventID: "goal.a") }
+    let old = (1...5).map {
+      HistoryEvent(cursor: Int64($0), kind: .donation, at: 1_000 + Double($0), eventID: "goal.a")
+    }
     do {
       let side = try SQLiteConnection(path: path)
       try createDatastore(side, version: 7)
@@ -295,7 +313,9 @@ struct HistoryStoreTests {
     var batch = HistoryBatch()
     for cursor in 6...9 { batch.appendDonation(cursor: Int64(cursor), event: "goal.a", at: 1_000 + Double(cursor)) }
     try store.commit([], history: batch)
-    let all = (1...9).map { HistoryEvent(cursor: Int64($0), kind: .donation, at: 1_000 + Double($0), eventID: "goal.a") }
+    let all = (1...9).map {
+      HistoryEvent(cursor: Int64($0), kind: .donation, at: 1_000 + Double($0), eventID: "goal.a")
+    }
     #expect(try store.historyForMetrics() == all)
     #expect(try store.historyState().lastCursor == 9)
   }

@@ -1,6 +1,7 @@
 import Foundation
 import TipsEngine
 import TipsJSON
+
 @testable import TipsStore
 
 /// A fresh directory under the system temporary directory, removed by ``remove()``.

@@ -4,6 +4,7 @@ import TipsEngine
 import TipsJSON
 import TipsStore
 import TipsTestSupport
+
 @testable import TipsSync
 
 /// One simulated device in process: an engine on a virtual clock, its datastore (a real SQLite file) and its merge
@@ -129,7 +130,8 @@ private struct SimulatedServer {
       switch roll {
       case 0..<30:
         let event = SyncFixture.events[Int.random(in: 0..<SyncFixture.events.count, using: &random)]
-        try device.local(try engine.donate(event, info: infos[Int.random(in: 0..<infos.count, using: &random)]).mutation)
+        try device.local(
+          try engine.donate(event, info: infos[Int.random(in: 0..<infos.count, using: &random)]).mutation)
       case 30..<45:
         try device.local(try engine.recordDisplay(tip, duration: Double(Int.random(in: 0..<30, using: &random))))
       case 45..<52:

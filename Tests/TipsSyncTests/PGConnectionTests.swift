@@ -1,6 +1,7 @@
 import Testing
 import TipsTestSupport
 import TipsTransport
+
 @testable import TipsSync
 
 /// The libpq client on the embedded test loop (its polls ask the kernel at each turn), against a real PostgreSQL:
@@ -35,7 +36,11 @@ import TipsTransport
     #expect(spin { results.count == 3 && !notifications.isEmpty })
     guard results.count == 3 else { return }
     #expect((try? results[0].get())?.first?.rows == [["42", nil]])
-    if case .failure(let error) = results[1] { #expect(error.message.contains("nowhere")) } else { Issue.record("no error") }
+    if case .failure(let error) = results[1] {
+      #expect(error.message.contains("nowhere"))
+    } else {
+      Issue.record("no error")
+    }
     #expect(notifications.first?.0 == "tipsd_test" && notifications.first?.1 == "hello")
 
     try postgres.stop()

@@ -42,7 +42,8 @@ import TipsTestSupport
     let output = "\(directory)/child.out"
     let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     let argv = [
-      testBinary, "--testing-library", "swift-testing", "--filter", "PostgresServerTests/aQueryResultIsItsStandardOutputAlone",
+      testBinary, "--testing-library", "swift-testing", "--filter",
+      "PostgresServerTests/aQueryResultIsItsStandardOutputAlone",
     ]
     let pid = try spawnChild(
       argv, workingDirectory: directory, output: .file(output), errors: .standardOutput)

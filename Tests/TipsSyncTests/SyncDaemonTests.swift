@@ -25,7 +25,8 @@ import TipsTestSupport
       if let info = infos[Int.random(in: 0..<infos.count, using: &random)] { params["info"] = info }
       try device.call("events/donate", .object(params))
     case 35..<55:
-      try device.call("tips/displayed", ["id": .string(tip), "duration": .int(Int64.random(in: 0..<30, using: &random))])
+      try device.call(
+        "tips/displayed", ["id": .string(tip), "duration": .int(Int64.random(in: 0..<30, using: &random))])
     case 55..<65:
       let reason = InvalidationReason.allCases[Int.random(in: 0..<4, using: &random)]
       try device.call("tips/invalidate", ["id": .string(tip), "reason": .string(reason.rawValue)])
@@ -123,7 +124,9 @@ import TipsTestSupport
     let devices = [phone, tablet, laptop, offline]
     defer { for device in devices { device.destroy() } }
     func changes(_ count: Int, on candidates: [Device]) throws {
-      for _ in 0..<count { try Self.randomChange(candidates[Int.random(in: 0..<candidates.count, using: &random)], &random) }
+      for _ in 0..<count {
+        try Self.randomChange(candidates[Int.random(in: 0..<candidates.count, using: &random)], &random)
+      }
     }
 
     try changes(30, on: devices)
@@ -246,7 +249,9 @@ import TipsTestSupport
     let device = try Device(
       "phone", url: PostgresServer.unreachableURL, catalog: catalog, extraArguments: ["--sync-outbox-limit", "5"])
     defer { device.destroy() }
-    for duration in [1, 2, 3] { try device.call("tips/displayed", ["id": "count.tip", "duration": .int(Int64(duration))]) }
+    for duration in [1, 2, 3] {
+      try device.call("tips/displayed", ["id": "count.tip", "duration": .int(Int64(duration))])
+    }
     for level in [1, 2, 3] { try device.call("parameters/set", ["id": "level", "value": .int(Int64(level))]) }
     #expect(try device.syncStatus()["outbox"] == 2)
     for _ in 0..<3 { try device.call("events/donate", ["id": "e1"]) }
@@ -255,7 +260,8 @@ import TipsTestSupport
     let refused = try device.client.call("events/donate", ["id": "e1"])
     #expect(refused["error"]?["code"] == -32012)
     #expect(refused["error"]?["data"]?["limit"] == 5)
-    #expect(try device.call("tips/explain", ["id": "count.tip"])["rules"]?[0]?["detail"]?.stringValue?.contains("=3") == true)
+    #expect(
+      try device.call("tips/explain", ["id": "count.tip"])["rules"]?[0]?["detail"]?.stringValue?.contains("=3") == true)
     #expect(try device.client.call("tips/invalidate", ["id": "count.tip"])["error"]?["code"] == -32012)
     #expect(try device.tipStates(["count.tip"])["count.tip"]?["status"] != "invalidated")
     try device.call("tips/configure", ["displayFrequency": "daily"])  // not synced: still accepted
@@ -317,7 +323,10 @@ import TipsTestSupport
     try phone.call("events/donate", ["id": "e1"])
     try waitUntilConverged([phone, tablet], postgres: postgres)
     #expect(try tablet.call("events/donate", ["id": "e1"])["lifetime"] == 2)
-    #expect(waitUntil(timeout: testTimeout * 3) { (try? lost.syncStatus()["lastError"]?.stringValue)??.contains("tipsd-test.invalid") == true })
+    #expect(
+      waitUntil(timeout: testTimeout * 3) {
+        (try? lost.syncStatus()["lastError"]?.stringValue)??.contains("tipsd-test.invalid") == true
+      })
   }
 
   /// A datastore belongs to one account and one device: the device id is made once and kept; another account or

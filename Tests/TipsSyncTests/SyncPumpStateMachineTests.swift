@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TipsSync
 
 /// The pump's decisions without PostgreSQL: each path's actions, in order.
@@ -22,7 +23,8 @@ import Testing
     var (machine, actions) = connectedMachine(outboxHasWork: true)
     #expect(machine.phase == .connected)
     // Connected: logged, and a catch-up pull before any push (NOTIFYs sent while away are gone).
-    #expect(actions.first == .log(.init(.info, "sync connected", [("server", "postgresql://db/***"), ("account", "alice")])))
+    #expect(
+      actions.first == .log(.init(.info, "sync connected", [("server", "postgresql://db/***"), ("account", "alice")])))
     #expect(runs(actions) == [.pull])
     // One statement at a time: a kick while the pull runs does nothing.
     #expect(machine.kicked(outboxHasWork: true) == [])
@@ -49,7 +51,9 @@ import Testing
     var delays: [Double] = []
     var warnings = 0
     for attempt in 0..<6 {
-      let failed = attempt == 0 ? machine.statementFailed("push failed", message: "server closed\n\tthe connection")
+      let failed =
+        attempt == 0
+        ? machine.statementFailed("push failed", message: "server closed\n\tthe connection")
         : machine.connectionFailed("connection refused")
       #expect(machine.phase == .disconnected && !machine.busy)
       #expect(failed.first == .closeConnection)
@@ -82,7 +86,8 @@ import Testing
     #expect(machine.phase == .incompatible)
     #expect(machine.lastError?.contains("version 3, newer than this tipsd understands (2)") == true)
     // Nothing brings it back: no retry, no statements.
-    #expect(machine.connectionFailed("x") == [] && machine.retryDue() == [] && machine.kicked(outboxHasWork: true) == [])
+    #expect(
+      machine.connectionFailed("x") == [] && machine.retryDue() == [] && machine.kicked(outboxHasWork: true) == [])
   }
 
   @Test func stoppingIsFinal() {

@@ -2,14 +2,19 @@ import Testing
 import TipsEngine
 import TipsJSON
 import TipsStore
+
 @testable import TipsSync
 
 @Suite struct SyncServerTests {
   @Test(arguments: [
     ("postgresql://tipsd:hunter2@db.example:5432/tips", "postgresql://tipsd:***@db.example:5432/tips"),
-    ("postgres://tipsd:hunter2@db.example/tips?sslmode=require", "postgres://tipsd:***@db.example/tips?sslmode=require"),
-    ("postgresql://tipsd@db.example/tips?password=hunter2&sslmode=verify-full",
-     "postgresql://tipsd@db.example/tips?password=***&sslmode=verify-full"),
+    (
+      "postgres://tipsd:hunter2@db.example/tips?sslmode=require", "postgres://tipsd:***@db.example/tips?sslmode=require"
+    ),
+    (
+      "postgresql://tipsd@db.example/tips?password=hunter2&sslmode=verify-full",
+      "postgresql://tipsd@db.example/tips?password=***&sslmode=verify-full"
+    ),
     ("postgresql:///postgres?host=/tmp/pg&port=5432", "postgresql:///postgres?host=/tmp/pg&port=5432"),
     ("host=db.example user=tipsd password=hunter2 dbname=tips", "host=db.example user=tipsd password=*** dbname=tips"),
     ("host=db.example password = 'hunter 2\\' x' dbname=tips", "host=db.example password = *** dbname=tips"),
@@ -23,7 +28,8 @@ import TipsStore
 
   @Test func messagesAreScrubbed() throws {
     let server = try SyncServer("postgresql://tipsd:hunter2@db.example/tips")
-    #expect(server.scrub("FATAL: password authentication failed (hunter2)") == "FATAL: password authentication failed (***)")
+    #expect(
+      server.scrub("FATAL: password authentication failed (hunter2)") == "FATAL: password authentication failed (***)")
   }
 
   @Test func libpqRejectsWhatItCannotRead() {
@@ -81,7 +87,9 @@ import TipsStore
   @Test func newerRegistersSupersedeQueuedOnes() {
     var outbox = Outbox()
     let limit: (String) -> Int = { _ in 2 }
-    _ = outbox.add(operation(1, .display(key: "t", generation: .zero, count: 1, duration: 1, first: 1, last: 1)), created: 0, donationLimit: limit)
+    _ = outbox.add(
+      operation(1, .display(key: "t", generation: .zero, count: 1, duration: 1, first: 1, last: 1)), created: 0,
+      donationLimit: limit)
     _ = outbox.add(operation(2, .parameter(id: "p", value: 1)), created: 0, donationLimit: limit)
     _ = outbox.add(operation(3, .invalidate(key: "t", reason: .tipClosed, at: 3)), created: 0, donationLimit: limit)
     let writes = outbox.add(
@@ -96,7 +104,9 @@ import TipsStore
     #expect(outbox.first(10).map(\.operation.seq) == [5, 6])
     // An event keeps at most its history's bound of queued donations: the oldest goes (its count lives on).
     for seq in Int64(7)...9 {
-      _ = outbox.add(operation(seq, .donation(event: "e", at: Double(seq), info: nil, lifetime: Int(seq))), created: 0, donationLimit: limit)
+      _ = outbox.add(
+        operation(seq, .donation(event: "e", at: Double(seq), info: nil, lifetime: Int(seq))), created: 0,
+        donationLimit: limit)
     }
     #expect(outbox.first(10).map(\.operation.seq) == [5, 6, 8, 9])
     #expect(outbox.remove(8) == [.outboxDelete(seq: 8)] && outbox.remove(9) == [.outboxDelete(seq: 9)])
@@ -104,11 +114,13 @@ import TipsStore
     // history order, and it stays — one over the bound — because only it carries the highest cumulative count.
     let tied: [(Int64, JSONObject?)] = [(21, ["a": 1]), (22, ["b": 1]), (23, nil)]
     for (seq, info) in tied {
-      _ = outbox.add(operation(seq, .donation(event: "e", at: 20, info: info, lifetime: Int(seq))), created: 0, donationLimit: limit)
+      _ = outbox.add(
+        operation(seq, .donation(event: "e", at: 20, info: info, lifetime: Int(seq))), created: 0, donationLimit: limit)
     }
     #expect(outbox.first(10).map(\.operation.seq) == [5, 6, 21, 22, 23])
     // A newer donation carries the count on: the queue is back within the bound, keeping the history's newest two.
-    _ = outbox.add(operation(24, .donation(event: "e", at: 21, info: nil, lifetime: 24)), created: 0, donationLimit: limit)
+    _ = outbox.add(
+      operation(24, .donation(event: "e", at: 21, info: nil, lifetime: 24)), created: 0, donationLimit: limit)
     #expect(outbox.first(10).map(\.operation.seq) == [5, 6, 22, 24])
     // A datastore reset supersedes everything queued before it.
     _ = outbox.add(operation(10, .reset), created: 0, donationLimit: limit)

@@ -86,7 +86,8 @@ public final class Daemon: @unchecked Sendable {
     if let socketPath { args += ["--socket", socketPath] } else { args += ["--stdio"] }
     // Tests drive testing overrides, resets and the virtual clock; a test of the refusal passes --deny-testing.
     let denyTesting = arguments.contains("--deny-testing")
-    args += ["--datastore", datastore] + (denyTesting ? [] : ["--allow-testing"])
+    args +=
+      ["--datastore", datastore] + (denyTesting ? [] : ["--allow-testing"])
       + arguments.filter { $0 != "--deny-testing" }
     process.arguments = args
     var env = ProcessInfo.processInfo.environment
@@ -103,7 +104,9 @@ public final class Daemon: @unchecked Sendable {
       let deadline = Date().addingTimeInterval(testTimeout)
       // (With a --log-level above info there is no "serving" line; a killed predecessor's stale socket refuses.)
       let quiet = arguments.contains("--log-level")
-      while (try? RPCClient(socketPath: socketPath, framing: .newline)) == nil || (!quiet && !log.contains("msg=serving")) {
+      while (try? RPCClient(socketPath: socketPath, framing: .newline)) == nil
+        || (!quiet && !log.contains("msg=serving"))
+      {
         guard process.isRunning else { throw TestFailure("tipsd exited early: \(log)") }
         guard Date() < deadline else { throw TestFailure("tipsd did not start serving \(socketPath): \(log)") }
         usleep(5_000)

@@ -47,15 +47,16 @@ import TipsTransport
     let ok = Locked(0)
     var threads: [Spawned] = []
     for i in 0..<clients {
-      threads.append(onNewThread {
-        let fd = connectClient(path)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        let sent = payload(20_000 + i * 100, seed: i)
-        writeAll(fd, sent)
-        shutdown(fd, Int32(SHUT_WR))
-        if readToEnd(fd) == (sent, true) { ok.update { $0 += 1 } }
-      })
+      threads.append(
+        onNewThread {
+          let fd = connectClient(path)
+          guard fd >= 0 else { return }
+          defer { close(fd) }
+          let sent = payload(20_000 + i * 100, seed: i)
+          writeAll(fd, sent)
+          shutdown(fd, Int32(SHUT_WR))
+          if readToEnd(fd) == (sent, true) { ok.update { $0 += 1 } }
+        })
     }
     run(loop)
     #expect(threads.allSatisfy { $0.join() })
@@ -149,7 +150,9 @@ import TipsTransport
     server.onConnection = { connection in
       connection.write(payload(total))
       connection.close(after: true, reason: "done")
-      connection.onClose = { reason = $0; server.close() }
+      connection.onClose = {
+        reason = $0; server.close()
+      }
     }
     let got = Locked<(count: Int, eof: Bool)?>(nil)
     let client = onNewThread {

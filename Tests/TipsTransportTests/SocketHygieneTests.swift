@@ -4,8 +4,10 @@ import Testing
 import TipsTransport
 
 @Suite struct SocketHygieneTests {
-  private func expectRefusal(_ path: String, containing text: String,
-                             sourceLocation: SourceLocation = #_sourceLocation) throws {
+  private func expectRefusal(
+    _ path: String, containing text: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) throws {
     let loop = try UVLoop()
     defer { loop.close() }
     #expect(sourceLocation: sourceLocation) {
@@ -73,7 +75,8 @@ import TipsTransport
   @Test func clientConnectReportsErrnoAndConnectsToAListener() throws {
     let path = temporarySocketPath("client")
     #expect(UnixSocketClient.connect(path) == -ENOENT)
-    #expect(UnixSocketClient.connect(String(repeating: "x", count: UnixSocketServer.maximumPathLength + 1)) == -ENAMETOOLONG)
+    #expect(
+      UnixSocketClient.connect(String(repeating: "x", count: UnixSocketServer.maximumPathLength + 1)) == -ENAMETOOLONG)
     let loop = try UVLoop()
     defer { loop.close() }
     let server = try UnixSocketServer(loop: loop, path: path)
@@ -97,24 +100,25 @@ import TipsTransport
     let start = DispatchSemaphore(value: 0)
     var spawned: [Spawned] = []
     for t in 0..<threads {
-      spawned.append(onNewThread {
-        start.wait()
-        do {
-          let loop = try UVLoop()
-          defer { loop.close() }
-          for k in 0..<perThread {
-            let path = "\(directory)/s-\(t)-\(k).sock"
-            do {
-              let server = try UnixSocketServer(loop: loop, path: path)
-              server.close()
-            } catch {
-              failures.update { $0.append("\(error)") }
+      spawned.append(
+        onNewThread {
+          start.wait()
+          do {
+            let loop = try UVLoop()
+            defer { loop.close() }
+            for k in 0..<perThread {
+              let path = "\(directory)/s-\(t)-\(k).sock"
+              do {
+                let server = try UnixSocketServer(loop: loop, path: path)
+                server.close()
+              } catch {
+                failures.update { $0.append("\(error)") }
+              }
             }
+          } catch {
+            failures.update { $0.append("\(error)") }
           }
-        } catch {
-          failures.update { $0.append("\(error)") }
-        }
-      })
+        })
     }
     for _ in 0..<threads { start.signal() }
     for thread in spawned { #expect(thread.join()) }

@@ -17,7 +17,8 @@ private let pathCounter = Atomic<Int>(0)
 
 /// Seconds a wait may take before the test gives up. Only a guard against hanging: a passing test never waits this
 /// long, so a busy machine cannot fail it. `TIPSD_TEST_TIMEOUT` raises it.
-let hangGuardSeconds: Int = ProcessInfo.processInfo.environment["TIPSD_TEST_TIMEOUT"].flatMap(Double.init)
+let hangGuardSeconds: Int =
+  ProcessInfo.processInfo.environment["TIPSD_TEST_TIMEOUT"].flatMap(Double.init)
   .map { max(1, Int($0.rounded(.up))) } ?? 30
 
 /// A fresh, unused socket path under /tmp.
@@ -51,7 +52,9 @@ func onNewThread(_ body: @escaping @Sendable () -> Void) -> Spawned {
 /// Runs `loop` until it has nothing left to do; a non-keepalive watchdog stops
 /// it (and records an issue) if it hangs.
 func run(
-  _ loop: UVLoop, timeoutMilliseconds: UInt64 = UInt64(hangGuardSeconds) * 1000, sourceLocation: SourceLocation = #_sourceLocation) {
+  _ loop: UVLoop, timeoutMilliseconds: UInt64 = UInt64(hangGuardSeconds) * 1000,
+  sourceLocation: SourceLocation = #_sourceLocation
+) {
   let watchdog = loop.makeTimer()
   watchdog.keepsLoopAlive = false
   let timedOut = Locked(false)
@@ -106,8 +109,10 @@ func payload(_ count: Int, seed: Int = 0) -> [UInt8] {
 }
 
 /// A server that echoes every byte back and closes (flushing) at EOF.
-func startEchoServer(loop: UVLoop, path: String, expectedClients: Int,
-                     onClosed: @escaping (UVStream, CloseReason) -> Void = { _, _ in }) throws -> UnixSocketServer {
+func startEchoServer(
+  loop: UVLoop, path: String, expectedClients: Int,
+  onClosed: @escaping (UVStream, CloseReason) -> Void = { _, _ in }
+) throws -> UnixSocketServer {
   let server = try UnixSocketServer(loop: loop, path: path)
   var closed = 0
   server.onConnection = { connection in

@@ -77,7 +77,8 @@ extension AccountsExportRequest.Response: DecodableResult {
       donations: try r.array("donations").enumerated().map { index, item throws(ResultDecodingError) in
         let entry = try ResultReader(item, path: "result.donations[\(index)]")
         return HistoryEvent(
-          cursor: try entry.int64("cursor"), kind: .donation, at: try entry.double("at"), eventID: try entry.string("event"))
+          cursor: try entry.int64("cursor"), kind: .donation, at: try entry.double("at"),
+          eventID: try entry.string("event"))
       })
   }
 }

@@ -50,6 +50,7 @@ public struct AnalyticsSubscribeRequest: RequestType, Hashable {
 
 extension AnalyticsSubscribeRequest.Response: DecodableResult {
   public init(from r: ResultReader) throws(ResultDecodingError) {
-    self.init(subscription: try r.string("subscription"), head: try r.int64("head"), oldest: try r.optionalInt64("oldest"))
+    self.init(
+      subscription: try r.string("subscription"), head: try r.int64("head"), oldest: try r.optionalInt64("oldest"))
   }
 }

@@ -50,7 +50,8 @@ public struct SignIn: ResultValue, Hashable {
 extension SignIn: DecodableResult {
   public init(from r: ResultReader) throws(ResultDecodingError) {
     self.init(
-      account: try r.optionalString("account"), admin: try r.bool("admin"), expiresAt: try r.optionalDouble("expiresAt"))
+      account: try r.optionalString("account"), admin: try r.bool("admin"), expiresAt: try r.optionalDouble("expiresAt")
+    )
   }
 }
 

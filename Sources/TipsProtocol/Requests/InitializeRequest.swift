@@ -94,7 +94,8 @@ public struct InitializeRequest: EncodableRequest, Hashable {
     }
 
     public static let shape = ResultShape.object(
-      ObjectShape(["protocolVersion", "serverInfo", "capabilities", "auth"], optional: ["auth"]), schema: "InitializeResult")
+      ObjectShape(["protocolVersion", "serverInfo", "capabilities", "auth"], optional: ["auth"]),
+      schema: "InitializeResult")
     /// `capabilities`.
     public static let capabilitiesShape = ObjectShape(
       ["framings", "virtualClock", "maxMessageSize", "notifications", "methods"])

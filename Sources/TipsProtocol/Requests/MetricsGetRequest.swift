@@ -42,10 +42,11 @@ public struct MetricsGetRequest: EncodableRequest, Hashable {
     public init(report: MetricsReport) { self.report = report }
     public init(from r: ResultReader) throws(ResultDecodingError) { report = try MetricsReport(from: r) }
     public static let shape = ResultShape.object(
-      ObjectShape([
-        "now", "since", "until", "appClosedEvent", "closeWindow", "closeRateAlert", "baselineDays", "historyStart",
-        "tips", "accounts",
-      ], optional: ["accounts"]), schema: "Metrics")
+      ObjectShape(
+        [
+          "now", "since", "until", "appClosedEvent", "closeWindow", "closeRateAlert", "baselineDays", "historyStart",
+          "tips", "accounts",
+        ], optional: ["accounts"]), schema: "Metrics")
     public func write(to writer: inout JSONWriter) { writer.write(report.json) }
   }
 }

@@ -212,7 +212,8 @@ extension InspectState.Hold {
     case .schedule(let from, let until, let group):
       group.map { ["kind": "schedule", "from": optional(from), "until": optional(until), "group": .string($0)] }
         ?? ["kind": "schedule", "from": optional(from), "until": optional(until)]
-    case .suppressed(let until, let reason): ["kind": "suppressed", "until": optional(until), "reason": optional(reason)]
+    case .suppressed(let until, let reason):
+      ["kind": "suppressed", "until": optional(until), "reason": optional(reason)]
     case .holdout(let variant, let since):
       ["kind": "holdout", "variant": .string(variant), "exposedSince": optional(since)]
     }

@@ -99,7 +99,8 @@ extension Proportion: DecodableResult {
 extension Lift: DecodableResult {
   /// The difference and interval are computed from the two proportions, not read.
   public init(from r: ResultReader) throws(ResultDecodingError) {
-    self.init(exposed: try r.decode("exposed", as: Proportion.self), holdout: try r.decode("holdout", as: Proportion.self))
+    self.init(
+      exposed: try r.decode("exposed", as: Proportion.self), holdout: try r.decode("holdout", as: Proportion.self))
   }
 }
 

@@ -35,7 +35,8 @@ extension Handlers {
 
     table.on(RegisterGroupRequest.self) { request, context throws(ResponseError) in
       context.record(try context.engine { engine throws(EngineError) in try engine.registerGroup(request.group) })
-      let current = try context.engine { engine throws(EngineError) in try engine.currentTip(ofGroup: request.group.id) }
+      let current = try context.engine { engine throws(EngineError) in try engine.currentTip(ofGroup: request.group.id)
+      }
       return RegisterGroupRequest.Response(id: request.group.id, currentTip: current)
     }
 
@@ -45,12 +46,14 @@ extension Handlers {
     }
 
     table.on(DefineParametersRequest.self) { request, context throws(ResponseError) in
-      context.record(try context.engine { engine throws(EngineError) in try engine.defineParameters(request.parameters) })
+      context.record(
+        try context.engine { engine throws(EngineError) in try engine.defineParameters(request.parameters) })
       return IdsResult(ids: request.parameters.map(\.id))
     }
 
     table.on(SetParameterRequest.self) { request, context throws(ResponseError) in
-      context.record(try context.engine { engine throws(EngineError) in try engine.setParameter(request.id, request.value) })
+      context.record(
+        try context.engine { engine throws(EngineError) in try engine.setParameter(request.id, request.value) })
       return SetParameterRequest.Response(id: request.id, value: context.engine.parameterValue(request.id))
     }
   }
@@ -70,7 +73,8 @@ extension Handlers {
             + "catalog's events (the daemon runs with --strict-events)",
           data: ["id": .string(request.id)])
       }
-      if let hosted = services.hosted, let refusal = hosted.donationQuota(context.tenant, method: DonateRequest.method) {
+      if let hosted = services.hosted, let refusal = hosted.donationQuota(context.tenant, method: DonateRequest.method)
+      {
         throw refusal
       }
       let (count, lifetime, mutation) = try context.engine { engine throws(EngineError) in
@@ -82,10 +86,12 @@ extension Handlers {
 
     table.on(ConfigureEventRequest.self) { request, context throws(ResponseError) in
       if let limit = request.maxDonations {
-        context.record(try context.engine { engine throws(EngineError) in try engine.setDonationLimit(request.id, limit) })
+        context.record(
+          try context.engine { engine throws(EngineError) in try engine.setDonationLimit(request.id, limit) })
       }
       if let maxAge = request.maxAge {
-        context.record(try context.engine { engine throws(EngineError) in try engine.setDonationMaxAge(request.id, maxAge) })
+        context.record(
+          try context.engine { engine throws(EngineError) in try engine.setDonationMaxAge(request.id, maxAge) })
       }
       let engine = context.engine
       return ConfigureEventRequest.Response(

@@ -2,7 +2,8 @@ import TipsProtocol
 
 extension Handlers {
   @Sendable static func notHosted(_ method: String) -> ResponseError {
-    .forbidden(method: method, "this daemon serves one user's state; accounts exist in hosted mode (tipsd serve --hosted)")
+    .forbidden(
+      method: method, "this daemon serves one user's state; accounts exist in hosted mode (tipsd serve --hosted)")
   }
 
   /// The hosted service, for a method only a hosted daemon answers.
@@ -49,7 +50,9 @@ extension Handlers {
         reply(
           result.map { rows in
             AccountsListRequest.Response(
-              accounts: rows.map { .init(account: $0.account, operations: $0.cursor, resident: hosted.isResident($0.account)) },
+              accounts: rows.map {
+                .init(account: $0.account, operations: $0.cursor, resident: hosted.isResident($0.account))
+              },
               next: rows.count == request.limit ? rows.last?.account : nil)
           }.mapError { .unavailable(method: AccountsListRequest.method, retryAfter: 1, $0.message) })
       }

@@ -64,7 +64,9 @@ extension Handlers {
       }
       if let hosted = context.services.hosted {
         let tenant = context.tenant!
-        hosted.history(of: tenant.account ?? "", after: request.after, limit: request.limit, wanted: { $0.kind.isStreamed }) {
+        hosted.history(
+          of: tenant.account ?? "", after: request.after, limit: request.limit, wanted: { $0.kind.isStreamed }
+        ) {
           result in
           hosted.bounds(of: tenant) { bounds in
             reply(
@@ -122,7 +124,8 @@ extension Handlers {
         }
         return
       }
-      reply(Result { () throws(ResponseError) in MetricsGetRequest.Response(report: try metricsReport(request, context)) })
+      reply(
+        Result { () throws(ResponseError) in MetricsGetRequest.Response(report: try metricsReport(request, context)) })
     }
 
     table.onAsync(InspectStateRequest.self) { request, context, reply in
@@ -141,7 +144,10 @@ extension Handlers {
       }
       if let hosted = context.services.hosted {
         hosted.bounds(of: context.tenant) { bounds in
-          answer(HistoryBounds(oldestCursor: bounds?.oldestCursor, newestCursor: context.tenant.history.lastCursor, oldestAt: bounds?.oldestAt))
+          answer(
+            HistoryBounds(
+              oldestCursor: bounds?.oldestCursor, newestCursor: context.tenant.history.lastCursor,
+              oldestAt: bounds?.oldestAt))
         }
       } else {
         answer(nil)
@@ -215,7 +221,8 @@ extension Handlers {
     var summaries = engine.eventSummaries
     // Goal and app-closed events no rule reads and nobody donated yet are listed too (with nothing donated).
     var listed = Set(summaries.map(\.id))
-    for id in goalsByEvent.keys.sorted() + [configuration.appClosedEvent].compactMap({ $0 }) where !listed.contains(id) {
+    for id in goalsByEvent.keys.sorted() + [configuration.appClosedEvent].compactMap({ $0 }) where !listed.contains(id)
+    {
       listed.insert(id)
       summaries.append(EventSummary(id: id, count: 0, lifetime: 0, lastDonation: nil, maxDonations: nil))
     }
@@ -224,7 +231,8 @@ extension Handlers {
       InspectState.Event(
         id: summary.id, count: summary.count, lifetime: summary.lifetime,
         lastDonation: summary.lastDonation.map { ($0.at, $0.info) }, maxDonations: summary.maxDonations,
-        maxAge: summary.maxAge, goalOf: goalsByEvent[summary.id] ?? [], appClosed: summary.id == configuration.appClosedEvent)
+        maxAge: summary.maxAge, goalOf: goalsByEvent[summary.id] ?? [],
+        appClosed: summary.id == configuration.appClosedEvent)
     }
     let parameters = engine.parameterSummaries.map {
       InspectState.Parameter(id: $0.id, value: $0.value, defaultValue: $0.defaultValue, transient: $0.transient)
@@ -244,7 +252,8 @@ extension Handlers {
       overrides: InspectState.Overrides(
         showAll: overrides.showAll, hideAll: overrides.hideAll, show: overrides.show, hide: overrides.hide),
       history: InspectState.History(
-        enabled: context.tenant.history.enabled, days: configuration.historyDays, head: context.tenant.history.lastCursor,
+        enabled: context.tenant.history.enabled, days: configuration.historyDays,
+        head: context.tenant.history.lastCursor,
         oldest: bounds.oldestCursor, appClosedEvent: configuration.appClosedEvent),
       suppression: engine.currentSuppression)
   }

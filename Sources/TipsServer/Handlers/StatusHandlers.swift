@@ -5,7 +5,8 @@ extension Handlers {
   /// Status changes, impressions, actions, status and explanations.
   static func registerStatus(_ table: inout HandlerTable) {
     table.on(InvalidateRequest.self) { request, context throws(ResponseError) in
-      context.record(try context.engine { engine throws(EngineError) in try engine.invalidate(request.id, reason: request.reason) })
+      context.record(
+        try context.engine { engine throws(EngineError) in try engine.invalidate(request.id, reason: request.reason) })
       return try context.tipState(request.id)
     }
 
@@ -29,7 +30,9 @@ extension Handlers {
 
     table.on(SuppressRequest.self) { request, context throws(ResponseError) in
       context.record(
-        try context.engine { engine throws(EngineError) in try engine.suppress(seconds: request.seconds, reason: request.reason) })
+        try context.engine { engine throws(EngineError) in
+          try engine.suppress(seconds: request.seconds, reason: request.reason)
+        })
       return SuppressionResult(context.engine.currentSuppression)
     }
 
@@ -41,7 +44,8 @@ extension Handlers {
     table.on(StatusRequest.self) { request, context throws(ResponseError) in
       let engine = context.engine
       for id in request.ids ?? [] where engine.definition(of: id) == nil { throw .unknownTip(id) }
-      return TipStatesResult(tips: engine.states(request.ids).map { TipStateInfo($0, engine: engine, locale: context.locale) })
+      return TipStatesResult(
+        tips: engine.states(request.ids).map { TipStateInfo($0, engine: engine, locale: context.locale) })
     }
 
     table.on(ExplainRequest.self) { request, context throws(ResponseError) in
@@ -50,7 +54,8 @@ extension Handlers {
     }
 
     table.on(SetVariantRequest.self) { request, context throws(ResponseError) in
-      context.record(try context.engine { engine throws(EngineError) in try engine.setVariant(request.id, request.variant) })
+      context.record(
+        try context.engine { engine throws(EngineError) in try engine.setVariant(request.id, request.variant) })
       return try context.tipState(request.id)
     }
 
@@ -69,7 +74,8 @@ extension Handlers {
         id: request.actionID, index: index)
       if request.invalidate ?? definition.actions[index].invalidates {
         context.record(
-          try context.engine { engine throws(EngineError) in try engine.invalidate(request.id, reason: .actionPerformed) },
+          try context.engine { engine throws(EngineError) in try engine.invalidate(request.id, reason: .actionPerformed)
+          },
           history: [action])
       } else {
         context.record(.none, history: [action])

@@ -30,7 +30,8 @@ extension Handlers {
     }
 
     table.on(SubscribeActionsRequest.self) { request, context throws(ResponseError) in
-      let id = context.tenant.subscriptions.subscribeActions(session: context.session, tipIDs: request.tipIDs.map(Set.init))
+      let id = context.tenant.subscriptions.subscribeActions(
+        session: context.session, tipIDs: request.tipIDs.map(Set.init))
       if let account = context.tenant.account { context.session.subscribedAccounts.insert(account) }
       return SubscriptionResult(subscription: id)
     }

@@ -6,8 +6,10 @@ extension Handlers {
   static func registerTesting(_ table: inout HandlerTable) {
     table.on(ShowAllTipsRequest.self) { _, context throws(ResponseError) in setOverride(.showAll, context) }
     table.on(HideAllTipsRequest.self) { _, context throws(ResponseError) in setOverride(.hideAll, context) }
-    table.on(ShowTipsRequest.self) { request, context throws(ResponseError) in setOverride(.show(request.ids), context) }
-    table.on(HideTipsRequest.self) { request, context throws(ResponseError) in setOverride(.hide(request.ids), context) }
+    table.on(ShowTipsRequest.self) { request, context throws(ResponseError) in setOverride(.show(request.ids), context)
+    }
+    table.on(HideTipsRequest.self) { request, context throws(ResponseError) in setOverride(.hide(request.ids), context)
+    }
     table.on(ClearTestingOverridesRequest.self) { _, context throws(ResponseError) in setOverride(.clear, context) }
 
     table.on(ResetDatastoreRequest.self) { _, context throws(ResponseError) in

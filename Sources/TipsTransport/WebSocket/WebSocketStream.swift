@@ -239,7 +239,9 @@ public final class WebSocketStream: ByteStream {
     if pingDue {
       pingDue = false
       var frame = [UInt8](repeating: 0, count: tipsd_lws_pre())
-      let sent = frame.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + tipsd_lws_pre(), 0, LWS_WRITE_PING) }
+      let sent = frame.withUnsafeMutableBufferPointer {
+        lws_write(wsi, $0.baseAddress! + tipsd_lws_pre(), 0, LWS_WRITE_PING)
+      }
       if sent < 0 { return -1 }
       if outbox.count > tipsd_lws_pre() || closeCode != nil { lws_callback_on_writable(wsi) }
       return 0

@@ -1,8 +1,8 @@
 import Foundation
+import Testing
 import TipsFraming
 import TipsJSON
 import TipsTestSupport
-import Testing
 
 /// The repository root (for Fuzz/ corpora and regressions).
 let repositoryRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -86,7 +86,9 @@ final class Fixture {
   }
 
   /// Fds back to the baseline (within `timeout`) and RSS below baseline + `marginKiB`.
-  func checkRecovered(marginKiB: Int = rssMarginKiB, fds: Bool = true, timeout: Double = testTimeout, _ what: String) throws {
+  func checkRecovered(marginKiB: Int = rssMarginKiB, fds: Bool = true, timeout: Double = testTimeout, _ what: String)
+    throws
+  {
     try checkHealthy(Comment(rawValue: what))
     if fds {
       let settled = waitUntil(timeout: timeout) { openFDCount(pid) <= baselineFDs }

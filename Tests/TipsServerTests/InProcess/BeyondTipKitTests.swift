@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import TipsEngine
 import TipsJSON
-@testable import TipsServer
 import TipsTestSupport
+
+@testable import TipsServer
 
 /// Issue #25's time-driven changes through the server on the embedded loop (system-clock mode: the time driver's
 /// timer, manual time): each wakes the server at its instant and notifies observers with no request.
@@ -45,7 +46,11 @@ import TipsTestSupport
       try client.result("tips/register", ["tips": [["id": "a.tip", "title": "A"]]])
       try client.result("tips/observe", ["ids": ["a.tip"]])
       let result = try client.result("tips/suppress", ["seconds": 3_600, "reason": "checkout"])
-      #expect(result == ["suppressed": true, "since": .int(Int64(Self.t0)), "until": .int(Int64(Self.t0) + 3_600), "reason": "checkout"])
+      #expect(
+        result == [
+          "suppressed": true, "since": .int(Int64(Self.t0)), "until": .int(Int64(Self.t0) + 3_600),
+          "reason": "checkout",
+        ])
       try client.read()
       #expect(client.takeShouldDisplay().map(\.value) == [false])
       fixture.server.finish()

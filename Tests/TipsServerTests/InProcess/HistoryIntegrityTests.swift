@@ -1,10 +1,11 @@
 import Foundation
+import Testing
 import TipsEngine
 import TipsJSON
+import TipsTestSupport
+
 @testable import TipsServer
 @testable import TipsStore
-import TipsTestSupport
-import Testing
 
 /// The lifecycle history follows what the datastore holds (issue #30): after a failed commit the daemon goes on as if
 /// the lost requests had never been made, and retention applies to everything stored, whatever the setting was when

@@ -1,10 +1,11 @@
+import Testing
 import TipsEngine
 import TipsFraming
 import TipsJSON
 import TipsProtocol
-@testable import TipsServer
 import TipsTestSupport
-import Testing
+
+@testable import TipsServer
 
 /// The server's timing-sensitive behaviour, in process on the embedded loop: manual time, in-memory streams, no
 /// sleeps. After `loop.run()` everything that can happen now has happened, so absence is checked by looking.
@@ -158,7 +159,9 @@ import Testing
     let client = try fixture.connect()
     client.stream.window = 1 << 10
     var burst: [UInt8] = []
-    for id in 0..<400 { burst += Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"hw"}}"#.utf8) + [10] }
+    for id in 0..<400 {
+      burst += Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"events/donate","params":{"id":"hw"}}"#.utf8) + [10]
+    }
     client.write(burst)
     fixture.loop.run()
     #expect(client.stream.pendingWriteBytes > 0)
@@ -201,11 +204,13 @@ import Testing
   @Test func batchRepliesAreBounded() throws {
     let fixture = try TestServer { $0.outgoingQueueLimit = 256 << 10 }
     let small = try fixture.connect()
-    small.sendRaw("[" + (1...100).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"clock/now"}"# }.joined(separator: ",") + "]")
+    small.sendRaw(
+      "[" + (1...100).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"clock/now"}"# }.joined(separator: ",") + "]")
     try small.flush()
     #expect(small.inbox.first?.arrayValue?.count == 100)
     let big = try fixture.connect()
-    big.sendRaw("[" + (1...100).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"rpc.discover"}"# }.joined(separator: ",") + "]")
+    big.sendRaw(
+      "[" + (1...100).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"rpc.discover"}"# }.joined(separator: ",") + "]")
     try big.flush()
     #expect(big.stream.hasClosed)
     #expect(big.inbox.isEmpty)
@@ -306,7 +311,8 @@ import Testing
     #expect(error["code"] == -32005)
     #expect(error["message"]?.stringValue?.contains("not committed") == true)
     #expect(fixture.logged("datastore commit failed", level: .error))
-    let batch = "[" + #"{"jsonrpc":"2.0","id":"w","method":"events/donate","params":{"id":"full","info":{"pad":"\#(padding)"}}},"#
+    let batch =
+      "[" + #"{"jsonrpc":"2.0","id":"w","method":"events/donate","params":{"id":"full","info":{"pad":"\#(padding)"}}},"#
       + #"{"jsonrpc":"2.0","id":"r","method":"clock/now"}]"#
     client.sendRaw(batch)
     try client.flush()

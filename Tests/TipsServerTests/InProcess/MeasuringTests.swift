@@ -1,10 +1,11 @@
 import Foundation
+import Testing
 import TipsEngine
 import TipsFraming
 import TipsJSON
-@testable import TipsServer
 import TipsTestSupport
-import Testing
+
+@testable import TipsServer
 
 /// The lifecycle history, the analytics stream, the metrics and the inspector's view (issue #13), in process on the
 /// embedded loop with a virtual clock.
@@ -204,7 +205,9 @@ import Testing
     #expect(used?["goalOf"] == ["filter.tip"] && used?["lastDonation"] == .null)
     #expect(state["parameters"]?[0] == ["id": "isLoggedIn", "value": false, "default": false, "transient": false])
     #expect(
-      state["groups"]?[0] == ["id": "g", "priority": "ordered", "tips": ["filter.tip"], "currentTip": .null, "schedule": .null])
+      state["groups"]?[0] == [
+        "id": "g", "priority": "ordered", "tips": ["filter.tip"], "currentTip": .null, "schedule": .null,
+      ])
     #expect(state["suppression"]?["suppressed"] == false)
     #expect(state["history"]?["head"] == 1 && state["history"]?["appClosedEvent"] == "app.backgrounded")
     try app.result("events/donate", ["id": "search.opened"])

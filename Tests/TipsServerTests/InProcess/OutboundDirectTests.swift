@@ -1,7 +1,8 @@
+import Testing
 import TipsJSON
 import TipsProtocol
+
 @testable import TipsServer
-import Testing
 
 /// Replies staged straight into one newline-framed buffer (``OutboundStateMachine/stageDirect(_:id:durable:)``): the
 /// same output, order and failure replacement as replies staged as items.

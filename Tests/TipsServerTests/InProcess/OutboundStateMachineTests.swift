@@ -1,7 +1,8 @@
+import Testing
 import TipsJSON
 import TipsProtocol
+
 @testable import TipsServer
-import Testing
 
 /// The per-connection output state machine on its own: events in, actions out, no I/O.
 @Suite struct OutboundStateMachineTests {
@@ -20,7 +21,8 @@ import Testing
   }
 
   static func action(_ subscription: String) -> Machine.Item {
-    let note = ActionPerformedNotification(subscription: subscription, tipID: "t", actions: [ActionInfo(id: "a", title: "A", index: 0)])
+    let note = ActionPerformedNotification(
+      subscription: subscription, tipID: "t", actions: [ActionInfo(id: "a", title: "A", index: 0)])
     return .notification(StagedNotification(notification: note, shouldDisplay: nil))
   }
 
@@ -50,11 +52,18 @@ import Testing
     var machine = Machine(highWater: 1_000, queueLimit: 10_000)
     machine.stage(Self.reply(1, durable: true))
     machine.stage(Self.reply(2, durable: false))
-    machine.stage(.reply(StagedReply(
-      parts: [.init(id: 3, bytes: Array("{\"id\":3}".utf8), durable: true), .init(id: 4, bytes: Array("{\"id\":4}".utf8), durable: false)],
-      isBatch: true)))
+    machine.stage(
+      .reply(
+        StagedReply(
+          parts: [
+            .init(id: 3, bytes: Array("{\"id\":3}".utf8), durable: true),
+            .init(id: 4, bytes: Array("{\"id\":4}".utf8), durable: false),
+          ],
+          isBatch: true)))
     machine.commitFinished(success: false, failure: Self.failure)
-    let texts = Self.drain(&machine).compactMap { if case .write(let b) = $0 { String(decoding: b, as: UTF8.self) } else { nil } }
+    let texts = Self.drain(&machine).compactMap {
+      if case .write(let b) = $0 { String(decoding: b, as: UTF8.self) } else { nil }
+    }
     #expect(texts == ["failed 1", #"{"id":2,"r":"xxxxxxxxxx"}"#, #"[failed 3,{"id":4}]"#])
   }
 

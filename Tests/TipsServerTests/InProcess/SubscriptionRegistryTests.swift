@@ -1,23 +1,29 @@
+import Testing
 import TipsEngine
 import TipsJSON
 import TipsProtocol
-@testable import TipsServer
 import TipsTestSupport
-import Testing
+
+@testable import TipsServer
 
 /// The subscription registry on its own: who watches what, and the notifications it builds.
 @Suite struct SubscriptionRegistryTests {
   let loop = EmbeddedEventLoop()
 
   func session() -> Session {
-    Session(stream: EmbeddedStream(loop: loop), maxMessageSize: 1 << 20, highWater: 1 << 20, queueLimit: 4 << 20, isPrimary: false, transport: "test")
+    Session(
+      stream: EmbeddedStream(loop: loop), maxMessageSize: 1 << 20, highWater: 1 << 20, queueLimit: 4 << 20,
+      isPrimary: false, transport: "test")
   }
 
   func engine() throws -> Engine {
     let engine = Engine(clock: VirtualClock(now: 1_000))
     _ = try engine.register([
       try TipDefinition(
-        json: ["id": "a", "title": "A", "actions": [["id": "go", "title": "Go"]], "rules": [["event": "e", "count": ["gte": 1]]]],
+        json: [
+          "id": "a", "title": "A", "actions": [["id": "go", "title": "Go"]],
+          "rules": [["event": "e", "count": ["gte": 1]]],
+        ],
         path: "t"),
       try TipDefinition(json: ["id": "b", "title": "B", "rules": [["event": "e", "count": ["gte": 1]]]], path: "t"),
     ])
@@ -67,7 +73,8 @@ import Testing
     let watcher = session()
     _ = registry.observe(session: watcher, tipIDs: [], groups: ["g"], initial: [])
     let notes = registry.notifications(
-      for: [.groupCurrentTip(groupID: "g", tipID: "a"), .groupCurrentTip(groupID: "h", tipID: nil)], engine: try engine())
+      for: [.groupCurrentTip(groupID: "g", tipID: "a"), .groupCurrentTip(groupID: "h", tipID: nil)],
+      engine: try engine())
     #expect(notes.count == 1)
     let note = try #require(notes.first?.1.notification as? CurrentTipChangedNotification)
     #expect(note.group == "g" && note.tipID == "a")
@@ -77,7 +84,8 @@ import Testing
     let registry = SubscriptionRegistry()
     let japanese = session(), filtered = session(), other = session()
     japanese.locale = "ja"
-    var definition = try TipDefinition(json: ["id": "a", "title": "A", "actions": [["id": "go", "title": "Go"]]], path: "t")
+    var definition = try TipDefinition(
+      json: ["id": "a", "title": "A", "actions": [["id": "go", "title": "Go"]]], path: "t")
     definition.localizations = ["ja": TipLocalization(actionTitles: ["go": "行く"])]
     _ = registry.subscribeActions(session: japanese, tipIDs: nil)
     _ = registry.subscribeActions(session: filtered, tipIDs: ["a"])

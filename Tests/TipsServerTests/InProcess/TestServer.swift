@@ -3,9 +3,10 @@ import TipsFraming
 import TipsJSON
 import TipsLogging
 import TipsProtocol
-@testable import TipsServer
 import TipsTestSupport
 import TipsTransport
+
+@testable import TipsServer
 
 /// A ``Server`` on an ``EmbeddedEventLoop``: in-process, in-memory datastore, manual time, a memory log. Clients are
 /// ``EmbeddedClient``s on in-memory streams. Nothing is asynchronous: after `loop.run()` everything that can happen

@@ -18,13 +18,17 @@ import TipsTestSupport
     let engine = Engine(clock: clock)
     _ = try engine.register([
       try TipDefinition(
-        json: ["id": "brief", "title": "B", "rules": [["event": "tap", "within": ["minutes": 1], "count": ["gte": 1]]]],
+        json: [
+          "id": "brief", "title": "B", "rules": [["event": "tap", "within": ["minutes": 1], "count": ["gte": 1]]],
+        ],
         path: "tip")
     ])
     _ = try engine.donate("tap")
     #expect(engine.state(of: "brief")?.shouldDisplay == true)
     var passed: [Mutation] = []
-    let driver = TimeDriver(timer: loop.makeTimer(), engine: engine, logger: Logger(level: .error)) { passed.append($0) }
+    let driver = TimeDriver(timer: loop.makeTimer(), engine: engine, logger: Logger(level: .error)) {
+      passed.append($0)
+    }
     driver.reschedule()
 
     // The loop's clock reaches the timer's deadline while the engine's still lags 100 ms behind the window's end.

@@ -108,7 +108,8 @@ final class Device {
     for tip in try call("tips/status", ["ids": .array(ids.map { .string($0) })])["tips"]?.arrayValue ?? [] {
       guard let id = tip["id"]?.stringValue else { continue }
       states[id] = [
-        "status": tip["status"] ?? .null, "reason": tip["reason"] ?? .null, "shouldDisplay": tip["shouldDisplay"] ?? .null,
+        "status": tip["status"] ?? .null, "reason": tip["reason"] ?? .null,
+        "shouldDisplay": tip["shouldDisplay"] ?? .null,
         "displayCount": tip["displayCount"] ?? .null, "displayedDuration": tip["displayedDuration"] ?? .null,
         "variant": tip["variant"] ?? .null,
       ]

@@ -139,8 +139,9 @@ struct ComparableState: Equatable, CustomStringConvertible {
     var lines: [String] = []
     for event in donations.keys.sorted() {
       let list = donations[event] ?? []
-      lines.append("  \(event): \(list.count) kept, lifetime \(lifetimes[event] ?? 0): "
-        + list.map { "\($0.at)\($0.info.map { JSONValue.object($0).jsonString } ?? "")" }.joined(separator: " "))
+      lines.append(
+        "  \(event): \(list.count) kept, lifetime \(lifetimes[event] ?? 0): "
+          + list.map { "\($0.at)\($0.info.map { JSONValue.object($0).jsonString } ?? "")" }.joined(separator: " "))
     }
     for (event, count) in lifetimes.sorted(by: { $0.key < $1.key }) where donations[event] == nil {
       lines.append("  \(event): lifetime \(count)")
