@@ -58,7 +58,9 @@ class UserClient:
         self.reader: asyncio.Task | None = None
 
     async def connect(self) -> None:
+        deadline = time.monotonic() + TIMEOUT * 3
         while True:
+            assert time.monotonic() < deadline, f"{self.account}: no node took the connection ({self.failed_connects})"
             try:
                 token = self.fleet.token(self.account)
                 self.ws = await websockets.connect(
