@@ -196,7 +196,9 @@ public final class Server {
       }
       hosted.reloadCatalog = { [unowned self] trigger in _ = self.reloadCatalog(trigger: trigger) }
       hosted.sessionsOfAccount = { [unowned self] account in
-        self.sessions.values.filter { $0.principal?.account == account }
+        // Sessions already closing are not counted again (a deletion closes them once, whichever of PostgreSQL's
+        // notification and the commit's answer comes first).
+        self.sessions.values.filter { $0.principal?.account == account && !$0.outbound.closing }
       }
     } else {
       let tenant = services.makeLocalTenant(engine: engine, history: history)

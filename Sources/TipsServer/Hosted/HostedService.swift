@@ -86,7 +86,7 @@ final class HostedService {
   var closeSession: (Session, ResponseError) -> Void = { _, _ in }
   /// Reload the catalog file (another node reloaded its catalog).
   var reloadCatalog: (String) -> Void = { _ in }
-  /// The number of sessions signed in to each account, from the server's sessions.
+  /// The sessions signed in to an account and not already closing, from the server's sessions.
   var sessionsOfAccount: (String) -> [Session] = { _ in [] }
 
   init(
