@@ -83,7 +83,9 @@ class UserClient:
             async for raw in self.ws:
                 message = json.loads(raw)
                 if message.get("id") is not None and message["id"] in self.pending:
-                    self.pending.pop(message["id"]).set_result(message)
+                    future = self.pending.pop(message["id"])
+                    if not future.done():  # a reply after its call gave up waiting is dropped
+                        future.set_result(message)
                 elif message.get("method"):
                     if message["params"].get("subscription") not in self.subscriptions:
                         self.foreign.append(message)
@@ -99,8 +101,12 @@ class UserClient:
         self.next_id += 1
         future = asyncio.get_event_loop().create_future()
         self.pending[self.next_id] = future
-        await self.ws.send(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}))
-        reply = await asyncio.wait_for(future, TIMEOUT)
+        request_id = self.next_id
+        await self.ws.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+        try:
+            reply = await asyncio.wait_for(future, TIMEOUT)
+        finally:
+            self.pending.pop(request_id, None)
         if "error" in reply:
             raise RpcError(reply["error"])
         return reply["result"]
