@@ -70,13 +70,15 @@ public enum ConnectionRefusal: Sendable, Equatable, CustomStringConvertible {
 public final class ConnectionLimiter {
   public let limits: ConnectionLimits
   private var open: [String: Int] = [:]
-  private var buckets: [String: (tokens: Double, at: Double)] = [:]
+  /// The per-peer connection rate (nil with `--peer-connection-rate 0`).
+  private var buckets: RateLimiter?
   private var lastSweep: Double = 0
   /// Connections refused so far, by ``ConnectionRefusal/scope``.
   public private(set) var refused: [String: Int] = [:]
 
   public init(limits: ConnectionLimits) {
     self.limits = limits
+    if limits.ratePerPeer > 0 { buckets = RateLimiter(rate: limits.ratePerPeer, burst: limits.burstPerPeer) }
   }
 
   /// Admits one new connection from `peer` at `now` (seconds) — counted until ``release(_:)`` — or says why not.
@@ -102,9 +104,7 @@ public final class ConnectionLimiter {
 
   /// The seconds until `peer` may open a connection (or try to sign in) again, or nil if it may now. Takes nothing.
   public func retryAfter(_ peer: String, now: Double) -> Double? {
-    guard limits.ratePerPeer > 0, let bucket = buckets[peer] else { return nil }
-    let tokens = min(limits.burstPerPeer, bucket.tokens + max(0, now - bucket.at) * limits.ratePerPeer)
-    return tokens >= 1 - 1e-9 ? nil : (1 - tokens) / limits.ratePerPeer
+    buckets?.retryAfter(peer, now: now)
   }
 
   /// A connection admitted by ``admit(_:now:)`` closed.
@@ -117,33 +117,19 @@ public final class ConnectionLimiter {
   public func openConnections(_ peer: String) -> Int { open[peer] ?? 0 }
 
   /// Peers tracked now (open connections or a bucket not yet full).
-  public var trackedPeers: Int { Set(open.keys).union(buckets.keys).count }
-
-  /// Takes a token from `peer`'s bucket: nil when allowed, else the seconds until one is available.
-  private func take(_ peer: String, now: Double) -> Double? {
-    guard limits.ratePerPeer > 0 else { return nil }
-    let rate = limits.ratePerPeer
-    let burst = limits.burstPerPeer
-    sweep(now: now)
-    var bucket = buckets[peer] ?? (burst, now)
-    bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * rate)
-    bucket.at = now
-    guard bucket.tokens >= 1 - 1e-9 else {
-      buckets[peer] = bucket
-      return (1 - bucket.tokens) / rate
-    }
-    bucket.tokens = max(0, bucket.tokens - 1)
-    buckets[peer] = bucket
-    return nil
+  public var trackedPeers: Int {
+    (buckets?.tracked ?? 0) + open.keys.filter { buckets?.isTracking($0) != true }.count
   }
 
-  /// Forgets buckets that are full again, at most once a second.
-  private func sweep(now: Double) {
-    guard now - lastSweep >= 1, !buckets.isEmpty else { return }
-    lastSweep = now
-    let rate = limits.ratePerPeer
-    let burst = limits.burstPerPeer
-    buckets = buckets.filter { _, bucket in bucket.tokens + max(0, now - bucket.at) * rate < burst }
+  /// Takes a token from `peer`'s bucket: nil when allowed, else the seconds until one is available. Buckets full
+  /// again are forgotten at most once a second.
+  private func take(_ peer: String, now: Double) -> Double? {
+    guard buckets != nil else { return nil }
+    if now - lastSweep >= 1 {
+      lastSweep = now
+      buckets?.forgetFull(now: now)
+    }
+    return buckets?.take(peer, now: now)
   }
 }
 
