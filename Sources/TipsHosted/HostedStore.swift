@@ -96,8 +96,6 @@ public final class HostedStore {
   public var onNotice: ((Notice) -> Void)?
   /// The writer became able (true) or unable (false) to commit.
   public var onWritableChange: ((Bool) -> Void)?
-  /// The listener is (again) listening on the fleet's channel: notifications sent while it was not are lost.
-  public var onListening: (() -> Void)?
 
   public init(
     loop: any EventLoop, configuration: Configuration,
@@ -118,7 +116,6 @@ public final class HostedStore {
       ]))
     listener = link("listener", .listener(channels: [PGSchema.fleetChannel]))
     writer.onStateChange = { [unowned self] state in self.onWritableChange?(state == .ready) }
-    listener.onStateChange = { [unowned self] state in if state == .ready { self.onListening?() } }
     listener.onNotification = { [unowned self] channel, payload in
       guard channel == PGSchema.fleetChannel, let notice = Self.notice(payload) else { return }
       self.onNotice?(notice)

@@ -58,8 +58,6 @@ final class HostedService {
   /// Accounts an admin is deleting through this node: the sessions closed meanwhile (by PostgreSQL's notification).
   private var deleting: [String: Int] = [:]
   private var compacting = false
-  /// Whether the fleet's channel was listened to before (a later start of listening means notifications were lost).
-  private var listenedBefore = false
   /// Seconds until the housekeeping next deletes history older than `--history-days` (at the first tick PostgreSQL
   /// accepts changes, then hourly), and whether it is deleting.
   private var untilHistoryPrune = 0
@@ -120,7 +118,6 @@ final class HostedService {
     residency = Residency(capacity: configuration.maxResidentAccounts)
     limiter = RateLimiter(rate: configuration.accountRate)
     store.onNotice = { [unowned self] notice in self.noticed(notice) }
-    store.onListening = { [unowned self] in self.listening() }
     store.onWritableChange = { [unowned self] writable in
       // Once connected: the first connection is not news, losing it and getting it back are.
       guard writable != self.writable else { return }
@@ -406,17 +403,6 @@ final class HostedService {
   }
 
   // MARK: - Other nodes and devices
-
-  /// The fleet's channel is listened to again (PostgreSQL restarted or failed over, or the link broke): what other
-  /// nodes committed meanwhile was never notified, so every resident account catches up by its cursor.
-  private func listening() {
-    guard listenedBefore else {
-      listenedBefore = true
-      return
-    }
-    logger.info("hosted: listening again; resident accounts catch up", [("accounts", String(tenants.count))])
-    for account in tenants.keys.sorted() { perform(residency.othersWrote(account)) }
-  }
 
   private func noticed(_ notice: HostedStore.Notice) {
     switch notice {
