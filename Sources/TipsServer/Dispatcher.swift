@@ -28,109 +28,97 @@ struct Dispatcher {
     return entry
   }
 
-  /// Where a message of a hosted session's frame is run: in no account, in this tenant's, or nowhere (refused).
+  /// Where a message of a hosted session runs: in no account, in this tenant's, across the fleet (an admin's
+  /// analytics and metrics that name no account), or nowhere (refused).
   enum Target {
     case none
     case tenant(Tenant)
+    case fleet
     case refused(ResponseError)
   }
 
   /// Decodes one frame and stages its reply, if any. Returns false when the frame must wait (hosted mode: an account
-  /// it acts on is loading, committing or catching up; the session was parked and the caller keeps the frame).
+  /// one of its messages acts on is loading, committing or catching up): the session was parked with the rest of the
+  /// frame (``Session/frame``), which continues by itself once the account is idle.
   @discardableResult
   func handle(_ bytes: [UInt8], on session: Session) -> Bool {
     bytes.withUnsafeBytes { handle(raw: $0, on: session) }
   }
 
-  /// ``handle(_:on:)`` for a message in a buffer the caller owns (copied only if it must wait).
+  /// ``handle(_:on:)`` for a message in a buffer the caller owns (only the decoded messages are kept if it waits).
   @discardableResult
   func handle(raw bytes: UnsafeRawBufferPointer, on session: Session) -> Bool {
-    let payload = IncomingPayload.decode(bytes)
-    var targets: [Target]?
-    if let hosted = services.hosted {
-      guard let admitted = admit(payload, on: session, hosted) else {
-        session.deferred = Array(bytes)
-        return false
-      }
-      targets = admitted
-    }
-    switch payload {
-    case .single(.request(let id, let method, let params)):
+    switch IncomingPayload.decode(bytes) {
+    case .single(.request(let id, let method, let params)) where services.hosted == nil:
       // The usual request: answered at once, its reply written straight into the connection's output (newline-framed
       // bytes or WebSocket messages; else staged as it is: no closure, no array of parts).
-      if services.hosted == nil, session.stream.deliversMessages || session.framing == .newline,
-        let entry = entry(for: method), entry.runAsync == nil
+      if session.stream.deliversMessages || session.framing == .newline, let entry = entry(for: method),
+        entry.runAsync == nil
       {
         respondDirect(id: id, method: method, params: params, on: session)
-      } else if let part = respondNow(id: id, method: method, params: params, on: session, target: targets?.first) {
+      } else if let part = respondNow(id: id, method: method, params: params, on: session, target: nil) {
         services.stage(.single(part), on: session)
       } else {
-        respond(to: .request(id: id, method: method, params: params), on: session, target: targets?.first) { part in
+        respond(to: .request(id: id, method: method, params: params), on: session) { part in
           services.stage(.single(part), on: session)
         }
       }
+      return true
     case .single(let message):
-      respond(to: message, on: session, target: targets?.first) { part in
-        services.stage(.single(part), on: session)
-      }
+      return continueFrame(PendingFrame(messages: [message], isBatch: false), on: session)
     case .batch(let messages):
-      let batch = PendingBatch(count: messages.count)
-      var bytes = 0
-      for (index, message) in messages.enumerated() {
-        respond(to: message, on: session, target: targets?[index]) { part in batch.parts[index] = part }
-        bytes += batch.parts[index]?.bytes.count ?? 0
-        // A batch whose replies alone exceed the per-connection bound (say, thousands of rpc.discover) would grow
-        // the daemon's memory without limit: the client is disconnected, as one that stops reading is.
-        if session.outbound.exceedsBound(adding: bytes) {
-          services.logger.warning(
-            "disconnecting a client whose batch replies exceed the per-connection bound",
-            [
-              ("connection", String(session.id)), ("bytes", String(bytes)),
-              ("limit", String(services.configuration.outgoingQueueLimit)),
-            ])
-          session.outbound.beginClosing()
-          session.stream.close(after: false, reason: "batch replies over the bound")
-          return true
-        }
-      }
-      batch.finish { parts in
-        // A batch of notifications only gets no reply at all (JSON-RPC 2.0 §6).
-        if !parts.isEmpty { services.stage(.reply(StagedReply(parts: parts, isBatch: true)), on: session) }
-      }
+      return continueFrame(PendingFrame(messages: messages, isBatch: true), on: session)
     case .emptyBatch:
       services.stage(.reply(.error(id: nil, .emptyBatch())), on: session)
+      return true
     }
+  }
+
+  /// Dispatches the frame's messages from where it stopped, each admitted as it comes (hosted mode: its account
+  /// decided now, after the messages before it ran — an `initialize` earlier in the batch signs the session in).
+  /// Returns false when a message must wait for its account: the session is parked with the frame.
+  func continueFrame(_ frame: PendingFrame, on session: Session) -> Bool {
+    session.frame = frame
+    while frame.hasMoreToDispatch {
+      var target: Target?
+      if let hosted = services.hosted {
+        guard let admitted = admit(frame.messages[frame.next], on: session, hosted) else {
+          // Replies that acknowledge changes wait for this turn's commit: the session must be in it.
+          if frame.holdsDurableReply { services.markDirty(session) }
+          return false
+        }
+        target = admitted
+      }
+      let (index, message) = frame.dispatchNext()
+      respond(to: message, on: session, target: target) { part in
+        frame.arrived(part, at: index)
+        finish(frame, on: session)
+      }
+      // A batch whose replies alone exceed the per-connection bound (say, thousands of rpc.discover) would grow
+      // the daemon's memory without limit: the client is disconnected, as one that stops reading is.
+      if session.outbound.exceedsBound(adding: frame.replyBytes) {
+        services.logger.warning(
+          "disconnecting a client whose batch replies exceed the per-connection bound",
+          [
+            ("connection", String(session.id)), ("bytes", String(frame.replyBytes)),
+            ("limit", String(services.configuration.outgoingQueueLimit)),
+          ])
+        session.frame = nil
+        session.outbound.beginClosing()
+        session.stream.close(after: false, reason: "batch replies over the bound")
+        return true
+      }
+    }
+    finish(frame, on: session)
+    if !frame.isComplete && frame.holdsDurableReply { services.markDirty(session) }
     return true
   }
 
-  /// A batch's replies, some of which may come later (hosted mode's reads of PostgreSQL): staged together, in
-  /// order, once every request is answered.
-  private final class PendingBatch {
-    var parts: [StagedReply.Part?]
-    /// Replies still to come.
-    var outstanding: Int
-    private var done: (([StagedReply.Part]) -> Void)?
-
-    init(count: Int) {
-      parts = Array(repeating: nil, count: count)
-      outstanding = 0
-    }
-
-    func finish(_ done: @escaping ([StagedReply.Part]) -> Void) {
-      if outstanding == 0 {
-        done(parts.compactMap { $0 })
-      } else {
-        self.done = done
-      }
-    }
-
-    func arrived() {
-      outstanding -= 1
-      if outstanding == 0, let done {
-        self.done = nil
-        done(parts.compactMap { $0 })
-      }
-    }
+  /// Stages the frame's reply once every message was dispatched and every reply is in.
+  private func finish(_ frame: PendingFrame, on session: Session) {
+    guard frame.isComplete, session.frame === frame else { return }
+    session.frame = nil
+    if let reply = frame.reply { services.stage(reply, on: session) }
   }
 
   /// Answers one message through `reply` (at once, or later for a request answered asynchronously); notifications
@@ -326,9 +314,19 @@ struct Dispatcher {
     }
     switch target ?? .none {
     case .none:
+      // Only a method that acts on no account runs without one: anything else reaching here unadmitted (a bug) is
+      // refused, never run with no tenant.
+      guard Self.accountFree.contains(method) else {
+        throw ResponseError(code: .internalError, message: "\(method): no account was decided for this request")
+      }
       return (RequestContext(session: session, services: services, tenant: nil, method: method), params)
     case .tenant(let tenant):
       return (RequestContext(session: session, services: services, tenant: tenant, method: method), params)
+    case .fleet:
+      guard Self.fleetWide.contains(method), session.principal?.isAdmin == true else {
+        throw .forbidden(method: method, "only the admin token reads the whole fleet")
+      }
+      return (RequestContext(session: session, services: services, fleet: true, method: method), params)
     case .refused(let error):
       throw error
     }
@@ -351,69 +349,43 @@ struct Dispatcher {
     MetricsGetRequest.method,
   ]
 
-  /// Each message's target, or nil when an account it acts on is not idle (the session was parked on it). A
-  /// session whose account could not be read gets its frame's requests refused instead.
-  private func admit(_ payload: IncomingPayload, on session: Session, _ hosted: HostedService) -> [Target]? {
-    let messages: [IncomingMessage]
-    switch payload {
-    case .single(let message): messages = [message]
-    case .batch(let batch): messages = batch
-    case .emptyBatch: return []
+  /// Where a message runs, decided as it is dispatched; nil when its account is not idle (the session was parked on
+  /// it). A message whose account could not be read while it waited is refused.
+  private func admit(_ message: IncomingMessage, on session: Session, _ hosted: HostedService) -> Target? {
+    if let failure = session.failParked {
+      session.failParked = nil
+      return .refused(failure)
     }
-    if let failure = session.failDeferred {
-      session.failDeferred = nil
-      return messages.map { _ in .refused(failure) }
+    let method: String
+    let params: JSONValue?
+    switch message {
+    case .request(_, let name, let given), .notification(let name, let given):
+      method = name
+      params = given
+    case .invalid, .response:
+      return Target.none
     }
-    var accounts: [String?] = []
-    var targets: [Target?] = []
-    for message in messages {
-      let method: String
-      let params: JSONValue?
-      switch message {
-      case .request(_, let name, let given), .notification(let name, let given):
-        method = name
-        params = given
-      default:
-        accounts.append(nil)
-        targets.append(Target.none)
-        continue
-      }
-      guard session.lifecycle == .running, !Self.accountFree.contains(method), table.entry(method) != nil else {
-        accounts.append(nil)
-        targets.append(Target.none)
-        continue
-      }
-      var named: String?
-      if case .object(let object)? = params, let value = object["account"] {
-        guard case .string(let text) = value else {
-          accounts.append(nil)
-          targets.append(.refused(.invalidParams("\(method): params.account must be a string")))
-          continue
-        }
-        named = text
-      } else {
-        named = nil
-      }
-      // An admin's analytics and metrics without an account are the whole fleet's.
-      if named == nil, session.principal?.isAdmin == true, Self.fleetWide.contains(method) {
-        accounts.append(nil)
-        targets.append(Target.none)
-        continue
-      }
-      switch hosted.account(for: session, named: named, method: method) {
-      case .success(let account):
-        accounts.append(account)
-        targets.append(nil)
-      case .failure(let error):
-        accounts.append(nil)
-        targets.append(.refused(error))
-      }
+    // Unknown methods, sessions not running and account-free methods: the gate and the handler decide.
+    guard session.lifecycle == .running, !Self.accountFree.contains(method), table.entry(method) != nil else {
+      return Target.none
     }
-    // Every account the frame acts on must be idle before any of its requests runs.
-    for account in Set(accounts.compactMap { $0 }) where !hosted.ready(account, for: session) { return nil }
-    return zip(accounts, targets).map { account, target in
-      if let target { return target }
-      guard let account, let tenant = hosted.tenants[account] else { return Target.none }
+    var named: String?
+    if case .object(let object)? = params, let value = object["account"] {
+      guard case .string(let text) = value else {
+        return .refused(.invalidParams("\(method): params.account must be a string"))
+      }
+      named = text
+    }
+    // An admin's analytics and metrics without an account are the whole fleet's.
+    if named == nil, session.principal?.isAdmin == true, Self.fleetWide.contains(method) { return .fleet }
+    switch hosted.account(for: session, named: named, method: method) {
+    case .failure(let error):
+      return .refused(error)
+    case .success(let account):
+      guard hosted.ready(account, for: session) else { return nil }
+      guard let tenant = hosted.tenants[account] else {
+        return .refused(.unavailable(method: method, retryAfter: 1, "account \(account) is not loaded; try again"))
+      }
       if let refusal = hosted.admitRate(account, session: session) { return .refused(refusal) }
       return .tenant(tenant)
     }

@@ -458,7 +458,12 @@ public final class Server {
         services.markDirty(session)
         return
       }
-      if session.deferred == nil && !session.stream.deliversMessages {
+      if let frame = session.frame, frame.hasMoreToDispatch {
+        // The rest of a frame that waited for an account (hosted mode).
+        guard dispatcher.continueFrame(frame, on: session) else { return }
+        continue
+      }
+      if !session.stream.deliversMessages {
         // A byte stream: the message is handled in place, from the framer's buffer (no copy of its own).
         guard let event = session.framer.nextInPlace() else { break }
         switch event {
@@ -612,7 +617,7 @@ public final class Server {
   func flush(_ session: Session, committed: Bool) -> Bool {
     let path = store.path
     let hosted = services.hosted != nil
-    session.outbound.commitFinished(success: committed) { id in
+    func failure(_ id: RequestID?) -> [UInt8] {
       // Hosted: PostgreSQL did not commit it (or the outcome is unknown: the connection broke); the account is read
       // again before its next request, so a retry sees whether it was stored.
       OutgoingMessage.encodeError(
@@ -621,6 +626,9 @@ public final class Server {
           ? .unavailable(method: "request", retryAfter: 1, "PostgreSQL did not confirm the commit")
           : .datastoreFailure(path: path))
     }
+    // A batch still collecting replies (waiting for an account or a read) keeps those acknowledging this commit.
+    session.frame?.commitFinished(success: committed, failure: failure)
+    session.outbound.commitFinished(success: committed, failure: failure)
     var resumed = false
     let stream = session.stream
     defer { counters.notificationsCoalesced += UInt64(session.outbound.takeCoalesced()) }

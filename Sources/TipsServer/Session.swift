@@ -33,13 +33,14 @@ final class Session {
 
   /// Who the session is signed in as (hosted mode); nil until it signs in.
   var principal: Principal?
-  /// The message that waits for an account to be idle (its requests run once the account is loaded, or its commit
-  /// or catch-up finished); input is not read further meanwhile.
-  @exclusivity(unchecked) var deferred: [UInt8]?
-  /// The account it waits for.
+  /// The frame (a message or a batch) being worked through: its next message waits for an account to be idle (hosted
+  /// mode: loading, committing or catching up), or its replies wait for asynchronous answers. Input is not read
+  /// further meanwhile.
+  @exclusivity(unchecked) var frame: PendingFrame?
+  /// The account the frame's next message waits for.
   @exclusivity(unchecked) var parkedOn: String?
-  /// The deferred message's requests are answered with this error instead of run (its account could not be read).
-  var failDeferred: ResponseError?
+  /// The waiting message is answered with this error instead of run (its account could not be read).
+  var failParked: ResponseError?
   /// Its output waits for this commit (hosted mode: a change is acknowledged once PostgreSQL committed it).
   @exclusivity(unchecked) var awaitingBatch: UInt64?
   /// Something staged this turn announces or acknowledges a change (held until the turn's commit).
@@ -79,12 +80,8 @@ final class Session {
     }
   }
 
-  /// The next complete message (or framing error) received, if any: the deferred one first.
+  /// The next complete message (or framing error) received, if any.
   func nextInput() -> FramerEvent? {
-    if let deferred {
-      self.deferred = nil
-      return .message(deferred)
-    }
     guard stream.deliversMessages else { return framer.next() }
     guard messagesHead < messages.count else { return nil }
     let message = messages[messagesHead]
@@ -97,8 +94,8 @@ final class Session {
     return .message(message)
   }
 
-  /// Whether a message (or a deferred one) waits to be handled on a stream that delivers whole messages.
-  var hasQueuedInput: Bool { deferred != nil || messagesHead < messages.count }
+  /// Whether a message (or the rest of a frame) waits to be handled on a stream that delivers whole messages.
+  var hasQueuedInput: Bool { frame?.hasMoreToDispatch == true || messagesHead < messages.count }
 
   /// Whether part of a message is waiting for the rest (the partial-message timeout).
   var hasPartialMessage: Bool { !stream.deliversMessages && framer.hasPartialMessage }

@@ -10,8 +10,10 @@ extension Handlers {
     /// A replay (`after`) starts after this turn's commit (Server.endOfTurn pumps it); hosted mode reads it from
     /// PostgreSQL before the subscription goes live.
     table.onAsync(AnalyticsSubscribeRequest.self) { request, context, reply in
-      if let hosted = context.services.hosted, context.tenant == nil {
+      if context.fleet {
         // An admin's: every account's events, in the fleet's order.
+        let hosted: HostedService
+        do throws(ResponseError) { hosted = try admin(context) } catch { return reply(.failure(error)) }
         hosted.fleetHead { head in
           let id = hosted.subscribeFleet(session: context.session, after: request.after, head: head ?? 0)
           reply(.success(AnalyticsSubscribeRequest.Response(subscription: id, head: head ?? 0, oldest: nil)))
@@ -40,7 +42,8 @@ extension Handlers {
     }
 
     table.on(AnalyticsUnsubscribeRequest.self) { request, context throws(ResponseError) in
-      if let hosted = context.services.hosted, context.tenant == nil {
+      if context.fleet {
+        let hosted = try admin(context)
         guard context.services.subscriptionIDs.isIssued(request.subscription) else {
           throw .unknownSubscription(method: context.method, id: request.subscription)
         }
@@ -50,7 +53,9 @@ extension Handlers {
     }
 
     table.onAsync(AnalyticsReadRequest.self) { request, context, reply in
-      if let hosted = context.services.hosted, context.tenant == nil {
+      if context.fleet {
+        let hosted: HostedService
+        do throws(ResponseError) { hosted = try admin(context) } catch { return reply(.failure(error)) }
         hosted.fleetEvents(after: request.after, limit: request.limit) { result in
           hosted.fleetHead { head in
             reply(
@@ -96,12 +101,15 @@ extension Handlers {
     }
 
     table.onAsync(MetricsGetRequest.self) { request, context, reply in
+      if context.fleet {
+        // An admin's: every account's, pooled.
+        let hosted: HostedService
+        do throws(ResponseError) { hosted = try admin(context) } catch { return reply(.failure(error)) }
+        hosted.fleetMetrics(request) { reply($0.map { MetricsGetRequest.Response(report: $0) }) }
+        return
+      }
       if let hosted = context.services.hosted {
-        guard let tenant = context.tenant else {
-          // An admin's: every account's, pooled.
-          hosted.fleetMetrics(request) { reply($0.map { MetricsGetRequest.Response(report: $0) }) }
-          return
-        }
+        let tenant: Tenant = context.tenant
         let tips: [MetricsTip]
         do throws(ResponseError) {
           tips = try metricsTips(request, engine: tenant.engine)

@@ -391,7 +391,7 @@ final class HostedService {
     let reason = loadFailure[account] ?? "the account could not be read"
     for session in waiting where session.parkedOn == account {
       session.parkedOn = nil
-      session.failDeferred = .unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)")
+      session.failParked = .unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)")
       services.resumeInput(session)
     }
   }
