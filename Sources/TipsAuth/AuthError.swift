@@ -33,6 +33,9 @@ public struct AuthError: Error, Sendable, Hashable, CustomStringConvertible {
     case wrongIssuer
     /// `sub` is missing, empty, longer than 255 bytes, or holds a byte outside `A–Z a–z 0–9 . _ : @ | + = -`.
     case badSubject
+    /// Refused before its signature was checked: the server has spent its budget of failed signature checks (a
+    /// flood of forged tokens); retry later. Not a judgement of the token.
+    case throttled
   }
 
   /// The kind of refusal.

@@ -1,8 +1,9 @@
 import TipsEngine
 import TipsJSON
 
-/// The registered claims of a payload whose signature has been verified, checked against the configuration at one
-/// instant (RFC 7519 §4.1).
+/// The registered claims of a payload, checked against the configuration at one instant (RFC 7519 §4.1) — before the
+/// signature: cheaper, and a flood of expired or foreign tokens then costs no cryptography. Nothing a token claims
+/// is trusted until its signature verifies.
 struct ClaimsCheck {
   let configuration: TokenVerifier.Configuration
   let now: Timestamp

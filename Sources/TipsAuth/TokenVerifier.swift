@@ -24,8 +24,9 @@ import TipsJSON
 ///
 /// Everything else is refused with an ``AuthError`` — `alg: none`, algorithms other than those above, a `kid` the
 /// JWKS lacks, a `crit` header, a token without `exp` — in this order, cheapest first: size, shape, header (`alg`,
-/// key), signature length, signature, payload, claims. A flood of garbage, unknown-`kid` or wrong-length tokens
-/// costs no cryptography at all.
+/// key), signature length, payload, claims, signature. A flood of garbage, unknown-`kid`, wrong-length, expired or
+/// foreign-audience tokens costs no cryptography at all; a server may refuse the rest before their signature is
+/// checked (``BeforeSignature``).
 public struct TokenVerifier: Sendable {
   /// What a verifier accepts.
   public struct Configuration: Sendable {
@@ -94,22 +95,32 @@ public struct TokenVerifier: Sendable {
       Configuration(secrets: secrets, keySet: keySet, audiences: audiences, issuer: issuer, leeway: leeway))
   }
 
+  /// Called with a token's claims once everything but its signature has been checked, before any cryptography: it
+  /// may refuse the token (a server's budget of failed signature checks, ``AuthError/Code/throttled``).
+  public typealias BeforeSignature = (VerifiedToken) -> AuthError?
+
   /// Verifies a token (the text after `Bearer `, or `initialize`'s `auth.token`) at `now` (seconds since the Unix
   /// epoch; the server passes its clock, tests a fixed instant).
-  public func verify(_ token: String, now: Timestamp) -> Result<VerifiedToken, AuthError> {
+  public func verify(
+    _ token: String, now: Timestamp, beforeSignature: BeforeSignature? = nil
+  ) -> Result<VerifiedToken, AuthError> {
     var token = token
-    return token.withUTF8 { verify(bytes: UnsafeRawBufferPointer($0), now: now) }
+    return token.withUTF8 { verify(bytes: UnsafeRawBufferPointer($0), now: now, beforeSignature: beforeSignature) }
   }
 
-  /// Verifies a token given as bytes (see ``verify(_:now:)``).
-  public func verify(_ token: [UInt8], now: Timestamp) -> Result<VerifiedToken, AuthError> {
-    token.withUnsafeBytes { verify(bytes: $0, now: now) }
+  /// Verifies a token given as bytes (see ``verify(_:now:beforeSignature:)``).
+  public func verify(
+    _ token: [UInt8], now: Timestamp, beforeSignature: BeforeSignature? = nil
+  ) -> Result<VerifiedToken, AuthError> {
+    token.withUnsafeBytes { verify(bytes: $0, now: now, beforeSignature: beforeSignature) }
   }
 
-  private func verify(bytes token: UnsafeRawBufferPointer, now: Timestamp) -> Result<VerifiedToken, AuthError> {
+  private func verify(
+    bytes token: UnsafeRawBufferPointer, now: Timestamp, beforeSignature: BeforeSignature?
+  ) -> Result<VerifiedToken, AuthError> {
     precondition(now.isFinite, "verify(now:) needs a finite instant")
     do throws(AuthError) {
-      return .success(try check(token, now: now))
+      return .success(try check(token, now: now, beforeSignature: beforeSignature))
     } catch {
       return .failure(error)
     }
@@ -117,7 +128,12 @@ public struct TokenVerifier: Sendable {
 
   // MARK: - The steps, cheapest first
 
-  private func check(_ token: UnsafeRawBufferPointer, now: Timestamp) throws(AuthError) -> VerifiedToken {
+  /// Size, shape, header, key, the signature's length, payload and claims — then, last, the signature itself: a
+  /// token that an expired, foreign-audience or malformed payload refuses costs no cryptography, so a flood of them
+  /// costs little, and only tokens whose claims this server accepts reach the (hook and the) signature check.
+  private func check(
+    _ token: UnsafeRawBufferPointer, now: Timestamp, beforeSignature: BeforeSignature?
+  ) throws(AuthError) -> VerifiedToken {
     guard token.count <= configuration.maxTokenBytes else {
       throw AuthError(
         .tooLarge, "the token is \(token.count) bytes; at most \(configuration.maxTokenBytes) are accepted")
@@ -126,13 +142,16 @@ public struct TokenVerifier: Sendable {
     let header = try decodeObject(parts.header, in: token, maxDepth: 4, what: "header")
     let algorithm = try algorithm(of: header)
     let verifier = try selectKey(for: algorithm, header: header)
-    guard let signature = Base64URL.decode(token[parts.signature]) else {
+    guard let encoded = Base64URL.decode(token[parts.signature]) else {
       throw AuthError(.malformed, "the signature is not base64url")
     }
-    try verifier.check(signature: signature, signingInput: UnsafeRawBufferPointer(rebasing: token[parts.signingInput]))
+    let signature = try verifier.prepare(signature: encoded)
     let payload = try decodeObject(parts.payload, in: token, maxDepth: 32, what: "payload")
-    return try ClaimsCheck(configuration: configuration, now: now).verify(
+    let verified = try ClaimsCheck(configuration: configuration, now: now).verify(
       payload, algorithm: algorithm, keyID: verifier.keyID)
+    if let refusal = beforeSignature?(verified) { throw refusal }
+    try verifier.check(signature: signature, signingInput: UnsafeRawBufferPointer(rebasing: token[parts.signingInput]))
+    return verified
   }
 
   private func decodeObject(
@@ -227,31 +246,42 @@ private enum SignatureCheck {
     return nil
   }
 
-  /// Refuses a signature of the wrong length without any cryptography, then verifies it with OpenSSL.
+  /// Refuses a signature of the wrong length without any cryptography; returns it as OpenSSL checks it (an ECDSA
+  /// signature turned from JOSE's `r||s` into DER).
+  func prepare(signature: [UInt8]) throws(AuthError) -> [UInt8] {
+    switch self {
+    case .hmac(_, let algorithm):
+      let expected = algorithm.digestSize
+      guard signature.count == expected else { throw wrongLength(signature.count, expected, "an \(algorithm) MAC") }
+      return signature
+    case .publicKey(let key, _):
+      switch key.kind {
+      case .rsa:
+        let expected = key.key.signatureSize
+        guard signature.count == expected else { throw wrongLength(signature.count, expected, "the \(key)") }
+        return signature
+      case .ec(let curve):
+        guard let der = ecdsaSignatureDER(raw: signature, size: curve.coordinateSize) else {
+          throw wrongLength(signature.count, 2 * curve.coordinateSize, "the \(key)")
+        }
+        return der
+      }
+    }
+  }
+
+  /// Verifies a ``prepare(signature:)``d signature with OpenSSL.
   func check(signature: [UInt8], signingInput: UnsafeRawBufferPointer) throws(AuthError) {
     switch self {
     case .hmac(let secrets, let algorithm):
-      let expected = algorithm.digestSize
-      guard signature.count == expected else { throw wrongLength(signature.count, expected, "an \(algorithm) MAC") }
       guard secrets.contains(where: { $0.verify(signingInput, signature: signature, algorithm: algorithm) }) else {
         throw AuthError(
           .badSignature, "the signature does not verify with the HMAC secret\(secrets.count > 1 ? "s" : "")")
       }
     case .publicKey(let key, let algorithm):
       let digest = FetchedAlgorithms.shared.digest(for: algorithm)
-      let verified: Bool
-      switch key.kind {
-      case .rsa:
-        let expected = key.key.signatureSize
-        guard signature.count == expected else { throw wrongLength(signature.count, expected, "the \(key)") }
-        verified = key.key.verify(signingInput, signature: signature, digest: digest)
-      case .ec(let curve):
-        guard let der = ecdsaSignatureDER(raw: signature, size: curve.coordinateSize) else {
-          throw wrongLength(signature.count, 2 * curve.coordinateSize, "the \(key)")
-        }
-        verified = key.key.verify(signingInput, signature: der, digest: digest)
+      guard key.key.verify(signingInput, signature: signature, digest: digest) else {
+        throw AuthError(.badSignature, "the signature does not verify with the \(key)")
       }
-      guard verified else { throw AuthError(.badSignature, "the signature does not verify with the \(key)") }
     }
   }
 

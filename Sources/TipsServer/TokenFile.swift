@@ -32,6 +32,29 @@ public enum TokenFile {
     return String(decoding: text, as: UTF8.self)
   }
 
+  /// Refuses a secret's file that is not a regular file owned by the daemon's user and closed to everyone else (the
+  /// admin token, the JWT secret): another user who could read or replace it could sign in as anyone.
+  static func checkPrivate(_ path: String, what: String) throws(ServerError) {
+    var info = stat()
+    guard lstat(path, &info) == 0 else {
+      throw ServerError("cannot read \(what) \(path): \(String(cString: strerror(errno)))")
+    }
+    try checkPrivate(path, what: what, info: info, remedy: "chmod 600 it, as tipsd's user")
+  }
+
+  private static func checkPrivate(_ path: String, what: String, info: stat, remedy: String) throws(ServerError) {
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      throw ServerError("\(what) \(path) is not a regular file; \(remedy)")
+    }
+    guard info.st_uid == getuid() else {
+      throw ServerError("\(what) \(path) belongs to another user; \(remedy)")
+    }
+    guard info.st_mode & 0o077 == 0 else {
+      throw ServerError(
+        "\(what) \(path) is open to others (mode \(String(info.st_mode & 0o777, radix: 8))); \(remedy)")
+    }
+  }
+
   /// Reads the token at `path`.
   public static func read(_ path: String) throws(ServerError) -> String {
     let bytes: [UInt8]
@@ -53,16 +76,7 @@ public enum TokenFile {
   static func ensure(_ path: String) throws(ServerError) -> (token: String, created: Bool) {
     var info = stat()
     if lstat(path, &info) == 0 {
-      guard info.st_mode & S_IFMT == S_IFREG else {
-        throw ServerError("the token file \(path) is not a regular file; remove it or choose --token-file")
-      }
-      guard info.st_uid == getuid() else {
-        throw ServerError("the token file \(path) belongs to another user; remove it or choose --token-file")
-      }
-      guard info.st_mode & 0o077 == 0 else {
-        throw ServerError(
-          "the token file \(path) is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); remove it")
-      }
+      try checkPrivate(path, what: "the token file", info: info, remedy: "remove it or choose --token-file")
       if let token = try? read(path) { return (token, false) }
     }
     let token = generate()

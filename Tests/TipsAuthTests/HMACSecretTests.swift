@@ -23,8 +23,29 @@ import TipsAuth
 
   /// A secret that looks like base64 is used as the text it is.
   @Test func secretIsNotDecoded() throws {
-    let loaded = try withTemporaryFile(Array("c2VjcmV0\n".utf8)) { try HMACSecret.load(file: $0) }
-    #expect(loaded.byteCount == 8)
+    // 44 characters of base64 (32 bytes once decoded): used as 44 bytes.
+    let text = "c2VjcmV0IHNlY3JldCBzZWNyZXQgc2VjcmV0IHNlY3I="
+    let loaded = try withTemporaryFile(Array("\(text)\n".utf8)) { try HMACSecret.load(file: $0) }
+    #expect(loaded.byteCount == 44)
+  }
+
+  /// Shorter than HS256's hash (32 bytes): refused, whatever it is used for — a 3-byte secret is found offline from
+  /// one token in moments, and then any `sub` can be signed.
+  @Test(arguments: [1, 3, 16, 31])
+  func shortSecretIsRefused(length: Int) throws {
+    try withTemporaryFile(Array(repeating: UInt8(ascii: "k"), count: length) + [0x0A], name: "secret") { path in
+      #expect(throws: AuthConfigurationError.self) { try HMACSecret.load(file: path) }
+    }
+  }
+
+  /// A secret verifies the HS algorithms whose hash it is at least as long as; asking for more is refused.
+  @Test func lengthDecidesTheAlgorithms() throws {
+    let bytes = { (count: Int) in Array(repeating: UInt8(ascii: "s"), count: count) }
+    #expect(try HMACSecret(bytes: bytes(32)).algorithms == [.hs256])
+    #expect(try HMACSecret(bytes: bytes(47)).algorithms == [.hs256])
+    #expect(try HMACSecret(bytes: bytes(48)).algorithms == [.hs256, .hs384])
+    #expect(try HMACSecret(bytes: bytes(64)).algorithms == [.hs256, .hs384, .hs512])
+    #expect(throws: AuthConfigurationError.self) { try HMACSecret(bytes: bytes(40), algorithms: [.hs512]) }
   }
 
   @Test(arguments: ["", "\n", "\r\n"])
@@ -48,9 +69,10 @@ import TipsAuth
   }
 
   @Test func descriptionNeverShowsTheSecret() throws {
-    let secret = try HMACSecret(bytes: Array("hunter2-hunter2".utf8), source: "jwt.secret")
-    #expect(secret.description == "HMAC secret from jwt.secret (15 bytes)")
-    #expect(secret.isShorterThanRecommended)
-    #expect(throws: AuthConfigurationError.self) { try HMACSecret(bytes: [1], algorithms: [.rs256]) }
+    let secret = try HMACSecret(bytes: Array("hunter2-hunter2-hunter2-hunter2-hunter2".utf8), source: "jwt.secret")
+    #expect(secret.description == "HMAC secret from jwt.secret (39 bytes)")
+    #expect(throws: AuthConfigurationError.self) {
+      try HMACSecret(bytes: Array(repeating: 1, count: 32), algorithms: [.rs256])
+    }
   }
 }

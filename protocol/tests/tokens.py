@@ -33,6 +33,8 @@ class Issuer:
         self.secret_path = directory / "jwt-secret"
         self.write_jwks()
         self.secret_path.write_bytes(self.secret + b"\n")
+        # tipsd refuses a secret file others may read (as it refuses such an admin token file).
+        self.secret_path.chmod(0o600)
 
     def write_jwks(self, extra: list[dict] | None = None) -> None:
         rsa_numbers = self.rsa.public_key().public_numbers()

@@ -105,14 +105,20 @@ public struct AccessPolicy: Sendable {
   }
 
   /// Equal strings, compared in time that depends only on their lengths (no early exit on the first difference).
+  ///
+  /// Strings of different lengths are unequal at once: a token's length is no secret (tipsd's are 64 characters), and
+  /// folding the lengths into the comparison is how a token followed by 256 NUL bytes once compared equal.
   public static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-    let x = Array(a.utf8)
-    let y = Array(b.utf8)
-    var difference = UInt8(truncatingIfNeeded: x.count ^ y.count)
-    for i in 0..<max(x.count, y.count) {
-      difference |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
+    var a = a
+    var b = b
+    return a.withUTF8 { x in
+      b.withUTF8 { y in
+        guard x.count == y.count else { return false }
+        var difference: UInt8 = 0
+        for i in 0..<x.count { difference |= x[i] ^ y[i] }
+        return difference == 0
+      }
     }
-    return difference == 0
   }
 
   static func normalize(_ origin: String) -> String {
