@@ -8,9 +8,9 @@ public import TipsTransport
 /// catch-ups, history, admin reads; pipelined, so loads never wait for each other) and a listener on the fleet's one
 /// `NOTIFY` channel. Nothing here blocks; every call completes on the loop.
 ///
-/// The tables are the sync schema's (`PGSchema`, version 2): an account's operations in `tipsd.ops` (a hosted node is
+/// The tables are the sync schema's (`PGSchema`, version 3): an account's operations in `tipsd.ops` (a hosted node is
 /// one more device of the account, named after the node), its snapshot in `tipsd.snapshots`, its lifecycle history
-/// in `tipsd.history`.
+/// in `tipsd.history`, and an erased account's tombstone in `tipsd.erased`.
 public final class HostedStore {
   public struct Configuration: Sendable {
     public var server: SyncServer
@@ -42,6 +42,8 @@ public final class HostedStore {
     public var historyCursor: Int64
     /// Whether PostgreSQL knows the account at all.
     public var exists: Bool
+    /// Whether the account was erased and its tombstone stands (`--erasure-days`): it may not be used again yet.
+    public var erased = false
   }
 
   /// One account's part of a commit: its operations (as its outbox holds them) and its history chunks.
@@ -79,6 +81,8 @@ public final class HostedStore {
     public var lastCursor: Int64?
     /// Each history chunk's first cursor, in order.
     public var historyFirst: [Int64]
+    /// The account was erased (its tombstone stands): nothing of this commit was stored for it.
+    public var erased: Bool { lastCursor == -1 || historyFirst.contains(-1) }
   }
 
   /// A stored history chunk.
@@ -138,6 +142,8 @@ public final class HostedStore {
   public var isWritable: Bool { writer.isReady }
   /// Whether accounts can be loaded now.
   public var isReadable: Bool { reader.isReady }
+  /// Whether the listener is listening on the fleet's channel (else other nodes' changes are not heard).
+  public var isListening: Bool { listener.isReady }
   /// Whether the schema in PostgreSQL is newer than this build (nothing can be served).
   public var isIncompatible: Bool { writer.state == .incompatible || reader.state == .incompatible }
   /// The writer's last error, for `/healthz` and logs.
@@ -221,10 +227,18 @@ public final class HostedStore {
     ]) { completion($0.map { _ in () }) }
   }
 
-  /// Erases every row of `account` in one transaction and notifies the fleet (every node drops it from memory and
-  /// closes its sessions).
-  public func deleteAccount(_ account: String, completion: @escaping (Result<Void, HostedError>) -> Void) {
+  /// Erases every row of `account` in one transaction, leaves its tombstone for `erasureDays` (until then nothing
+  /// is stored for it again: pushes and history appends in flight are dropped, sign-ins and loads refused) and
+  /// notifies the fleet (every node drops it from memory and closes its sessions).
+  public func deleteAccount(
+    _ account: String, erasureDays: Double, completion: @escaping (Result<Void, HostedError>) -> Void
+  ) {
     writer.send([
+      .query(
+        """
+        INSERT INTO tipsd.erased (account, until) VALUES ($1, now() + $2::double precision * interval '1 day')
+        ON CONFLICT (account) DO UPDATE SET erased_at = now(), until = excluded.until
+        """, [account, "\(erasureDays)"]),
       .query("DELETE FROM tipsd.ops WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.history WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.snapshots WHERE account = $1", [account]),
@@ -271,6 +285,8 @@ public final class HostedStore {
             case "1":
               guard let device = row[2], let seq = row[3].flatMap({ Int64($0) }), let payload = row[4] else { continue }
               stored.operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
+            case "3":
+              stored.erased = true
             default:
               stored.exists = true
               stored.historyCursor = cursor
@@ -422,7 +438,8 @@ public final class HostedStore {
   }
 
   /// Makes an account from an export: its snapshot (cursor 0: it has no operations yet) and its history chunks, in
-  /// one transaction; refused (nothing written) when the account holds anything already.
+  /// one transaction; refused (nothing written) when the account holds anything already. An erased account's
+  /// tombstone is lifted: an admin's import is a deliberate restore.
   public func importAccount(
     _ account: String, snapshot: AccountSnapshot, history: [HistoryChunk],
     completion: @escaping (Result<Void, HostedError>) -> Void
@@ -430,6 +447,7 @@ public final class HostedStore {
     var statements: [PGStatement] = [
       .query(PGSchema.lockFleet),
       .query("SELECT tipsd.assert_empty($1)", [account]),
+      .query("DELETE FROM tipsd.erased WHERE account = $1", [account]),
       .query("INSERT INTO tipsd.accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING", [account]),
       .query(
         "INSERT INTO tipsd.snapshots (account, cursor, state) VALUES ($1, 0, $2)", [account, snapshot.json.jsonString]),
@@ -445,6 +463,30 @@ public final class HostedStore {
         result.map { _ in () }.mapError { error in
           error.message.contains("already holds state") ? HostedError("account \(account) already holds state") : error
         })
+    }
+  }
+
+  /// Accounts whose tombstone stands, with the instant it falls (seconds since the epoch).
+  public func erasedAccounts(completion: @escaping (Result<[(account: String, until: Double)], HostedError>) -> Void) {
+    reader.send([
+      .query("SELECT account, extract(epoch FROM until)::double precision FROM tipsd.erased WHERE until > now()")
+    ]) { result in
+      completion(
+        result.map { results in
+          (results.first?.rows ?? []).compactMap { row in
+            guard row.count == 2, let account = row[0], let until = row[1].flatMap({ Double($0) }) else { return nil }
+            return (account, until)
+          }
+        })
+    }
+  }
+
+  /// Deletes tombstones that have fallen; returns how many.
+  public func pruneErased(completion: @escaping (Result<Int, HostedError>) -> Void) {
+    writer.send([
+      .query("WITH gone AS (DELETE FROM tipsd.erased WHERE until <= now() RETURNING 1) SELECT count(*) FROM gone")
+    ]) { result in
+      completion(result.map { Int($0.first?.rows.first?.first.flatMap { $0 } ?? "0") ?? 0 })
     }
   }
 
@@ -480,8 +522,8 @@ public final class HostedStore {
   static let appendHistory =
     "SELECT tipsd.append_history($1, $2::integer, $3::double precision, $4::double precision, $5::bytea)"
 
-  /// `$1` account: its snapshot (kind 0), the operations after the snapshot's cursor (kind 1) and its account row
-  /// (kind 2: the history cursor), in one statement — one consistent view.
+  /// `$1` account: its snapshot (kind 0), the operations after the snapshot's cursor (kind 1), its account row
+  /// (kind 2: the history cursor) and its tombstone if it stands (kind 3), in one statement — one consistent view.
   static let load = """
     SELECT 0 AS kind, s.cursor, NULL::text, NULL::bigint, s.state FROM tipsd.snapshots s WHERE s.account = $1
     UNION ALL
@@ -489,6 +531,8 @@ public final class HostedStore {
       WHERE o.account = $1 AND o.cursor > coalesce((SELECT cursor FROM tipsd.snapshots WHERE account = $1), 0)
     UNION ALL
     SELECT 2, a.history_cursor, NULL, NULL, NULL FROM tipsd.accounts a WHERE a.account = $1
+    UNION ALL
+    SELECT 3, 0, NULL, NULL, NULL FROM tipsd.erased e WHERE e.account = $1 AND e.until > now()
     ORDER BY 1, 2
     """
 

@@ -48,7 +48,8 @@ import TipsTransport
     defer { postgres.destroy() }
     let harness = try Harness(postgres: postgres)
     defer { harness.store.stop() }
-    #expect(harness.spin { harness.store.isWritable && harness.store.isReadable })
+    // The listener too: a notification sent before it listens is never heard.
+    #expect(harness.spin { harness.store.isWritable && harness.store.isReadable && harness.store.isListening })
 
     let chunk = HostedStore.HistoryChunk(count: 2, firstAt: 10, lastAt: 11, bytes: [1, 2, 3, 0xff])
     let answers = try harness.await { completion in
@@ -107,12 +108,63 @@ import TipsTransport
     #expect(page.map(\.account) == ["bob"])
 
     harness.notices = []
-    try harness.await { harness.store.deleteAccount("bob", completion: $0) }
+    try harness.await { harness.store.deleteAccount("bob", erasureDays: 30, completion: $0) }
     #expect(harness.spin { harness.notices.contains(.deleted(account: "bob")) })
     for table in ["ops", "history", "snapshots", "accounts"] {
       #expect(try postgres.query("SELECT count(*) FROM tipsd.\(table) WHERE account = 'bob'") == "0\n", "\(table)")
     }
     #expect(try postgres.query("SELECT count(*) FROM tipsd.ops WHERE account = 'alice'") == "1\n")
+  }
+
+  /// Erasure is final for `--erasure-days`: a push or a history append in flight (another node's, a device's) stores
+  /// nothing and says so (-1), a load says the account is erased, and the tombstone lists; an import lifts it; a
+  /// fallen tombstone is pruned.
+  @Test func anErasedAccountStaysErased() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    let harness = try Harness(postgres: postgres)
+    defer { harness.store.stop() }
+    #expect(harness.spin { harness.store.isWritable && harness.store.isReadable })
+    let chunk = HostedStore.HistoryChunk(count: 1, firstAt: 10, lastAt: 10, bytes: [1])
+    _ = try harness.await { completion in
+      harness.store.commit(
+        [HostedStore.AccountChanges(account: "eve", operations: [(1, "{}")], history: [chunk])],
+        completion: completion)
+    }
+    try harness.await { harness.store.deleteAccount("eve", erasureDays: 30, completion: $0) }
+    let late = try harness.await { completion in
+      harness.store.commit(
+        [
+          HostedStore.AccountChanges(account: "eve", operations: [(2, "{}")], history: [chunk]),
+          HostedStore.AccountChanges(account: "zoe", operations: [(1, "{}")], history: []),
+        ], completion: completion)
+    }
+    #expect(late["eve"] == HostedStore.Committed(lastCursor: -1, historyFirst: [-1]))
+    #expect(late["eve"]?.erased == true)
+    // The other account of the same commit is stored as usual.
+    #expect(late["zoe"]?.lastCursor == 1 && late["zoe"]?.erased == false)
+    for table in ["ops", "history", "accounts"] {
+      #expect(try postgres.query("SELECT count(*) FROM tipsd.\(table) WHERE account = 'eve'") == "0\n", "\(table)")
+    }
+    // A device syncing straight to PostgreSQL pushes nothing either.
+    #expect(try postgres.query("SELECT tipsd.push('eve', 'phone', 'c', '{9}'::bigint[], '{\"{}\"}'::text[])") == "-1\n")
+    let loaded = try harness.await { harness.store.load("eve", completion: $0) }
+    #expect(loaded.erased && !loaded.exists)
+    let erased = try harness.await { harness.store.erasedAccounts(completion: $0) }
+    #expect(erased.map(\.account) == ["eve"])
+    #expect(abs((erased.first?.until ?? 0) - (Date().timeIntervalSince1970 + 30 * 86_400)) < 600)
+
+    try harness.await {
+      harness.store.importAccount(
+        "eve", snapshot: AccountSnapshot(cursor: 0, meta: [:], rows: [], donations: [:]), history: [],
+        completion: $0)
+    }
+    #expect(try harness.await { harness.store.load("eve", completion: $0) }.erased == false)
+
+    try harness.await { harness.store.deleteAccount("zoe", erasureDays: 30, completion: $0) }
+    try postgres.query("UPDATE tipsd.erased SET until = now() - interval '1 second' WHERE account = 'zoe'")
+    #expect(try harness.await { harness.store.pruneErased(completion: $0) } == 1)
+    #expect(try postgres.query("SELECT count(*) FROM tipsd.erased") == "0\n")
   }
 
   /// A commit is one transaction: when one account's part fails, nothing of the batch is stored; the store keeps
@@ -154,24 +206,62 @@ import TipsTransport
     #expect(answers["a"]?.lastCursor == 1)
   }
 
-  /// A database migrated by an earlier tipsd (schema 1, sync only) is migrated to schema 2 and keeps its operations.
+  /// A database migrated by an earlier tipsd (schema 1, sync only) is migrated to this build's schema and keeps its
+  /// operations; its functions are replaced by the current ones (erasure checked).
   @Test func aVersionOneDatabaseIsMigrated() throws {
     let postgres = try PostgresServer()
     defer { postgres.destroy() }
-    let migrate = PGSchema.migrate
-    let start = try #require(migrate.range(of: "IF (SELECT version FROM tipsd.schema_version) < 2 THEN"))
-    let setTwo = try #require(migrate.range(of: "UPDATE tipsd.schema_version SET version = 2;"))
-    let end = try #require(migrate.range(of: "END IF;", range: setTwo.upperBound..<migrate.endIndex))
-    try postgres.query(String(migrate[..<start.lowerBound]) + String(migrate[end.upperBound...]))
+    try postgres.query(Self.versionOneSchema)
     #expect(try postgres.query("SELECT version FROM tipsd.schema_version") == "1\n")
     try postgres.query("SELECT tipsd.push('alice', 'phone', 'c', '{7}'::bigint[], '{\"{}\"}'::text[])")
     let harness = try Harness(postgres: postgres)
     defer { harness.store.stop() }
-    #expect(harness.spin { harness.store.isReadable })
+    #expect(harness.spin { harness.store.isReadable && harness.store.isWritable })
     let alice = try harness.await { harness.store.load("alice", completion: $0) }
     #expect(alice.operations.map(\.device) == ["phone"])
-    #expect(try postgres.query("SELECT version FROM tipsd.schema_version") == "2\n")
+    #expect(try postgres.query("SELECT version FROM tipsd.schema_version") == "\(PGSchema.version)\n")
+    try harness.await { harness.store.deleteAccount("alice", erasureDays: 1, completion: $0) }
+    #expect(
+      try postgres.query("SELECT tipsd.push('alice', 'phone', 'c', '{8}'::bigint[], '{\"{}\"}'::text[])") == "-1\n")
   }
+
+  /// What tipsd wrote as schema 1 (sync only), as it was released: the fixture of the migration test.
+  static let versionOneSchema = """
+    BEGIN;
+    CREATE SCHEMA tipsd;
+    CREATE TABLE tipsd.schema_version (version integer NOT NULL);
+    INSERT INTO tipsd.schema_version VALUES (1);
+    CREATE TABLE tipsd.accounts (
+      account text PRIMARY KEY, last_cursor bigint NOT NULL DEFAULT 0, created_at timestamptz NOT NULL DEFAULT now());
+    CREATE TABLE tipsd.ops (
+      account text NOT NULL, cursor bigint NOT NULL, device text NOT NULL, seq bigint NOT NULL, op text NOT NULL,
+      committed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account, cursor), UNIQUE (account, device, seq));
+    CREATE FUNCTION tipsd.push(p_account text, p_device text, p_channel text, p_seqs bigint[], p_ops text[])
+      RETURNS bigint LANGUAGE plpgsql AS $push$
+    DECLARE
+      last bigint;
+      added integer := 0;
+      i integer;
+    BEGIN
+      INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
+      SELECT last_cursor INTO last FROM tipsd.accounts WHERE account = p_account FOR UPDATE;
+      FOR i IN 1 .. coalesce(array_length(p_seqs, 1), 0) LOOP
+        INSERT INTO tipsd.ops (account, cursor, device, seq, op)
+          VALUES (p_account, last + 1, p_device, p_seqs[i], p_ops[i]) ON CONFLICT (account, device, seq) DO NOTHING;
+        IF FOUND THEN
+          last := last + 1;
+          added := added + 1;
+        END IF;
+      END LOOP;
+      IF added > 0 THEN
+        UPDATE tipsd.accounts SET last_cursor = last WHERE account = p_account;
+        PERFORM pg_notify(p_channel, last::text);
+      END IF;
+      RETURN last;
+    END
+    $push$;
+    COMMIT;
+    """
 
   /// Every account's history has one order across the fleet: positions dense and in commit order.
   @Test func historyHasOneOrderAcrossAccounts() throws {

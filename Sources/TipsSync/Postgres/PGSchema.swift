@@ -24,10 +24,19 @@
 ///   there once rather than once per account (PostgreSQL checks every notification against each listener's list of
 ///   channels one by one).
 ///
+/// Version 3 adds erasure that is final:
+/// - `tipsd.erased (account PRIMARY KEY, erased_at, until)`: a tombstone per erased account (hosted mode's
+///   `accounts/delete`), kept until `until` (`--erasure-days`). `tipsd.push` and `tipsd.append_history` store
+///   nothing for an account erased until later than now and return -1 (a device's or another node's push in flight
+///   cannot bring it back); a hosted node refuses to sign such an account in or to load it.
+///
+/// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
+/// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
+///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 2
+  package static let version = 3
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -41,6 +50,8 @@ public enum PGSchema {
     CREATE TABLE IF NOT EXISTS tipsd.schema_version (version integer NOT NULL);
     INSERT INTO tipsd.schema_version SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM tipsd.schema_version);
     DO $migrate$
+    DECLARE
+      migrating boolean := (SELECT version FROM tipsd.schema_version) < \(version);
     BEGIN
       IF (SELECT version FROM tipsd.schema_version) < 1 THEN
         CREATE TABLE tipsd.accounts (
@@ -58,31 +69,6 @@ public enum PGSchema {
           PRIMARY KEY (account, cursor),
           UNIQUE (account, device, seq)
         );
-        CREATE FUNCTION tipsd.push(p_account text, p_device text, p_channel text, p_seqs bigint[], p_ops text[])
-          RETURNS bigint LANGUAGE plpgsql AS $push$
-        DECLARE
-          last bigint;
-          added integer := 0;
-          i integer;
-        BEGIN
-          INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
-          SELECT last_cursor INTO last FROM tipsd.accounts WHERE account = p_account FOR UPDATE;
-          FOR i IN 1 .. coalesce(array_length(p_seqs, 1), 0) LOOP
-            INSERT INTO tipsd.ops (account, cursor, device, seq, op)
-              VALUES (p_account, last + 1, p_device, p_seqs[i], p_ops[i])
-              ON CONFLICT (account, device, seq) DO NOTHING;
-            IF FOUND THEN
-              last := last + 1;
-              added := added + 1;
-            END IF;
-          END LOOP;
-          IF added > 0 THEN
-            UPDATE tipsd.accounts SET last_cursor = last WHERE account = p_account;
-            PERFORM pg_notify(p_channel, last::text);
-          END IF;
-          RETURN last;
-        END
-        $push$;
         UPDATE tipsd.schema_version SET version = 1;
       END IF;
       IF (SELECT version FROM tipsd.schema_version) < 2 THEN
@@ -110,6 +96,30 @@ public enum PGSchema {
         INSERT INTO tipsd.fleet (history_seq) VALUES (0);
         ALTER TABLE tipsd.history ADD COLUMN seq bigint NOT NULL;
         CREATE UNIQUE INDEX history_seq ON tipsd.history (seq);
+        UPDATE tipsd.schema_version SET version = 2;
+      END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 3 THEN
+        CREATE TABLE tipsd.erased (
+          account text PRIMARY KEY,
+          erased_at timestamptz NOT NULL DEFAULT now(),
+          until timestamptz NOT NULL
+        );
+        UPDATE tipsd.schema_version SET version = 3;
+      END IF;
+      IF migrating THEN
+    \(functions)
+      END IF;
+    END
+    $migrate$;
+    SELECT version FROM tipsd.schema_version;
+    COMMIT;
+    """
+
+  /// The schema's functions at this version (see the type's notes), replaced by every migration.
+  static let functions = """
+        CREATE OR REPLACE FUNCTION tipsd.is_erased(p_account text) RETURNS boolean LANGUAGE sql STABLE AS $erased$
+          SELECT EXISTS (SELECT 1 FROM tipsd.erased WHERE account = p_account AND until > now())
+        $erased$;
         CREATE OR REPLACE FUNCTION tipsd.push(p_account text, p_device text, p_channel text, p_seqs bigint[], p_ops text[])
           RETURNS bigint LANGUAGE plpgsql AS $push$
         DECLARE
@@ -117,6 +127,9 @@ public enum PGSchema {
           added integer := 0;
           i integer;
         BEGIN
+          IF tipsd.is_erased(p_account) THEN
+            RETURN -1;
+          END IF;
           INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
           SELECT last_cursor INTO last FROM tipsd.accounts WHERE account = p_account FOR UPDATE;
           FOR i IN 1 .. coalesce(array_length(p_seqs, 1), 0) LOOP
@@ -136,13 +149,16 @@ public enum PGSchema {
           RETURN last;
         END
         $push$;
-        CREATE FUNCTION tipsd.append_history(
+        CREATE OR REPLACE FUNCTION tipsd.append_history(
           p_account text, p_count integer, p_first_at double precision, p_last_at double precision, p_entries bytea)
           RETURNS bigint LANGUAGE plpgsql AS $history$
         DECLARE
           first bigint;
           fleet_first bigint;
         BEGIN
+          IF tipsd.is_erased(p_account) THEN
+            RETURN -1;
+          END IF;
           INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
           UPDATE tipsd.accounts SET history_cursor = history_cursor + p_count WHERE account = p_account
             RETURNING history_cursor - p_count + 1 INTO first;
@@ -152,7 +168,7 @@ public enum PGSchema {
           RETURN first;
         END
         $history$;
-        CREATE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
+        CREATE OR REPLACE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
         BEGIN
           IF EXISTS (SELECT 1 FROM tipsd.ops WHERE account = p_account)
             OR EXISTS (SELECT 1 FROM tipsd.history WHERE account = p_account)
@@ -162,12 +178,6 @@ public enum PGSchema {
           END IF;
         END
         $empty$;
-        UPDATE tipsd.schema_version SET version = 2;
-      END IF;
-    END
-    $migrate$;
-    SELECT version FROM tipsd.schema_version;
-    COMMIT;
     """
 
   /// `$1` account, `$2` device, `$3` channel, `$4` seqs (`bigint[]` text), `$5` ops (`text[]` text).
