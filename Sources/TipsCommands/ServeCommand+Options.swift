@@ -222,42 +222,97 @@ extension ServeCommand {
       command, value throws(UsageError) in command.hosted.node = try value.nonEmpty()
     },
     .value(
-      "--jwt-secret-file", as: "FILE", help: "HS256/HS384/HS512 secret (the file's bytes, one trailing newline dropped)"
-    ) {
-      $0.hosted.secretFile = $1.text
-    },
+      "--jwt-secret-file", as: "FILE",
+      help: """
+        HS256/HS384/HS512 secret (the file's bytes, one trailing newline dropped):
+        at least 32 bytes (48 for HS384, 64 for HS512), mode 0600, owned by tipsd's user
+        """
+    ) { command, value in command.hosted.set { $0.jwtSecretFile = value.text } },
     .value(
       "--jwks", as: "FILE",
-      help: "RS256/ES256 public keys by kid, as Firebase Auth, Auth0 and Supabase publish them (re-read on SIGHUP)"
-    ) { $0.hosted.jwksFile = $1.text },
+      help: """
+        RS256/ES256 public keys by kid, as Firebase Auth, Auth0 and Supabase publish
+        them (re-read on SIGHUP); needs --jwt-audience or --jwt-issuer
+        """
+    ) { command, value in command.hosted.set { $0.jwksFile = value.text } },
     .value("--jwt-audience", as: "AUD", help: "a token's aud must name this (repeatable: any of them)") {
-      command, value throws(UsageError) in command.hosted.audiences.append(try value.nonEmpty())
+      command, value throws(UsageError) in
+      let audience = try value.nonEmpty()
+      command.hosted.set { $0.audiences.append(audience) }
     },
     .value("--jwt-issuer", as: "ISS", help: "a token's iss must be this") { command, value throws(UsageError) in
-      command.hosted.issuer = try value.nonEmpty()
+      let issuer = try value.nonEmpty()
+      command.hosted.set { $0.issuer = issuer }
     },
+    .flag(
+      "--jwt-any-audience",
+      help: """
+        accept a --jwks token whatever its aud and iss (tests and private key sets
+        only: a shared JWKS such as Firebase's signs every project's tokens)
+        """
+    ) { $0.hosted.anyAudience = true },
     .value("--jwt-leeway", as: "SECONDS", help: "clock skew allowed on exp, nbf and iat (default 30)") {
       command, value throws(UsageError) in
       let seconds = try value.number()
       guard seconds >= 0, seconds <= 3600 else { throw value.invalid("must be from 0 to 3600 seconds") }
-      command.hosted.leeway = seconds
+      command.hosted.set { $0.leeway = seconds }
+    },
+    .value(
+      "--sign-in-timeout", as: "SECONDS",
+      help: "close a connection not signed in within SECONDS of connecting (default 10)"
+    ) { command, value throws(UsageError) in
+      let seconds = try value.positiveNumber(of: "seconds")
+      command.hosted.set { $0.signInTimeout = seconds }
+    },
+    .value(
+      "--sign-in-failures", as: "N",
+      help: """
+        failed signature checks a second the node spends on at most (bursts of twice
+        as many); past it new tokens are refused before any cryptography (default 2000)
+        """
+    ) { command, value throws(UsageError) in
+      let rate = try value.positiveNumber(of: "checks a second")
+      command.hosted.set { $0.signInFailureRate = rate }
+    },
+    .value(
+      "--erasure-days", as: "DAYS",
+      help: "an erased account's id is refused (sign-in, changes) for DAYS after accounts/delete (default 30)"
+    ) { command, value throws(UsageError) in
+      let days = try value.positiveNumber(of: "days")
+      command.hosted.set { $0.erasureDays = days }
+    },
+    .value(
+      "--admin-session-max", as: "HOURS",
+      help: "an admin session (the admin token) ends after HOURS; sign in again (default 12)"
+    ) { command, value throws(UsageError) in
+      let hours = try value.positiveNumber(of: "hours")
+      command.hosted.set { $0.adminSessionMax = hours * 3600 }
     },
     .value(
       "--max-resident-accounts", as: "N",
       help: "accounts held in memory at most; the least recently used without sessions go (default 100000)"
-    ) { command, value throws(UsageError) in command.hosted.maxResident = try value.positiveInteger() },
+    ) { command, value throws(UsageError) in
+      let count = try value.positiveInteger()
+      command.hosted.set { $0.maxResidentAccounts = count }
+    },
     .value("--account-rate", as: "N", help: "requests a second per account, bursts of twice as many (default 50)") {
-      command, value throws(UsageError) in command.hosted.rate = try value.positiveNumber(of: "requests a second")
+      command, value throws(UsageError) in
+      let rate = try value.positiveNumber(of: "requests a second")
+      command.hosted.set { $0.accountRate = rate }
     },
     .value(
       "--account-max-donations", as: "N", help: "donations an account may keep, every event together (default 100000)"
-    ) {
-      command, value throws(UsageError) in command.hosted.maxDonations = try value.positiveInteger()
+    ) { command, value throws(UsageError) in
+      let count = try value.positiveInteger()
+      command.hosted.set { $0.accountMaxDonations = count }
     },
     .value(
       "--compaction-threshold", as: "N",
       help: "operations stored after an account's snapshot past which a node writes a new one (default 500)"
-    ) { command, value throws(UsageError) in command.hosted.compactionThreshold = try value.positiveInteger() },
+    ) { command, value throws(UsageError) in
+      let count = try value.positiveInteger()
+      command.hosted.set { $0.compactionThreshold = count }
+    },
 
     .section("HTTP AND WEBSOCKET (off unless --listen is given)"),
     .value(
@@ -279,7 +334,8 @@ extension ServeCommand {
       "--token-file", as: "PATH",
       help: """
         the token WebSocket clients must present (default: `token` beside the
-        socket); created (mode 0600) when missing, kept across restarts
+        socket); created (mode 0600) when missing, kept across restarts. Hosted
+        mode: the admin token, only when given (re-read on SIGHUP)
         """
     ) { $0.configuration.web.tokenFile = $1.text },
     .value(

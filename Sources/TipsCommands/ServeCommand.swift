@@ -32,19 +32,17 @@ public struct ServeCommand: Command {
   struct HostedOptions {
     var server: String?
     var node: String?
-    var secretFile: String?
-    var jwksFile: String?
-    var audiences: [String] = []
-    var issuer: String?
-    var leeway: Double?
-    var maxResident: Int?
-    var rate: Double?
-    var maxDonations: Int?
-    var compactionThreshold: Int?
+    /// The other hosted flags' values (each flag sets its field; defaults otherwise).
+    var settings = HostedConfiguration(server: "", node: "")
+    /// `--jwt-any-audience`.
+    var anyAudience = false
+    /// Whether any hosted flag but `--hosted` was given (they need it).
+    var anyGiven: Bool { node != nil || anyAudience || settingsGiven }
+    private var settingsGiven = false
 
-    var anyGiven: Bool {
-      node != nil || secretFile != nil || jwksFile != nil || !audiences.isEmpty || issuer != nil || leeway != nil
-        || maxResident != nil || rate != nil || maxDonations != nil || compactionThreshold != nil
+    mutating func set(_ change: (inout HostedConfiguration) -> Void) {
+      change(&settings)
+      settingsGiven = true
     }
   }
 
@@ -136,21 +134,26 @@ public struct ServeCommand: Command {
       throw .invalid("--hosted assigns variants from each account id: drop --install-id")
     }
     if clock == .virtual { throw .invalid("--hosted runs on the system clock: drop --clock virtual") }
-    if hosted.secretFile == nil && hosted.jwksFile == nil {
+    if hosted.settings.jwtSecretFile == nil && hosted.settings.jwksFile == nil {
       throw .invalid(
         "--hosted needs --jwt-secret-file FILE or --jwks FILE (how users' tokens are checked); the admin token alone "
           + "signs in no user")
     }
-    var options = HostedConfiguration(server: server, node: hosted.node ?? Self.defaultNodeName(configuration))
-    options.jwtSecretFile = hosted.secretFile
-    options.jwksFile = hosted.jwksFile
-    options.audiences = hosted.audiences
-    options.issuer = hosted.issuer
-    if let leeway = hosted.leeway { options.leeway = leeway }
-    if let maxResident = hosted.maxResident { options.maxResidentAccounts = maxResident }
-    if let rate = hosted.rate { options.accountRate = rate }
-    if let maxDonations = hosted.maxDonations { options.accountMaxDonations = maxDonations }
-    if let threshold = hosted.compactionThreshold { options.compactionThreshold = threshold }
+    if hosted.settings.jwksFile != nil, hosted.settings.audiences.isEmpty, hosted.settings.issuer == nil,
+      !hosted.anyAudience
+    {
+      throw .invalid(
+        "--jwks needs --jwt-audience AUD or --jwt-issuer ISS: an identity provider's key set signs tokens for every "
+          + "project it serves (Firebase's is shared by all Firebase projects, and a project's owner chooses sub with "
+          + "custom tokens), so without them another project's tokens sign in as any of your users. Firebase: "
+          + "--jwt-audience PROJECT_ID --jwt-issuer https://securetoken.google.com/PROJECT_ID "
+          + "(--jwt-any-audience accepts any, for tests and private key sets)")
+    }
+    var options = hosted.settings
+    options.server = server
+    options.node = hosted.node ?? Self.defaultNodeName(configuration)
+    // The admin token only when asked for: --token-file given (no token file is made for a hosted node).
+    options.adminTokenFile = configuration.web.tokenFile
     configuration.hosted = options
     configuration.datastorePath = ":memory:"
     // A node serves every user of an app: far more connections than one user's daemon (--max-connections still
@@ -179,7 +182,7 @@ public struct ServeCommand: Command {
     let logger = Logger(level: configuration.logLevel)
     do {
       if case .socket(let path) = configuration.listen { try Self.prepareSocketDirectory(for: path) }
-      if configuration.web.isEnabled, configuration.web.tokenFile == nil {
+      if configuration.web.isEnabled, configuration.web.tokenFile == nil, configuration.hosted == nil {
         // Beside the socket (the default socket's directory under --stdio).
         let socket: String
         if case .socket(let path) = configuration.listen { socket = path } else { socket = defaultSocket }

@@ -32,7 +32,6 @@ public struct Residency: Sendable {
 
   struct Entry {
     var phase: Phase
-    var sessions = 0
     /// A fleet notification said others stored operations up to this cursor (pull when idle).
     var wantsPull = false
     // The LRU list of idle accounts without sessions (eviction candidates), most recently used last.
@@ -41,6 +40,9 @@ public struct Residency: Sendable {
     var listed = false
   }
 
+  /// Sessions signed in to each account on this node, counted from the first — apart from the entries, so the count
+  /// holds while the account is not resident (its load failed, or has not started) and is never lost.
+  private var sessionCounts: [String: Int] = [:]
   /// Resident accounts above which idle ones without sessions are evicted.
   public let capacity: Int
   private var entries: [String: Entry] = [:]
@@ -66,7 +68,7 @@ public struct Residency: Sendable {
   public func isIdle(_ account: String) -> Bool { entries[account]?.phase == .idle }
 
   /// Sessions signed in to `account` on this node.
-  public func sessions(of account: String) -> Int { entries[account]?.sessions ?? 0 }
+  public func sessions(of account: String) -> Int { sessionCounts[account] ?? 0 }
 
   // MARK: Events
 
@@ -79,7 +81,7 @@ public struct Residency: Sendable {
     }
     if entry.listed {
       unlist(account, &entry)
-      if entry.phase == .idle && entry.sessions == 0 { list(account, &entry) }
+      if entry.phase == .idle && sessions(of: account) == 0 { list(account, &entry) }
     }
     entries[account] = entry
     return []
@@ -144,17 +146,19 @@ public struct Residency: Sendable {
     return settle(account) + evictions(sparing: account)
   }
 
+  /// A session signed in to `account` (resident or not yet): the account is not evicted while it has sessions.
   public mutating func sessionOpened(_ account: String) {
+    sessionCounts[account, default: 0] += 1
     guard var entry = entries[account] else { return }
-    entry.sessions += 1
     unlist(account, &entry)
     entries[account] = entry
   }
 
   public mutating func sessionClosed(_ account: String) -> [Action] {
-    guard var entry = entries[account], entry.sessions > 0 else { return [] }
-    entry.sessions -= 1
-    if entry.sessions == 0 && entry.phase == .idle { list(account, &entry) }
+    guard let count = sessionCounts[account], count > 0 else { return [] }
+    sessionCounts[account] = count > 1 ? count - 1 : nil
+    guard count == 1, var entry = entries[account] else { return [] }
+    if entry.phase == .idle { list(account, &entry) }
     entries[account] = entry
     return evictions()
   }
@@ -179,7 +183,7 @@ public struct Residency: Sendable {
       entries[account] = entry
       return [.pull(account)]
     }
-    if entry.sessions == 0 && !entry.listed { list(account, &entry) }
+    if sessions(of: account) == 0 && !entry.listed { list(account, &entry) }
     entries[account] = entry
     return [.resume(account)]
   }

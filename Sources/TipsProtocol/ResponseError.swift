@@ -206,9 +206,12 @@ extension ResponseError {
 
   // MARK: Hosted mode
 
-  /// -32013: no valid sign-in; `reason` is the verifier's code (`missing`, `expired`, `badSignature`, …).
-  public static func unauthorized(reason: String, _ detail: String) -> ResponseError {
-    ResponseError(code: .unauthorized, message: "unauthorized: \(detail)", data: ["reason": .string(reason)])
+  /// -32013: no valid sign-in; `reason` is the verifier's code (`missing`, `expired`, `badSignature`, …), and
+  /// `retryAfter` the seconds after which a retry may succeed (`throttled`, `tooManyAttempts`).
+  public static func unauthorized(reason: String, _ detail: String, retryAfter: Double? = nil) -> ResponseError {
+    var data: JSONObject = ["reason": .string(reason)]
+    if let retryAfter { data["retryAfter"] = .double((retryAfter * 1000).rounded(.up) / 1000) }
+    return ResponseError(code: .unauthorized, message: "unauthorized: \(detail)", data: .object(data))
   }
 
   /// -32014: signed in, but this is not allowed.

@@ -154,10 +154,19 @@ public enum DaemonRunner {
   ) throws(ServerError) -> WebListener? {
     let web = configuration.web
     guard web.isEnabled else { return nil }
-    let tokenFile = web.tokenFile ?? "token"
-    let (token, created) = try TokenFile.ensure(tokenFile)
-    // The token itself is never logged: only where it is.
-    logger.info(created ? "created a token" : "using the token", [("token_file", tokenFile)])
+    let token: String
+    if configuration.hosted != nil {
+      // Hosted: the admin token guards /metrics, and exists only when --token-file is given (the hosted service
+      // reads it, and again on SIGHUP). Without one, /metrics answers no one: its token is made here and never
+      // written anywhere.
+      token = server.services.hosted?.adminTokenForListener ?? TokenFile.generate()
+    } else {
+      let tokenFile = web.tokenFile ?? "token"
+      let (existing, created) = try TokenFile.ensure(tokenFile)
+      token = existing
+      // The token itself is never logged: only where it is.
+      logger.info(created ? "created a token" : "using the token", [("token_file", tokenFile)])
+    }
     let tls = web.tlsCertificate.flatMap { certificate in web.tlsKey.map { (certificate: certificate, key: $0) } }
     WebListener.libraryLog = { isError, line in
       if isError { logger.error("libwebsockets: \(line)") } else { logger.warning("libwebsockets: \(line)") }

@@ -382,12 +382,15 @@ struct Dispatcher {
     case .failure(let error):
       return .refused(error)
     case .success(let account):
-      guard hosted.ready(account, for: session) else { return nil }
-      guard let tenant = hosted.tenants[account] else {
-        return .refused(.unavailable(method: method, retryAfter: 1, "account \(account) is not loaded; try again"))
+      switch hosted.ready(account, for: session) {
+      case .wait:
+        return nil
+      case .refused(let error):
+        return .refused(error)
+      case .ready(let tenant):
+        if let refusal = hosted.admitRate(account, session: session) { return .refused(refusal) }
+        return .tenant(tenant)
       }
-      if let refusal = hosted.admitRate(account, session: session) { return .refused(refusal) }
-      return .tenant(tenant)
     }
   }
 }

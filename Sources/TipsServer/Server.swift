@@ -176,11 +176,9 @@ public final class Server {
     }
     if let hostedConfiguration = configuration.hosted {
       guard let catalogService else { throw ServerError("--hosted needs --catalog FILE") }
-      var adminToken: String?
-      if let file = configuration.web.tokenFile { adminToken = try TokenFile.ensure(file).token }
       let hosted = try HostedService(
         configuration: hostedConfiguration, services: services, loop: loop, logger: logger, catalog: catalogService,
-        adminToken: adminToken, clock: engineClock)
+        clock: engineClock)
       services.hosted = hosted
       hosted.signInLimiter = (connectionLimiter, { [unowned self] in Double(self.loop.now) / 1000 })
       hosted.release = { [unowned self] sessions, success in
@@ -252,17 +250,8 @@ public final class Server {
   func pruneHistoryIfDue() {
     let now = engine.clock.now()
     guard abs(now - lastPrune) >= 3_600 else { return }
-    if let hosted = services.hosted {
-      // Hosted: PostgreSQL's history of every account (any node may prune; it is idempotent).
-      lastPrune = now
-      let cutoff = configuration.recordsHistory ? now - configuration.historyDays * 86_400 : .infinity
-      hosted.store.pruneHistory(before: cutoff) { [logger] result in
-        if case .success(let deleted) = result, deleted > 0 {
-          logger.info("pruned the lifecycle history", [("chunks", String(deleted))])
-        }
-      }
-      return
-    }
+    // Hosted: the hosted service prunes PostgreSQL's history (in bounded statements, hourly).
+    guard services.hosted == nil else { return }
     guard let history = local?.history else { return }
     guard history.enabled || lastPrune == -.infinity else { return }
     lastPrune = now
@@ -353,9 +342,10 @@ public final class Server {
     session.releasesPeer = !counted
     sessions[session.id] = session
     counters.connectionsAccepted[transport, default: 0] += 1
-    if let principal = identity as? Principal, let hosted = services.hosted {
-      // Signed in by the WebSocket upgrade's token.
-      hosted.signedIn(session, as: principal)
+    if let hosted = services.hosted {
+      // Signed in by the WebSocket upgrade's token, or to sign in within --sign-in-timeout.
+      if let principal = identity as? Principal { _ = hosted.signedIn(session, as: principal) }
+      hosted.accepted(session)
     }
     stream.onData = { [unowned self, unowned session] bytes in self.received(bytes, on: session) }
     stream.onClose = { [unowned self, unowned session] reason in self.closed(session, reason: reason) }

@@ -83,6 +83,21 @@ public struct HostedConfiguration: Sendable {
   /// `--compaction-threshold N`: operations stored after an account's snapshot past which a node's compactor writes
   /// a new one (so loading an account reads its snapshot and at most about this many operations).
   public var compactionThreshold = 500
+  /// `--sign-in-timeout SECONDS`: a connection not signed in this long after it connected is closed.
+  public var signInTimeout: Double = 10
+  /// `--sign-in-failures N`: failed signature checks a second the node spends on at most (bursts of twice as many);
+  /// past it, new tokens are refused before any cryptography (-32013 `throttled`, with `retryAfter`).
+  public var signInFailureRate: Double = 2_000
+  /// Failed sign-ins (`initialize` and `auth/refresh`) one connection may make; it is closed at the next.
+  public var maxFailedSignInsPerConnection = 3
+  /// `auth/refresh` calls a connection may make a minute (bursts of as many).
+  public var refreshesPerMinute: Double = 6
+  /// `--erasure-days DAYS`: how long an erased account's id stays refused (sign-in, changes, history).
+  public var erasureDays: Double = 30
+  /// `--admin-session-max HOURS` (in seconds here): an admin session ends this long after it signed in.
+  public var adminSessionMax: Double = 12 * 3600
+  /// `--token-file PATH`, when given: the admin token (re-read on SIGHUP). nil: no admin token on this node.
+  public var adminTokenFile: String?
 
   public init(server: String, node: String) {
     self.server = server

@@ -50,6 +50,8 @@ final class Session {
   @exclusivity(unchecked) var pendingAsync = 0
   /// Accounts it holds subscriptions in (an admin may hold them in several).
   var subscribedAccounts: Set<String> = []
+  /// Its sign-in attempts (hosted mode's per-connection limits).
+  var signIn = SignInAttempts()
 
   /// Whether requests must wait before the next message is handled.
   var isWaiting: Bool { parkedOn != nil || awaitingBatch != nil || pendingAsync > 0 }
@@ -104,6 +106,29 @@ final class Session {
   func closeAfterOwed() {
     outbound.beginClosing()
     stream.stopReading()
+  }
+}
+
+/// A hosted connection's sign-in attempts: failures (the connection is closed after a few) and its ration of
+/// `auth/refresh` calls (a token bucket).
+struct SignInAttempts {
+  var failures = 0
+  private var refreshTokens: Double?
+  private var refreshedAt: Double = 0
+
+  /// Takes one refresh at `now` (monotonic seconds), `perMinute` a minute in bursts of as many; nil when allowed,
+  /// else the seconds until one is.
+  mutating func takeRefresh(now: Double, perMinute: Double) -> Double? {
+    let rate = perMinute / 60
+    var tokens = min(perMinute, (refreshTokens ?? perMinute) + max(0, now - refreshedAt) * rate)
+    refreshedAt = now
+    guard tokens >= 1 else {
+      refreshTokens = tokens
+      return (1 - tokens) / rate
+    }
+    tokens -= 1
+    refreshTokens = tokens
+    return nil
   }
 }
 

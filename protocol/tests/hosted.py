@@ -37,6 +37,7 @@ class HostedNode:
         catalog: pathlib.Path = DEMO_CATALOG,
         extra: list[str] | None = None,
         listen_port: int = 0,
+        admin_token_file: bool = True,
     ):
         self.directory = directory
         self.url = url
@@ -63,8 +64,7 @@ class HostedNode:
             tokens.AUDIENCE,
             "--jwt-issuer",
             tokens.ISSUER,
-            "--token-file",
-            str(self.token_file),
+            *(["--token-file", str(self.token_file)] if admin_token_file else []),
             "--listen",
             f"127.0.0.1:{listen_port}",
             "--node",

@@ -27,19 +27,16 @@ extension Handlers {
     /// The new token must name the same account; the session then ends at its expiry instead.
     table.on(AuthRefreshRequest.self) { request, context throws(ResponseError) in
       let hosted = try hosted(context)
+      guard context.session.principal != nil else {
+        throw .unauthorized(reason: "missing", "auth/refresh: the session is not signed in (use initialize's auth)")
+      }
       let principal: Principal
-      switch hosted.authenticate(request.token, peer: context.session.peer) {
+      switch hosted.signInAttempt(request.token, on: context.session, refresh: true) {
       case .success(let verified): principal = verified
       case .failure(let error): throw error
       }
-      guard let current = context.session.principal else {
-        throw .unauthorized(reason: "missing", "auth/refresh: the session is not signed in (use initialize's auth)")
-      }
-      guard principal.account == current.account, principal.isAdmin == current.isAdmin else {
-        throw .unauthorized(
-          reason: "subjectChanged", "auth/refresh: the new token signs in another account; the session keeps its token")
-      }
-      hosted.signedIn(context.session, as: principal)
+      // Another account's token is refused; the session keeps its token.
+      if let refusal = hosted.signedIn(context.session, as: principal) { throw refusal }
       return hosted.signIn(of: principal)
     }
 

@@ -17,8 +17,8 @@ extension Handlers {
       if let hosted = services.hosted {
         // Hosted: the session signs in here, unless its connection's token already did; variants follow the account.
         if let token = request.authToken {
-          switch hosted.authenticate(token, peer: session.peer) {
-          case .success(let principal): hosted.signedIn(session, as: principal)
+          switch hosted.signInAttempt(token, on: session, refresh: false) {
+          case .success(let principal): if let refusal = hosted.signedIn(session, as: principal) { throw refusal }
           case .failure(let error): throw error
           }
         }

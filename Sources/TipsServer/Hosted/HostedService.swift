@@ -34,9 +34,19 @@ final class HostedService {
   private let loop: any EventLoop
   private let logger: Logger
   private let catalog: CatalogService
-  /// The admin token (`--token-file`), if the daemon has one.
-  private let adminToken: String?
+  /// The admin token (`--token-file`, re-read on SIGHUP), if the node has one.
+  private var adminToken: String?
   private(set) var verifier: TokenVerifier
+  /// The bounds on what signing in costs (a flood of forged tokens): see ``SignInGuard``.
+  private var signInGuard: SignInGuard
+  /// Sessions not signed in yet, by id, and when they must be (`--sign-in-timeout`).
+  private var signInDeadlines = DeadlineQueue<UInt64>()
+  /// Erased accounts whose tombstone stands, and until when (seconds since the epoch): refused at sign-in and
+  /// admission. PostgreSQL's `tipsd.erased` is the authority (loads and commits check it); this is its copy, read at
+  /// start and kept by deletion notices.
+  private(set) var erased: [String: Double] = [:]
+  private var erasedRead = false
+  private var readingErased = false
   private var residency: Residency
   private(set) var tenants: [String: Tenant] = [:]
   /// Sessions waiting for an account to be idle, by account.
@@ -91,14 +101,16 @@ final class HostedService {
 
   init(
     configuration: HostedConfiguration, services: Services, loop: any EventLoop, logger: Logger,
-    catalog: CatalogService, adminToken: String?, clock: any EngineClock
+    catalog: CatalogService, clock: any EngineClock
   ) throws(ServerError) {
     self.configuration = configuration
     self.services = services
     self.loop = loop
     self.logger = logger
     self.catalog = catalog
-    self.adminToken = adminToken
+    if let file = configuration.adminTokenFile { adminToken = try TokenFile.ensure(file).token }
+    if let file = configuration.jwtSecretFile { try TokenFile.checkPrivate(file, what: "the JWT secret file") }
+    signInGuard = SignInGuard(SignInGuard.Configuration(failureRate: configuration.signInFailureRate))
     self.clock = clock
     do {
       verifier = try TokenVerifier.load(
@@ -156,17 +168,29 @@ final class HostedService {
     store.stop()
   }
 
-  /// Reads the JWT secret and JWKS files again (SIGHUP); a broken file keeps the keys in force.
+  /// Reads the JWT secret and JWKS files and the admin token again (SIGHUP); a broken file keeps what is in force.
   func reloadKeys() {
     do {
+      if let file = configuration.jwtSecretFile { try TokenFile.checkPrivate(file, what: "the JWT secret file") }
       verifier = try TokenVerifier.load(
         secretFile: configuration.jwtSecretFile, jwksFile: configuration.jwksFile, audiences: configuration.audiences,
         issuer: configuration.issuer, leeway: configuration.leeway)
+      signInGuard.keysReloaded()
       logger.info("hosted: signing keys reloaded")
     } catch {
       logger.error("hosted: signing keys not reloaded; the keys in force stay", [("error", "\(error)")])
     }
+    guard let file = configuration.adminTokenFile else { return }
+    do {
+      adminToken = try TokenFile.read(file)
+      logger.info("hosted: admin token reloaded", [("token_file", file)])
+    } catch {
+      logger.error("hosted: admin token not reloaded; the one in force stays", [("error", "\(error)")])
+    }
   }
+
+  /// The token the HTTP listener's `/metrics` asks for: the admin token, when the node has one.
+  var adminTokenForListener: String? { adminToken }
 
   // MARK: - Signing in
 
@@ -175,44 +199,129 @@ final class HostedService {
   var signInLimiter: (limiter: ConnectionLimiter, now: () -> Double)?
 
   /// Who `token` signs in, for a session connected from `peer`: as ``authenticate(_:)``, with failures charged to the
-  /// peer and a peer over its rate refused before any signature is checked.
+  /// peer and a peer over its rate refused before any signature is checked (when per-peer limits are on: a node
+  /// behind a balancer sees one peer and has them off).
   func authenticate(_ token: String, peer: String?) -> Result<Principal, ResponseError> {
-    guard let peer, let (limiter, now) = signInLimiter else { return authenticate(token) }
+    guard let peer, let (limiter, now) = signInLimiter, limiter.limits.ratePerPeer > 0 else {
+      return authenticate(token)
+    }
     if let wait = limiter.retryAfter(peer, now: now()) {
       let refusal = ConnectionRefusal.rate(limit: limiter.limits.ratePerPeer, retryAfter: wait)
-      return .failure(.unauthorized(reason: "tooManyAttempts", "too many failed sign-ins: \(refusal)"))
+      return .failure(
+        .unauthorized(reason: "tooManyAttempts", "too many failed sign-ins: \(refusal)", retryAfter: wait))
     }
     let result = authenticate(token)
     if case .failure = result { limiter.charge(peer, now: now()) }
     return result
   }
 
-  /// Who `token` signs in: the admin, or a user whose account is its `sub`.
+  /// Who `token` signs in: the admin, or a user whose account is its `sub` — at a bounded cost whatever arrives. Its
+  /// size is checked first (nothing longer than a token is compared or parsed); the admin token in constant time;
+  /// a token verified before is taken from memory; a new one's claims are checked before its signature, and its
+  /// signature only within the node's budget of failed checks (``SignInGuard``). An erased account is refused.
   func authenticate(_ token: String) -> Result<Principal, ResponseError> {
+    let maxBytes = verifier.configuration.maxTokenBytes
+    guard token.utf8.count <= maxBytes else {
+      return .failure(.unauthorized(reason: "tooLarge", "the token is longer than \(maxBytes) bytes"))
+    }
     if let adminToken, AccessPolicy.constantTimeEqual(token, adminToken) { return .success(.admin) }
-    switch verifier.verify(token, now: System.wallClockSeconds()) {
+    let now = System.wallClockSeconds()
+    if let known = signInGuard.remembered(token, now: now) {
+      if let refusal = erasure(of: known.subject) { return .failure(refusal) }
+      return .success(.user(account: known.subject, expiresAt: known.expiresAt, acceptedUntil: known.acceptedUntil))
+    }
+    var claimed: String?
+    let result = verifier.verify(token, now: now) { [unowned self] claims in
+      claimed = claims.subject
+      guard let wait = self.signInGuard.mayCheck(subject: claims.subject, now: now) else { return nil }
+      return AuthError(
+        .throttled,
+        "the node is refusing new tokens for \(Self.seconds(wait)) s (too many forged ones arrived); retry then")
+    }
+    switch result {
     case .success(let verified):
+      signInGuard.succeeded(
+        token,
+        SignInGuard.Remembered(
+          subject: verified.subject, expiresAt: verified.expiresAt, acceptedUntil: verified.acceptedUntil), now: now)
+      if let refusal = erasure(of: verified.subject) { return .failure(refusal) }
       return .success(
         .user(account: verified.subject, expiresAt: verified.expiresAt, acceptedUntil: verified.acceptedUntil))
     case .failure(let error):
-      return .failure(.unauthorized(reason: error.code.rawValue, error.message))
+      if error.code == .badSignature, let claimed { signInGuard.failed(subject: claimed, now: now) }
+      var retryAfter: Double?
+      if error.code == .throttled, let claimed {
+        retryAfter = signInGuard.mayCheck(subject: claimed, now: now) ?? 0.001
+      }
+      return .failure(.unauthorized(reason: error.code.rawValue, error.message, retryAfter: retryAfter))
     }
   }
 
-  /// A session signed in (or its token was refreshed): its expiry is watched, its account made resident.
-  func signedIn(_ session: Session, as principal: Principal) {
+  /// A sign-in attempt on `session` (`initialize`'s token, or `auth/refresh`'s): refreshes are rationed per
+  /// connection, and a connection that failed too many sign-ins is closed after this reply.
+  func signInAttempt(_ token: String, on session: Session, refresh: Bool) -> Result<Principal, ResponseError> {
+    let now = System.monotonicSeconds()
+    if refresh, let wait = session.signIn.takeRefresh(now: now, perMinute: configuration.refreshesPerMinute) {
+      return .failure(
+        .unauthorized(
+          reason: "tooManyAttempts",
+          "at most \(Int(configuration.refreshesPerMinute)) auth/refresh a minute on one connection",
+          retryAfter: wait))
+    }
+    let result = authenticate(token, peer: session.peer)
+    if case .failure = result {
+      session.signIn.failures += 1
+      if session.signIn.failures >= configuration.maxFailedSignInsPerConnection {
+        logger.info(
+          "hosted: closing a connection after repeated failed sign-ins",
+          [("connection", String(session.id)), ("failures", String(session.signIn.failures))])
+        session.closeAfterOwed()
+        services.markDirty(session)
+      }
+    }
+    return result
+  }
+
+  /// Refused when the account was erased and its tombstone stands.
+  private func erasure(of account: String) -> ResponseError? {
+    guard let until = erased[account], until > System.wallClockSeconds() else { return nil }
+    return .unauthorized(reason: "deleted", "the account was deleted")
+  }
+
+  private static func seconds(_ value: Double) -> String { String(Double(Int((value * 1000).rounded(.up))) / 1000) }
+
+  /// A session signed in (or its token was refreshed): its expiry is watched, its account made resident and counted
+  /// from its first session. A session signs in one account for its life: a token for another (or the admin token on
+  /// a user's session, or the reverse) is refused, not switched to.
+  func signedIn(_ session: Session, as principal: Principal) -> ResponseError? {
     let previous = session.principal
+    if let previous, previous.account != principal.account || previous.isAdmin != principal.isAdmin {
+      return .unauthorized(
+        reason: "subjectChanged",
+        "the session is signed in as another account; a connection signs in one account (open another connection)")
+    }
     session.principal = principal
     sessionsByID[session.id] = session
-    if case .user(let account, _, let until) = principal {
+    signInDeadlines.set(session.id, nil)
+    switch principal {
+    case .user(let account, _, let until):
       expiries.set(session.id, until)
-      if previous?.account != account {
-        residency.sessionOpened(account)
+      if previous == nil {
         perform(residency.need(account))
+        residency.sessionOpened(account)
       }
-    } else {
-      expiries.set(session.id, nil)
+    case .admin:
+      // The admin token does not expire: the session does, --admin-session-max after it signed in.
+      if previous == nil { expiries.set(session.id, System.wallClockSeconds() + configuration.adminSessionMax) }
     }
+    return nil
+  }
+
+  /// A new connection: it must sign in within `--sign-in-timeout` (unless its upgrade's token already did).
+  func accepted(_ session: Session) {
+    guard session.principal == nil else { return }
+    sessionsByID[session.id] = session
+    signInDeadlines.set(session.id, System.wallClockSeconds() + configuration.signInTimeout)
   }
 
   /// What `initialize` answers about the sign-in.
@@ -228,6 +337,7 @@ final class HostedService {
     for id in session.subscriptions where fleetSubscribers[id]?.session === session { fleetSubscribers[id] = nil }
     sessionsByID[session.id] = nil
     expiries.set(session.id, nil)
+    signInDeadlines.set(session.id, nil)
     if let account = session.parkedOn { parked[account]?.removeAll { $0 === session } }
     for account in session.subscribedAccounts { tenants[account]?.subscriptions.removeAll(of: session) }
     if let account = session.principal?.account { perform(residency.sessionClosed(account)) }
@@ -250,23 +360,39 @@ final class HostedService {
       guard Subject.problem(named) == nil else {
         return .failure(.invalidParams("\(method): params.account: not an account id"))
       }
+      if erasure(of: named) != nil { return .failure(Self.deletedRefusal(named, for: session)) }
       return .success(named)
     case .user(let own, _, _):
       if let named, named != own {
         return .failure(.forbidden(method: method, "a session acts on its own account only"))
       }
+      if let refusal = erasure(of: own) { return .failure(refusal) }
       return .success(own)
     }
   }
 
   /// Whether the account is idle (its engine may be used now); else it is loaded if absent and the session is
-  /// parked until it is idle.
-  func ready(_ account: String, for session: Session) -> Bool {
+  /// parked until it is idle — or refused, when its load failed at once.
+  func ready(_ account: String, for session: Session) -> Readiness {
     perform(residency.need(account))
-    if residency.isIdle(account), tenants[account] != nil { return true }
+    if residency.isIdle(account), let tenant = tenants[account] { return .ready(tenant) }
+    guard residency.phase(of: account) != nil else {
+      // Its load failed before it could wait (PostgreSQL unreachable as the node started, say): answered now, not
+      // parked on a load that is no longer coming.
+      let reason = loadFailure[account] ?? "the account could not be read"
+      return .refused(.unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)"))
+    }
     session.parkedOn = account
     parked[account, default: []].append(session)
-    return false
+    return .wait
+  }
+
+  /// Whether a request for an account may run now.
+  enum Readiness {
+    case ready(Tenant)
+    /// Not yet: the session was parked until the account is idle.
+    case wait
+    case refused(ResponseError)
   }
 
   /// The account's request rate (`--account-rate`), for a user's request; nil when within it.
@@ -306,6 +432,10 @@ final class HostedService {
     store.load(account) { [weak self] result in
       guard let self else { return }
       switch result {
+      case .success(let stored) where stored.erased:
+        // Erased meanwhile (on another node, whose notice this node may have missed): refused, not recreated.
+        self.logger.info("hosted: an erased account was asked for; refused", [("account", account)])
+        _ = self.dropDeleted(account)
       case .success(let stored):
         do {
           try self.install(account, from: stored)
@@ -454,15 +584,17 @@ final class HostedService {
   /// whether PostgreSQL's notification of the deletion arrives before the commit's answer or after.
   func deleteAccount(_ account: String, completion: @escaping (Result<Int, HostedError>) -> Void) {
     if deleting[account] == nil { deleting[account] = 0 }
-    store.deleteAccount(account) { [weak self] result in
+    store.deleteAccount(account, erasureDays: configuration.erasureDays) { [weak self] result in
       guard let self else { return }
       let early = self.deleting.removeValue(forKey: account) ?? 0
       completion(result.map { early + self.dropDeleted(account) })
     }
   }
 
-  /// An account erased (here or on another node): its sessions are closed, it leaves memory.
+  /// An account erased (here or on another node): its tombstone is kept here too (sign-ins and requests for it are
+  /// refused at once), its sessions are closed, it leaves memory; requests waiting for it are refused.
   func dropDeleted(_ account: String) -> Int {
+    erased[account] = max(erased[account] ?? 0, System.wallClockSeconds() + configuration.erasureDays * 86_400)
     let sessions = sessionsOfAccount(account)
     if !sessions.isEmpty, deleting[account] != nil { deleting[account, default: 0] += sessions.count }
     for session in sessions {
@@ -470,12 +602,21 @@ final class HostedService {
     }
     perform(residency.deleted(account))
     if let waiting = parked.removeValue(forKey: account) {
-      for session in waiting {
+      for session in waiting where session.parkedOn == account {
         session.parkedOn = nil
+        session.failParked = Self.deletedRefusal(account, for: session)
         services.resumeInput(session)
       }
     }
     return sessions.count
+  }
+
+  /// How a request for an erased account is refused: a user's session is being closed (-32013 `deleted`); an admin
+  /// is told the account is gone.
+  private static func deletedRefusal(_ account: String, for session: Session) -> ResponseError {
+    session.principal?.isAdmin == true
+      ? .invalidParams("params.account: account \(account) was deleted (accounts/delete)")
+      : .unauthorized(reason: "deleted", "the account was deleted")
   }
 
   // MARK: - Committing
@@ -540,9 +681,15 @@ final class HostedService {
   private func committed(_ id: UInt64, _ result: Result<[String: HostedStore.Committed], HostedError>) {
     guard let batch = batches.removeValue(forKey: id) else { return }
     var success = true
+    /// Accounts erased meanwhile: PostgreSQL stored nothing of this commit for them.
+    var erasedNow: [String] = []
     switch result {
     case .success(let answers):
       for account in batch.accounts {
+        if answers[account]?.erased == true {
+          erasedNow.append(account)
+          continue
+        }
         guard let tenant = tenants[account], let model = tenant.model else { continue }
         let pushed = batch.pushed[account] ?? []
         _ = model.pushed(pushed)
@@ -578,7 +725,16 @@ final class HostedService {
       for account in batch.accounts { perform(residency.committed(account, success: false)) }
     }
     for session in batch.sessions where session.awaitingBatch == id { session.awaitingBatch = nil }
-    release(batch.sessions, success)
+    if erasedNow.isEmpty {
+      release(batch.sessions, success)
+    } else {
+      // Their sessions' changes were not stored: not acknowledged (and the sessions are being closed).
+      let gone = Set(erasedNow)
+      let lost = batch.sessions.filter { $0.principal?.account.map(gone.contains) == true }
+      release(batch.sessions.filter { $0.principal?.account.map(gone.contains) != true }, success)
+      release(lost, false)
+      for account in erasedNow { _ = dropDeleted(account) }
+    }
     for session in batch.sessions { services.resumeInput(session) }
     services.requestEndOfTurn()
   }
@@ -633,9 +789,25 @@ final class HostedService {
     let now = System.wallClockSeconds()
     for id in expiries.popDue(now) {
       guard let session = sessionsByID[id] else { continue }
-      closeSession(session, .unauthorized(reason: "expired", "the session's token expired; sign in again"))
+      closeSession(
+        session,
+        session.principal?.isAdmin == true
+          ? .unauthorized(reason: "expired", "the admin session reached --admin-session-max; sign in again")
+          : .unauthorized(reason: "expired", "the session's token expired; sign in again"))
+    }
+    for id in signInDeadlines.popDue(now) {
+      guard let session = sessionsByID[id], session.principal == nil else { continue }
+      sessionsByID[id] = nil
+      closeSession(
+        session,
+        .unauthorized(
+          reason: "signInTimeout",
+          "not signed in within \(Self.seconds(configuration.signInTimeout)) s of connecting (--sign-in-timeout)"))
     }
     limiter.forgetFull(now: clock.now())
+    signInGuard.tidy(now: now)
+    erased = erased.filter { $0.value > now }
+    if !erasedRead && !readingErased && store.isReadable { readErased() }
     compact()
     if writable && !pruning {
       untilHistoryPrune -= 1
@@ -643,6 +815,18 @@ final class HostedService {
         untilHistoryPrune = Self.historyPruneInterval
         pruneHistory()
       }
+    }
+  }
+
+  /// Reads the standing tombstones once PostgreSQL can be read (then deletion notices keep the copy).
+  private func readErased() {
+    readingErased = true
+    store.erasedAccounts { [weak self] result in
+      guard let self else { return }
+      self.readingErased = false
+      guard case .success(let rows) = result else { return }
+      self.erasedRead = true
+      for (account, until) in rows { self.erased[account] = max(self.erased[account] ?? 0, until) }
     }
   }
 
@@ -667,6 +851,11 @@ final class HostedService {
           total += count
           if count == Self.historyPruneBatch { return step() }
           if total > 0 { self.logger.info("hosted: old history deleted", [("chunks", String(total))]) }
+          self.store.pruneErased { result in
+            if case .success(let count) = result, count > 0 {
+              self.logger.info("hosted: fallen tombstones deleted", [("accounts", String(count))])
+            }
+          }
         case .failure(let error):
           self.logger.warning("hosted: old history not deleted", [("error", error.message)])
         }
