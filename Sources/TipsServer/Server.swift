@@ -407,6 +407,7 @@ public final class Server {
   }
 
   private func closed(_ session: Session, reason: CloseReason) {
+    session.isGone = true
     logger.debug("client disconnected", [("connection", String(session.id)), ("reason", "\(reason)")])
     if let peer = session.peer, session.releasesPeer { connectionLimiter.release(peer) }
     local?.subscriptions.removeAll(of: session)

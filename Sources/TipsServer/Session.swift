@@ -21,6 +21,11 @@ final class Session {
   var isDirty = false
   /// Subscriptions owned by this connection, dropped when it closes.
   var subscriptions: Set<String> = []
+  /// Subscriptions one connection may hold at once (a flood of `tips/observe` must not grow the daemon without end).
+  static let maxSubscriptions = 1_000
+  /// Whether the connection closed: an answer worked out asynchronously (a PostgreSQL read) may complete after it,
+  /// and must then register nothing for it (the registries hold their sessions unowned).
+  var isGone = false
   /// Whether the daemon stops when this connection closes (stdio).
   let isPrimary: Bool
   /// How the client is connected (`stdio`, `unix`, `websocket`), for logs and counts.

@@ -107,6 +107,7 @@ final class SubscriptionRegistry {
 
   /// A new `tips/observe` subscription; `initial` are the values the observe result gives the client.
   func observe(session: Session, tipIDs: Set<String>?, groups: Set<String>, initial: [TipState]) -> String {
+    guard !session.isGone else { return makeID() }
     let observer = Observer(id: makeID(), session: session, tipIDs: tipIDs, groups: groups)
     for state in initial {
       observer.lastAnnounced[state.id] = state.shouldDisplay
@@ -119,6 +120,7 @@ final class SubscriptionRegistry {
 
   /// A new `actions/subscribe` subscription.
   func subscribeActions(session: Session, tipIDs: Set<String>?) -> String {
+    guard !session.isGone else { return makeID() }
     let subscriber = ActionSubscriber(id: makeID(), session: session, tipIDs: tipIDs)
     actionSubscribers[subscriber.id] = subscriber
     session.subscriptions.insert(subscriber.id)
@@ -127,6 +129,7 @@ final class SubscriptionRegistry {
 
   /// A new `analytics/subscribe` subscription: replaying from `after` (catching up), or live from now.
   func subscribeAnalytics(session: Session, after: Int64?, head: Int64) -> String {
+    guard !session.isGone else { return makeID() }
     let subscriber = AnalyticsSubscriber(
       id: makeID(), session: session, delivered: after ?? head, live: after == nil)
     analyticsSubscribers[subscriber.id] = subscriber
@@ -150,6 +153,7 @@ final class SubscriptionRegistry {
 
   /// Arms the connection's inspect watcher (made on first use); returns its subscription id.
   func watchInspect(session: Session) -> String {
+    guard !session.isGone else { return makeID() }
     if let watcher = inspectWatchers[session.id] {
       watcher.armed = true
       return watcher.id
@@ -173,15 +177,22 @@ final class SubscriptionRegistry {
     return true
   }
 
-  /// Drops every subscription of a connection that closed.
+  /// Drops every subscription a connection that closed holds here — only those: an admin's session holds
+  /// subscriptions in several accounts' registries, and each must drop its own (the registries hold their sessions
+  /// unowned; one left behind would be read after the session is freed).
   func removeAll(of session: Session) {
-    for id in session.subscriptions {
+    var mine: [String] = []
+    for id in session.subscriptions
+    where observers[id] != nil || actionSubscribers[id] != nil || analyticsSubscribers[id] != nil {
+      mine.append(id)
+    }
+    for id in mine {
       observers[id] = nil
       actionSubscribers[id] = nil
       analyticsSubscribers[id] = nil
+      session.subscriptions.remove(id)
     }
-    inspectWatchers[session.id] = nil
-    session.subscriptions.removeAll()
+    if let watcher = inspectWatchers.removeValue(forKey: session.id) { session.subscriptions.remove(watcher.id) }
   }
 
   private func end(_ id: String, session: Session) {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import time
@@ -227,8 +228,9 @@ def test_failed_sign_ins_and_refreshes_are_limited_per_connection(hosted):
             with pytest.raises(RpcError) as refused:
                 await session.call("initialize", {**INIT, "auth": {"token": forged(hosted, f"guess-{attempt}")}})
             assert refused.value.code == -32013
-        # The third failure closes the connection (after its reply).
+        # The third failure closes the connection, saying why.
         await asyncio.wait_for(session.closed.wait(), TIMEOUT)
+        assert session.unsolicited_errors[0]["error"]["data"]["reason"] == "tooManyAttempts"
         user = await Session.open(node.socket_path, hosted.token("refresher"))
         refusals = []
         for _ in range(8):
@@ -371,5 +373,86 @@ def test_the_admin_token_is_read_again_on_sighup_and_admin_sessions_end(hosted, 
         # The admin session that signed in first ends at --admin-session-max.
         await asyncio.wait_for(admin.closed.wait(), TIMEOUT)
         assert admin.unsolicited_errors[0]["error"]["data"]["reason"] == "expired"
+
+    run(body())
+
+
+# ------------------------------------------------------------------------------------------------- the adversary
+
+
+def test_a_stateful_adversary_finds_no_crash_no_lost_reply_and_no_leak(hosted):
+    """Several signed-in users, a stranger and the admin send random frames for TIPSD_ADVERSARY_STEPS steps (2,000 by
+    default; `make fuzz` runs more); the seed is printed, and TIPSD_ADVERSARY_SEED replays a failure."""
+    from adversary import Adversary, default_seed
+
+    seed = default_seed()
+    steps = int(os.environ.get("TIPSD_ADVERSARY_STEPS", "2000"))
+    node = hosted.node("adversary", extra=["--allow-testing", "--sign-in-timeout", "5"])
+    print(f"adversary: seed {seed}, {steps} steps")
+    counts = Adversary(node, hosted, seed=seed, steps=steps, admin_token=ADMIN_TOKEN).run()
+    print("adversary: " + ", ".join(f"{name} {value}" for name, value in counts.items()))
+    assert counts["replies"] > steps // 2
+
+
+def test_a_subscription_answered_after_its_connection_closed_is_not_kept(hosted):
+    """The adversary's first crash: an admin's fleet-wide analytics/subscribe is answered after a PostgreSQL read; a
+    connection that closed meanwhile was registered all the same (held unowned) and the fleet's pump read it once
+    freed — the node died at the next event of any account."""
+    node = hosted.node("gone")
+
+    async def body():
+        for _ in range(20):
+            reader, writer = await asyncio.open_unix_connection(node.socket_path)
+            init = request(1, "initialize", {**INIT, "auth": {"token": ADMIN_TOKEN}})
+            for message in (init, request(2, "analytics/subscribe", {}), request(3, "analytics/subscribe", {})):
+                writer.write((json.dumps(message) + "\n").encode())
+            writer.close()  # gone before PostgreSQL answers
+        user = await Session.open(node.socket_path, hosted.token("gone-user"))
+        for _ in range(5):
+            await user.call("tips/displayed", {"id": "filter.tip", "duration": 1})
+            await asyncio.sleep(0.3)  # the fleet's pump runs every 200 ms
+        assert node.proc.poll() is None, node.log_text()[-2000:]
+        await user.close()
+
+    run(body())
+
+
+def test_an_admin_holding_subscriptions_in_several_accounts_closes_cleanly(hosted):
+    """The adversary's second crash: closing a session dropped its subscriptions from the first account's registry
+    and emptied the session's list, so an admin's subscriptions in a second account stayed behind, holding a freed
+    session — the node died at that account's next change."""
+    node = hosted.node("admin-subscriptions")
+
+    async def body():
+        users = {name: await Session.open(node.socket_path, hosted.token(name)) for name in ("sub-a", "sub-b")}
+        admin = await Session.open(node.socket_path, ADMIN_TOKEN)
+        for name in users:
+            await admin.call("tips/observe", {"account": name})
+            await admin.call("actions/subscribe", {"account": name})
+            await admin.call("inspect/state", {"account": name, "watch": True})
+        await admin.close()
+        await asyncio.sleep(0.2)
+        for session in users.values():
+            await session.call("tips/displayed", {"id": "welcome.tour", "duration": 1})
+            await session.call("tips/performAction", {"id": "welcome.tour", "actionId": "start"})
+        assert node.proc.poll() is None, node.log_text()[-2000:]
+        for session in users.values():
+            await session.close()
+
+    run(body())
+
+
+def test_a_connection_holds_a_bounded_number_of_subscriptions(hosted):
+    node = hosted.node("subscription-cap", extra=["--account-rate", "100000"])
+
+    async def body():
+        session = await Session.open(node.socket_path, hosted.token("hoarder"))
+        futures = [session.send("tips/observe", {"ids": ["filter.tip"]}) for _ in range(1_001)]
+        replies = [await asyncio.wait_for(future, TIMEOUT) for future in futures]
+        assert all("result" in reply for reply in replies[:1_000])
+        assert replies[1_000]["error"]["code"] == -32602 and "1000 subscriptions" in replies[1_000]["error"]["message"]
+        await session.call("tips/unobserve", {"subscription": replies[0]["result"]["subscription"]})
+        assert "subscription" in await session.call("actions/subscribe", {})
+        await session.close()
 
     run(body())

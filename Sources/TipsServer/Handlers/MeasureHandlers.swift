@@ -10,6 +10,7 @@ extension Handlers {
     /// A replay (`after`) starts after this turn's commit (Server.endOfTurn pumps it); hosted mode reads it from
     /// PostgreSQL before the subscription goes live.
     table.onAsync(AnalyticsSubscribeRequest.self) { request, context, reply in
+      do throws(ResponseError) { try roomForSubscription(context) } catch { return reply(.failure(error)) }
       if context.fleet {
         // An admin's: every account's events, in the fleet's order.
         let hosted: HostedService

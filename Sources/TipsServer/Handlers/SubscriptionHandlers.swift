@@ -4,6 +4,7 @@ import TipsProtocol
 extension Handlers {
   static func registerSubscriptions(_ table: inout HandlerTable) {
     table.on(ObserveRequest.self) { request, context throws(ResponseError) in
+      try roomForSubscription(context)
       let engine = context.engine
       for group in request.groups ?? [] where engine.group(group) == nil { throw .unknownGroup(group) }
       let watched = request.watchedTips
@@ -30,6 +31,7 @@ extension Handlers {
     }
 
     table.on(SubscribeActionsRequest.self) { request, context throws(ResponseError) in
+      try roomForSubscription(context)
       let id = context.tenant.subscriptions.subscribeActions(
         session: context.session, tipIDs: request.tipIDs.map(Set.init))
       if let account = context.tenant.account { context.session.subscribedAccounts.insert(account) }
@@ -39,6 +41,15 @@ extension Handlers {
     table.on(UnsubscribeActionsRequest.self) { request, context throws(ResponseError) in
       try unsubscribe(request.subscription, kind: .actions, context)
     }
+  }
+
+  /// A connection holds at most ``Session/maxSubscriptions`` subscriptions: a flood of subscribing requests (or
+  /// notifications, which run too) must not grow the daemon's memory and each change's fan-out without end.
+  static func roomForSubscription(_ context: RequestContext) throws(ResponseError) {
+    guard context.session.subscriptions.count >= Session.maxSubscriptions else { return }
+    throw .invalidParams(
+      "\(context.method): this connection holds \(Session.maxSubscriptions) subscriptions, the most one may "
+        + "(end some with tips/unobserve, actions/unsubscribe or analytics/unsubscribe)")
   }
 
   /// `tips/unobserve` and `actions/unsubscribe`: removes the connection's own subscription of that kind.

@@ -275,8 +275,11 @@ final class HostedService {
         logger.info(
           "hosted: closing a connection after repeated failed sign-ins",
           [("connection", String(session.id)), ("failures", String(session.signIn.failures))])
-        session.closeAfterOwed()
-        services.markDirty(session)
+        closeSession(
+          session,
+          .unauthorized(
+            reason: "tooManyAttempts",
+            "\(session.signIn.failures) failed sign-ins on this connection; it is closed (open a new one)"))
       }
     }
     return result
@@ -1189,6 +1192,8 @@ final class HostedService {
 
   func subscribeFleet(session: Session, after: Int64?, head: Int64) -> String {
     let id = services.subscriptionIDs.next()
+    // Answered after a PostgreSQL read: the session may have closed meanwhile (the subscriber holds it unowned).
+    guard !session.isGone else { return id }
     fleetSubscribers[id] = FleetSubscriber(id: id, session: session, delivered: after ?? head)
     session.subscriptions.insert(id)
     armFleetPump()
