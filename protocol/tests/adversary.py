@@ -330,7 +330,8 @@ class Adversary:
 
     def run(self) -> dict:
         started = time.monotonic()
-        for self.step in range(1, self.steps + 1):
+        for step in range(1, self.steps + 1):
+            self.step = step
             actor = self.rng.choices(self.actors, weights=[5] * len(self.users) + [3, 2])[0]
             connection = self.connection(actor)
             self.exchange(connection, self.make_frame(connection))
