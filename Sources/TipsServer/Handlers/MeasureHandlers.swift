@@ -99,7 +99,12 @@ extension Handlers {
       if let hosted = context.services.hosted {
         guard let tenant = context.tenant else {
           // An admin's: every account's, pooled.
-          hosted.fleetMetrics(request) { reply($0.map { MetricsGetRequest.Response(report: $0) }) }
+          // The pool keeps every account's per-account sums, so what the request asks of the statistics (`cuped`)
+          // applies to the pooled report.
+          let statistics = context.services.configuration.metrics(request).statistics
+          hosted.fleetMetrics(request) {
+            reply($0.map { MetricsGetRequest.Response(report: $0.applying(statistics)) })
+          }
           return
         }
         let tips: [MetricsTip]
@@ -116,7 +121,7 @@ extension Handlers {
               result.map { history in
                 MetricsGetRequest.Response(
                   report: Metrics.compute(
-                    history: history, tips: tips, configuration: context.services.configuration.metrics,
+                    history: history, tips: tips, configuration: context.services.configuration.metrics(request),
                     since: request.since, until: request.until, now: tenant.engine.clock.now(),
                     historyStart: bounds?.oldestAt))
               })
@@ -179,7 +184,8 @@ extension Handlers {
       throw .datastoreFailure(path: store.path)
     }
     return Metrics.compute(
-      history: history, tips: tips, configuration: context.services.configuration.metrics, since: request.since,
+      history: history, tips: tips, configuration: context.services.configuration.metrics(request),
+      since: request.since,
       until: request.until, now: engine.clock.now(), historyStart: bounds.oldestAt)
   }
 
@@ -265,5 +271,12 @@ extension ServerConfiguration {
     MetricsConfiguration(
       appClosedEvent: appClosedEvent, closeWindow: closeWindow, closeRateAlert: closeRateAlert,
       baselineDays: baselineDays)
+  }
+
+  /// The same with what a `metrics/get` asks of the statistics (`cuped`).
+  func metrics(_ request: MetricsGetRequest) -> MetricsConfiguration {
+    var configuration = metrics
+    configuration.statistics.cuped = request.cuped
+    return configuration
   }
 }
