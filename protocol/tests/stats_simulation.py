@@ -19,7 +19,8 @@ with a look every day, for the account-level fixed-horizon interval, the always-
 sequence), the CUPED-adjusted ones, and today's impression-level interval (Newcombe's, recomputed here from the
 reported counts as the daemon computed it before issue #38).
 
-Usage: stats_simulation.py [--experiments 1000] [--accounts 600] [--check full|small|none] [--seed 38]
+Usage: stats_simulation.py [--experiments 1000] [--accounts 600] [--days 14] [--minimum 100] [--seed 38]
+                           [--check full|small|none]
 `make stats` runs 1,000 experiments per scenario with the full checks; protocol/tests/test_statistics.py a small size
 with looser bounds (binomial noise).
 """
@@ -103,14 +104,16 @@ def experiment_lines(rng: np.random.Generator, accounts: int, days: int, lift: f
 # ─── running a scenario through the pool ──────────────────────────────────────────────────────────────────────────
 
 
-def run_scenario(lift: float, experiments: int, accounts: int, days: int, seed: int) -> list[list[dict]]:
+def run_scenario(
+    lift: float, experiments: int, accounts: int, days: int, seed: int, minimum: int = 100
+) -> list[list[dict]]:
     """Each experiment's `lift` member as reported after each day."""
     rng = np.random.default_rng([seed, int(round(lift * 10_000))])
     process = subprocess.Popen(
         [pool_binary()], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1 << 20
     )
     pool = json.dumps(
-        {"pool": {"variants": ["a", "h"], "holdouts": ["h"], "now": NOW, "cuped": True, "minimumAccounts": 100}}
+        {"pool": {"variants": ["a", "h"], "holdouts": ["h"], "now": NOW, "cuped": True, "minimumAccounts": minimum}}
     )
 
     def feed() -> None:
@@ -230,13 +233,15 @@ def check(results: dict[float, dict], size: str) -> list[str]:
     return failures
 
 
-def simulate(experiments: int, accounts: int = 600, days: int = 14, seed: int = 38) -> tuple[dict, float]:
+def simulate(
+    experiments: int, accounts: int = 600, days: int = 14, seed: int = 38, minimum: int = 100
+) -> tuple[dict, float]:
     started = time.monotonic()
     results: dict[float, dict] = {}
     threads = []
 
     def one(lift: float) -> None:
-        results[lift] = judge(run_scenario(lift, experiments, accounts, days, seed), lift)
+        results[lift] = judge(run_scenario(lift, experiments, accounts, days, seed, minimum), lift)
 
     for lift in (0.0, 0.03):
         threads.append(threading.Thread(target=one, args=(lift,)))
@@ -252,9 +257,10 @@ def main() -> int:
     parser.add_argument("--accounts", type=int, default=600)
     parser.add_argument("--days", type=int, default=14)
     parser.add_argument("--seed", type=int, default=38)
+    parser.add_argument("--minimum", type=int, default=100, help="accounts a side before an interval")
     parser.add_argument("--check", choices=("full", "small", "none"), default="full")
     args = parser.parse_args()
-    results, seconds = simulate(args.experiments, args.accounts, args.days, args.seed)
+    results, seconds = simulate(args.experiments, args.accounts, args.days, args.seed, args.minimum)
     print(report(results, seconds))
     failures = check(results, args.check) if args.check != "none" else []
     for failure in failures:
