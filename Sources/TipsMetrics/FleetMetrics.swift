@@ -69,7 +69,10 @@ public struct FleetMetrics: Sendable {
       var metrics = TipMetrics(
         tipID: tip.id, goal: tip.goal, overall: pooled.overall.set(configuration),
         variants: pooled.variants.map { ($0, pooled.byVariant[$0]!.set(configuration)) })
-      metrics.lift = pooled.lift.map {
+      // A tip with a goal and a declared holdout has a lift before any account arrives, as one install's does.
+      let none = Proportion(converted: 0, decided: 0, sample: AccountSample())
+      let declared = tip.goal != nil && !tip.holdouts.isEmpty ? (exposed: none, holdout: none) : nil
+      metrics.lift = (pooled.lift ?? declared).map {
         Lift(exposed: $0.exposed, holdout: $0.holdout, options: configuration.statistics)
       }
       metrics.compare(options: configuration.statistics)
