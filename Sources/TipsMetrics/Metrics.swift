@@ -523,7 +523,11 @@ public struct MetricsReport: Sendable, Hashable {
 /// - **Holdouts.** A holdout variant's impressions are its counterfactual ones (`exposure` entries: the instants the
 ///   tip would have become displayable); its goal conversion and time to first use are computed from them exactly as
 ///   for real impressions (no close rate, no before/after). The overall set counts real impressions only. **Lift** =
-///   the exposed goal rate (every other variant's impressions) − the holdout's, with Newcombe's 95% interval.
+///   the exposed goal rate (every other variant's impressions) − the holdout's.
+/// - **Statistics** (issue #38, docs/measuring.md): the account is the unit. Each set carries this account's
+///   ``AccountSample`` (its decided and converted impressions, and CUPED's covariate: its goal donations in the
+///   `baselineDays` before the set's first impression); intervals need ``StatisticsOptions/minimumAccounts``
+///   accounts, so one install's report has none — ``FleetMetrics`` pools the samples of many.
 ///
 /// Per variant, impressions are grouped by the variant they showed; "the tip's next impression" is the next one of
 /// any variant, and an exposure belongs to the variant of its first impression.

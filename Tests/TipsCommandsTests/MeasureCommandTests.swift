@@ -23,6 +23,8 @@ import TipsProtocol
     #expect(parsed.historyDays == 30 && parsed.appClosedEvent == "app.backgrounded" && parsed.closeWindow == 5)
     #expect(parsed.closeRateAlert == 0.2 && parsed.baselineDays == 14)
     #expect(try !serve(["--history-days", "0"]).configuration.recordsHistory)
+    #expect(try MetricsCommand(parsing: ["--cuped", "--json"], environment: [:]).cuped)
+    #expect(try !MetricsCommand(parsing: [], environment: [:]).cuped)
     let refusals: [([String], String)] = [
       (["--history-days", "-1"], "--history-days: must be 0 or a positive number of days"),
       (["--close-window", "0"], "--close-window: must be a positive number of seconds"),
