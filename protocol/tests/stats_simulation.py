@@ -50,10 +50,10 @@ def pool_binary() -> str:
     configured = os.environ.get("TIPSD_METRICS_POOL")
     if configured:
         return configured
-    for build in ("release", "debug"):
-        candidate = ROOT / ".build" / build / "tipsd-metrics-pool"
-        if candidate.exists():
-            return str(candidate)
+    # The debug build is the one `make test` keeps current (`make stats` names its release build).
+    candidate = ROOT / ".build" / "debug" / "tipsd-metrics-pool"
+    if candidate.exists():
+        return str(candidate)
     sys.exit("no tipsd-metrics-pool: run swift build (or set TIPSD_METRICS_POOL)")
 
 
