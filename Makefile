@@ -13,7 +13,9 @@ BENCH_APT_PACKAGES := redis-server
 # translate-toolkit: protocol/tests/test_xliff.py reads tipsd's XLIFF with it and writes XLIFF for tipsd to import.
 # pyjwt[crypto]: TipsAuthTests' tokens are minted by PyJWT (Tests/TipsAuthTests/Fixtures/mint_tokens.py), not by tipsd.
 # websockets: make bench's fleet load generator (scripts/bench-fleet).
-PIP_PACKAGES := pytest jsonschema prometheus-client 'pyjwt[crypto]' translate-toolkit websockets
+# numpy: the statistics simulation (protocol/tests/stats_simulation.py: make stats, and test_statistics.py) draws its
+# simulated accounts with it.
+PIP_PACKAGES := pytest jsonschema prometheus-client 'pyjwt[crypto]' translate-toolkit websockets numpy
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
 # The daemon's default socket, so `tipsd call` and `tipsd token` find it without --socket.
@@ -26,7 +28,7 @@ LISTEN ?= 127.0.0.1:8787
 FORMAT_CHECK ?= 1
 SWIFT_FORMAT_FILES = $(shell find Sources Tests Benchmarks -name '*.swift' ! -name '*+Text.swift' | sort)
 
-.PHONY: fleet all build release run test test-swift test-clients test-protocol test-repeat test-stress bench bench-deps deps deps-apt deps-pip clean help fuzz leakcheck format lint-format
+.PHONY: stats fleet all build release run test test-swift test-clients test-protocol test-repeat test-stress bench bench-deps deps deps-apt deps-pip clean help fuzz leakcheck format lint-format
 
 all: build
 
@@ -35,6 +37,7 @@ help:
 	@echo "make test   — install missing system/Python packages, then run every test suite"
 	@echo "make bench  — release build, print benchmark figures as name: value lines"
 	@echo "make format — swift format the Swift sources, tests and benchmarks in place (.swift-format)"
+	@echo "make stats  — the statistics simulation at full size: coverage and daily-peeking false positives (issue #38)"
 	@echo "make fleet  — a hosted fleet on this machine: PostgreSQL primary + standby, three nodes, HAProxy (Ctrl-C stops)"
 	@echo "make test-repeat N=30 [SUITE=test-swift]  — a suite N times in a row, stopping at the first failure"
 	@echo "make test-stress N=10 [SUITE=test-swift]  — the same with one CPU-burning process per core alongside"
@@ -67,7 +70,7 @@ bench-deps:
 	fi
 
 deps-pip:
-	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client, jwt, cryptography, translate.storage.xliff, websockets" \
+	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client, jwt, cryptography, translate.storage.xliff, websockets, numpy" \
 	  2>/dev/null \
 	  || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
 
@@ -136,6 +139,14 @@ bench: deps-apt deps-pip bench-deps
 	.build/release/tipsd-bench $(BENCH)
 	TIPSD_BIN=.build/release/tipsd scripts/bench-transcripts
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-fleet
+
+## stats: issue #38's simulation at full size — 1,000 simulated experiments per scenario (true lift 0 and 0.03) pooled
+## by TipsMetrics (tipsd-metrics-pool, release build): the 95% intervals' coverage looked at once (94–96%), the
+## always-valid interval's false positives looked at every simulated day (≤ 5%), side by side with the others.
+stats: deps-pip
+	$(SWIFT) build -c release --product tipsd-metrics-pool $(SWIFT_FLAGS)
+	TIPSD_METRICS_POOL=$(CURDIR)/.build/release/tipsd-metrics-pool $(PYTHON) protocol/tests/stats_simulation.py \
+	  --experiments 1000 --check full
 
 ## fleet: a hosted fleet on this machine — PostgreSQL primary + synchronous standby, three nodes, HAProxy — with a
 ## demo JWKS and catalog; prints the URLs and a demo user's token; Ctrl-C stops it (scripts/fleet).

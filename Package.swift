@@ -57,8 +57,16 @@ let package = Package(
     .target(name: "TipsMetrics", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
     .testTarget(name: "TipsMetricsTests", dependencies: ["TipsMetrics", "TipsEngine"], swiftSettings: swiftSettings),
 
+    /// The statistics simulation's door into TipsMetrics (Tests/Simulation, `make stats`): simulated accounts' histories
+    /// as JSON lines in, pooled `metrics/get` results out.
+    .executableTarget(
+      name: "tipsd-metrics-pool", dependencies: ["TipsMetrics", "TipsEngine", "TipsJSON"], path: "Tests/MetricsPool",
+      swiftSettings: swiftSettings),
+
     // MARK: TipsStore — SQLite persistence of engine state
-    .target(name: "TipsStore", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "CSQLite"], swiftSettings: swiftSettings),
+    .target(
+      name: "TipsStore", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "CSQLite"], swiftSettings: swiftSettings
+    ),
     .testTarget(
       name: "TipsStoreTests",
       dependencies: ["TipsStore", "TipsEngine", "TipsJSON", "TipsSystem", "tipsd-crash-child"],
@@ -87,13 +95,16 @@ let package = Package(
     .testTarget(name: "TipsFramingTests", dependencies: ["TipsFraming"], swiftSettings: swiftSettings),
 
     // MARK: TipsProtocol — JSON-RPC 2.0 envelopes, errors, and one typed request per method (Requests/)
-    .target(name: "TipsProtocol", dependencies: ["TipsEngine", "TipsJSON", "TipsMetrics"], swiftSettings: swiftSettings),
+    .target(
+      name: "TipsProtocol", dependencies: ["TipsEngine", "TipsJSON", "TipsMetrics"], swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsProtocolTests", dependencies: ["TipsProtocol", "TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
 
     // MARK: TipsTransport — libuv event loop, sockets, pipes, timers, signals; HTTP and WebSocket (libwebsockets)
-    .target(name: "TipsTransport", dependencies: ["CLibUV", "CLibWebSockets", "TipsSystem"], swiftSettings: swiftSettings),
-    .testTarget(name: "TipsTransportTests", dependencies: ["TipsTransport", "TipsSystem"], swiftSettings: swiftSettings),
+    .target(
+      name: "TipsTransport", dependencies: ["CLibUV", "CLibWebSockets", "TipsSystem"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsTransportTests", dependencies: ["TipsTransport", "TipsSystem"], swiftSettings: swiftSettings),
 
     // MARK: TipsClient — one blocking JSON-RPC client for `tipsd call`, the tests and the benchmarks
     .target(
@@ -114,7 +125,8 @@ let package = Package(
     .target(
       name: "TipsLanguageServer",
       dependencies: [
-        "TipsCatalog", "TipsEngine", "TipsJSON", "TipsFraming", "TipsClient", "TipsLogging", "TipsProtocol", "TipsSystem",
+        "TipsCatalog", "TipsEngine", "TipsJSON", "TipsFraming", "TipsClient", "TipsLogging", "TipsProtocol",
+        "TipsSystem",
       ],
       swiftSettings: swiftSettings),
     .testTarget(
@@ -124,7 +136,8 @@ let package = Package(
 
     // MARK: TipsSync — sync across devices through PostgreSQL: the merge model, the libpq client, the outbox pump
     .target(
-      name: "TipsSync", dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsLogging", "TipsTransport", "CLibPQ"],
+      name: "TipsSync",
+      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsLogging", "TipsTransport", "CLibPQ"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsSyncTests",
@@ -139,13 +152,16 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsHostedTests",
-      dependencies: ["TipsHosted", "TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "TipsLogging"],
+      dependencies: [
+        "TipsHosted", "TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "TipsLogging",
+      ],
       swiftSettings: swiftSettings),
 
     // MARK: TipsAuth — hosted mode's JWT verifier: HS* secrets and a JWKS (RS*, ES*), claims, subjects (no I/O but
     // reading its configuration files)
     .target(
-      name: "TipsAuth", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "COpenSSL"], swiftSettings: swiftSettings),
+      name: "TipsAuth", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "COpenSSL"], swiftSettings: swiftSettings
+    ),
     .testTarget(
       name: "TipsAuthTests", dependencies: ["TipsAuth", "TipsJSON", "TipsSystem", "TipsTestSupport", "COpenSSL"],
       exclude: ["Fixtures"], swiftSettings: swiftSettings),
@@ -154,7 +170,8 @@ let package = Package(
     .target(
       name: "TipsServer",
       dependencies: [
-        "TipsEngine", "TipsCatalog", "TipsStore", "TipsSync", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsJSON",
+        "TipsEngine", "TipsCatalog", "TipsStore", "TipsSync", "TipsProtocol", "TipsFraming", "TipsTransport",
+        "TipsJSON",
         "TipsSystem", "TipsMetrics", "TipsLogging", "TipsHosted", "TipsAuth",
       ],
       swiftSettings: swiftSettings
@@ -172,14 +189,17 @@ let package = Package(
     .testTarget(
       name: "TipsServerTests",
       dependencies: [
-        "TipsServer", "TipsJSON", "TipsFraming", "TipsLogging", "TipsProtocol", "TipsMetrics", "TipsTestSupport", "tipsd",
+        "TipsServer", "TipsJSON", "TipsFraming", "TipsLogging", "TipsProtocol", "TipsMetrics", "TipsTestSupport",
+        "tipsd",
       ],
       swiftSettings: swiftSettings
     ),
 
     .testTarget(
       name: "TipsHardeningTests",
-      dependencies: ["TipsServer", "TipsCommands", "TipsCatalog", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd"],
+      dependencies: [
+        "TipsServer", "TipsCommands", "TipsCatalog", "TipsJSON", "TipsFraming", "TipsTestSupport", "tipsd",
+      ],
       swiftSettings: swiftSettings
     ),
 
@@ -188,14 +208,16 @@ let package = Package(
       name: "TipsCommands",
       dependencies: [
         "TipsServer", "TipsClient", "TipsEmbedded", "TipsTranscript", "TipsLanguageServer", "TipsCatalog", "TipsEngine",
-        "TipsJSON", "TipsLogging", "TipsMetrics", "TipsProtocol", "TipsStore", "TipsSync", "TipsSystem", "TipsTransport",
+        "TipsJSON", "TipsLogging", "TipsMetrics", "TipsProtocol", "TipsStore", "TipsSync", "TipsSystem",
+        "TipsTransport",
       ],
       swiftSettings: swiftSettings
     ),
     .testTarget(
       name: "TipsCommandsTests",
       dependencies: [
-        "TipsCommands", "TipsServer", "TipsCatalog", "TipsJSON", "TipsMetrics", "TipsProtocol", "TipsTestSupport", "tipsd",
+        "TipsCommands", "TipsServer", "TipsCatalog", "TipsJSON", "TipsMetrics", "TipsProtocol", "TipsTestSupport",
+        "tipsd",
       ],
       swiftSettings: swiftSettings
     ),
@@ -207,7 +229,8 @@ let package = Package(
     .executableTarget(
       name: "tipsd-bench",
       dependencies: [
-        "TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsClient", "TipsSystem",
+        "TipsEngine", "TipsStore", "TipsJSON", "TipsProtocol", "TipsFraming", "TipsTransport", "TipsClient",
+        "TipsSystem",
         "TipsTestSupport", "TipsAuth", "COpenSSL",
       ],
       path: "Benchmarks/tipsd-bench",

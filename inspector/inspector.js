@@ -327,8 +327,8 @@ function renderMetrics(report) {
         `${o.impressions} impressions`,
         o.goal ? `goal ${percent(o.goal.rate)}${interval(o.goal)} (${o.goal.converted}/${o.goal.decided}${o.goal.pending ? `, ${o.goal.pending} pending` : ""})` : "no goal declared",
         o.timeToGoal ? `time to first use ${o.timeToGoal.samples ? duration(o.timeToGoal.median) : o.timeToGoal.open ? "open" : "—"}${report.accounts != null ? ` (median of ${o.timeToGoal.samples} accounts)` : ""}` : null,
-        ...(tip.comparisons || []).map((c) => `${c.variant} vs ${c.against} ${signedPercent(c.difference)}${c.low != null ? ` [${signedPercent(c.low)}, ${signedPercent(c.high)}]` : ""}`),
-        tip.lift ? `lift vs holdout ${signedPercent(tip.lift.difference)}${tip.lift.low != null ? ` [${signedPercent(tip.lift.low)}, ${signedPercent(tip.lift.high)}]` : ""}` : null,
+        ...(tip.comparisons || []).map((c) => `${c.variant} vs ${c.against} ${signedPercent(c.difference)}${differenceInterval(c, c.sample?.variant, c.sample?.against)}`),
+        tip.lift ? `lift vs holdout ${signedPercent(tip.lift.difference)}${differenceInterval(tip.lift, tip.lift.sample?.exposed, tip.lift.sample?.holdout)}` : null,
         o.close.available ? `close rate ${percent(o.close.rate)} (${o.close.closes}/${o.close.decided})` : null,
         o.goalRate && o.goalRate.firstImpressionAt != null
           ? `goal per day ${o.goalRate.before?.perDay?.toFixed(2) ?? "—"} before → ${o.goalRate.after?.perDay?.toFixed(2) ?? "—"} after`
@@ -343,9 +343,28 @@ function renderMetrics(report) {
     }));
 }
 
-/// A rate's 95% interval, as ` [12%–40%]` (nothing without a sample).
+/// A rate's 95% interval across accounts, as ` [12%–40%, 104 accounts]` (nothing without enough accounts).
 function interval(rate) {
-  return rate.low != null ? ` [${percent(rate.low)}–${percent(rate.high)}]` : "";
+  if (rate.low == null) return "";
+  return ` [${percent(rate.low)}–${percent(rate.high)}${rate.accounts != null ? `, ${rate.accounts} accounts` : ""}]`;
+}
+
+/// A difference's intervals (issue #38): the always-valid one first (safe to look at daily), then the fixed-horizon
+/// one, and the accounts on each side; "not enough data yet" under the minimum.
+function differenceInterval(d, accounts, against) {
+  if (d.difference == null) return "";
+  const sample = accounts != null ? `${accounts} vs ${against} accounts` : "";
+  if (d.low == null) {
+    return d.notEnoughData ? ` — not enough data yet (${sample}${d.sample?.minimum ? `, ${d.sample.minimum} a side needed` : ""})` : "";
+  }
+  const kind = d.interval === "alwaysValid" ? "always valid " : "";
+  let text = ` [${kind}${signedPercent(d.low)}, ${signedPercent(d.high)}`;
+  if (d.fixedHorizon) text += `; fixed horizon ${signedPercent(d.fixedHorizon.low)}, ${signedPercent(d.fixedHorizon.high)}`;
+  text += sample ? `; ${sample}]` : "]";
+  if (d.cuped) {
+    text += ` CUPED ${signedPercent(d.cuped.difference)} [always valid ${signedPercent(d.cuped.low)}, ${signedPercent(d.cuped.high)}; variance −${percent(Math.max(0, d.cuped.varianceReduction))}]`;
+  }
+  return text;
 }
 
 /// Bars per variant: goal rate and close rate (0–100 %), labelled with their sample sizes.

@@ -9,11 +9,14 @@ struct MetricsCommand: Command {
   static let abstract = "seed 000's metrics per tip and variant, as a table (or CSV, or JSON)"
   static let usage =
     "tipsd metrics [--socket PATH] [--token-file FILE] [--account ID] [--since WHEN] [--until WHEN] [--tips ID,ID]\n"
-    + "              [--json | --csv]"
+    + "              [--cuped] [--json | --csv]"
   static let discussion =
     "WHEN: " + Since.help + "\n"
     + "On a hosted node (tipsd serve --hosted) with the admin token (--token-file): every account's metrics, pooled\n"
-    + "(rates with their 95% intervals, time to first use as the median across accounts), or one --account's."
+    + "(rates with their 95% intervals across accounts, time to first use as the median across accounts), or one\n"
+    + "--account's. The account is the unit: lift and variant comparisons show an always-valid 95% interval (safe to\n"
+    + "look at daily) and the fixed-horizon one, or \"not enough data yet\" under 100 accounts a side\n"
+    + "(docs/measuring.md); a one-user daemon is one account, so it shows its counts."
 
   enum Output { case table, json, csv }
 
@@ -31,6 +34,9 @@ struct MetricsCommand: Command {
       .value("--account", as: "ID", help: "hosted mode, admin: this account's metrics (default: every account's)") {
         $0.account = $1.text
       },
+      .flag("--cuped", help: "also adjust lift and comparisons for goal donations before exposure (CUPED)") {
+        $0.cuped = true
+      },
       .flag("--json", help: "metrics/get's result as JSON") { $0.output = .json },
       .flag("--csv", help: "one row per tip and variant, a column per number") { $0.output = .csv },
     ]
@@ -40,6 +46,7 @@ struct MetricsCommand: Command {
   var until: Since?
   var tips: [String]?
   var account: String?
+  var cuped = false
   var output = Output.table
 
   init(parsing arguments: [String], environment: [String: String]) throws(UsageError) {
@@ -57,7 +64,8 @@ struct MetricsCommand: Command {
       if since != nil || until != nil, account == nil, let clock = try? client.send(ClockNowRequest()) {
         now = clock.now
       }
-      let request = MetricsGetRequest(since: since?.instant(now: now), until: until?.instant(now: now), tips: tips)
+      let request = MetricsGetRequest(
+        since: since?.instant(now: now), until: until?.instant(now: now), tips: tips, cuped: cuped)
       var params = request.encodedParams?.objectValue ?? [:]
       if let account { params["account"] = .string(account) }
       let response = try client.result(MetricsGetRequest.self, .object(params))

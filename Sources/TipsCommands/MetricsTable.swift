@@ -16,11 +16,19 @@ struct MetricsRow {
 
   // The cells people read (`tipsd metrics`, `tipsd report`).
 
-  /// `50% (1/2)`; `— (n=0)` while nothing is decided; `—` for a tip without a goal.
+  /// `50% (1/2)`; with enough accounts its fixed-horizon interval and sample, `42% (50/120) [35%–49%, 104
+  /// accounts]`; `— (n=0)` while nothing is decided; `—` for a tip without a goal.
   var goal: String {
     guard let goal = metrics.goal else { return "—" }
     guard let rate = goal.rate else { return "— (n=0)" }
     return "\(Format.percent(rate)) (\(goal.converted)/\(goal.decided))"
+      + MetricsRow.interval(goal.interval, accounts: goal.accounts)
+  }
+
+  /// ` [35%–49%, 104 accounts]`, nothing without an interval.
+  static func interval(_ interval: Interval?, accounts: Int) -> String {
+    guard let interval else { return "" }
+    return " [\(Format.percent(interval.low))–\(Format.percent(interval.high)), \(accounts) accounts]"
   }
 
   /// `90 min (n=3)`; `— (n=0)` before any exposure reached the goal; `—` for a tip without a goal.
@@ -34,7 +42,8 @@ struct MetricsRow {
   var close: String {
     guard let close = metrics.close else { return "n/a" }
     let rate = close.rate.map(Format.percent) ?? "—"
-    return "\(rate) (\(close.closes)/\(close.decided))\(close.alert ? " ALERT" : "")"
+    return "\(rate) (\(close.closes)/\(close.decided))\(MetricsRow.interval(close.interval, accounts: close.accounts))"
+      + (close.alert ? " ALERT" : "")
   }
 
   /// `1.20 → 2.40` goal donations per day before and after the first impression.
@@ -68,6 +77,9 @@ enum MetricsTable {
     ("goal_rate_change", { Format.raw($0.metrics.goalRate?.change) }),
     ("goal_rate_low", { Format.raw($0.metrics.goal?.interval?.low) }),
     ("goal_rate_high", { Format.raw($0.metrics.goal?.interval?.high) }),
+    ("goal_accounts", { count($0.metrics.goal?.accounts) }),
+    ("close_rate_low", { Format.raw($0.metrics.close?.interval?.low) }),
+    ("close_rate_high", { Format.raw($0.metrics.close?.interval?.high) }),
   ]
 
   private static func count(_ value: Int?) -> String { value.map(String.init) ?? "" }
@@ -95,14 +107,24 @@ enum MetricsTable {
       out += "across \(accounts) accounts (time to goal: the median of the accounts' first use)\n"
     }
     out += TextTable.render([header] + MetricsRow.rows(report).map(cells))
+    var compared = false
     for tip in report.tips {
       for comparison in tip.comparisons {
-        out += "\(tip.tipID): \(comparison.variant) vs \(comparison.against): \(difference(comparison.difference))\n"
+        compared = true
+        out += "\(tip.tipID): \(comparison.variant) vs \(comparison.against): "
+        out += difference(comparison.estimate) + "\n"
       }
       if let lift = tip.lift {
-        let found = Proportion.difference(lift.exposed, lift.holdout)
-        out += "\(tip.tipID): lift against the holdout: \(difference(found))\n"
+        compared = true
+        out += "\(tip.tipID): lift against the holdout: "
+        out += difference(lift.estimate) + "\n"
       }
+    }
+    if compared || report.tips.contains(where: { $0.overall.goal?.interval != nil }) {
+      let minimum = report.configuration.statistics.minimumAccounts
+      out += "statistics: the account is the unit (rates: fixed-horizon 95% intervals, delta method); differences: "
+      out += "always-valid 95% (a confidence sequence: safe to look at daily), the fixed-horizon interval after it; "
+      out += "no interval under \(minimum) accounts a side (docs/measuring.md)\n"
     }
     if report.configuration.appClosedEvent == nil {
       out += "close rate: n/a (start the daemon with --app-closed-event NAME)\n"
@@ -110,13 +132,31 @@ enum MetricsTable {
     return out
   }
 
-  /// `+12.0 points (95%: −3.1 to +27.0)`; `— (no decided impressions on one side)`.
-  static func difference(_ found: (difference: Double, low: Double, high: Double)?) -> String {
-    guard let found else { return "— (no decided impressions on one side)" }
-    func points(_ value: Double) -> String {
-      let text = Format.fixed(abs(value) * 100, 1)
-      return (text == "0.0" ? "" : value > 0 ? "+" : "−") + text
+  /// `+1.0 point`-style: signed, one decimal.
+  static func points(_ value: Double) -> String {
+    let text = Format.fixed(abs(value) * 100, 1)
+    return (text == "0.0" ? "" : value > 0 ? "+" : "−") + text
+  }
+
+  /// `+12.0 points (always valid 95%: −3.1 to +27.0; fixed horizon: +1.2 to +22.8; 412 vs 398 accounts)`, a CUPED
+  /// line when computed; `+12.0 points — not enough data yet (12 vs 9 accounts, 100 a side needed)`;
+  /// `— (no decided impressions on one side)`.
+  static func difference(_ found: Difference) -> String {
+    guard let d = found.difference else { return "— (no decided impressions on one side)" }
+    let sample = "\(found.accounts) vs \(found.againstAccounts) accounts"
+    guard let always = found.alwaysValid else {
+      let needed = found.minimumAccounts > 0 ? ", \(found.minimumAccounts) a side needed" : ""
+      return "\(points(d)) points — not enough data yet (\(sample)\(needed))"
     }
-    return "\(points(found.difference)) points (95%: \(points(found.low)) to \(points(found.high)))"
+    var text = "\(points(d)) points (always valid 95%: \(points(always.low)) to \(points(always.high))"
+    if let fixed = found.fixedHorizon { text += "; fixed horizon: \(points(fixed.low)) to \(points(fixed.high))" }
+    text += "; \(sample))"
+    if let cuped = found.cuped {
+      text += "\n  CUPED (goal donations before exposure): \(points(cuped.difference)) points (always valid 95%: "
+      text += "\(points(cuped.alwaysValid.low)) to \(points(cuped.alwaysValid.high)); fixed horizon: "
+      text += "\(points(cuped.fixedHorizon.low)) to \(points(cuped.fixedHorizon.high)); variance "
+      text += "−\(Format.percent(max(0, cuped.varianceReduction))))"
+    }
+    return text
   }
 }

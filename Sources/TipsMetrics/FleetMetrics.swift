@@ -2,18 +2,22 @@ public import TipsEngine
 
 /// Seed 000's metrics across accounts: hosted mode's admin `metrics/get` without an account. Each account's history
 /// is one install's, so each is computed on its own exactly as ``Metrics/compute(history:tips:configuration:since:until:now:historyStart:)``
-/// computes one install's, and the figures are then pooled, one account at a time (memory proportional to the tips
-/// and the samples, not to the histories):
+/// computes one install's (``add(history:historyStart:)``), or arrives as that one-account report
+/// (``add(account:)``), and the figures are then pooled, one account at a time (memory proportional to the tips and
+/// the samples, not to the histories). The account is the unit (issue #38, docs/measuring.md):
 ///
 /// - impressions, goal conversions, closes and their pending impressions are summed, and each rate is recomputed
-///   from the sums with its 95% interval (Wilson's, over decided impressions: impressions of one user are not
-///   independent, so with few impressions per user the interval is on the narrow side);
+///   from the sums (a ratio of sums); its fixed-horizon 95% interval comes from the per-account outcomes (the delta
+///   method over the accounts' sums of n, c and their products, ``AccountSample``), or is "not enough data yet" under
+///   ``StatisticsOptions/minimumAccounts`` accounts;
 /// - time to first use is the median of every account's sample (one per account that reached the goal: the
 ///   reference's per-install definition), and per exposure the median of every account's exposures;
 /// - goal rates before and after the first impression are per account-day: each account's window's donations and
 ///   days summed (``RateWindow/accountDays``);
-/// - lift against a holdout pools every account's exposed and counterfactual impressions; variant comparisons are
-///   computed from the pooled variants (``TipMetrics/comparisons``).
+/// - lift against a holdout compares the accounts of the exposed arm (their real impressions) with the held-out
+///   accounts (their counterfactual impressions), and variant comparisons each variant's accounts with the
+///   control's: the difference with a fixed-horizon and an always-valid interval, CUPED-adjusted on request
+///   (``Difference``).
 public struct FleetMetrics: Sendable {
   public let tips: [MetricsTip]
   public let configuration: MetricsConfiguration
@@ -39,11 +43,19 @@ public struct FleetMetrics: Sendable {
 
   /// Adds one account: its history (any order) and the instant of its oldest kept entry.
   public mutating func add(history: [HistoryEvent], historyStart: Timestamp?) {
-    let report = Metrics.compute(
-      history: history, tips: tips, configuration: configuration, since: since, until: until, now: now,
-      historyStart: historyStart)
+    add(
+      account: Metrics.compute(
+        history: history, tips: tips, configuration: configuration, since: since, until: until, now: now,
+        historyStart: historyStart))
+  }
+
+  /// Adds one account's own report (``Metrics/compute(history:tips:configuration:since:until:now:historyStart:)``
+  /// over its history, with this pool's tips, period and configuration). What is pooled of it, per tip and per set
+  /// (overall, each variant, each side of the lift): the counts, the account's ``AccountSample`` (its decided and
+  /// converted impressions and its pre-exposure covariate), its time-to-goal samples and its goal-rate windows.
+  public mutating func add(account report: MetricsReport) {
     accounts += 1
-    if let start = historyStart { self.historyStart = min(self.historyStart ?? start, start) }
+    if let start = report.historyStart { self.historyStart = min(self.historyStart ?? start, start) }
     for tip in report.tips { pooled[tip.tipID]?.add(tip) }
   }
 
@@ -57,7 +69,13 @@ public struct FleetMetrics: Sendable {
       var metrics = TipMetrics(
         tipID: tip.id, goal: tip.goal, overall: pooled.overall.set(configuration),
         variants: pooled.variants.map { ($0, pooled.byVariant[$0]!.set(configuration)) })
-      metrics.lift = pooled.lift
+      // A tip with a goal and a declared holdout has a lift before any account arrives, as one install's does.
+      let none = Proportion(converted: 0, decided: 0, sample: AccountSample())
+      let declared = tip.goal != nil && !tip.holdouts.isEmpty ? (exposed: none, holdout: none) : nil
+      metrics.lift = (pooled.lift ?? declared).map {
+        Lift(exposed: $0.exposed, holdout: $0.holdout, options: configuration.statistics)
+      }
+      metrics.compare(options: configuration.statistics)
       report.tips.append(metrics)
     }
     return report
@@ -70,7 +88,7 @@ private struct PooledTip {
   /// Declared variants first, then others in the order accounts reported them.
   var variants: [String]
   var byVariant: [String: PooledSet] = [:]
-  var lift: Lift?
+  var lift: (exposed: Proportion, holdout: Proportion)?
 
   init(variants: [String]) {
     self.variants = variants
@@ -87,9 +105,8 @@ private struct PooledTip {
       byVariant[name]!.add(set)
     }
     if let other = tip.lift {
-      lift = Lift(
-        exposed: (lift?.exposed ?? Proportion(converted: 0, decided: 0)) + other.exposed,
-        holdout: (lift?.holdout ?? Proportion(converted: 0, decided: 0)) + other.holdout)
+      let none = Proportion(converted: 0, decided: 0)
+      lift = ((lift?.exposed ?? none) + other.exposed, (lift?.holdout ?? none) + other.holdout)
     }
   }
 }
@@ -98,18 +115,18 @@ private struct PooledTip {
 private struct PooledSet {
   var impressions = 0
   var holdout = false
-  var goal: (converted: Int, decided: Int, pending: Int)?
+  var goal: (converted: Int, decided: Int, pending: Int, sample: AccountSample)?
   var firstUse: (values: [Double], open: Int)?
   var perExposure: (values: [Double], open: Int)?
-  var close: (closes: Int, decided: Int, pending: Int)?
+  var close: (closes: Int, decided: Int, pending: Int, sample: AccountSample)?
   var goalRate: (first: Timestamp?, before: PooledWindow?, after: PooledWindow?)?
 
   mutating func add(_ set: MetricSet) {
     impressions += set.impressions
     holdout = holdout || set.holdout
     if let g = set.goal {
-      let sum = goal ?? (0, 0, 0)
-      goal = (sum.converted + g.converted, sum.decided + g.decided, sum.pending + g.pending)
+      let sum = goal ?? (0, 0, 0, AccountSample())
+      goal = (sum.converted + g.converted, sum.decided + g.decided, sum.pending + g.pending, sum.sample + g.sample)
     }
     if let t = set.timeToGoal {
       let sum = firstUse ?? ([], 0)
@@ -120,8 +137,8 @@ private struct PooledSet {
       perExposure = (sum.values + t.values, sum.open + t.open)
     }
     if let c = set.close {
-      let sum = close ?? (0, 0, 0)
-      close = (sum.closes + c.closes, sum.decided + c.decided, sum.pending + c.pending)
+      let sum = close ?? (0, 0, 0, AccountSample())
+      close = (sum.closes + c.closes, sum.decided + c.decided, sum.pending + c.pending, sum.sample + c.sample)
     }
     if let r = set.goalRate {
       var sum = goalRate ?? (nil, nil, nil)
@@ -136,16 +153,15 @@ private struct PooledSet {
     var set = MetricSet(impressions: impressions, holdout: holdout)
     if let goal {
       set.goal = GoalConversion(
-        converted: goal.converted, decided: goal.decided, pending: goal.pending,
-        rate: goal.decided > 0 ? Double(goal.converted) / Double(goal.decided) : nil)
+        sample: goal.sample, converted: goal.converted, decided: goal.decided, pending: goal.pending,
+        options: configuration.statistics)
     }
     if let firstUse { set.timeToGoal = TimeToGoal(values: firstUse.values, open: firstUse.open) }
     if let perExposure { set.timeToGoalPerExposure = TimeToGoal(values: perExposure.values, open: perExposure.open) }
     if let close {
-      let rate = close.decided > 0 ? Double(close.closes) / Double(close.decided) : nil
       set.close = CloseRate(
-        closes: close.closes, decided: close.decided, pending: close.pending, rate: rate,
-        alert: rate.map { rate in configuration.closeRateAlert.map { rate > $0 } ?? false } ?? false)
+        sample: close.sample, closes: close.closes, decided: close.decided, pending: close.pending,
+        configuration: configuration)
     }
     if let goalRate {
       set.goalRate = GoalRateChange(

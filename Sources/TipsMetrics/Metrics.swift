@@ -14,16 +14,21 @@ public struct MetricsConfiguration: Sendable, Hashable {
   public var closeWindow: Double
   /// A close rate above this is flagged (`--close-rate-alert`); nil: never flagged.
   public var closeRateAlert: Double?
-  /// Days before and after a tip's first impression whose goal donations are compared (`--baseline-days`, 7).
+  /// Days before and after a tip's first impression whose goal donations are compared (`--baseline-days`, 7); also
+  /// CUPED's pre-exposure window.
   public var baselineDays: Double
+  /// How intervals are computed across accounts (minimum sample, the confidence sequence's tuning, CUPED).
+  public var statistics: StatisticsOptions
 
   public init(
-    appClosedEvent: String? = nil, closeWindow: Double = 10, closeRateAlert: Double? = nil, baselineDays: Double = 7
+    appClosedEvent: String? = nil, closeWindow: Double = 10, closeRateAlert: Double? = nil, baselineDays: Double = 7,
+    statistics: StatisticsOptions = StatisticsOptions()
   ) {
     self.appClosedEvent = appClosedEvent
     self.closeWindow = closeWindow
     self.closeRateAlert = closeRateAlert
     self.baselineDays = baselineDays
+    self.statistics = statistics
   }
 }
 
@@ -60,18 +65,47 @@ public struct GoalConversion: Sendable, Hashable {
   public var pending: Int
   /// `converted / decided`; nil when nothing is decided.
   public var rate: Double?
+  /// Accounts with a decided impression: the interval's sample (one install's: 0 or 1).
+  public var accounts: Int
+  /// The rate's fixed-horizon 95% interval across accounts (delta method); nil: not enough data yet.
+  public var interval: Interval?
+  /// The per-account sums the pooling needs (not in results; not compared).
+  public internal(set) var sample: AccountSample
 
-  public init(converted: Int, decided: Int, pending: Int, rate: Double?) {
+  public init(
+    converted: Int, decided: Int, pending: Int, rate: Double?, accounts: Int? = nil, interval: Interval? = nil
+  ) {
     self.converted = converted
     self.decided = decided
     self.pending = pending
     self.rate = rate
+    self.accounts = accounts ?? (decided > 0 ? 1 : 0)
+    self.interval = interval
+    sample = AccountSample(converted: converted, decided: decided)
   }
 
-  /// The rate's 95% interval (Wilson's); nil when nothing is decided.
-  public var interval: (low: Double, high: Double)? { proportion.wilson() }
+  /// From pooled (or one account's) per-account sums, with the interval their accounts support.
+  init(sample: AccountSample, converted: Int, decided: Int, pending: Int, options: StatisticsOptions) {
+    let estimate = sample.estimate(minimum: options.minimumAccounts)
+    self.init(
+      converted: converted, decided: decided, pending: pending,
+      rate: decided > 0 ? Double(converted) / Double(decided) : nil,
+      accounts: sample.accounts, interval: estimate.bounds.map { Interval(low: $0.low, high: $0.high) })
+    self.sample = sample
+  }
 
-  public var proportion: Proportion { Proportion(converted: converted, decided: decided) }
+  public var proportion: Proportion { Proportion(converted: converted, decided: decided, sample: sample) }
+
+  public static func == (a: GoalConversion, b: GoalConversion) -> Bool {
+    a.converted == b.converted && a.decided == b.decided && a.pending == b.pending && a.rate == b.rate
+      && a.accounts == b.accounts && a.interval == b.interval
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(converted)
+    hasher.combine(decided)
+    hasher.combine(pending)
+  }
 }
 
 /// (2) Time to first use: from the install's first impression of the tip to the first goal event after it — one
@@ -118,17 +152,47 @@ public struct CloseRate: Sendable, Hashable {
   public var rate: Double?
   /// `rate` is above `--close-rate-alert`.
   public var alert: Bool
+  /// Accounts with a decided impression: the interval's sample (one install's: 0 or 1).
+  public var accounts: Int
+  /// The rate's fixed-horizon 95% interval across accounts (delta method); nil: not enough data yet.
+  public var interval: Interval?
+  /// The per-account sums the pooling needs (not in results; not compared).
+  public internal(set) var sample: AccountSample
 
-  public init(closes: Int, decided: Int, pending: Int, rate: Double?, alert: Bool) {
+  public init(
+    closes: Int, decided: Int, pending: Int, rate: Double?, alert: Bool, accounts: Int? = nil, interval: Interval? = nil
+  ) {
     self.closes = closes
     self.decided = decided
     self.pending = pending
     self.rate = rate
     self.alert = alert
+    self.accounts = accounts ?? (decided > 0 ? 1 : 0)
+    self.interval = interval
+    sample = AccountSample(converted: closes, decided: decided)
   }
 
-  /// The rate's 95% interval (Wilson's); nil when nothing is decided.
-  public var interval: (low: Double, high: Double)? { Proportion(converted: closes, decided: decided).wilson() }
+  /// From pooled (or one account's) per-account sums, with the interval their accounts support.
+  init(sample: AccountSample, closes: Int, decided: Int, pending: Int, configuration: MetricsConfiguration) {
+    let rate = decided > 0 ? Double(closes) / Double(decided) : nil
+    let estimate = sample.estimate(minimum: configuration.statistics.minimumAccounts)
+    self.init(
+      closes: closes, decided: decided, pending: pending, rate: rate,
+      alert: rate.map { rate in configuration.closeRateAlert.map { rate > $0 } ?? false } ?? false,
+      accounts: sample.accounts, interval: estimate.bounds.map { Interval(low: $0.low, high: $0.high) })
+    self.sample = sample
+  }
+
+  public static func == (a: CloseRate, b: CloseRate) -> Bool {
+    a.closes == b.closes && a.decided == b.decided && a.pending == b.pending && a.rate == b.rate && a.alert == b.alert
+      && a.accounts == b.accounts && a.interval == b.interval
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(closes)
+    hasher.combine(decided)
+    hasher.combine(pending)
+  }
 }
 
 /// A span of days and the goal donations in it.
@@ -205,96 +269,130 @@ public struct MetricSet: Sendable, Hashable {
   }
 }
 
-/// A goal rate with its sample: `converted / decided`.
+/// A goal rate with its sample: `converted / decided`, and the per-account sums behind it.
 public struct Proportion: Sendable, Hashable {
   public var converted: Int
   public var decided: Int
+  /// The per-account sums the statistics need (not in results; not compared): one account's by default.
+  public var sample: AccountSample
 
-  public init(converted: Int, decided: Int) {
+  public init(converted: Int, decided: Int, sample: AccountSample? = nil) {
     self.converted = converted
     self.decided = decided
+    self.sample = sample ?? AccountSample(converted: converted, decided: decided)
   }
 
   public var rate: Double? { decided > 0 ? Double(converted) / Double(decided) : nil }
 
-  /// Wilson's score interval at `z` (1.96: 95%); nil without a sample.
-  public func wilson(z: Double = Lift.z) -> (low: Double, high: Double)? {
-    guard let p = rate else { return nil }
-    let n = Double(decided)
-    let z2 = z * z
-    let centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    let half = z / (1 + z2 / n) * (p * (1 - p) / n + z2 / (4 * n * n)).squareRoot()
-    return (max(0, centre - half), min(1, centre + half))
-  }
-
-  /// `a.rate − b.rate` with Newcombe's hybrid score interval (from each rate's Wilson interval):
-  /// d − √((p₁−l₁)² + (u₂−p₂)²) … d + √((u₁−p₁)² + (p₂−l₂)²); nil when either has no decided sample.
-  public static func difference(_ a: Proportion, _ b: Proportion) -> (
-    difference: Double, low: Double, high: Double
-  )? {
-    guard let p1 = a.rate, let p2 = b.rate, let w1 = a.wilson(), let w2 = b.wilson() else { return nil }
-    let d = p1 - p2
-    let low = d - ((p1 - w1.low) * (p1 - w1.low) + (w2.high - p2) * (w2.high - p2)).squareRoot()
-    let high = d + ((w1.high - p1) * (w1.high - p1) + (p2 - w2.low) * (p2 - w2.low)).squareRoot()
-    return (d, low, high)
-  }
-
   public static func + (a: Proportion, b: Proportion) -> Proportion {
-    Proportion(converted: a.converted + b.converted, decided: a.decided + b.decided)
+    Proportion(converted: a.converted + b.converted, decided: a.decided + b.decided, sample: a.sample + b.sample)
+  }
+
+  public static func == (a: Proportion, b: Proportion) -> Bool {
+    a.converted == b.converted && a.decided == b.decided
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(converted)
+    hasher.combine(decided)
   }
 }
 
+/// One arm's goal rate minus another's with its intervals, the account being the unit (``AccountSample``): what
+/// ``Lift`` and ``VariantComparison`` report.
+public struct Difference: Sendable, Hashable {
+  /// The difference of the two rates (ratios of sums); nil when either side has nothing decided.
+  public var difference: Double?
+  /// Accounts with a decided impression on each side.
+  public var accounts: Int
+  public var againstAccounts: Int
+  /// Fewer accounts than this on either side: not enough data yet (no intervals).
+  public var minimumAccounts: Int
+  /// The standard error across accounts (delta method); nil without enough data.
+  public var standardError: Double?
+  /// Valid when looked at once, at a sample fixed in advance.
+  public var fixedHorizon: Interval?
+  /// The asymptotic confidence sequence: valid however often it is looked at. `low`/`high` in results.
+  public var alwaysValid: Interval?
+  /// `metrics/get {cuped: true}` with enough data: the difference adjusted for the pre-exposure covariate.
+  public var cuped: CupedEstimate?
+
+  public init(
+    difference: Double?, accounts: Int, againstAccounts: Int, minimumAccounts: Int, standardError: Double? = nil,
+    fixedHorizon: Interval? = nil, alwaysValid: Interval? = nil, cuped: CupedEstimate? = nil
+  ) {
+    self.difference = difference
+    self.accounts = accounts
+    self.againstAccounts = againstAccounts
+    self.minimumAccounts = minimumAccounts
+    self.standardError = standardError
+    self.fixedHorizon = fixedHorizon
+    self.alwaysValid = alwaysValid
+    self.cuped = cuped
+  }
+
+  /// `a − b` computed from their per-account sums.
+  public init(_ a: Proportion, _ b: Proportion, options: StatisticsOptions) {
+    self = AccountSample.difference(a.sample, b.sample, options: options)
+  }
+
+  /// No interval: either side has fewer accounts than the minimum.
+  public var notEnoughData: Bool { alwaysValid == nil }
+}
+
 /// One variant's goal rate against another's (the first declared variant that is not a holdout: the control), with
-/// the difference's 95% interval (Newcombe's, like ``Lift``).
+/// the difference's intervals (``Difference``).
 public struct VariantComparison: Sendable, Hashable {
   public var variant: String
   public var against: String
   public var variantRate: Proportion
   public var againstRate: Proportion
+  public var estimate: Difference
 
-  public init(variant: String, against: String, variantRate: Proportion, againstRate: Proportion) {
+  public init(variant: String, against: String, variantRate: Proportion, againstRate: Proportion, estimate: Difference)
+  {
     self.variant = variant
     self.against = against
     self.variantRate = variantRate
     self.againstRate = againstRate
+    self.estimate = estimate
   }
 
-  /// `variant − against`, with its interval; nil when either has no decided impression.
-  public var difference: (difference: Double, low: Double, high: Double)? {
-    Proportion.difference(variantRate, againstRate)
+  public init(
+    variant: String, against: String, variantRate: Proportion, againstRate: Proportion,
+    options: StatisticsOptions = StatisticsOptions()
+  ) {
+    self.init(
+      variant: variant, against: against, variantRate: variantRate, againstRate: againstRate,
+      estimate: Difference(variantRate, againstRate, options: options))
   }
 }
 
-/// Seed 000's "did the tip change behaviour?" answered against a holdout: the goal rate of exposed impressions
-/// minus that of the holdout's counterfactual impressions, with Newcombe's 95% interval for a difference of two
-/// proportions (from each rate's Wilson interval).
+/// Seed 000's "did the tip change behaviour?" answered against a holdout: the goal rate of the exposed accounts'
+/// impressions minus that of the held-out accounts' counterfactual impressions, each account one unit
+/// (``Difference``).
 public struct Lift: Sendable, Hashable {
-  /// 95% two-sided.
-  public static let z = 1.959_963_984_540_054
-
   /// Real impressions of every variant that is not a holdout.
   public var exposed: Proportion
   /// Counterfactual impressions of the holdout variants.
   public var holdout: Proportion
+  public var estimate: Difference
 
-  public init(exposed: Proportion, holdout: Proportion) {
+  public init(exposed: Proportion, holdout: Proportion, estimate: Difference) {
     self.exposed = exposed
     self.holdout = holdout
+    self.estimate = estimate
+  }
+
+  public init(exposed: Proportion, holdout: Proportion, options: StatisticsOptions = StatisticsOptions()) {
+    self.init(exposed: exposed, holdout: holdout, estimate: Difference(exposed, holdout, options: options))
   }
 
   /// Exposed rate − holdout rate; nil when either has no decided impression.
-  public var difference: Double? { Proportion.difference(exposed, holdout)?.difference }
+  public var difference: Double? { estimate.difference }
 
-  /// Newcombe's hybrid score interval (``Proportion/difference(_:_:)``).
-  public var interval: (low: Double, high: Double)? {
-    Proportion.difference(exposed, holdout).map { ($0.low, $0.high) }
-  }
-
-  public static func == (a: Lift, b: Lift) -> Bool { a.exposed == b.exposed && a.holdout == b.holdout }
-  public func hash(into hasher: inout Hasher) {
-    hasher.combine(exposed)
-    hasher.combine(holdout)
-  }
+  /// The always-valid interval (``Difference/alwaysValid``).
+  public var interval: Interval? { estimate.alwaysValid }
 }
 
 public struct TipMetrics: Sendable, Hashable {
@@ -304,6 +402,9 @@ public struct TipMetrics: Sendable, Hashable {
   public var overall: MetricSet
   /// Per variant, declared ones first (empty for a tip without variants).
   public var variants: [(name: String, metrics: MetricSet)]
+  /// For a tip with a goal and two or more variants that are not holdouts: each of them after the first against the
+  /// first (the control), by goal conversion (``compare(options:)``).
+  public var comparisons: [VariantComparison] = []
   /// Against the holdout, for a tip with a goal and a holdout variant (declared or seen).
   public var lift: Lift?
 
@@ -316,7 +417,7 @@ public struct TipMetrics: Sendable, Hashable {
 
   public static func == (a: TipMetrics, b: TipMetrics) -> Bool {
     a.tipID == b.tipID && a.goal == b.goal && a.overall == b.overall && a.variants.map(\.name) == b.variants.map(\.name)
-      && a.variants.map(\.metrics) == b.variants.map(\.metrics) && a.lift == b.lift
+      && a.variants.map(\.metrics) == b.variants.map(\.metrics) && a.lift == b.lift && a.comparisons == b.comparisons
   }
 
   public func hash(into hasher: inout Hasher) { hasher.combine(tipID) }
@@ -324,16 +425,18 @@ public struct TipMetrics: Sendable, Hashable {
   /// The metrics of one variant.
   public func variant(_ name: String) -> MetricSet? { variants.first { $0.name == name }?.metrics }
 
-  /// For a tip with a goal and two or more variants that are not holdouts: each of them after the first against the
-  /// first (the control), by goal conversion.
-  public var comparisons: [VariantComparison] {
+  /// Sets ``comparisons`` from the variants' goal conversions.
+  public mutating func compare(options: StatisticsOptions) {
     let compared = variants.filter { !$0.metrics.holdout && $0.metrics.goal != nil }
-    guard let control = compared.first, let controlGoal = control.metrics.goal else { return [] }
-    return compared.dropFirst().compactMap { variant in
+    guard let control = compared.first, let controlGoal = control.metrics.goal else {
+      comparisons = []
+      return
+    }
+    comparisons = compared.dropFirst().compactMap { variant in
       variant.metrics.goal.map {
         VariantComparison(
           variant: variant.name, against: control.name, variantRate: $0.proportion,
-          againstRate: controlGoal.proportion)
+          againstRate: controlGoal.proportion, options: options)
       }
     }
   }
@@ -363,6 +466,36 @@ public struct MetricsReport: Sendable, Hashable {
   }
 
   public func tip(_ id: String) -> TipMetrics? { tips.first { $0.tipID == id } }
+
+  /// The same figures with every interval recomputed from the per-account sums they hold under other statistics
+  /// options (e.g. `cuped`): a computed or pooled report, not one read back from JSON (which holds no sums).
+  public func applying(_ statistics: StatisticsOptions) -> MetricsReport {
+    var report = self
+    report.configuration.statistics = statistics
+    func apply(_ set: MetricSet) -> MetricSet {
+      var set = set
+      if let goal = set.goal {
+        set.goal = GoalConversion(
+          sample: goal.sample, converted: goal.converted, decided: goal.decided, pending: goal.pending,
+          options: statistics)
+      }
+      if let close = set.close {
+        set.close = CloseRate(
+          sample: close.sample, closes: close.closes, decided: close.decided, pending: close.pending,
+          configuration: report.configuration)
+      }
+      return set
+    }
+    report.tips = tips.map { tip in
+      var tip = tip
+      tip.overall = apply(tip.overall)
+      tip.variants = tip.variants.map { ($0.name, apply($0.metrics)) }
+      tip.lift = tip.lift.map { Lift(exposed: $0.exposed, holdout: $0.holdout, options: statistics) }
+      tip.compare(options: statistics)
+      return tip
+    }
+    return report
+  }
 }
 
 /// The computation. Definitions (the README's "Measuring whether a tip helped" says the same):
@@ -390,7 +523,11 @@ public struct MetricsReport: Sendable, Hashable {
 /// - **Holdouts.** A holdout variant's impressions are its counterfactual ones (`exposure` entries: the instants the
 ///   tip would have become displayable); its goal conversion and time to first use are computed from them exactly as
 ///   for real impressions (no close rate, no before/after). The overall set counts real impressions only. **Lift** =
-///   the exposed goal rate (every other variant's impressions) − the holdout's, with Newcombe's 95% interval.
+///   the exposed goal rate (every other variant's impressions) − the holdout's.
+/// - **Statistics** (issue #38, docs/measuring.md): the account is the unit. Each set carries this account's
+///   ``AccountSample`` (its decided and converted impressions, and CUPED's covariate: its goal donations in the
+///   `baselineDays` before the set's first impression); intervals need ``StatisticsOptions/minimumAccounts``
+///   accounts, so one install's report has none — ``FleetMetrics`` pools the samples of many.
 ///
 /// Per variant, impressions are grouped by the variant they showed; "the tip's next impression" is the next one of
 /// any variant, and an exposure belongs to the variant of its first impression.
@@ -450,20 +587,29 @@ public enum Metrics {
               goals: goals)
           )
         })
-      if goals != nil, !holdouts.isEmpty {
-        let exposed = outcomes.filter { $0.inPeriod && !holdouts.contains($0.impression.variant ?? "") }
-        let holdout = heldOutcomes.filter { $0.inPeriod && holdouts.contains($0.impression.variant ?? "") }
-        metrics.lift = Lift(exposed: Self.proportion(exposed), holdout: Self.proportion(holdout))
+      if let goals, !holdouts.isEmpty {
+        let exposed = outcomes.filter { !holdouts.contains($0.impression.variant ?? "") }
+        let holdout = heldOutcomes.filter { holdouts.contains($0.impression.variant ?? "") }
+        metrics.lift = Lift(
+          exposed: Self.proportion(
+            exposed.filter(\.inPeriod), covariate: context.preExposure(exposed.first?.impression, goals: goals)),
+          holdout: Self.proportion(
+            holdout.filter(\.inPeriod), covariate: context.preExposure(holdout.first?.impression, goals: goals)),
+          options: configuration.statistics)
       }
+      metrics.compare(options: configuration.statistics)
       report.tips.append(metrics)
     }
     return report
   }
 
-  /// Converted over decided (pending impressions left out) of some outcomes.
-  static func proportion(_ outcomes: [Outcome]) -> Proportion {
-    let pending = outcomes.filter(\.goalPending).count
-    return Proportion(converted: outcomes.filter(\.converted).count, decided: outcomes.count - pending)
+  /// Converted over decided (pending impressions left out) of some outcomes: one account's, with its covariate.
+  static func proportion(_ outcomes: [Outcome], covariate: Double) -> Proportion {
+    let converted = outcomes.filter(\.converted).count
+    let decided = outcomes.count - outcomes.filter(\.goalPending).count
+    return Proportion(
+      converted: converted, decided: decided,
+      sample: AccountSample(converted: converted, decided: decided, covariate: covariate))
   }
 
   /// The median, the mean of the two middle values for an even count; nil for no values.
@@ -497,6 +643,14 @@ public enum Metrics {
     /// The end of the period as far as it has happened: min(until, now).
     var end: Timestamp
     var historyStart: Timestamp?
+
+    /// CUPED's covariate for an account first exposed (really or counterfactually) at `first`: its goal donations
+    /// in the `baselineDays` before it (0 without an exposure: such an account is in no sample).
+    func preExposure(_ first: HistoryEvent?, goals: [HistoryEvent]) -> Double {
+      guard let first, !(until.map { first.at >= $0 } ?? false) else { return 0 }
+      let from = first.at - configuration.baselineDays * 86_400
+      return Double(goals.filter { $0.cursor < first.cursor && $0.at >= from }.count)
+    }
 
     func inPeriod(_ at: Timestamp) -> Bool {
       (since.map { at >= $0 } ?? true) && (until.map { at < $0 } ?? true)
@@ -568,9 +722,10 @@ public enum Metrics {
         let converted = period.filter(\.converted).count
         let pending = period.filter(\.goalPending).count
         let decided = period.count - pending
+        let covariate = preExposure(outcomes.first?.impression, goals: goals)
         set.goal = GoalConversion(
-          converted: converted, decided: decided, pending: pending,
-          rate: decided > 0 ? Double(converted) / Double(decided) : nil)
+          sample: AccountSample(converted: converted, decided: decided, covariate: covariate), converted: converted,
+          decided: decided, pending: pending, options: configuration.statistics)
         set.timeToGoal = timeToFirstUse(impressions: impressions, goals: goals)
         let exposures = period.filter(\.startsExposure)
         let samples = exposures.compactMap(\.timeToGoal)
@@ -581,10 +736,9 @@ public enum Metrics {
         let closes = period.filter(\.closed).count
         let pending = period.filter(\.closePending).count
         let decided = period.count - pending
-        let rate = decided > 0 ? Double(closes) / Double(decided) : nil
         set.close = CloseRate(
-          closes: closes, decided: decided, pending: pending, rate: rate,
-          alert: rate.map { rate in configuration.closeRateAlert.map { rate > $0 } ?? false } ?? false)
+          sample: AccountSample(converted: closes, decided: decided), closes: closes, decided: decided,
+          pending: pending, configuration: configuration)
       }
       return set
     }

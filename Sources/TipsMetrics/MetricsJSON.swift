@@ -16,7 +16,25 @@ extension MetricsReport {
     ]
     object["tips"] = .array(tips.map(\.json))
     if let accounts { object["accounts"] = .int(Int64(accounts)) }
+    object["method"] = configuration.method
     return .object(object)
+  }
+}
+
+extension MetricsConfiguration {
+  /// How the intervals were computed (docs/measuring.md): `metrics/get`'s `method`.
+  public var method: JSONValue {
+    let options = statistics
+    return [
+      "unit": "account", "rate": "deltaMethod", "interval": .string(IntervalKind.alwaysValid.rawValue),
+      "confidence": number(StatisticsOptions.confidence), "minimumAccounts": .int(Int64(options.minimumAccounts)),
+      "alwaysValid": [
+        "name": "asymptoticConfidenceSequence", "plannedAccounts": .int(Int64(options.plannedAccounts)),
+        "rho": number(options.rho),
+      ],
+      "cuped": options.cuped ? ["covariate": "goalDonationsBeforeExposure", "days": number(baselineDays)] : .null,
+      "reference": "docs/measuring.md",
+    ]
   }
 }
 
@@ -42,32 +60,56 @@ extension Proportion {
 }
 
 extension VariantComparison {
-  /// `{variant, against, difference, low, high, confidence}`.
+  /// `{variant, against, sample: {variant, against}, …}` and ``Difference``'s members.
   public var json: JSONValue {
-    let result = difference
-    return [
-      "variant": .string(variant), "against": .string(against),
-      "difference": result.map { number($0.difference) } ?? .null, "low": result.map { number($0.low) } ?? .null,
-      "high": result.map { number($0.high) } ?? .null, "confidence": 0.95,
-    ]
+    var object: JSONObject = ["variant": .string(variant), "against": .string(against)]
+    estimate.write(into: &object, sample: ("variant", "against"))
+    return .object(object)
   }
 }
 
-/// A 95% interval's bounds as `low` and `high` members (null without a sample).
-private func interval(_ bounds: (low: Double, high: Double)?, into object: inout JSONObject) {
+/// An interval's bounds as `low` and `high` members (null without one).
+private func interval(_ bounds: Interval?, into object: inout JSONObject) {
   object["low"] = bounds.map { number($0.low) } ?? .null
   object["high"] = bounds.map { number($0.high) } ?? .null
 }
 
-extension Lift {
-  /// `{exposed, holdout, difference, low, high, confidence}`.
-  public var json: JSONValue {
-    let bounds = interval
-    return [
-      "exposed": exposed.json, "holdout": holdout.json, "difference": difference.map(number) ?? .null,
-      "low": bounds.map { number($0.low) } ?? .null, "high": bounds.map { number($0.high) } ?? .null,
-      "confidence": 0.95,
+private func bounds(_ interval: Interval?) -> JSONValue {
+  interval.map { ["low": number($0.low), "high": number($0.high)] } ?? .null
+}
+
+extension Difference {
+  /// `difference`; `low`/`high` the always-valid interval (`interval: "alwaysValid"`), `fixedHorizon` `{low, high}`,
+  /// `confidence`, `sample` (accounts per side, named by `names`), `notEnoughData`, `standardError` and `cuped`.
+  func write(into object: inout JSONObject, sample names: (String, String)) {
+    object["difference"] = difference.map(number) ?? .null
+    interval(alwaysValid, into: &object)
+    object["interval"] = .string(IntervalKind.alwaysValid.rawValue)
+    object["fixedHorizon"] = bounds(fixedHorizon)
+    object["confidence"] = number(StatisticsOptions.confidence)
+    object["sample"] = [
+      names.0: .int(Int64(accounts)), names.1: .int(Int64(againstAccounts)), "minimum": .int(Int64(minimumAccounts)),
     ]
+    object["notEnoughData"] = .bool(notEnoughData)
+    object["standardError"] = standardError.map(number) ?? .null
+    object["cuped"] =
+      cuped.map { cuped in
+        [
+          "difference": number(cuped.difference), "low": number(cuped.alwaysValid.low),
+          "high": number(cuped.alwaysValid.high), "fixedHorizon": bounds(cuped.fixedHorizon),
+          "standardError": number(cuped.standardError), "theta": number(cuped.theta),
+          "varianceReduction": number(cuped.varianceReduction),
+        ]
+      } ?? .null
+  }
+}
+
+extension Lift {
+  /// `{exposed, holdout, sample: {exposed, holdout}, …}` and ``Difference``'s members.
+  public var json: JSONValue {
+    var object: JSONObject = ["exposed": exposed.json, "holdout": holdout.json]
+    estimate.write(into: &object, sample: ("exposed", "holdout"))
+    return .object(object)
   }
 }
 
@@ -80,7 +122,7 @@ extension MetricSet {
           "converted": .int(Int64(g.converted)), "decided": .int(Int64(g.decided)), "pending": .int(Int64(g.pending)),
           "rate": g.rate.map(number) ?? .null,
         ]
-        interval(g.interval, into: &goal)
+        rate(g.interval, accounts: g.accounts, into: &goal)
         return .object(goal)
       } ?? .null
     func time(_ t: TimeToGoal?) -> JSONValue {
@@ -96,7 +138,7 @@ extension MetricSet {
         "available": true, "closes": .int(Int64(close.closes)), "decided": .int(Int64(close.decided)),
         "pending": .int(Int64(close.pending)), "rate": close.rate.map(number) ?? .null, "alert": .bool(close.alert),
       ]
-      interval(close.interval, into: &members)
+      rate(close.interval, accounts: close.accounts, into: &members)
       object["close"] = .object(members)
     } else {
       object["close"] = ["available": false]
@@ -110,6 +152,14 @@ extension MetricSet {
       } ?? .null
     return .object(object)
   }
+}
+
+/// A rate's fixed-horizon interval across accounts: `low`, `high`, `interval`, `accounts`, `notEnoughData`.
+private func rate(_ bounds: Interval?, accounts: Int, into object: inout JSONObject) {
+  interval(bounds, into: &object)
+  object["interval"] = .string(IntervalKind.fixedHorizon.rawValue)
+  object["accounts"] = .int(Int64(accounts))
+  object["notEnoughData"] = .bool(bounds == nil)
 }
 
 extension RateWindow {

@@ -23,6 +23,8 @@ import TipsProtocol
     #expect(parsed.historyDays == 30 && parsed.appClosedEvent == "app.backgrounded" && parsed.closeWindow == 5)
     #expect(parsed.closeRateAlert == 0.2 && parsed.baselineDays == 14)
     #expect(try !serve(["--history-days", "0"]).configuration.recordsHistory)
+    #expect(try MetricsCommand(parsing: ["--cuped", "--json"], environment: [:]).cuped)
+    #expect(try !MetricsCommand(parsing: [], environment: [:]).cuped)
     let refusals: [([String], String)] = [
       (["--history-days", "-1"], "--history-days: must be 0 or a positive number of days"),
       (["--close-window", "0"], "--close-window: must be a positive number of seconds"),
@@ -64,7 +66,8 @@ import TipsProtocol
      "baselineDays": 7, "historyStart": null,
      "tips": [{"tipId": "a,b", "goal": {"event": "g", "within": {"hours": 24}}, "overall": {"impressions": 2,
        "goal": null, "timeToGoal": null, "close": {"available": false}, "goalRate": null},
-      "variants": [{"variant": "x", "impressions": 1, "goal": {"converted": 1, "decided": 1, "pending": 0, "rate": 1},
+      "variants": [{"variant": "x", "impressions": 1, "goal": {"converted": 1, "decided": 1, "pending": 0, "rate": 1,
+       "low": 0.2, "high": 0.9, "accounts": 120},
        "timeToGoal": {"samples": 1, "median": 60, "open": 0}, "close": {"available": false}, "goalRate": null}]}]}
     """
 
@@ -73,13 +76,13 @@ import TipsProtocol
     let rows = MetricsRow.rows(report)
     #expect(rows.map(\.tip) == ["a,b", "a,b"] && rows.map(\.variant) == ["all", "x"])
     #expect(rows.map(\.metrics.impressions) == [2, 1])
-    #expect(rows[0].goal == "—" && rows[1].goal == "100% (1/1)")
+    #expect(rows[0].goal == "—" && rows[1].goal == "100% (1/1) [20%–90%, 120 accounts]")
     #expect(rows[1].timeToGoal == "60 s (n=1)" && rows[1].close == "n/a" && rows[1].goalPerDay == "—")
     let csv = MetricsTable.csv(report).split(separator: "\n")
     #expect(csv[0].hasPrefix("tip,variant,impressions,goal_rate,goal_converted"))
-    #expect(csv[1] == "\"a,b\",all,2,,,,,,,,,,,,,,,")
-    // 1 of 1: the rate's interval is Wilson's [1 / (1 + z²), 1].
-    #expect(csv[2].hasPrefix("\"a,b\",x,1,1,1,1,0,60,1,,,,,,,,0.20654") && csv[2].hasSuffix(",1"), "\(csv[2])")
+    #expect(csv[1] == "\"a,b\",all,2,,,,,,,,,,,,,,,,,,")
+    // The interval as the daemon wrote it (across accounts), with its sample.
+    #expect(csv[2] == "\"a,b\",x,1,1,1,1,0,60,1,,,,,,,,0.2,0.9,120,,", "\(csv[2])")
     let text = MetricsTable.text(report)
     #expect(text.contains("100% (1/1)") && text.contains("60 s (n=1)") && text.contains("close rate: n/a"))
   }
@@ -98,13 +101,38 @@ import TipsProtocol
         TipMetrics(tipID: "search.tip", goal: goal, overall: set(4, 8), variants: [("a", set(1, 4)), ("b", set(3, 4))])
       ])
     report.accounts = 3
+    // The intervals as a pool computed them (AccountStatisticsTests works such figures out by hand).
+    report.tips[0].comparisons = [
+      VariantComparison(
+        variant: "b", against: "a", variantRate: Proportion(converted: 3, decided: 4),
+        againstRate: Proportion(converted: 1, decided: 4),
+        estimate: Difference(
+          difference: 0.5, accounts: 412, againstAccounts: 398, minimumAccounts: 100, standardError: 0.05,
+          fixedHorizon: Interval(low: 0.402, high: 0.598), alwaysValid: Interval(low: 0.348, high: 0.652),
+          cuped: CupedEstimate(
+            difference: 0.49, standardError: 0.04, theta: 0.1, varianceReduction: 0.36,
+            fixedHorizon: Interval(low: 0.412, high: 0.568), alwaysValid: Interval(low: 0.369, high: 0.611))))
+    ]
     report.tips[0].lift = Lift(
-      exposed: Proportion(converted: 3, decided: 4), holdout: Proportion(converted: 0, decided: 0))
+      exposed: Proportion(converted: 3, decided: 4), holdout: Proportion(converted: 1, decided: 5),
+      estimate: Difference(difference: 0.55, accounts: 12, againstAccounts: 9, minimumAccounts: 100))
     let text = MetricsTable.text(report)
     #expect(text.hasPrefix("across 3 accounts"))
-    // 3 of 4 against 1 of 4: +50 points, Newcombe's interval −13.5 to +78.9 (worked in MetricsTests).
-    #expect(text.contains("search.tip: b vs a: +50.0 points (95%: −13.5 to +78.9)"), "\(text)")
-    #expect(text.contains("search.tip: lift against the holdout: — (no decided impressions on one side)"), "\(text)")
+    #expect(
+      text.contains(
+        "search.tip: b vs a: +50.0 points (always valid 95%: +34.8 to +65.2; fixed horizon: +40.2 to +59.8; "
+          + "412 vs 398 accounts)\n  CUPED (goal donations before exposure): +49.0 points (always valid 95%: +36.9 to "
+          + "+61.1; fixed horizon: +41.2 to +56.8; variance −36%)"), "\(text)")
+    #expect(
+      text.contains(
+        "search.tip: lift against the holdout: +55.0 points — not enough data yet (12 vs 9 accounts, 100 a side "
+          + "needed)"), "\(text)")
+    report.tips[0].lift = Lift(
+      exposed: Proportion(converted: 3, decided: 4), holdout: Proportion(converted: 0, decided: 0),
+      estimate: Difference(difference: nil, accounts: 3, againstAccounts: 0, minimumAccounts: 100))
+    #expect(
+      MetricsTable.text(report).contains(
+        "search.tip: lift against the holdout: — (no decided impressions on one side)"))
     #expect(
       !MetricsTable.text(
         MetricsReport(

@@ -278,9 +278,12 @@ struct MetricsTests {
     #expect(json["closeRateAlert"] == .double(0.3))
     let overall = try #require(json["tips"]?[0]?["overall"])
     #expect(overall["impressions"] == 1)
-    // With the rate's 95% interval: Wilson's for 1 of 1 is [1 / (1 + z²) = 0.206549, 1].
+    // One install is one account: the rate's interval needs 100 accounts, so there is none (issue #38).
     #expect(
-      overall["goal"] == ["converted": 1, "decided": 1, "pending": 0, "rate": 1, "low": 0.206549, "high": 1])
+      overall["goal"] == [
+        "converted": 1, "decided": 1, "pending": 0, "rate": 1, "low": .null, "high": .null,
+        "interval": "fixedHorizon", "accounts": 1, "notEnoughData": true,
+      ])
     #expect(overall["timeToGoal"] == ["samples": 1, "median": 30, "open": 0])
     #expect(overall["timeToGoalPerExposure"] == ["samples": 1, "median": 30, "open": 0])
     #expect(overall["holdout"] == false)
@@ -288,6 +291,8 @@ struct MetricsTests {
     #expect(overall["close"]?["available"] == true)
     #expect(overall["goalRate"]?["change"] == .null)
     #expect(json["tips"]?[0]?["goal"] == ["event": "filter.used", "within": ["days": 1]])
+    #expect(json["method"]?["unit"] == "account" && json["method"]?["minimumAccounts"] == 100)
+    #expect(json["method"]?["interval"] == "alwaysValid" && json["method"]?["cuped"] == .null)
   }
 
   @Test(
@@ -320,7 +325,7 @@ struct MetricsTests {
     history.add(.exposure(tip: "filter.tip", variant: "control", at: History.t0 + seconds))
   }
 
-  @Test("lift against a holdout, worked by hand: goal rates, their difference, Newcombe's 95% interval")
+  @Test("lift against a holdout in one install: goal rates and their difference; one account a side is not enough")
   func holdoutLift() throws {
     let tip = MetricsTip(
       id: "filter.tip", goal: filterTip.goal, variants: ["friendly", "control"], holdouts: ["control"])
@@ -349,23 +354,18 @@ struct MetricsTests {
     #expect(lift.exposed == Proportion(converted: 3, decided: 4))
     #expect(lift.holdout == Proportion(converted: 1, decided: 4))
     #expect(lift.difference == 0.5)
-    // Wilson (z = 1.96, n = 4): centre (p + z²/2n) / (1 + z²/n), half z / (1 + z²/n) · √(p(1 − p)/n + z²/4n²).
-    // 3/4: centre 1.23017 / 1.96037 = 0.62753, half 0.51036 · √(0.046875 + 0.060025) = 0.32689 → [0.30064, 0.95441].
-    // 1/4: centre 0.73017 / 1.96037 = 0.37247, same half → [0.04559, 0.69936].
-    // Newcombe: 0.5 − √((0.75 − 0.30064)² + (0.69936 − 0.25)²) = 0.5 − 0.63549 = −0.13549;
-    //           0.5 + √((0.95441 − 0.75)² + (0.25 − 0.04559)²) = 0.5 + 0.28908 = 0.78908.
-    let wilson = try #require(Proportion(converted: 3, decided: 4).wilson())
-    #expect(abs(wilson.low - 0.30064) < 1e-4 && abs(wilson.high - 0.95441) < 1e-4)
-    let interval = try #require(lift.interval)
-    #expect(abs(interval.low - -0.13549) < 1e-4, "\(interval)")
-    #expect(abs(interval.high - 0.78908) < 1e-4, "\(interval)")
+    // The account is the unit: this install is one account on each side, so no interval ("not enough data yet").
+    #expect(lift.estimate.accounts == 1 && lift.estimate.againstAccounts == 1 && lift.estimate.notEnoughData)
+    #expect(lift.interval == nil && lift.estimate.fixedHorizon == nil)
     let json = try #require(compute(history, tips: [tip], now: 20 * day).json["tips"]?[0]?["lift"])
-    #expect(json["difference"] == 0.5 && json["confidence"] == 0.95)
+    #expect(json["difference"] == 0.5 && json["confidence"] == 0.95 && json["low"] == .null)
+    #expect(json["interval"] == "alwaysValid" && json["notEnoughData"] == true && json["fixedHorizon"] == .null)
+    #expect(json["sample"] == ["exposed": 1, "holdout": 1, "minimum": 100])
     #expect(json["exposed"] == ["converted": 3, "decided": 4, "rate": 0.75])
     #expect(report.json["variants"]?[1]?["holdout"] == true)
   }
 
-  @Test("a variant against the control: each rate's Wilson interval and the difference's, in results")
+  @Test("a variant against the control in one install: the difference, and not enough data for an interval")
   func variantComparison() throws {
     let tip = MetricsTip(id: "filter.tip", goal: filterTip.goal, variants: ["friendly", "direct"])
     var history = History()
@@ -382,17 +382,12 @@ struct MetricsTests {
     let comparison = try #require(report.comparisons.first)
     #expect(report.comparisons.count == 1)
     #expect(comparison.variant == "direct" && comparison.against == "friendly")
-    // The same proportions as holdoutLift's, so the same Newcombe interval: 0.5 in [−0.13549, 0.78908].
-    let difference = try #require(comparison.difference)
-    #expect(difference.difference == 0.5)
-    #expect(abs(difference.low - -0.13549) < 1e-4 && abs(difference.high - 0.78908) < 1e-4, "\(difference)")
+    #expect(comparison.estimate.difference == 0.5 && comparison.estimate.notEnoughData)
     let json = try #require(compute(history, tips: [tip], now: 20 * day).json["tips"]?[0])
     #expect(json["comparisons"]?[0]?["variant"] == "direct" && json["comparisons"]?[0]?["difference"] == 0.5)
-    // 1 of 4: [0.04559, 0.69936], written with the rate.
+    #expect(json["comparisons"]?[0]?["sample"] == ["variant": 1, "against": 1, "minimum": 100])
     let friendly = try #require(json["variants"]?[0]?["goal"])
-    #expect(
-      abs((friendly["low"]?.doubleValue ?? 0) - 0.04559) < 1e-4
-        && abs((friendly["high"]?.doubleValue ?? 0) - 0.69936) < 1e-4)
+    #expect(friendly["low"] == .null && friendly["accounts"] == 1 && friendly["notEnoughData"] == true)
     // With one variant there is nothing to compare.
     var one = History()
     one.impression(at: 0, variant: "friendly")
@@ -425,7 +420,8 @@ struct MetricsTests {
     #expect(report.historyStart == History.t0)
     let overall = try #require(report.tip("filter.tip")?.overall)
     #expect(overall.impressions == 3)
-    #expect(overall.goal == GoalConversion(converted: 2, decided: 3, pending: 0, rate: 2.0 / 3))
+    // Two accounts decided (ann, bob): under the minimum of 100, so no interval.
+    #expect(overall.goal == GoalConversion(converted: 2, decided: 3, pending: 0, rate: 2.0 / 3, accounts: 2))
     // First use: ann 1 h, bob 30 h: the median of the two accounts' samples.
     #expect(overall.timeToGoal == TimeToGoal(samples: 2, median: (hour + 30 * hour) / 2, open: 0))
     // Exposures: ann's first (1 h; her second impression came after a goal: 3 h), bob's (30 h).
@@ -443,7 +439,7 @@ struct MetricsTests {
     let lift = try #require(report.tip("filter.tip")?.lift)
     #expect(
       lift.exposed == Proportion(converted: 2, decided: 3) && lift.holdout == Proportion(converted: 0, decided: 0))
-    #expect(lift.difference == nil)
+    #expect(lift.difference == nil && lift.estimate.accounts == 2 && lift.estimate.againstAccounts == 0)
     // In results: `accounts`, and `days` read back as account-days.
     #expect(report.json["accounts"] == 3)
     #expect(report.json["tips"]?[0]?["overall"]?["goalRate"]?["after"]?["days"] == 14)

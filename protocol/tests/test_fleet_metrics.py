@@ -1,8 +1,9 @@
 """Seed 000's metrics across accounts (issue #24): an admin's `metrics/get` without `account` on a hosted node
-pools every account's history. 50 accounts' histories are built by hand here and imported (accounts/import); the
+pools every account's history. 300 accounts' histories are built by hand here and imported (accounts/import); the
 expected figures are computed in this file, independently of tipsd, from the definitions in protocol/README.md
-("Metrics"): each account's outcomes on their own, then sums, the median of the accounts' samples, Wilson's and
-Newcombe's intervals."""
+("Metrics") and docs/measuring.md (issue #38): each account's outcomes on their own, then sums, the median of the
+accounts' samples, and intervals with the account as the unit (the delta method over per-account outcomes, the
+asymptotic confidence sequence, CUPED)."""
 
 from __future__ import annotations
 
@@ -48,26 +49,88 @@ def run(coroutine):
 # ------------------------------------------------------------------------------------------------- the oracle
 
 
-def wilson(converted: int, decided: int):
-    if decided == 0:
-        return None
-    p = converted / decided
-    n = decided
-    z2 = Z * Z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = Z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+MINIMUM = 100  # accounts a side before an interval (metrics/get's method.minimumAccounts)
+PLANNED = 1000  # the confidence sequence's tuning (method.alwaysValid.plannedAccounts)
 
 
-def newcombe(a: tuple[int, int], b: tuple[int, int]):
-    wa, wb = wilson(*a), wilson(*b)
-    if wa is None or wb is None:
+def moments(accounts: list[tuple[int, int, float]]):
+    """The delta method over accounts (converted, decided, covariate) with something decided: the ratio of sums R,
+    Var(l) for lᵢ = (cᵢ − R nᵢ) / n̄, Cov(l, x), Var(x) and the mean of x."""
+    count = len(accounts)
+    rate = sum(c for c, _, _ in accounts) / sum(n for _, n, _ in accounts)
+    mean_n = sum(n for _, n, _ in accounts) / count
+    mean_x = sum(x for _, _, x in accounts) / count
+    lin = [(c - rate * n) / mean_n for c, n, _ in accounts]
+    mean_l = sum(lin) / count
+    var_l = sum((v - mean_l) ** 2 for v in lin) / (count - 1)
+    cov = sum((v - mean_l) * (x - mean_x) for v, (_, _, x) in zip(lin, accounts, strict=True)) / (count - 1)
+    var_x = sum((x - mean_x) ** 2 for _, _, x in accounts) / (count - 1)
+    return rate, var_l, cov, var_x, mean_x
+
+
+def rate_interval(accounts):
+    """A rate's fixed-horizon interval across accounts, None under the minimum."""
+    if len(accounts) < MINIMUM:
         return None
-    p1, p2 = a[0] / a[1], b[0] / b[1]
-    d = p1 - p2
-    low = d - math.sqrt((p1 - wa[0]) ** 2 + (wb[1] - p2) ** 2)
-    high = d + math.sqrt((wa[1] - p1) ** 2 + (p2 - wb[0]) ** 2)
-    return d, low, high
+    rate, var_l, *_ = moments(accounts)
+    half = Z * math.sqrt(var_l / len(accounts))
+    return max(0.0, rate - half), min(1.0, rate + half)
+
+
+def always_valid_multiplier(total: int, alpha: float = 0.05) -> float:
+    x = total * (-2 * math.log(alpha) + math.log(-2 * math.log(alpha) + 1)) / PLANNED
+    return math.sqrt((x + 1) / x * math.log((x + 1) / alpha**2))
+
+
+def difference(a, b, names, cuped=False) -> dict:
+    """`a − b` between two arms of accounts as metrics/get writes it."""
+    found = {
+        "difference": None,
+        "low": None,
+        "high": None,
+        "interval": "alwaysValid",
+        "fixedHorizon": None,
+        "confidence": 0.95,
+        "sample": {names[0]: len(a), names[1]: len(b), "minimum": MINIMUM},
+        "notEnoughData": True,
+        "standardError": None,
+        "cuped": None,
+    }
+    if not a or not b:
+        return found
+    ma, mb = moments(a) if len(a) > 1 else None, moments(b) if len(b) > 1 else None
+    rate = lambda arm: sum(c for c, _, _ in arm) / sum(n for _, n, _ in arm)  # noqa: E731
+    d = rate(a) - rate(b)
+    found["difference"] = d
+    if min(len(a), len(b)) < MINIMUM:
+        return found
+    variance = ma[1] / len(a) + mb[1] / len(b)
+    se = math.sqrt(variance)
+    k = always_valid_multiplier(len(a) + len(b))
+    found |= {
+        "low": d - k * se,
+        "high": d + k * se,
+        "fixedHorizon": {"low": d - Z * se, "high": d + Z * se},
+        "notEnoughData": False,
+        "standardError": se,
+    }
+    if cuped:
+        covariance = ma[2] / len(a) + mb[2] / len(b)
+        var_x = ma[3] / len(a) + mb[3] / len(b)
+        theta = covariance / var_x if var_x > 0 else 0.0
+        adjusted = d - theta * (ma[4] - mb[4])
+        adjusted_variance = variance - 2 * theta * covariance + theta * theta * var_x
+        se_c = math.sqrt(adjusted_variance)
+        found["cuped"] = {
+            "difference": adjusted,
+            "low": adjusted - k * se_c,
+            "high": adjusted + k * se_c,
+            "fixedHorizon": {"low": adjusted - Z * se_c, "high": adjusted + Z * se_c},
+            "standardError": se_c,
+            "theta": theta,
+            "varianceReduction": 1 - adjusted_variance / variance,
+        }
+    return found
 
 
 def median(values: list[float]):
@@ -132,6 +195,7 @@ class Pool:
         self.converted = self.decided = self.pending = 0
         self.first_use: list[float] = []
         self.first_use_open = 0
+        self.accounts: list[tuple[int, int, float]] = []  # (converted, decided, covariate) per account
         self.exposures: list[float] = []
         self.exposures_open = 0
         self.first_impression = None
@@ -141,6 +205,12 @@ class Pool:
 
     def add(self, impressions, goals, now, history_start, counterfactual=False):
         results = outcomes(impressions, goals, now)
+        decided = len(results) - sum(r["pending"] for r in results)
+        if decided:
+            # CUPED's covariate: goal donations in the 7 days before the account's first exposure.
+            first = impressions[0]
+            before = [g for g in goals if g["cursor"] < first["cursor"] and g["at"] >= first["at"] - BASELINE]
+            self.accounts.append((sum(r["converted"] for r in results), decided, float(len(before))))
         self.impressions += len(impressions)
         self.converted += sum(r["converted"] for r in results)
         self.pending += sum(r["pending"] for r in results)
@@ -167,7 +237,7 @@ class Pool:
                 pooled[3] += max(0.0, end - start) / DAY
 
     def expected(self, holdout: bool) -> dict:
-        interval = wilson(self.converted, self.decided)
+        interval = rate_interval(self.accounts)
         expected = {
             "impressions": self.impressions,
             "goal": {
@@ -177,6 +247,9 @@ class Pool:
                 "rate": self.converted / self.decided if self.decided else None,
                 "low": interval[0] if interval else None,
                 "high": interval[1] if interval else None,
+                "interval": "fixedHorizon",
+                "accounts": len(self.accounts),
+                "notEnoughData": interval is None,
             },
             "timeToGoal": {
                 "samples": len(self.first_use),
@@ -242,7 +315,7 @@ def build_accounts(now: float, count: int, seed: int = 24):
     return accounts
 
 
-def expected_report(accounts, now: float) -> dict:
+def expected_report(accounts, now: float, cuped: bool = False) -> dict:
     overall = Pool()
     variants = {name: Pool() for name in "abh"}
     for variant, entries in accounts.values():
@@ -259,35 +332,22 @@ def expected_report(accounts, now: float) -> dict:
     sets = {name: pool.expected(holdout=name == "h") for name, pool in variants.items()}
 
     def proportion(*names):
-        return tuple(sum(sets[n]["goal"][k] for n in names) for k in ("converted", "decided"))
+        converted, decided = (sum(sets[n]["goal"][k] for n in names) for k in ("converted", "decided"))
+        return {"converted": converted, "decided": decided, "rate": converted / decided if decided else None}
 
-    def difference(a, b):
-        found = newcombe(a, b)
-        return dict(zip(("difference", "low", "high"), found or (None, None, None), strict=True))
-
-    exposed, holdout = proportion("a", "b"), proportion("h")
+    # Each account sees one variant: the exposed arm is the accounts of a and b, the holdout's those of h.
+    exposed = variants["a"].accounts + variants["b"].accounts
     return {
         "accounts": len(accounts),
         "historyStart": min(min(e["at"] for e in entries) for _, entries in accounts.values()),
         "overall": overall.expected(holdout=False),
         "variants": sets,
         "comparisons": [
-            {"variant": "b", "against": "a"} | difference(proportion("b"), proportion("a")) | {"confidence": 0.95}
+            {"variant": "b", "against": "a"}
+            | difference(variants["b"].accounts, variants["a"].accounts, ("variant", "against"), cuped)
         ],
-        "lift": {
-            "exposed": {
-                "converted": exposed[0],
-                "decided": exposed[1],
-                "rate": exposed[0] / exposed[1] if exposed[1] else None,
-            },
-            "holdout": {
-                "converted": holdout[0],
-                "decided": holdout[1],
-                "rate": holdout[0] / holdout[1] if holdout[1] else None,
-            },
-        }
-        | difference(exposed, holdout)
-        | {"confidence": 0.95},
+        "lift": {"exposed": proportion("a", "b"), "holdout": proportion("h")}
+        | difference(exposed, variants["h"].accounts, ("exposed", "holdout"), cuped),
     }
 
 
@@ -341,13 +401,13 @@ def test_the_fleet_metrics_pool_every_account_as_computed_by_hand(tmp_path):
         async def body():
             admin = await Session.open(node.socket_path, ADMIN_TOKEN)
             now = time.time()
-            accounts = build_accounts(now, 50)
+            accounts = build_accounts(now, 300)
             await import_accounts(admin, accounts, now)
 
             report = await admin.call("metrics/get", {})
             expected = expected_report(accounts, report["now"])
             assert report["now"] >= now
-            assert report["accounts"] == expected["accounts"] == 50
+            assert report["accounts"] == expected["accounts"] == 300
             assert_close(report["historyStart"], expected["historyStart"], "historyStart")
             [tip] = report["tips"]
             assert tip["tipId"] == "search.tip"
@@ -357,6 +417,16 @@ def test_the_fleet_metrics_pool_every_account_as_computed_by_hand(tmp_path):
                 assert_close(pooled, expected["variants"][pooled["variant"]], f"variants.{pooled['variant']}")
             assert_close(tip["comparisons"], expected["comparisons"], "comparisons")
             assert_close(tip["lift"], expected["lift"], "lift")
+            # 100 accounts a variant: every interval is there, the account being the unit.
+            assert not tip["lift"]["notEnoughData"] and not tip["comparisons"][0]["notEnoughData"]
+            assert report["method"]["unit"] == "account" and report["method"]["cuped"] is None
+
+            # CUPED (issue #38) over the same pool: the lift adjusted for the goal donations before exposure.
+            adjusted = await admin.call("metrics/get", {"cuped": True})
+            with_cuped = expected_report(accounts, adjusted["now"], cuped=True)
+            assert_close(adjusted["tips"][0]["lift"], with_cuped["lift"], "lift with CUPED")
+            assert_close(adjusted["tips"][0]["comparisons"], with_cuped["comparisons"], "comparisons with CUPED")
+            assert adjusted["tips"][0]["lift"]["cuped"]["varianceReduction"] > 0
             # The samples are the accounts': as many as accounts that saw the tip and then used search.
             assert tip["overall"]["timeToGoal"]["samples"] + tip["overall"]["timeToGoal"]["open"] == sum(
                 1 for v, entries in accounts.values() if v != "h"
@@ -370,7 +440,8 @@ def test_the_fleet_metrics_pool_every_account_as_computed_by_hand(tmp_path):
                 timeout=TIMEOUT,
             )
             assert table.returncode == 0, table.stderr
-            assert table.stdout.startswith("across 50 accounts"), table.stdout
+            assert table.stdout.startswith("across 300 accounts"), table.stdout
+            assert "always valid 95%" in table.stdout and "fixed horizon" in table.stdout, table.stdout
             assert "search.tip: b vs a: " in table.stdout and "search.tip: lift against the holdout: " in table.stdout
             as_json = subprocess.run(
                 [tipsd_bin(), "metrics", "--socket", node.socket_path, "--token-file", str(node.token_file), "--json"],
@@ -379,7 +450,7 @@ def test_the_fleet_metrics_pool_every_account_as_computed_by_hand(tmp_path):
                 timeout=TIMEOUT,
             )
             pooled = json.loads(as_json.stdout)
-            assert pooled["accounts"] == 50 and pooled["tips"][0]["overall"]["goal"] == tip["overall"]["goal"]
+            assert pooled["accounts"] == 300 and pooled["tips"][0]["overall"]["goal"] == tip["overall"]["goal"]
             first = next(iter(accounts))
             one = subprocess.run(
                 [tipsd_bin(), "metrics", "--socket", node.socket_path, "--token-file", str(node.token_file), "--json"]
@@ -444,7 +515,8 @@ def test_the_inspector_shows_an_admin_the_fleet(tmp_path, browser):
         card = cell(browser, '[data-metrics="search.tip"]')
         goal = report["tips"][0]["overall"]["goal"]
         assert f"({goal['converted']}/{goal['decided']}" in card, card
-        assert "b vs a" in card and "[" in card, card
+        # 9 accounts: the counts, and "not enough data yet" with the sample instead of an interval (issue #38).
+        assert "b vs a" in card and "not enough data yet" in card and "accounts" in card, card
         assert "median of" in card, card
         # One account's own tables are not shown to the fleet's admin.
         assert not browser.execute_script("return document.querySelector('#tips').offsetParent")

@@ -328,15 +328,19 @@ def test_tipsd_metrics_prints_a_table_csv_and_json_and_report_writes_a_static_pa
         "0.5",
     ]
     as_json = json.loads(tipsd("metrics", "--socket", daemon.socket_path, "--json", "--since", "1h").stdout)
-    # With the rate's 95% interval (Wilson's for 1 of 2).
+    # One install is one account (issue #38): its raw counts, and no interval before 100 accounts, saying so.
     assert as_json["tips"][0]["overall"]["goal"] == {
         "converted": 1,
         "decided": 2,
         "pending": 0,
         "rate": 0.5,
-        "low": 0.094531,
-        "high": 0.905469,
+        "low": None,
+        "high": None,
+        "interval": "fixedHorizon",
+        "accounts": 1,
+        "notEnoughData": True,
     }
+    assert as_json["method"]["unit"] == "account" and as_json["method"]["minimumAccounts"] == 100
     assert as_json["since"] == 1000060 - 3600
     report = tmp_path / "report.html"
     written = tipsd("report", "--socket", daemon.socket_path, "--html", str(report))

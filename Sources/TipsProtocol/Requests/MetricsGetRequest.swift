@@ -5,7 +5,9 @@ public import TipsMetrics
 /// in protocol/README.md, "Metrics").
 public struct MetricsGetRequest: EncodableRequest, Hashable {
   public static let method = "metrics/get"
-  public static let params: [ParamSpec] = [.optional("since"), .optional("until"), .optional("tips")]
+  public static let params: [ParamSpec] = [
+    .optional("since"), .optional("until"), .optional("tips"), .optional("cuped"),
+  ]
 
   /// Impressions at or after this instant (seconds since the epoch); nil: all kept.
   public var since: Double?
@@ -13,11 +15,14 @@ public struct MetricsGetRequest: EncodableRequest, Hashable {
   public var until: Double?
   /// These tips only (in this order); nil: every registered tip.
   public var tips: [String]?
+  /// CUPED: lift and comparisons also adjusted for each account's goal donations before its first exposure.
+  public var cuped: Bool
 
-  public init(since: Double? = nil, until: Double? = nil, tips: [String]? = nil) {
+  public init(since: Double? = nil, until: Double? = nil, tips: [String]? = nil, cuped: Bool = false) {
     self.since = since
     self.until = until
     self.tips = tips
+    self.cuped = cuped
   }
 
   /// The params a client sends.
@@ -26,6 +31,7 @@ public struct MetricsGetRequest: EncodableRequest, Hashable {
     if let since { params["since"] = .double(since) }
     if let until { params["until"] = .double(until) }
     if let tips { params["tips"] = .array(tips.map { .string($0) }) }
+    if cuped { params["cuped"] = true }
     return .object(params)
   }
 
@@ -33,6 +39,7 @@ public struct MetricsGetRequest: EncodableRequest, Hashable {
     since = try p.optionalDouble("since")
     until = try p.optionalDouble("until")
     tips = try p.optionalStringArray("tips")
+    cuped = try p.optionalBool("cuped") ?? false
     if let since, let until, until < since { throw p.invalid("until", "must not be before since") }
   }
 
@@ -45,7 +52,7 @@ public struct MetricsGetRequest: EncodableRequest, Hashable {
       ObjectShape(
         [
           "now", "since", "until", "appClosedEvent", "closeWindow", "closeRateAlert", "baselineDays", "historyStart",
-          "tips", "accounts",
+          "tips", "accounts", "method",
         ], optional: ["accounts"]), schema: "Metrics")
     public func write(to writer: inout JSONWriter) { writer.write(report.json) }
   }

@@ -21,11 +21,27 @@ extension TipGoal {
   }
 }
 
+extension Interval {
+  /// `low` and `high` members of `r`; nil when either is null or absent.
+  static func optional(in r: ResultReader) throws(ResultDecodingError) -> Interval? {
+    guard let low = try r.optionalDouble("low"), let high = try r.optionalDouble("high") else { return nil }
+    return Interval(low: low, high: high)
+  }
+
+  /// A nested `{low, high}`; nil when null or absent.
+  static func optional(_ key: String, in r: ResultReader) throws(ResultDecodingError) -> Interval? {
+    guard let nested = try r.optionalNested(key) else { return nil }
+    return try optional(in: nested)
+  }
+}
+
 extension GoalConversion: DecodableResult {
+  /// `accounts` is absent from a daemon older than issue #38 (its interval then is Wilson's over impressions).
   public init(from r: ResultReader) throws(ResultDecodingError) {
     self.init(
       converted: try r.int("converted"), decided: try r.int("decided"), pending: try r.int("pending"),
-      rate: try r.optionalDouble("rate"))
+      rate: try r.optionalDouble("rate"), accounts: try r.optionalInt("accounts"),
+      interval: try Interval.optional(in: r))
   }
 }
 
@@ -39,7 +55,8 @@ extension CloseRate: DecodableResult {
   public init(from r: ResultReader) throws(ResultDecodingError) {
     self.init(
       closes: try r.int("closes"), decided: try r.int("decided"), pending: try r.int("pending"),
-      rate: try r.optionalDouble("rate"), alert: try r.bool("alert"))
+      rate: try r.optionalDouble("rate"), alert: try r.bool("alert"), accounts: try r.optionalInt("accounts"),
+      interval: try Interval.optional(in: r))
   }
 }
 
@@ -87,6 +104,20 @@ extension TipMetrics: DecodableResult {
       tipID: try r.string("tipId"), goal: try TipGoal.optional("goal", in: r),
       overall: try r.decode("overall", as: MetricSet.self), variants: variants)
     lift = try r.decodeIfPresent("lift", as: Lift.self)
+    comparisons = []
+    for (index, value) in (r.optionalValue("comparisons")?.arrayValue ?? []).enumerated() {
+      let reader = try ResultReader(value, path: "\(r.path).comparisons[\(index)]")
+      let variant = try reader.string("variant")
+      let against = try reader.string("against")
+      // The rates are the variants' own, read above.
+      let rate = { (name: String) in
+        variants.first { $0.name == name }?.metrics.goal?.proportion ?? Proportion(converted: 0, decided: 0)
+      }
+      comparisons.append(
+        VariantComparison(
+          variant: variant, against: against, variantRate: rate(variant), againstRate: rate(against),
+          estimate: try Difference(from: reader, sample: ("variant", "against"))))
+    }
   }
 }
 
@@ -96,11 +127,34 @@ extension Proportion: DecodableResult {
   }
 }
 
+extension Difference {
+  /// A lift's or comparison's estimate as written (``Difference``'s members). From a daemon older than issue #38
+  /// (no `interval` member), `low`/`high` were a fixed-horizon interval (Newcombe's, over impressions).
+  init(from r: ResultReader, sample names: (String, String)) throws(ResultDecodingError) {
+    let sample = try r.optionalNested("sample")
+    let bounds = try Interval.optional(in: r)
+    let alwaysValid = try r.optionalString("interval") == IntervalKind.alwaysValid.rawValue
+    var cuped: CupedEstimate?
+    if let c = try r.optionalNested("cuped"), let fixed = try Interval.optional("fixedHorizon", in: c) {
+      cuped = CupedEstimate(
+        difference: try c.double("difference"), standardError: try c.double("standardError"),
+        theta: try c.double("theta"), varianceReduction: try c.double("varianceReduction"), fixedHorizon: fixed,
+        alwaysValid: Interval(low: try c.double("low"), high: try c.double("high")))
+    }
+    self.init(
+      difference: try r.optionalDouble("difference"), accounts: try sample?.optionalInt(names.0) ?? 0,
+      againstAccounts: try sample?.optionalInt(names.1) ?? 0, minimumAccounts: try sample?.optionalInt("minimum") ?? 0,
+      standardError: try r.optionalDouble("standardError"),
+      fixedHorizon: alwaysValid ? try Interval.optional("fixedHorizon", in: r) : bounds,
+      alwaysValid: alwaysValid ? bounds : nil, cuped: cuped)
+  }
+}
+
 extension Lift: DecodableResult {
-  /// The difference and interval are computed from the two proportions, not read.
   public init(from r: ResultReader) throws(ResultDecodingError) {
     self.init(
-      exposed: try r.decode("exposed", as: Proportion.self), holdout: try r.decode("holdout", as: Proportion.self))
+      exposed: try r.decode("exposed", as: Proportion.self), holdout: try r.decode("holdout", as: Proportion.self),
+      estimate: try Difference(from: r, sample: ("exposed", "holdout")))
   }
 }
 
@@ -113,5 +167,11 @@ extension MetricsReport: DecodableResult {
         closeRateAlert: try r.optionalDouble("closeRateAlert"), baselineDays: try r.double("baselineDays")),
       historyStart: try r.optionalDouble("historyStart"), tips: try r.decodeArray("tips", of: TipMetrics.self))
     accounts = try r.optionalInt("accounts")
+    if let method = try r.optionalNested("method") {
+      configuration.statistics.minimumAccounts = try method.optionalInt("minimumAccounts") ?? 0
+      configuration.statistics.plannedAccounts =
+        try method.optionalNested("alwaysValid")?.optionalInt("plannedAccounts") ?? 0
+      configuration.statistics.cuped = method.optionalValue("cuped").map { !$0.isNull } ?? false
+    }
   }
 }

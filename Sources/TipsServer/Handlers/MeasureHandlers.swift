@@ -103,10 +103,12 @@ extension Handlers {
 
     table.onAsync(MetricsGetRequest.self) { request, context, reply in
       if context.fleet {
-        // An admin's: every account's, pooled.
+        // An admin's: every account's, pooled. The pool keeps every account's per-account sums, so what the request
+        // asks of the statistics (`cuped`) applies to the pooled report.
         let hosted: HostedService
         do throws(ResponseError) { hosted = try admin(context) } catch { return reply(.failure(error)) }
-        hosted.fleetMetrics(request) { reply($0.map { MetricsGetRequest.Response(report: $0) }) }
+        let statistics = context.services.configuration.metrics(request).statistics
+        hosted.fleetMetrics(request) { reply($0.map { MetricsGetRequest.Response(report: $0.applying(statistics)) }) }
         return
       }
       if let hosted = context.services.hosted {
@@ -125,7 +127,7 @@ extension Handlers {
               result.map { history in
                 MetricsGetRequest.Response(
                   report: Metrics.compute(
-                    history: history, tips: tips, configuration: context.services.configuration.metrics,
+                    history: history, tips: tips, configuration: context.services.configuration.metrics(request),
                     since: request.since, until: request.until, now: tenant.engine.clock.now(),
                     historyStart: bounds?.oldestAt))
               })
@@ -188,7 +190,8 @@ extension Handlers {
       throw .datastoreFailure(path: store.path)
     }
     return Metrics.compute(
-      history: history, tips: tips, configuration: context.services.configuration.metrics, since: request.since,
+      history: history, tips: tips, configuration: context.services.configuration.metrics(request),
+      since: request.since,
       until: request.until, now: engine.clock.now(), historyStart: bounds.oldestAt)
   }
 
@@ -274,5 +277,12 @@ extension ServerConfiguration {
     MetricsConfiguration(
       appClosedEvent: appClosedEvent, closeWindow: closeWindow, closeRateAlert: closeRateAlert,
       baselineDays: baselineDays)
+  }
+
+  /// The same with what a `metrics/get` asks of the statistics (`cuped`).
+  func metrics(_ request: MetricsGetRequest) -> MetricsConfiguration {
+    var configuration = metrics
+    configuration.statistics.cuped = request.cuped
+    return configuration
   }
 }

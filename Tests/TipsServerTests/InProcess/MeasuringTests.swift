@@ -117,17 +117,23 @@ import TipsTestSupport
     let report = try client.result("metrics/get", ["tips": ["filter.tip"]])
     let overall = try #require(report["tips"]?[0]?["overall"])
     #expect(overall["impressions"] == 2)
-    // Each rate with its 95% interval: Wilson's for 1 of 2 is [0.094531, 0.905469].
+    // One install is one account: its raw counts, and no interval until 100 accounts (issue #38).
     #expect(
-      overall["goal"] == ["converted": 1, "decided": 2, "pending": 0, "rate": 0.5, "low": 0.094531, "high": 0.905469])
+      overall["goal"] == [
+        "converted": 1, "decided": 2, "pending": 0, "rate": 0.5, "low": .null, "high": .null,
+        "interval": "fixedHorizon", "accounts": 1, "notEnoughData": true,
+      ])
     // One exposure (i1 … the goal): 1 h + 2 s + 30 min.
     #expect(overall["timeToGoal"] == ["samples": 1, "median": 5_407, "open": 0])
     #expect(
       overall["close"]
         == [
-          "available": true, "closes": 1, "decided": 2, "pending": 0, "rate": 0.5, "alert": true, "low": 0.094531,
-          "high": 0.905469,
+          "available": true, "closes": 1, "decided": 2, "pending": 0, "rate": 0.5, "alert": true, "low": .null,
+          "high": .null, "interval": "fixedHorizon", "accounts": 1, "notEnoughData": true,
         ])
+    #expect(report["method"]?["unit"] == "account" && report["method"]?["cuped"] == .null)
+    let cuped = try client.result("metrics/get", ["tips": ["filter.tip"], "cuped": true])
+    #expect(cuped["method"]?["cuped"]?["days"] == 7)
     #expect(report["appClosedEvent"] == "app.backgrounded" && report["closeRateAlert"] == 0.25)
     let since = try client.result("metrics/get", ["since": .double(Self.start + 7_000)])
     #expect(since["tips"]?[0]?["overall"]?["impressions"] == 1)

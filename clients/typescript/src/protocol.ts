@@ -571,6 +571,60 @@ export interface MetricsGetParams {
   since?: number;
   until?: number;
   tips?: string[];
+  /** CUPED: `lift` and `comparisons` also adjusted for each account's goal donations before its first exposure. */
+  cuped?: boolean;
+}
+/** An interval's bounds. */
+export interface Bounds {
+  low: number;
+  high: number;
+}
+/**
+ * A rate's statistics across accounts (issue #38, docs/measuring.md): `low`/`high` its fixed-horizon 95% interval
+ * (delta method over per-account outcomes), null when `notEnoughData` (fewer accounts than `method.minimumAccounts`).
+ */
+export interface RateInterval {
+  low: number | null;
+  high: number | null;
+  interval: "fixedHorizon";
+  accounts: number;
+  notEnoughData: boolean;
+}
+/**
+ * One arm's goal rate minus another's, the account being the unit: `low`/`high` the always-valid 95% interval (an
+ * asymptotic confidence sequence: safe to look at daily), `fixedHorizon` the interval valid looked at once; both null
+ * when `notEnoughData`.
+ */
+export interface DifferenceEstimate {
+  difference: number | null;
+  low: number | null;
+  high: number | null;
+  interval: "alwaysValid";
+  fixedHorizon: Bounds | null;
+  confidence: number;
+  notEnoughData: boolean;
+  standardError: number | null;
+  /** With `metrics/get {cuped: true}` and enough data. */
+  cuped: {
+    difference: number;
+    low: number;
+    high: number;
+    fixedHorizon: Bounds;
+    standardError: number;
+    theta: number;
+    varianceReduction: number;
+  } | null;
+}
+/** How `metrics/get` computed its intervals. */
+export interface MetricsMethod {
+  unit: "account";
+  rate: "deltaMethod";
+  interval: "alwaysValid";
+  confidence: number;
+  minimumAccounts: number;
+  alwaysValid: { name: "asymptoticConfidenceSequence"; plannedAccounts: number; rho: number };
+  cuped: { covariate: "goalDonationsBeforeExposure"; days: number } | null;
+  reference: string;
 }
 export interface RateWindow {
   from: number;
@@ -583,15 +637,13 @@ export interface RateWindow {
 export interface MetricSet {
   variant?: string;
   impressions: number;
-  /** `low`/`high`: the rate's 95% interval (Wilson's), null when nothing is decided. */
-  goal: {
+  /** With the rate's interval across accounts (`RateInterval`). */
+  goal: ({
     converted: number;
     decided: number;
     pending: number;
     rate: number | null;
-    low: number | null;
-    high: number | null;
-  } | null;
+  } & RateInterval) | null;
   /** Time to first use: per install, the first goal after the first impression (one sample). */
   timeToGoal: { samples: number; median: number | null; open: number } | null;
   /** The same per exposure (the first impression since the last goal). */
@@ -600,16 +652,14 @@ export interface MetricSet {
   holdout: boolean;
   close:
     | { available: false }
-    | {
+    | ({
         available: true;
         closes: number;
         decided: number;
         pending: number;
         rate: number | null;
         alert: boolean;
-        low: number | null;
-        high: number | null;
-      };
+      } & RateInterval);
   goalRate: {
     firstImpressionAt: number | null;
     before: RateWindow | null;
@@ -636,24 +686,19 @@ export interface MetricsResult {
   }[];
   /** Hosted mode, an admin's metrics/get without `account`: how many accounts' histories were pooled. */
   accounts?: number;
+  method: MetricsMethod;
 }
-/** A variant's goal rate against the control's (the first variant that is not a holdout), with Newcombe's interval. */
-export interface VariantComparison {
+/** A variant's goal rate against the control's (the first variant that is not a holdout), across accounts. */
+export interface VariantComparison extends DifferenceEstimate {
   variant: string;
   against: string;
-  difference: number | null;
-  low: number | null;
-  high: number | null;
-  confidence: number;
+  sample: { variant: number; against: number; minimum: number };
 }
-/** The exposed goal rate against a holdout's, with Newcombe's interval (protocol/README.md, "Metrics"). */
-export interface Lift {
+/** The exposed accounts' goal rate against the held-out accounts' (protocol/README.md, "Metrics"). */
+export interface Lift extends DifferenceEstimate {
   exposed: { converted: number; decided: number; rate: number | null };
   holdout: { converted: number; decided: number; rate: number | null };
-  difference: number | null;
-  low: number | null;
-  high: number | null;
-  confidence: number;
+  sample: { exposed: number; holdout: number; minimum: number };
 }
 
 export interface InspectStateParams {

@@ -250,7 +250,10 @@ class AnalyticsSubscribeResult(TypedDict):
 
 class MetricsResult(TypedDict):
     """``metrics/get``: seed 000's metrics per tip and variant, with their sample sizes (protocol/README.md,
-    "Metrics"); each of ``tips`` is ``{tipId, goal, overall, variants}``."""
+    "Metrics"); each of ``tips`` is ``{tipId, goal, overall, variants, comparisons, lift}``. The account is the unit
+    (docs/measuring.md): each rate has ``low``/``high`` (fixed horizon), ``accounts`` and ``notEnoughData``; ``lift``
+    and each comparison ``low``/``high`` (always valid), ``fixedHorizon``, ``sample``, ``notEnoughData`` and, with
+    ``cuped=True``, ``cuped``; ``method`` says how they were computed."""
 
     now: float
     since: float | None
@@ -261,6 +264,8 @@ class MetricsResult(TypedDict):
     baselineDays: int
     historyStart: float | None
     tips: list[dict[str, Any]]
+    method: dict[str, Any]
+    accounts: NotRequired[int]
 
 
 class InspectState(TypedDict):
