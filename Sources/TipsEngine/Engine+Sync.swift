@@ -131,6 +131,18 @@ extension Engine {
     return finish(settle(state: cooldownGateChanged(before: before, now: now), now: now), writes: [.cooldown(start)])
   }
 
+  /// Adopts the instant a held-out tip's counterfactual exposure opened, as another node (or the account's stored
+  /// state) recorded it: when the exposure is open here too (this engine would display the tip), its `since` becomes
+  /// that instant — a node that loads an account does not count an exposure as opening again at the load. Nothing is
+  /// written (the exposure was recorded where it opened), nothing else changes.
+  public func applySyncedExposure(_ tipID: String, variant: String, since: Timestamp?) -> Mutation {
+    guard let since, let slot = slot(tipID), slot.holdout, slot.variant == variant, slot.exposed else {
+      return Mutation(changes: [], writes: [])
+    }
+    exposures[slot.recordKey] = since
+    return Mutation(changes: [], writes: [])
+  }
+
   /// Sets the variant a tip is assigned (decided on another node); a registered tip that declares it switches to it
   /// and is reported again, as ``setVariant(_:_:)`` does.
   public func applySyncedVariant(_ tipID: String, _ variant: String) -> Mutation {

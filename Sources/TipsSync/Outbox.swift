@@ -70,6 +70,8 @@ struct Outbox {
       register = "variant\u{1E}" + tip
     case .cooldown:
       register = "cooldown"
+    case .exposure(let tip, _, _):
+      register = "exposure\u{1E}" + tip
     case .resetEligibility(let key):
       register = "eligibility\u{1E}" + key
       for old in invalidations[key] ?? [] { writes += remove(old) }

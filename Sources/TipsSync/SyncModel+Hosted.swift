@@ -35,6 +35,9 @@ extension SyncModel {
     if let cooldown {
       rows.append(SyncStateRow(kind: Kind.cooldown, device: "", key: "", value: JSONValue.double(cooldown).jsonString))
     }
+    for (tip, register) in exposures.sorted(by: { $0.key < $1.key }) {
+      rows.append(SyncStateRow(kind: Kind.exposure, device: "", key: tip, value: Self.encode(register)))
+    }
     return rows
   }
 
@@ -61,6 +64,7 @@ extension SyncModel {
       if let variant = register.value.stringValue { effects.mutations.append(engine.applySyncedVariant(tip, variant)) }
     }
     if let cooldown { effects.mutations.append(engine.applySyncedCooldown(cooldown)) }
+    for tip in exposures.keys.sorted() { applyExposure(tip, &effects) }
     return effects
   }
 

@@ -36,6 +36,10 @@ extension SyncModel {
       }
     case Kind.cooldown:
       if let at = (try? JSONParser.parse(row.value))?.doubleValue { cooldown = at }
+    case Kind.exposure:
+      if let register = Self.decodeRegister(row.value), register.value["variant"]?.stringValue != nil {
+        exposures[row.key] = register
+      }
     default:
       break
     }
@@ -50,6 +54,7 @@ extension SyncModel {
     static let parameter = "parameter"
     static let variant = "variant"
     static let cooldown = "cooldown"
+    static let exposure = "exposure"
   }
 
   /// `sync_meta` keys.

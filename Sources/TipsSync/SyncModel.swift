@@ -102,6 +102,9 @@ public final class SyncModel {
   var variants: [String: ParameterRegister] = [:]
   /// Hosted: the latest cooldown start.
   var cooldown: Double?
+  /// Hosted: each held-out tip's counterfactual exposure (value `{"variant", "since"}`, `since` null once closed),
+  /// last writer wins.
+  var exposures: [String: ParameterRegister] = [:]
   var outbox = Outbox()
 
   /// Whether merged displays that reach a record's budget invalidate it here (``applyRemote(_:cursor:wallNow:)``).
@@ -274,6 +277,12 @@ public final class SyncModel {
         }
         // A display on a node whose clock lags: the cooldown stays at the latest start known.
         if latest > start { effects.mutations.append(engine.applySyncedCooldown(latest)) }
+      case .exposure(let tip, let variant, let since) where role == .hosted:
+        let value = Self.exposureValue(variant: variant, since: since)
+        guard exposures[tip]?.value != value else { continue }
+        let hlc = clock.next(physicalSeconds: engine.clock.now())
+        setExposure(tip, ParameterRegister(hlc: hlc, device: device, value: value), &effects)
+        enqueue(.exposure(tip: tip, variant: variant, since: since), &effects, wallNow, hlc: hlc)
       default:
         continue
       }
@@ -329,6 +338,7 @@ public final class SyncModel {
     var parameterIDs: Set<String> = []
     var variantTips: Set<String> = []
     var cooldownMoved = false
+    var exposureTips: Set<String> = []
     for case let operation? in operations where operation.device != device || operation.seq < since {
       clock.observe(operation.hlc)
       if case .reset = operation.body {
@@ -388,6 +398,13 @@ public final class SyncModel {
         guard role == .hosted, at > cooldown ?? -.infinity else { continue }
         setCooldown(at, &effects)
         cooldownMoved = true
+      case .exposure(let tip, let variant, let since):
+        guard role == .hosted else { continue }
+        let register = ParameterRegister(
+          hlc: operation.hlc, device: from, value: Self.exposureValue(variant: variant, since: since))
+        if let existing = exposures[tip], !register.isNewer(than: existing) { continue }
+        setExposure(tip, register, &effects)
+        exposureTips.insert(tip)
       }
     }
     for event in events.sorted() {
@@ -407,6 +424,7 @@ public final class SyncModel {
       }
     }
     if cooldownMoved, let cooldown { effects.mutations.append(engine.applySyncedCooldown(cooldown)) }
+    for tip in exposureTips.sorted() { applyExposure(tip, &effects) }
     if newCursor > cursor {
       cursor = newCursor
       effects.writes.append(.meta(key: MetaKey.cursor, value: String(newCursor)))
@@ -484,8 +502,9 @@ public final class SyncModel {
     eligibility = [:]
     invalidations = [:]
     parameters = [:]
-    // A reset keeps variant assignments (as the engine does) and ends the cooldown.
+    // A reset keeps variant assignments (as the engine does) and ends the cooldown and the exposures.
     cooldown = nil
+    exposures = [:]
     effects.writes.append(.clearState)
     for (tip, register) in variants.sorted(by: { $0.key < $1.key }) {
       effects.writes.append(.state(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
@@ -539,6 +558,21 @@ public final class SyncModel {
   private func setVariant(_ tip: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
     variants[tip] = register
     effects.writes.append(.state(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
+  }
+
+  private func setExposure(_ tip: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
+    exposures[tip] = register
+    effects.writes.append(.state(kind: Kind.exposure, device: "", key: tip, value: Self.encode(register)))
+  }
+
+  /// The engine adopts the exposure's instant (``Engine/applySyncedExposure(_:variant:since:)``).
+  func applyExposure(_ tip: String, _ effects: inout SyncEffects) {
+    guard let value = exposures[tip]?.value, let variant = value["variant"]?.stringValue else { return }
+    effects.mutations.append(engine.applySyncedExposure(tip, variant: variant, since: value["since"]?.doubleValue))
+  }
+
+  static func exposureValue(variant: String, since: Double?) -> JSONValue {
+    .object(["variant": .string(variant), "since": since.map { .double($0) } ?? .null])
   }
 
   private func setCooldown(_ at: Double, _ effects: inout SyncEffects) {

@@ -40,6 +40,9 @@ public struct SyncOperation: Sendable, Equatable {
     /// Hosted accounts only: a display started the display-frequency cooldown at `at` (the latest start wins).
     /// Devices keep their own cooldown and skip it.
     case cooldown(at: Double)
+    /// Hosted accounts only: a held-out tip's counterfactual exposure opened at `since` (nil: it closed), last writer
+    /// wins — so a node that loads the account keeps the instant it opened. Devices keep their own and skip it.
+    case exposure(tip: String, variant: String, since: Double?)
   }
 
   public init(device: String, seq: Int64, hlc: HLC, epoch: HLC, body: Body) {
@@ -61,6 +64,7 @@ public struct SyncOperation: Sendable, Equatable {
     case .parameter: "parameter"
     case .variant: "variant"
     case .cooldown: "cooldown"
+    case .exposure: "exposure"
     }
   }
 
@@ -99,6 +103,10 @@ public struct SyncOperation: Sendable, Equatable {
       object["variant"] = .string(variant)
     case .cooldown(let at):
       object["at"] = .double(at)
+    case .exposure(let tip, let variant, let since):
+      object["tip"] = .string(tip)
+      object["variant"] = .string(variant)
+      object["since"] = since.map { .double($0) } ?? .null
     }
     return JSONValue.object(object).jsonString
   }
@@ -143,6 +151,9 @@ public struct SyncOperation: Sendable, Equatable {
     case "cooldown":
       guard let at = number("at") else { return nil }
       body = .cooldown(at: at)
+    case "exposure":
+      guard let tip = string("tip"), let variant = string("variant") else { return nil }
+      body = .exposure(tip: tip, variant: variant, since: number("since"))
     default:
       return nil
     }

@@ -66,6 +66,10 @@ import TipsStore
       .resetEligibility(key: "tip"),
       .parameter(id: "level", value: 3),
       .parameter(id: "name", value: "Ünïcode \"quoted\""),
+      .variant(tip: "tip", variant: "friendly"),
+      .cooldown(at: 1_700_000_000.5),
+      .exposure(tip: "tip", variant: "control", since: 1_700_000_001.25),
+      .exposure(tip: "tip", variant: "control", since: nil),
     ]
     for body in bodies {
       let operation = SyncOperation(

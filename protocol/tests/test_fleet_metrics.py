@@ -491,6 +491,56 @@ def test_a_users_metrics_are_their_own_account_only(tmp_path):
         world.close()
 
 
+def test_live_holdout_exposures_are_stored_and_the_fleet_lift_uses_every_account(tmp_path):
+    """Users signed in to hosted nodes (no import): each held-out account's counterfactual exposure is stored in
+    PostgreSQL with its instant — a second node that loads the account says the exposure opened when it did on the
+    first, not at its load — and the admin's fleet-wide lift counts every account of both arms."""
+    world = Hosted()
+    try:
+        catalog = tmp_path / "catalog.json"
+        catalog.write_text(json.dumps(CATALOG))
+        first = world.node("live-a", catalog=catalog)
+        second = world.node("live-b", catalog=catalog)
+
+        async def body():
+            held, shown = [], []
+            for index in range(24):
+                account = f"live-{index:02d}"
+                user = await Session.open(first.socket_path, world.token(account))
+                await user.call("events/donate", {"id": "search.opened"})
+                state = (await user.call("tips/status", {"ids": ["search.tip"]}))["tips"][0]
+                if state.get("variant") == "h":
+                    held.append(account)
+                else:
+                    assert state["shouldDisplay"], state
+                    await user.call("tips/displayed", {"id": "search.tip", "duration": 2})
+                    shown.append(account)
+                await user.call("events/donate", {"id": "search.used"})  # the goal, right after: converted
+                await user.close()
+            assert held and shown, (held, shown)
+            admin_a = await Session.open(first.socket_path, ADMIN_TOKEN)
+            admin_b = await Session.open(second.socket_path, ADMIN_TOKEN)
+            await asyncio.sleep(1.1)  # the second node would open its own exposure a second later
+            for account in held:
+                explained = [
+                    await admin.call("tips/explain", {"account": account, "id": "search.tip"})
+                    for admin in (admin_a, admin_b)
+                ]
+                since = [line for e in explained for line in e["lines"] if "counterfactual exposure since" in line]
+                assert len(since) == 2 and since[0] == since[1], (account, since)
+            report = await admin_b.call("metrics/get", {})
+            lift = report["tips"][0]["lift"]
+            assert lift["holdout"]["decided"] == len(held) and lift["holdout"]["converted"] == len(held), lift
+            assert lift["exposed"]["decided"] == len(shown) and lift["exposed"]["converted"] == len(shown), lift
+            assert lift["sample"]["holdout"] == len(held) and lift["sample"]["exposed"] == len(shown), lift
+            await admin_a.close()
+            await admin_b.close()
+
+        run(body())
+    finally:
+        world.close()
+
+
 def test_the_inspector_shows_an_admin_the_fleet(tmp_path, browser):
     """The node's web inspector, opened with the admin token: the pooled metrics (how many accounts, each rate's
     interval, variant against variant) and every account's lifecycle events, named by account."""
