@@ -189,8 +189,8 @@ let package = Package(
     .testTarget(
       name: "TipsServerTests",
       dependencies: [
-        "TipsServer", "TipsJSON", "TipsFraming", "TipsLogging", "TipsProtocol", "TipsMetrics", "TipsTestSupport",
-        "tipsd",
+        "TipsServer", "TipsHosted", "TipsJSON", "TipsFraming", "TipsLogging", "TipsProtocol", "TipsMetrics",
+        "TipsTestSupport", "tipsd",
       ],
       swiftSettings: swiftSettings
     ),

@@ -215,7 +215,8 @@ extension ServeCommand {
         serve every user of an app: each user's state in PostgreSQL (this URL, as
         for --sync; a multi-host URL with target_session_attrs=read-write follows a
         failover), each session signed in with the app's JWT (its sub is the account)
-        or the admin token (--token-file). Needs --catalog; no datastore, no --sync
+        or the admin token (--token-file). Needs --catalog; no datastore, no --sync.
+        `--hosted memory:` keeps every account in memory (one node, nothing kept: a trial)
         """
     ) { $0.hosted.server = $1.text },
     .value("--node", as: "NAME", help: "this node's name in every account it serves (default: HOSTNAME:PORT)") {

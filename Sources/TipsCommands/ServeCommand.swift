@@ -118,7 +118,7 @@ public struct ServeCommand: Command {
       return
     }
     do {
-      _ = try SyncServer(server)
+      if server != HostedConfiguration.memory { _ = try SyncServer(server) }
     } catch {
       let message = error.message.hasPrefix("--sync: ") ? String(error.message.dropFirst(8)) : error.message
       throw .invalid("--hosted: \(message)")

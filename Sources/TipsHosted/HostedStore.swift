@@ -11,7 +11,7 @@ public import TipsTransport
 /// The tables are the sync schema's (`PGSchema`, version 3): an account's operations in `tipsd.ops` (a hosted node is
 /// one more device of the account, named after the node), its snapshot in `tipsd.snapshots`, its lifecycle history
 /// in `tipsd.history`, and an erased account's tombstone in `tipsd.erased`.
-public final class HostedStore {
+public final class HostedStore: HostedStorage {
   public struct Configuration: Sendable {
     public var server: SyncServer
     /// The node's name: its device id in every account it serves.
@@ -142,6 +142,8 @@ public final class HostedStore {
   public var isWritable: Bool { writer.isReady }
   /// Whether accounts can be loaded now.
   public var isReadable: Bool { reader.isReady }
+  /// The server, without its password (`sync/status`, logs).
+  public var serverDescription: String { configuration.server.redacted }
   /// Whether the listener is listening on the fleet's channel (else other nodes' changes are not heard).
   public var isListening: Bool { listener.isReady }
   /// Whether the schema in PostgreSQL is newer than this build (nothing can be served).
@@ -250,17 +252,6 @@ public final class HostedStore {
   /// Tells every node that the catalog was reloaded (they reload theirs, reporting its version in `/healthz`).
   public func notifyCatalog(version: String) {
     writer.send([.query("SELECT pg_notify($1, $2)", [PGSchema.fleetChannel, "catalog " + version])]) { _ in }
-  }
-
-  /// Deletes history older than `cutoff` (seconds since the epoch) in every account; returns the rows deleted.
-  public func pruneHistory(before cutoff: Double, completion: @escaping (Result<Int, HostedError>) -> Void) {
-    writer.send([
-      .query(
-        "WITH gone AS (DELETE FROM tipsd.history WHERE last_at < $1::double precision RETURNING 1) SELECT count(*) FROM gone",
-        ["\(cutoff)"])
-    ]) { result in
-      completion(result.map { Int($0.first?.rows.first?.first.flatMap { $0 } ?? "0") ?? 0 })
-    }
   }
 
   // MARK: Reads

@@ -57,6 +57,10 @@ public struct SyncConfiguration: Sendable {
 /// Hosted mode (`--hosted`): one daemon serves every user of an app, each user's state in PostgreSQL, each session
 /// signed in with the app's own JWT (its `sub` is the account) or the admin token (`--token-file`).
 public struct HostedConfiguration: Sendable {
+  /// `--hosted memory:`: every account in memory, nothing kept past the process (trying hosted mode without
+  /// PostgreSQL, one node; the in-process tests and the fuzzers).
+  public static let memory = "memory:"
+
   /// `--hosted`: a `postgresql://` URI or libpq `key=value` string (may hold a password: never logged); a multi-host
   /// URL with `target_session_attrs=read-write` follows a failover by itself.
   public var server: String

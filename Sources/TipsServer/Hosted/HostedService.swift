@@ -29,7 +29,8 @@ import TipsTransport
 /// Loop thread only.
 final class HostedService {
   let configuration: HostedConfiguration
-  let store: HostedStore
+  /// Every account's state: PostgreSQL, or memory (`--hosted memory:`).
+  let store: any HostedStorage
   private unowned let services: Services
   private let loop: any EventLoop
   private let logger: Logger
@@ -39,7 +40,7 @@ final class HostedService {
   private(set) var verifier: TokenVerifier
   /// The bounds on what signing in costs (a flood of forged tokens): see ``SignInGuard``.
   private var signInGuard: SignInGuard
-  /// Sessions not signed in yet, by id, and when they must be (`--sign-in-timeout`).
+  /// Sessions not signed in yet, by id, and when they must be (`--sign-in-timeout`; the loop's seconds).
   private var signInDeadlines = DeadlineQueue<UInt64>()
   /// Erased accounts whose tombstone stands, and until when (seconds since the epoch): refused at sign-in and
   /// admission. PostgreSQL's `tipsd.erased` is the authority (loads and commits check it); this is its copy, read at
@@ -119,14 +120,20 @@ final class HostedService {
     } catch {
       throw ServerError("--hosted: \(error)")
     }
-    let server: SyncServer
-    do {
-      server = try SyncServer(configuration.server)
-    } catch {
-      throw ServerError("--hosted: \(error.message)")
+    if configuration.server == HostedConfiguration.memory {
+      let memory = MemoryHostedStore(loop: loop)
+      memory.nodeName = configuration.node
+      store = memory
+    } else {
+      let server: SyncServer
+      do {
+        server = try SyncServer(configuration.server)
+      } catch {
+        throw ServerError("--hosted: \(error.message)")
+      }
+      store = HostedStore(
+        loop: loop, configuration: HostedStore.Configuration(server: server, node: configuration.node), logger: logger)
     }
-    store = HostedStore(
-      loop: loop, configuration: HostedStore.Configuration(server: server, node: configuration.node), logger: logger)
     residency = Residency(capacity: configuration.maxResidentAccounts)
     limiter = RateLimiter(rate: configuration.accountRate)
     store.onNotice = { [unowned self] notice in self.noticed(notice) }
@@ -148,7 +155,7 @@ final class HostedService {
     logger.info(
       "hosted mode",
       [
-        ("postgres", server.redacted), ("node", configuration.node),
+        ("postgres", store.serverDescription), ("node", configuration.node),
         ("max_resident_accounts", String(configuration.maxResidentAccounts)),
         ("account_rate", String(configuration.accountRate)),
       ])
@@ -320,11 +327,14 @@ final class HostedService {
     return nil
   }
 
+  /// The loop's clock in seconds (durations: the sign-in deadline).
+  private var loopSeconds: Double { Double(loop.now) / 1000 }
+
   /// A new connection: it must sign in within `--sign-in-timeout` (unless its upgrade's token already did).
   func accepted(_ session: Session) {
     guard session.principal == nil else { return }
     sessionsByID[session.id] = session
-    signInDeadlines.set(session.id, System.wallClockSeconds() + configuration.signInTimeout)
+    signInDeadlines.set(session.id, loopSeconds + configuration.signInTimeout)
   }
 
   /// What `initialize` answers about the sign-in.
@@ -798,7 +808,7 @@ final class HostedService {
           ? .unauthorized(reason: "expired", "the admin session reached --admin-session-max; sign in again")
           : .unauthorized(reason: "expired", "the session's token expired; sign in again"))
     }
-    for id in signInDeadlines.popDue(now) {
+    for id in signInDeadlines.popDue(loopSeconds) {
       guard let session = sessionsByID[id], session.principal == nil else { continue }
       sessionsByID[id] = nil
       closeSession(
@@ -1250,7 +1260,7 @@ final class HostedService {
   func syncStatus() -> SyncStatusRequest.Response {
     let state = store.isIncompatible ? "incompatible" : store.isWritable ? "connected" : "disconnected"
     return SyncStatusRequest.Response(
-      enabled: true, state: state, server: store.configuration.server.redacted, account: nil,
+      enabled: true, state: state, server: store.serverDescription, account: nil,
       device: configuration.node, outbox: batches.count, outboxLimit: nil, lagSeconds: 0, cursor: 0, lastPushAt: nil,
       lastPullAt: nil, lastError: store.lastError)
   }

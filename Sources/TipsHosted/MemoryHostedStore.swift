@@ -1,0 +1,380 @@
+public import TipsJSON
+import TipsSystem
+public import TipsTransport
+
+/// Every account in memory, with ``HostedStore``'s semantics (PostgreSQL's tables and functions, one node): for
+/// `tipsd serve --hosted memory:` — trying hosted mode without PostgreSQL, nothing kept past the process — and for the
+/// in-process tests and the fuzzers. Each call completes on a later loop turn, as PostgreSQL's answers do; the
+/// node hears its own pushes, erasures and catalog reloads as notifications, as it does from PostgreSQL.
+///
+/// ``isAvailable`` switched off makes it behave as an unreachable PostgreSQL: every call fails and commits are
+/// refused until it is switched on again (tests of outages). ``failNextCommits`` fails the next commits (a commit
+/// PostgreSQL refused). Loop thread only.
+public final class MemoryHostedStore: HostedStorage {
+  public var onNotice: ((HostedStore.Notice) -> Void)?
+  public var onWritableChange: ((Bool) -> Void)?
+
+  /// Whether the store answers (false: as PostgreSQL down).
+  public var isAvailable = true {
+    didSet {
+      guard isAvailable != oldValue, started else { return }
+      later { [weak self] in
+        guard let self else { return }
+        self.onWritableChange?(self.isAvailable)
+      }
+    }
+  }
+  /// The next this-many commits fail (and store nothing).
+  public var failNextCommits = 0
+
+  public var isWritable: Bool { started && isAvailable }
+  public var isReadable: Bool { started && isAvailable }
+  public var isListening: Bool { started && isAvailable }
+  public var isIncompatible: Bool { false }
+  public private(set) var lastError: String?
+  public private(set) var commitsInFlight = 0
+  public var oldestCommitAge: Double? { nil }
+  public var serverDescription: String { "memory:" }
+
+  private struct Account {
+    var lastCursor: Int64 = 0
+    var historyCursor: Int64 = 0
+    var operations: [StoredOperation] = []
+    var identities: Set<String> = []
+    var snapshot: AccountSnapshot?
+  }
+
+  private struct HistoryRow {
+    var account: String
+    var cursor: Int64
+    var count: Int
+    var firstAt: Double
+    var lastAt: Double
+    var bytes: [UInt8]
+    var seq: Int64
+  }
+
+  private let loop: any EventLoop
+  private var started = false
+  private var accounts: [String: Account] = [:]
+  private var historyRows: [HistoryRow] = []
+  private var fleetSeq: Int64 = 0
+  private var erased: [String: Double] = [:]
+  private var pending: [() -> Void] = []
+  private var timer: (any LoopTimer)?
+
+  public init(loop: any EventLoop) {
+    self.loop = loop
+  }
+
+  public func start() {
+    started = true
+    later { [weak self] in
+      guard let self, self.isAvailable else { return }
+      self.onWritableChange?(true)
+    }
+  }
+
+  public func stop() {
+    started = false
+    timer?.close()
+    timer = nil
+    pending = []
+  }
+
+  // MARK: Completing later
+
+  /// Runs `action` on a later loop turn (in order), as an answer from PostgreSQL would arrive.
+  private func later(_ action: @escaping () -> Void) {
+    pending.append(action)
+    guard timer == nil else { return }
+    let timer = loop.makeTimer()
+    timer.keepsLoopAlive = false
+    self.timer = timer
+    timer.start(afterMilliseconds: 0) { [weak self] in self?.drain() }
+  }
+
+  private func drain() {
+    timer?.close()
+    timer = nil
+    let actions = pending
+    pending = []
+    for action in actions { action() }
+  }
+
+  /// Answers `completion` later with `body`'s result, or with an outage's error when the store is unavailable.
+  private func answer<T>(
+    _ completion: @escaping (Result<T, HostedError>) -> Void, _ body: @escaping () -> Result<T, HostedError>
+  ) {
+    guard isReadable else {
+      let error = HostedError("PostgreSQL is unavailable: the memory store is switched off")
+      lastError = error.message
+      return later { completion(.failure(error)) }
+    }
+    later { [weak self] in
+      guard let self else { return }
+      guard self.isAvailable else {
+        return completion(.failure(HostedError("PostgreSQL is unavailable: the memory store is switched off")))
+      }
+      completion(body())
+    }
+  }
+
+  private func isErased(_ account: String) -> Bool {
+    guard let until = erased[account] else { return false }
+    return until > System.wallClockSeconds()
+  }
+
+  private func notify(_ notice: HostedStore.Notice) {
+    later { [weak self] in
+      guard let self, self.isListening else { return }
+      self.onNotice?(notice)
+    }
+  }
+
+  // MARK: Writes
+
+  public func commit(
+    _ changes: [HostedStore.AccountChanges],
+    completion: @escaping (Result<[String: HostedStore.Committed], HostedError>) -> Void
+  ) {
+    commitsInFlight += 1
+    answer({ [weak self] result in
+      self?.commitsInFlight -= 1
+      completion(result)
+    }) { [weak self] in
+      guard let self else { return .failure(HostedError("the store is gone")) }
+      if self.failNextCommits > 0 {
+        self.failNextCommits -= 1
+        return .failure(HostedError("the commit failed (MemoryHostedStore.failNextCommits)"))
+      }
+      var answers: [String: HostedStore.Committed] = [:]
+      for change in changes.sorted(by: { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }) {
+        let account = change.account
+        guard !self.isErased(account) else {
+          answers[account] = HostedStore.Committed(
+            lastCursor: change.operations.isEmpty ? nil : -1, historyFirst: change.history.map { _ in -1 })
+          continue
+        }
+        var stored = self.accounts[account] ?? Account()
+        var added = 0
+        for (seq, payload) in change.operations {
+          let identity = "\(self.nodeName)\u{1F}\(seq)"
+          guard !stored.identities.contains(identity) else { continue }
+          stored.identities.insert(identity)
+          stored.lastCursor += 1
+          added += 1
+          stored.operations.append(
+            StoredOperation(cursor: stored.lastCursor, device: self.nodeName, seq: seq, payload: payload))
+        }
+        var firsts: [Int64] = []
+        for chunk in change.history {
+          let first = stored.historyCursor + 1
+          stored.historyCursor += Int64(chunk.count)
+          self.historyRows.append(
+            HistoryRow(
+              account: account, cursor: first, count: chunk.count, firstAt: chunk.firstAt, lastAt: chunk.lastAt,
+              bytes: chunk.bytes, seq: self.fleetSeq + 1))
+          self.fleetSeq += Int64(chunk.count)
+          firsts.append(first)
+        }
+        self.accounts[account] = stored
+        answers[account] = HostedStore.Committed(
+          lastCursor: change.operations.isEmpty ? nil : stored.lastCursor, historyFirst: firsts)
+        if added > 0 { self.notify(.operations(account: account, cursor: stored.lastCursor)) }
+      }
+      return .success(answers)
+    }
+  }
+
+  /// The node's name in the operations it stores (``HostedStore``'s is its configuration's; one node here).
+  public var nodeName = "memory"
+
+  public func writeSnapshot(
+    account: String, _ snapshot: AccountSnapshot, completion: @escaping (Result<Void, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      guard let self else { return .success(()) }
+      var stored = self.accounts[account] ?? Account()
+      if (stored.snapshot?.cursor ?? -1) < snapshot.cursor { stored.snapshot = snapshot }
+      self.accounts[account] = stored
+      return .success(())
+    }
+  }
+
+  public func deleteAccount(
+    _ account: String, erasureDays: Double, completion: @escaping (Result<Void, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      guard let self else { return .success(()) }
+      self.erased[account] = System.wallClockSeconds() + erasureDays * 86_400
+      self.accounts[account] = nil
+      self.historyRows.removeAll { $0.account == account }
+      self.notify(.deleted(account: account))
+      return .success(())
+    }
+  }
+
+  public func notifyCatalog(version: String) {
+    guard isWritable else { return }
+    notify(.catalog(version: version))
+  }
+
+  public func pruneHistory(
+    before cutoff: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      guard let self else { return .success(0) }
+      var removed = 0
+      self.historyRows.removeAll { row in
+        guard removed < limit, row.lastAt < cutoff else { return false }
+        removed += 1
+        return true
+      }
+      return .success(removed)
+    }
+  }
+
+  public func importAccount(
+    _ account: String, snapshot: AccountSnapshot, history: [HostedStore.HistoryChunk],
+    completion: @escaping (Result<Void, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      guard let self else { return .success(()) }
+      let existing = self.accounts[account]
+      if existing?.operations.isEmpty == false || existing?.snapshot != nil
+        || self.historyRows.contains(where: { $0.account == account })
+      {
+        return .failure(HostedError("account \(account) already holds state"))
+      }
+      self.erased[account] = nil
+      var stored = existing ?? Account()
+      stored.snapshot = snapshot
+      for chunk in history {
+        let first = stored.historyCursor + 1
+        stored.historyCursor += Int64(chunk.count)
+        self.historyRows.append(
+          HistoryRow(
+            account: account, cursor: first, count: chunk.count, firstAt: chunk.firstAt, lastAt: chunk.lastAt,
+            bytes: chunk.bytes, seq: self.fleetSeq + 1))
+        self.fleetSeq += Int64(chunk.count)
+      }
+      self.accounts[account] = stored
+      return .success(())
+    }
+  }
+
+  public func pruneErased(completion: @escaping (Result<Int, HostedError>) -> Void) {
+    answer(completion) { [weak self] in
+      guard let self else { return .success(0) }
+      let now = System.wallClockSeconds()
+      let fallen = self.erased.filter { $0.value <= now }.count
+      self.erased = self.erased.filter { $0.value > now }
+      return .success(fallen)
+    }
+  }
+
+  // MARK: Reads
+
+  public func load(
+    _ account: String, completion: @escaping (Result<HostedStore.StoredAccount, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      guard let self else { return .failure(HostedError("the store is gone")) }
+      var loaded = HostedStore.StoredAccount(snapshot: nil, operations: [], historyCursor: 0, exists: false)
+      loaded.erased = self.isErased(account)
+      guard let stored = self.accounts[account] else { return .success(loaded) }
+      loaded.exists = true
+      loaded.snapshot = stored.snapshot
+      loaded.historyCursor = stored.historyCursor
+      let after = stored.snapshot?.cursor ?? 0
+      loaded.operations = stored.operations.filter { $0.cursor > after }
+      return .success(loaded)
+    }
+  }
+
+  public func pull(
+    _ account: String, after cursor: Int64, limit: Int,
+    completion: @escaping (Result<[StoredOperation], HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      let operations = self?.accounts[account]?.operations ?? []
+      return .success(Array(operations.filter { $0.cursor > cursor }.prefix(max(0, limit))))
+    }
+  }
+
+  public func history(
+    _ account: String, after cursor: Int64, limit: Int,
+    completion: @escaping (Result<[HostedStore.StoredHistory], HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      let rows = (self?.historyRows ?? []).filter { $0.account == account && $0.cursor + Int64($0.count) - 1 > cursor }
+      return .success(
+        rows.sorted { $0.cursor < $1.cursor }.prefix(max(0, limit)).map {
+          HostedStore.StoredHistory(cursor: $0.cursor, count: $0.count, bytes: $0.bytes)
+        })
+    }
+  }
+
+  public func fleetHistory(
+    after seq: Int64, limit: Int, completion: @escaping (Result<[HostedStore.FleetHistory], HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      let rows = (self?.historyRows ?? []).filter { $0.seq + Int64($0.count) - 1 > seq }.sorted { $0.seq < $1.seq }
+      return .success(rows.prefix(max(0, limit)).map(Self.fleet))
+    }
+  }
+
+  public func historyByAccount(
+    after account: String, cursor: Int64, limit: Int,
+    completion: @escaping (Result<[HostedStore.FleetHistory], HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      func precedes(_ a: (String, Int64), _ b: (String, Int64)) -> Bool {
+        a.0 == b.0 ? a.1 < b.1 : a.0.utf8.lexicographicallyPrecedes(b.0.utf8)
+      }
+      let rows = (self?.historyRows ?? []).filter { precedes((account, cursor), ($0.account, $0.cursor)) }
+        .sorted { precedes(($0.account, $0.cursor), ($1.account, $1.cursor)) }
+      return .success(rows.prefix(max(0, limit)).map(Self.fleet))
+    }
+  }
+
+  private static func fleet(_ row: HistoryRow) -> HostedStore.FleetHistory {
+    HostedStore.FleetHistory(
+      seq: row.seq, account: row.account, cursor: row.cursor, count: row.count, bytes: row.bytes, firstAt: row.firstAt)
+  }
+
+  public func fleetHistoryHead(completion: @escaping (Result<Int64, HostedError>) -> Void) {
+    answer(completion) { [weak self] in .success(self?.fleetSeq ?? 0) }
+  }
+
+  public func historyBounds(
+    _ account: String,
+    completion: @escaping (Result<(oldestCursor: Int64?, oldestAt: Double?), HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      let rows = (self?.historyRows ?? []).filter { $0.account == account }
+      return .success((rows.map(\.cursor).min(), rows.map(\.firstAt).min()))
+    }
+  }
+
+  public func listAccounts(
+    after: String?, limit: Int, completion: @escaping (Result<[(account: String, cursor: Int64)], HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      let names = (self?.accounts.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } ?? [])
+        .filter { after == nil || after!.utf8.lexicographicallyPrecedes($0.utf8) }
+      return .success(names.prefix(max(0, limit)).map { ($0, self?.accounts[$0]?.lastCursor ?? 0) })
+    }
+  }
+
+  public func erasedAccounts(
+    completion: @escaping (Result<[(account: String, until: Double)], HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      let now = System.wallClockSeconds()
+      return .success(
+        (self?.erased ?? [:]).filter { $0.value > now }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    }
+  }
+}
