@@ -1,3 +1,8 @@
+/// A hosted node's connections to where accounts are kept: commits, reads, and the fleet's notifications.
+public enum Link: String, Sendable, CaseIterable {
+  case writer, reader, listener
+}
+
 /// Where a hosted node keeps every account: PostgreSQL in production (``HostedStore``), or memory
 /// (``MemoryHostedStore``: `tipsd serve --hosted memory:`, the in-process tests and the fuzzers). Every call completes
 /// later, on the node's loop, never inside the call; the types are ``HostedStore``'s.
@@ -6,6 +11,9 @@ public protocol HostedStorage: AnyObject {
   var onNotice: ((HostedStore.Notice) -> Void)? { get set }
   /// The store became able (true) or unable (false) to commit.
   var onWritableChange: ((Bool) -> Void)? { get set }
+  /// One of its links became ready (true) or not (false): after the listener is ready again, what was committed
+  /// while it was not may never have been heard.
+  var onLinkChange: ((Link, Bool) -> Void)? { get set }
 
   /// Whether commits can be sent now.
   var isWritable: Bool { get }

@@ -18,6 +18,8 @@ public final class HostedStore: HostedStorage {
     public var node: String
     public var connectTimeout: Double = 10
     public var retryMax: Double = 2
+    /// Seconds a link waits for an answer before it is declared lost (``PGLink``).
+    public var answerTimeout: Double = 15
 
     public init(server: SyncServer, node: String) {
       self.server = server
@@ -100,6 +102,8 @@ public final class HostedStore: HostedStorage {
   public var onNotice: ((Notice) -> Void)?
   /// The writer became able (true) or unable (false) to commit.
   public var onWritableChange: ((Bool) -> Void)?
+  /// A link (``Link``) became ready (true) or not (false).
+  public var onLinkChange: ((Link, Bool) -> Void)?
 
   public init(
     loop: any EventLoop, configuration: Configuration,
@@ -109,7 +113,8 @@ public final class HostedStore: HostedStorage {
     let link = { (name: String, role: PGLink.Role) in
       PGLink(
         name: name, loop: loop, server: configuration.server, role: role,
-        connectTimeout: configuration.connectTimeout, retryMax: configuration.retryMax, logger: logger)
+        connectTimeout: configuration.connectTimeout, retryMax: configuration.retryMax,
+        answerTimeout: configuration.answerTimeout, node: configuration.node, logger: logger)
     }
     writer = link(
       "writer", .pipelined(prepare: [(Statement.push, PGSchema.push), (Statement.history, Self.appendHistory)]))
@@ -119,7 +124,12 @@ public final class HostedStore: HostedStorage {
         (Statement.load, Self.load), (Statement.pull, PGSchema.pull), (Statement.readHistory, Self.readHistory),
       ]))
     listener = link("listener", .listener(channels: [PGSchema.fleetChannel]))
-    writer.onStateChange = { [unowned self] state in self.onWritableChange?(state == .ready) }
+    writer.onStateChange = { [unowned self] state in
+      self.onWritableChange?(state == .ready)
+      self.onLinkChange?(.writer, state == .ready)
+    }
+    reader.onStateChange = { [unowned self] state in self.onLinkChange?(.reader, state == .ready) }
+    listener.onStateChange = { [unowned self] state in self.onLinkChange?(.listener, state == .ready) }
     listener.onNotification = { [unowned self] channel, payload in
       guard channel == PGSchema.fleetChannel, let notice = Self.notice(payload) else { return }
       self.onNotice?(notice)

@@ -13,6 +13,7 @@ public import TipsTransport
 public final class MemoryHostedStore: HostedStorage {
   public var onNotice: ((HostedStore.Notice) -> Void)?
   public var onWritableChange: ((Bool) -> Void)?
+  public var onLinkChange: ((Link, Bool) -> Void)?
 
   /// Whether the store answers (false: as PostgreSQL down).
   public var isAvailable = true {
@@ -21,6 +22,7 @@ public final class MemoryHostedStore: HostedStorage {
       later { [weak self] in
         guard let self else { return }
         self.onWritableChange?(self.isAvailable)
+        for link in Link.allCases { self.onLinkChange?(link, self.isAvailable) }
       }
     }
   }
@@ -72,6 +74,7 @@ public final class MemoryHostedStore: HostedStorage {
     later { [weak self] in
       guard let self, self.isAvailable else { return }
       self.onWritableChange?(true)
+      for link in Link.allCases { self.onLinkChange?(link, true) }
     }
   }
 

@@ -9,6 +9,12 @@ import TipsTransport
 /// connects again after a backoff (0.1 s doubling to `retryMax`). libpq picks the server: with a multi-host URL and
 /// `target_session_attrs=read-write`, the primary, whichever it is now.
 ///
+/// **No answer waits without end.** A link whose oldest batch has waited `answerTimeout` seconds (a server that
+/// died without closing the connection, a cut or black-holed network, a COMMIT held by a synchronous standby that is
+/// away) is declared lost: what was in flight fails — a commit's outcome is then unknown, and the node reads the
+/// account again — and it connects anew. The listener sends `SELECT 1` every `answerTimeout / 3` seconds, so a
+/// listener that hears nothing because its connection is dead is found out the same way.
+///
 /// Loop thread only.
 final class PGLink {
   enum Role {
@@ -31,7 +37,12 @@ final class PGLink {
   private let role: Role
   private let connectTimeout: Double
   private let retryMax: Double
+  private let answerTimeout: Double
+  private let applicationName: String
   private let logger: Logger
+  /// Checks the oldest batch's wait (and, for the listener, sends its keepalive) every second while connected.
+  private var watchdog: (any LoopTimer)?
+  private var sinceKeepalive: Double = 0
 
   private var connection: PGConnection?
   private var retryTimer: (any LoopTimer)?
@@ -49,14 +60,19 @@ final class PGLink {
 
   init(
     name: String, loop: any EventLoop, server: SyncServer, role: Role, connectTimeout: Double, retryMax: Double,
-    logger: Logger
+    answerTimeout: Double = 15, node: String? = nil, logger: Logger
   ) {
     self.name = name
+    // `tipsd-listener node-1`: pg_stat_activity tells a fleet's links apart (PostgreSQL keeps 63 bytes of it).
+    var application = "tipsd-\(name)" + (node.map { " \($0)" } ?? "")
+    while application.utf8.count > 63 { application.removeLast() }
+    applicationName = application
     self.loop = loop
     self.server = server
     self.role = role
     self.connectTimeout = connectTimeout
     self.retryMax = retryMax
+    self.answerTimeout = answerTimeout
     self.logger = logger
   }
 
@@ -72,6 +88,8 @@ final class PGLink {
     attempt += 1
     retryTimer?.close()
     retryTimer = nil
+    watchdog?.close()
+    watchdog = nil
     connection?.close()
     connection = nil
   }
@@ -108,7 +126,7 @@ final class PGLink {
     attempt += 1
     let current = attempt
     PGConnector.make(
-      loop: loop, server: server, applicationName: "tipsd-\(name)", connectTimeout: connectTimeout,
+      loop: loop, server: server, applicationName: applicationName, connectTimeout: connectTimeout,
       isCurrent: { [weak self] in self.map { current == $0.attempt && $0.state == .connecting } ?? false }
     ) { [weak self] result in
       guard let self else { return }
@@ -184,7 +202,32 @@ final class PGLink {
     lastError = nil
     if warned { logger.info("hosted: PostgreSQL reachable again", [("connection", name)]) }
     warned = false
+    sinceKeepalive = 0
+    if watchdog == nil {
+      let timer = loop.makeTimer()
+      timer.keepsLoopAlive = false
+      timer.start(afterMilliseconds: 1_000, repeatEvery: 1_000) { [unowned self] in self.watch() }
+      watchdog = timer
+    }
     setState(.ready)
+  }
+
+  /// Once a second while connected: a link whose oldest batch waited `answerTimeout` is lost; the listener's
+  /// keepalive goes out every `answerTimeout / 3`.
+  private func watch() {
+    guard state == .ready, let connection else { return }
+    if let age = oldestInFlightAge, age >= answerTimeout {
+      lost("PostgreSQL did not answer within \(Int(answerTimeout)) s; connecting again")
+      return
+    }
+    guard case .listener = role else { return }
+    sinceKeepalive += 1
+    guard sinceKeepalive >= max(1, answerTimeout / 3) else { return }
+    sinceKeepalive = 0
+    sentAt.append(System.monotonicSeconds())
+    connection.send("SELECT 1") { [weak self] _ in
+      if let self, !self.sentAt.isEmpty { self.sentAt.removeFirst() }
+    }
   }
 
   // MARK: Failures
@@ -193,6 +236,7 @@ final class PGLink {
     guard let failed = connection else { return }
     connection = nil
     failed.close()
+    sentAt = []
     self.failed(message)
   }
 

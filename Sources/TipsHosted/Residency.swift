@@ -24,8 +24,10 @@ public struct Residency: Sendable {
     case resume(String)
     /// Loading failed: answer the requests that waited with an error.
     case failWaiters(String)
-    /// Read what others stored after the account's cursor (``Residency/pulled(_:)`` when done).
+    /// Read what others stored after the account's cursor (``Residency/pulled(_:success:)`` when done).
     case pull(String)
+    /// A pull failed: try it again later (with backoff), by ``Residency/othersWrote(_:)``.
+    case retryPull(String)
     /// Drop the account's engine from memory.
     case evict(String)
   }
@@ -133,13 +135,15 @@ public struct Residency: Sendable {
     return entry.phase == .idle ? settle(account) : []
   }
 
-  /// The pull finished (merged, or failed: then the account is read again).
+  /// The pull finished: merged, or failed — then nothing was merged, the engine is as it was, and the requests that
+  /// waited run now on it (a pull that cannot read must not hold them); the pull is tried again later.
   public mutating func pulled(_ account: String, success: Bool = true) -> [Action] {
     guard var entry = entries[account], entry.phase == .busy else { return [] }
     guard success else {
-      entry.phase = .reloading
+      entry.phase = .idle
+      entry.wantsPull = false
       entries[account] = entry
-      return [.load(account)]
+      return [.retryPull(account)] + settle(account)
     }
     entry.phase = .idle
     entries[account] = entry

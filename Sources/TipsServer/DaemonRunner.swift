@@ -1,3 +1,4 @@
+import TipsHosted
 import TipsJSON
 public import TipsLogging
 import TipsProtocol
@@ -231,12 +232,16 @@ enum Health {
     ]
     if let hosted = server.services.hosted {
       // Hosted: still serving while PostgreSQL is away (reads and observations from memory; changes are refused
-      // with -32016), but said: "connected" once both links (commits, and loading accounts) are up.
-      let connected = hosted.store.isWritable && hosted.store.isReadable
+      // with -32016), but said: "connected" once every link is up — commits, reads, and the fleet's channel (without
+      // it other nodes' changes are not heard until the catch-up that follows its return).
+      let connected = Link.allCases.allSatisfy(hosted.isUp)
+      var links: JSONObject = [:]
+      for link in Link.allCases { links[link.rawValue] = .string(hosted.isUp(link) ? "up" : "down") }
       body["status"] = connected ? "ok" : "degraded"
       body["hosted"] = .object([
         "node": .string(hosted.configuration.node),
         "postgres": .string(connected ? "connected" : hosted.store.isIncompatible ? "incompatible" : "unavailable"),
+        "links": .object(links),
         "residentAccounts": .int(Int64(hosted.residentAccounts)),
         "commitsInFlight": .int(Int64(hosted.commitsInFlight)),
         "oldestCommitSeconds": hosted.store.oldestCommitAge.map { .double(($0 * 1000).rounded() / 1000) } ?? .null,

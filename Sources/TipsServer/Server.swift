@@ -1,6 +1,7 @@
 import TipsCatalog
 public import TipsEngine
 import TipsFraming
+import TipsHosted
 public import TipsLogging
 import TipsProtocol
 import TipsStore
@@ -386,7 +387,9 @@ public final class Server {
         connections: connectionsByTransport, subscriptions: subscriptionCounts,
         datastoreBytes: services.hosted == nil ? try? store.sizeBytes() : nil,
         historyCursor: local?.history.lastCursor ?? 0,
-        uptimeSeconds: Double(loop.now - startedAt) / 1000, version: TipsdVersion.server))
+        uptimeSeconds: Double(loop.now - startedAt) / 1000, version: TipsdVersion.server,
+        hostedLinks: services.hosted.map { hosted in Link.allCases.map { ($0.rawValue, hosted.isUp($0)) } } ?? [],
+        signInThrottled: services.hosted?.signInCounts.throttled, signInFailures: services.hosted?.signInCounts.failures))
   }
 
   /// Open subscriptions by kind, over every tenant.

@@ -84,6 +84,11 @@ final class ServerCounters {
     var historyCursor: Int64
     var uptimeSeconds: Double
     var version: String
+    /// Hosted mode: whether each PostgreSQL link is up (writer, reader, listener).
+    var hostedLinks: [(link: String, up: Bool)] = []
+    /// Hosted mode: tokens refused before any signature check, and signature checks that failed, since start.
+    var signInThrottled: Int?
+    var signInFailures: Int?
   }
 
   func render(_ gauges: Gauges) -> String {
@@ -168,6 +173,22 @@ final class ServerCounters {
     }
     family("tipsd_history_cursor", "gauge", "The newest lifecycle history cursor.")
     sample("tipsd_history_cursor", [], String(gauges.historyCursor))
+    if !gauges.hostedLinks.isEmpty {
+      family(
+        "tipsd_hosted_links", "gauge",
+        "Hosted mode: whether each PostgreSQL link is up (1) or not (0): writer (commits), reader (loads and reads), "
+          + "listener (other nodes' and devices' changes).")
+      for (link, up) in gauges.hostedLinks { sample("tipsd_hosted_links", [("link", link)], up ? "1" : "0") }
+    }
+    if let throttled = gauges.signInThrottled, let failures = gauges.signInFailures {
+      family(
+        "tipsd_signin_signature_failures_total", "counter", "Hosted mode: tokens whose signature did not verify.")
+      sample("tipsd_signin_signature_failures_total", [], String(failures))
+      family(
+        "tipsd_signin_throttled_total", "counter",
+        "Hosted mode: tokens refused before any signature check (--sign-in-failures spent).")
+      sample("tipsd_signin_throttled_total", [], String(throttled))
+    }
     if let bytes = gauges.datastoreBytes {
       family("tipsd_datastore_size_bytes", "gauge", "The datastore's size (SQLite pages; the WAL not included).")
       sample("tipsd_datastore_size_bytes", [], String(bytes))

@@ -48,7 +48,9 @@ import Testing
     // Notices during the pull or a commit are remembered: one more pull once idle.
     #expect(residency.othersWrote("alice") == [])
     #expect(residency.pulled("alice") == [.pull("alice")])
-    #expect(residency.pulled("alice", success: false) == [.load("alice")])
+    // A pull that failed merged nothing: the waiting requests run on the engine as it is, and the pull is retried.
+    #expect(residency.pulled("alice", success: false) == [.retryPull("alice"), .resume("alice")])
+    #expect(residency.isIdle("alice"))
     #expect(residency.othersWrote("nobody") == [])
   }
 

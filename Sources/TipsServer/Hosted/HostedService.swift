@@ -137,6 +137,7 @@ final class HostedService {
     residency = Residency(capacity: configuration.maxResidentAccounts)
     limiter = RateLimiter(rate: configuration.accountRate)
     store.onNotice = { [unowned self] notice in self.noticed(notice) }
+    store.onLinkChange = { [unowned self] link, ready in self.linkChanged(link, ready: ready) }
     store.onWritableChange = { [unowned self] writable in
       // Once connected: the first connection is not news, losing it and getting it back are.
       guard writable != self.writable else { return }
@@ -436,6 +437,7 @@ final class HostedService {
       case .resume(let account): resumeParked(account)
       case .failWaiters(let account): failParked(account)
       case .pull(let account): pull(account)
+      case .retryPull(let account): schedulePullRetry(account)
       case .evict(let account): evict(account)
       }
     }
@@ -567,6 +569,50 @@ final class HostedService {
     }
   }
 
+  /// Pulls that failed, by account: when to try again and how many failed in a row (backoff 1 s doubling to 30 s).
+  private var pullRetries = DeadlineQueue<String>()
+  private var pullFailures: [String: Int] = [:]
+
+  private func schedulePullRetry(_ account: String) {
+    let failures = (pullFailures[account] ?? 0) + 1
+    pullFailures[account] = failures
+    pullRetries.set(account, loopSeconds + min(30, Double(1 << min(failures - 1, 5))))
+  }
+
+  /// Links (re)established since the last catch-up: the listener was not listening for a while (or never had), so
+  /// what other nodes and devices committed meanwhile may never have been heard — every resident account pulls from
+  /// its cursor once the reader is up.
+  private var catchUpDue = false
+
+  private func linkChanged(_ link: Link, ready: Bool) {
+    linkStates[link] = ready
+    if link == .listener && ready { catchUpDue = true }
+    if catchUpDue && store.isReadable && store.isListening { catchUp() }
+  }
+
+  /// Whether each link is up (`/healthz`, `tipsd_hosted_links`).
+  private(set) var linkStates: [Link: Bool] = [:]
+
+  func isUp(_ link: Link) -> Bool {
+    switch link {
+    case .writer: store.isWritable
+    case .reader: store.isReadable
+    case .listener: store.isListening
+    }
+  }
+
+  /// Tokens refused before any signature check and signature checks that failed, since start (`/metrics`).
+  var signInCounts: (throttled: Int, failures: Int) { (signInGuard.throttled, signInGuard.failures) }
+
+  private func catchUp() {
+    catchUpDue = false
+    let accounts = residency.accounts.sorted()
+    guard !accounts.isEmpty else { return }
+    logger.info("hosted: catching up after the fleet's channel was not heard", [("accounts", String(accounts.count))])
+    for account in accounts { perform(residency.othersWrote(account)) }
+    services.requestEndOfTurn()
+  }
+
   private func pull(_ account: String) {
     guard let tenant = tenants[account], let model = tenant.model else {
       perform(residency.pulled(account, success: false))
@@ -576,9 +622,11 @@ final class HostedService {
       guard let self else { return }
       switch result {
       case .failure(let error):
-        self.logger.warning("hosted: catch-up failed", [("account", account), ("error", error.message)])
+        self.logger.warning("hosted: catch-up failed; retrying", [("account", account), ("error", error.message)])
         self.perform(self.residency.pulled(account, success: false))
+        self.services.requestEndOfTurn()
       case .success(let rows):
+        self.pullFailures[account] = nil
         guard let tenant = self.tenants[account], tenant.model === model else { return }
         if let last = rows.last {
           let effects = model.applyRemote(
@@ -819,6 +867,9 @@ final class HostedService {
     }
     limiter.forgetFull(now: clock.now())
     signInGuard.tidy(now: now)
+    for account in pullRetries.popDue(loopSeconds) where residency.phase(of: account) != nil {
+      perform(residency.othersWrote(account))
+    }
     erased = erased.filter { $0.value > now }
     if !erasedRead && !readingErased && store.isReadable { readErased() }
     compact()
