@@ -53,6 +53,9 @@ final class HistoryRecorder {
     recorded = state.tips
   }
 
+  /// Its memory: the newest cursor and each tip's last recorded eligibility.
+  var state: HistoryState { HistoryState(lastCursor: lastCursor, tips: recorded) }
+
   /// After a failed commit: what the datastore holds (the newest cursor stored, each tip's last recorded
   /// eligibility).
   func restore(_ state: HistoryState) {

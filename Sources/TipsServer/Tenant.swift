@@ -26,6 +26,10 @@ final class Tenant {
   var model: SyncModel?
   /// History entries this turn recorded for the account, committed with its operations.
   @exclusivity(unchecked) var pendingHistory = HistoryBatch()
+  /// Hosted: the history recorder's memory as of the account's last successful commit — what PostgreSQL's history
+  /// says each tip last was. A reload after a failed commit starts its recorder from it, so the reload's reversals
+  /// (back to what was stored) are not recorded as changes that never happened.
+  var committedHistory: HistoryState?
   /// The cursor of the account's newest snapshot this node knows of (read at load, or written by its compactor).
   var snapshotCursor: Int64 = 0
   /// Whether the variants the engine assigned are stored as the account's (done with its first commit after a load).

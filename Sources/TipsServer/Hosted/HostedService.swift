@@ -491,7 +491,7 @@ final class HostedService {
     }
     let history = HistoryRecorder(
       enabled: services.configuration.recordsHistory, appClosedEvent: services.configuration.appClosedEvent,
-      state: HistoryState(lastCursor: stored.historyCursor))
+      state: HistoryState(lastCursor: stored.historyCursor, tips: tenants[account]?.committedHistory?.tips ?? [:]))
     history.refreshTrackedEvents(engine)
     if let tenant = tenants[account] {
       let before = tenant.engine.states()
@@ -776,6 +776,7 @@ final class HostedService {
             }
           }
         }
+        tenant.committedHistory = tenant.history.state
         perform(residency.committed(account, success: true))
       }
     case .failure(let error):

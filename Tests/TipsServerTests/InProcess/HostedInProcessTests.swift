@@ -143,6 +143,26 @@ struct HostedInProcessTests {
     #expect(try client.result("events/donate", ["id": "search.opened"])["count"]?.intValue == 2)
   }
 
+  /// A failed commit leaves no trace in the history: the reload starts its recorder from what the last successful
+  /// commit stored, so moving the tip back (the invalidation PostgreSQL never stored) is no eligibility change.
+  @Test func aFailedCommitRecordsNothingInTheHistory() throws {
+    let node = try HostedTestServer()
+    let client = try node.connect(token: try node.tokens(["erin"])["erin"])
+    try client.result("tips/observe", ["ids": ["welcome.tour"]])
+    try client.result("tips/invalidate", ["id": "welcome.tour", "reason": "tipClosed"])
+    try client.result("tips/resetEligibility", ["id": "welcome.tour"])
+    func entries() throws -> [String] {
+      try client.result("analytics/read", ["limit": 1000])["events"]?.arrayValue?.compactMap { event in
+        event["tipId"]?.stringValue == "welcome.tour" ? event["type"]?.stringValue : nil
+      } ?? []
+    }
+    let before = try entries()
+    node.store.failNextCommits = 1
+    #expect(try client.refusal("tips/invalidate", ["id": "welcome.tour", "reason": "tipClosed"]).code.rawValue == -32016)
+    try client.result("events/donate", ["id": "search.opened"])  // a commit after the reload
+    #expect(try entries() == before)
+  }
+
   /// Residency counts a session from its first: the account stays resident while other accounts come and go past
   /// --max-resident-accounts.
   @Test func aLiveAccountIsNeverEvicted() throws {
