@@ -189,7 +189,7 @@ let package = Package(
     .testTarget(
       name: "TipsServerTests",
       dependencies: [
-        "TipsServer", "TipsHosted", "TipsJSON", "TipsFraming", "TipsLogging", "TipsProtocol", "TipsMetrics",
+        "TipsServer", "TipsHosted", "TipsSync", "TipsJSON", "TipsFraming", "TipsLogging", "TipsProtocol", "TipsMetrics",
         "TipsTestSupport", "tipsd",
       ],
       swiftSettings: swiftSettings

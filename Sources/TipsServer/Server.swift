@@ -578,8 +578,9 @@ public final class Server {
     if !stopping { hosted.afterTurn() }
   }
 
-  /// After a failed commit, the engine's durable state and the history recorder's memory (the newest cursor, each
-  /// tip's last recorded eligibility) are read again from the datastore: nothing the lost turn did (donations,
+  /// After a failed commit, the engine's durable state, the history recorder's memory (the newest cursor, each
+  /// tip's last recorded eligibility) and, with `--sync`, the sync model (outbox, contributions) are read again from
+  /// the datastore: nothing the lost turn did (donations,
   /// displays, parameters, history entries) counts afterwards, and the daemon goes on as if its requests — each
   /// answered -32005 — had never been made. What the datastore does not hold is kept (registrations, groups, testing
   /// overrides, transient parameters). Tips whose state this moves back are reported with the engine's next
@@ -593,6 +594,7 @@ public final class Server {
       let history = try store.historyState()
       engine.restore(snapshot)
       local?.history.restore(history)
+      try local?.sync?.restore(from: store)
     } catch {
       logger.error(
         "cannot read the datastore again after a failed commit; the daemon's state is ahead of it until a restart",

@@ -21,7 +21,8 @@ final class SyncService: SyncPumpDelegate {
     ResetEligibilityRequest.method, SetParameterRequest.method, ResetDatastoreRequest.method,
   ]
 
-  let model: SyncModel
+  /// Read again from the datastore after a failed commit (``restore(from:)``).
+  private(set) var model: SyncModel
   let server: SyncServer
   private let configuration: SyncConfiguration
   private unowned let services: Services
@@ -96,6 +97,21 @@ final class SyncService: SyncPumpDelegate {
   func beforeCommit() {
     let writes = model.takeMetaWrites()
     if !writes.isEmpty { services.turn.stageSync(writes) }
+  }
+
+  /// After a failed commit, with the engine read back: the model — its outbox, this device's contributions, its
+  /// clock — is read back from the datastore too, so no operation of a change the engine undid is ever pushed.
+  func restore(from store: Datastore) throws(DatastoreError) {
+    let engine = tenant.engine
+    let snapshot = try store.loadSync()
+    do {
+      model = try SyncModel(
+        engine: engine, snapshot: snapshot, account: model.account, device: model.device,
+        outboxLimit: configuration.outboxLimit,
+        isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local })
+    } catch {
+      services.logger.error("sync: cannot read the sync state back after a failed commit", [("error", "\(error)")])
+    }
   }
 
   /// After the turn's commit: what is now committed may be pushed.

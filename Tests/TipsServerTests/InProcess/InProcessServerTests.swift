@@ -3,6 +3,7 @@ import TipsEngine
 import TipsFraming
 import TipsJSON
 import TipsProtocol
+import TipsSync
 import TipsTestSupport
 
 @testable import TipsServer
@@ -319,6 +320,34 @@ import TipsTestSupport
     let replies = try #require(client.inbox.first?.arrayValue)
     #expect(replies.first { $0["id"] == "w" }?["error"]?["code"] == -32005)
     #expect(replies.first { $0["id"] == "r" }?["result"]?["now"] != nil)
+  }
+
+  /// With --sync, a failed commit leaves the sync model as the datastore holds it: the outbox (what will be pushed to
+  /// the account's other devices) and this device's contributions. Before, the in-memory outbox kept the lost turn's
+  /// operations, and the next successful commit pushed changes the engine had undone.
+  @Test func aFailedCommitLeavesTheSyncModelAsStored() throws {
+    let fixture = try TestServer {
+      $0.datastoreMaxPages = 60
+      // Nothing listens there: the pump only retries; what matters is what it would push.
+      $0.sync = SyncConfiguration(server: "postgresql://127.0.0.1:1/none", account: "acct", device: "phone")
+    }
+    let client = try fixture.connect()
+    let padding = String(repeating: "x", count: 2_000)
+    var failed = false
+    for n in 0..<2_000 {
+      let reply = try client.call("events/donate", ["id": .string("e\(n % 20)"), "info": ["pad": .string(padding)]])
+      if reply["error"] != nil {
+        failed = true
+        break
+      }
+    }
+    #expect(failed, "the datastore never filled up")
+    let sync = try #require(fixture.server.local?.sync)
+    let stored = try SyncModel(
+      engine: fixture.server.engine, snapshot: try fixture.server.store.loadSync(), account: "acct", device: "phone",
+      outboxLimit: .max)
+    #expect(sync.model.outboxBatch(.max).map(\.seq) == stored.outboxBatch(.max).map(\.seq))
+    #expect(sync.model.stateRows() == stored.stateRows())
   }
 
   // MARK: Lifecycle
