@@ -144,6 +144,15 @@ extension ServeCommand {
 
     .section("HISTORY AND METRICS"),
     .value(
+      "--idempotency-hours", as: "HOURS",
+      help: """
+        remember each change's idempotencyKey this long: a retry with the key changes
+        nothing and gets the first reply (default 24)
+        """
+    ) { command, value throws(UsageError) in
+      command.configuration.idempotencyHours = try value.positiveNumber(of: "hours")
+    },
+    .value(
       "--history-days", as: "DAYS",
       help: """
         keep this many days of lifecycle history (impressions, eligibility changes,

@@ -1,3 +1,5 @@
+public import TipsStore
+
 /// A hosted node's connections to where accounts are kept: commits, reads, and the fleet's notifications.
 public enum Link: String, Sendable, CaseIterable {
   case writer, reader, listener
@@ -58,6 +60,8 @@ public protocol HostedStorage: AnyObject {
     completion: @escaping (Result<Void, HostedError>) -> Void)
   /// Deletes tombstones that have fallen; how many.
   func pruneErased(completion: @escaping (Result<Int, HostedError>) -> Void)
+  /// Deletes at most `limit` idempotent replies made before `cutoff`; how many went.
+  func pruneReplies(before cutoff: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void)
 
   // MARK: Reads
 
@@ -67,6 +71,9 @@ public protocol HostedStorage: AnyObject {
   func pull(
     _ account: String, after cursor: Int64, limit: Int,
     completion: @escaping (Result<[StoredOperation], HostedError>) -> Void)
+  /// The account's idempotent replies made at or after `since`.
+  func replies(
+    of account: String, since: Double, completion: @escaping (Result<[IdempotentReply], HostedError>) -> Void)
   /// The history chunks of `account` holding cursors after `cursor`, at most `limit`, in cursor order.
   func history(
     _ account: String, after cursor: Int64, limit: Int,

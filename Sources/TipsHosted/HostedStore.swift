@@ -1,5 +1,6 @@
 import TipsJSON
 public import TipsLogging
+public import TipsStore
 public import TipsSync
 public import TipsTransport
 
@@ -46,6 +47,8 @@ public final class HostedStore: HostedStorage {
     public var exists: Bool
     /// Whether the account was erased and its tombstone stands (`--erasure-days`): it may not be used again yet.
     public var erased = false
+    /// Its replies to changes made with an idempotency key.
+    public var replies: [IdempotentReply] = []
   }
 
   /// One account's part of a commit: its operations (as its outbox holds them) and its history chunks.
@@ -53,11 +56,17 @@ public final class HostedStore: HostedStorage {
     public var account: String
     public var operations: [(seq: Int64, payload: String)]
     public var history: [HistoryChunk]
+    /// Replies to changes made with an idempotency key, stored with them.
+    public var replies: [IdempotentReply]
 
-    public init(account: String, operations: [(seq: Int64, payload: String)], history: [HistoryChunk]) {
+    public init(
+      account: String, operations: [(seq: Int64, payload: String)], history: [HistoryChunk],
+      replies: [IdempotentReply] = []
+    ) {
       self.account = account
       self.operations = operations
       self.history = history
+      self.replies = replies
     }
   }
 
@@ -117,7 +126,10 @@ public final class HostedStore: HostedStorage {
         answerTimeout: configuration.answerTimeout, node: configuration.node, logger: logger)
     }
     writer = link(
-      "writer", .pipelined(prepare: [(Statement.push, PGSchema.push), (Statement.history, Self.appendHistory)]))
+      "writer",
+      .pipelined(prepare: [
+        (Statement.push, PGSchema.push), (Statement.history, Self.appendHistory), (Statement.reply, Self.insertReply),
+      ]))
     reader = link(
       "reader",
       .pipelined(prepare: [
@@ -177,7 +189,7 @@ public final class HostedStore: HostedStorage {
   ) {
     let sorted = changes.sorted { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }
     var statements: [PGStatement] = []
-    var layout: [(account: String, pushes: Bool, chunks: Int)] = []
+    var layout: [(account: String, pushes: Bool, chunks: Int, replies: Int)] = []
     let appendsHistory = sorted.contains { !$0.history.isEmpty }
     if appendsHistory { statements.append(.query(PGSchema.lockFleet)) }
     for change in sorted {
@@ -197,7 +209,13 @@ public final class HostedStore: HostedStorage {
             Statement.history,
             [change.account, String(chunk.count), "\(chunk.firstAt)", "\(chunk.lastAt)", Hex.bytea(chunk.bytes)]))
       }
-      layout.append((change.account, pushes, change.history.count))
+      for reply in change.replies {
+        statements.append(
+          .prepared(
+            Statement.reply,
+            [change.account, reply.key, String(decoding: reply.result, as: UTF8.self), "\(reply.at)"]))
+      }
+      layout.append((change.account, pushes, change.history.count, change.replies.count))
     }
     guard !statements.isEmpty else {
       completion(.success([:]))
@@ -218,6 +236,7 @@ public final class HostedStore: HostedStorage {
           let last = entry.pushes ? value() : nil
           var firsts: [Int64] = []
           for _ in 0..<entry.chunks { firsts.append(value() ?? 0) }
+          index += entry.replies
           answers[entry.account] = Committed(lastCursor: last, historyFirst: firsts)
         }
         completion(.success(answers))
@@ -252,6 +271,7 @@ public final class HostedStore: HostedStorage {
         ON CONFLICT (account) DO UPDATE SET erased_at = now(), until = excluded.until
         """, [account, "\(erasureDays)"]),
       .query("DELETE FROM tipsd.ops WHERE account = $1", [account]),
+      .query("DELETE FROM tipsd.idempotency WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.history WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.snapshots WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.accounts WHERE account = $1", [account]),
@@ -269,10 +289,18 @@ public final class HostedStore: HostedStorage {
   /// Reads an account: its snapshot, the operations stored after it and its history's last cursor, as of one
   /// instant (one statement).
   public func load(_ account: String, completion: @escaping (Result<StoredAccount, HostedError>) -> Void) {
-    reader.send([.prepared(Statement.load, [account])]) { result in
+    reader.send([
+      .prepared(Statement.load, [account]),
+      .query("SELECT key, reply, at FROM tipsd.idempotency WHERE account = $1", [account]),
+    ]) { result in
       completion(
         result.flatMap { results -> Result<StoredAccount, HostedError> in
           var stored = StoredAccount(snapshot: nil, operations: [], historyCursor: 0, exists: false)
+          for row in results.dropFirst().first?.rows ?? [] {
+            guard row.count == 3, let key = row[0], let reply = row[1], let at = row[2].flatMap({ Double($0) })
+            else { continue }
+            stored.replies.append(IdempotentReply(key: key, result: Array(reply.utf8), at: at))
+          }
           for row in results.first?.rows ?? [] {
             guard row.count == 5, let kind = row[0], let cursor = row[1].flatMap({ Int64($0) }) else { continue }
             switch kind {
@@ -311,6 +339,25 @@ public final class HostedStore: HostedStorage {
               let seq = row[2].flatMap({ Int64($0) }), let payload = row[3]
             else { return nil }
             return StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload)
+          }
+        })
+    }
+  }
+
+  public func replies(
+    of account: String, since: Double, completion: @escaping (Result<[IdempotentReply], HostedError>) -> Void
+  ) {
+    reader.send([
+      .query(
+        "SELECT key, reply, at FROM tipsd.idempotency WHERE account = $1 AND at >= $2::double precision",
+        [account, "\(since)"])
+    ]) { result in
+      completion(
+        result.map { results in
+          (results.first?.rows ?? []).compactMap { row in
+            guard row.count == 3, let key = row[0], let reply = row[1], let at = row[2].flatMap({ Double($0) })
+            else { return nil }
+            return IdempotentReply(key: key, result: Array(reply.utf8), at: at)
           }
         })
     }
@@ -467,6 +514,23 @@ public final class HostedStore: HostedStorage {
     }
   }
 
+  public func pruneReplies(
+    before cutoff: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
+  ) {
+    writer.send([
+      .query(
+        """
+        WITH gone AS (
+          DELETE FROM tipsd.idempotency WHERE ctid IN (
+            SELECT ctid FROM tipsd.idempotency WHERE at < $1::double precision LIMIT $2::integer)
+          RETURNING 1)
+        SELECT count(*) FROM gone
+        """, ["\(cutoff)", String(limit)])
+    ]) { result in
+      completion(result.map { results in results.first?.rows.first?.first?.flatMap { Int($0) } ?? 0 })
+    }
+  }
+
   /// Accounts whose tombstone stands, with the instant it falls (seconds since the epoch).
   public func erasedAccounts(completion: @escaping (Result<[(account: String, until: Double)], HostedError>) -> Void) {
     reader.send([
@@ -518,7 +582,15 @@ public final class HostedStore: HostedStorage {
     static let load = "tipsd_load"
     static let pull = "tipsd_pull"
     static let readHistory = "tipsd_read_history"
+    static let reply = "tipsd_insert_reply"
   }
+
+  /// `$1` account, `$2` key, `$3` reply, `$4` at: a change's idempotent reply (refused, failing the commit, when the
+  /// key was committed before; nothing for an erased account).
+  static let insertReply = """
+    INSERT INTO tipsd.idempotency (account, key, reply, at)
+    SELECT $1, $2, $3, $4::double precision WHERE NOT tipsd.is_erased($1)
+    """
 
   static let appendHistory =
     "SELECT tipsd.append_history($1, $2::integer, $3::double precision, $4::double precision, $5::bytea)"

@@ -1,4 +1,5 @@
 public import TipsJSON
+public import TipsStore
 import TipsSystem
 public import TipsTransport
 
@@ -44,6 +45,7 @@ public final class MemoryHostedStore: HostedStorage {
     var operations: [StoredOperation] = []
     var identities: Set<String> = []
     var snapshot: AccountSnapshot?
+    var replies: [String: IdempotentReply] = [:]
   }
 
   private struct HistoryRow {
@@ -151,6 +153,12 @@ public final class MemoryHostedStore: HostedStorage {
         self.failNextCommits -= 1
         return .failure(HostedError("the commit failed (MemoryHostedStore.failNextCommits)"))
       }
+      // A key committed before fails the whole commit, as PostgreSQL's primary key does.
+      for change in changes where !self.isErased(change.account) {
+        for reply in change.replies where self.accounts[change.account]?.replies[reply.key] != nil {
+          return .failure(HostedError("duplicate key value violates unique constraint \"idempotency_pkey\""))
+        }
+      }
       var answers: [String: HostedStore.Committed] = [:]
       for change in changes.sorted(by: { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }) {
         let account = change.account
@@ -181,6 +189,7 @@ public final class MemoryHostedStore: HostedStorage {
           self.fleetSeq += Int64(chunk.count)
           firsts.append(first)
         }
+        for reply in change.replies { stored.replies[reply.key] = reply }
         self.accounts[account] = stored
         answers[account] = HostedStore.Committed(
           lastCursor: change.operations.isEmpty ? nil : stored.lastCursor, historyFirst: firsts)
@@ -267,6 +276,22 @@ public final class MemoryHostedStore: HostedStorage {
     }
   }
 
+  public func pruneReplies(
+    before cutoff: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      guard let self else { return .success(0) }
+      var removed = 0
+      for account in self.accounts.keys.sorted() where removed < limit {
+        for (key, reply) in self.accounts[account]!.replies where reply.at < cutoff && removed < limit {
+          self.accounts[account]!.replies[key] = nil
+          removed += 1
+        }
+      }
+      return .success(removed)
+    }
+  }
+
   public func pruneErased(completion: @escaping (Result<Int, HostedError>) -> Void) {
     answer(completion) { [weak self] in
       guard let self else { return .success(0) }
@@ -290,6 +315,7 @@ public final class MemoryHostedStore: HostedStorage {
       loaded.exists = true
       loaded.snapshot = stored.snapshot
       loaded.historyCursor = stored.historyCursor
+      loaded.replies = Array(stored.replies.values)
       let after = stored.snapshot?.cursor ?? 0
       loaded.operations = stored.operations.filter { $0.cursor > after }
       return .success(loaded)
@@ -303,6 +329,14 @@ public final class MemoryHostedStore: HostedStorage {
     answer(completion) { [weak self] in
       let operations = self?.accounts[account]?.operations ?? []
       return .success(Array(operations.filter { $0.cursor > cursor }.prefix(max(0, limit))))
+    }
+  }
+
+  public func replies(
+    of account: String, since: Double, completion: @escaping (Result<[IdempotentReply], HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      .success((self?.accounts[account]?.replies.values ?? [:].values).filter { $0.at >= since })
     }
   }
 

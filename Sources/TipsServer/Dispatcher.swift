@@ -1,6 +1,7 @@
 import TipsFraming
 import TipsJSON
 import TipsProtocol
+import TipsStore
 import TipsSystem
 
 /// Turns one framed payload (a message or a batch) into handler calls and a staged reply: the lifecycle gate, the
@@ -229,12 +230,40 @@ struct Dispatcher {
     let started = System.monotonicSeconds()
     do throws(ResponseError) {
       let context = try gate(method, entry, params: params, on: session, target: target)
-      if let error = entry!.run(id, context.params, context.context, &writer) { throw error }
+      guard entry!.acceptsIdempotencyKey else {
+        if let error = entry!.run(id, context.params, context.context, &writer) { throw error }
+        counters.requestAnswered(slot: slot, ok: true, seconds: System.monotonicSeconds() - started)
+        return
+      }
+      try callIdempotent(entry!, id: id, params: context.params, context: context.context, into: &writer)
       counters.requestAnswered(slot: slot, ok: true, seconds: System.monotonicSeconds() - started)
     } catch {
       counters.requestAnswered(slot: slot, ok: false, seconds: System.monotonicSeconds() - started)
       throw error
     }
+  }
+
+  /// A change that may carry an `idempotencyKey`: a key its account answered before gets that reply again and
+  /// changes nothing; a new key's reply is remembered (and stored with the turn's commit: the request is durable).
+  private func callIdempotent(
+    _ entry: HandlerTable.Entry, id: RequestID?, params: JSONValue?, context: RequestContext,
+    into writer: inout JSONWriter
+  ) throws(ResponseError) {
+    var params = params
+    guard let key = try IdempotencyMemory.take(from: &params, method: context.method), let tenant = context.tenant
+    else {
+      if let error = entry.run(id, params, context, &writer) { throw error }
+      return
+    }
+    if let result = tenant.idempotency.result(for: key) {
+      OutgoingMessage.writeResult(id: id, to: &writer) { $0.writeRaw(result) }
+      return
+    }
+    let start = writer.bytes.count
+    if let error = entry.run(id, params, context, &writer) { throw error }
+    guard let result = IdempotencyMemory.result(ofReply: writer.bytes[start...]) else { return }
+    tenant.idempotency.record(IdempotentReply(key: key, result: result, at: System.wallClockSeconds()))
+    services.recordedIdempotentReply(in: tenant)
   }
 
   /// A request whose handler answers later (a read of PostgreSQL): the session reads no further input until the

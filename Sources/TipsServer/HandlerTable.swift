@@ -21,6 +21,8 @@ struct HandlerTable: Sendable {
     var slot: Int
     /// Set for a handler that answers asynchronously; ``run`` is then unused.
     var runAsync: AsyncRun? = nil
+    /// Whether the method changes state and takes an `idempotencyKey` (``Handlers/idempotent``).
+    var acceptsIdempotencyKey = false
   }
 
   private(set) var handlers: [String: Entry] = [:]
@@ -76,6 +78,11 @@ struct HandlerTable: Sendable {
     handlers[R.method] = Entry(
       run: { _, _, _, _ in .invalidRequest("\(R.method) answers asynchronously") }, slot: methods.count - 1,
       runAsync: run)
+  }
+
+  /// Marks the methods that take an `idempotencyKey`.
+  mutating func acceptIdempotencyKeys(_ methods: Set<String>) {
+    for method in methods { handlers[method]?.acceptsIdempotencyKey = true }
   }
 
   subscript(method: String) -> Run? { handlers[method]?.run }

@@ -5,6 +5,7 @@ import TipsHosted
 public import TipsLogging
 import TipsProtocol
 import TipsStore
+import TipsSystem
 public import TipsTransport
 
 /// Why the daemon stopped, for the process exit status.
@@ -201,6 +202,12 @@ public final class Server {
       }
     } else {
       let tenant = services.makeLocalTenant(engine: engine, history: history)
+      do {
+        tenant.idempotency.load(
+          try store.idempotentReplies(since: System.wallClockSeconds() - configuration.idempotencyWindow))
+      } catch {
+        throw ServerError("\(error)")
+      }
       if let sync = configuration.sync {
         tenant.sync = try SyncService(configuration: sync, store: store, services: services, tenant: tenant)
       }
@@ -254,6 +261,7 @@ public final class Server {
     // Hosted: the hosted service prunes PostgreSQL's history (in bounded statements, hourly).
     guard services.hosted == nil else { return }
     guard let history = local?.history else { return }
+    pruneIdempotentReplies()
     guard history.enabled || lastPrune == -.infinity else { return }
     lastPrune = now
     do {
@@ -263,6 +271,17 @@ public final class Server {
       if deleted > 0 { logger.info("pruned the lifecycle history", [("entries", String(deleted))]) }
     } catch {
       logger.warning("cannot prune the lifecycle history", [("error", "\(error)")])
+    }
+  }
+
+  /// Forgets the idempotency keys older than `--idempotency-hours` (memory and datastore).
+  private func pruneIdempotentReplies() {
+    let cutoff = System.wallClockSeconds() - configuration.idempotencyWindow
+    local?.idempotency.forget(before: cutoff)
+    do {
+      try store.pruneIdempotentReplies(before: cutoff)
+    } catch {
+      logger.warning("cannot prune the idempotency keys", [("error", "\(error)")])
     }
   }
 
@@ -286,7 +305,7 @@ public final class Server {
     guard !finished else { return }
     finished = true
     local?.sync?.beforeCommit()
-    _ = services.turn.commit()
+    _ = services.turn.commit(replies: local?.idempotency.takeStaged() ?? [])
     local?.sync?.stop()
     services.hosted?.stop()
     timeDriver?.close()
@@ -389,7 +408,8 @@ public final class Server {
         historyCursor: local?.history.lastCursor ?? 0,
         uptimeSeconds: Double(loop.now - startedAt) / 1000, version: TipsdVersion.server,
         hostedLinks: services.hosted.map { hosted in Link.allCases.map { ($0.rawValue, hosted.isUp($0)) } } ?? [],
-        signInThrottled: services.hosted?.signInCounts.throttled, signInFailures: services.hosted?.signInCounts.failures))
+        signInThrottled: services.hosted?.signInCounts.throttled, signInFailures: services.hosted?.signInCounts.failures
+      ))
   }
 
   /// Open subscriptions by kind, over every tenant.
@@ -530,7 +550,7 @@ public final class Server {
     }
     guard let local else { return }
     local.sync?.beforeCommit()
-    let committed = services.turn.commit()
+    let committed = services.turn.commit(replies: local.idempotency.takeStaged())
     if !committed { restoreFromDatastore() }
     if services.turn.changed {
       services.turn.changed = false
@@ -595,6 +615,8 @@ public final class Server {
       engine.restore(snapshot)
       local?.history.restore(history)
       try local?.sync?.restore(from: store)
+      local?.idempotency.load(
+        try store.idempotentReplies(since: System.wallClockSeconds() - configuration.idempotencyWindow))
     } catch {
       logger.error(
         "cannot read the datastore again after a failed commit; the daemon's state is ahead of it until a restart",

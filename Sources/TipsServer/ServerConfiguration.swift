@@ -160,6 +160,11 @@ public struct ServerConfiguration: Sendable {
   /// `--history-days`: days of lifecycle history kept (impressions, eligibility changes, invalidations, actions,
   /// variant assignments, goal and app-closed donations); 0 records none and deletes what was stored.
   public var historyDays: Double = 90
+  /// `--idempotency-hours`: how long a change's `idempotencyKey` is remembered (a repeat within it changes nothing and
+  /// gets the first reply).
+  public var idempotencyHours: Double = 24
+  /// `idempotencyHours` in seconds.
+  var idempotencyWindow: Double { idempotencyHours * 3600 }
   /// `--app-closed-event`: the event the app donates when it goes to the background, for the close rate (the
   /// catalog may later declare it too; this is the value the server reads). nil: the close rate is unavailable.
   public var appClosedEvent: String?

@@ -116,6 +116,13 @@ final class Services {
     }
   }
 
+  /// A change's reply was remembered under its idempotency key: it is stored with the turn's commit, and the request
+  /// is acknowledged only after it.
+  func recordedIdempotentReply(in tenant: Tenant) {
+    turn.noteStaged()
+    hosted?.touched(tenant)
+  }
+
   /// Stages output for a connection, to be handed over after this turn's commit.
   func stage(_ item: OutboundStateMachine.Item, on session: Session) {
     if case .notification(let note) = item {

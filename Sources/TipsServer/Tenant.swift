@@ -19,6 +19,8 @@ final class Tenant {
   var history: HistoryRecorder
   /// `--sync`: the device's sync across devices (the local tenant only).
   var sync: SyncService?
+  /// Replies to changes made with an `idempotencyKey`.
+  let idempotency = IdempotencyMemory()
 
   // MARK: Hosted mode
 

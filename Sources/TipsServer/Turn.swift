@@ -92,8 +92,10 @@ final class Turn {
   /// Commits the turn's writes and history in one transaction; false if the commit failed (both are dropped, every
   /// request that staged them is answered with -32005 instead of its result, and the server reads its state back
   /// from the datastore).
-  func commit() -> Bool {
-    guard !pendingWrites.isEmpty || !pendingHistory.isEmpty || !pendingSyncWrites.isEmpty else { return true }
+  func commit(replies: [IdempotentReply] = []) -> Bool {
+    guard !pendingWrites.isEmpty || !pendingHistory.isEmpty || !pendingSyncWrites.isEmpty || !replies.isEmpty else {
+      return true
+    }
     let writes = pendingWrites
     let history = pendingHistory
     let syncWrites = pendingSyncWrites
@@ -102,7 +104,7 @@ final class Turn {
     pendingSyncWrites.removeAll(keepingCapacity: true)
     let started = System.monotonicSeconds()
     do {
-      try store.commit(writes, history: history, sync: syncWrites)
+      try store.commit(writes, history: history, sync: syncWrites, replies: replies)
       counters.commitDuration.observe(System.monotonicSeconds() - started)
       counters.commitBatch.observe(Double(writes.count + history.count))
       return true

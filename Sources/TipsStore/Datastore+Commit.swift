@@ -9,15 +9,17 @@ extension Datastore {
   ///
   /// The server groups every write and history entry of an event-loop turn into one call (group commit). `sync`
   /// holds the sync layer's writes of the same turn (its outbox and merge state), committed in the same transaction.
-  public func commit(_ writes: [StateWrite], history: [HistoryEvent] = [], sync: [SyncWrite] = [])
-    throws(DatastoreError)
-  {
-    try commit(writes, history: HistoryBatch(history), sync: sync)
+  public func commit(
+    _ writes: [StateWrite], history: [HistoryEvent] = [], sync: [SyncWrite] = [], replies: [IdempotentReply] = []
+  ) throws(DatastoreError) {
+    try commit(writes, history: HistoryBatch(history), sync: sync, replies: replies)
   }
 
   /// ``commit(_:history:sync:)`` with the history already encoded (the server's hot path).
-  public func commit(_ writes: [StateWrite], history: HistoryBatch, sync: [SyncWrite] = []) throws(DatastoreError) {
-    guard !writes.isEmpty || !history.isEmpty || !sync.isEmpty else { return }
+  public func commit(
+    _ writes: [StateWrite], history: HistoryBatch, sync: [SyncWrite] = [], replies: [IdempotentReply] = []
+  ) throws(DatastoreError) {
+    guard !writes.isEmpty || !history.isEmpty || !sync.isEmpty || !replies.isEmpty else { return }
     let connection = try openConnection()
     preloaded = nil
     try sqlite("cannot write to") { () throws(SQLiteError) in
@@ -28,6 +30,7 @@ extension Datastore {
         try flushChunks(connection)
         if !history.isEmpty { try writeHistory(history, connection) }
         for write in sync { try self.write(write, connection) }
+        for reply in replies { try self.write(reply, connection) }
         try connection.prepare(SQL.commit).run()
       } catch {
         if connection.inTransaction { try? connection.execute(SQL.rollback) }

@@ -44,6 +44,10 @@ import TipsJSON
 //    `exposures` holds the holdout records whose counterfactual exposure is open (record key, since); the suppression
 //    in force is three `meta` keys. History chunks may hold `exposure` entries (kind 8), which a build of schema 9
 //    would read as malformed.
+// 11. idempotent changes (issue #34): `idempotency` holds the reply of each change made with an `idempotencyKey`
+//    (key, the reply's result as JSON, when), written in the change's own transaction, so a retry of the key is
+//    answered with it and changes nothing; pruned after `--idempotency-hours`. A datastore reset keeps it (a
+//    retried reset must not reset again).
 
 /// One forward migration: the SQL that takes a database from `version - 1` to `version`.
 struct Migration {
@@ -181,6 +185,12 @@ enum Schema {
         CREATE TABLE exposures (key TEXT PRIMARY KEY NOT NULL, since REAL NOT NULL) WITHOUT ROWID;
         """
     ),
+    Migration(
+      version: 11,
+      sql: """
+        CREATE TABLE idempotency (key TEXT PRIMARY KEY NOT NULL, reply BLOB NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
+        """
+    ),
   ]
 
   /// Migration 5: each event's donation rows, in order, become one chunk; then the old table goes.
@@ -256,6 +266,7 @@ enum SQL {
   static let deleteChunk: StaticString = "DELETE FROM donation_chunks WHERE id = ?1"
 
   static let selectParameters: StaticString = "SELECT id, value FROM parameters"
+  static let insertIdempotentReply: StaticString = "INSERT INTO idempotency (key, reply, at) VALUES (?1, ?2, ?3)"
   static let upsertParameter: StaticString = """
     INSERT INTO parameters (id, value) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET value = excluded.value
     """

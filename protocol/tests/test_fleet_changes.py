@@ -82,3 +82,48 @@ def test_healthz_and_metrics_report_each_link(hosted):
         text = reply.read().decode()
     for link in ("writer", "reader", "listener"):
         assert f'tipsd_hosted_links{{link="{link}"}} 1' in text
+
+
+async def call_retrying(session: Session, method: str, params: dict):
+    """A client's retry: after -32016 (not acknowledged) the same request, with the same idempotency key."""
+    from hosted import RpcError
+
+    for _ in range(10):
+        try:
+            return await session.call(method, params)
+        except RpcError as error:
+            if error.code != -32016:
+                raise
+            await asyncio.sleep((error.data or {}).get("retryAfter", 1) / 10)
+    raise AssertionError(f"{method} was never acknowledged")
+
+
+def test_an_idempotency_key_is_one_change_on_every_node(hosted):
+    first, second = hosted.node("keys-a"), hosted.node("keys-b")
+
+    async def body():
+        on_first = await Session.open(first.socket_path, hosted.token("keyed"))
+        on_second = await Session.open(second.socket_path, hosted.token("keyed"))
+        done = await on_first.call("events/donate", {"id": "search.opened", "idempotencyKey": "k-1"})
+        assert done == {"count": 1, "lifetime": 1}
+        # The retry lands on the other node (a failover, a reconnect): the same reply, no second donation (if the
+        # other node has not heard of the first commit yet, PostgreSQL refuses the key there: -32016, and the retry
+        # gets the reply read back).
+        retried = await call_retrying(on_second, "events/donate", {"id": "search.opened", "idempotencyKey": "k-1"})
+        assert retried == done
+        # Both nodes at once with one key (the first node's commit still in flight when the retry arrives): one of
+        # the commits is refused by PostgreSQL's primary key and answered -32016; retried, it gets the first reply.
+        racing = [
+            call_retrying(session, "events/donate", {"id": "search.opened", "idempotencyKey": "k-2"})
+            for session in (on_first, on_second)
+        ]
+        replies = await asyncio.gather(*racing)
+        assert replies[0] == replies[1] == {"count": 2, "lifetime": 2}, replies
+        inspect = await on_first.call("inspect/state", {})
+        assert [e["lifetime"] for e in inspect["events"] if e["id"] == "search.opened"] == [2]
+        await on_first.close()
+        await on_second.close()
+
+    run(body())
+    stored = hosted.query("SELECT key FROM tipsd.idempotency WHERE account = 'keyed' ORDER BY key")
+    assert stored.split() == ["k-1", "k-2"]

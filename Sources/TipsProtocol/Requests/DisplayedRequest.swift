@@ -2,7 +2,7 @@
 /// display count, duration and frequency budgets keep working.
 public struct DisplayedRequest: RequestType, Hashable {
   public static let method = "tips/displayed"
-  public static let params: [ParamSpec] = [.required("id"), .optional("duration")]
+  public static let params: [ParamSpec] = [.required("id"), .optional("duration"), .optional("idempotencyKey")]
 
   public var id: String
   /// Seconds on screen (the engine refuses a negative or non-finite one).

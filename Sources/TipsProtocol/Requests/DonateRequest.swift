@@ -4,7 +4,7 @@ public import TipsJSON
 /// positional params `[id, info?]`.
 public struct DonateRequest: RequestType, Hashable {
   public static let method = "events/donate"
-  public static let params: [ParamSpec] = [.required("id"), .optional("info")]
+  public static let params: [ParamSpec] = [.required("id"), .optional("info"), .optional("idempotencyKey")]
   public static let positionalParams = ["id", "info"]
 
   public var id: String

@@ -2,7 +2,9 @@
 /// `invalidate: false` here or on the action's definition) and tells every `actions/subscribe` subscriber.
 public struct PerformActionRequest: RequestType, Hashable {
   public static let method = "tips/performAction"
-  public static let params: [ParamSpec] = [.required("id"), .required("actionId"), .optional("invalidate")]
+  public static let params: [ParamSpec] = [
+    .required("id"), .required("actionId"), .optional("invalidate"), .optional("idempotencyKey"),
+  ]
 
   public var id: String
   public var actionID: String

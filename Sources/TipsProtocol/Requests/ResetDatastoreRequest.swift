@@ -2,7 +2,7 @@
 public struct ResetDatastoreRequest: RequestType, Hashable {
   public static let method = "datastore/reset"
   public static let isTestingOnly = true
-  public static let params: [ParamSpec] = []
+  public static let params: [ParamSpec] = [.optional("idempotencyKey")]
   public init() {}
   public init(from p: Params) throws(ResponseError) {}
   public typealias Response = NullResult

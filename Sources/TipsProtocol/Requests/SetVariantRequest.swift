@@ -3,7 +3,7 @@
 /// variant's own status and display budget; events stay shared.
 public struct SetVariantRequest: RequestType, Hashable {
   public static let method = "tips/setVariant"
-  public static let params: [ParamSpec] = [.required("id"), .optional("variant")]
+  public static let params: [ParamSpec] = [.required("id"), .optional("variant"), .optional("idempotencyKey")]
 
   public var id: String
   public var variant: String?

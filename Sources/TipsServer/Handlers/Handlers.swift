@@ -23,6 +23,13 @@ enum Handlers {
   /// PostgreSQL stores) refuses with -32014: a suppression is the device's own and is never stored centrally.
   static let hostedDeviceOnly: Set<String> = [SuppressRequest.method, ResumeRequest.method]
 
+  /// Methods that change state and take an optional `idempotencyKey` (issue #34): a repeat of a key on the same
+  /// account within `--idempotency-hours` changes nothing and gets the first reply.
+  static let idempotent: Set<String> = [
+    DonateRequest.method, DisplayedRequest.method, InvalidateRequest.method, PerformActionRequest.method,
+    ResetEligibilityRequest.method, SetParameterRequest.method, SetVariantRequest.method, ResetDatastoreRequest.method,
+  ]
+
   static let table: HandlerTable = {
     var table = HandlerTable()
     registerLifecycle(&table)
@@ -38,6 +45,7 @@ enum Handlers {
     for type in Messages.requests {
       precondition(table[type.method] != nil, "no handler for \(type.method)")
     }
+    table.acceptIdempotencyKeys(idempotent)
     return table
   }()
 }

@@ -516,6 +516,8 @@ final class HostedService {
       tenants[account] = tenant
     }
     tenants[account]?.snapshotCursor = stored.snapshot?.cursor ?? 0
+    let window = System.wallClockSeconds() - services.configuration.idempotencyWindow
+    tenants[account]?.idempotency.load(stored.replies.filter { $0.at >= window })
     loadFailure[account] = nil
     // A budget reached by merged displays may have queued an operation of this node's: commit it.
     if model.outboxCount > 0, let tenant = tenants[account] { touched(tenant) }
@@ -629,6 +631,7 @@ final class HostedService {
         self.pullFailures[account] = nil
         guard let tenant = self.tenants[account], tenant.model === model else { return }
         if let last = rows.last {
+          self.pullReplies(of: tenant)
           let effects = model.applyRemote(
             rows.map(\.operation), cursor: last.cursor, wallNow: System.wallClockSeconds())
           for mutation in effects.mutations { self.services.recordMerged(mutation, in: tenant) }
@@ -638,6 +641,20 @@ final class HostedService {
         self.perform(self.residency.pulled(account))
         self.services.requestEndOfTurn()
       }
+    }
+  }
+
+  /// Others wrote to the account: the replies they stored for idempotency keys are read too, so a retry that comes here
+  /// gets the first reply at once (without them it would still change nothing: PostgreSQL refuses the key a second
+  /// time, the commit fails, and the retry after -32016 finds the reply read back with the account).
+  private func pullReplies(of tenant: Tenant) {
+    guard let account = tenant.account else { return }
+    let window = System.wallClockSeconds() - services.configuration.idempotencyWindow
+    // Other nodes' clocks may lag this one's: a minute of slack before the newest reply known.
+    let since = max(window, (tenant.idempotency.newest ?? window) - 60)
+    store.replies(of: account, since: since) { [weak self, weak tenant] result in
+      guard let self, let tenant, self.tenants[account] === tenant, case .success(let replies) = result else { return }
+      tenant.idempotency.merge(replies)
     }
   }
 
@@ -714,8 +731,10 @@ final class HostedService {
         HostedStore.HistoryChunk(count: $0.count, firstAt: $0.oldestAt, lastAt: $0.newestAt, bytes: $0.bytes)
       }
       tenant.pendingHistory.removeAll()
-      guard !operations.isEmpty || !chunks.isEmpty else { continue }
-      changes.append(HostedStore.AccountChanges(account: account, operations: operations, history: chunks))
+      let replies = tenant.idempotency.takeStaged()
+      guard !operations.isEmpty || !chunks.isEmpty || !replies.isEmpty else { continue }
+      changes.append(
+        HostedStore.AccountChanges(account: account, operations: operations, history: chunks, replies: replies))
       batch.accounts.append(account)
       batch.pushed[account] = operations.map(\.seq)
       batch.historyCounts[account] = chunks.reduce(0) { $0 + $1.count }
@@ -921,10 +940,30 @@ final class HostedService {
               self.logger.info("hosted: fallen tombstones deleted", [("accounts", String(count))])
             }
           }
+          self.pruneReplies()
         case .failure(let error):
           self.logger.warning("hosted: old history not deleted", [("error", error.message)])
         }
         self.pruning = false
+      }
+    }
+    step()
+  }
+
+  /// Deletes the idempotency keys older than `--idempotency-hours` (every account's, in bounded statements) and
+  /// forgets them in the resident accounts.
+  private func pruneReplies() {
+    let cutoff = System.wallClockSeconds() - services.configuration.idempotencyWindow
+    for tenant in tenants.values { tenant.idempotency.forget(before: cutoff) }
+    var total = 0
+    func step() {
+      store.pruneReplies(before: cutoff, limit: Self.historyPruneBatch) { [weak self] result in
+        guard let self else { return }
+        if case .success(let count) = result {
+          total += count
+          if count == Self.historyPruneBatch { return step() }
+        }
+        if total > 0 { self.logger.info("hosted: old idempotency keys deleted", [("keys", String(total))]) }
       }
     }
     step()

@@ -30,13 +30,18 @@
 ///   nothing for an account erased until later than now and return -1 (a device's or another node's push in flight
 ///   cannot bring it back); a hosted node refuses to sign such an account in or to load it.
 ///
+/// Version 4 adds idempotent changes: `tipsd.idempotency (account, key, reply, at)` holds the reply of each change
+/// made with an `idempotencyKey`, inserted in the change's own commit (primary key (account, key): a second node
+/// committing the same key fails its commit, and its account is read back — the key's first reply with it), pruned
+/// after `--idempotency-hours`.
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 3
+  package static let version = 4
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -105,6 +110,17 @@ public enum PGSchema {
           until timestamptz NOT NULL
         );
         UPDATE tipsd.schema_version SET version = 3;
+      END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 4 THEN
+        CREATE TABLE tipsd.idempotency (
+          account text NOT NULL,
+          key text NOT NULL,
+          reply text NOT NULL,
+          at double precision NOT NULL,
+          PRIMARY KEY (account, key)
+        );
+        CREATE INDEX idempotency_at ON tipsd.idempotency (at);
+        UPDATE tipsd.schema_version SET version = 4;
       END IF;
       IF migrating THEN
     \(functions)

@@ -158,9 +158,31 @@ struct HostedInProcessTests {
     }
     let before = try entries()
     node.store.failNextCommits = 1
-    #expect(try client.refusal("tips/invalidate", ["id": "welcome.tour", "reason": "tipClosed"]).code.rawValue == -32016)
+    #expect(
+      try client.refusal("tips/invalidate", ["id": "welcome.tour", "reason": "tipClosed"]).code.rawValue == -32016)
     try client.result("events/donate", ["id": "search.opened"])  // a commit after the reload
     #expect(try entries() == before)
+  }
+
+  /// Idempotency keys in hosted mode: a repeat gets the first reply and changes nothing; a change whose commit failed
+  /// (-32016, outcome unknown to the client) is retried with its key and made exactly once; the keys are stored with
+  /// the account (a reload reads them back).
+  @Test func aRetryWithItsKeyIsMadeExactlyOnce() throws {
+    let node = try HostedTestServer()
+    let client = try node.connect(token: try node.tokens(["fay"])["fay"])
+    let first = try client.result("events/donate", ["id": "search.opened", "idempotencyKey": "a"])
+    #expect(try client.result("events/donate", ["id": "search.opened", "idempotencyKey": "a"]) == first)
+    node.store.failNextCommits = 1
+    #expect(
+      try client.refusal("events/donate", ["id": "search.opened", "idempotencyKey": "b"]).code.rawValue == -32016)
+    let retried = try client.result("events/donate", ["id": "search.opened", "idempotencyKey": "b"])
+    #expect(retried["lifetime"]?.intValue == 2)
+    #expect(try client.result("events/donate", ["id": "search.opened", "idempotencyKey": "b"]) == retried)
+    // Read back from the store after a reload (another failed commit reads the account again).
+    node.store.failNextCommits = 1
+    _ = try client.refusal("events/donate", ["id": "search.opened", "idempotencyKey": "c"])
+    #expect(try client.result("events/donate", ["id": "search.opened", "idempotencyKey": "a"]) == first)
+    #expect(try client.result("events/donate", ["id": "search.opened"])["lifetime"]?.intValue == 3)
   }
 
   /// Residency counts a session from its first: the account stays resident while other accounts come and go past
