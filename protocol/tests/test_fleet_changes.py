@@ -59,7 +59,9 @@ def test_a_change_made_while_the_listen_links_were_down_reaches_the_other_nodes_
             else:
                 await actor.call("tips/resetEligibility", {"id": "welcome.tour"})
             shown = not shown
-            await until(lambda: len(watcher.notifications) > seen, f"round {round_}: the change reached the observer")
+            await until(
+                lambda seen=seen: len(watcher.notifications) > seen, f"round {round_}: the change reached the observer"
+            )
             assert watcher.notifications[-1]["params"]["shouldDisplay"] == shown
         await actor.close()
         await watcher.close()
