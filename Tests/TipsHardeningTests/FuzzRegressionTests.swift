@@ -142,6 +142,15 @@ extension Hardening {
       #expect(throws: CatalogError.self) { try XLIFF.read(entities.1, file: "entities") }
     }
 
+    /// `transcript` seeds and regressions through its oracle (TranscriptFuzzOracle.swift, shared with the harness).
+    @Test func transcriptSeedsAndRegressions() {
+      let inputs = FuzzOracle.inputs("transcript")
+      #expect(inputs.count >= 10)
+      for (name, data) in inputs {
+        TranscriptFuzzOracle.check(data) { holds, message in #expect(holds, "\(name): \(message())") }
+      }
+    }
+
     /// Catalog seeds, through the catalog harness's path: `Catalog(json:)`, registered with a fresh engine, each
     /// template instantiated; a seed that decodes registers.
     @Test func catalogSeedsDecode() {
