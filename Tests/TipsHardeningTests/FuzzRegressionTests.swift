@@ -6,6 +6,7 @@ import TipsFraming
 import TipsJSON
 import TipsProtocol
 import TipsTestSupport
+import TipsTranscript
 
 /// The fuzz harnesses' oracles, replayed in-process over every committed seed (Fuzz/corpus/<target>/) and every
 /// crash the fuzzers found (Fuzz/regressions/<target>/).
@@ -149,6 +150,19 @@ extension Hardening {
       for (name, data) in inputs {
         TranscriptFuzzOracle.check(data) { holds, message in #expect(holds, "\(name): \(message())") }
       }
+    }
+
+    /// Found by fuzz-transcript: a transcript with CRLF line ends was read as one line (`"\r\n"` is one Character,
+    /// which a split on `"\n"` never breaks), so its first step sent the rest of the file as one message.
+    @Test func aTranscriptWithCRLFLineEndsIsReadLineByLine() throws {
+      let transcript = try Transcript(
+        text: "--> {\"id\":1}\r\n<-- {\"id\":1}\r\n\r\n<-- exit 0\r\n", path: "crlf.transcript")
+      #expect(transcript.steps.map(\.line) == [1, 2, 4])
+      guard case .send(let body) = transcript.steps.first?.kind else {
+        Issue.record("the first step is not a send")
+        return
+      }
+      #expect(body == "{\"id\":1}")
     }
 
     /// Catalog seeds, through the catalog harness's path: `Catalog(json:)`, registered with a fresh engine, each
