@@ -143,6 +143,15 @@ extension Hardening {
       #expect(throws: CatalogError.self) { try XLIFF.read(entities.1, file: "entities") }
     }
 
+    /// `lsp` seeds and regressions through its oracle (LanguageServerFuzzOracle.swift, shared with the harness).
+    @Test func languageServerSeedsAndRegressions() {
+      let inputs = FuzzOracle.inputs("lsp")
+      #expect(inputs.count >= 5)
+      for (name, data) in inputs {
+        LanguageServerFuzzOracle.check(data) { holds, message in #expect(holds, "\(name): \(message())") }
+      }
+    }
+
     /// `transcript` seeds and regressions through its oracle (TranscriptFuzzOracle.swift, shared with the harness).
     @Test func transcriptSeedsAndRegressions() {
       let inputs = FuzzOracle.inputs("transcript")
