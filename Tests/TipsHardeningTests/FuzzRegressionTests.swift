@@ -174,6 +174,15 @@ extension Hardening {
       #expect(body == "{\"id\":1}")
     }
 
+    /// `upgrade` seeds and regressions through its oracle (UpgradeFuzzOracle.swift, shared with the harness).
+    @Test func upgradeSeedsAndRegressions() {
+      let inputs = FuzzOracle.inputs("upgrade")
+      #expect(inputs.count >= 8)
+      for (name, data) in inputs {
+        UpgradeFuzzOracle.check(data) { holds, message in #expect(holds, "\(name): \(message())") }
+      }
+    }
+
     /// Catalog seeds, through the catalog harness's path: `Catalog(json:)`, registered with a fresh engine, each
     /// template instantiated; a seed that decodes registers.
     @Test func catalogSeedsDecode() {
