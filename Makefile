@@ -26,7 +26,7 @@ LISTEN ?= 127.0.0.1:8787
 FORMAT_CHECK ?= 1
 SWIFT_FORMAT_FILES = $(shell find Sources Tests Benchmarks -name '*.swift' ! -name '*+Text.swift' | sort)
 
-.PHONY: fleet all build release run test test-swift test-clients test-protocol test-repeat test-stress bench bench-deps deps deps-apt deps-pip clean help fuzz fuzz-smoke leakcheck format lint-format
+.PHONY: fleet all build release run test test-swift test-clients test-protocol test-repeat test-stress bench bench-deps deps deps-apt deps-pip clean help fuzz leakcheck format lint-format
 
 all: build
 
@@ -160,6 +160,7 @@ fuzz: deps-apt
 ## fuzz-smoke (in make test): builds every fuzz target (-Onone, in .build/fuzz-smoke) and runs each a few seconds over
 ## its seeds and regressions (FUZZ_SMOKE_SECONDS in all, default 36): a target that no longer builds, or a
 ## regression that comes back, fails the tests.
+.PHONY: fuzz-smoke
 fuzz-smoke: deps-apt
 	scripts/fuzz --smoke $(FUZZ_TARGETS)
 
