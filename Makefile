@@ -87,7 +87,7 @@ run: release
 	$(BIN_RELEASE) serve --socket "$(SOCKET)" --listen "$(LISTEN)" --catalog catalog/demo.json --allow-testing \
 	  --app-closed-event app.backgrounded
 
-test: deps lint-format test-swift test-clients test-protocol
+test: deps lint-format test-swift test-clients test-protocol fuzz-smoke
 
 format:
 	$(SWIFT) format format --in-place --parallel $(SWIFT_FORMAT_FILES)
@@ -164,9 +164,17 @@ test-repeat: deps
 test-stress: deps
 	scripts/test-repeat --stress $(N) $(SUITE)
 
-## fuzz: libFuzzer targets (Fuzz/), FUZZ_SECONDS each (default 30); prints exec/s and total executions per target.
+## fuzz: libFuzzer targets (Fuzz/), FUZZ_SECONDS each (default 30); prints executions, exec/s, corpus size, coverage
+## (edges) and crashes per target; a crash's input goes to Fuzz/regressions/<target>/ with a command that replays it.
 fuzz: deps-apt
 	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),30) scripts/fuzz $(FUZZ_TARGETS)
+
+## fuzz-smoke (in make test): builds every fuzz target (-Onone, in .build/fuzz-smoke) and runs each a few seconds over
+## its seeds and regressions (FUZZ_SMOKE_SECONDS in all, default 36): a target that no longer builds, or a
+## regression that comes back, fails the tests.
+.PHONY: fuzz-smoke
+fuzz-smoke: deps-apt
+	scripts/fuzz --smoke $(FUZZ_TARGETS)
 
 ## leakcheck: the chaos and abuse suites against a tipsd built with AddressSanitizer/LeakSanitizer.
 leakcheck: deps-apt

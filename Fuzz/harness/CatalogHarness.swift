@@ -1,3 +1,4 @@
+// fuzz-target: catalog
 // Fuzzes the catalog loader: TipsCatalog's `Catalog(json:)` (events, locales, templates and all), then applied to a
 // fresh engine like `tipsd serve --catalog` does, and a template instantiated with its sample values.
 import TipsCatalog

@@ -1,3 +1,6 @@
+// fuzz-target: framer_newline
+// fuzz-target: framer_content_length -D FRAMING_CONTENT_LENGTH
+// fuzz-source: Tests/TipsTestSupport/FramerOracle.swift
 // Fuzzes TipsFraming.Framer with FramerOracle (Tests/TipsTestSupport/FramerOracle.swift, compiled in by
 // Fuzz/build.sh): the input is split into chunks whose sizes come from the input itself; the events must equal
 // those of feeding everything at once, messages never exceed the limit, and an error is terminal.

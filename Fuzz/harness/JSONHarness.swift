@@ -1,3 +1,4 @@
+// fuzz-target: json
 // Fuzzes TipsJSON.JSONParser: no crash on any input, and what parses round-trips through the writer
 // (serialize ∘ parse is idempotent on its own output).
 import TipsJSON

@@ -1,3 +1,4 @@
+// fuzz-target: jsonrpc
 // Fuzzes TipsProtocol's message decoder (IncomingPayload.decode) and what the server does next with a message:
 // Params access with the typed accessors, and the error reply, which must always be valid JSON; and that the plain
 // request fast path (PlainRequest) reads exactly what the full parser does.

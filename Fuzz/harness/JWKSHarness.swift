@@ -1,3 +1,5 @@
+// fuzz-target: jwks
+// fuzz-source: Tests/TipsAuthTests/AuthFuzzOracle.swift
 // Fuzzes TipsAuth's JWKS loader (`--jwks FILE`): keys built through OpenSSL from n/e and x/y, skipped keys, errors.
 // The oracle is Tests/TipsAuthTests/AuthFuzzOracle.swift (no crash, deterministic, kids unique and found, no key
 // verifies HS*, a forged token never verifies with a loaded key).

@@ -1,3 +1,5 @@
+// fuzz-target: jwt
+// fuzz-source: Tests/TipsAuthTests/AuthFuzzOracle.swift
 // Fuzzes TipsAuth's token verifier: size, shape, header, key choice, signature and claims. Byte 0 picks the mode (odd:
 // the rest is signed with the harness's HS256 secret first, to reach the claims); the oracle is
 // Tests/TipsAuthTests/AuthFuzzOracle.swift (no crash, String and byte entry points agree, an accepted token satisfies

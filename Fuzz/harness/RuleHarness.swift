@@ -1,3 +1,4 @@
+// fuzz-target: rule
 // Fuzzes TipsEngine's definition decoders (Rule, TipDefinition, ParameterDefinition): no crash, and a decoded
 // value re-encoded with `.json` decodes to an equal value.
 import TipsEngine

@@ -1,3 +1,4 @@
+// fuzz-target: xliff
 // Fuzzes the XLIFF reader `tipsd strings import --format xliff` runs on translators' files: TipsCatalog's
 // XMLReader (a pure XML parser: no DOCTYPE, no entities but the predefined five) and XLIFF.read. Oracle: no crash;
 // the translations read, written again with XLIFF.file (when XML can carry them), read back as the same keys and

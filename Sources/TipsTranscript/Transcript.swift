@@ -62,7 +62,8 @@ public struct Transcript: Sendable {
     self.path = path
     self.name = Self.name(forPath: path)
     var number = 0
-    for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+    // Lines end at LF or CRLF: "\r\n" is one Character, which a split on "\n" alone never breaks.
+    for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
       number += 1
       let line = raw.trimmingWhitespace()
       if line.isEmpty { continue }

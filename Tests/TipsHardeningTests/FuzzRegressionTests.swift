@@ -6,6 +6,7 @@ import TipsFraming
 import TipsJSON
 import TipsProtocol
 import TipsTestSupport
+import TipsTranscript
 
 /// The fuzz harnesses' oracles, replayed in-process over every committed seed (Fuzz/corpus/<target>/) and every
 /// crash the fuzzers found (Fuzz/regressions/<target>/).
@@ -140,6 +141,46 @@ extension Hardening {
       #expect(read >= 3)
       let entities = try #require(inputs.first { $0.0.hasSuffix("/entities") })
       #expect(throws: CatalogError.self) { try XLIFF.read(entities.1, file: "entities") }
+    }
+
+    /// `lsp` seeds and regressions through its oracle (LanguageServerFuzzOracle.swift, shared with the harness).
+    @Test func languageServerSeedsAndRegressions() {
+      let inputs = FuzzOracle.inputs("lsp")
+      #expect(inputs.count >= 5)
+      for (name, data) in inputs {
+        LanguageServerFuzzOracle.check(data) { holds, message in #expect(holds, "\(name): \(message())") }
+      }
+    }
+
+    /// `transcript` seeds and regressions through its oracle (TranscriptFuzzOracle.swift, shared with the harness).
+    @Test func transcriptSeedsAndRegressions() {
+      let inputs = FuzzOracle.inputs("transcript")
+      #expect(inputs.count >= 10)
+      for (name, data) in inputs {
+        TranscriptFuzzOracle.check(data) { holds, message in #expect(holds, "\(name): \(message())") }
+      }
+    }
+
+    /// Found by fuzz-transcript: a transcript with CRLF line ends was read as one line (`"\r\n"` is one Character,
+    /// which a split on `"\n"` never breaks), so its first step sent the rest of the file as one message.
+    @Test func aTranscriptWithCRLFLineEndsIsReadLineByLine() throws {
+      let transcript = try Transcript(
+        text: "--> {\"id\":1}\r\n<-- {\"id\":1}\r\n\r\n<-- exit 0\r\n", path: "crlf.transcript")
+      #expect(transcript.steps.map(\.line) == [1, 2, 4])
+      guard case .send(let body) = transcript.steps.first?.kind else {
+        Issue.record("the first step is not a send")
+        return
+      }
+      #expect(body == "{\"id\":1}")
+    }
+
+    /// `upgrade` seeds and regressions through its oracle (UpgradeFuzzOracle.swift, shared with the harness).
+    @Test func upgradeSeedsAndRegressions() {
+      let inputs = FuzzOracle.inputs("upgrade")
+      #expect(inputs.count >= 8)
+      for (name, data) in inputs {
+        UpgradeFuzzOracle.check(data) { holds, message in #expect(holds, "\(name): \(message())") }
+      }
     }
 
     /// Catalog seeds, through the catalog harness's path: `Catalog(json:)`, registered with a fresh engine, each

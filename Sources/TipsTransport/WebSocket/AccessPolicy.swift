@@ -98,6 +98,31 @@ public struct AccessPolicy: Sendable {
     return presented
   }
 
+  /// What a hosted-mode upgrade presents (``WebListener``'s `authenticate`): no Host, Origin or token checks of its
+  /// own, but subprotocols offered without `tipsd.v1` are refused (400), and the token is the first presented —
+  /// `Authorization: Bearer`, then an offered `tipsd.token.<token>` — else the `access_token` query parameter (read
+  /// only then; empty counts as absent). With none, the upgrade goes ahead and the client signs in inside `initialize`.
+  public static func hostedCredential(
+    authorization: String?, protocols: String?, accessToken: () -> String?
+  ) -> HostedCredential {
+    let offered = offeredProtocols(protocols)
+    if !offered.isEmpty && !offered.contains(subprotocol) {
+      return .refuse(status: 400, reason: "offer the subprotocol \(subprotocol)")
+    }
+    if let token = presentedTokens(authorization: authorization, protocols: protocols).first {
+      return .token(token)
+    }
+    if let token = accessToken(), !token.isEmpty { return .token(token) }
+    return .none
+  }
+
+  /// See ``hostedCredential(authorization:protocols:accessToken:)``.
+  public enum HostedCredential: Sendable, Equatable {
+    case none
+    case token(String)
+    case refuse(status: Int, reason: String)
+  }
+
   /// The names in a `Sec-WebSocket-Protocol` header (comma-separated, possibly repeated).
   public static func offeredProtocols(_ header: String?) -> [String] {
     guard let header else { return [] }

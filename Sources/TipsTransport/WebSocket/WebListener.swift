@@ -439,14 +439,14 @@ public final class WebListener {
   private func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
     guard let listener = listenAddress(of: wsi) else { return -1 }
     if let authenticate {
-      let protocols = header(wsi, WSI_TOKEN_PROTOCOL)
-      let offered = AccessPolicy.offeredProtocols(protocols)
       var refusal: UpgradeRefusal?
-      if !offered.isEmpty && !offered.contains(AccessPolicy.subprotocol) {
-        refusal = UpgradeRefusal(status: 400, reason: "offer the subprotocol \(AccessPolicy.subprotocol)")
-      } else if let token = AccessPolicy.presentedTokens(
-        authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: protocols
-      ).first ?? queryToken(wsi) {
+      switch AccessPolicy.hostedCredential(
+        authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION), protocols: header(wsi, WSI_TOKEN_PROTOCOL),
+        accessToken: { queryToken(wsi) })
+      {
+      case .none: break
+      case .refuse(let status, let reason): refusal = UpgradeRefusal(status: status, reason: reason)
+      case .token(let token):
         let peer = peers[UInt(bitPattern: wsi)]
         if let peer, let limiter, let wait = limiter.retryAfter(peer, now: Double(loop.now) / 1000) {
           // Over its rate (failed sign-ins count): refused without verifying the token.
