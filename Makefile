@@ -168,6 +168,15 @@ test-stress: deps
 ## (edges) and crashes per target; a crash's input goes to Fuzz/regressions/<target>/ with a command that replays it.
 fuzz: deps-apt
 	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),30) scripts/fuzz $(FUZZ_TARGETS)
+	@if [ -z "$(FUZZ_TARGETS)" ]; then $(MAKE) --no-print-directory fuzz-adversary; fi
+
+## fuzz-adversary: the hosted adversary (protocol/tests/adversary.py: users, a stranger and the admin sending random
+## frames) for ADVERSARY_STEPS steps (default 20,000) against a real node and PostgreSQL; the seed is printed, and
+## TIPSD_ADVERSARY_SEED replays one.
+.PHONY: fuzz-adversary
+fuzz-adversary: deps build
+	TIPSD_ADVERSARY_STEPS=$(or $(ADVERSARY_STEPS),20000) $(PYTHON) -m pytest protocol/tests/test_hosted_security.py \
+	  -q -p no:cacheprovider -s -k adversary
 
 ## fuzz-smoke (in make test): builds every fuzz target (-Onone, in .build/fuzz-smoke) and runs each a few seconds over
 ## its seeds and regressions (FUZZ_SMOKE_SECONDS in all, default 36): a target that no longer builds, or a

@@ -61,7 +61,8 @@ if [ ! -s "$PACKAGE_JSON" ] || [ Package.swift -nt "$PACKAGE_JSON" ]; then
   mv "$PACKAGE_JSON.tmp" "$PACKAGE_JSON"
 fi
 
-COMMON=(-parse-as-library "$OPTIMIZE" -g -sanitize="$SAN" -I "$OUT" -L "$OUT")
+# -package-name: modules share `package` declarations (TipsSync's PGConnection, say), as SwiftPM builds them.
+COMMON=(-parse-as-library "$OPTIMIZE" -g -sanitize="$SAN" -package-name tipsd -I "$OUT" -L "$OUT")
 declare -A STATUS=()   # Swift module -> ok | failed (each is tried once per run)
 declare -A KIND=() DEPS=() CFLAGS=() LIBS=()
 

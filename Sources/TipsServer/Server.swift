@@ -214,6 +214,14 @@ public final class Server {
     }
   }
 
+  /// `--hosted memory:` only (the in-process tests and the fuzzers): the memory store answers as an unreachable
+  /// PostgreSQL (`available` false), and fails its next `failNextCommits` commits.
+  public func setMemoryStoreFaults(available: Bool, failNextCommits: Int) {
+    guard let store = services.hosted?.store as? MemoryHostedStore else { return }
+    store.isAvailable = available
+    store.failNextCommits = failNextCommits
+  }
+
   /// The version of the catalog in force (`/healthz`).
   var catalogVersion: String? { catalogService?.version }
 

@@ -183,6 +183,15 @@ extension Hardening {
       }
     }
 
+    /// `hosted` seeds and regressions through its oracle (HostedDispatcherFuzzOracle.swift, shared with the harness).
+    @Test func hostedDispatcherSeedsAndRegressions() {
+      let inputs = FuzzOracle.inputs("hosted")
+      #expect(inputs.count >= 8)
+      for (name, data) in inputs {
+        HostedDispatcherFuzzOracle.check(data) { holds, message in #expect(holds, "\(name): \(message())") }
+      }
+    }
+
     /// Catalog seeds, through the catalog harness's path: `Catalog(json:)`, registered with a fresh engine, each
     /// template instantiated; a seed that decodes registers.
     @Test func catalogSeedsDecode() {

@@ -36,6 +36,8 @@ class Connection:
         self.sent: list[Any] = []  # every message written to the client, in order
         self.held: dict[Any, Any] = {}  # test/hold key -> the held request's id and value
         self.ended = asyncio.Event()  # set when serve() has returned (connection closed by either side)
+        self.keys: list[Any] = []  # each events/donate's idempotencyKey, in order
+        self.replies: dict[str, Any] = {}  # idempotencyKey -> the first reply
 
     def send(self, message: Any) -> None:
         self.sent.append(message)
@@ -204,8 +206,18 @@ class Connection:
                 params = {"id": params[0]}
             if not isinstance(params, dict) or not isinstance(params.get("id"), str):
                 return err(-32602, "events/donate: params.id: expected a string")
+            key = params.get("idempotencyKey")
+            self.keys.append(key)
+            # `info.failFirst`: the first attempt of each key is not acknowledged (-32016), as a failed commit.
+            if (params.get("info") or {}).get("failFirst") and self.keys.count(key) == 1:
+                return err(-32016, "events/donate: not acknowledged, retry", {"retryAfter": 0.01})
+            if key in self.replies:
+                return ok(self.replies[key])
             self.counts[params["id"]] = self.counts.get(params["id"], 0) + 1
-            return ok({"count": self.counts[params["id"]], "lifetime": self.counts[params["id"]]})
+            reply = {"count": self.counts[params["id"]], "lifetime": self.counts[params["id"]]}
+            if key is not None:
+                self.replies[key] = reply
+            return ok(reply)
         if method == "tips/observe":
             sub = f"sub-{self.next_sub}"
             self.next_sub += 1

@@ -406,3 +406,28 @@ def test_find_tipsd_order(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(bindir))
     assert find_tipsd(start=deep) == str(onpath)
     assert os.path.basename(find_tipsd(str(fake))) == "tipsd"
+
+
+def test_a_change_is_retried_with_its_idempotency_key():
+    """Issue #34: every change carries a fresh key; after -32016 (outcome unknown) the client sends it again with the
+    same key, and the daemon applies it once."""
+
+    async def body():
+        async with fake_server() as srv, TipsClient.connect(socket_path=srv.socket_path) as c:
+            assert await c.donate("e", {"failFirst": True}) == 1
+            assert await c.donate("e") == 2
+            (conn,) = srv.connections
+            first, retried, second = conn.keys
+            assert first == retried and isinstance(first, str) and len(first) >= 16
+            assert second != first
+            # An explicit key is sent as it is: a repeat gets the first reply.
+            assert await c.request("events/donate", {"id": "e", "idempotencyKey": "mine"}) == {
+                "count": 3,
+                "lifetime": 3,
+            }
+            assert await c.request("events/donate", {"id": "e", "idempotencyKey": "mine"}) == {
+                "count": 3,
+                "lifetime": 3,
+            }
+
+    run(body)

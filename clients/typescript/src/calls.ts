@@ -182,11 +182,76 @@ export interface CallLink {
   readonly current: RpcConnection | null;
   /** Warns once per outage; false (nothing logged) when this outage was already reported. */
   warnOutage(message: string, ...details: unknown[]): boolean;
+  /** Whether a lost connection is connected again by itself. */
+  readonly reconnects?: boolean;
 }
+
+/**
+ * A fresh idempotency key: 128 random bits (the platform's `crypto.randomUUID` where there is one — Node, browsers,
+ * Hermes with a polyfill — else time, a counter and `Math.random`: unique enough for one account's retries).
+ */
+export function newIdempotencyKey(): string {
+  const uuid = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID;
+  if (typeof uuid === "function") return uuid.call((globalThis as { crypto?: unknown }).crypto);
+  keyCounter = (keyCounter + 1) % 0x100000000;
+  const random = () => Math.floor(Math.random() * 0x100000000).toString(16).padStart(8, "0");
+  return `${Date.now().toString(16)}-${keyCounter.toString(16)}-${random()}${random()}`;
+}
+let keyCounter = 0;
+
+/** How long a change is retried with its idempotency key before its outcome is given up (30 s). */
+export const CHANGE_RETRY_WINDOW_MS = 30_000;
 
 /** Client calls: wait for a connection attempt in progress, send on the live connection, settle the outcome. */
 export class Calls {
-  constructor(private readonly link: CallLink, private readonly logger: Logger, private readonly strict: boolean) {}
+  constructor(
+    private readonly link: CallLink,
+    private readonly logger: Logger,
+    private readonly strict: boolean,
+    private readonly timers?: Timers,
+  ) {}
+
+  /**
+   * A change (`events/donate`, `tips/invalidate`, …) sent with a fresh `idempotencyKey` and, when its outcome is
+   * unknown — -32016 (not acknowledged), no answer in time, the connection lost with it in flight — sent again with
+   * the same key once the daemon (or, hosted, any node) can take it: the daemon applies it once, and a retry of a
+   * change already made gets its first reply. Retried for {@link CHANGE_RETRY_WINDOW_MS} at most.
+   */
+  async change(method: string, params: unknown): Promise<CallResult> {
+    const keyed = { ...((params as object | undefined) ?? {}), idempotencyKey: newIdempotencyKey() };
+    const started = this.now();
+    let first: CallResult | undefined;
+    for (let attempt = 0; ; attempt++) {
+      const r = await this.call(method, keyed);
+      if (r.ok) return r;
+      const e = r.error;
+      const unknown =
+        (e instanceof TipsdError && e.code === ErrorCode.Unavailable) ||
+        (e instanceof ConnectionError && (e.code === "ECONNCLOSED" || e.code === "ETIMEDOUT")) ||
+        (first !== undefined && e instanceof ConnectionError && e.code === "ENOTCONNECTED");
+      // Giving up says what happened to the change itself (not that a later attempt found no connection).
+      if (!unknown) return first && e instanceof ConnectionError ? first : r;
+      first = first ?? r;
+      const connectionLost = e instanceof ConnectionError;
+      if (this.now() - started > CHANGE_RETRY_WINDOW_MS || (connectionLost && this.link.reconnects === false)) {
+        return first;
+      }
+      const retryAfter = e instanceof TipsdError ? Number((e.data as { retryAfter?: unknown } | undefined)?.retryAfter) : NaN;
+      const wait = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : Math.min(2_000, 100 * 2 ** attempt);
+      await this.sleep(wait);
+      if (this.link.state === "closed") return first;
+      if (this.link.state === "connecting" && this.link.attempt) await this.link.attempt;
+    }
+  }
+
+  private now(): number {
+    return this.timers?.now?.() ?? Date.now();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    const timers = this.timers;
+    return new Promise((resolve) => (timers ? timers.setTimeout(resolve, ms) : setTimeout(resolve, ms)));
+  }
 
   /**
    * Sends a request once a connection is there; never throws — the result says what happened. When connected,

@@ -71,6 +71,21 @@ export { ActionEvent, ChangeCause, GroupChange, ObserveTarget, TipChange, Unsubs
  * Methods that act on no account (hosted mode): `forAccount` and the `account` option never add `params.account`
  * to them. Every other method acts on an account.
  */
+/**
+ * Methods that change state: each call is sent with a fresh `idempotencyKey`, and retried with it when its outcome
+ * is unknown (-32016, a timeout, the connection lost with it in flight), so the daemon applies it once.
+ */
+export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([
+  "events/donate",
+  "tips/displayed",
+  "tips/invalidate",
+  "tips/performAction",
+  "tips/resetEligibility",
+  "parameters/set",
+  "tips/setVariant",
+  "datastore/reset",
+]);
+
 const ACCOUNT_FREE: ReadonlySet<string> = new Set([
   "initialize",
   "shutdown",
@@ -129,7 +144,7 @@ export class TipsClient<S extends boolean = false> {
       closing: () => this.subscriptions.clear(),
       notification: (conn, method, params) => this.subscriptions.dispatch(conn, method, params),
     });
-    this.calls = new Calls(this.connection, settings.logger, settings.strict);
+    this.calls = new Calls(this.connection, settings.logger, settings.strict, settings.timers);
     this.call = (method, params) => this.calls.call(method, params);
     this.subscriptions = new Subscriptions(this.connection, settings.logger);
     this.registrations = new Registrations(settings.restoreRegistrations, settings.logger);
@@ -431,6 +446,9 @@ export class TipsClient<S extends boolean = false> {
   /** Any request by name, typed through the protocol's method table. */
   request<M extends Method>(method: M, params: ParamsOf<M>): Promise<Outcome<S, ResultOf<M>>> {
     const scoped = this.account === undefined || ACCOUNT_FREE.has(method) ? params : { ...(params ?? {}), account: this.account };
+    if (IDEMPOTENT_METHODS.has(method) && (scoped as { idempotencyKey?: unknown } | undefined)?.idempotencyKey === undefined) {
+      return this.calls.change(method, scoped).then((r) => this.calls.settle(r)) as Promise<Outcome<S, ResultOf<M>>>;
+    }
     return this.calls.request(method, scoped) as Promise<Outcome<S, ResultOf<M>>>;
   }
 

@@ -78,6 +78,11 @@ export class ConnectionManager implements CallLink {
     return this.currentState;
   }
 
+  /** Whether a lost connection is connected again by itself (reconnection on, not closed). */
+  get reconnects(): boolean {
+    return this.settings.reconnect !== null && this.currentState !== "closed";
+  }
+
   onChange(listener: (state: ConnectionState) => void): () => void {
     this.stateListeners.add(listener);
     return () => {

@@ -263,7 +263,7 @@ export interface ParametersDefineParams {
 export interface ParametersDefineResult {
   ids: string[];
 }
-export interface ParametersSetParams {
+export interface ParametersSetParams extends Idempotent {
   id: string;
   value: ParameterValue;
 }
@@ -272,7 +272,16 @@ export interface ParametersSetResult {
   value: ParameterValue;
 }
 
-export interface DonateParams {
+/**
+ * Changes take an optional `idempotencyKey` (1–128 bytes): a repeat of the key within the daemon's
+ * `--idempotency-hours` changes nothing and gets the first reply. The client sends one with every change and reuses it
+ * when it retries (see `Calls.change`).
+ */
+export interface Idempotent {
+  idempotencyKey?: string;
+}
+
+export interface DonateParams extends Idempotent {
   id: string;
   info?: JSONObject;
 }
@@ -315,7 +324,7 @@ export interface SuppressionResult {
   reason: string | null;
 }
 
-export interface InvalidateParams {
+export interface InvalidateParams extends Idempotent {
   id: string;
   /** Default `tipClosed`. */
   reason?: Reason;
@@ -323,7 +332,7 @@ export interface InvalidateParams {
 export interface TipIdParams {
   id: string;
 }
-export interface DisplayedParams {
+export interface DisplayedParams extends Idempotent {
   id: string;
   /** Seconds the tip was on screen. */
   duration?: number;
@@ -384,7 +393,7 @@ export interface RemovedResult {
   removed: boolean;
 }
 
-export interface PerformActionParams {
+export interface PerformActionParams extends Idempotent {
   id: string;
   actionId: string;
   /** Default: the action's `invalidate` (true unless its definition says false): invalidates with `actionPerformed`. */
@@ -419,7 +428,7 @@ export interface InstantiateParams {
   values: { [placeholder: string]: string | number | boolean };
 }
 
-export interface SetVariantParams {
+export interface SetVariantParams extends Idempotent {
   id: string;
   /** null or absent: back to the variant the install id picks. */
   variant?: string | null;
@@ -804,7 +813,7 @@ export interface MethodMap {
   "events/donate": { params: DonateParams; result: DonateResult };
   "events/configure": { params: EventConfigureParams; result: EventConfigureResult };
   "tips/invalidate": { params: InvalidateParams; result: TipState };
-  "tips/resetEligibility": { params: TipIdParams; result: TipState };
+  "tips/resetEligibility": { params: TipIdParams & Idempotent; result: TipState };
   "tips/displayed": { params: DisplayedParams; result: TipState };
   "tips/status": { params: StatusParams; result: StatusResult };
   "tips/explain": { params: TipIdParams; result: Explanation };
@@ -834,7 +843,7 @@ export interface MethodMap {
   "testing/clear": { params: void; result: null };
   "testing/showTips": { params: TipIdsParams; result: null };
   "testing/hideTips": { params: TipIdsParams; result: null };
-  "datastore/reset": { params: void; result: null };
+  "datastore/reset": { params: void | Idempotent; result: null };
   "clock/now": { params: void; result: ClockNowResult };
   "clock/advance": { params: ClockAdvanceParams; result: ClockResult };
   "clock/set": { params: ClockSetParams; result: ClockResult };

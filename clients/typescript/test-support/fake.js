@@ -192,4 +192,16 @@ function recordingLogger() {
   return logger;
 }
 
-module.exports = { FAKE_SERVER_NAME, FakeDaemon, FakeConnection, recordingLogger };
+/**
+ * A change's params without the idempotency key the client adds (issue #34), after checking it is there: for tests
+ * that compare params exactly.
+ */
+function withoutKey(params) {
+  if (!params || typeof params.idempotencyKey !== "string" || params.idempotencyKey.length < 16) {
+    throw new Error(`a change was sent without an idempotency key: ${JSON.stringify(params)}`);
+  }
+  const { idempotencyKey, ...rest } = params;
+  return rest;
+}
+
+module.exports = { FAKE_SERVER_NAME, FakeDaemon, FakeConnection, recordingLogger, withoutKey };

@@ -10,6 +10,7 @@ const { FAKE_SERVER_NAME, FakeDaemon, recordingLogger } = require("../test-suppo
 const { ManualClock, barrier, until } = require("../test-support/timing");
 
 const fast = { initialDelayMs: 5, maxDelayMs: 20, jitter: 0 };
+const IDEMPOTENT = new Set(["events/donate", "tips/displayed", "tips/invalidate", "tips/performAction", "tips/resetEligibility", "parameters/set", "tips/setVariant", "datastore/reset"]);
 
 async function setup(options = {}) {
   const daemon = new FakeDaemon();
@@ -30,7 +31,19 @@ test("initialize is sent first, with the protocol version and client info", asyn
 test("every typed method sends its protocol method and params", async (t) => {
   const { daemon, client } = await setup({ strict: true });
   t.after(() => client.close());
-  const echo = (params, conn, message) => ({ echoed: message.method, params: params === undefined ? "absent" : params });
+  // Changes carry a fresh idempotency key (checked, then left out of the comparison).
+  const keys = new Set();
+  const echo = (params, conn, message) => {
+    if (IDEMPOTENT.has(message.method)) {
+      assert.match(params.idempotencyKey, /^[0-9a-f-]{16,}$/, message.method);
+      keys.add(params.idempotencyKey);
+      const { idempotencyKey, ...rest } = params;
+      params = Object.keys(rest).length === 0 ? undefined : rest;
+    } else {
+      assert.equal(params?.idempotencyKey, undefined, message.method);
+    }
+    return { echoed: message.method, params: params === undefined ? "absent" : params };
+  };
   const calls = [
     [() => client.donate("search.opened"), "events/donate", { id: "search.opened" }],
     [() => client.donate("trail.visited", { region: "north" }), "events/donate", { id: "trail.visited", info: { region: "north" } }],
@@ -75,6 +88,7 @@ test("every typed method sends its protocol method and params", async (t) => {
   for (const [call, method, params] of calls) {
     assert.deepEqual(await call(), { echoed: method, params }, method);
   }
+  assert.equal(keys.size, calls.filter(([, method]) => IDEMPOTENT.has(method)).length, "one key per change");
   client.notify("$/cancelRequest", { id: 12345 });
   client.exit();
   await until(() => daemon.methods("exit").length === 1, { what: "exit notification" });
@@ -594,4 +608,62 @@ test("close(): pending calls settle, no reconnection, close({shutdown}) sends sh
 
 test("TipsClient requires a transport factory", () => {
   assert.throws(() => new TipsClient({}), TypeError);
+});
+
+test("a change whose outcome is unknown is sent again with the same idempotency key (issue #34)", async (t) => {
+  const { daemon, client, clock } = await setup({ strict: true });
+  t.after(() => client.close());
+  const seen = [];
+  daemon.handlers["events/donate"] = (params) => {
+    seen.push(params.idempotencyKey);
+    if (seen.length === 1) throw { code: -32016, message: "not acknowledged, retry", data: { retryAfter: 1 } };
+    return { count: 1, lifetime: 1 };
+  };
+  const done = client.donate("e");
+  await until(() => seen.length === 1, { what: "the first attempt" });
+  await until(() => clock.pending().includes(1000), { what: "the retry's timer (retryAfter: 1 s)" });
+  clock.advance(1000);
+  assert.deepEqual(await done, { count: 1, lifetime: 1 });
+  assert.equal(seen.length, 2);
+  assert.equal(seen[0], seen[1], "the retry reuses the key");
+  // A new change gets a new key; an error that is not about the outcome is not retried.
+  daemon.handlers["events/donate"] = (params) => {
+    seen.push(params.idempotencyKey);
+    throw { code: -32602, message: "bad" };
+  };
+  await assert.rejects(client.donate("e"), (e) => e instanceof TipsdError && e.code === -32602);
+  assert.equal(seen.length, 3);
+  assert.notEqual(seen[2], seen[0]);
+});
+
+test("a change in flight when the connection drops is retried on the next connection with its key", async (t) => {
+  const { daemon, client, clock } = await setup({ strict: true });
+  t.after(() => client.close());
+  const seen = [];
+  daemon.handlers["tips/invalidate"] = (params, conn) => {
+    seen.push(params.idempotencyKey);
+    if (seen.length === 1) {
+      conn.drop();
+      return FakeDaemon.NO_REPLY;
+    }
+    return { id: "t", shouldDisplay: false, status: "invalidated" };
+  };
+  let settled = false;
+  const pending = client.invalidate("t");
+  pending.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  // The reconnection's backoff and the retry's run on the manual clock.
+  await until(
+    () => {
+      if (!settled && clock.pending().length > 0) clock.next();
+      return settled;
+    },
+    { what: "the retried invalidation" },
+  );
+  const state = await pending;
+  assert.equal(state.status, "invalidated");
+  assert.equal(seen.length, 2);
+  assert.equal(seen[0], seen[1]);
 });

@@ -32,8 +32,14 @@ for (const framing of ["newline", "contentLength"]) {
     const socketPath = await echoServer(t);
     const client = await connect({ transport: unixSocketTransport(socketPath, { framing }), strict: true, logger: null });
     t.after(() => client.close());
-    const r = await client.request("events/donate", { id: "café", info: { emoji: "🔎" } });
-    assert.deepEqual(r, { method: "events/donate", params: { id: "café", info: { emoji: "🔎" } }, framing, unicode: "é🔎" });
+    // An explicit key is sent as it is (the client adds one only when the call has none).
+    const r = await client.request("events/donate", { id: "café", info: { emoji: "🔎" }, idempotencyKey: "k-café" });
+    assert.deepEqual(r, {
+      method: "events/donate",
+      params: { id: "café", info: { emoji: "🔎" }, idempotencyKey: "k-café" },
+      framing,
+      unicode: "é🔎",
+    });
     const got = [];
     client.onAction((e) => got.push(e));
     await until(() => client.connected);

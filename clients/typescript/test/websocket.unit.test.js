@@ -9,7 +9,7 @@ const assert = require("node:assert/strict");
 const { spawnSync } = require("node:child_process");
 const path = require("node:path");
 const { connect, connectWebSocket, createClient, webSocketTransport, WebSocketTransport, tipsdSubprotocols } = require("../dist/index");
-const { FakeDaemon, recordingLogger } = require("../test-support/fake");
+const { FakeDaemon, recordingLogger, withoutKey } = require("../test-support/fake");
 const { ManualClock, barrier, until } = require("../test-support/timing");
 const { startWebSocketServer } = require("../test-support/ws-server");
 
@@ -277,7 +277,7 @@ test("connectWebSocket: offers exactly tipsd.v1 and tipsd.token.<token>, no head
     assert.ok(!Array.isArray(message) && message.jsonrpc === "2.0", frame);
   }
   assert.deepEqual(ws.sent.map((f) => JSON.parse(f)), ws.conn.sent, "frame for frame what the daemon received");
-  assert.deepEqual(ws.conn.sent.find((m) => m.method === "events/donate").params, { id: "café", info: { emoji: "🔎" } });
+  assert.deepEqual(withoutKey(ws.conn.sent.find((m) => m.method === "events/donate").params), { id: "café", info: { emoji: "🔎" } });
 });
 
 test("connectWebSocket: on React Native the token is also sent as Authorization: Bearer (third argument); options override", async (t) => {

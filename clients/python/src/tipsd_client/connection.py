@@ -15,14 +15,32 @@ import contextlib
 import inspect
 import json
 import logging
+import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
-from .errors import ErrorCode, TipsdConnectionError, TipsdError, TipsdProtocolError
+from .errors import ErrorCode, TipsdConnectionError, TipsdError, TipsdProtocolError, UnavailableError
 from .models import Notification, parse_notification
 from .transport import StdioTransport, Transport
+
+#: Methods that change state: sent with a fresh ``idempotencyKey`` and retried with it when their outcome is unknown.
+IDEMPOTENT_METHODS = frozenset(
+    {
+        "events/donate",
+        "tips/displayed",
+        "tips/invalidate",
+        "tips/performAction",
+        "tips/resetEligibility",
+        "parameters/set",
+        "tips/setVariant",
+        "datastore/reset",
+    }
+)
+#: How long a change is retried with its key before its error is raised.
+CHANGE_RETRY_SECONDS = 30.0
 
 if TYPE_CHECKING:  # pragma: no cover
     from .subscription import Subscription
@@ -327,7 +345,42 @@ class Connection:
         timeout: float | None = _MISSING,
         on_result: Callable[[Any], Any] | None = None,
     ) -> Any:
-        """Send one request and return its ``result`` (raw JSON-RPC access)."""
+        """Send one request and return its ``result`` (raw JSON-RPC access).
+
+        A change (:data:`IDEMPOTENT_METHODS`) is sent with a fresh ``idempotencyKey`` unless it has one, and sent again
+        with the same key when its outcome is unknown — ``-32016`` (not acknowledged) or no answer in time — for up to
+        :data:`CHANGE_RETRY_SECONDS`: the daemon applies it once, and a retry of a change already made gets its first
+        reply (issue #34).
+        """
+        if method not in IDEMPOTENT_METHODS or (
+            params is not _MISSING and params is not None and not isinstance(params, dict)
+        ):
+            return await self._request_once(method, params, timeout=timeout, on_result=on_result)
+        keyed = dict(params) if isinstance(params, dict) else {}
+        keyed.setdefault("idempotencyKey", uuid.uuid4().hex)
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                return await self._request_once(method, keyed, timeout=timeout, on_result=on_result)
+            except UnavailableError as error:
+                if time.monotonic() - started > CHANGE_RETRY_SECONDS or self.closed:
+                    raise
+                retry_after = (error.data or {}).get("retryAfter") if isinstance(error.data, dict) else None
+                await asyncio.sleep(float(retry_after) if isinstance(retry_after, (int, float)) else 0.1 * 2**attempt)
+            except TimeoutError:
+                if time.monotonic() - started > CHANGE_RETRY_SECONDS or self.closed:
+                    raise
+            attempt += 1
+
+    async def _request_once(
+        self,
+        method: str,
+        params: Any = _MISSING,
+        *,
+        timeout: float | None = _MISSING,
+        on_result: Callable[[Any], Any] | None = None,
+    ) -> Any:
         if self.closed:
             raise TipsdConnectionError(f"{method}: tipsd connection is closed")
         params = self._scoped(method, params)
