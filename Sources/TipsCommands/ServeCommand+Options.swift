@@ -268,6 +268,16 @@ extension ServeCommand {
       command.hosted.set { $0.leeway = seconds }
     },
     .value(
+      "--postgres-timeout", as: "SECONDS",
+      help: """
+        a PostgreSQL link that has not answered for SECONDS is dropped and connected
+        again (what waited gets -32016), so no request waits without end (default 15)
+        """
+    ) { command, value throws(UsageError) in
+      let seconds = try value.positiveNumber(of: "seconds")
+      command.hosted.set { $0.postgresTimeout = seconds }
+    },
+    .value(
       "--sign-in-timeout", as: "SECONDS",
       help: "close a connection not signed in within SECONDS of connecting (default 10)"
     ) { command, value throws(UsageError) in

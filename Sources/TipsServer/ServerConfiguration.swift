@@ -87,6 +87,9 @@ public struct HostedConfiguration: Sendable {
   /// `--compaction-threshold N`: operations stored after an account's snapshot past which a node's compactor writes
   /// a new one (so loading an account reads its snapshot and at most about this many operations).
   public var compactionThreshold = 500
+  /// `--postgres-timeout SECONDS`: a PostgreSQL link whose oldest batch waited this long is declared lost (what was
+  /// in flight fails: -32016; it connects again), so no request waits on PostgreSQL without end.
+  public var postgresTimeout: Double = 15
   /// `--sign-in-timeout SECONDS`: a connection not signed in this long after it connected is closed.
   public var signInTimeout: Double = 10
   /// `--sign-in-failures N`: failed signature checks a second the node spends on at most (bursts of twice as many);

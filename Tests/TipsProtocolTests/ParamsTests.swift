@@ -96,7 +96,7 @@ func failure(_ body: () throws -> Void) -> String? {
   @Test func unknownParamsAreRefusedInOnePlace() throws {
     #expect(
       failure { _ = try Messages.decode(DonateRequest.self, params: ["id": "e", "extra": 1]) }
-        == #"events/donate: unknown param "extra" (expected id, info)"#)
+        == #"events/donate: unknown param "extra" (expected id, idempotencyKey, info)"#)
     #expect(
       failure { _ = try Messages.decode(ClockNowRequest.self, params: ["x": 1]) }
         == #"clock/now: unknown param "x" (it takes no params)"#)

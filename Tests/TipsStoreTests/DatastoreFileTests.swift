@@ -114,7 +114,7 @@ struct DatastoreFileTests {
     }
     do {
       let store = try Datastore(path: path)
-      #expect(store.schemaVersion == 10)
+      #expect(store.schemaVersion == Datastore.currentSchemaVersion)
       #expect(try store.load() == EngineSnapshot(donationLimits: ["trail.visited": 5, "e": 1]))
       try store.commit([
         .donationMaxAge(eventID: "trail.visited", seconds: 3_600), .donationMaxAge(eventID: "only.age", seconds: 60),

@@ -131,8 +131,9 @@ final class HostedService {
       } catch {
         throw ServerError("--hosted: \(error.message)")
       }
-      store = HostedStore(
-        loop: loop, configuration: HostedStore.Configuration(server: server, node: configuration.node), logger: logger)
+      var storeConfiguration = HostedStore.Configuration(server: server, node: configuration.node)
+      storeConfiguration.answerTimeout = configuration.postgresTimeout
+      store = HostedStore(loop: loop, configuration: storeConfiguration, logger: logger)
     }
     residency = Residency(capacity: configuration.maxResidentAccounts)
     limiter = RateLimiter(rate: configuration.accountRate)
