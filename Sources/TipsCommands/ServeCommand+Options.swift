@@ -268,6 +268,16 @@ extension ServeCommand {
       command.hosted.set { $0.leeway = seconds }
     },
     .value(
+      "--ops-device-days", as: "N",
+      help: """
+        keep the operations a device synced within N days has not read yet; the others go once a snapshot holds
+        them (a device away longer reads the snapshot when back; default 30)
+        """
+    ) { command, value throws(UsageError) in
+      let days = try value.positiveNumber(of: "days")
+      command.hosted.set { $0.opsDeviceDays = days }
+    },
+    .value(
       "--postgres-timeout", as: "SECONDS",
       help: """
         a PostgreSQL link that has not answered for SECONDS is dropped and connected

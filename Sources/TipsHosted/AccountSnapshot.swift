@@ -112,4 +112,8 @@ public struct HostedError: Error, Sendable, CustomStringConvertible, Equatable {
   public var message: String
   public init(_ message: String) { self.message = message }
   public var description: String { message }
+
+  /// A pull from a cursor behind the account's pruned operations (`tipsd.accounts.ops_floor`): what it missed is
+  /// only in the snapshot — the account is read again.
+  public static let behindRetention = HostedError("the operations after this cursor were pruned; read the snapshot")
 }

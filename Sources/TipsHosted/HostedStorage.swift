@@ -58,6 +58,10 @@ public protocol HostedStorage: AnyObject {
   func importAccount(
     _ account: String, snapshot: AccountSnapshot, history: [HostedStore.HistoryChunk],
     completion: @escaping (Result<Void, HostedError>) -> Void)
+  /// Deletes at most `limit` of the account's operations that its snapshot holds and that no device seen within
+  /// `deviceDays` still has to read; how many went (readers behind them get ``HostedError/behindRetention``).
+  func pruneOperations(
+    of account: String, deviceDays: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void)
   /// Deletes tombstones that have fallen; how many.
   func pruneErased(completion: @escaping (Result<Int, HostedError>) -> Void)
   /// Deletes at most `limit` idempotent replies made before `cutoff`; how many went.
@@ -67,7 +71,8 @@ public protocol HostedStorage: AnyObject {
 
   /// An account: its snapshot, the operations after it, its history's last cursor, whether it is erased.
   func load(_ account: String, completion: @escaping (Result<HostedStore.StoredAccount, HostedError>) -> Void)
-  /// The operations of `account` after `cursor`, at most `limit`, in cursor order.
+  /// The operations of `account` after `cursor`, at most `limit`, in cursor order; ``HostedError/behindRetention``
+  /// when some after `cursor` were pruned (read the account again).
   func pull(
     _ account: String, after cursor: Int64, limit: Int,
     completion: @escaping (Result<[StoredOperation], HostedError>) -> Void)

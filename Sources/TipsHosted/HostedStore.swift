@@ -133,7 +133,7 @@ public final class HostedStore: HostedStorage {
     reader = link(
       "reader",
       .pipelined(prepare: [
-        (Statement.load, Self.load), (Statement.pull, PGSchema.pull), (Statement.readHistory, Self.readHistory),
+        (Statement.load, Self.load), (Statement.pull, PGSchema.pullAsNode), (Statement.readHistory, Self.readHistory),
       ]))
     listener = link("listener", .listener(channels: [PGSchema.fleetChannel]))
     writer.onStateChange = { [unowned self] state in
@@ -272,6 +272,7 @@ public final class HostedStore: HostedStorage {
         """, [account, "\(erasureDays)"]),
       .query("DELETE FROM tipsd.ops WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.idempotency WHERE account = $1", [account]),
+      .query("DELETE FROM tipsd.devices WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.history WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.snapshots WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.accounts WHERE account = $1", [account]),
@@ -333,14 +334,24 @@ public final class HostedStore: HostedStorage {
   ) {
     reader.send([.prepared(Statement.pull, [account, String(cursor), String(limit)])]) { result in
       completion(
-        result.map { results in
-          (results.first?.rows ?? []).compactMap { row in
-            guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let device = row[1],
-              let seq = row[2].flatMap({ Int64($0) }), let payload = row[3]
-            else { return nil }
-            return StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload)
+        result.flatMap { results in
+          var operations: [StoredOperation] = []
+          for row in results.first?.rows ?? [] {
+            guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }) else { continue }
+            if cursor == -1 { return .failure(.behindRetention) }
+            guard let device = row[1], let seq = row[2].flatMap({ Int64($0) }), let payload = row[3] else { continue }
+            operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
           }
+          return .success(operations)
         })
+    }
+  }
+
+  public func pruneOperations(
+    of account: String, deviceDays: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
+  ) {
+    writer.send([.query(PGSchema.pruneOps, [account, "\(deviceDays)", String(limit)])]) { result in
+      completion(result.map { results in results.first?.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0 })
     }
   }
 

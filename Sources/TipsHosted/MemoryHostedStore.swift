@@ -43,6 +43,8 @@ public final class MemoryHostedStore: HostedStorage {
     var lastCursor: Int64 = 0
     var historyCursor: Int64 = 0
     var operations: [StoredOperation] = []
+    /// Operations up to this cursor were pruned (``pruneOperations(of:deviceDays:limit:completion:)``).
+    var floor: Int64 = 0
     var identities: Set<String> = []
     var snapshot: AccountSnapshot?
     var replies: [String: IdempotentReply] = [:]
@@ -327,8 +329,23 @@ public final class MemoryHostedStore: HostedStorage {
     completion: @escaping (Result<[StoredOperation], HostedError>) -> Void
   ) {
     answer(completion) { [weak self] in
-      let operations = self?.accounts[account]?.operations ?? []
-      return .success(Array(operations.filter { $0.cursor > cursor }.prefix(max(0, limit))))
+      guard let stored = self?.accounts[account] else { return .success([]) }
+      guard stored.floor <= cursor else { return .failure(.behindRetention) }
+      return .success(Array(stored.operations.filter { $0.cursor > cursor }.prefix(max(0, limit))))
+    }
+  }
+
+  /// No device syncs with a memory store: an account's operations are kept up to its snapshot only.
+  public func pruneOperations(
+    of account: String, deviceDays: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      guard let self, var stored = self.accounts[account], let snapshot = stored.snapshot else { return .success(0) }
+      stored.floor = max(stored.floor, snapshot.cursor)
+      let pruned = stored.operations.prefix { $0.cursor <= stored.floor }.prefix(max(0, limit)).count
+      stored.operations.removeFirst(pruned)
+      self.accounts[account] = stored
+      return .success(pruned)
     }
   }
 

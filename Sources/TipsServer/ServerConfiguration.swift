@@ -87,6 +87,9 @@ public struct HostedConfiguration: Sendable {
   /// `--compaction-threshold N`: operations stored after an account's snapshot past which a node's compactor writes
   /// a new one (so loading an account reads its snapshot and at most about this many operations).
   public var compactionThreshold = 500
+  /// `--ops-device-days N`: a device that synced within N days keeps the operations it has not read yet; one silent
+  /// longer reads the account's snapshot when it comes back (the operations before the snapshot are pruned).
+  public var opsDeviceDays: Double = 30
   /// `--postgres-timeout SECONDS`: a PostgreSQL link whose oldest batch waited this long is declared lost (what was
   /// in flight fails: -32016; it connects again), so no request waits on PostgreSQL without end.
   public var postgresTimeout: Double = 15

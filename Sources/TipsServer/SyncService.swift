@@ -1,4 +1,6 @@
 import TipsEngine
+import TipsHosted
+import TipsJSON
 import TipsProtocol
 import TipsStore
 import TipsSync
@@ -144,6 +146,23 @@ final class SyncService: SyncPumpDelegate {
       services.logger.warning("sync: skipped operations this tipsd does not understand", [("count", String(skipped))])
     }
     apply(model.applyRemote(operations, cursor: last.cursor, wallNow: System.wallClockSeconds()))
+  }
+
+  func receivedSnapshot(_ state: String, cursor: Int64) -> Bool {
+    let snapshot: AccountSnapshot
+    do {
+      snapshot = try AccountSnapshot(json: try JSONParser.parse(state))
+    } catch {
+      services.logger.error(
+        "sync: the account's snapshot is unreadable; operations before it cannot be merged",
+        [("cursor", String(cursor)), ("error", "\(error)")])
+      return false
+    }
+    apply(
+      model.mergeSnapshot(
+        rows: snapshot.rows, meta: snapshot.meta, donations: snapshot.donations, cursor: snapshot.cursor,
+        wallNow: System.wallClockSeconds()))
+    return true
   }
 
   func committed(_ seqs: [Int64]) {

@@ -115,7 +115,7 @@ public final class SyncModel {
   /// Whether the datastore had never synced before (its existing state was queued as this device's contribution).
   public private(set) var bootstrapped = false
   /// Whether the clock or epoch changed since ``takeMetaWrites()``.
-  private var metaDirty = false
+  var metaDirty = false
 
   /// Loads the model from what the datastore holds. A datastore that never synced gets `device` and `account`, and
   /// its existing state is queued as this device's contribution (``bootstrapped``). Throws a message when the
@@ -433,7 +433,7 @@ public final class SyncModel {
     return effects
   }
 
-  private func remoteReset(_ hlc: HLC, _ effects: inout SyncEffects) {
+  func remoteReset(_ hlc: HLC, _ effects: inout SyncEffects) {
     startEpoch(hlc, &effects)
     effects.mutations.append(engine.reset())
   }
@@ -511,7 +511,7 @@ public final class SyncModel {
     }
   }
 
-  private func raiseEligibility(_ key: String, to hlc: HLC, _ effects: inout SyncEffects) {
+  func raiseEligibility(_ key: String, to hlc: HLC, _ effects: inout SyncEffects) {
     eligibility[key] = hlc
     effects.writes.append(.state(kind: Kind.eligibility, device: "", key: key, value: String(hlc.rawValue)))
     if let list = invalidations[key] {
@@ -526,7 +526,7 @@ public final class SyncModel {
     }
   }
 
-  private func insertInvalidation(_ key: String, _ invalidation: Invalidation, _ effects: inout SyncEffects) {
+  func insertInvalidation(_ key: String, _ invalidation: Invalidation, _ effects: inout SyncEffects) {
     var list = invalidations[key] ?? []
     guard !list.contains(where: { $0.hlc == invalidation.hlc && $0.device == invalidation.device }) else { return }
     list.append(invalidation)
@@ -540,27 +540,27 @@ public final class SyncModel {
       .state(kind: Kind.invalidations, device: "", key: key, value: list.isEmpty ? nil : Self.encode(list)))
   }
 
-  private func setLifetime(_ event: String, _ from: String, _ count: Int, _ effects: inout SyncEffects) {
+  func setLifetime(_ event: String, _ from: String, _ count: Int, _ effects: inout SyncEffects) {
     lifetimes[event, default: [:]][from] = count
     effects.writes.append(.state(kind: Kind.lifetime, device: from, key: event, value: String(count)))
   }
 
-  private func setDisplay(_ key: String, _ from: String, _ counter: DisplayCounter, _ effects: inout SyncEffects) {
+  func setDisplay(_ key: String, _ from: String, _ counter: DisplayCounter, _ effects: inout SyncEffects) {
     displays[key, default: [:]][from] = counter
     effects.writes.append(.state(kind: Kind.display, device: from, key: key, value: Self.encode(counter)))
   }
 
-  private func setParameter(_ id: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
+  func setParameter(_ id: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
     parameters[id] = register
     effects.writes.append(.state(kind: Kind.parameter, device: "", key: id, value: Self.encode(register)))
   }
 
-  private func setVariant(_ tip: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
+  func setVariant(_ tip: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
     variants[tip] = register
     effects.writes.append(.state(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
   }
 
-  private func setExposure(_ tip: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
+  func setExposure(_ tip: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
     exposures[tip] = register
     effects.writes.append(.state(kind: Kind.exposure, device: "", key: tip, value: Self.encode(register)))
   }
@@ -575,7 +575,7 @@ public final class SyncModel {
     .object(["variant": .string(variant), "since": since.map { .double($0) } ?? .null])
   }
 
-  private func setCooldown(_ at: Double, _ effects: inout SyncEffects) {
+  func setCooldown(_ at: Double, _ effects: inout SyncEffects) {
     cooldown = at
     effects.writes.append(.state(kind: Kind.cooldown, device: "", key: "", value: JSONValue.double(at).jsonString))
   }

@@ -10,6 +10,10 @@ public protocol SyncPumpDelegate: AnyObject {
   var cursor: Int64 { get }
   /// Rows pulled from `tipsd.ops` (cursor order), to merge.
   func received(_ rows: [SyncPump.Row])
+  /// The device's cursor is behind the operations PostgreSQL keeps: the account's snapshot (`tipsd.snapshots.state`,
+  /// as of `cursor`) to merge instead; the pull goes on from `cursor`. False: it could not be merged (the pump waits
+  /// for the next notification or reconnect rather than reading it again at once).
+  func receivedSnapshot(_ state: String, cursor: Int64) -> Bool
   /// PostgreSQL committed these operations.
   func committed(_ seqs: [Int64])
 }
@@ -202,15 +206,33 @@ public final class SyncPump {
       }
     case .pull:
       guard let delegate else { return }
-      let parameters: [String?] = [configuration.account, String(delegate.cursor), String(configuration.pullBatch)]
-      send(PGSchema.pull, parameters: parameters, failure: "catch-up query failed") { [unowned self] results in
+      let parameters: [String?] = [
+        configuration.account, configuration.device, String(delegate.cursor), String(configuration.pullBatch),
+      ]
+      send(PGSchema.pullAsDevice, parameters: parameters, failure: "catch-up query failed") { [unowned self] results in
+        var snapshot: (state: String, cursor: Int64)?
         let rows = (results.first?.rows ?? []).compactMap { row -> Row? in
-          guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let device = row[1],
-            let seq = row[2].flatMap({ Int64($0) }), let payload = row[3]
+          guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let seq = row[2].flatMap({ Int64($0) }),
+            let payload = row[3]
           else { return nil }
+          if seq == -1 {
+            snapshot = (payload, cursor)
+            return nil
+          }
+          guard let device = row[1] else { return nil }
           return Row(cursor: cursor, device: device, seq: seq, payload: payload)
         }
         self.lastPullAt = self.wallClock()
+        if let snapshot {
+          self.logger.info(
+            "sync: this device was behind the operations kept; merging the account's snapshot",
+            [("cursor", String(snapshot.cursor))])
+          let merged = self.delegate?.receivedSnapshot(snapshot.state, cursor: snapshot.cursor) ?? false
+          // Then on from the snapshot's cursor, as after a full page.
+          self.perform(
+            self.machine.pulled(rows: merged ? self.configuration.pullBatch : 0, outboxHasWork: self.outboxHasWork))
+          return
+        }
         self.pulledCount += rows.count
         if !rows.isEmpty { self.delegate?.received(rows) }
         self.perform(self.machine.pulled(rows: rows.count, outboxHasWork: self.outboxHasWork))

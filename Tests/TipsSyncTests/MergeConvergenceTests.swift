@@ -98,6 +98,26 @@ private struct SimulatedServer {
     let operations = rows.map { SyncOperation(device: $0.device, seq: $0.seq, payload: $0.payload) }
     try device.commit([], device.model.applyRemote(operations, cursor: Int64(from + rows.count), wallNow: 0))
   }
+
+  /// The device is behind the operations kept (#34's retention pruned them): it merges a snapshot of the whole log
+  /// instead — made, as a hosted node makes one, by a model that read every operation from nothing.
+  func pullSnapshot(_ device: SimulatedDevice, directory: String, name: String) throws {
+    let snapshotter = try SimulatedDevice(id: name, directory: directory, start: device.clock.now())
+    let operations = log.map { SyncOperation(device: $0.device, seq: $0.seq, payload: $0.payload) }
+    _ = snapshotter.model.applyRemote(operations, cursor: Int64(log.count), wallNow: 0)
+    var donations: [String: [Donation]] = [:]
+    for event in snapshotter.engine.eventIDs {
+      let kept = snapshotter.engine.donations(event)
+      if !kept.isEmpty { donations[event] = kept }
+    }
+    var meta = snapshotter.model.snapshotMeta
+    meta[SyncModel.MetaKey.cursor] = nil
+    try device.commit(
+      [],
+      device.model.mergeSnapshot(
+        rows: snapshotter.model.stateRows(), meta: meta, donations: donations, cursor: Int64(log.count), wallNow: 0))
+    snapshotter.store.close()
+  }
 }
 
 /// The merge model alone, in process: devices make random changes on skewed clocks while operations travel in random
@@ -152,8 +172,10 @@ private struct SimulatedServer {
         try device.local(engine.advanceTime())
       case 74..<86:
         try server.push(device, max: Int.random(in: 1..<8, using: &random))
-      case 86..<98:
+      case 86..<95:
         try server.pull(device, max: Int.random(in: 1..<12, using: &random))
+      case 95..<98:
+        try server.pullSnapshot(device, directory: directory, name: "snapshot-\(step)")
       default:
         try device.restart()
       }

@@ -624,6 +624,12 @@ final class HostedService {
     store.pull(account, after: model.cursor, limit: 1_000) { [weak self] result in
       guard let self else { return }
       switch result {
+      case .failure(let error) where error == .behindRetention:
+        // The operations it missed were pruned after a snapshot: the account is read again (as after a failed
+        // commit; its requests wait for it, its subscriptions stay, observers hear what moved).
+        self.logger.info("hosted: the account was behind the operations kept; reading it again", [("account", account)])
+        self.perform(self.residency.committed(account, success: false))
+        self.services.requestEndOfTurn()
       case .failure(let error):
         self.logger.warning("hosted: catch-up failed; retrying", [("account", account), ("error", error.message)])
         self.perform(self.residency.pulled(account, success: false))
@@ -980,7 +986,7 @@ final class HostedService {
   /// scan of every account: a node compacts what its own commits grew). A snapshot is a pure function of what
   /// PostgreSQL holds (the snapshot and the operations after it, read in one statement), so any node may write it,
   /// two nodes writing one at once agree, and an older one never replaces a newer one. Operations before a snapshot
-  /// stay in `tipsd.ops` (devices that sync read them from their cursor).
+  /// are then pruned (``pruneOperations(of:deleted:)``), but for those a device still has to read.
   private func compact() {
     guard !compacting, writable, !compactionDue.isEmpty else { return }
     let threshold = Int64(configuration.compactionThreshold)
@@ -1020,11 +1026,38 @@ final class HostedService {
         switch result {
         case .success:
           if let tenant = self.tenants[account] { tenant.snapshotCursor = max(tenant.snapshotCursor, snapshot.cursor) }
+          self.pruneOperations(of: account)
           self.compact(rest, written: written + 1)
         case .failure(let error):
           self.logger.warning("hosted: snapshot not written", [("account", account), ("error", error.message)])
           self.compact(rest, written: written)
         }
+      }
+    }
+  }
+
+  /// Operations deleted per statement by the retention of `tipsd.ops`.
+  static let operationsPruneBatch = 5_000
+
+  /// The retention of `tipsd.ops` (#34): after a snapshot, the operations it holds go — except those a device seen
+  /// within `--ops-device-days` has not read yet — in batches, so the table holds about `--compaction-threshold`
+  /// operations per account rather than everything ever done. A node or device behind them reads the snapshot.
+  private func pruneOperations(of account: String, deleted total: Int = 0) {
+    store.pruneOperations(
+      of: account, deviceDays: configuration.opsDeviceDays, limit: Self.operationsPruneBatch
+    ) { [weak self] result in
+      guard let self else { return }
+      switch result {
+      case .success(let count) where count == Self.operationsPruneBatch:
+        self.pruneOperations(of: account, deleted: total + count)
+      case .success(let count):
+        if total + count > 0 {
+          self.logger.debug(
+            "hosted: operations held by the snapshot deleted",
+            [("account", account), ("operations", String(total + count))])
+        }
+      case .failure(let error):
+        self.logger.warning("hosted: operations not pruned", [("account", account), ("error", error.message)])
       }
     }
   }

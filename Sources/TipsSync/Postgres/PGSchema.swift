@@ -35,13 +35,24 @@
 /// committing the same key fails its commit, and its account is read back — the key's first reply with it), pruned
 /// after `--idempotency-hours`.
 ///
+/// Version 5 adds the retention of `tipsd.ops` (#34):
+/// - `tipsd.devices (account, device, cursor, seen_at)`: where each syncing device has read the account up to, kept
+///   by ``pullAsDevice`` on every pull.
+/// - `tipsd.accounts.ops_floor`: the account's operations up to this cursor are gone (pruned); a reader behind it
+///   reads the snapshot instead (a device merges it, a hosted node reads the account again).
+/// - `tipsd.prune_ops(account, device_days, limit)`: raises the floor to the account's snapshot cursor, but not past
+///   the cursor of a device seen within `device_days`, and deletes at most `limit` operations up to it; returns how
+///   many it deleted (the compactor calls it after writing a snapshot, again while it deletes a full batch).
+/// - `tipsd.pull(account, device, after, limit)`: a device's pull — its cursor registered, then the operations after
+///   `after`, or, when `after` is behind the floor, one row holding the snapshot (seq -1, its JSON in `op`).
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 4
+  package static let version = 5
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -122,6 +133,17 @@ public enum PGSchema {
         CREATE INDEX idempotency_at ON tipsd.idempotency (at);
         UPDATE tipsd.schema_version SET version = 4;
       END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 5 THEN
+        CREATE TABLE tipsd.devices (
+          account text NOT NULL,
+          device text NOT NULL,
+          cursor bigint NOT NULL,
+          seen_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (account, device)
+        );
+        ALTER TABLE tipsd.accounts ADD COLUMN ops_floor bigint NOT NULL DEFAULT 0;
+        UPDATE tipsd.schema_version SET version = 5;
+      END IF;
       IF migrating THEN
     \(functions)
       END IF;
@@ -184,6 +206,48 @@ public enum PGSchema {
           RETURN first;
         END
         $history$;
+        CREATE OR REPLACE FUNCTION tipsd.prune_ops(p_account text, p_device_days double precision, p_limit integer)
+          RETURNS integer LANGUAGE plpgsql AS $prune$
+        DECLARE
+          snapshot_cursor bigint;
+          device_cursor bigint;
+          new_floor bigint;
+          deleted integer;
+        BEGIN
+          SELECT cursor INTO snapshot_cursor FROM tipsd.snapshots WHERE account = p_account;
+          IF snapshot_cursor IS NULL THEN
+            RETURN 0;
+          END IF;
+          SELECT min(cursor) INTO device_cursor FROM tipsd.devices
+            WHERE account = p_account AND seen_at > now() - p_device_days * interval '1 day';
+          new_floor := LEAST(snapshot_cursor, coalesce(device_cursor, snapshot_cursor));
+          -- The floor first, in the same transaction as the deletion: a reader sees both or neither.
+          UPDATE tipsd.accounts SET ops_floor = new_floor WHERE account = p_account AND ops_floor < new_floor;
+          DELETE FROM tipsd.ops WHERE account = p_account AND cursor IN (
+            SELECT o.cursor FROM tipsd.ops o WHERE o.account = p_account AND o.cursor <= new_floor
+            ORDER BY o.cursor LIMIT p_limit);
+          GET DIAGNOSTICS deleted = ROW_COUNT;
+          RETURN deleted;
+        END
+        $prune$;
+        CREATE OR REPLACE FUNCTION tipsd.pull(p_account text, p_device text, p_after bigint, p_limit integer)
+          RETURNS TABLE (cursor bigint, device text, seq bigint, op text) LANGUAGE plpgsql AS $pull$
+        #variable_conflict use_column
+        BEGIN
+          IF tipsd.is_erased(p_account) THEN
+            RETURN;
+          END IF;
+          INSERT INTO tipsd.devices AS d (account, device, cursor) VALUES (p_account, p_device, p_after)
+            ON CONFLICT (account, device) DO UPDATE SET cursor = excluded.cursor, seen_at = now();
+          IF EXISTS (SELECT 1 FROM tipsd.accounts a WHERE a.account = p_account AND a.ops_floor > p_after) THEN
+            RETURN QUERY SELECT s.cursor, NULL::text, -1::bigint, s.state FROM tipsd.snapshots s
+              WHERE s.account = p_account;
+            RETURN;
+          END IF;
+          RETURN QUERY SELECT o.cursor, o.device, o.seq, o.op FROM tipsd.ops o
+            WHERE o.account = p_account AND o.cursor > p_after ORDER BY o.cursor LIMIT p_limit;
+        END
+        $pull$;
         CREATE OR REPLACE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
         BEGIN
           IF EXISTS (SELECT 1 FROM tipsd.ops WHERE account = p_account)
@@ -206,6 +270,23 @@ public enum PGSchema {
   package static let pull = """
     SELECT cursor, device, seq, op FROM tipsd.ops WHERE account = $1 AND cursor > $2 ORDER BY cursor LIMIT $3
     """
+
+  /// `$1` account, `$2` device, `$3` after this cursor, `$4` at most this many: a device's pull (see the type's
+  /// notes): the operations, or the snapshot (seq -1) when the device is behind what is kept.
+  package static let pullAsDevice = "SELECT * FROM tipsd.pull($1, $2, $3::bigint, $4::integer)"
+
+  /// `$1` account, `$2` after this cursor, `$3` at most this many: a hosted node's catch-up — the operations, led by
+  /// a row of cursor -1 when `$2` is behind the account's pruned floor (the node then reads the account again).
+  package static let pullAsNode = """
+    SELECT -1::bigint AS cursor, NULL::text AS device, NULL::bigint AS seq, NULL::text AS op
+      FROM tipsd.accounts WHERE account = $1 AND ops_floor > $2::bigint
+    UNION ALL
+    (SELECT cursor, device, seq, op FROM tipsd.ops WHERE account = $1 AND cursor > $2::bigint ORDER BY cursor LIMIT $3)
+    ORDER BY 1
+    """
+
+  /// `$1` account, `$2` device days, `$3` at most this many: see `tipsd.prune_ops` in the type's notes.
+  package static let pruneOps = "SELECT tipsd.prune_ops($1, $2::double precision, $3::integer)"
 
   /// A PostgreSQL array literal of texts: `{"a","b\\"c"}`.
   package static func textArray(_ items: [String]) -> String {
