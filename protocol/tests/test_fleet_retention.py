@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import time
 
@@ -229,3 +230,35 @@ def test_a_device_seen_recently_keeps_the_operations_it_has_not_read(hosted, tmp
         run(body())
     finally:
         device.stop()
+
+
+def test_a_node_behind_the_pruned_operations_reads_the_account_again_and_tells_its_observers(hosted):
+    first = hosted.node("retain-c1", extra=["--compaction-threshold", "20"])
+    second = hosted.node("retain-c2", extra=["--compaction-threshold", "20"])
+
+    async def body():
+        actor = await Session.open(first.socket_path, hosted.token("ret-node"))
+        watcher = await Session.open(second.socket_path, hosted.token("ret-node"))
+        observed = await watcher.call("tips/observe", {"ids": ["welcome.tour"]})
+        assert observed["tips"][0]["shouldDisplay"] is True
+        seen = len(watcher.notifications)
+        # The second node hears nothing while it is stopped (SIGSTOP: as a node stalled on a long pause); meanwhile
+        # the first node's commits pass the threshold, it writes a snapshot and prunes what the snapshot holds.
+        second.proc.send_signal(signal.SIGSTOP)
+        try:
+            for _ in range(60):
+                await actor.call("events/donate", {"id": "map.opened"})
+            await actor.call("tips/invalidate", {"id": "welcome.tour", "reason": "tipClosed"})
+            await until(lambda: stored(hosted, "ret-node")["floor"] > 1, "the account's operations pruned")
+        finally:
+            second.proc.send_signal(signal.SIGCONT)
+        # Its pull from its cursor finds them gone: it reads the account again; the observer hears the change.
+        await until(lambda: len(watcher.notifications) > seen, "the change reached the other node's observer")
+        assert watcher.notifications[-1]["params"]["shouldDisplay"] is False
+        inspect = await watcher.call("inspect/state", {})
+        assert [e["lifetime"] for e in inspect["events"] if e["id"] == "map.opened"] == [60]
+        await actor.close()
+        await watcher.close()
+
+    run(body())
+    assert "behind the operations kept" in second.log_text()
