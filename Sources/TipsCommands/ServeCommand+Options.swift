@@ -337,6 +337,13 @@ extension ServeCommand {
       command.hosted.set { $0.accountMaxDonations = count }
     },
     .value(
+      "--account-max-keys", as: "N",
+      help: "idempotency keys an account may hold within --idempotency-hours (default 10000)"
+    ) { command, value throws(UsageError) in
+      let count = try value.positiveInteger()
+      command.hosted.set { $0.accountMaxIdempotencyKeys = count }
+    },
+    .value(
       "--compaction-threshold", as: "N",
       help: "operations stored after an account's snapshot past which a node writes a new one (default 500)"
     ) { command, value throws(UsageError) in

@@ -259,6 +259,9 @@ struct Dispatcher {
       OutgoingMessage.writeResult(id: id, to: &writer) { $0.writeRaw(result) }
       return
     }
+    if let hosted = services.hosted, let refusal = hosted.idempotencyQuota(tenant, method: context.method) {
+      throw refusal
+    }
     let start = writer.bytes.count
     if let error = entry.run(id, params, context, &writer) { throw error }
     guard let result = IdempotencyMemory.result(ofReply: writer.bytes[start...]) else { return }

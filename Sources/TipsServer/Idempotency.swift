@@ -45,6 +45,9 @@ final class IdempotencyMemory {
     for reply in stored where replies[reply.key] == nil { replies[reply.key] = reply }
   }
 
+  /// The oldest instant of a reply known.
+  var oldest: Double? { replies.values.map(\.at).min() }
+
   /// The newest instant of a reply known.
   var newest: Double? { replies.values.map(\.at).max() }
 

@@ -84,6 +84,9 @@ public struct HostedConfiguration: Sendable {
   public var accountRate: Double = 50
   /// `--account-max-donations N`: donations an account may keep (every event together); -32015 beyond.
   public var accountMaxDonations = 100_000
+  /// `--account-max-keys N`: idempotency keys an account may hold within `--idempotency-hours` (each is a reply kept in
+  /// memory and in PostgreSQL): a change with a new key past it is refused (-32015, quota `idempotencyKeys`).
+  public var accountMaxIdempotencyKeys = 10_000
   /// `--compaction-threshold N`: operations stored after an account's snapshot past which a node's compactor writes
   /// a new one (so loading an account reads its snapshot and at most about this many operations).
   public var compactionThreshold = 500

@@ -429,6 +429,22 @@ final class HostedService {
       "the account keeps \(kept) donations (--account-max-donations \(configuration.accountMaxDonations))")
   }
 
+  /// Whether a change with a new idempotency key may run (`--account-max-keys`): every key's reply is kept for
+  /// `--idempotency-hours`, in memory and in PostgreSQL, so a client minting keys without end would grow both.
+  func idempotencyQuota(_ tenant: Tenant, method: String) -> ResponseError? {
+    let limit = configuration.accountMaxIdempotencyKeys
+    guard tenant.idempotency.count >= limit else { return nil }
+    let window = services.configuration.idempotencyWindow
+    let now = System.wallClockSeconds()
+    tenant.idempotency.forget(before: now - window)
+    guard tenant.idempotency.count >= limit else { return nil }
+    let retryAfter = max(0, (tenant.idempotency.oldest ?? now) + window - now)
+    return .quotaExceeded(
+      method: method, quota: "idempotencyKeys", limit: limit, retryAfter: retryAfter,
+      "the account holds \(tenant.idempotency.count) idempotency keys of the last --idempotency-hours "
+        + "(--account-max-keys \(limit))")
+  }
+
   // MARK: - Residency's actions
 
   private func perform(_ actions: [Residency.Action]) {

@@ -185,6 +185,24 @@ struct HostedInProcessTests {
     #expect(try client.result("events/donate", ["id": "search.opened"])["lifetime"]?.intValue == 3)
   }
 
+  /// An account holds at most --account-max-keys idempotency keys of the window: a change with a new key past it is
+  /// refused and changes nothing; repeats of the keys it holds and changes without a key still work.
+  @Test func idempotencyKeysAreBoundedPerAccount() throws {
+    let node = try HostedTestServer { $0.accountMaxIdempotencyKeys = 3 }
+    let client = try node.connect(token: try node.tokens(["minter"])["minter"])
+    var replies: [JSONValue] = []
+    for key in ["k1", "k2", "k3"] {
+      replies.append(try client.result("events/donate", ["id": "search.opened", "idempotencyKey": .string(key)]))
+    }
+    let refusal = try client.refusal("events/donate", ["id": "search.opened", "idempotencyKey": "k4"])
+    #expect(refusal.code.rawValue == -32015)
+    #expect(refusal.data?["quota"]?.stringValue == "idempotencyKeys")
+    #expect(refusal.data?["limit"]?.intValue == 3)
+    #expect((refusal.data?["retryAfter"]?.doubleValue ?? 0) > 3_600)
+    #expect(try client.result("events/donate", ["id": "search.opened", "idempotencyKey": "k2"]) == replies[1])
+    #expect(try client.result("events/donate", ["id": "search.opened"])["lifetime"]?.intValue == 4)
+  }
+
   /// Residency counts a session from its first: the account stays resident while other accounts come and go past
   /// --max-resident-accounts.
   @Test func aLiveAccountIsNeverEvicted() throws {
