@@ -289,6 +289,24 @@ export class OfflineState {
 
 // ─── Sending the outbox ───────────────────────────────────────────────────────────────────────────────────────
 
+/**
+ * Errors saying a change can never be applied (sending it again would be refused again): it leaves the outbox. Any
+ * other error (-32016 not acknowledged, a datastore failure, a quota, a node shutting down…) keeps it first in line.
+ */
+export const REFUSED_FOR_GOOD: ReadonlySet<number> = new Set([
+  ErrorCode.ParseError,
+  ErrorCode.InvalidRequest,
+  ErrorCode.MethodNotFound,
+  ErrorCode.InvalidParams,
+  ErrorCode.UnknownTip,
+  ErrorCode.UnknownGroup,
+  ErrorCode.UnknownAction,
+  ErrorCode.InvalidRule,
+  ErrorCode.Forbidden,
+  ErrorCode.TestingDisabled,
+  ErrorCode.VirtualClockDisabled,
+]);
+
 /** What the sender needs from the client. */
 export interface OutboxLink {
   readonly state: "connecting" | "connected" | "disconnected" | "closed";
@@ -303,8 +321,9 @@ export interface OutboxLink {
 
 /**
  * Sends the outbox in order, one change at a time, while connected: a change leaves the outbox when the node
- * answered it (its result, or an error saying it can never be applied); one whose outcome is unknown (the
- * connection dropped, no answer in time, -32016) stays first in line and is sent again, with its key.
+ * answered it (its result, or an error saying it can never be applied: {@link REFUSED_FOR_GOOD}); one whose outcome
+ * is unknown (the connection dropped, no answer in time, -32016) or that failed for now (a quota, a datastore
+ * failure) stays first in line and is sent again, with its key, after a backoff or on the next connection.
  */
 export class OutboxSender {
   private running = false;
@@ -374,7 +393,7 @@ export class OutboxSender {
         continue;
       }
       const e = result.error;
-      if (e instanceof TipsdError && e.code !== ErrorCode.Unavailable && e.code !== ErrorCode.Unauthorized) {
+      if (e instanceof TipsdError && REFUSED_FOR_GOOD.has(e.code)) {
         // The node refused it (an unknown tip, invalid params…): sending it again would be refused again.
         this.logger.warn(`a queued change was refused and is dropped: ${e.message}`);
         await this.offline.remove(change);
