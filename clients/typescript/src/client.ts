@@ -669,10 +669,16 @@ export function createClient<S extends boolean = false>(options: ClientOptions<S
 /**
  * Creates a client and waits for its first connection attempt. Not strict: always resolves (a missing daemon
  * means a client in no-op mode that keeps trying). Strict: rejects (and closes the client) when the first
- * attempt fails.
+ * attempt fails. With `storage` (offline first), resolves once the stored state is loaded, without waiting for the
+ * connection (`waitUntilConnected()` does), strict or not.
  */
 export async function connect<S extends boolean = false>(options: ClientOptions<S>): Promise<TipsClient<S>> {
   const client = new TipsClient<S>(options);
+  // Offline first: the app starts with what was stored, without waiting for the network (strict or not).
+  if (options.storage) {
+    await client.restored;
+    return client;
+  }
   const ok = await client.ready();
   if (!ok && options.strict === true) {
     const error = client.lastError ?? new ConnectionError("ENOTCONNECTED", "cannot reach tipsd");

@@ -5,7 +5,7 @@
 // Waits are for conditions; the client's timers run on a ManualClock where a test needs time to pass.
 const test = require("node:test");
 const assert = require("node:assert/strict");
-const { createClient, memoryStorage, tipVisibilityStore, ConnectionError, TipsdError } = require("../dist/index");
+const { connect, createClient, memoryStorage, tipVisibilityStore, ConnectionError, TipsdError } = require("../dist/index");
 const { FakeDaemon, recordingLogger, withoutKey } = require("../test-support/fake");
 const { ManualClock, until } = require("../test-support/timing");
 
@@ -150,4 +150,26 @@ test("without storage nothing changes: a change made while the daemon is away is
   await client.reconnectNow();
   assert.equal(await client.flush(), true);
   assert.deepEqual(daemon.methods("events/donate"), []);
+});
+
+test("connect with storage resolves once the stored state is loaded, without waiting for the network, strict or not", async (t) => {
+  const daemon = new FakeDaemon();
+  let attempts = 0;
+  const never = () => {
+    attempts++;
+    return new Promise(() => {}); // a network that never answers
+  };
+  const storage = asyncStorage({ "tipsd:tips": SNAPSHOT });
+  const connecting = connect({ transport: never, storage, strict: true, reconnect: fast, logger: null });
+  storage.release();
+  const client = await connecting;
+  t.after(() => client.close());
+  assert.equal(attempts, 1);
+  assert.equal(client.state, "connecting");
+  assert.equal(client.stale, true);
+  assert.equal(tipVisibilityStore(client, "filter.tip").getSnapshot(), true);
+  // Without storage, connect waits for the attempt (here: the daemon answers).
+  const plain = await connect({ transport: daemon.factory, logger: null });
+  t.after(() => plain.close());
+  assert.equal(plain.state, "connected");
 });
