@@ -95,7 +95,7 @@ function createTipVisibilityStore(client: ObservableClient, tipId: string, hideW
     }
   };
   // An asynchronous storage (AsyncStorage): the stored state arrives a little later.
-  if (last === undefined && client.restored && client.storedTip) {
+  if (last === undefined && client.offline === true && client.restored && client.storedTip) {
     const storedTip = client.storedTip.bind(client);
     client.restored.then(() => {
       if (last !== undefined) return;
