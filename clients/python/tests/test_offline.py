@@ -54,6 +54,18 @@ def test_queue_rejects_what_it_cannot_replay_and_survives_a_restart(tmp_path):
         OfflineQueue(tmp_path / "other.json")
 
 
+def test_flush_sync_with_the_blocking_client(tipsd, tmp_path):
+    queue = OfflineQueue(tmp_path / "outbox.json")
+    tipsd.register({"id": "t", "title": "T", "rules": [{"event": "e", "count": {"gte": 2}}]})
+    for i in range(3):
+        queue.donate("e", {"seq": i})
+    queue.add("tips/invalidate", {"id": "no-such-tip"})
+    results = queue.flush_sync(tipsd)
+    assert [r["lifetime"] for r in results[:3]] == [1, 2, 3]
+    assert getattr(results[3], "code", None) == -32001, "an unknown tip: refused for good, dropped"
+    assert len(OfflineQueue(tmp_path / "outbox.json")) == 0
+
+
 def test_100_queued_donations_reach_the_node_once_each_in_order_across_restarts(hosted, tmp_path):
     node = hosted.nodes[0]
     path = tmp_path / "outbox.json"

@@ -16,6 +16,7 @@ rename) on every change, so a crash leaves the old queue or the new one; one pro
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ from .errors import ErrorCode, TipsdError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .connection import Connection
+    from .sync import SyncTipsClient
 
 log = logging.getLogger("tipsd_client")
 
@@ -107,6 +109,10 @@ class OfflineQueue:
             self._save()
             results.append(result)
         return results
+
+    def flush_sync(self, client: SyncTipsClient, limit: int | None = None) -> list[Any]:
+        """:meth:`flush` for the blocking client (``SyncTipsClient``, the ``tipsd`` fixture): runs on its loop."""
+        return asyncio.run_coroutine_threadsafe(self.flush(client.async_client, limit), client.loop).result()
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
