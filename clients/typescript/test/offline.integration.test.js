@@ -99,6 +99,21 @@ test("offline first: a client started with no network draws the stored tips sync
   assert.equal(offline.connected, false, "all of this without a connection");
   assert.equal(store.getSnapshot(), true);
 
+  // connectWebSocket with storage resolves with the stored state, offline, strict or not (closed at once: one client
+  // per storage at a time).
+  const viaConnect = await connectWebSocket(h.url, {
+    token: () => h.token(account),
+    storage: fileStorage(dir),
+    WebSocket: net.WebSocket,
+    authorizationHeader: false,
+    strict: true,
+    logger: null,
+  });
+  assert.equal(viaConnect.connected, false);
+  assert.equal(tipVisibilityStore(viaConnect, "filter.tip").getSnapshot(), true);
+  assert.equal(viaConnect.stale, true);
+  await viaConnect.close();
+
   // Back online: the state is the node's again, no longer stale (the store says so to its listeners).
   net.offline = false;
   await offline.reconnectNow();
