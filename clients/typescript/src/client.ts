@@ -285,10 +285,12 @@ export class TipsClient<S extends boolean = false> {
     const keyed = { ...((params as object | undefined) ?? {}) } as { idempotencyKey: string; account?: string; [name: string]: unknown };
     if (typeof keyed.idempotencyKey !== "string") keyed.idempotencyKey = newIdempotencyKey();
     if (this.connection.state === "closed") return this.calls.settle({ ok: false, error: new ConnectionError("ECLOSED", "the client is closed", method) });
+    // Waited for before it is stored: once in the outbox it may be sent, and answered, at any moment.
     const answer = outbox.answer(keyed.idempotencyKey);
     const account = this.auth?.account ?? offline.account;
     const change = { method, params: keyed, queuedAt: this.now(), ...(account ? { account } : {}) };
     if (!(await offline.enqueue(change))) {
+      outbox.forget(keyed.idempotencyKey);
       return this.calls.settle({ ok: false, error: new ConnectionError("ENOTCONNECTED", `the outbox is full (${offline.maxQueuedChanges} changes); this change is dropped`, method) });
     }
     if (this.connection.state === "connected") outbox.kick();

@@ -342,6 +342,11 @@ export class OutboxSender {
     });
   }
 
+  /** Stops waiting for the answer to the change with this key (it was never queued). */
+  forget(key: string): void {
+    this.waiters.delete(key);
+  }
+
   /** Calls `listener` whenever the outbox becomes empty. */
   onDrained(listener: () => void): () => void {
     this.drainedListeners.add(listener);
