@@ -23,8 +23,9 @@ export function offlineTipsClientFor(user: FirebaseAuthTypes.User): TipsClient {
 }
 
 /**
- * The signed-in user's client once its stored state is read (AsyncStorage answers asynchronously: a moment, not a
- * network round trip), null before that and while nobody is signed in.
+ * The signed-in user's client, null while nobody is signed in; a sign-out (or another user) closes it. AsyncStorage
+ * answers asynchronously: the stored tips arrive a moment after the client is made (no network involved), and the
+ * stores update then. To have them in the very first frame, keep the splash screen up until `client.restored`.
  */
 export function useOfflineTipsClient(): TipsClient | null {
   const [client, setClient] = useState<TipsClient | null>(null);
@@ -33,8 +34,7 @@ export function useOfflineTipsClient(): TipsClient | null {
     const replace = (next: TipsClient | null) => {
       if (current) void current.close();
       current = next;
-      setClient(null);
-      if (next) void next.restored.then(() => current === next && setClient(next));
+      setClient(next);
     };
     const stop = auth().onAuthStateChanged((user) => replace(user ? offlineTipsClientFor(user) : null));
     return () => {
