@@ -54,7 +54,9 @@ let package = Package(
 
     // MARK: TipsEngine — pure rule engine with an injected clock
     .target(name: "TipsEngine", dependencies: ["TipsJSON", "TipsTime"], swiftSettings: swiftSettings),
-    .testTarget(name: "TipsEngineTests", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsEngineTests", dependencies: ["TipsEngine", "TipsJSON", "TipsTestSupport"], swiftSettings: swiftSettings
+    ),
 
     // MARK: TipsMetrics — seed 000's metrics over the lifecycle history (pure)
     .target(name: "TipsMetrics", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
@@ -101,7 +103,8 @@ let package = Package(
     .target(
       name: "TipsProtocol", dependencies: ["TipsEngine", "TipsJSON", "TipsMetrics"], swiftSettings: swiftSettings),
     .testTarget(
-      name: "TipsProtocolTests", dependencies: ["TipsProtocol", "TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
+      name: "TipsProtocolTests", dependencies: ["TipsProtocol", "TipsEngine", "TipsJSON", "TipsTestSupport"],
+      swiftSettings: swiftSettings),
 
     // MARK: TipsTransport — libuv event loop, sockets, pipes, timers, signals; HTTP and WebSocket (libwebsockets)
     .target(
@@ -134,7 +137,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsLanguageServerTests",
-      dependencies: ["TipsLanguageServer", "TipsCatalog", "TipsJSON"],
+      dependencies: ["TipsLanguageServer", "TipsCatalog", "TipsJSON", "TipsTestSupport"],
       swiftSettings: swiftSettings),
 
     // MARK: TipsSync — sync across devices through PostgreSQL: the merge model, the libpq client, the outbox pump

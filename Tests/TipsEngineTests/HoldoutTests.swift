@@ -1,6 +1,7 @@
 import Testing
 import TipsEngine
 import TipsJSON
+import TipsTestSupport
 
 @Suite("Holdouts: weighted, sticky assignment; held-out installs never display; counterfactual exposures")
 struct HoldoutTests {
@@ -188,7 +189,7 @@ struct HoldoutTests {
 
   @Test("property: whatever happens, a held-out install never receives shouldDisplay true")
   func neverDisplays() throws {
-    var generator = SplitMix64(state: 2_025)
+    var generator = SplitMix64(seed: 2_025)
     for round in 0..<20 {
       let h = try Self.heldOut()
       h.checkReplay = round < 3

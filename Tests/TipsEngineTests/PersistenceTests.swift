@@ -1,6 +1,7 @@
 import Testing
 import TipsEngine
 import TipsJSON
+import TipsTestSupport
 
 @Suite("Durable state: writes, snapshot, restore, reset, parameters")
 struct PersistenceTests {
@@ -173,7 +174,7 @@ struct PersistenceTests {
     "random operations: writes replay to the snapshot, reports match the state, and a fresh engine agrees",
     arguments: [2024, 7, 31337] as [UInt64])
   func randomOperations(seed: UInt64) throws {
-    var random = SplitMix64(state: seed)
+    var random = SplitMix64(seed: seed)
     let tipPool = [
       #"{"id": "TIP", "title": "T"}"#,
       #"{"id": "TIP", "title": "T", "rules": [{"event": "e0", "count": {"gte": 2}}]}"#,

@@ -1,6 +1,7 @@
 import Testing
 import TipsEngine
 import TipsJSON
+import TipsTestSupport
 
 @Suite("Schedules: a tip or a group shows only between from (inclusive) and until (exclusive)")
 struct ScheduleTests {
@@ -93,7 +94,7 @@ struct ScheduleTests {
 
   @Test("ISO8601.timestamp is the inverse of ISO8601.string over four centuries")
   func iso8601RoundTrip() {
-    var generator = SplitMix64(state: 25)
+    var generator = SplitMix64(seed: 25)
     for _ in 0..<2_000 {
       let instant = Double(Int64.random(in: -6_000_000_000...12_000_000_000, using: &generator))
       let text = ISO8601.string(from: instant)

@@ -1,5 +1,6 @@
 import Testing
 import TipsJSON
+import TipsTestSupport
 
 @testable import TipsLanguageServer
 
@@ -7,20 +8,8 @@ import TipsJSON
 /// breaks; positions past line ends and inside surrogate pairs), each followed by every request at random
 /// positions. Nothing may trap, and every request is answered.
 @Suite struct EditingTests {
-  /// A small deterministic generator (SplitMix64), so a failure reproduces.
-  struct Generator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
-  }
-
   @Test func randomEditsNeverTrap() {
-    var random = Generator(state: 16)
+    var random = SplitMix64(seed: 16)
     let client = Client()
     client.open(uri, catalogText)
     let pieces = [

@@ -1,6 +1,7 @@
 import Testing
 import TipsJSON
 import TipsProtocol
+import TipsTestSupport
 
 /// A message as text, order-sensitive in `params` (`IncomingMessage`'s own equality ignores member order, which the
 /// unknown-param error's wording and positional mapping do not).
@@ -177,18 +178,4 @@ private func checkAgreement(_ bytes: [UInt8], sourceLocation: SourceLocation = #
     // Some edits keep the plain shape (a digit of the id, whitespace), so both paths were exercised.
     #expect(readByTheFastPath > 20)
   }
-}
-
-/// A small deterministic generator (SplitMix64), so a failure repeats.
-struct SplitMix64 {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-  mutating func next(below bound: Int) -> Int { Int(next() % UInt64(max(bound, 1))) }
 }

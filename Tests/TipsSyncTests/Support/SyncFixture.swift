@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TipsEngine
 import TipsJSON
+import TipsTestSupport
 
 /// The catalog every device of the convergence tests serves: rules over counts, windows, filters and parameters, both
 /// display budgets, a tip with variants (records keyed `tipId\u{1F}variant`) and a `"sync": "local"` tip.
@@ -66,19 +67,14 @@ enum SyncFixture {
   }
 }
 
-/// SplitMix64: a small seeded generator, so a failing run can be repeated (`TIPSD_SYNC_SEED`).
+/// The sync suites' seeded generator (SplitMix64, from TipsTestSupport), so a failing run can be repeated
+/// (`TIPSD_SYNC_SEED`).
 struct SeededGenerator: RandomNumberGenerator {
-  private var state: UInt64
+  private var generator: SplitMix64
 
-  init(seed: UInt64) { state = seed }
+  init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
-  mutating func next() -> UInt64 {
-    state &+= 0x9e37_79b9_7f4a_7c15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-    z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-    return z ^ (z >> 31)
-  }
+  mutating func next() -> UInt64 { generator.next() }
 
   /// The base seed of a suite's runs: `TIPSD_SYNC_SEED` if set, else a fresh one (see ``RunSeed``).
   static func seed() -> UInt64 {
