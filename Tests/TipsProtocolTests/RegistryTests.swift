@@ -216,6 +216,49 @@ private func bytewise(_ a: String, _ b: String) -> Bool { a.utf8.lexicographical
     }
   }
 
+  /// The document's methods carrying the extension `key` (`x-account-free`, `x-idempotent`); requests only (no
+  /// client-to-server notification) unless `notifications`.
+  func marked(_ key: String, notifications: Bool = false) -> Set<String> {
+    Set(
+      methods.compactMap { name, method in
+        guard method[key]?.boolValue == true, notifications || method["x-notification"]?.boolValue != true else {
+          return nil
+        }
+        return name
+      })
+  }
+
+  /// The string literals of the list that starts at `marker` in a client's source, up to the closing `end`.
+  func literals(in path: String, after marker: String, end: String) throws -> Set<String> {
+    let source = try String(contentsOf: repositoryRoot.appendingPathComponent(path), encoding: .utf8)
+    let start = try #require(source.range(of: marker), "\(path): \(marker)")
+    let close = try #require(source.range(of: end, range: start.upperBound..<source.endIndex))
+    var names: Set<String> = []
+    for piece in source[start.upperBound..<close.lowerBound].split(separator: "\"").enumerated()
+    where piece.offset % 2 == 1 {
+      names.insert(String(piece.element))
+    }
+    return names
+  }
+
+  /// Both clients' lists of methods that act on no account (hosted mode: `account` is never added to them) and of
+  /// changes sent with an `idempotencyKey` are the document's `x-account-free` and `x-idempotent` methods.
+  @Test func clientsMethodListsAreTheDocuments() throws {
+    #expect(!marked("x-account-free").isEmpty && !marked("x-idempotent").isEmpty)
+    let lists: [(String, String, String, String)] = [
+      ("clients/typescript/src/client.ts", "ACCOUNT_FREE: ReadonlySet<string> = new Set([", "]);", "x-account-free"),
+      (
+        "clients/typescript/src/client.ts", "IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([", "]);", "x-idempotent"
+      ),
+      ("clients/python/src/tipsd_client/connection.py", "ACCOUNT_FREE = frozenset(", "\n)", "x-account-free"),
+      ("clients/python/src/tipsd_client/connection.py", "IDEMPOTENT_METHODS = frozenset(", "\n)", "x-idempotent"),
+    ]
+    for (path, marker, end, key) in lists {
+      let listed = try literals(in: path, after: marker, end: end)
+      #expect(listed == marked(key), "\(path) \(marker): \(listed.sorted()) vs the document's \(key)")
+    }
+  }
+
   /// The Python client's `METHODS` (every request method it can send) lists exactly the registry's requests.
   @Test func pythonMethodListMatchesTheRegistry() throws {
     let source = try String(
