@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // tipsd — TipKit's eligibility engine as a JSON-RPC daemon.
-// Dependencies flow one way (README "Design" draws the same):
+// Dependencies flow one way (docs/architecture.md draws the same; scripts/layers.txt lists what each may import):
 //   TipsJSON, TipsTime ← TipsEngine ← TipsStore ─────────────────────┐
 //              TipsEngine ← TipsCatalog ───────────────────┤
 //              TipsEngine ← TipsMetrics ← TipsProtocol ────┤

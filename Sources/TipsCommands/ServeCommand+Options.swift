@@ -193,7 +193,7 @@ extension ServeCommand {
       command.configuration.baselineDays = try value.positiveNumber(of: "days")
     },
 
-    .section("SYNC ACROSS DEVICES (off unless --sync is given; see README \"Sync across devices\")"),
+    .section("SYNC ACROSS DEVICES (off unless --sync is given; see docs/durability-and-sync.md)"),
     .value(
       "--sync", as: "URL",
       help: """
@@ -217,7 +217,7 @@ extension ServeCommand {
         """
     ) { command, value throws(UsageError) in command.sync.outboxLimit = try value.positiveInteger() },
 
-    .section("HOSTED MODE (one tipsd for every user of an app; see README \"Hosting tipsd for every user\")"),
+    .section("HOSTED MODE (one tipsd for every user of an app; see docs/hosting.md)"),
     .value(
       "--hosted", as: "URL",
       help: """

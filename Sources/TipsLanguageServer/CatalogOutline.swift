@@ -1,6 +1,6 @@
 import TipsJSON
 
-/// What an object of a catalog is, read from its path (the catalog format in README.md, `Catalog.keys`,
+/// What an object of a catalog is, read from its path (the catalog format in docs/catalog.md, `Catalog.keys`,
 /// `TipDefinition`'s and the rules' keys).
 enum ObjectRole: Sendable, Hashable {
   case catalog

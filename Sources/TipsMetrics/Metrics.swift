@@ -32,7 +32,7 @@ public struct MetricsConfiguration: Sendable, Hashable {
   }
 }
 
-/// The computation. Definitions (the README's "Measuring whether a tip helped" says the same):
+/// The computation. Definitions (docs/metrics.md, "Measuring whether a tip helped", says the same):
 ///
 /// - **Impressions** are `tips/displayed` calls whose instant is in the period (`since` ≤ at < `until`).
 /// - **(1) Goal conversion, last touch.** An impression converts when the first donation of the goal event after it
