@@ -40,8 +40,6 @@ final class Tenant {
   var touched = false
   /// Whether anything changed this turn (for its `inspect/changed` watchers).
   var changed = false
-  /// Sessions whose requests wait for the account to be idle again (loading, committing, catching up).
-  var parked: [Session] = []
   /// The turn, whose count of durable work the account's history entries add to.
   private unowned let turn: Turn
 
