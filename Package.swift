@@ -147,7 +147,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsSyncTests",
-      dependencies: ["TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "tipsd"],
+      dependencies: ["TipsSync", "TipsHosted", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "tipsd"],
       swiftSettings: swiftSettings
     ),
 

@@ -46,15 +46,15 @@ extension SyncModel {
   }
 
   /// `sync_state.kind` values.
-  enum Kind {
-    static let lifetime = "lifetime"
-    static let display = "display"
-    static let eligibility = "eligibility"
-    static let invalidations = "invalidations"
-    static let parameter = "parameter"
-    static let variant = "variant"
-    static let cooldown = "cooldown"
-    static let exposure = "exposure"
+  package enum Kind {
+    package static let lifetime = "lifetime"
+    package static let display = "display"
+    package static let eligibility = "eligibility"
+    package static let invalidations = "invalidations"
+    package static let parameter = "parameter"
+    package static let variant = "variant"
+    package static let cooldown = "cooldown"
+    package static let exposure = "exposure"
   }
 
   /// `sync_meta` keys.
@@ -69,7 +69,7 @@ extension SyncModel {
 
   // MARK: Row values
 
-  static func encode(_ list: [Invalidation]) -> String {
+  package static func encode(_ list: [Invalidation]) -> String {
     JSONValue.array(
       list.map {
         .object([
@@ -80,7 +80,7 @@ extension SyncModel {
     ).jsonString
   }
 
-  static func encode(_ counter: DisplayCounter) -> String {
+  package static func encode(_ counter: DisplayCounter) -> String {
     var object: JSONObject = [
       "generation": .int(counter.generation.rawValue), "count": .int(Int64(counter.count)),
       "duration": .double(counter.duration), "seq": .int(counter.seq),
@@ -91,7 +91,7 @@ extension SyncModel {
   }
 
   /// A register's `sync_state` value: `{"hlc", "device", "value"}`.
-  static func encode(_ register: ParameterRegister) -> String {
+  package static func encode(_ register: ParameterRegister) -> String {
     let value: JSONValue = [
       "hlc": .int(register.hlc.rawValue), "device": .string(register.device), "value": register.value,
     ]

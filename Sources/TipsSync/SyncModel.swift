@@ -1,5 +1,5 @@
 public import TipsEngine
-import TipsJSON
+package import TipsJSON
 public import TipsStore
 
 /// What a sync step asks of the server: engine mutations to record (notify subscribers, persist), in order, and the
@@ -52,14 +52,14 @@ public final class SyncModel {
   public var isSynced: (String) -> Bool
 
   public private(set) var epoch: HLC = .zero
-  public internal(set) var clock = HybridClock()
+  public package(set) var clock = HybridClock()
   /// The first sequence number of this datastore's life as `device`: this device's operations from before it (a
   /// datastore replaced under the same `--device`) are merged like another device's; later ones were applied here.
-  public internal(set) var since: Int64 = 0
+  public package(set) var since: Int64 = 0
   /// The last `tipsd.ops` cursor applied.
-  public internal(set) var cursor: Int64 = 0
+  public package(set) var cursor: Int64 = 0
 
-  struct DisplayCounter: Equatable {
+  package struct DisplayCounter: Equatable {
     var generation: HLC
     var count: Int
     var duration: Double
@@ -68,7 +68,7 @@ public final class SyncModel {
     var seq: Int64
   }
 
-  struct Invalidation: Equatable {
+  package struct Invalidation: Equatable {
     var hlc: HLC
     var device: String
     var reason: InvalidationReason
@@ -79,10 +79,10 @@ public final class SyncModel {
     }
   }
 
-  struct ParameterRegister: Equatable {
+  package struct ParameterRegister: Equatable {
     var hlc: HLC
     var device: String
-    var value: JSONValue
+    package var value: JSONValue
 
     func isNewer(than other: ParameterRegister) -> Bool {
       hlc != other.hlc ? hlc > other.hlc : other.device.utf8.lexicographicallyPrecedes(device.utf8)
@@ -90,21 +90,21 @@ public final class SyncModel {
   }
 
   /// Per event, per device: cumulative donations in this epoch.
-  var lifetimes: [String: [String: Int]] = [:]
+  package var lifetimes: [String: [String: Int]] = [:]
   /// Per record key, per device: display counter.
-  var displays: [String: [String: DisplayCounter]] = [:]
+  package var displays: [String: [String: DisplayCounter]] = [:]
   /// Per record key: the newest resetEligibility.
-  var eligibility: [String: HLC] = [:]
+  package var eligibility: [String: HLC] = [:]
   /// Per record key: invalidations newer than its eligibility reset, earliest first.
-  var invalidations: [String: [Invalidation]] = [:]
-  var parameters: [String: ParameterRegister] = [:]
+  package var invalidations: [String: [Invalidation]] = [:]
+  package var parameters: [String: ParameterRegister] = [:]
   /// Hosted: per tip, its variant assignment (``ParameterRegister/value`` holds the variant's name as a string).
-  var variants: [String: ParameterRegister] = [:]
+  package var variants: [String: ParameterRegister] = [:]
   /// Hosted: the latest cooldown start.
-  var cooldown: Double?
+  package var cooldown: Double?
   /// Hosted: each held-out tip's counterfactual exposure (value `{"variant", "since"}`, `since` null once closed),
   /// last writer wins.
-  var exposures: [String: ParameterRegister] = [:]
+  package var exposures: [String: ParameterRegister] = [:]
   var outbox = Outbox()
 
   /// Whether merged displays that reach a record's budget invalidate it here (``applyRemote(_:cursor:wallNow:)``).
@@ -476,7 +476,7 @@ public final class SyncModel {
   }
 
   /// Brings the engine's record of `key` to the merged one.
-  func reconcile(_ key: String, _ effects: inout SyncEffects) {
+  package func reconcile(_ key: String, _ effects: inout SyncEffects) {
     let merged = projection(key)
     if engine.record(forKey: key) != merged {
       effects.mutations.append(engine.applySyncedRecord(merged, forKey: key))
@@ -566,7 +566,7 @@ public final class SyncModel {
   }
 
   /// The engine adopts the exposure's instant (``Engine/applySyncedExposure(_:variant:since:)``).
-  func applyExposure(_ tip: String, _ effects: inout SyncEffects) {
+  package func applyExposure(_ tip: String, _ effects: inout SyncEffects) {
     guard let value = exposures[tip]?.value, let variant = value["variant"]?.stringValue else { return }
     effects.mutations.append(engine.applySyncedExposure(tip, variant: variant, since: value["since"]?.doubleValue))
   }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TipsEngine
+import TipsHosted
 import TipsJSON
 import TipsStore
 import TipsTestSupport

@@ -1,6 +1,7 @@
 public import TipsEngine
 import TipsJSON
 public import TipsStore
+public import TipsSync
 
 // Hosted accounts: a node serving the account keeps nothing of its own, so it loads the account from PostgreSQL —
 // a snapshot of the merged state and the operations after it — and a snapshot is made from the same state.
