@@ -10,7 +10,9 @@ public import TipsJSON
 /// every write in order to an empty store and loading it reproduces ``snapshot()``.
 ///
 /// Incremental evaluation: an index from event id and parameter id to dependent tips means a donation or a
-/// parameter change re-evaluates only the tips that read it (and the groups holding them). Plain counts are O(1),
+/// parameter change re-evaluates only the tips that read it (and the groups holding them); a donation, only those of
+/// them it can still change (`Engine+Saturation`: a count that already holds, or fails, for good is not read again
+/// while nothing time-driven is pending). Plain counts are O(1),
 /// `within` counts O(log n). Time-driven changes (a donation leaving a `within` window, a cooldown ending) are
 /// applied by ``advanceTime()``, at the instant ``nextChangeTime()`` announces; other mutations do not look for
 /// them.
