@@ -10,10 +10,11 @@ public import TipsJSON
 /// every write in order to an empty store and loading it reproduces ``snapshot()``.
 ///
 /// Incremental evaluation: an index from event id and parameter id to dependent tips means a donation or a
-/// parameter change re-evaluates only the tips that read it (and the groups holding them). Plain counts are O(1),
-/// `within` counts O(log n). Time-driven changes (a donation leaving a `within` window, a cooldown ending) are
-/// applied by ``advanceTime()``, at the instant ``nextChangeTime()`` announces; other mutations do not look for
-/// them.
+/// parameter change re-evaluates only the tips that read it (and the groups holding them); a donation, only those of
+/// them it can still change (`Engine+Saturation`: a count that already holds, or fails, for good is not read again
+/// while nothing time-driven is pending). Plain counts are O(1), `within` counts O(log n). Time-driven changes (a
+/// donation leaving a `within` window, a cooldown ending) are applied by ``advanceTime()``, at the instant
+/// ``nextChangeTime()`` announces; other mutations do not look for them.
 ///
 /// Cooldown: a tip is *cooldown-sensitive* when it is not invalidated, its rules hold, its schedule is open, it was
 /// never displayed and it does not ignore display frequency. Only those tips can change when the cooldown starts or
@@ -96,6 +97,12 @@ public final class Engine {
 
   // Time bookkeeping
   var lastNow: Timestamp = -.infinity
+  /// The instant the current mutation read from the clock.
+  @exclusivity(unchecked) var mutationNow: Timestamp = -.infinity
+  /// Before this instant every cached evaluation is fresh: nothing time-driven is pending (see `Engine+Saturation`).
+  @exclusivity(unchecked) var currentUntil: Timestamp = -.infinity
+  /// Bumped by every mutation other than a donation: an event's live set made under another value is stale.
+  @exclusivity(unchecked) var liveEpoch = 1
   var timeWentBack = false
   /// Changes found by `restore`, delivered with the next mutation.
   @exclusivity(unchecked) var deferredChanges: [Change] = []
@@ -167,6 +174,7 @@ public final class Engine {
     deferredChanges += settleEverything(now: now)
     deferredWrites += pendingWrites
     pendingWrites = []
+    refreshCurrentUntil(everything: true)
   }
 
   /// The current durable state, as the store would load it.
@@ -532,16 +540,26 @@ public final class Engine {
     let limit = limit(of: log)
     let donation = Donation(at: now, info: info)
     var writes: [StateWrite] = [.donation(eventID: eventID, donation, keepNewest: limit)]
-    if !log.append(donation, limit: limit, canonical: configuration.canonicalDonationOrder) {
+    var appended = log.append(donation, limit: limit, canonical: configuration.canonicalDonationOrder)
+    if !appended {
       // Inserted before the newest (the clock went back, or another device's donations are newer): the store's rows
       // are rewritten in the log's order.
       writes.append(.donations(eventID: eventID, log.donations, lifetime: log.lifetime))
     }
     if log.maxAge != nil, log.trimAged(now: now) {
       writes.append(.trimDonations(eventID: eventID, keepNewest: log.count))
+      appended = false
     }
-    let mutation = finish(settle(rules: log.dependents, now: now), writes: writes)
-    return (log.count, log.lifetime, mutation)
+    guard configuration.skipsSaturatedTips else {
+      return (log.count, log.lifetime, finish(settle(rules: log.dependents, now: now), writes: writes, donation: true))
+    }
+    // Only the tips this donation can still change, while every cached evaluation is fresh (`Engine+Saturation`).
+    let fresh = !timeWentBack && now < currentUntil
+    let fromLive = fresh && appended && log.liveEpoch == liveEpoch
+    let changes = settle(rules: fromLive ? log.live : log.dependents, now: now)
+    updateLive(log, fromLive: fromLive, appended: appended, now: now)
+    if fresh { currentUntil = min(currentUntil, now + log.minSpan) }
+    return (log.count, log.lifetime, finish(changes, writes: writes, donation: true))
   }
 
   /// Stored donations of an event.
@@ -580,7 +598,7 @@ public final class Engine {
     for (tipID, variant) in variantAssignments.sorted(by: { $0.key < $1.key }) {
       writes.append(.variantAssignment(tipID: tipID, variant: variant))
     }
-    return finish(settleEverything(now: now), writes: writes)
+    return finish(settleEverything(now: now), writes: writes, everything: true)
   }
 
   // MARK: - Time
@@ -590,6 +608,7 @@ public final class Engine {
   /// that elapsed. If the clock went backwards since, every tip is re-evaluated.
   public func advanceTime() -> Mutation {
     let now = clock.now()
+    mutationNow = now
     var writes: [StateWrite] = []
     var rules: [Int] = []
     for log in agedLogs where log.trimAged(now: now) {
@@ -606,7 +625,7 @@ public final class Engine {
     if everything || timeWentBack || now < lastNow {
       timeWentBack = false
       lastNow = now
-      return finish(settleEverything(now: now), writes: writes)
+      return finish(settleEverything(now: now), writes: writes, everything: true)
     }
     lastNow = now
     for (key, watch) in windows {
@@ -638,7 +657,7 @@ public final class Engine {
         changedGroups.append(group.definition.id)
       }
     }
-    return finish(settle(rules: rules, state: state, groups: changedGroups, now: now), writes: writes)
+    return finish(settle(rules: rules, state: state, groups: changedGroups, now: now), writes: writes, everything: true)
   }
 
   /// The earliest instant after now at which a tip's state or a group's current tip can change with no other
@@ -647,8 +666,10 @@ public final class Engine {
   /// rule's `for` elapsing. Conservative: at that instant nothing may change. Nil if nothing is pending.
   /// Costs O(distinct (event, window) pairs × log donations + aged events + scheduled tips and groups + follow-on
   /// watches), independent of the number of other tips.
-  public func nextChangeTime() -> Timestamp? {
-    let now = clock.now()
+  public func nextChangeTime() -> Timestamp? { nextChangeTime(at: clock.now()) }
+
+  /// ``nextChangeTime()`` as seen at `now`.
+  func nextChangeTime(at now: Timestamp) -> Timestamp? {
     var next: Timestamp?
     func consider(_ instant: Timestamp?) {
       guard let instant, instant > now else { return }
@@ -735,11 +756,17 @@ public final class Engine {
     let now = clock.now()
     if now < lastNow { timeWentBack = true }
     lastNow = max(lastNow, now)
+    mutationNow = now
     return now
   }
 
-  /// Prepends changes and writes deferred by `restore`; appends the writes the settle pass caused.
-  func finish(_ changes: [Change], writes: [StateWrite] = []) -> Mutation {
+  /// Prepends changes and writes deferred by `restore`; appends the writes the settle pass caused. A mutation other
+  /// than a donation (`donation`) makes every live set stale and recomputes ``currentUntil`` (`everything`: it
+  /// re-evaluated every tip and group at `mutationNow`).
+  func finish(_ changes: [Change], writes: [StateWrite] = [], donation: Bool = false, everything: Bool = false)
+    -> Mutation
+  {
+    if !donation { refreshCurrentUntil(everything: everything) }
     var writes = writes
     if !deferredWrites.isEmpty {
       writes = deferredWrites + writes

@@ -40,10 +40,17 @@ public struct EngineConfiguration: Sendable {
   /// instead of the install id, so every device of the account is held out, or none (a holdout measures installs,
   /// and with sync an install is the account). nil: the install id, like every other variant.
   public var holdoutAccount: String?
+  /// A donation re-evaluates only the tips it can still change (see `Engine+Saturation`): true, the default. False
+  /// re-evaluates every tip that reads the event, as the engine did before; the differential tests compare the two.
+  public var skipsSaturatedTips: Bool
 
-  public init(defaultDonationLimit: Int = 1000, canonicalDonationOrder: Bool = false, holdoutAccount: String? = nil) {
+  public init(
+    defaultDonationLimit: Int = 1000, canonicalDonationOrder: Bool = false, holdoutAccount: String? = nil,
+    skipsSaturatedTips: Bool = true
+  ) {
     self.defaultDonationLimit = max(1, defaultDonationLimit)
     self.canonicalDonationOrder = canonicalDonationOrder
     self.holdoutAccount = holdoutAccount
+    self.skipsSaturatedTips = skipsSaturatedTips
   }
 }

@@ -24,6 +24,13 @@ final class EventLog {
   @exclusivity(unchecked) var lifetime = 0
   /// Registered tips (slot numbers, ascending) whose rules read this event.
   @exclusivity(unchecked) var dependents: [Int] = []
+  /// Among `dependents`, the tips a donation of this event may still change (not saturated, see
+  /// `Engine+Saturation`); valid while ``liveEpoch`` is the engine's ``Engine/liveEpoch``.
+  @exclusivity(unchecked) var live: [Int] = []
+  @exclusivity(unchecked) var liveEpoch = 0
+  /// The shortest window any rule reads on this event, or its maximum age if shorter (∞ when neither): a donation
+  /// now cannot make anything change by time before `now + minSpan`. Computed with ``live``.
+  @exclusivity(unchecked) var minSpan = Double.infinity
   /// Cached counts of filtered rules (`where`, `largestGroupBy`, …) valid at `memoNow` for the current contents.
   @exclusivity(unchecked) private var memo: [FilterKey: Int] = [:]
   @exclusivity(unchecked) private var memoNow: Timestamp = -.infinity

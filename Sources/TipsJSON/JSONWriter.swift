@@ -261,3 +261,71 @@ public struct JSONWriter: Sendable {
     }
   }
 }
+
+// MARK: - Composed output
+
+extension JSONWriter {
+  /// Appends one complete top-level value (a message, as after ``beginNextDocument()``) composed by `body` in a stack
+  /// buffer of `capacity` bytes, with a single append to ``bytes`` rather than one per piece. `body` must write at
+  /// most `capacity` bytes (``ByteComposer`` traps otherwise).
+  @inlinable
+  public mutating func appendComposed(capacity: Int, _ body: (inout ByteComposer) -> Void) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
+      var composer = ByteComposer(buffer)
+      body(&composer)
+      bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<composer.count]))
+    }
+    endComposed()
+  }
+
+  /// After a composed value: the next one needs a comma.
+  @usableFromInline
+  mutating func endComposed() {
+    needsComma = true
+  }
+}
+
+/// Writes bytes into a fixed buffer (``JSONWriter/appendComposed(capacity:_:)``): literals and integers, no escaping.
+public struct ByteComposer {
+  @usableFromInline let buffer: UnsafeMutableBufferPointer<UInt8>
+  /// Bytes written so far.
+  public var count: Int { written }
+  @usableFromInline var written = 0
+
+  @inlinable
+  init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+    self.buffer = buffer
+  }
+
+  /// Appends a literal's bytes as they are (JSON text that needs no escaping).
+  @inlinable @inline(__always)
+  public mutating func literal(_ text: StaticString) {
+    let length = text.utf8CodeUnitCount
+    precondition(written + length <= buffer.count, "ByteComposer: buffer too small")
+    (buffer.baseAddress! + written).update(from: text.utf8Start, count: length)
+    written += length
+  }
+
+  /// Appends an integer in decimal (at most 20 bytes: `-9223372036854775808`).
+  @inlinable
+  public mutating func integer(_ value: Int64) {
+    precondition(written + 20 <= buffer.count, "ByteComposer: buffer too small")
+    let base = buffer.baseAddress! + written
+    var magnitude = value.magnitude
+    var length = 0
+    if value < 0 {
+      base[0] = UInt8(ascii: "-")
+      length = 1
+    }
+    // Digits written backwards at the end of the 20 bytes reserved, then moved into place.
+    var position = 20
+    repeat {
+      position -= 1
+      base[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+      magnitude /= 10
+    } while magnitude > 0
+    let digits = 20 - position
+    if position != length { (base + length).update(from: base + position, count: digits) }
+    written += length + digits
+  }
+}

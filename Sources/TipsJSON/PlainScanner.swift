@@ -55,6 +55,30 @@ public struct PlainScanner {
     guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
     let start = index + 1
     var i = start
+    // Eight bytes at a time while they are all plain (no quote, backslash, control character or non-ASCII byte). In
+    // a word that is not, the lowest flagged byte is the first that is not plain (a flag from a borrow only ever
+    // lands above a byte flagged rightly): a quote there ends the string; anything else is the full parser's.
+    if let base = bytes.baseAddress {
+      let ones: UInt64 = 0x0101_0101_0101_0101
+      let highs: UInt64 = 0x8080_8080_8080_8080
+      while i + 8 <= bytes.count {
+        let word = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+        let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+        let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+        // A byte is flagged when it is zero (for `quote`, `backslash`), below 0x20, or has its high bit set.
+        let special =
+          ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word) | word
+        let flagged = special & highs
+        if flagged == 0 {
+          i += 8
+          continue
+        }
+        i += flagged.trailingZeroBitCount >> 3
+        guard base[i] == UInt8(ascii: "\"") else { return nil }
+        index = i + 1
+        return start..<i
+      }
+    }
     while i < bytes.count {
       let byte = bytes[i]
       if byte == UInt8(ascii: "\"") {

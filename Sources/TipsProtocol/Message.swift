@@ -52,6 +52,15 @@ public protocol ResultValue: Sendable {
   func write(to writer: inout JSONWriter)
   /// Reads a reply's `result` (an object result conforms to ``DecodableResult`` and gets this for free).
   init(json: JSONValue) throws(ResultDecodingError)
+  /// Writes the whole success reply `{"jsonrpc":"2.0","id":…,"result":…}` (by default through ``write(to:)``; a
+  /// result on the hot path composes it in one append).
+  func writeReply(id: RequestID?, to writer: inout JSONWriter)
+}
+
+extension ResultValue {
+  public func writeReply(id: RequestID?, to writer: inout JSONWriter) {
+    OutgoingMessage.writeResult(id: id, to: &writer) { write(to: &$0) }
+  }
 }
 
 extension ResultValue {

@@ -1,4 +1,4 @@
-import TipsJSON
+public import TipsJSON
 
 /// The plain shape of a request or notification, read straight from the bytes without building the message's
 /// `JSONValue` tree: an object with no members but `jsonrpc` (exactly `"2.0"`), `id` (a plain string, an integer of
@@ -10,7 +10,25 @@ import TipsJSON
 /// (nil) and goes to ``JSONParser`` and ``IncomingMessage/init(_:)``, which produce the message or the error; for
 /// what it accepts, ``scan(_:)`` produces exactly the message they would.
 public enum PlainRequest {
+  /// What ``scan(_:)`` reads, before it is made an ``IncomingMessage`` (a request when `hasID`, else a
+  /// notification): the dispatcher's hot path takes the request from here, with no message enum to build, copy and
+  /// destroy.
+  public struct Parts {
+    public var hasID: Bool
+    public var id: RequestID?
+    public var method: String
+    public var params: JSONValue?
+  }
+
   public static func scan(_ buffer: UnsafeRawBufferPointer) -> IncomingMessage? {
+    guard let parts = scanParts(buffer) else { return nil }
+    return parts.hasID
+      ? .request(id: parts.id, method: parts.method, params: parts.params)
+      : .notification(method: parts.method, params: parts.params)
+  }
+
+  /// ``scan(_:)``'s reading, as its parts.
+  public static func scanParts(_ buffer: UnsafeRawBufferPointer) -> Parts? {
     var scanner = PlainScanner(buffer.assumingMemoryBound(to: UInt8.self))
     guard scanner.consume(UInt8(ascii: "{")) else { return nil }
     var sawVersion = false
@@ -55,7 +73,7 @@ public enum PlainRequest {
       }
     } while scanner.consume(UInt8(ascii: ","))
     guard scanner.consume(UInt8(ascii: "}")), scanner.atEnd(), sawVersion, let method else { return nil }
-    return hasID ? .request(id: id, method: method, params: params) : .notification(method: method, params: params)
+    return Parts(hasID: hasID, id: id, method: method, params: params)
   }
 
   /// The members of the plain shape.

@@ -49,21 +49,23 @@ struct Dispatcher {
   /// ``handle(_:on:)`` for a message in a buffer the caller owns (only the decoded messages are kept if it waits).
   @discardableResult
   func handle(raw bytes: UnsafeRawBufferPointer, on session: Session) -> Bool {
-    switch IncomingPayload.decode(bytes) {
-    case .single(.request(let id, let method, let params)) where services.hosted == nil:
-      // The usual request: answered at once, its reply written straight into the connection's output (newline-framed
-      // bytes or WebSocket messages; else staged as it is: no closure, no array of parts).
-      if session.stream.deliversMessages || session.framing == .newline, let entry = entry(for: method),
-        entry.runAsync == nil
-      {
-        respondDirect(id: id, method: method, params: params, on: session)
-      } else if let part = respondNow(id: id, method: method, params: params, on: session, target: nil) {
-        services.stage(.single(part), on: session)
-      } else {
-        respond(to: .request(id: id, method: method, params: params), on: session) { part in
-          services.stage(.single(part), on: session)
-        }
+    // A message of the plain shape is read straight from the bytes into its parts (``PlainRequest``): the usual
+    // request goes on from them, with no message to build; anything else is parsed in full. The outcome is
+    // ``IncomingPayload/decode(_:)``'s either way.
+    if let plain = PlainRequest.scanParts(bytes) {
+      if plain.hasID && services.hosted == nil {
+        handleRequest(id: plain.id, method: plain.method, params: plain.params, on: session)
+        return true
       }
+      let message: IncomingMessage =
+        plain.hasID
+        ? .request(id: plain.id, method: plain.method, params: plain.params)
+        : .notification(method: plain.method, params: plain.params)
+      return continueFrame(PendingFrame(messages: [message], isBatch: false), on: session)
+    }
+    switch IncomingPayload.decodeParsingFully(bytes) {
+    case .single(.request(let id, let method, let params)) where services.hosted == nil:
+      handleRequest(id: id, method: method, params: params, on: session)
       return true
     case .single(let message):
       return continueFrame(PendingFrame(messages: [message], isBatch: false), on: session)
@@ -72,6 +74,22 @@ struct Dispatcher {
     case .emptyBatch:
       services.stage(.reply(.error(id: nil, .emptyBatch())), on: session)
       return true
+    }
+  }
+
+  /// A single request of the local daemon: answered at once, its reply written straight into the connection's output
+  /// (newline-framed bytes or WebSocket messages; else staged as it is: no closure, no array of parts).
+  private func handleRequest(id: RequestID?, method: String, params: JSONValue?, on session: Session) {
+    if session.stream.deliversMessages || session.framing == .newline, let entry = entry(for: method),
+      entry.runAsync == nil
+    {
+      respondDirect(id: id, method: method, params: params, on: session)
+    } else if let part = respondNow(id: id, method: method, params: params, on: session, target: nil) {
+      services.stage(.single(part), on: session)
+    } else {
+      respond(to: .request(id: id, method: method, params: params), on: session) { part in
+        services.stage(.single(part), on: session)
+      }
     }
   }
 

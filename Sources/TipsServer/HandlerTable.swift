@@ -43,7 +43,7 @@ struct HandlerTable: Sendable {
       do throws(ResponseError) {
         let request = try Messages.decode(R.self, params: params)
         let response = try handler(request, context)
-        OutgoingMessage.writeResult(id: id, to: &writer) { response.write(to: &$0) }
+        response.writeReply(id: id, to: &writer)
         return nil
       } catch {
         return error

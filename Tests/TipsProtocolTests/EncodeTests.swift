@@ -106,4 +106,31 @@ func text(_ bytes: [UInt8]) -> String {
       ResponseError(json: ["code": -32603, "message": "boom"]) == ResponseError(code: .internalError, message: "boom"))
     #expect(ResponseError(json: ["code": 1.5, "message": "boom"]) == nil)
   }
+
+  /// `events/donate`'s reply is composed in one append from a stack buffer (``DonateRequest/Response/writeReply``):
+  /// byte for byte the generic writer's, at the integers' extremes too (an id of 20 characters must fit).
+  @Test(
+    "the donate reply composed in one append matches the generic writer",
+    arguments: [0, 1, -1, 9, 10, 99_999, Int64.max, Int64.min, Int64.max - 1, -9_999_999_999] as [Int64])
+  func composedDonateReply(id: Int64) {
+    for (count, lifetime) in [(0, 0), (1, 1), (1_000, 123_456_789), (Int.max, Int.min), (Int.min, Int.max)] {
+      let response = DonateRequest.Response(count: count, lifetime: lifetime)
+      for requestID in [RequestID.int(id), .string("a\"b\(id)"), nil] as [RequestID?] {
+        var composed = JSONWriter()
+        composed.writeRaw(Array("[".utf8))
+        response.writeReply(id: requestID, to: &composed)
+        // A value after the reply is separated as after the generic writer's.
+        composed.writeInt(7)
+        var generic = JSONWriter()
+        generic.writeRaw(Array("[".utf8))
+        OutgoingMessage.writeResult(id: requestID, to: &generic) { response.write(to: &$0) }
+        generic.writeInt(7)
+        #expect(text(composed.bytes) == text(generic.bytes))
+      }
+    }
+    var writer = JSONWriter()
+    DonateRequest.Response(count: 2, lifetime: 3).writeReply(id: .int(id), to: &writer)
+    #expect(
+      text(writer.bytes) == #"{"jsonrpc":"2.0","id":\#(id),"result":{"count":2,"lifetime":3}}"#)
+  }
 }
