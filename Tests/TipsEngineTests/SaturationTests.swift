@@ -1,5 +1,6 @@
 import Testing
 import TipsJSON
+import TipsTestSupport
 
 @testable import TipsEngine
 
@@ -109,7 +110,7 @@ struct SaturationTests {
     "differential: the engine with the saturation index and the one without agree after every operation",
     arguments: Array(UInt64(1)...20))
   func differential(seed: UInt64) throws {
-    var random = SplitMix64(state: seed &* 0x9E37_79B9)
+    var random = SplitMix64(seed: seed &* 0x9E37_79B9)
     let pair = Pair()
     let ids = (0..<7).map { "t\($0)" }
     let events = ["e0", "e1", "e2", "e3", "unread"]
