@@ -403,13 +403,12 @@ public final class HostedStore: HostedStorage {
   }
 
   /// History chunks of every account holding positions after `seq`, in the fleet's order, at most `limit` chunks.
-  /// Places the chunks committed since the last read first (`tipsd.sequence_history`, in the same transaction): a
-  /// commit never takes the fleet's row, the admin's reads do.
+  /// Places what committed since the last read first (`tipsd.sequence_history`): commits never take the fleet's row.
   public func fleetHistory(
     after seq: Int64, limit: Int, completion: @escaping (Result<[FleetHistory], HostedError>) -> Void
   ) {
     reader.send([
-      .query(PGSchema.sequenceHistory, [String(Self.placingBatch)]),
+      .query(PGSchema.sequenceHistory, ["10000"]),
       .query(
         """
         SELECT seq, account, cursor, count, entries FROM tipsd.history WHERE seq + count - 1 > $1::bigint
@@ -456,10 +455,7 @@ public final class HostedStore: HostedStorage {
     }
   }
 
-  /// Chunks one placing turn gives positions to at most (``fleetHistory(after:limit:completion:)``).
-  static let placingBatch = 10_000
-
-  /// The fleet's newest history position (0 when there is none), once every chunk committed so far is placed (an
+  /// The fleet's newest history position (0 when there is none), every chunk committed so far placed first (an
   /// admin subscribing from the head gets what is committed after it, not a backlog placed later).
   public func fleetHistoryHead(completion: @escaping (Result<Int64, HostedError>) -> Void) {
     reader.send([.query(PGSchema.sequenceHistory, ["2147483647"])]) { result in
