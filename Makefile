@@ -8,8 +8,9 @@ PYTHON ?= python3
 # libssl-dev: OpenSSL's libcrypto for hosted mode's JWT verifier (TipsAuth).
 APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript libwebsockets-dev libwebsockets-evlib-uv \
   openssl libssl-dev chromium chromium-driver postgresql libpq-dev haproxy
-# make bench's peers: Redis does the same durable work as tipsd's events/donate (serve.redis_ratio).
-BENCH_APT_PACKAGES := redis-server
+# make bench's peers: Redis does the same durable work as tipsd's events/donate (serve.redis_ratio); pgbench
+# (postgresql-contrib) writes the rows a hosted donation writes (hosted.pgbench_ratio, scripts/bench-hosted).
+BENCH_APT_PACKAGES := redis-server postgresql-contrib
 # translate-toolkit: protocol/tests/test_xliff.py reads tipsd's XLIFF with it and writes XLIFF for tipsd to import.
 # pyjwt[crypto]: TipsAuthTests' tokens are minted by PyJWT (Tests/TipsAuthTests/Fixtures/mint_tokens.py), not by tipsd.
 # websockets: make bench's fleet load generator (scripts/bench-fleet).
@@ -142,11 +143,13 @@ bench: deps-apt deps-pip bench-deps
 	@mkdir -p .build/bench
 	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
 	gcc -O2 -o .build/bench/uv_durable_floor Benchmarks/baseline/uv_durable_floor.c $$(pkg-config --cflags --libs libuv sqlite3)
+	gcc -O2 -o .build/bench/hosted_load Benchmarks/baseline/hosted_load.c
 	.build/release/tipsd-bench $(BENCH)
 	TIPSD_BIN=.build/release/tipsd scripts/bench-transcripts
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-fleet
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-signin
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-retention
+	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-hosted
 
 ## stats: issue #38's simulation at full size — 1,000 simulated experiments per scenario (true lift 0 and 0.03) pooled
 ## by TipsMetrics (tipsd-metrics-pool, release build): the 95% intervals' coverage looked at once (94–96%), the

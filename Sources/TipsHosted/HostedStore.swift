@@ -190,8 +190,6 @@ public final class HostedStore: HostedStorage {
     let sorted = changes.sorted { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }
     var statements: [PGStatement] = []
     var layout: [(account: String, pushes: Bool, chunks: Int, replies: Int)] = []
-    let appendsHistory = sorted.contains { !$0.history.isEmpty }
-    if appendsHistory { statements.append(.query(PGSchema.lockFleet)) }
     for change in sorted {
       let pushes = !change.operations.isEmpty
       if pushes {
@@ -227,7 +225,7 @@ public final class HostedStore: HostedStorage {
         completion(.failure(error))
       case .success(let results):
         var answers: [String: Committed] = [:]
-        var index = appendsHistory ? 1 : 0
+        var index = 0
         func value() -> Int64? {
           defer { index += 1 }
           return index < results.count ? results[index].rows.first?.first.flatMap { $0.flatMap { Int64($0) } } : nil
@@ -405,19 +403,21 @@ public final class HostedStore: HostedStorage {
   }
 
   /// History chunks of every account holding positions after `seq`, in the fleet's order, at most `limit` chunks.
+  /// Places what committed since the last read first (`tipsd.sequence_history`): commits never take the fleet's row.
   public func fleetHistory(
     after seq: Int64, limit: Int, completion: @escaping (Result<[FleetHistory], HostedError>) -> Void
   ) {
     reader.send([
+      .query(PGSchema.sequenceHistory, ["10000"]),
       .query(
         """
         SELECT seq, account, cursor, count, entries FROM tipsd.history WHERE seq + count - 1 > $1::bigint
         ORDER BY seq LIMIT $2::integer
-        """, [String(seq), String(limit)])
+        """, [String(seq), String(limit)]),
     ]) { result in
       completion(
         result.map { results in
-          (results.first?.rows ?? []).compactMap { row in
+          (results.dropFirst().first?.rows ?? []).compactMap { row in
             guard row.count == 5, let seq = row[0].flatMap({ Int64($0) }), let account = row[1],
               let cursor = row[2].flatMap({ Int64($0) }), let count = row[3].flatMap({ Int($0) }),
               let bytes = row[4].flatMap(Hex.decodeBytea)
@@ -437,7 +437,7 @@ public final class HostedStore: HostedStorage {
     reader.send([
       .query(
         """
-        SELECT seq, account, cursor, count, entries, first_at FROM tipsd.history
+        SELECT coalesce(seq, 0), account, cursor, count, entries, first_at FROM tipsd.history
         WHERE (account, cursor) > ($1, $2::bigint) ORDER BY account, cursor LIMIT $3::integer
         """, [account, String(cursor), String(limit)])
     ]) { result in
@@ -455,9 +455,10 @@ public final class HostedStore: HostedStorage {
     }
   }
 
-  /// The fleet's newest history position (0 when there is none).
+  /// The fleet's newest history position (0 when there is none), every chunk committed so far placed first (an
+  /// admin subscribing from the head gets what is committed after it, not a backlog placed later).
   public func fleetHistoryHead(completion: @escaping (Result<Int64, HostedError>) -> Void) {
-    reader.send([.query("SELECT history_seq FROM tipsd.fleet")]) { result in
+    reader.send([.query(PGSchema.sequenceHistory, ["2147483647"])]) { result in
       completion(result.map { Int64($0.first?.rows.first?.first.flatMap { $0 } ?? "0") ?? 0 })
     }
   }
@@ -504,7 +505,6 @@ public final class HostedStore: HostedStorage {
     completion: @escaping (Result<Void, HostedError>) -> Void
   ) {
     var statements: [PGStatement] = [
-      .query(PGSchema.lockFleet),
       .query("SELECT tipsd.assert_empty($1)", [account]),
       .query("DELETE FROM tipsd.erased WHERE account = $1", [account]),
       .query("INSERT INTO tipsd.accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING", [account]),

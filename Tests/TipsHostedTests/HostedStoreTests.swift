@@ -294,6 +294,99 @@ import TipsTransport
     #expect(try harness.await { harness.store.fleetHistoryHead(completion: $0) } == 6)
   }
 
+  /// Two nodes' commits never wait for each other on a fleet-wide row (issue #36): a commit held open in PostgreSQL
+  /// (another node's, in flight) does not hold up this node's; the admin's stream read from a cursor meanwhile gets
+  /// what is committed, and the held chunk, committed later, comes after it: every chunk once, positions dense.
+  @Test func commitsOfTwoNodesDoNotWaitForEachOtherAndTheFleetOrderHasNoGaps() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    let first = try Harness(postgres: postgres, node: "node-a")
+    defer { first.store.stop() }
+    let second = try Harness(postgres: postgres, node: "node-b")
+    defer { second.store.stop() }
+    #expect(first.spin { first.store.isWritable && first.store.isReadable })
+    #expect(second.spin { second.store.isWritable && second.store.isReadable })
+    func chunk(_ count: Int) -> HostedStore.HistoryChunk {
+      HostedStore.HistoryChunk(count: count, firstAt: 1, lastAt: 2, bytes: [UInt8(count)])
+    }
+    // Another node's commit, appending history, held open (its COMMIT not yet sent).
+    let held = try postgres.session(
+      "BEGIN; SELECT tipsd.append_history('held', 2, 1, 2, '\\x02'::bytea);")
+    defer { held.release() }
+    #expect(
+      waitUntil {
+        (try? postgres.query("SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND granted")) != "0\n"
+      })
+    // Both nodes commit history of other accounts meanwhile, without waiting for it (the old schema's fleet row lock
+    // made every one of these wait until the held commit ended: the answer never came).
+    for round in 0..<3 {
+      for harness in [first, second] {
+        _ = try harness.await { completion in
+          harness.store.commit(
+            [
+              HostedStore.AccountChanges(
+                account: "\(harness.store.configuration.node)-\(round)", operations: [], history: [chunk(1)])
+            ],
+            completion: completion)
+        }
+      }
+    }
+    // The admin reads the stream: the six committed chunks, positions 1–6, nothing of the held one.
+    let before = try first.await { first.store.fleetHistory(after: 0, limit: 100, completion: $0) }
+    #expect(before.map(\.seq) == [1, 2, 3, 4, 5, 6])
+    #expect(!before.contains { $0.account == "held" })
+    // The held commit ends; the stream resumed from the last cursor read gets it next, after the ones already read.
+    held.send("COMMIT;")
+    #expect(
+      waitUntil { (try? postgres.query("SELECT count(*) FROM tipsd.history WHERE account = 'held'")) == "1\n" })
+    let after = try second.await { second.store.fleetHistory(after: 6, limit: 100, completion: $0) }
+    #expect(after.map(\.account) == ["held"])
+    #expect(after.map(\.seq) == [7])
+    #expect(try second.await { second.store.fleetHistoryHead(completion: $0) } == 8)
+
+    // Both nodes committing at once, many turns each, while the admin reads from its cursor: every chunk exactly
+    // once, in positions without a gap, each account's chunks in cursor order.
+    var pending = 0
+    for turn in 0..<40 {
+      for harness in [first, second] {
+        pending += 1
+        harness.store.commit(
+          [
+            HostedStore.AccountChanges(account: "shared-\(turn % 3)", operations: [], history: [chunk(1 + turn % 2)]),
+            HostedStore.AccountChanges(
+              account: "\(harness.store.configuration.node)-own", operations: [], history: [chunk(1)]),
+          ]
+        ) { result in
+          if case .success = result { pending -= 1 }
+        }
+      }
+    }
+    var read: [HostedStore.FleetHistory] = []
+    var cursor: Int64 = 8
+    #expect(
+      first.spin {
+        second.loop.run()
+        var page: [HostedStore.FleetHistory]?
+        first.store.fleetHistory(after: cursor, limit: 7) { page = try? $0.get() }
+        while page == nil { first.loop.run() }
+        for item in page ?? [] {
+          read.append(item)
+          cursor = item.seq + Int64(item.count) - 1
+        }
+        return pending == 0 && read.count == 160
+      })
+    var next: Int64 = 9
+    for item in read {
+      #expect(item.seq == next)
+      next += Int64(item.count)
+    }
+    var cursors: [String: Int64] = [:]
+    for item in read {
+      #expect(item.cursor > cursors[item.account, default: 0])
+      cursors[item.account] = item.cursor
+    }
+  }
+
   @Test func byteaRoundTripsAndNoticesParse() {
     let bytes: [UInt8] = [0, 1, 0x7f, 0x80, 0xfe, 0xff]
     #expect(Hex.bytea(bytes) == "\\x00017f80feff")

@@ -650,10 +650,17 @@ def test_the_admin_stream_carries_every_account_in_one_order_and_resumes(hosted)
             for user in users:
                 await user.call("tips/displayed", {"id": "welcome.tour", "duration": round_ + 1})
         deadline = time.monotonic() + TIMEOUT
-        while len([n for n in admin.notifications if n["params"]["subscription"] == subscribed["subscription"]]) < 6:
+
+        # Six impressions (each user's first change brings eligibility events too: wait for the impressions).
+        def streamed() -> list[dict]:
+            return [
+                n["params"] for n in admin.notifications if n["params"]["subscription"] == subscribed["subscription"]
+            ]
+
+        while len([e for e in streamed() if e["type"] == "impression"]) < 6:
             assert time.monotonic() < deadline, admin.notifications
             await asyncio.sleep(0.02)
-        events = [n["params"] for n in admin.notifications if n["params"]["subscription"] == subscribed["subscription"]]
+        events = streamed()
         impressions = [e for e in events if e["type"] == "impression"]
         assert [e["account"] for e in impressions] == ["streamer-0", "streamer-1", "streamer-2"] * 2
         cursors = [e["cursor"] for e in events]
@@ -671,6 +678,92 @@ def test_the_admin_stream_carries_every_account_in_one_order_and_resumes(hosted)
             await session.close()
 
     run(body())
+
+
+def test_two_nodes_commit_at_once_and_the_admin_stream_has_no_gap(hosted):
+    """Issue #36: no commit takes a fleet-wide row. A commit held open in PostgreSQL (a third node's, in flight) holds up
+    neither node; the admin's stream, read from its cursor while both nodes commit, gets every event once, in
+    increasing cursors, and the held commit's events after the ones read before it ended."""
+    first, second = hosted.node("nogap-a"), hosted.node("nogap-b")
+    users = [f"nogap-{i}" for i in range(8)]
+
+    async def seed() -> None:
+        session = await Session.open(first.socket_path, hosted.token("nogap-seed"))
+        await session.call("tips/displayed", {"id": "welcome.tour", "duration": 1})
+        await session.close()
+
+    run(seed())
+    # Another node's commit, appending a real chunk of history for its account, held open (no COMMIT yet).
+    held = subprocess.Popen(
+        [str(hosted.postgres.bin / "psql"), "-X", "-q", "-h", "127.0.0.1", "-p", str(hosted.postgres.port)]
+        + ["-U", "postgres", "-d", "postgres"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    held.stdin.write(
+        "BEGIN; SELECT tipsd.append_history('nogap-held', count, first_at, last_at, entries) FROM tipsd.history "
+        "WHERE account = 'nogap-seed' LIMIT 1;\n"
+    )
+    held.stdin.flush()
+    wait_for(
+        lambda: (
+            hosted.query("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'").strip() != "0"
+        ),
+        "the held commit in flight",
+    )
+
+    async def body() -> None:
+        admin = await Session.open(first.socket_path, ADMIN_TOKEN)
+        subscribed = await admin.call("analytics/subscribe", {})
+        head = subscribed["head"]
+        sessions = [
+            await Session.open((first if i % 2 == 0 else second).socket_path, hosted.token(account))
+            for i, account in enumerate(users)
+        ]
+        # Every session's impressions at once, on both nodes: each acknowledged while the held commit stays open
+        # (with a fleet-wide row lock every one of these would wait for it, and time out).
+        for round_ in range(5):
+            await asyncio.gather(
+                *(s.call("tips/displayed", {"id": "welcome.tour", "duration": round_ + 1}) for s in sessions)
+            )
+
+        def streamed() -> list[dict]:
+            return [
+                n["params"] for n in admin.notifications if n["params"]["subscription"] == subscribed["subscription"]
+            ]
+
+        deadline = time.monotonic() + TIMEOUT
+        while len([e for e in streamed() if e["type"] == "impression"]) < 5 * len(users):
+            assert time.monotonic() < deadline, streamed()
+            await asyncio.sleep(0.02)
+        held.stdin.write("COMMIT;\n")
+        held.stdin.flush()
+        while not any(e["account"] == "nogap-held" for e in streamed()):
+            assert time.monotonic() < deadline, streamed()
+            await asyncio.sleep(0.02)
+        events = streamed()
+        cursors = [e["cursor"] for e in events]
+        assert cursors[0] > head and cursors == sorted(cursors) and len(set(cursors)) == len(cursors)
+        impressions = [(e["account"], e.get("duration")) for e in events if e["type"] == "impression"]
+        assert sorted(impressions[:-1]) == sorted((a, r + 1) for a in users for r in range(5))
+        assert impressions[-1][0] == "nogap-held"
+        # Each account's events in its own order.
+        for account in users:
+            assert [d for a, d in impressions if a == account] == [1, 2, 3, 4, 5]
+        # Resuming from any cursor read gives the same events after it: the stream has no gap to fall into.
+        page = await admin.call("analytics/read", {"after": head, "limit": 1000})
+        assert [(e["account"], e["cursor"]) for e in page["events"]] == [(e["account"], e["cursor"]) for e in events]
+        for session in sessions + [admin]:
+            await session.close()
+
+    try:
+        run(body())
+    finally:
+        held.stdin.close()
+        held.wait(timeout=TIMEOUT)
+        first.stop()
+        second.stop()
 
 
 def test_a_catalog_reload_on_one_node_reaches_every_node(hosted, tmp_path):

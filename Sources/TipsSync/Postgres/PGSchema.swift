@@ -16,9 +16,8 @@
 /// - `tipsd.history (account, cursor, count, first_at, last_at, entries)`: the account's lifecycle history, one row per
 ///   account per commit (entries encoded as the datastore's `history` rows are), primary key (account, cursor).
 /// - `tipsd.append_history(account, count, first_at, last_at, entries)`: stores a chunk under the account's next
-///   cursors and the fleet's next positions (`tipsd.fleet.history_seq`, `tipsd.history.seq`), and returns the first
-///   cursor. A transaction that appends history locks `tipsd.fleet` before any account (`lockFleet`): positions are
-///   then dense and in commit order, and two nodes' commits never deadlock.
+///   cursors and returns the first cursor; the chunk's place in the fleet's one order (`tipsd.history.seq`, next
+///   after `tipsd.fleet.history_seq`) is given later (version 5, below).
 /// - `tipsd.assert_empty(account)`: raises unless the account holds nothing (an import's first statement).
 /// - `tipsd.push` also notifies the fleet's one channel, `tipsd_fleet`, with `cursor account`: a hosted node listens
 ///   there once rather than once per account (PostgreSQL checks every notification against each listener's list of
@@ -46,13 +45,23 @@
 /// - `tipsd.pull(account, device, after, limit)`: a device's pull — its cursor registered, then the operations after
 ///   `after`, or, when `after` is behind the floor, one row holding the snapshot (seq -1, its JSON in `op`).
 ///
+/// Version 6 takes the fleet-wide lock off the commit path: `tipsd.append_history` no longer takes `tipsd.fleet`'s
+/// row (every node's commits queued on that one row). It stores a chunk with `seq` NULL and its place in arrival
+/// order (`tipsd.history.arrival`, from the sequence `tipsd.history_arrival`: per account, arrival order is cursor
+/// order, since the account's row lock is taken first). `tipsd.sequence_history(limit)` — run by the admin's reads,
+/// never by a commit — locks `tipsd.fleet` (or, when another node holds it, places nothing this time), gives the
+/// oldest unplaced chunks (in arrival order, skipping rows an erasure is deleting) the fleet's next positions and
+/// returns the fleet's head. The positions stay dense and gap-free for a reader resuming from a cursor: placings take turns on the row and each commits all its positions
+/// at once, after the previous one, so no reader ever sees a position before the ones below it; a chunk whose
+/// commit is still in flight is simply placed by a later turn, after the positions already read.
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 5
+  package static let version = 6
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -144,6 +153,13 @@ public enum PGSchema {
         ALTER TABLE tipsd.accounts ADD COLUMN ops_floor bigint NOT NULL DEFAULT 0;
         UPDATE tipsd.schema_version SET version = 5;
       END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 6 THEN
+        ALTER TABLE tipsd.history ALTER COLUMN seq DROP NOT NULL;
+        ALTER TABLE tipsd.history ADD COLUMN arrival bigint;
+        CREATE SEQUENCE tipsd.history_arrival;
+        CREATE INDEX history_unplaced ON tipsd.history (arrival) WHERE seq IS NULL;
+        UPDATE tipsd.schema_version SET version = 6;
+      END IF;
       IF migrating THEN
     \(functions)
       END IF;
@@ -192,7 +208,6 @@ public enum PGSchema {
           RETURNS bigint LANGUAGE plpgsql AS $history$
         DECLARE
           first bigint;
-          fleet_first bigint;
         BEGIN
           IF tipsd.is_erased(p_account) THEN
             RETURN -1;
@@ -200,9 +215,8 @@ public enum PGSchema {
           INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
           UPDATE tipsd.accounts SET history_cursor = history_cursor + p_count WHERE account = p_account
             RETURNING history_cursor - p_count + 1 INTO first;
-          UPDATE tipsd.fleet SET history_seq = history_seq + p_count RETURNING history_seq - p_count + 1 INTO fleet_first;
-          INSERT INTO tipsd.history (account, cursor, count, first_at, last_at, entries, seq)
-            VALUES (p_account, first, p_count, p_first_at, p_last_at, p_entries, fleet_first);
+          INSERT INTO tipsd.history (account, cursor, count, first_at, last_at, entries, arrival)
+            VALUES (p_account, first, p_count, p_first_at, p_last_at, p_entries, nextval('tipsd.history_arrival'));
           RETURN first;
         END
         $history$;
@@ -248,6 +262,34 @@ public enum PGSchema {
             WHERE o.account = p_account AND o.cursor > p_after ORDER BY o.cursor LIMIT p_limit;
         END
         $pull$;
+        CREATE OR REPLACE FUNCTION tipsd.sequence_history(p_limit integer) RETURNS bigint
+          LANGUAGE plpgsql AS $sequence$
+        DECLARE
+          head bigint;
+          placed bigint;
+        BEGIN
+          -- Another node placing right now: read what is placed (a reader never waits here, nor do the loads
+          -- pipelined behind it); the next read places the rest.
+          SELECT history_seq INTO head FROM tipsd.fleet FOR UPDATE SKIP LOCKED;
+          IF NOT FOUND THEN
+            RETURN (SELECT history_seq FROM tipsd.fleet);
+          END IF;
+          WITH pending AS (
+            SELECT account, cursor, count, arrival FROM tipsd.history WHERE seq IS NULL
+              ORDER BY arrival LIMIT p_limit FOR UPDATE SKIP LOCKED),
+          numbered AS (
+            SELECT account, cursor, head + sum(count) OVER (ORDER BY arrival) - count + 1 AS seq FROM pending),
+          done AS (
+            UPDATE tipsd.history h SET seq = n.seq FROM numbered n WHERE h.account = n.account AND h.cursor = n.cursor
+            RETURNING h.seq + h.count - 1 AS last)
+          SELECT max(last) INTO placed FROM done;
+          IF placed IS NOT NULL THEN
+            UPDATE tipsd.fleet SET history_seq = placed;
+            RETURN placed;
+          END IF;
+          RETURN head;
+        END
+        $sequence$;
         CREATE OR REPLACE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
         BEGIN
           IF EXISTS (SELECT 1 FROM tipsd.ops WHERE account = p_account)
@@ -263,8 +305,9 @@ public enum PGSchema {
   /// `$1` account, `$2` device, `$3` channel, `$4` seqs (`bigint[]` text), `$5` ops (`text[]` text).
   package static let push = "SELECT tipsd.push($1, $2, $3, $4::bigint[], $5::text[])"
 
-  /// The first statement of a commit that appends history (see the type's notes).
-  package static let lockFleet = "SELECT history_seq FROM tipsd.fleet FOR UPDATE"
+  /// `$1` at most this many chunks: places unplaced history chunks in the fleet's order and returns its head (see
+  /// the type's notes on version 5).
+  package static let sequenceHistory = "SELECT tipsd.sequence_history($1::integer)"
 
   /// `$1` account, `$2` after this cursor, `$3` at most this many: the catch-up, on the (account, cursor) key.
   package static let pull = """
