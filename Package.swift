@@ -4,7 +4,7 @@
 //   TipsJSON, TipsTime ← TipsEngine ← TipsStore ─────────────────────┐
 //              TipsEngine ← TipsCatalog ───────────────────┤
 //              TipsEngine ← TipsMetrics ← TipsProtocol ────┤
-//   TipsStore, TipsTransport, TipsLogging ← TipsSync ──────┼─ TipsServer ──┐   (the daemon)
+//   TipsRecords, TipsTransport, TipsLogging ← TipsSync ──────┼─ TipsServer ──┐   (the daemon)
 //                           TipsFraming, TipsTransport ────┘               │
 //   TipsProtocol, TipsFraming, TipsTransport ← TipsClient ─────────────────┤
 //   TipsProtocol, TipsFraming, TipsTransport ← TipsEmbedded ───────────────┼─ TipsCommands ← tipsd
@@ -58,6 +58,10 @@ let package = Package(
       name: "TipsEngineTests", dependencies: ["TipsEngine", "TipsJSON", "TipsTestSupport"], swiftSettings: swiftSettings
     ),
 
+    // MARK: TipsRecords — what every store keeps beside the engine's state, as values: the sync layer's rows and
+    // writes, the lifecycle history's chunk encoding (pure; no storage of its own)
+    .target(name: "TipsRecords", dependencies: ["TipsEngine"], swiftSettings: swiftSettings),
+
     // MARK: TipsMetrics — seed 000's metrics over the lifecycle history (pure)
     .target(name: "TipsMetrics", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
     .testTarget(name: "TipsMetricsTests", dependencies: ["TipsMetrics", "TipsEngine"], swiftSettings: swiftSettings),
@@ -70,7 +74,8 @@ let package = Package(
 
     // MARK: TipsStore — SQLite persistence of engine state
     .target(
-      name: "TipsStore", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "CSQLite"], swiftSettings: swiftSettings
+      name: "TipsStore", dependencies: ["TipsEngine", "TipsJSON", "TipsRecords", "TipsSystem", "CSQLite"],
+      swiftSettings: swiftSettings
     ),
     .testTarget(
       name: "TipsStoreTests",
@@ -143,7 +148,7 @@ let package = Package(
     // MARK: TipsSync — sync across devices through PostgreSQL: the merge model, the libpq client, the outbox pump
     .target(
       name: "TipsSync",
-      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsLogging", "TipsTransport", "CLibPQ"],
+      dependencies: ["TipsEngine", "TipsRecords", "TipsJSON", "TipsLogging", "TipsTransport", "CLibPQ"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsSyncTests",
@@ -154,7 +159,9 @@ let package = Package(
     // MARK: TipsHosted — hosted mode: every user's state in PostgreSQL (account snapshots, loading, group commit)
     .target(
       name: "TipsHosted",
-      dependencies: ["TipsEngine", "TipsStore", "TipsSync", "TipsJSON", "TipsTransport", "TipsLogging", "TipsSystem"],
+      dependencies: [
+        "TipsEngine", "TipsRecords", "TipsSync", "TipsJSON", "TipsTransport", "TipsLogging", "TipsSystem",
+      ],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsHostedTests",

@@ -1,5 +1,5 @@
 public import TipsEngine
-import TipsStore
+import TipsRecords
 public import TipsSync
 
 /// One `tipsd.ops` row as read back: its cursor, the device or node that made it, its sequence number and payload.

@@ -1,6 +1,6 @@
 public import TipsEngine
 public import TipsJSON
-public import TipsStore
+public import TipsRecords
 public import TipsSync
 
 /// A hosted account's state as of one `tipsd.ops` cursor, stored in `tipsd.snapshots` so that loading the account

@@ -1,4 +1,4 @@
-public import TipsStore
+public import TipsRecords
 
 /// A hosted node's connections to where accounts are kept: commits, reads, and the fleet's notifications.
 public enum Link: String, Sendable, CaseIterable {

@@ -1,6 +1,6 @@
 import TipsJSON
 public import TipsLogging
-public import TipsStore
+public import TipsRecords
 public import TipsSync
 public import TipsTransport
 

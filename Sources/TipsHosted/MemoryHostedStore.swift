@@ -1,5 +1,5 @@
 public import TipsJSON
-public import TipsStore
+public import TipsRecords
 import TipsSystem
 public import TipsTransport
 

@@ -1,6 +1,6 @@
 public import TipsEngine
 import TipsJSON
-public import TipsStore
+public import TipsRecords
 public import TipsSync
 
 // Hosted accounts: a node serving the account keeps nothing of its own, so it loads the account from PostgreSQL —

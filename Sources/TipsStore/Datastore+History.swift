@@ -32,7 +32,7 @@ public struct HistoryBounds: Sendable, Equatable {
 
 extension Datastore {
   /// Entries per `history` row at most (a commit that recorded more writes several rows).
-  static let historyChunkSize = 256
+  static let historyChunkSize = HistoryBatch.chunkSize
 
   // MARK: Writing (inside commit's transaction)
 

@@ -1,21 +1,3 @@
-/// The reply of a change made with an idempotency key: a repeat of the key within the window is answered with it and
-/// changes nothing (`idempotencyKey`, issue #34). Committed in the change's own transaction — the datastore's on a
-/// one-user daemon, PostgreSQL's in hosted mode.
-public struct IdempotentReply: Sendable, Hashable {
-  /// The client's key (1–128 bytes).
-  public var key: String
-  /// The change's result, as JSON (the reply without its envelope: a repeat gets it under its own id).
-  public var result: [UInt8]
-  /// When the change was made (seconds since the epoch, wall clock): the key is kept `--idempotency-hours` from it.
-  public var at: Double
-
-  public init(key: String, result: [UInt8], at: Double) {
-    self.key = key
-    self.result = result
-    self.at = at
-  }
-}
-
 extension Datastore {
   /// Every idempotent reply made at or after `since`.
   public func idempotentReplies(since: Double) throws(DatastoreError) -> [IdempotentReply] {

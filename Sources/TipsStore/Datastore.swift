@@ -1,6 +1,8 @@
 import CSQLite
 import TipsEngine
 import TipsJSON
+// The sync layer's rows and the history's encoding are TipsRecords'; the datastore's users get them with it.
+@_exported public import TipsRecords
 
 #if canImport(Glibc)
   import Glibc

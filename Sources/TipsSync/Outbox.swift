@@ -1,5 +1,5 @@
 import TipsEngine
-import TipsStore
+import TipsRecords
 
 /// The operations this device made that PostgreSQL has not committed yet, oldest first, mirrored in `sync_outbox`.
 ///

@@ -1,5 +1,5 @@
 public import TipsEngine
-public import TipsStore
+public import TipsRecords
 
 // A device whose cursor fell behind the operations PostgreSQL still keeps (`tipsd.ops` is pruned up to the account's
 // snapshot, #34): it cannot read the operations it missed one by one, so it joins the snapshot's merged state into

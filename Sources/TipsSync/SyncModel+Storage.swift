@@ -1,6 +1,6 @@
 import TipsEngine
 import TipsJSON
-import TipsStore
+import TipsRecords
 
 // How the model is kept in the datastore: the `sync_state` rows it is loaded from and the `sync_meta` keys.
 

@@ -1,6 +1,6 @@
 public import TipsEngine
 package import TipsJSON
-public import TipsStore
+public import TipsRecords
 
 /// What a sync step asks of the server: engine mutations to record (notify subscribers, persist), in order, and the
 /// sync layer's own writes for the same transaction.

@@ -25,27 +25,27 @@ public import TipsEngine
 /// entry's (wrapping, so exact for any two instants; donations microseconds apart differ by a few units in the last
 /// place, one byte). A turn's goal donations are such runs, and the bytes written per commit are what recording
 /// history costs the datastore (its pages in the WAL).
-enum HistoryCodec {
+package enum HistoryCodec {
   /// The first byte of a run record of continuations (see above).
-  static let runTag: UInt8 = 7
+  package static let runTag: UInt8 = 7
   /// The most continuations one run record holds (its count is one byte).
-  static let maxRun: UInt8 = 255
+  package static let maxRun: UInt8 = 255
 
   /// The varint a continuation stores: the zigzag-encoded wrapping difference of the two instants' bits.
   @inline(__always)
-  static func instantDelta(_ at: Double, after previous: UInt64) -> UInt64 {
+  package static func instantDelta(_ at: Double, after previous: UInt64) -> UInt64 {
     let difference = Int64(bitPattern: at.bitPattern &- previous)
     return UInt64(bitPattern: (difference << 1) ^ (difference >> 63))
   }
 
   /// The instant a continuation stores, from the previous entry's bits and the varint.
   @inline(__always)
-  static func instant(delta: UInt64, after previous: UInt64) -> Double {
+  package static func instant(delta: UInt64, after previous: UInt64) -> Double {
     let difference = Int64(bitPattern: delta >> 1) ^ -Int64(bitPattern: delta & 1)
     return Double(bitPattern: previous &+ UInt64(bitPattern: difference))
   }
 
-  static func encode(_ events: ArraySlice<HistoryEvent>) -> [UInt8] {
+  package static func encode(_ events: ArraySlice<HistoryEvent>) -> [UInt8] {
     var out: [UInt8] = []
     out.reserveCapacity(events.count * 24)
     var previous = (events.first?.cursor ?? 1) - 1
@@ -57,7 +57,7 @@ enum HistoryCodec {
   }
 
   /// Appends one entry whose cursor follows `previous`.
-  static func encode(_ event: HistoryEvent, after previous: Int64, into out: inout [UInt8]) {
+  package static func encode(_ event: HistoryEvent, after previous: Int64, into out: inout [UInt8]) {
     do {
       out.append(UInt8(event.kind.code))
       appendVarint(&out, UInt64(event.cursor - previous))
@@ -89,7 +89,7 @@ enum HistoryCodec {
   /// stack and appended at once, then the event id's bytes.
   /// `sameEvent`: the chunk's previous entry was a donation of the same event, so its id is not written again
   /// (presence bit 9): a turn's goal donations cost 12 bytes each instead of 12 plus the id.
-  static func encodeDonation(
+  package static func encodeDonation(
     event: String, at: Double, cursorDelta: Int64, sameEvent: Bool = false, into out: inout [UInt8]
   ) {
     var event = event
@@ -131,7 +131,7 @@ enum HistoryCodec {
   }
 
   /// Decodes a chunk whose first cursor is `first`; nil when the bytes are not a valid chunk.
-  static func decode(_ bytes: UnsafeRawBufferPointer, first: Int64) -> [HistoryEvent]? {
+  package static func decode(_ bytes: UnsafeRawBufferPointer, first: Int64) -> [HistoryEvent]? {
     var reader = Reader(bytes: bytes)
     var events: [HistoryEvent] = []
     var cursor = first - 1
@@ -181,19 +181,19 @@ enum HistoryCodec {
   }
 
   /// The kinds present, as a bitmask of `1 << code` (stored beside the chunk, so readers skip chunks cheaply).
-  static func kinds(_ events: ArraySlice<HistoryEvent>) -> Int {
+  package static func kinds(_ events: ArraySlice<HistoryEvent>) -> Int {
     events.reduce(0) { $0 | 1 << $1.kind.code }
   }
 
   /// Every kind the analytics stream carries, as a mask.
-  static let streamedKinds = HistoryEvent.Kind.allCases.filter(\.isStreamed).reduce(0) { $0 | 1 << $1.code }
+  package static let streamedKinds = HistoryEvent.Kind.allCases.filter(\.isStreamed).reduce(0) { $0 | 1 << $1.code }
   /// The kinds the metrics read (impressions, actions, donations, counterfactual exposures).
-  static let metricKinds = [HistoryEvent.Kind.impression, .action, .donation, .exposure].reduce(0) {
+  package static let metricKinds = [HistoryEvent.Kind.impression, .action, .donation, .exposure].reduce(0) {
     $0 | 1 << $1.code
   }
 
   @inline(__always)
-  static func appendVarint(_ out: inout [UInt8], _ value: UInt64) {
+  package static func appendVarint(_ out: inout [UInt8], _ value: UInt64) {
     var value = value
     while value >= 0x80 {
       out.append(UInt8(value & 0x7F) | 0x80)
@@ -202,11 +202,11 @@ enum HistoryCodec {
     out.append(UInt8(value))
   }
 
-  static func appendDouble(_ out: inout [UInt8], _ value: Double) {
+  package static func appendDouble(_ out: inout [UInt8], _ value: Double) {
     withUnsafeBytes(of: value.bitPattern.littleEndian) { out.append(contentsOf: $0) }
   }
 
-  static func appendString(_ out: inout [UInt8], _ value: String) {
+  package static func appendString(_ out: inout [UInt8], _ value: String) {
     var value = value
     value.withUTF8 { bytes in
       appendVarint(&out, UInt64(bytes.count))
@@ -256,38 +256,41 @@ enum HistoryCodec {
 }
 
 /// The history entries of one commit, encoded as they are recorded (a donation entry is appended straight to the
-/// bytes, with no `HistoryEvent` built), split into chunks of at most ``Datastore/historyChunkSize`` entries: what
+/// bytes, with no `HistoryEvent` built), split into chunks of at most ``HistoryBatch/chunkSize`` entries: what
 /// ``Datastore/commit(_:history:)`` stores, one row per chunk.
 ///
 /// A donation continuing a run is the hot path of recording (every goal donation of a busy app): it touches only
 /// the open chunk, held apart from the closed ones, and appends two or three bytes.
 public struct HistoryBatch: Sendable {
-  struct Chunk: Sendable {
-    var first: Int64
-    var last: Int64
-    var start: Int
-    var end: Int
-    var oldestAt: Double
-    var newestAt: Double
-    var kinds: Int
-    var count: Int
+  /// The most entries one stored chunk holds (one row of the datastore's `history`, of `tipsd.history`).
+  public static let chunkSize = 256
+
+  package struct Chunk: Sendable {
+    package var first: Int64
+    package var last: Int64
+    package var start: Int
+    package var end: Int
+    package var oldestAt: Double
+    package var newestAt: Double
+    package var kinds: Int
+    package var count: Int
   }
 
   /// An eligibility change, for the `history_tips` table.
-  struct TipState: Sendable {
-    var tip: String
-    var status: String
-    var reason: String?
-    var shouldDisplay: Bool
-    var variant: String?
+  package struct TipState: Sendable {
+    package var tip: String
+    package var status: String
+    package var reason: String?
+    package var shouldDisplay: Bool
+    package var variant: String?
   }
 
-  private(set) var bytes: [UInt8] = []
+  package private(set) var bytes: [UInt8] = []
   /// The full chunks, then ``open``.
   private var closed: [Chunk] = []
   /// The chunk entries go to (`count == 0`: none yet; the next entry starts it).
   private var open = Chunk(first: 0, last: 0, start: 0, end: 0, oldestAt: 0, newestAt: 0, kinds: 0, count: 0)
-  private(set) var tipStates: [TipState] = []
+  package private(set) var tipStates: [TipState] = []
   /// The event id of the open chunk's last entry (for the repeated-id shortcut of donation entries).
   private var lastDonationEvent: String?
   /// When the open chunk's last entry is a donation: the instant's bits (a continuation may follow it).
@@ -306,7 +309,7 @@ public struct HistoryBatch: Sendable {
   public var isEmpty: Bool { count == 0 }
 
   /// The chunks, in cursor order (one `history` row each).
-  var chunks: [Chunk] { open.count == 0 ? closed : closed + [open] }
+  package var chunks: [Chunk] { open.count == 0 ? closed : closed + [open] }
 
   /// The newest cursor in the batch, if any.
   public var lastCursor: Int64? { count == 0 ? nil : open.last }
@@ -347,7 +350,7 @@ public struct HistoryBatch: Sendable {
 
   /// Appends a donation entry (`kind == .donation`) without building a `HistoryEvent`.
   public mutating func appendDonation(cursor: Int64, event: String, at: Double) {
-    if let previousAt = lastDonationAt, open.count < Datastore.historyChunkSize, open.last &+ 1 == cursor,
+    if let previousAt = lastDonationAt, open.count < HistoryBatch.chunkSize, open.last &+ 1 == cursor,
       lastDonationEvent == event
     {
       // The run goes on: a continuation (see HistoryCodec), counted in the open run record or starting one.
@@ -368,7 +371,7 @@ public struct HistoryBatch: Sendable {
       lastDonationAt = at.bitPattern
       return
     }
-    let fresh = open.count == 0 || open.count >= Datastore.historyChunkSize
+    let fresh = open.count == 0 || open.count >= HistoryBatch.chunkSize
     let previous = start(cursor: cursor, at: at, kind: .donation)
     let same = !fresh && lastDonationEvent == event
     HistoryCodec.encodeDonation(event: event, at: at, cursorDelta: cursor - previous, sameEvent: same, into: &bytes)
@@ -380,7 +383,7 @@ public struct HistoryBatch: Sendable {
 
   /// Starts an entry in the open chunk (or a new one when it is full); returns the cursor it follows.
   private mutating func start(cursor: Int64, at: Double, kind: HistoryEvent.Kind) -> Int64 {
-    if open.count >= Datastore.historyChunkSize {
+    if open.count >= HistoryBatch.chunkSize {
       closed.append(open)
       open.count = 0
     }
