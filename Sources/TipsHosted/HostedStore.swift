@@ -58,16 +58,37 @@ public final class HostedStore: HostedStorage {
     public var history: [HistoryChunk]
     /// Replies to changes made with an idempotency key, stored with them.
     public var replies: [IdempotentReply]
+    /// Devices' operations pushed through this node (`sync/push`), stored as theirs after the node's own.
+    public var devices: [DeviceOperations]
 
     public init(
       account: String, operations: [(seq: Int64, payload: String)], history: [HistoryChunk],
-      replies: [IdempotentReply] = []
+      replies: [IdempotentReply] = [], devices: [DeviceOperations] = []
     ) {
       self.account = account
       self.operations = operations
       self.history = history
       self.replies = replies
+      self.devices = devices
     }
+  }
+
+  /// One device's operations pushed through a node: stored under the device's id, idempotent by (device, seq).
+  public struct DeviceOperations: Sendable {
+    public var device: String
+    public var operations: [(seq: Int64, payload: String)]
+
+    public init(device: String, operations: [(seq: Int64, payload: String)]) {
+      self.device = device
+      self.operations = operations
+    }
+  }
+
+  /// What a device's pull read: operations, or the account's snapshot when the device is behind what is kept.
+  public enum DevicePull: Sendable {
+    case operations([StoredOperation])
+    /// The snapshot's JSON and its cursor.
+    case snapshot(state: String, cursor: Int64)
   }
 
   /// History entries one commit recorded for one account, encoded (`HistoryBatch`'s chunk encoding), with cursors
@@ -92,8 +113,10 @@ public final class HostedStore: HostedStorage {
     public var lastCursor: Int64?
     /// Each history chunk's first cursor, in order.
     public var historyFirst: [Int64]
+    /// The account's last operation cursor after the devices' pushes (nil: none pushed).
+    public var devicesLastCursor: Int64? = nil
     /// The account was erased (its tombstone stands): nothing of this commit was stored for it.
-    public var erased: Bool { lastCursor == -1 || historyFirst.contains(-1) }
+    public var erased: Bool { lastCursor == -1 || devicesLastCursor == -1 || historyFirst.contains(-1) }
   }
 
   /// A stored history chunk.
@@ -189,7 +212,7 @@ public final class HostedStore: HostedStorage {
   ) {
     let sorted = changes.sorted { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }
     var statements: [PGStatement] = []
-    var layout: [(account: String, pushes: Bool, chunks: Int, replies: Int)] = []
+    var layout: [(account: String, pushes: Bool, chunks: Int, replies: Int, devices: Int)] = []
     let appendsHistory = sorted.contains { !$0.history.isEmpty }
     if appendsHistory { statements.append(.query(PGSchema.lockFleet)) }
     for change in sorted {
@@ -215,7 +238,18 @@ public final class HostedStore: HostedStorage {
             Statement.reply,
             [change.account, reply.key, String(decoding: reply.result, as: UTF8.self), "\(reply.at)"]))
       }
-      layout.append((change.account, pushes, change.history.count, change.replies.count))
+      // Devices' operations after the node's own: the node's push answers the cursor its own operations reached.
+      for device in change.devices where !device.operations.isEmpty {
+        statements.append(
+          .prepared(
+            Statement.push,
+            [
+              change.account, device.device, PGSchema.channel(account: change.account),
+              PGSchema.integerArray(device.operations.map(\.seq)), PGSchema.textArray(device.operations.map(\.payload)),
+            ]))
+      }
+      let devices = change.devices.filter { !$0.operations.isEmpty }.count
+      layout.append((change.account, pushes, change.history.count, change.replies.count, devices))
     }
     guard !statements.isEmpty else {
       completion(.success([:]))
@@ -237,7 +271,9 @@ public final class HostedStore: HostedStorage {
           var firsts: [Int64] = []
           for _ in 0..<entry.chunks { firsts.append(value() ?? 0) }
           index += entry.replies
-          answers[entry.account] = Committed(lastCursor: last, historyFirst: firsts)
+          var devicesLast: Int64?
+          for _ in 0..<entry.devices { devicesLast = value() ?? devicesLast }
+          answers[entry.account] = Committed(lastCursor: last, historyFirst: firsts, devicesLastCursor: devicesLast)
         }
         completion(.success(answers))
       }
@@ -343,6 +379,29 @@ public final class HostedStore: HostedStorage {
             operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
           }
           return .success(operations)
+        })
+    }
+  }
+
+  /// A device's pull (`tipsd.pull`): its cursor registered, then the operations of `account` after `cursor`, at most
+  /// `limit`, or the snapshot when `cursor` is behind the operations kept. On the writer: it writes the cursor.
+  public func pullAsDevice(
+    _ account: String, device: String, after cursor: Int64, limit: Int,
+    completion: @escaping (Result<DevicePull, HostedError>) -> Void
+  ) {
+    writer.send([.query(PGSchema.pullAsDevice, [account, device, String(cursor), String(limit)])]) { result in
+      completion(
+        result.map { results in
+          var operations: [StoredOperation] = []
+          for row in results.first?.rows ?? [] {
+            guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let seq = row[2].flatMap({ Int64($0) }),
+              let payload = row[3]
+            else { continue }
+            if seq == -1 { return .snapshot(state: payload, cursor: cursor) }
+            guard let device = row[1] else { continue }
+            operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
+          }
+          return .operations(operations)
         })
     }
   }

@@ -84,6 +84,8 @@ final class HostedService {
     var historyCounts: [String: Int] = [:]
     var streamed: [String: [HistoryEvent]] = [:]
     var sessions: [Session] = []
+    /// `sync/push` replies, by account, answered once the commit is.
+    var deviceReplies: [String: [(Result<Int64, ResponseError>) -> Void]] = [:]
   }
   private var batches: [UInt64: Batch] = [:]
   private var nextBatch: UInt64 = 0
@@ -350,6 +352,11 @@ final class HostedService {
   /// The session is gone: its account may be evicted, its subscriptions go.
   func closed(_ session: Session) {
     for id in session.subscriptions where fleetSubscribers[id]?.session === session { fleetSubscribers[id] = nil }
+    if let watcher = syncWatchers[session.id] {
+      syncWatchers[session.id] = nil
+      syncWatchersByAccount[watcher.account]?.remove(session.id)
+      if syncWatchersByAccount[watcher.account]?.isEmpty == true { syncWatchersByAccount[watcher.account] = nil }
+    }
     sessionsByID[session.id] = nil
     expiries.set(session.id, nil)
     signInDeadlines.set(session.id, nil)
@@ -571,6 +578,7 @@ final class HostedService {
   private func noticed(_ notice: HostedStore.Notice) {
     switch notice {
     case .operations(let account, let cursor):
+      syncChanged(account, cursor: cursor)
       // An account still loading has no model yet: what its load read may predate this operation, so it pulls once
       // loaded (the residency knows it only while it is held or loading).
       if let model = tenants[account]?.model, cursor <= model.cursor { return }
@@ -755,9 +763,14 @@ final class HostedService {
       }
       tenant.pendingHistory.removeAll()
       let replies = tenant.idempotency.takeStaged()
-      guard !operations.isEmpty || !chunks.isEmpty || !replies.isEmpty else { continue }
+      let pushes = tenant.devicePushes
+      tenant.devicePushes.removeAll()
+      guard !operations.isEmpty || !chunks.isEmpty || !replies.isEmpty || !pushes.isEmpty else { continue }
       changes.append(
-        HostedStore.AccountChanges(account: account, operations: operations, history: chunks, replies: replies))
+        HostedStore.AccountChanges(
+          account: account, operations: operations, history: chunks, replies: replies,
+          devices: pushes.map { HostedStore.DeviceOperations(device: $0.device, operations: $0.operations) }))
+      if !pushes.isEmpty { batch.deviceReplies[account] = pushes.map(\.reply) }
       batch.accounts.append(account)
       batch.pushed[account] = operations.map(\.seq)
       batch.historyCounts[account] = chunks.reduce(0) { $0 + $1.count }
@@ -800,6 +813,13 @@ final class HostedService {
         if let last = answer?.lastCursor, !model.advanceCursorAfterPush(pushed: pushed.count, lastCursor: last) {
           _ = residency.othersWrote(account)
         }
+        // Devices' operations (`sync/push`) come after the node's own: merged by the pull that reads them, the way
+        // another node's are (their cursors are PostgreSQL's), then their pushes are answered.
+        if let last = answer?.devicesLastCursor {
+          if last > model.cursor { _ = residency.othersWrote(account) }
+          let cursor = max(last, answer?.lastCursor ?? 0)
+          for reply in batch.deviceReplies[account] ?? [] { reply(.success(cursor)) }
+        }
         if let last = answer?.lastCursor, last - tenant.snapshotCursor > Int64(configuration.compactionThreshold) {
           compactionDue[account] = last
         }
@@ -827,6 +847,18 @@ final class HostedService {
         "hosted: commit failed; the accounts are read again",
         [("accounts", String(batch.accounts.count)), ("error", error.message)])
       for account in batch.accounts { perform(residency.committed(account, success: false)) }
+      for replies in batch.deviceReplies.values {
+        for reply in replies {
+          reply(
+            .failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the commit failed: \(error.message)"))
+          )
+        }
+      }
+    }
+    for account in erasedNow {
+      for reply in batch.deviceReplies[account] ?? [] {
+        reply(.failure(.unauthorized(reason: "deleted", "the account was deleted")))
+      }
     }
     for session in batch.sessions where session.awaitingBatch == id { session.awaitingBatch = nil }
     if erasedNow.isEmpty {
@@ -1392,6 +1424,122 @@ final class HostedService {
         if !events.isEmpty { self.services.requestEndOfTurn() }
       }
     }
+  }
+
+  // MARK: - Devices syncing through the node (`sync/push`, `sync/pull`, `sync/changed`)
+
+  /// A session that pulled: told whenever its account's operations move.
+  struct SyncWatcher {
+    let id: String
+    let account: String
+    unowned let session: Session
+  }
+
+  private var syncWatchers: [UInt64: SyncWatcher] = [:]
+  private var syncWatchersByAccount: [String: Set<UInt64>] = [:]
+
+  /// Checks a device's operations and queues them for this turn's commit; `reply` gets the account's last cursor
+  /// once PostgreSQL committed them (or the refusal). Nothing is queued when any operation is refused.
+  func push(
+    _ request: SyncPushRequest, to tenant: Tenant, reply: @escaping (Result<Int64, ResponseError>) -> Void
+  ) {
+    let method = SyncPushRequest.method
+    guard tenant.account != nil, let model = tenant.model else {
+      return reply(.failure(ResponseError(code: .internalError, message: "\(method): the account is not loaded")))
+    }
+    guard request.device != configuration.node else {
+      return reply(.failure(.invalidParams("\(method): params.device is this node's own id")))
+    }
+    let now = System.wallClockSeconds()
+    var operations: [(seq: Int64, payload: String)] = []
+    var donations = false
+    for (index, item) in request.ops.enumerated() {
+      let path = "\(method): params.ops[\(index)].op"
+      switch SyncOperation.untrusted(device: request.device, seq: item.seq, op: item.op, now: now) {
+      case .failure(let error):
+        return reply(.failure(.invalidParams("\(path): \(error.problem)")))
+      case .success(let operation):
+        switch operation.body {
+        case .display(let key, _, _, _, _, _), .invalidate(let key, _, _), .resetEligibility(let key):
+          guard tenant.engine.definition(of: Engine.tipID(ofRecordKey: key)) != nil else {
+            return reply(.failure(.invalidParams("\(path): key \"\(key)\" names no tip of the node's catalog")))
+          }
+        case .donation:
+          donations = true
+        default:
+          break
+        }
+        operations.append((operation.seq, operation.payload))
+      }
+    }
+    if donations, let refusal = donationQuota(tenant, method: method) { return reply(.failure(refusal)) }
+    guard !operations.isEmpty else { return reply(.success(model.cursor)) }
+    tenant.devicePushes.append(DevicePush(device: request.device, operations: operations, reply: reply))
+    touched(tenant)
+    services.requestEndOfTurn()
+  }
+
+  /// A device's pull: the operations after `after` or the snapshot; the session is subscribed to `sync/changed`.
+  func pull(
+    _ request: SyncPullRequest, of account: String, session: Session,
+    reply: @escaping (Result<SyncPullRequest.Response, ResponseError>) -> Void
+  ) {
+    let method = SyncPullRequest.method
+    store.pullAsDevice(account, device: request.device, after: request.after, limit: request.limit) {
+      [weak self] result in
+      guard let self else { return }
+      switch result {
+      case .failure(let error):
+        reply(.failure(.unavailable(method: method, retryAfter: 1, error.message)))
+      case .success(let pulled):
+        let subscription = self.watchSync(account, session: session)
+        switch pulled {
+        case .snapshot(let state, let cursor):
+          guard let snapshot = try? JSONParser.parse(state) else {
+            return reply(
+              .failure(ResponseError(code: .internalError, message: "\(method): the account's snapshot is unreadable")))
+          }
+          reply(
+            .success(
+              SyncPullRequest.Response(
+                operations: [], snapshot: snapshot, cursor: cursor, more: true, subscription: subscription)))
+        case .operations(let rows):
+          var operations: [SyncPullRequest.Operation] = []
+          for row in rows {
+            // Every stored payload is tipsd's own JSON; one that is not an object is skipped as a device skips it.
+            guard case .object(let op)? = try? JSONParser.parse(row.payload) else { continue }
+            operations.append(SyncPullRequest.Operation(cursor: row.cursor, device: row.device, seq: row.seq, op: op))
+          }
+          reply(
+            .success(
+              SyncPullRequest.Response(
+                operations: operations, snapshot: nil, cursor: rows.last?.cursor ?? request.after,
+                more: rows.count >= request.limit, subscription: subscription)))
+        }
+      }
+    }
+  }
+
+  /// The session's `sync/changed` subscription (made by its first pull; a session follows one account).
+  private func watchSync(_ account: String, session: Session) -> String {
+    if let watcher = syncWatchers[session.id], watcher.account == account { return watcher.id }
+    guard !session.isGone else { return "" }
+    let id = services.subscriptionIDs.next()
+    syncWatchers[session.id] = SyncWatcher(id: id, account: account, session: session)
+    syncWatchersByAccount[account, default: []].insert(session.id)
+    return id
+  }
+
+  /// The account's operations moved (any node's commit, a device's push through any node): its pulling sessions
+  /// are told.
+  private func syncChanged(_ account: String, cursor: Int64) {
+    guard let ids = syncWatchersByAccount[account] else { return }
+    for id in ids {
+      guard let watcher = syncWatchers[id], !watcher.session.isGone else { continue }
+      let note = SyncChangedNotification(subscription: watcher.id, cursor: cursor)
+      services.stage(.notification(StagedNotification(notification: note, shouldDisplay: nil)), on: watcher.session)
+    }
+    services.requestEndOfTurn()
   }
 
   // MARK: - Reporting
