@@ -137,7 +137,7 @@ let package = Package(
     // MARK: TipsSync — sync across devices through PostgreSQL: the merge model, the libpq client, the outbox pump
     .target(
       name: "TipsSync",
-      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsLogging", "TipsTransport", "CLibPQ"],
+      dependencies: ["TipsEngine", "TipsStore", "TipsJSON", "TipsLogging", "TipsProtocol", "TipsTransport", "CLibPQ"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsSyncTests",

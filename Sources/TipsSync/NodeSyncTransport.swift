@@ -1,0 +1,269 @@
+import Foundation
+public import TipsJSON
+public import TipsProtocol
+public import TipsTransport
+
+/// Where a device's token comes from (`--sync-token-command CMD` or `--sync-token-file F`): read before every
+/// connection, so a token renewed meanwhile (a new file, a command that signs one in again) is the one presented.
+public enum SyncTokenSource: Sendable, Equatable {
+  /// A shell command whose standard output (trimmed) is the token.
+  case command(String)
+  /// A file holding the token (trimmed).
+  case file(String)
+
+  /// Reads the token now; throws what went wrong (never the token).
+  public func read() throws(SyncTransportError) -> String {
+    let text: String
+    switch self {
+    case .file(let path):
+      guard let data = FileManager.default.contents(atPath: path) else {
+        throw SyncTransportError("--sync-token-file \(path): cannot be read")
+      }
+      text = String(decoding: data, as: UTF8.self)
+    case .command(let command):
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/bin/sh")
+      process.arguments = ["-c", command]
+      let output = Pipe()
+      process.standardOutput = output
+      process.standardInput = FileHandle.nullDevice
+      do {
+        try process.run()
+      } catch {
+        throw SyncTransportError("--sync-token-command: cannot run /bin/sh: \(error)")
+      }
+      let data = output.fileHandleForReading.readDataToEndOfFile()
+      process.waitUntilExit()
+      guard process.terminationStatus == 0 else {
+        throw SyncTransportError("--sync-token-command exited with status \(process.terminationStatus)")
+      }
+      text = String(decoding: data, as: UTF8.self)
+    }
+    let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+    guard !token.isEmpty, !token.contains(where: \.isWhitespace) else {
+      throw SyncTransportError("\(self.option): no token (empty, or more than one word)")
+    }
+    return token
+  }
+
+  var option: String {
+    switch self {
+    case .command: "--sync-token-command"
+    case .file(let path): "--sync-token-file \(path)"
+    }
+  }
+}
+
+/// The sync pump's transport through a hosted node (`--sync wss://…`): JSON-RPC 2.0 over a WebSocket
+/// (``WebSocketClient``), signed in with the user's token (`initialize`'s `auth.token`), `sync/pull` and `sync/push`
+/// on the token's account, `sync/changed` as the account's notification. No database credential is involved: the
+/// node checks every operation and the account is the token's.
+///
+/// A refusal of the token (-32013: expired, revoked), or the session's end the node announces with id null, gives the
+/// connection up like a lost one: the pump connects again, and the token is read again first.
+public final class NodeSyncTransport: SyncTransport {
+  public let url: WebSocketURL
+  let tokenSource: SyncTokenSource
+  /// The token's account, which the node must confirm at sign-in.
+  let account: String
+  let device: String
+  private let loop: any EventLoop
+  private var client: WebSocketClient?
+  private var events: SyncTransportEvents?
+  private var pending: [Int64: (Result<JSONValue, SyncTransportError>) -> Void] = [:]
+  private var nextID: Int64 = 0
+  private var token: String?
+
+  public init(loop: any EventLoop, url: WebSocketURL, tokenSource: SyncTokenSource, account: String, device: String) {
+    self.loop = loop
+    self.url = url
+    self.tokenSource = tokenSource
+    self.account = account
+    self.device = device
+  }
+
+  public var redacted: String { url.description }
+  public var peerName: String { "the hosted node" }
+
+  public func open(_ events: SyncTransportEvents) {
+    close()
+    self.events = events
+    let fail = { [weak self] (message: String) in
+      // Later, never inside open: the pump is in the middle of its own action.
+      let timer = self?.loop.makeTimer()
+      timer?.start(afterMilliseconds: 0) { [weak self] in
+        timer?.close()
+        guard let self, let events = self.events else { return }
+        self.events = nil
+        events.failed(message)
+      }
+    }
+    guard let uv = loop as? UVLoop else { return fail("a hosted node is reached on the daemon's libuv loop only") }
+    do {
+      token = try tokenSource.read()
+    } catch {
+      return fail(error.message)
+    }
+    let client = self.client ?? WebSocketClient(loop: uv)
+    self.client = client
+    client.onOpen = { [weak self] in self?.events?.ready() }
+    client.onMessage = { [weak self] bytes in self?.received(bytes) }
+    client.onClose = { [weak self] reason in self?.lost(reason) }
+    client.connect(to: url, subprotocol: AccessPolicy.subprotocol)
+  }
+
+  public func close() {
+    events = nil
+    let waiting = pending
+    pending = [:]
+    _ = waiting  // their connection is given up: nothing more is reported for it
+    client?.close(reason: "closed")
+  }
+
+  private func lost(_ reason: String) {
+    pending = [:]
+    guard let events else { return }
+    self.events = nil
+    events.failed("\(url): \(reason)")
+  }
+
+  // MARK: Steps
+
+  public func handshake(_ done: @escaping (Result<(version: Int, supported: Int), SyncTransportError>) -> Void) {
+    guard let token else { return done(.failure(SyncTransportError("no token"))) }
+    let params: JSONValue = .object([
+      "protocolVersion": .string(ProtocolVersion.current),
+      "clientInfo": .object(["name": .string("tipsd-device-sync")]),
+      "auth": .object(["token": .string(token)]),
+    ])
+    request(InitializeRequest.method, params) { [weak self] result in
+      guard let self else { return }
+      done(
+        result.flatMap { value -> Result<(version: Int, supported: Int), SyncTransportError> in
+          let signedIn = value["auth"]?["account"]?.stringValue
+          guard signedIn == self.account else {
+            return .failure(
+              SyncTransportError(
+                "the node signed the token in as \(signedIn.map { "account \"\($0)\"" } ?? "no account"), "
+                  + "not account \"\(self.account)\""))
+          }
+          self.notify(InitializedNotification.method)
+          return .success((0, 0))
+        })
+    }
+  }
+
+  public func listen(_ done: @escaping (Result<Void, SyncTransportError>) -> Void) {
+    // The node subscribes the session to sync/changed with its first pull, which follows at once.
+    done(.success(()))
+  }
+
+  public func pull(after cursor: Int64, limit: Int, _ done: @escaping (Result<SyncPulled, SyncTransportError>) -> Void)
+  {
+    let request = SyncPullRequest(device: device, after: cursor, limit: limit)
+    self.request(SyncPullRequest.method, request.encodedParams) { result in
+      done(result.flatMap { Self.pulled($0) })
+    }
+  }
+
+  /// A `sync/pull` result as rows or a snapshot.
+  public static func pulled(_ value: JSONValue) -> Result<SyncPulled, SyncTransportError> {
+    let response: SyncPullRequest.Response
+    do throws(ResultDecodingError) {
+      response = try SyncPullRequest.Response(from: ResultReader(value, path: "result"))
+    } catch {
+      return .failure(SyncTransportError("sync/pull: an unreadable answer: \(error.message)"))
+    }
+    if let snapshot = response.snapshot {
+      return .success(.snapshot(state: snapshot.jsonString, cursor: response.cursor))
+    }
+    return .success(
+      .rows(
+        response.operations.map {
+          SyncPump.Row(cursor: $0.cursor, device: $0.device, seq: $0.seq, payload: JSONValue.object($0.op).jsonString)
+        }))
+  }
+
+  public func push(
+    _ batch: [(seq: Int64, payload: String)], _ done: @escaping (Result<Void, SyncTransportError>) -> Void
+  ) {
+    var ops: [SyncPushRequest.Operation] = []
+    for (seq, payload) in batch {
+      guard case .object(let op)? = try? JSONParser.parse(payload) else {
+        return done(.failure(SyncTransportError("push: the outbox's operation \(seq) is not a JSON object")))
+      }
+      ops.append(SyncPushRequest.Operation(seq: seq, op: op))
+    }
+    request(SyncPushRequest.method, SyncPushRequest(device: device, ops: ops).encodedParams) { result in
+      done(result.map { _ in () })
+    }
+  }
+
+  // MARK: JSON-RPC
+
+  private func request(
+    _ method: String, _ params: JSONValue?, _ done: @escaping (Result<JSONValue, SyncTransportError>) -> Void
+  ) {
+    guard let client, events != nil else { return }
+    nextID += 1
+    pending[nextID] = done
+    var message: JSONObject = ["jsonrpc": .string("2.0"), "id": .int(nextID), "method": .string(method)]
+    if let params { message["params"] = params }
+    client.send(Array(JSONValue.object(message).jsonString.utf8))
+  }
+
+  private func notify(_ method: String) {
+    let message: JSONObject = ["jsonrpc": .string("2.0"), "method": .string(method)]
+    client?.send(Array(JSONValue.object(message).jsonString.utf8))
+  }
+
+  /// What a message from the node means for the transport.
+  public enum Incoming: Equatable {
+    case result(id: Int64, JSONValue)
+    case error(id: Int64, code: Int, message: String)
+    /// An error answering no request: the node is closing the session (its token expired, its account deleted).
+    case sessionEnded(code: Int, message: String)
+    /// `sync/changed`.
+    case changed
+    /// Anything else (other notifications; a stray answer).
+    case ignored
+    case unreadable(String)
+  }
+
+  /// Decodes one message from the node.
+  public static func decode(_ bytes: [UInt8]) -> Incoming {
+    guard let value = try? JSONParser.parse(bytes), case .object(let object) = value else {
+      return .unreadable("not a JSON object")
+    }
+    if let method = object["method"]?.stringValue {
+      return method == SyncChangedNotification.method ? .changed : .ignored
+    }
+    if let error = object["error"]?.objectValue {
+      let code = Int(error["code"]?.intValue ?? 0)
+      let message = error["message"]?.stringValue ?? "an error without a message"
+      guard let id = object["id"]?.intValue else { return .sessionEnded(code: code, message: message) }
+      return .error(id: id, code: code, message: message)
+    }
+    guard let id = object["id"]?.intValue, let result = object["result"] else { return .ignored }
+    return .result(id: id, result)
+  }
+
+  private func received(_ bytes: [UInt8]) {
+    switch Self.decode(bytes) {
+    case .result(let id, let value):
+      pending.removeValue(forKey: id)?(.success(value))
+    case .error(let id, let code, let message):
+      pending.removeValue(forKey: id)?(.failure(SyncTransportError("the node refused (\(code)): \(message)")))
+    case .sessionEnded(let code, let message):
+      client?.close(reason: "the node ended the session (\(code)): \(message)")
+      lost("the node ended the session (\(code)): \(message)")
+    case .changed:
+      events?.changed()
+    case .ignored:
+      break
+    case .unreadable(let problem):
+      client?.close(reason: "an unreadable message: \(problem)")
+      lost("an unreadable message from the node: \(problem)")
+    }
+  }
+}
