@@ -141,7 +141,10 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsSyncTests",
-      dependencies: ["TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "tipsd"],
+      dependencies: [
+        "TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "TipsEmbedded", "TipsLogging",
+        "TipsProtocol", "tipsd",
+      ],
       swiftSettings: swiftSettings
     ),
 
@@ -216,8 +219,8 @@ let package = Package(
     .testTarget(
       name: "TipsCommandsTests",
       dependencies: [
-        "TipsCommands", "TipsServer", "TipsCatalog", "TipsJSON", "TipsMetrics", "TipsProtocol", "TipsTestSupport",
-        "tipsd",
+        "TipsCommands", "TipsServer", "TipsCatalog", "TipsJSON", "TipsMetrics", "TipsProtocol", "TipsSync",
+        "TipsTestSupport", "TipsTransport", "tipsd",
       ],
       swiftSettings: swiftSettings
     ),

@@ -9,6 +9,13 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
   /// The request path, from `/` (the query kept).
   public var path: String
 
+  public init(secure: Bool, host: String, port: Int, path: String) {
+    self.secure = secure
+    self.host = host
+    self.port = port
+    self.path = path
+  }
+
   /// Parses `ws://host[:port][/path]` or `wss://…` (an IPv6 host in brackets); nil with the reason otherwise.
   public static func parse(_ text: String) -> Result<WebSocketURL, TransportError> {
     let secure: Bool
