@@ -752,7 +752,14 @@ final class HostedService {
     var batch = Batch()
     for tenant in touched {
       tenant.touched = false
-      guard let account = tenant.account, let model = tenant.model else { continue }
+      guard let account = tenant.account, let model = tenant.model else {
+        // Never answered otherwise: a device's push waits for its reply.
+        for push in tenant.devicePushes {
+          push.reply(.failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the account is not loaded")))
+        }
+        tenant.devicePushes.removeAll()
+        continue
+      }
       if !tenant.variantsStored {
         tenant.variantsStored = true
         _ = model.storeUnrecordedVariants(wallNow: System.wallClockSeconds())

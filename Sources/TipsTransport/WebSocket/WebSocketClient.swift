@@ -92,6 +92,13 @@ public final class WebSocketClient {
   private var inbound: [UInt8] = []
   /// The largest message accepted (a larger one closes the connection).
   public var maxMessageSize = 64 * 1024 * 1024
+  /// Seconds between pings while nothing is heard; a connection silent for twice as long is given up (a phone whose
+  /// network went away without closing anything). 0: no pings.
+  public var pingInterval: Double = 20
+  private var pingTimer: (any LoopTimer)?
+  private var pingDue = false
+  /// When something was last heard on the connection (the loop's milliseconds).
+  private var lastHeard: UInt64 = 0
   private var closing = false
   private var reported = true
   /// Counts connections, so callbacks of one that was replaced are ignored.
@@ -106,6 +113,7 @@ public final class WebSocketClient {
   }
 
   deinit {
+    pingTimer?.close()
     if let context { lws_context_destroy(context) }
     protocols.deallocate()
     if let protocolName { free(protocolName) }
@@ -144,6 +152,9 @@ public final class WebSocketClient {
     closeReason = nil
     inbound = []
     outbox = []
+    pingDue = false
+    lastHeard = loop.now
+    armPings()
     guard makeContext(subprotocol: subprotocol) else {
       return report("libwebsockets could not create a client context on the libuv loop")
     }
@@ -175,6 +186,27 @@ public final class WebSocketClient {
       return report("cannot connect to \(url)")
     }
     wsi = made
+  }
+
+  private func armPings() {
+    guard pingInterval > 0, pingTimer == nil else { return }
+    let timer = loop.makeTimer()
+    timer.keepsLoopAlive = false
+    let interval = UInt64(max(0.05, pingInterval) * 1000)
+    timer.start(afterMilliseconds: interval, repeatEvery: interval) { [unowned self] in self.checkPeer() }
+    pingTimer = timer
+  }
+
+  /// Pings a quiet connection; gives up one silent for two intervals.
+  private func checkPeer() {
+    guard let wsi, !reported, !closing else { return }
+    let quiet = Double(loop.now &- lastHeard) / 1000
+    if quiet >= 2 * pingInterval {
+      close(reason: "the server stopped answering (nothing heard for \(Int(quiet)) s)")
+    } else if quiet >= pingInterval * 0.9 {
+      pingDue = true
+      lws_callback_on_writable(wsi)
+    }
   }
 
   /// Sends one text message (queued while the socket is busy).
@@ -239,8 +271,12 @@ public final class WebSocketClient {
         self.onOpen?()
       }
       return 0
+    case LWS_CALLBACK_CLIENT_RECEIVE_PONG:
+      if current { lastHeard = loop.now }
+      return 0
     case LWS_CALLBACK_CLIENT_RECEIVE:
       guard current else { return -1 }
+      lastHeard = loop.now
       if let input, length > 0 {
         inbound.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
       }
@@ -256,6 +292,19 @@ public final class WebSocketClient {
       return 0
     case LWS_CALLBACK_CLIENT_WRITEABLE:
       guard current, !closing else { return -1 }
+      if pingDue {
+        pingDue = false
+        var frame = [UInt8](repeating: 0, count: tipsd_lws_pre())
+        let sent = frame.withUnsafeMutableBufferPointer {
+          lws_write(wsi, $0.baseAddress! + tipsd_lws_pre(), 0, LWS_WRITE_PING)
+        }
+        guard sent >= 0 else {
+          report("the connection broke while writing")
+          return -1
+        }
+        if !outbox.isEmpty { lws_callback_on_writable(wsi) }
+        return 0
+      }
       guard !outbox.isEmpty else { return 0 }
       var next = outbox.removeFirst()
       let pre = tipsd_lws_pre()
