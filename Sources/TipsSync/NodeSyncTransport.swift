@@ -73,6 +73,10 @@ public final class NodeSyncTransport: SyncTransport {
   private var pending: [Int64: (Result<JSONValue, SyncTransportError>) -> Void] = [:]
   private var nextID: Int64 = 0
   private var token: String?
+  /// `--sync-token-file`: its directory watched, so a renewed token reaches the node (`auth/refresh`) at once.
+  private var watcher: FileWatcher?
+  private var refreshTimer: (any LoopTimer)?
+  private var signedIn = false
 
   public init(loop: any EventLoop, url: WebSocketURL, tokenSource: SyncTokenSource, account: String, device: String) {
     self.loop = loop
@@ -114,6 +118,7 @@ public final class NodeSyncTransport: SyncTransport {
 
   public func close() {
     events = nil
+    signedIn = false
     let waiting = pending
     pending = [:]
     _ = waiting  // their connection is given up: nothing more is reported for it
@@ -122,6 +127,7 @@ public final class NodeSyncTransport: SyncTransport {
 
   private func lost(_ reason: String) {
     pending = [:]
+    signedIn = false
     guard let events else { return }
     self.events = nil
     events.failed("\(url): \(reason)")
@@ -148,8 +154,36 @@ public final class NodeSyncTransport: SyncTransport {
                   + "not account \"\(self.account)\""))
           }
           self.notify(InitializedNotification.method)
+          self.signedIn = true
+          self.watchTokenFile()
           return .success((0, 0))
         })
+    }
+  }
+
+  /// Watches the token file's directory (once): when the file changes while signed in, the new token replaces the
+  /// session's (`auth/refresh`); a refused one gives the connection up (the next one reads the file again).
+  private func watchTokenFile() {
+    guard watcher == nil, case .file(let path) = tokenSource, let uv = loop as? UVLoop else { return }
+    let url = URL(fileURLWithPath: path)
+    let name = url.lastPathComponent
+    watcher = try? uv.watch(url.deletingLastPathComponent().path) { [weak self] changed in
+      guard let self, changed == nil || changed == name else { return }
+      // Debounced: a save is several writes and a rename.
+      let timer = self.refreshTimer ?? self.loop.makeTimer()
+      timer.keepsLoopAlive = false
+      self.refreshTimer = timer
+      timer.start(afterMilliseconds: 100) { [weak self] in self?.tokenFileChanged() }
+    }
+  }
+
+  private func tokenFileChanged() {
+    guard signedIn, let renewed = try? tokenSource.read(), renewed != token else { return }
+    token = renewed
+    request(AuthRefreshRequest.method, .object(["token": .string(renewed)])) { [weak self] result in
+      guard let self, case .failure(let error) = result else { return }
+      self.client?.close(reason: "the renewed token was refused: \(error.message)")
+      self.lost("the renewed token was refused: \(error.message)")
     }
   }
 

@@ -110,7 +110,17 @@ class Proxy:
 class Device:
     """A device daemon (`tipsd serve --datastore … --sync ws://127.0.0.1:PORT/ --sync-token-file F`)."""
 
-    def __init__(self, directory: pathlib.Path, port: int, token: str, account: str, *, name: str = "phone", extra=()):
+    def __init__(
+        self,
+        directory: pathlib.Path,
+        port: int,
+        token: str,
+        account: str,
+        *,
+        name: str = "phone",
+        extra=(),
+        command: bool = False,
+    ):
         self.socket_path = str(directory / f"{name}.sock")
         self.token_file = directory / f"{name}.token"
         self.token_file.write_text(token + "\n")
@@ -127,8 +137,11 @@ class Device:
             str(REPO / "catalog" / "demo.json"),
             "--sync",
             f"ws://127.0.0.1:{port}/",
-            "--sync-token-file",
-            str(self.token_file),
+            *(
+                ["--sync-token-command", f"cat {self.token_file}"]
+                if command
+                else ["--sync-token-file", str(self.token_file)]
+            ),
             "--device",
             DEVICE,
             # Variants are each device's own, assigned from its install id: the account's id, as a hosted node
@@ -364,8 +377,10 @@ def test_a_device_offline_converges_when_back_each_change_applied_once(hosted, t
 
 
 def test_an_expired_token_is_read_again_and_the_device_goes_on(hosted, tmp_path):
-    node = hosted.node("renewal")
-    device = Device(tmp_path, node.port, hosted.token("mia", lifetime=2), "mia")
+    node = hosted.node("renewal", extra=["--jwt-leeway", "0"])
+    # The command is run before every connection: the node ends the session when the token expires, and the device
+    # signs in again with what the command prints then.
+    device = Device(tmp_path, node.port, hosted.token("mia", lifetime=2), "mia", command=True)
     try:
 
         async def body():
@@ -373,14 +388,42 @@ def test_an_expired_token_is_read_again_and_the_device_goes_on(hosted, tmp_path)
             web = await Session.open(node.socket_path, hosted.token("mia"))
             await phone.call("events/donate", {"id": "search.opened"})
             await converge(phone, web, lambda a: ("search.opened", 1, 1) in a["events"], lambda: device.log()[-3000:])
-            # The node ends the session when the token expires; the device reads the renewed file when it connects.
             device.token_file.write_text(hosted.token("mia") + "\n")
             deadline = time.monotonic() + TIMEOUT
-            while "expired" not in device.log():
+            while "ended the session" not in device.log():
                 assert time.monotonic() < deadline, f"the session did not end:\n{device.log()[-3000:]}"
                 await asyncio.sleep(0.1)
             await phone.call("events/donate", {"id": "search.opened"})
             await converge(phone, web, lambda a: ("search.opened", 2, 2) in a["events"], lambda: device.log()[-3000:])
+            assert device.log().count("sync connected") >= 2
+            await phone.close()
+            await web.close()
+
+        run(body())
+    finally:
+        device.stop()
+
+
+def test_a_renewed_token_file_replaces_the_sessions_token_before_it_expires(hosted, tmp_path):
+    node = hosted.node("refresh", extra=["--jwt-leeway", "0"])
+    device = Device(tmp_path, node.port, hosted.token("noor", lifetime=3), "noor")
+    try:
+
+        async def body():
+            phone = await open_device(device)
+            web = await Session.open(node.socket_path, hosted.token("noor"))
+            await phone.call("events/donate", {"id": "search.opened"})
+            await converge(phone, web, lambda a: ("search.opened", 1, 1) in a["events"], lambda: device.log()[-3000:])
+            # Renewed by replacing the file (written beside it, renamed over it): sent with auth/refresh at once.
+            fresh = device.token_file.with_suffix(".new")
+            fresh.write_text(hosted.token("noor") + "\n")
+            os.replace(fresh, device.token_file)
+            # Past the first token's expiry, the session goes on: no expiry, no reconnection.
+            await asyncio.sleep(4)
+            await phone.call("events/donate", {"id": "search.opened"})
+            await converge(phone, web, lambda a: ("search.opened", 2, 2) in a["events"], lambda: device.log()[-3000:])
+            log = device.log()
+            assert "ended the session" not in log and log.count("sync connected") == 1, log[-3000:]
             await phone.close()
             await web.close()
 
