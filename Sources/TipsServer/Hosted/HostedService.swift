@@ -827,7 +827,9 @@ final class HostedService {
           let cursor = max(last, answer?.lastCursor ?? 0)
           for reply in batch.deviceReplies[account] ?? [] { reply(.success(cursor)) }
         }
-        if let last = answer?.lastCursor, last - tenant.snapshotCursor > Int64(configuration.compactionThreshold) {
+        if let last = [answer?.lastCursor, answer?.devicesLastCursor].compactMap({ $0 }).max(),
+          last - tenant.snapshotCursor > Int64(configuration.compactionThreshold)
+        {
           compactionDue[account] = last
         }
         if let first = answer?.historyFirst.first, let count = batch.historyCounts[account], count > 0 {
@@ -1529,7 +1531,12 @@ final class HostedService {
 
   /// The session's `sync/changed` subscription (made by its first pull; a session follows one account).
   private func watchSync(_ account: String, session: Session) -> String {
-    if let watcher = syncWatchers[session.id], watcher.account == account { return watcher.id }
+    if let watcher = syncWatchers[session.id] {
+      if watcher.account == account { return watcher.id }
+      // An admin's session pulling another account: it follows that one now.
+      syncWatchersByAccount[watcher.account]?.remove(session.id)
+      if syncWatchersByAccount[watcher.account]?.isEmpty == true { syncWatchersByAccount[watcher.account] = nil }
+    }
     guard !session.isGone else { return "" }
     let id = services.subscriptionIDs.next()
     syncWatchers[session.id] = SyncWatcher(id: id, account: account, session: session)
@@ -1542,7 +1549,7 @@ final class HostedService {
   private func syncChanged(_ account: String, cursor: Int64) {
     guard let ids = syncWatchersByAccount[account] else { return }
     for id in ids {
-      guard let watcher = syncWatchers[id], !watcher.session.isGone else { continue }
+      guard let watcher = syncWatchers[id], watcher.account == account, !watcher.session.isGone else { continue }
       let note = SyncChangedNotification(subscription: watcher.id, cursor: cursor)
       services.stage(.notification(StagedNotification(notification: note, shouldDisplay: nil)), on: watcher.session)
     }
