@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // tipsd — TipKit's eligibility engine as a JSON-RPC daemon.
 // Dependencies flow one way (README "Design" draws the same):
-//   TipsJSON ← TipsEngine ← TipsStore ─────────────────────┐
+//   TipsJSON, TipsTime ← TipsEngine ← TipsStore ─────────────────────┐
 //              TipsEngine ← TipsCatalog ───────────────────┤
 //              TipsEngine ← TipsMetrics ← TipsProtocol ────┤
 //   TipsStore, TipsTransport, TipsLogging ← TipsSync ──────┼─ TipsServer ──┐   (the daemon)
@@ -10,7 +10,7 @@
 //   TipsProtocol, TipsFraming, TipsTransport ← TipsEmbedded ───────────────┼─ TipsCommands ← tipsd
 //                               TipsJSON ← TipsTranscript ─────────────────┤   (the command line)
 //           TipsCatalog, TipsClient ← TipsLanguageServer ──────────────────┘   (tipsd lsp)
-//   TipsEngine, TipsSystem, COpenSSL ← TipsAuth ; TipsSync ← TipsHosted   (hosted mode: JWTs; state in PostgreSQL)
+//   TipsJSON, TipsTime, TipsSystem, COpenSSL ← TipsAuth ; TipsSync ← TipsHosted   (hosted mode: JWTs; state in PostgreSQL)
 //   TipsSystem (POSIX calls) under TipsLogging, TipsStore, TipsCatalog, TipsTransport and TipsClient; CLibPQ (libpq)
 //   under TipsSync
 import PackageDescription
@@ -49,8 +49,11 @@ let package = Package(
     .target(name: "TipsJSON", swiftSettings: swiftSettings),
     .testTarget(name: "TipsJSONTests", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
 
+    // MARK: TipsTime — instants every layer shares: `Timestamp` (seconds since 1970) and ISO 8601 text (pure)
+    .target(name: "TipsTime", swiftSettings: swiftSettings),
+
     // MARK: TipsEngine — pure rule engine with an injected clock
-    .target(name: "TipsEngine", dependencies: ["TipsJSON"], swiftSettings: swiftSettings),
+    .target(name: "TipsEngine", dependencies: ["TipsJSON", "TipsTime"], swiftSettings: swiftSettings),
     .testTarget(name: "TipsEngineTests", dependencies: ["TipsEngine", "TipsJSON"], swiftSettings: swiftSettings),
 
     // MARK: TipsMetrics — seed 000's metrics over the lifecycle history (pure)
@@ -163,7 +166,7 @@ let package = Package(
     // MARK: TipsAuth — hosted mode's JWT verifier: HS* secrets and a JWKS (RS*, ES*), claims, subjects (no I/O but
     // reading its configuration files)
     .target(
-      name: "TipsAuth", dependencies: ["TipsEngine", "TipsJSON", "TipsSystem", "COpenSSL"], swiftSettings: swiftSettings
+      name: "TipsAuth", dependencies: ["TipsJSON", "TipsSystem", "TipsTime", "COpenSSL"], swiftSettings: swiftSettings
     ),
     .testTarget(
       name: "TipsAuthTests", dependencies: ["TipsAuth", "TipsJSON", "TipsSystem", "TipsTestSupport", "COpenSSL"],

@@ -41,7 +41,8 @@ cp -R "$ts/test-support/seed000/stubs/." "$ts/dist-seed000/node_modules/"
 ln -s ../../.. "$ts/dist-seed000/node_modules/@tipsd/client"
 # Issue #23: the React Native example (examples/react-native: a signed-in user's client, the visibility store over
 # useSyncExternalStore), type-checked with tsc --strict against the built client and small stand-ins for react,
-# react-native and @react-native-firebase/auth (examples/react-native/stubs); nothing is emitted.
+# react-native and @react-native-firebase/auth (examples/react-native/stubs); nothing is emitted. Issue #37: its
+# offline-first variant (offline.ts, OfflineApp.tsx: AsyncStorage as the client's storage) is checked with it.
 "$TSC" -p "$ts/examples/react-native" --strict
 export TSC
 

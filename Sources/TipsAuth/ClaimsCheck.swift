@@ -1,12 +1,12 @@
-import TipsEngine
 import TipsJSON
+import TipsTime
 
 /// The registered claims of a payload, checked against the configuration at one instant (RFC 7519 §4.1) — before the
 /// signature: cheaper, and a flood of expired or foreign tokens then costs no cryptography. Nothing a token claims
 /// is trusted until its signature verifies.
 struct ClaimsCheck {
   let configuration: TokenVerifier.Configuration
-  let now: Timestamp
+  let now: Double
 
   private var leeway: Double { configuration.leeway }
 
@@ -56,7 +56,7 @@ struct ClaimsCheck {
   }
 
   /// A NumericDate (seconds since the epoch, possibly fractional).
-  private func instant(_ value: JSONValue, _ claim: String) throws(AuthError) -> Timestamp {
+  private func instant(_ value: JSONValue, _ claim: String) throws(AuthError) -> Double {
     guard let seconds = value.doubleValue else {
       throw AuthError(.malformed, "\(claim) is a \(value.typeName), not a number of seconds since 1970")
     }
@@ -93,7 +93,7 @@ struct ClaimsCheck {
   }
 
   /// An instant in UTC, or `a time out of range` for a number no calendar holds.
-  private func describe(_ instant: Timestamp) -> String {
+  private func describe(_ instant: Double) -> String {
     abs(instant) < 1e12 ? ISO8601.string(from: instant) : "a time out of range"
   }
 }

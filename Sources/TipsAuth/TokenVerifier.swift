@@ -1,4 +1,3 @@
-public import TipsEngine
 import TipsJSON
 
 /// Verifies the JWTs an app already issues (hosted mode's sign-in): the signature with a key the configuration
@@ -102,7 +101,7 @@ public struct TokenVerifier: Sendable {
   /// Verifies a token (the text after `Bearer `, or `initialize`'s `auth.token`) at `now` (seconds since the Unix
   /// epoch; the server passes its clock, tests a fixed instant).
   public func verify(
-    _ token: String, now: Timestamp, beforeSignature: BeforeSignature? = nil
+    _ token: String, now: Double, beforeSignature: BeforeSignature? = nil
   ) -> Result<VerifiedToken, AuthError> {
     var token = token
     return token.withUTF8 { verify(bytes: UnsafeRawBufferPointer($0), now: now, beforeSignature: beforeSignature) }
@@ -110,13 +109,13 @@ public struct TokenVerifier: Sendable {
 
   /// Verifies a token given as bytes (see ``verify(_:now:beforeSignature:)``).
   public func verify(
-    _ token: [UInt8], now: Timestamp, beforeSignature: BeforeSignature? = nil
+    _ token: [UInt8], now: Double, beforeSignature: BeforeSignature? = nil
   ) -> Result<VerifiedToken, AuthError> {
     token.withUnsafeBytes { verify(bytes: $0, now: now, beforeSignature: beforeSignature) }
   }
 
   private func verify(
-    bytes token: UnsafeRawBufferPointer, now: Timestamp, beforeSignature: BeforeSignature?
+    bytes token: UnsafeRawBufferPointer, now: Double, beforeSignature: BeforeSignature?
   ) -> Result<VerifiedToken, AuthError> {
     precondition(now.isFinite, "verify(now:) needs a finite instant")
     do throws(AuthError) {
@@ -132,7 +131,7 @@ public struct TokenVerifier: Sendable {
   /// token that an expired, foreign-audience or malformed payload refuses costs no cryptography, so a flood of them
   /// costs little, and only tokens whose claims this server accepts reach the (hook and the) signature check.
   private func check(
-    _ token: UnsafeRawBufferPointer, now: Timestamp, beforeSignature: BeforeSignature?
+    _ token: UnsafeRawBufferPointer, now: Double, beforeSignature: BeforeSignature?
   ) throws(AuthError) -> VerifiedToken {
     guard token.count <= configuration.maxTokenBytes else {
       throw AuthError(

@@ -1,8 +1,6 @@
 public import TipsJSON
-
-/// Seconds since the Unix epoch. The engine never reads a clock itself: every instant comes from an injected
-/// ``EngineClock``, so tests drive time deterministically.
-public typealias Timestamp = Double
+// `Timestamp` and `ISO8601` live in TipsTime, the instants every layer shares; the engine's users get them with it.
+@_exported public import TipsTime
 
 /// Where the engine gets "now" from. Injected so that tests and `tipsd serve --clock virtual` control time.
 public protocol EngineClock: AnyObject, Sendable {

@@ -59,11 +59,12 @@ import {
   UnregisterResult,
 } from "./protocol.js";
 import type { Transport } from "./transport.js";
-import { CallResult, Calls, Outcome } from "./calls.js";
+import { CallResult, Calls, newIdempotencyKey, Outcome } from "./calls.js";
 import { ConnectionManager, ConnectionState } from "./connection.js";
-import { ClientOptions, Logger, logAt, resolveOptions } from "./options.js";
+import { ClientOptions, Logger, logAt, resolveOptions, Timers } from "./options.js";
 import { Registrations } from "./registrations.js";
-import { ActionEvent, GroupChange, ObserveTarget, Subscriptions, TipChange, Unsubscribe } from "./subscriptions.js";
+import { ActionEvent, GroupChange, ObserveTarget, Subscriptions, TipChange, TipMemory, Unsubscribe } from "./subscriptions.js";
+import { OfflineState, OutboxSender, StoredTip } from "./offline.js";
 
 // The public types and values defined by the internal modules.
 export { ClientOptions, consoleLogger, Logger, ReconnectOptions } from "./options.js";
@@ -115,6 +116,15 @@ export class TipsClient<S extends boolean = false> {
   private readonly subscriptions: Subscriptions;
   private readonly registrations: Registrations;
   private readonly call: (method: string, params: unknown) => Promise<CallResult>;
+  private readonly offlineState: OfflineState | undefined;
+  private readonly outbox: OutboxSender | undefined;
+  private readonly timers: Timers;
+
+  /**
+   * Offline-first (`storage`): resolves once the stored tips and changes are loaded — at once with a synchronous
+   * storage (`localStorage`, `fileStorage`, `memoryStorage`), after a read with AsyncStorage. Without storage, resolved.
+   */
+  readonly restored: Promise<void>;
 
   /** The daemon's `initialize` result for the current (or last) connection. */
   initializeResult: InitializeResult | undefined;
@@ -139,10 +149,16 @@ export class TipsClient<S extends boolean = false> {
     const settings = resolveOptions(options);
     this.logger = settings.logger;
     this.strict = settings.strict;
+    this.timers = settings.timers;
+    this.offlineState = settings.storage
+      ? new OfflineState({ storage: settings.storage, storageKey: settings.storageKey, maxQueuedChanges: settings.maxQueuedChanges }, settings.logger)
+      : undefined;
+    this.restored = this.offlineState ? this.offlineState.restored : Promise.resolve();
     this.connection = new ConnectionManager(settings, this, {
       connected: (conn, reconnection) => {
         this.registrations.replay(conn, reconnection);
         this.subscriptions.attach(conn);
+        if (this.offlineState) this.offlineState.signedIn(this.auth?.account ?? undefined);
       },
       lost: (conn) => this.subscriptions.detach(conn),
       closing: () => this.subscriptions.clear(),
@@ -150,10 +166,157 @@ export class TipsClient<S extends boolean = false> {
     });
     this.calls = new Calls(this.connection, settings.logger, settings.strict, settings.timers);
     this.call = (method, params) => this.calls.call(method, params);
-    this.subscriptions = new Subscriptions(this.connection, settings.logger);
+    const offline = this.offlineState;
+    let memory: TipMemory | undefined;
+    if (offline) {
+      memory = {
+        record: (change) => offline.recordTip(change, this.now()),
+        stored: () => [...offline.tips.values()].map(storedChange),
+        whenRestored: (listener) => offline.whenRestored(listener),
+      };
+      const client = this;
+      this.outbox = new OutboxSender(
+        offline,
+        {
+          get state() {
+            return client.connection.state;
+          },
+          get sessionAccount() {
+            return client.auth?.account ?? undefined;
+          },
+          send: (method, params) => this.calls.call(method, params),
+          sleep: (ms) => new Promise<void>((resolve) => this.timers.setTimeout(resolve, ms)),
+          answered: (_method, result) => {
+            const r = result as { id?: unknown; shouldDisplay?: unknown; status?: unknown; tip?: unknown; reason?: Reason } | null;
+            // A TipState (tips/invalidate, tips/displayed, …) of a tip this client keeps: the snapshot follows it.
+            if (r && typeof r.id === "string" && typeof r.shouldDisplay === "boolean" && offline.tips.has(r.id) && r.tip && typeof r.tip === "object") {
+              const state = { id: r.id, shouldDisplay: r.shouldDisplay, status: r.status as StoredTip["status"], tip: r.tip as StoredTip["tip"], reason: r.reason };
+              offline.recordTip(state, this.now());
+            }
+          },
+        },
+        settings.logger,
+      );
+    }
+    this.subscriptions = new Subscriptions(this.connection, settings.logger, memory);
     this.registrations = new Registrations(settings.restoreRegistrations, settings.logger);
     this.account = settings.account;
+    if (this.outbox) {
+      const outbox = this.outbox;
+      this.connection.onChange((state) => {
+        if (state === "connected") outbox.kick();
+      });
+    }
     this.connection.startAttempt();
+  }
+
+  private now(): number {
+    return this.timers.now ? this.timers.now() : Date.now();
+  }
+
+  // ─── Offline first (the `storage` option) ───────────────────────────────────────────────────────────────────
+
+  /** Whether this client keeps its state in a storage (the `storage` option). */
+  get offline(): boolean {
+    return this.offlineState !== undefined;
+  }
+
+  /**
+   * With `storage`: true while the tips this client knows are the last ones stored or heard, not the node's now —
+   * whenever it is not connected. Always false without storage.
+   */
+  get stale(): boolean {
+    return this.offlineState !== undefined && this.connection.state !== "connected";
+  }
+
+  /**
+   * With `storage`: the last state the node gave for a tip — `shouldDisplay`, status, reason and display copy
+   * (`tip`) — from any `observe` of this client or of an earlier run, with `cause: "stored"`; undefined when unknown
+   * (or before `restored` resolves, with an asynchronous storage).
+   */
+  storedTip(id: string): TipChange | undefined {
+    const stored = this.offlineState?.tips.get(id);
+    return stored ? storedChange(stored) : undefined;
+  }
+
+  /** With `storage`: every tip state kept (see {@link storedTip}). */
+  storedTips(): TipChange[] {
+    return this.offlineState ? [...this.offlineState.tips.values()].map(storedChange) : [];
+  }
+
+  /** With `storage`: the changes waiting to be sent (and those sent whose answer has not arrived yet). */
+  get queuedChanges(): number {
+    return this.offlineState ? this.offlineState.outbox.length : 0;
+  }
+
+  /**
+   * With `storage`: resolves true once every queued change has been answered by the node, false if that has not
+   * happened within `timeoutMs` (default: no limit) or the client is closed first. True at once without storage.
+   */
+  flush(timeoutMs?: number): Promise<boolean> {
+    const offline = this.offlineState;
+    const outbox = this.outbox;
+    if (!offline || !outbox) return Promise.resolve(true);
+    return offline.restored.then(
+      () =>
+        new Promise<boolean>((resolve) => {
+          if (offline.outbox.length === 0) return resolve(true);
+          let timer: unknown;
+          const finish = (value: boolean) => {
+            offDrained();
+            offState();
+            if (timer !== undefined) this.timers.clearTimeout(timer);
+            resolve(value);
+          };
+          const offDrained = outbox.onDrained(() => finish(true));
+          const offState = this.connection.onChange((state) => {
+            if (state === "closed") finish(false);
+          });
+          if (timeoutMs !== undefined) timer = this.timers.setTimeout(() => finish(false), timeoutMs);
+          if (this.connection.state === "connected") outbox.kick();
+        }),
+    );
+  }
+
+  /**
+   * A change with `storage`: stored first (with its idempotency key), then sent in order with the others. Resolves
+   * with the node's answer when connected; when not (or when the connection drops before the answer), as soon as it
+   * is stored — to undefined, or, strict, rejecting with `ENOTCONNECTED` (the change stays queued either way).
+   */
+  private async queuedChange(method: string, params: unknown): Promise<unknown> {
+    const offline = this.offlineState as OfflineState;
+    const outbox = this.outbox as OutboxSender;
+    const keyed = { ...((params as object | undefined) ?? {}) } as { idempotencyKey: string; account?: string; [name: string]: unknown };
+    if (typeof keyed.idempotencyKey !== "string") keyed.idempotencyKey = newIdempotencyKey();
+    if (this.connection.state === "closed") return this.calls.settle({ ok: false, error: new ConnectionError("ECLOSED", "the client is closed", method) });
+    // Waited for before it is stored: once in the outbox it may be sent, and answered, at any moment.
+    const answer = outbox.answer(keyed.idempotencyKey);
+    const account = this.auth?.account ?? offline.account;
+    const change = { method, params: keyed, queuedAt: this.now(), ...(account ? { account } : {}) };
+    if (!(await offline.enqueue(change))) {
+      outbox.forget(keyed.idempotencyKey);
+      return this.calls.settle({ ok: false, error: new ConnectionError("ENOTCONNECTED", `the outbox is full (${offline.maxQueuedChanges} changes); this change is dropped`, method) });
+    }
+    if (this.connection.state === "connected") outbox.kick();
+    const result = await new Promise<CallResult>((resolve) => {
+      const queued = () => resolve({ ok: false, error: new ConnectionError("ENOTCONNECTED", "tipsd is not connected: the change is stored and will be sent when it is back", method) });
+      const off = this.connection.onChange((state) => {
+        if (state === "disconnected" || state === "closed") queued();
+      });
+      answer.then((r) => {
+        off();
+        resolve(r);
+      });
+      if (this.connection.state === "disconnected" || this.connection.state === "closed") {
+        off();
+        queued();
+      }
+    });
+    if (!result.ok && result.error instanceof ConnectionError && result.error.code === "ENOTCONNECTED" && !this.strict) {
+      logAt(this.logger, "debug", result.error.message);
+      return undefined;
+    }
+    return this.calls.settle(result);
   }
 
   /**
@@ -460,6 +623,9 @@ export class TipsClient<S extends boolean = false> {
   /** Any request by name, typed through the protocol's method table. */
   request<M extends Method>(method: M, params: ParamsOf<M>): Promise<Outcome<S, ResultOf<M>>> {
     const scoped = this.account === undefined || ACCOUNT_FREE.has(method) ? params : { ...(params ?? {}), account: this.account };
+    if (IDEMPOTENT_METHODS.has(method) && this.offlineState) {
+      return this.queuedChange(method, scoped) as Promise<Outcome<S, ResultOf<M>>>;
+    }
     if (IDEMPOTENT_METHODS.has(method) && (scoped as { idempotencyKey?: unknown } | undefined)?.idempotencyKey === undefined) {
       return this.calls.change(method, scoped).then((r) => this.calls.settle(r)) as Promise<Outcome<S, ResultOf<M>>>;
     }
@@ -504,6 +670,13 @@ export class TipsClient<S extends boolean = false> {
   }
 }
 
+/** A stored tip state as an `observe` change. */
+function storedChange(stored: StoredTip): TipChange {
+  const change: TipChange = { type: "tip", id: stored.id, shouldDisplay: stored.shouldDisplay, status: stored.status, tip: stored.tip, cause: "stored" };
+  if (stored.reason !== undefined) change.reason = stored.reason;
+  return change;
+}
+
 /** Creates a client and starts connecting in the background (calls made meanwhile wait for the attempt). */
 export function createClient<S extends boolean = false>(options: ClientOptions<S>): TipsClient<S> {
   return new TipsClient<S>(options);
@@ -512,10 +685,16 @@ export function createClient<S extends boolean = false>(options: ClientOptions<S
 /**
  * Creates a client and waits for its first connection attempt. Not strict: always resolves (a missing daemon
  * means a client in no-op mode that keeps trying). Strict: rejects (and closes the client) when the first
- * attempt fails.
+ * attempt fails. With `storage` (offline first), resolves once the stored state is loaded, without waiting for the
+ * connection (`waitUntilConnected()` does), strict or not.
  */
 export async function connect<S extends boolean = false>(options: ClientOptions<S>): Promise<TipsClient<S>> {
   const client = new TipsClient<S>(options);
+  // Offline first: the app starts with what was stored, without waiting for the network (strict or not).
+  if (options.storage) {
+    await client.restored;
+    return client;
+  }
   const ok = await client.ready();
   if (!ok && options.strict === true) {
     const error = client.lastError ?? new ConnectionError("ENOTCONNECTED", "cannot reach tipsd");

@@ -12,5 +12,6 @@ export * from "./transport.js";
 export * from "./websocket.js";
 export * from "./client.js";
 export * from "./store.js";
+export * from "./offline.js";
 export * from "./native-module.js";
 export { utf8Decode, utf8Encode } from "./utf8.js";

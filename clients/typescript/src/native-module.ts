@@ -23,7 +23,10 @@
  *
  * Never thrown at the app: the calls resolve to `undefined` whatever happens. A call made while the first
  * connection attempt is under way waits for it and is sent when it succeeds; a call made while the daemon is
- * unreachable is dropped (logged once per outage), as every non-strict client call is. The client reconnects
+ * unreachable is dropped (logged once per outage), as every non-strict client call is — unless the module has a
+ * `storage` (issue #37: AsyncStorage on Android, `localStorage` on the web): then `donateEvent` and `invalidateTip`
+ * are stored and sent in order once the daemon is back (through airplane mode and app restarts, each applied once),
+ * and `onTipDisplayChange` starts with the stored state of every tip, before any connection. The client reconnects
  * with backoff and re-establishes the event subscriptions by itself.
  */
 import { ClientOptions, consoleLogger, createClient, Logger, TipsClient, Unsubscribe } from "./client.js";
@@ -76,8 +79,10 @@ type AdapterClientOptions = Omit<ClientOptions<false>, "transport" | "strict">;
 
 interface AdapterOptions {
   /**
-   * Report `shouldDisplay: false` for every tip while the daemon is unreachable (default true): a tip whose daemon
-   * is gone cannot be recorded as displayed or invalidated. The daemon's value comes back on reconnection.
+   * Report `shouldDisplay: false` for every tip while the daemon is unreachable (default true without `storage`: a
+   * tip whose daemon is gone cannot be recorded as displayed or invalidated; default false with `storage`, whose
+   * changes are queued and sent later, and whose stored tips are shown from the start). The daemon's value comes back
+   * on reconnection.
    */
   hideWhileDisconnected?: boolean;
 }
@@ -117,7 +122,6 @@ export function tipsdClientOf(module: unknown): TipsClient<false> | undefined {
  * made in the background), so it fits the seed's module-level `const RorkTipKit = …`.
  */
 export function tipsdNativeModule(options: TipsdNativeModuleOptions): TipsdNativeModule {
-  const hideWhileDisconnected = options.hideWhileDisconnected ?? true;
   let client: TipsClient<false>;
   let logger: Logger = consoleLogger;
   if ("client" in options) {
@@ -133,6 +137,8 @@ export function tipsdNativeModule(options: TipsdNativeModuleOptions): TipsdNativ
       client = createClient<false>(rest);
     }
   }
+  // Offline first: a client with storage keeps showing the last known state while offline.
+  const hideWhileDisconnected = options.hideWhileDisconnected ?? !client.offline;
 
   const listeners = new Map<string, Set<(payload: never) => void>>();
   const listenersOf = (eventName: string) => {

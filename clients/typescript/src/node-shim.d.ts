@@ -55,6 +55,14 @@ declare module "child_process" {
 
 declare module "fs" {
   function appendFileSync(path: string, data: string): void;
+  function readFileSync(path: string, encoding: "utf8"): string;
+  function openSync(path: string, flags: string, mode?: number): number;
+  function writeSync(fd: number, data: string): number;
+  function fsyncSync(fd: number): void;
+  function closeSync(fd: number): void;
+  function renameSync(from: string, to: string): void;
+  function unlinkSync(path: string): void;
+  function mkdirSync(path: string, options: { recursive: boolean; mode?: number }): void;
 }
 
 declare var process: {

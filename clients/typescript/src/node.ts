@@ -7,6 +7,7 @@ import * as fs from "fs";
 import * as net from "net";
 import { ClientOptions, connect, TipsClient } from "./client.js";
 import { TipsdNativeModule, tipsdNativeModule as coreNativeModule, TipsdNativeModuleOptions } from "./native-module.js";
+import type { StorageAdapter } from "./offline.js";
 import {
   getTrafficTap,
   setTrafficTap,
@@ -20,6 +21,48 @@ import {
 import { utf8Decode } from "./utf8.js";
 
 export * from "./index.js";
+
+// ─── Offline first: a storage in files ────────────────────────────────────────────────────────────────────
+
+/**
+ * A {@link StorageAdapter} keeping each key in a file of `directory` (made if missing, mode 0700): what a Node app
+ * or a test passes as `storage`. Reads and writes are synchronous, so the stored tips are there as soon as the
+ * client is created; each write goes to a temporary file that is flushed to disk (fsync) and renamed over the old
+ * one, so a crash leaves the old value or the new one, never half of either.
+ */
+export function fileStorage(directory: string): StorageAdapter {
+  fs.mkdirSync(directory, { recursive: true, mode: 0o700 });
+  const file = (key: string) => `${directory}/${encodeURIComponent(key)}.json`;
+  return {
+    getItem(key: string): string | null {
+      try {
+        return fs.readFileSync(file(key), "utf8");
+      } catch (e) {
+        if ((e as { code?: unknown }).code === "ENOENT") return null;
+        throw e;
+      }
+    },
+    setItem(key: string, value: string): void {
+      const target = file(key);
+      const temporary = `${target}.${process.pid}.tmp`;
+      const fd = fs.openSync(temporary, "w", 0o600);
+      try {
+        fs.writeSync(fd, value);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(temporary, target);
+    },
+    removeItem(key: string): void {
+      try {
+        fs.unlinkSync(file(key));
+      } catch (e) {
+        if ((e as { code?: unknown }).code !== "ENOENT") throw e;
+      }
+    },
+  };
+}
 
 // ─── Traffic log ────────────────────────────────────────────────────────────────────────────────────────────
 

@@ -6,6 +6,7 @@
 import type { TokenSource } from "./auth.js";
 import type { ClientInfo } from "./protocol.js";
 import type { TransportFactory } from "./transport.js";
+import type { StorageAdapter } from "./offline.js";
 
 /** Where the client's diagnostics go. `warn` is required; the others are optional. */
 export interface Logger {
@@ -93,6 +94,19 @@ export interface ClientOptions<S extends boolean = boolean> {
    * `params.account`). `client.forAccount(account)` gives a view acting on another one over the same connection.
    */
   account?: string;
+  /**
+   * Offline-first (issue #37): where the client keeps the last state of every tip it observed (with its display copy)
+   * and the changes made while the node was out of reach — React Native's AsyncStorage, a browser's `localStorage`,
+   * `memoryStorage()`, or `fileStorage(dir)` from `@tipsd/client/node`. With it, changes (`donate`, `displayed`,
+   * `invalidate`, `performAction`, `setParameter`, …) are stored with their idempotency keys and sent in order
+   * whenever connected, across restarts; tips are known before any connection (`storedTip`, `tipVisibilityStore`,
+   * `observe`'s `cause: "stored"`). See the README's "Offline first".
+   */
+  storage?: StorageAdapter;
+  /** The prefix of the keys written to `storage` (default `"tipsd"`); one per signed-in user of a device. */
+  storageKey?: string;
+  /** The most changes kept waiting in `storage` (default 10 000); one made beyond that is refused with a warning. */
+  maxQueuedChanges?: number;
 }
 
 /**
@@ -134,6 +148,9 @@ export interface Settings {
   refreshToken: TokenSource | undefined;
   autoRefresh: boolean;
   account: string | undefined;
+  storage: StorageAdapter | undefined;
+  storageKey: string | undefined;
+  maxQueuedChanges: number | undefined;
 }
 
 export function resolveOptions(options: ClientOptions<boolean>): Settings {
@@ -162,5 +179,8 @@ export function resolveOptions(options: ClientOptions<boolean>): Settings {
     refreshToken: options.token ?? options.transport.token,
     autoRefresh: options.autoRefresh ?? true,
     account: options.account,
+    storage: options.storage,
+    storageKey: options.storageKey,
+    maxQueuedChanges: options.maxQueuedChanges,
   };
 }

@@ -20,24 +20,37 @@ export interface TipVisibilityStore {
   readonly tipId: string;
   /** Registers a change listener; the tip is observed while at least one listener is registered. */
   subscribe(onStoreChange: () => void): Unsubscribe;
-  /** Whether the tip should display now. False until the daemon says otherwise, and while disconnected (by default). */
+  /**
+   * Whether the tip should display now. Without `storage`: false until the daemon says otherwise, and while
+   * disconnected (by default). With `storage` (offline first): the last state the node gave — stored by an earlier
+   * run, so right from the start, before any connection — and kept while offline (see {@link isStale}).
+   */
   getSnapshot(): boolean;
   /** For server rendering: always false. */
   getServerSnapshot(): boolean;
-  /** The last change seen for the tip (status, reason, content), if any. */
+  /** The last change seen for the tip (status, reason, content — `tip.title`, `tip.message`…), if any. */
   getState(): TipChange | undefined;
+  /**
+   * True while the value is not the node's current one: the client (with `storage`) is offline, and the snapshot is
+   * the last state stored or heard. Listeners are called when it changes, too (`useSyncExternalStore(store.subscribe,
+   * store.isStale)` re-renders on it).
+   */
+  isStale(): boolean;
 }
 
 export interface TipVisibilityStoreOptions {
   /**
-   * Report `false` while the client is not connected (default true): a tip whose daemon is gone cannot be
-   * recorded as displayed or invalidated, so it is safer to hide it. The last known value returns on reconnection.
+   * Report `false` while the client is not connected (default true, but false for a client with `storage`, whose
+   * changes made offline are queued and sent later): a tip whose daemon is gone cannot be recorded as displayed or
+   * invalidated, so without storage it is safer to hide it. The last known value returns on reconnection.
    */
   hideWhileDisconnected?: boolean;
 }
 
-// Anything with `observe`, `onConnectionChange` and `connected` works (a TipsClient, or a test double).
-type ObservableClient = Pick<TipsClient<boolean>, "observe" | "onConnectionChange" | "connected">;
+// Anything with `observe`, `onConnectionChange` and `connected` works (a TipsClient, or a test double); the offline
+// members are optional.
+type ObservableClient = Pick<TipsClient<boolean>, "observe" | "onConnectionChange" | "connected"> &
+  Partial<Pick<TipsClient<boolean>, "offline" | "stale" | "storedTip" | "restored">>;
 
 const cache = new WeakMap<object, Map<string, TipVisibilityStore>>();
 
@@ -46,7 +59,7 @@ const cache = new WeakMap<object, Map<string, TipVisibilityStore>>();
  * so it is safe to call during render.
  */
 export function tipVisibilityStore(client: ObservableClient, tipId: string, options: TipVisibilityStoreOptions = {}): TipVisibilityStore {
-  const hide = options.hideWhileDisconnected ?? true;
+  const hide = options.hideWhileDisconnected ?? client.offline !== true;
   let perClient = cache.get(client);
   if (!perClient) {
     perClient = new Map();
@@ -62,20 +75,35 @@ export function tipVisibilityStore(client: ObservableClient, tipId: string, opti
 
 function createTipVisibilityStore(client: ObservableClient, tipId: string, hideWhileDisconnected: boolean): TipVisibilityStore {
   const listeners = new Set<() => void>();
-  let last: TipChange | undefined;
-  let snapshot = false;
+  // Offline first: the stored state, until the node says otherwise.
+  let last: TipChange | undefined = client.storedTip ? client.storedTip(tipId) : undefined;
   let stopObserving: Unsubscribe | undefined;
   let stopWatchingConnection: Unsubscribe | undefined;
+  const staleNow = () => client.stale === true;
 
   const compute = () => (last ? last.shouldDisplay : false) && (!hideWhileDisconnected || client.connected);
+  let snapshot = compute();
+  let stale = staleNow();
   const update = () => {
     const next = compute();
-    if (next === snapshot) return;
+    const nextStale = staleNow();
+    if (next === snapshot && nextStale === stale) return;
     snapshot = next;
+    stale = nextStale;
     for (const listener of [...listeners]) {
       if (listeners.has(listener)) listener();
     }
   };
+  // An asynchronous storage (AsyncStorage): the stored state arrives a little later.
+  if (last === undefined && client.offline === true && client.restored && client.storedTip) {
+    const storedTip = client.storedTip.bind(client);
+    client.restored.then(() => {
+      if (last !== undefined) return;
+      last = storedTip(tipId);
+      if (listeners.size > 0) update();
+      else snapshot = compute();
+    });
+  }
 
   return {
     tipId,
@@ -88,6 +116,7 @@ function createTipVisibilityStore(client: ObservableClient, tipId: string, hideW
         });
         stopWatchingConnection = client.onConnectionChange(update);
         snapshot = compute();
+        stale = staleNow();
       }
       let subscribed = true;
       return () => {
@@ -102,8 +131,10 @@ function createTipVisibilityStore(client: ObservableClient, tipId: string, hideW
         }
       };
     },
-    getSnapshot: () => snapshot,
+    // Not subscribed: nothing keeps the snapshot current, so it is computed (the same value while nothing changes).
+    getSnapshot: () => (stopObserving ? snapshot : compute()),
     getServerSnapshot: () => false,
     getState: () => last,
+    isStale: () => (stopObserving ? stale : staleNow()),
   };
 }

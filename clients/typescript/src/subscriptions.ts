@@ -36,7 +36,12 @@ export type ChangeCause =
   /** A server notification. */
   | "notification"
   /** After a reconnection, the `tips/observe` result differed from what the listener last saw. */
-  | "resync";
+  | "resync"
+  /**
+   * Offline-first (`storage`): the last state the node gave, as stored — delivered when the listener is added,
+   * before any connection; the node's own state follows as `"resync"` where it differs.
+   */
+  | "stored";
 
 /** A tip's visibility as delivered to an `observe` listener. */
 export interface TipChange {
@@ -122,19 +127,46 @@ export interface SubscriptionLink {
   readonly current: RpcConnection | null;
 }
 
+/** Offline-first: where observed tip states are recorded, and the stored ones read back. */
+export interface TipMemory {
+  /** Every tip state the node gives (observe results and notifications). */
+  record(change: TipChange): void;
+  /** The stored tip states (once restored). */
+  stored(): TipChange[];
+  /** Calls `listener` once the stored state is loaded (synchronously when it already is). */
+  whenRestored(listener: () => void): void;
+}
+
 export class Subscriptions {
   private readonly subscribers = new Set<Subscriber>();
   /** Per connection: server subscription id (see subKey) → local subscriber. */
   private readonly routes = new WeakMap<RpcConnection, Map<string, Subscriber>>();
 
-  constructor(private readonly link: SubscriptionLink, private readonly logger: Logger) {}
+  constructor(private readonly link: SubscriptionLink, private readonly logger: Logger, private readonly memory?: TipMemory) {}
 
   observe(target: ObserveTarget, listener: (change: TipChange | GroupChange) => void, account?: string): Unsubscribe {
     const params: ObserveParams =
       typeof target === "string"
         ? { ids: [target] }
         : { ...(target.ids ? { ids: [...target.ids] } : {}), ...(target.groups ? { groups: [...target.groups] } : {}) };
-    return this.add({ kind: "observer", params, listener, active: true, account, lastTip: new Map(), lastGroup: new Map() });
+    const observer: Observer = { kind: "observer", params, listener, active: true, account, lastTip: new Map(), lastGroup: new Map() };
+    const unsubscribe = this.add(observer);
+    const memory = this.memory;
+    if (memory) {
+      // The stored states first (after this call returns), unless the node already said otherwise.
+      memory.whenRestored(() =>
+        Promise.resolve().then(() => {
+          const ids = params.ids ? new Set(params.ids) : params.groups ? new Set<string>() : undefined;
+          for (const stored of memory.stored()) {
+            if (!observer.active) return;
+            if ((ids && !ids.has(stored.id)) || observer.lastTip.has(stored.id)) continue;
+            observer.lastTip.set(stored.id, stored.shouldDisplay);
+            this.callListener(observer, stored);
+          }
+        }),
+      );
+    }
+    return unsubscribe;
   }
 
   onAction(listener: (event: ActionEvent) => void, options: { tipIds?: string[] }, account?: string): Unsubscribe {
@@ -194,10 +226,11 @@ export class Subscriptions {
     }
     if (method === "tips/shouldDisplayChanged" && sub.kind === "observer") {
       const n = params as ShouldDisplayChangedParams;
-      if (sub.lastTip.get(n.id) === n.shouldDisplay) return;
-      sub.lastTip.set(n.id, n.shouldDisplay);
       const change: TipChange = { type: "tip", id: n.id, shouldDisplay: n.shouldDisplay, status: n.status, tip: n.tip, cause: "notification" };
       if (n.reason !== undefined) change.reason = n.reason;
+      this.remember(change);
+      if (sub.lastTip.get(n.id) === n.shouldDisplay) return;
+      sub.lastTip.set(n.id, n.shouldDisplay);
       this.callListener(sub, change);
     } else if (method === "groups/currentTipChanged" && sub.kind === "observer") {
       const n = params as CurrentTipChangedParams;
@@ -280,6 +313,11 @@ export class Subscriptions {
   /** Calls the listener for whatever differs from what it last saw (everything, the first time). */
   private resync(observer: Observer, result: ObserveResult): void {
     for (const state of result.tips ?? []) {
+      if (this.memory) {
+        const current: TipChange = { type: "tip", id: state.id, shouldDisplay: state.shouldDisplay, status: state.status, tip: state.tip, cause: "resync" };
+        if (state.reason !== undefined) current.reason = state.reason;
+        this.remember(current);
+      }
       if (!observer.active) return;
       const seen = observer.lastTip.get(state.id);
       if (seen === state.shouldDisplay) continue;
@@ -302,6 +340,15 @@ export class Subscriptions {
       const cause: ChangeCause = observer.lastGroup.has(g.group) ? "resync" : "initial";
       observer.lastGroup.set(g.group, g.tipId);
       this.callListener(observer, { type: "group", group: g.group, tipId: g.tipId, cause });
+    }
+  }
+
+  private remember(change: TipChange): void {
+    if (!this.memory) return;
+    try {
+      this.memory.record(change);
+    } catch (e) {
+      logAt(this.logger, "debug", "recording a tip's state failed", e);
     }
   }
 

@@ -375,7 +375,9 @@ export type WebSocketClientOptions<S extends boolean> = Omit<ClientOptions<S>, "
  * Connects to `tipsd serve --listen HOST:PORT` (e.g. `ws://127.0.0.1:8787/`) with its token — a string, or a
  * (possibly async) function called before each (re)connection attempt — and waits for the first attempt. Like
  * `connectUnix`, it never rejects unless `strict`: without a daemon, a `WebSocket` or a valid token, the client
- * is in no-op mode (one warning) and keeps reconnecting with backoff. A hosted session (`tipsd serve --hosted`) is
+ * is in no-op mode (one warning) and keeps reconnecting with backoff. With `storage` (offline first: see
+ * `ClientOptions.storage`), it resolves as soon as the stored tips and changes are loaded, without waiting for the
+ * network, and changes made meanwhile are queued. A hosted session (`tipsd serve --hosted`) is
  * refreshed before its token expires when `token` is a provider (see `ClientOptions.autoRefresh`). For a
  * module-level singleton, `createClient({ transport: webSocketTransport(url, { token }) })` returns at once.
  */

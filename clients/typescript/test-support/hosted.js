@@ -40,7 +40,7 @@ function hostedTest(extra = {}) {
 
 /**
  * Starts PostgreSQL and a hosted node (extra `tipsd serve` arguments in `args`). Resolves to
- * `{socket, port, url, admin, token(sub, lifetime?), sql(query), log(), close()}`: `token` mints a JWT for the
+ * `{socket, port, url, admin, token(sub, lifetime?), sql(query), restart(), log(), close()}`: `token` mints a JWT for the
  * account `sub`, valid `lifetime` seconds (default 3600).
  */
 async function startHosted(args = []) {
@@ -97,6 +97,8 @@ async function startHosted(args = []) {
     ...info,
     token: async (sub, lifetime = 3600) => (await ask({ token: sub, lifetime })).token,
     sql: async (query) => (await ask({ sql: query })).rows,
+    /** kill -9 the node and start it again on the same port; resolves once it is healthy. */
+    restart: async () => (await ask({ restart: true })).port,
     log: () => stderr,
     async close() {
       child.stdin.end();

@@ -7,6 +7,10 @@ from stdin, one JSON object a line:
 
     {"id": 1, "token": "alice", "lifetime": 3}   ->   {"id": 1, "token": "<JWT whose sub is alice, valid 3 s>"}
     {"id": 2, "sql": "SELECT ..."}               ->   {"id": 2, "rows": "<psql's unaligned output>"}
+    {"id": 3, "restart": true}                   ->   {"id": 3, "port": <the same port>}
+
+(`restart`: kill -9 the node, then start it again on the same WebSocket port, answering once it is healthy; what it
+had written is in PostgreSQL.)
 
 until stdin closes (or SIGTERM), then stops the node and PostgreSQL. Extra arguments are passed to `tipsd serve`.
 """
@@ -45,6 +49,12 @@ def main() -> None:
                     reply["token"] = world.token(request["token"], lifetime=float(request.get("lifetime", 3600)))
                 elif "sql" in request:
                     reply["rows"] = world.query(request["sql"])
+                elif request.get("restart"):
+                    port = node.port
+                    node.kill()
+                    node.args[node.args.index("--listen") + 1] = f"127.0.0.1:{port}"
+                    node.start()
+                    reply["port"] = node.port
                 else:
                     reply["error"] = f"unknown request {sorted(request)}"
             except Exception as error:  # reported to the test, which fails with it

@@ -1,8 +1,10 @@
 "use strict";
 // A real browser loads dist-browser/index.js with <script type="module"> (no bundler) and connects with its own
 // WebSocket — token as subprotocol — to test-support/ws-server.js in front of the fake daemon; a wrong token leaves
-// the page's client in no-op mode. Needs TIPSD_CHROMIUM (a Chromium binary), which clients/run-tests-typescript.sh
-// (and so `make test`) sets whenever a Chromium is installed; skipped without it.
+// the page's client in no-op mode; with the browser's localStorage as its storage (issue #37), a client started
+// with no daemon draws the tip observed before and keeps the change made offline. Needs TIPSD_CHROMIUM (a Chromium
+// binary), which clients/run-tests-typescript.sh (and so `make test`) sets whenever a Chromium is installed; skipped
+// without it.
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("node:fs");
@@ -20,12 +22,13 @@ const TOKEN = "0123456789abcdef".repeat(4);
 
 test("Chromium: <script type=module> imports dist-browser/index.js and talks to tipsd over WebSocket", { skip: !CHROMIUM && "set TIPSD_CHROMIUM to a Chromium binary to run" }, async (t) => {
   const daemon = new FakeDaemon();
+  daemon.tips.set("filter.tip", { id: "filter.tip", shouldDisplay: true });
   const ws = await startWebSocketServer({ token: TOKEN, backend: daemon.factory });
   t.after(() => ws.close());
   let report;
   const reported = new Promise((resolve) => (report = resolve));
   const page = `<!doctype html><script type="module">
-import { connectWebSocket } from "/dist-browser/index.js";
+import { connectWebSocket, createClient, tipVisibilityStore, webSocketTransport } from "/dist-browser/index.js";
 const log = [];
 const logger = { warn: (m) => log.push(m) };
 const result = {};
@@ -37,6 +40,19 @@ try {
   result.wrong = wrong.state;
   await tips.close();
   await wrong.close();
+  // Issue #37: offline first with the browser's own localStorage, passed as it is.
+  localStorage.clear();
+  const quiet = { warn: () => {} };
+  const online = await connectWebSocket(${JSON.stringify(ws.url)}, { token: ${JSON.stringify(TOKEN)}, logger: quiet, storage: localStorage });
+  await new Promise((resolve) => online.observe("filter.tip", (change) => change.shouldDisplay && resolve()));
+  await online.close();
+  result.storedKeys = Object.keys(localStorage).sort();
+  const offline = createClient({ transport: webSocketTransport("ws://127.0.0.1:9/", { token: ${JSON.stringify(TOKEN)} }), storage: localStorage, logger: quiet, reconnect: false });
+  result.offline = { snapshot: tipVisibilityStore(offline, "filter.tip").getSnapshot(), stale: offline.stale, title: offline.storedTip("filter.tip").tip.title };
+  result.offline.donated = (await offline.donate("search.opened")) === undefined ? "undefined: stored" : "answered";
+  result.offline.queued = offline.queuedChanges;
+  result.offline.outbox = JSON.parse(localStorage.getItem("tipsd:outbox")).changes.map((c) => c.method);
+  await offline.close();
 } catch (e) {
   result.thrown = String(e);
 }
@@ -88,6 +104,10 @@ await fetch("/result", { method: "POST", body: JSON.stringify(result) });
   assert.equal(result.log.length, 1);
   assert.match(result.log[0], /cannot reach tipsd: WebSocket failed to open/);
   assert.ok(!result.log[0].includes("f".repeat(64)));
-  assert.deepEqual(ws.handshakes.map((h) => h.protocols), [["tipsd.v1", `tipsd.token.${TOKEN}`], ["tipsd.v1", `tipsd.token.${"f".repeat(64)}`]]);
+  assert.deepEqual(ws.handshakes.map((h) => h.protocols).slice(0, 2), [["tipsd.v1", `tipsd.token.${TOKEN}`], ["tipsd.v1", `tipsd.token.${"f".repeat(64)}`]]);
   assert.equal(ws.handshakes[0].authorization, undefined, "a browser cannot send the header");
+  // Offline first: the state observed online was kept in localStorage and drawn with no connection; the change made
+  // offline waits there.
+  assert.deepEqual(result.storedKeys, ["tipsd:tips"]);
+  assert.deepEqual(result.offline, { snapshot: true, stale: true, title: "Title of filter.tip", donated: "undefined: stored", queued: 1, outbox: ["events/donate"] });
 });

@@ -12,7 +12,8 @@ const net = require("node:net");
 const os = require("node:os");
 const path = require("node:path");
 const { spawnSync } = require("node:child_process");
-const { connectUnix, tipsdNativeModule, tipsdClientOf } = require("../dist/node");
+const { connectUnix, fileStorage, tipsdNativeModule, tipsdClientOf } = require("../dist/node");
+const { network } = require("../test-support/network");
 const { daemonTest, startDaemon, FILTER_TIP } = require("../test-support/tipsd");
 const { barrier, until } = require("../test-support/timing");
 
@@ -88,11 +89,11 @@ test("seed 000's wrapper and caller without the native module: every call is a n
 });
 
 /** A daemon serving seed 000's FilterTip from its catalog, on a Unix socket and a WebSocket listener. */
-async function startFilterTipDaemon(t) {
+async function startFilterTipDaemon(t, options = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tipsd-ts-"));
   const catalog = path.join(dir, "tips.json");
   fs.writeFileSync(catalog, JSON.stringify({ displayFrequency: "immediate", tips: [FILTER_TIP] }));
-  const daemon = await startDaemon({ dir, args: ["--catalog", catalog, "--listen", "127.0.0.1:0"] });
+  const daemon = await startDaemon({ dir, ...options, args: ["--catalog", catalog, "--listen", "127.0.0.1:0"] });
   t.after(async () => {
     await daemon.cleanup();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -195,6 +196,68 @@ test("tipsdNativeModule: calls made before the daemon answers wait for the first
   assert.equal(RorkTipKit.listenerCount("onTipDisplayChange"), 0);
   const status = await tipsdClientOf(RorkTipKit).status(["filter.tip"]);
   assert.equal(status.tips[0].reason, "tipClosed", "invalidateTip's default reason");
+});
+
+test("issue #37: seed 000's app on Android keeps its donations through airplane mode and a restart (tipsdNativeModule with storage)", daemonTest(needsBuild), async (t) => {
+  const { daemon, url, tokenFile } = await startFilterTipDaemon(t);
+  const ops = await connectUnix(daemon.socketPath, { strict: true, logger: null, clientInfo: { name: "ops" } });
+  t.after(() => ops.close());
+  const storageDir = fs.mkdtempSync(path.join(os.tmpdir(), "tipsd-seed000-storage-"));
+  t.after(() => fs.rmSync(storageDir, { recursive: true, force: true }));
+  const device = network(); // airplane mode from the start
+  /** The app's module, as its entry file would make it (AsyncStorage on a phone; files here). */
+  const start = () => {
+    const RorkTipKit = tipsdNativeModule({
+      url,
+      token: () => fs.promises.readFile(tokenFile, "utf8"),
+      storage: fileStorage(storageDir),
+      WebSocket: device.WebSocket,
+      reconnect: { initialDelayMs: 20, maxDelayMs: 200, jitter: 0 },
+      logger: null,
+    });
+    platform(t, RorkTipKit);
+    return { RorkTipKit, client: tipsdClientOf(RorkTipKit), app: loadApp() };
+  };
+  const searchOpened = async () => (await ops.inspectState()).events.find((e) => e.id === "search.opened")?.lifetime ?? 0;
+  const warnings = recordWarnings(t);
+
+  // Two searches in airplane mode; the app is then killed.
+  const first = start();
+  visitSearch(first.app, 2);
+  await until(() => first.client.queuedChanges === 2, { what: "two donations stored" });
+  assert.notEqual(first.client.state, "connected");
+  await first.client.close();
+
+  // Started again, still offline: one more search.
+  const second = start();
+  t.after(() => second.client.close());
+  assert.equal(second.client.queuedChanges, 2, "the first run's donations were kept");
+  const button = second.app.render(second.app.FilterButton);
+  t.after(() => button.unmount());
+  visitSearch(second.app, 1);
+  await until(() => second.client.queuedChanges === 3, { what: "the third donation stored" });
+  assert.equal(await searchOpened(), 0, "nothing reached the daemon while offline");
+  assert.deepEqual([button.output.popover, button.output.popoverFromStore], [null, null]);
+
+  // The network comes back: the three donations reach the daemon, once each, and the popover shows.
+  device.offline = false;
+  second.client.reconnectNow();
+  assert.equal(await second.client.flush(), true);
+  assert.equal(await searchOpened(), 3);
+  await until(() => button.output.popover !== null && button.output.popoverFromStore !== null, { what: "the popover" });
+  assert.equal(button.output.popover, "You can narrow this down");
+  assert.deepEqual(warnings, [], "the seed's wrapper never saw a failure");
+
+  // The stored state shows at once on the next start, before any connection (airplane mode again).
+  device.offline = true;
+  await second.client.close();
+  const third = start();
+  t.after(() => third.client.close());
+  const again = third.app.render(third.app.FilterButton);
+  t.after(() => again.unmount());
+  await until(() => again.output.popover !== null && again.output.popoverFromStore !== null, { what: "the stored popover" });
+  assert.equal(third.client.connected, false);
+  assert.equal(third.client.stale, true);
 });
 
 test("tipsdNativeModule without a daemon: calls resolve, listeners attach, one warning; the token provider is asked on each attempt", needsBuild, async (t) => {

@@ -59,6 +59,7 @@ from .models import (  # noqa: E402
     Status,
     UnknownNotification,
 )
+from .offline import OfflineQueue  # noqa: E402
 from .subscription import Subscription, Unsubscribe  # noqa: E402
 from .sync import SyncSubscription, SyncTipsClient  # noqa: E402
 
@@ -68,6 +69,7 @@ __all__ = [
     "TipsClient",
     "connect",
     "SyncTipsClient",
+    "OfflineQueue",
     "SyncSubscription",
     "Subscription",
     "Unsubscribe",

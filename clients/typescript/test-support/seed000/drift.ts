@@ -3,7 +3,7 @@
 // Nothing here runs.
 import type { RorkTipKitModule } from "./RorkTipKitModule";
 import { requireOptionalNativeModule } from "expo-modules-core";
-import { tipsdNativeModule, TipsdNativeModule } from "@tipsd/client";
+import { StorageAdapter, tipsdNativeModule, TipsdNativeModule } from "@tipsd/client";
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 
@@ -19,4 +19,9 @@ export function sameSurface(adapter: TipsdNativeModule, native: RorkTipKitModule
 export function oneLineChange(url: string, token: string | (() => Promise<string>)): RorkTipKitModule {
   const RorkTipKit = requireOptionalNativeModule<RorkTipKitModule>("RorkTipKit") ?? tipsdNativeModule({ url, token });
   return RorkTipKit;
+}
+
+/** The README's airplane-mode line (issue #37): the same, with AsyncStorage (or localStorage) as its storage. */
+export function offlineLineChange(url: string, token: string, storage: StorageAdapter): RorkTipKitModule {
+  return requireOptionalNativeModule<RorkTipKitModule>("RorkTipKit") ?? tipsdNativeModule({ url, token, storage });
 }

@@ -1,0 +1,278 @@
+import TipsAuth
+import TipsCatalog
+import TipsEngine
+import TipsHosted
+import TipsJSON
+import TipsLogging
+import TipsMetrics
+import TipsProtocol
+import TipsStore
+import TipsSync
+import TipsSystem
+import TipsTransport
+
+// Hosted mode's accounts in memory: residency's actions (load, evict, pull), other nodes' and devices' changes
+// heard from the fleet's channel, catch-up after the channel may have gone unheard, erasure.
+
+extension HostedService {
+  // MARK: - Residency's actions
+
+  func perform(_ actions: [Residency.Action]) {
+    for action in actions {
+      switch action {
+      case .load(let account): load(account)
+      case .resume(let account): resumeParked(account)
+      case .failWaiters(let account): failParked(account)
+      case .pull(let account): pull(account)
+      case .retryPull(let account): schedulePullRetry(account)
+      case .evict(let account): evict(account)
+      }
+    }
+  }
+
+  func load(_ account: String) {
+    store.load(account) { [weak self] result in
+      guard let self else { return }
+      switch result {
+      case .success(let stored) where stored.erased:
+        // Erased meanwhile (on another node, whose notice this node may have missed): refused, not recreated.
+        self.logger.info("hosted: an erased account was asked for; refused", [("account", account)])
+        _ = self.dropDeleted(account)
+      case .success(let stored):
+        do {
+          try self.install(account, from: stored)
+          self.perform(self.residency.loaded(account, success: true))
+        } catch {
+          self.logger.error("hosted: cannot load an account", [("account", account), ("error", "\(error)")])
+          self.perform(self.residency.loaded(account, success: false))
+        }
+      case .failure(let error):
+        self.logger.warning("hosted: cannot load an account", [("account", account), ("error", error.message)])
+        self.loadFailure[account] = error.message
+        self.perform(self.residency.loaded(account, success: false))
+      }
+    }
+  }
+
+  /// A fresh engine for `account`: the catalog registered, variants assigned from the account id.
+  func makeEngine(account: String) throws -> Engine {
+    let engine = Engine(clock: clock, configuration: EngineConfiguration(canonicalDonationOrder: true))
+    _ = try engine.setInstallID(account)
+    _ = try catalog.current.register(in: engine)
+    return engine
+  }
+
+  /// Builds (or rebuilds, after a failed commit) the account's tenant from what PostgreSQL holds. A rebuilt tenant
+  /// keeps its subscriptions; observers are told of every tip whose value the reload changed.
+  func install(_ account: String, from stored: HostedStore.StoredAccount) throws {
+    let engine = try makeEngine(account: account)
+    let (model, skipped) = try AccountLoader.load(
+      account: account, device: configuration.node, engine: engine, snapshot: stored.snapshot,
+      operations: stored.operations, wallNow: System.wallClockSeconds())
+    if skipped > 0 {
+      logger.warning(
+        "hosted: skipped operations this tipsd does not understand", [("account", account), ("count", String(skipped))])
+    }
+    let history = HistoryRecorder(
+      enabled: services.configuration.recordsHistory, appClosedEvent: services.configuration.appClosedEvent,
+      state: HistoryState(lastCursor: stored.historyCursor, tips: tenants[account]?.committedHistory?.tips ?? [:]))
+    history.refreshTrackedEvents(engine)
+    if let tenant = tenants[account] {
+      let before = tenant.engine.states()
+      tenant.engine = engine
+      tenant.history = history
+      tenant.model = model
+      tenant.pendingHistory.removeAll()
+      // What the reload moved back (a change PostgreSQL never stored) reaches observers now.
+      var changes: [Change] = []
+      for state in engine.states()
+      where !before.contains(where: {
+        $0.id == state.id && $0.shouldDisplay == state.shouldDisplay && $0.status == state.status
+      }) {
+        changes.append(.tip(state))
+      }
+      if !changes.isEmpty { services.recordMerged(Mutation(changes: changes), in: tenant) }
+    } else {
+      let tenant = Tenant(
+        account: account, engine: engine, history: history, subscriptionIDs: services.subscriptionIDs,
+        turn: services.turn)
+      tenant.model = model
+      tenants[account] = tenant
+    }
+    tenants[account]?.snapshotCursor = stored.snapshot?.cursor ?? 0
+    let window = System.wallClockSeconds() - services.configuration.idempotencyWindow
+    tenants[account]?.idempotency.load(stored.replies.filter { $0.at >= window })
+    loadFailure[account] = nil
+    // A budget reached by merged displays may have queued an operation of this node's: commit it.
+    if model.outboxCount > 0, let tenant = tenants[account] { touched(tenant) }
+    updateTime(of: account)
+  }
+
+  func resumeParked(_ account: String) {
+    updateTime(of: account)
+    guard let waiting = parked.removeValue(forKey: account) else { return }
+    for session in waiting where session.parkedOn == account {
+      session.parkedOn = nil
+      services.resumeInput(session)
+    }
+  }
+
+  func failParked(_ account: String) {
+    guard let waiting = parked.removeValue(forKey: account) else { return }
+    let reason = loadFailure[account] ?? "the account could not be read"
+    for session in waiting where session.parkedOn == account {
+      session.parkedOn = nil
+      session.failParked = .unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)")
+      services.resumeInput(session)
+    }
+  }
+
+  func evict(_ account: String) {
+    tenants[account] = nil
+    timeQueue.set(account, nil)
+    logger.debug("hosted: account evicted", [("account", account)])
+  }
+
+  // MARK: - Other nodes and devices
+
+  func noticed(_ notice: HostedStore.Notice) {
+    switch notice {
+    case .operations(let account, let cursor):
+      syncChanged(account, cursor: cursor)
+      // An account still loading has no model yet: what its load read may predate this operation, so it pulls once
+      // loaded (the residency knows it only while it is held or loading).
+      if let model = tenants[account]?.model, cursor <= model.cursor { return }
+      perform(residency.othersWrote(account))
+    case .deleted(let account):
+      _ = dropDeleted(account)
+    case .catalog(let version):
+      guard version != catalog.version else { return }
+      reloadCatalog("another node reloaded it")
+      if catalog.version != version {
+        logger.warning(
+          "hosted: another node serves another catalog version than this node's file",
+          [("theirs", version), ("ours", catalog.version ?? "none")])
+      }
+    }
+  }
+
+  func schedulePullRetry(_ account: String) {
+    let failures = (pullFailures[account] ?? 0) + 1
+    pullFailures[account] = failures
+    pullRetries.set(account, loopSeconds + min(30, Double(1 << min(failures - 1, 5))))
+  }
+
+  func linkChanged(_ link: Link, ready: Bool) {
+    linkStates[link] = ready
+    if link == .listener && ready { catchUpDue = true }
+    if catchUpDue && store.isReadable && store.isListening { catchUp() }
+  }
+
+  func isUp(_ link: Link) -> Bool {
+    switch link {
+    case .writer: store.isWritable
+    case .reader: store.isReadable
+    case .listener: store.isListening
+    }
+  }
+
+  /// Tokens refused before any signature check and signature checks that failed, since start (`/metrics`).
+  var signInCounts: (throttled: Int, failures: Int) { (signInGuard.throttled, signInGuard.failures) }
+
+  func catchUp() {
+    catchUpDue = false
+    let accounts = residency.accounts.sorted()
+    guard !accounts.isEmpty else { return }
+    logger.info("hosted: catching up after the fleet's channel was not heard", [("accounts", String(accounts.count))])
+    for account in accounts { perform(residency.othersWrote(account)) }
+    services.requestEndOfTurn()
+  }
+
+  func pull(_ account: String) {
+    guard let tenant = tenants[account], let model = tenant.model else {
+      perform(residency.pulled(account, success: false))
+      return
+    }
+    store.pull(account, after: model.cursor, limit: 1_000) { [weak self] result in
+      guard let self else { return }
+      switch result {
+      case .failure(let error) where error == .behindRetention:
+        // The operations it missed were pruned after a snapshot: the account is read again (as after a failed
+        // commit; its requests wait for it, its subscriptions stay, observers hear what moved).
+        self.logger.info("hosted: the account was behind the operations kept; reading it again", [("account", account)])
+        self.perform(self.residency.committed(account, success: false))
+        self.services.requestEndOfTurn()
+      case .failure(let error):
+        self.logger.warning("hosted: catch-up failed; retrying", [("account", account), ("error", error.message)])
+        self.perform(self.residency.pulled(account, success: false))
+        self.services.requestEndOfTurn()
+      case .success(let rows):
+        self.pullFailures[account] = nil
+        guard let tenant = self.tenants[account], tenant.model === model else { return }
+        if let last = rows.last {
+          self.pullReplies(of: tenant)
+          let effects = model.applyRemote(
+            rows.map(\.operation), cursor: last.cursor, wallNow: System.wallClockSeconds())
+          for mutation in effects.mutations { self.services.recordMerged(mutation, in: tenant) }
+          if model.outboxCount > 0 { self.touched(tenant) }
+        }
+        if rows.count >= 1_000 { _ = self.residency.othersWrote(account) }
+        self.perform(self.residency.pulled(account))
+        self.services.requestEndOfTurn()
+      }
+    }
+  }
+
+  /// Others wrote to the account: the replies they stored for idempotency keys are read too, so a retry that comes here
+  /// gets the first reply at once (without them it would still change nothing: PostgreSQL refuses the key a second
+  /// time, the commit fails, and the retry after -32016 finds the reply read back with the account).
+  func pullReplies(of tenant: Tenant) {
+    guard let account = tenant.account else { return }
+    let window = System.wallClockSeconds() - services.configuration.idempotencyWindow
+    // Other nodes' clocks may lag this one's: a minute of slack before the newest reply known.
+    let since = max(window, (tenant.idempotency.newest ?? window) - 60)
+    store.replies(of: account, since: since) { [weak self, weak tenant] result in
+      guard let self, let tenant, self.tenants[account] === tenant, case .success(let replies) = result else { return }
+      tenant.idempotency.merge(replies)
+    }
+  }
+
+  /// Deletes `account` from PostgreSQL and drops it here; answers how many sessions this node closed for it — counted
+  /// whether PostgreSQL's notification of the deletion arrives before the commit's answer or after.
+  func deleteAccount(_ account: String, completion: @escaping (Result<Int, HostedError>) -> Void) {
+    if deleting[account] == nil { deleting[account] = 0 }
+    store.deleteAccount(account, erasureDays: configuration.erasureDays) { [weak self] result in
+      guard let self else { return }
+      let early = self.deleting.removeValue(forKey: account) ?? 0
+      completion(result.map { early + self.dropDeleted(account) })
+    }
+  }
+
+  /// An account erased (here or on another node): its tombstone is kept here too (sign-ins and requests for it are
+  /// refused at once), its sessions are closed, it leaves memory; requests waiting for it are refused.
+  func dropDeleted(_ account: String) -> Int {
+    erased[account] = max(erased[account] ?? 0, System.wallClockSeconds() + configuration.erasureDays * 86_400)
+    let sessions = sessionsOfAccount(account)
+    if !sessions.isEmpty, deleting[account] != nil { deleting[account, default: 0] += sessions.count }
+    for session in sessions {
+      closeSession(session, .unauthorized(reason: "deleted", "the account was deleted"))
+    }
+    perform(residency.deleted(account))
+    if let waiting = parked.removeValue(forKey: account) {
+      for session in waiting where session.parkedOn == account {
+        session.parkedOn = nil
+        session.failParked = Self.deletedRefusal(account, for: session)
+        services.resumeInput(session)
+      }
+    }
+    return sessions.count
+  }
+
+  /// How a request for an erased account is refused: a user's session is being closed (-32013 `deleted`); an admin
+  /// is told the account is gone.
+  static func deletedRefusal(_ account: String, for session: Session) -> ResponseError {
+    session.principal?.isAdmin == true
+      ? .invalidParams("params.account: account \(account) was deleted (accounts/delete)")
+      : .unauthorized(reason: "deleted", "the account was deleted")
+  }
+}

@@ -1,0 +1,173 @@
+import TipsAuth
+import TipsCatalog
+import TipsEngine
+import TipsHosted
+import TipsJSON
+import TipsLogging
+import TipsMetrics
+import TipsProtocol
+import TipsStore
+import TipsSync
+import TipsSystem
+import TipsTransport
+
+// Hosted mode's group commit: every touched account's operations, history and idempotent replies in one
+// transaction at the end of a loop turn; replies released when PostgreSQL answers.
+
+extension HostedService {
+  // MARK: - Committing
+
+  /// The account has changes or history entries for this turn's commit.
+  func touched(_ tenant: Tenant) {
+    guard !tenant.touched else { return }
+    tenant.touched = true
+    touchedThisTurn.append(tenant)
+  }
+
+  /// History entries the analytics stream carries once this turn's commit gives them their cursors.
+  func streamAfterCommit(_ entries: [HistoryEvent], of tenant: Tenant) {
+    guard let account = tenant.account else { return }
+    streamedThisTurn[account, default: []] += entries
+  }
+
+  /// The end of a loop turn: every touched account's changes go to PostgreSQL in one transaction. Returns the
+  /// sessions whose output must wait for it (the caller hands the others' over now).
+  func commitTurn(dirty: [Session]) -> Set<ObjectIdentifier> {
+    let touched = touchedThisTurn
+    touchedThisTurn.removeAll(keepingCapacity: true)
+    var changes: [HostedStore.AccountChanges] = []
+    var batch = Batch()
+    for tenant in touched {
+      tenant.touched = false
+      guard let account = tenant.account, let model = tenant.model else {
+        // Never answered otherwise: a device's push waits for its reply.
+        for push in tenant.devicePushes {
+          push.reply(.failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the account is not loaded")))
+        }
+        tenant.devicePushes.removeAll()
+        continue
+      }
+      if !tenant.variantsStored {
+        tenant.variantsStored = true
+        _ = model.storeUnrecordedVariants(wallNow: System.wallClockSeconds())
+      }
+      let operations = model.outboxBatch(.max)
+      let chunks = tenant.pendingHistory.encodedChunks.map {
+        HostedStore.HistoryChunk(count: $0.count, firstAt: $0.oldestAt, lastAt: $0.newestAt, bytes: $0.bytes)
+      }
+      tenant.pendingHistory.removeAll()
+      let replies = tenant.idempotency.takeStaged()
+      let pushes = tenant.devicePushes
+      tenant.devicePushes.removeAll()
+      guard !operations.isEmpty || !chunks.isEmpty || !replies.isEmpty || !pushes.isEmpty else { continue }
+      changes.append(
+        HostedStore.AccountChanges(
+          account: account, operations: operations, history: chunks, replies: replies,
+          devices: pushes.map { HostedStore.DeviceOperations(device: $0.device, operations: $0.operations) }))
+      if !pushes.isEmpty { batch.deviceReplies[account] = pushes.map(\.reply) }
+      batch.accounts.append(account)
+      batch.pushed[account] = operations.map(\.seq)
+      batch.historyCounts[account] = chunks.reduce(0) { $0 + $1.count }
+      if let streamed = streamedThisTurn.removeValue(forKey: account) { batch.streamed[account] = streamed }
+      residency.committing(account)
+    }
+    streamedThisTurn.removeAll()
+    var held: Set<ObjectIdentifier> = []
+    for session in dirty where session.heldForCommit {
+      session.heldForCommit = false
+      guard !changes.isEmpty else { continue }
+      held.insert(ObjectIdentifier(session))
+      batch.sessions.append(session)
+    }
+    guard !changes.isEmpty else { return held }
+    nextBatch += 1
+    let id = nextBatch
+    for session in batch.sessions { session.awaitingBatch = id }
+    batches[id] = batch
+    store.commit(changes) { [weak self] result in self?.committed(id, result) }
+    return held
+  }
+
+  func committed(_ id: UInt64, _ result: Result<[String: HostedStore.Committed], HostedError>) {
+    guard let batch = batches.removeValue(forKey: id) else { return }
+    var success = true
+    /// Accounts erased meanwhile: PostgreSQL stored nothing of this commit for them.
+    var erasedNow: [String] = []
+    switch result {
+    case .success(let answers):
+      for account in batch.accounts {
+        if answers[account]?.erased == true {
+          erasedNow.append(account)
+          continue
+        }
+        guard let tenant = tenants[account], let model = tenant.model else { continue }
+        let pushed = batch.pushed[account] ?? []
+        _ = model.pushed(pushed)
+        let answer = answers[account]
+        if let last = answer?.lastCursor, !model.advanceCursorAfterPush(pushed: pushed.count, lastCursor: last) {
+          _ = residency.othersWrote(account)
+        }
+        // Devices' operations (`sync/push`) come after the node's own: merged by the pull that reads them, the way
+        // another node's are (their cursors are PostgreSQL's), then their pushes are answered.
+        if let last = answer?.devicesLastCursor {
+          if last > model.cursor { _ = residency.othersWrote(account) }
+          let cursor = max(last, answer?.lastCursor ?? 0)
+          for reply in batch.deviceReplies[account] ?? [] { reply(.success(cursor)) }
+        }
+        if let last = [answer?.lastCursor, answer?.devicesLastCursor].compactMap({ $0 }).max(),
+          last - tenant.snapshotCursor > Int64(configuration.compactionThreshold)
+        {
+          compactionDue[account] = last
+        }
+        if let first = answer?.historyFirst.first, let count = batch.historyCounts[account], count > 0 {
+          let provisionalLast = tenant.history.lastCursor
+          let provisionalFirst = provisionalLast - Int64(count) + 1
+          tenant.history.committed(lastCursor: first + Int64(count) - 1)
+          if let streamed = batch.streamed[account], tenant.subscriptions.hasAnalyticsSubscribers {
+            let moved = streamed.map { entry -> HistoryEvent in
+              var entry = entry
+              entry.cursor = first + (entry.cursor - provisionalFirst)
+              return entry
+            }
+            for (session, note) in tenant.subscriptions.analyticsNotifications(for: moved[...]) {
+              services.stage(.notification(note), on: session)
+            }
+          }
+        }
+        tenant.committedHistory = tenant.history.state
+        perform(residency.committed(account, success: true))
+      }
+    case .failure(let error):
+      success = false
+      logger.warning(
+        "hosted: commit failed; the accounts are read again",
+        [("accounts", String(batch.accounts.count)), ("error", error.message)])
+      for account in batch.accounts { perform(residency.committed(account, success: false)) }
+      for replies in batch.deviceReplies.values {
+        for reply in replies {
+          reply(
+            .failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the commit failed: \(error.message)"))
+          )
+        }
+      }
+    }
+    for account in erasedNow {
+      for reply in batch.deviceReplies[account] ?? [] {
+        reply(.failure(.unauthorized(reason: "deleted", "the account was deleted")))
+      }
+    }
+    for session in batch.sessions where session.awaitingBatch == id { session.awaitingBatch = nil }
+    if erasedNow.isEmpty {
+      release(batch.sessions, success)
+    } else {
+      // Their sessions' changes were not stored: not acknowledged (and the sessions are being closed).
+      let gone = Set(erasedNow)
+      let lost = batch.sessions.filter { $0.principal?.account.map(gone.contains) == true }
+      release(batch.sessions.filter { $0.principal?.account.map(gone.contains) != true }, success)
+      release(lost, false)
+      for account in erasedNow { _ = dropDeleted(account) }
+    }
+    for session in batch.sessions { services.resumeInput(session) }
+    services.requestEndOfTurn()
+  }
+}

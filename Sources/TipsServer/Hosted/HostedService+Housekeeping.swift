@@ -1,0 +1,252 @@
+import TipsAuth
+import TipsCatalog
+import TipsEngine
+import TipsHosted
+import TipsJSON
+import TipsLogging
+import TipsMetrics
+import TipsProtocol
+import TipsStore
+import TipsSync
+import TipsSystem
+import TipsTransport
+
+// Hosted mode's time-driven work: each account's engine time, the hourly pruning of history and idempotency keys,
+// erasure tombstones, compaction into snapshots and the retention of operations.
+
+extension HostedService {
+  // MARK: - Time
+
+  /// Re-arms an account's time-driven change (after a request or a commit changed its engine).
+  func updateTime(of account: String) {
+    guard let tenant = tenants[account] else { return }
+    timeQueue.set(account, tenant.engine.nextChangeTime())
+  }
+
+  /// Arms the one timer for the earliest time-driven change of any resident account (end of every turn).
+  func rearmTime() {
+    guard let earliest = timeQueue.earliest() else {
+      timeTimer?.stop()
+      timeTimerAt = nil
+      return
+    }
+    guard earliest != timeTimerAt else { return }
+    timeTimerAt = earliest
+    let timer = timeTimer ?? loop.makeTimer()
+    timer.keepsLoopAlive = false
+    timeTimer = timer
+    let milliseconds = UInt64(min(max(0, earliest - clock.now()) * 1000, 86_400_000).rounded(.up)) + 1
+    timer.start(afterMilliseconds: milliseconds) { [unowned self] in
+      self.timeTimerAt = nil
+      self.timePassed()
+    }
+  }
+
+  func timePassed() {
+    let now = clock.now()
+    for account in timeQueue.popDue(now) {
+      guard let tenant = tenants[account] else { continue }
+      guard residency.isIdle(account) else {
+        // Busy: looked at again once idle (``resumeParked`` re-reads its next change).
+        continue
+      }
+      services.record(tenant.engine.advanceTime(), in: tenant)
+      updateTime(of: account)
+    }
+    services.requestEndOfTurn()
+  }
+
+  /// The touched accounts' next changes (their engines moved this turn).
+  func afterTurn() {
+    rearmTime()
+  }
+
+  func everySecond() {
+    let now = System.wallClockSeconds()
+    for id in expiries.popDue(now) {
+      guard let session = sessionsByID[id] else { continue }
+      closeSession(
+        session,
+        session.principal?.isAdmin == true
+          ? .unauthorized(reason: "expired", "the admin session reached --admin-session-max; sign in again")
+          : .unauthorized(reason: "expired", "the session's token expired; sign in again"))
+    }
+    for id in signInDeadlines.popDue(loopSeconds) {
+      guard let session = sessionsByID[id], session.principal == nil else { continue }
+      sessionsByID[id] = nil
+      closeSession(
+        session,
+        .unauthorized(
+          reason: "signInTimeout",
+          "not signed in within \(Self.seconds(configuration.signInTimeout)) s of connecting (--sign-in-timeout)"))
+    }
+    limiter.forgetFull(now: clock.now())
+    signInGuard.tidy(now: now)
+    for account in pullRetries.popDue(loopSeconds) where residency.phase(of: account) != nil {
+      perform(residency.othersWrote(account))
+    }
+    erased = erased.filter { $0.value > now }
+    if !erasedRead && !readingErased && store.isReadable { readErased() }
+    compact()
+    if writable && !pruning {
+      untilHistoryPrune -= 1
+      if untilHistoryPrune <= 0 {
+        untilHistoryPrune = Self.historyPruneInterval
+        pruneHistory()
+      }
+    }
+  }
+
+  /// Reads the standing tombstones once PostgreSQL can be read (then deletion notices keep the copy).
+  func readErased() {
+    readingErased = true
+    store.erasedAccounts { [weak self] result in
+      guard let self else { return }
+      self.readingErased = false
+      guard case .success(let rows) = result else { return }
+      self.erasedRead = true
+      for (account, until) in rows { self.erased[account] = max(self.erased[account] ?? 0, until) }
+    }
+  }
+
+  /// Seconds between deletions of history older than `--history-days`.
+  static let historyPruneInterval = 3_600
+  /// History chunks deleted per statement (another follows while each deletes this many).
+  static let historyPruneBatch = 10_000
+
+  /// Deletes the fleet's history older than `--history-days`, whatever the setting was when it was written (with
+  /// `--history-days 0`, all of it), in bounded statements so no single one holds locks for long.
+  func pruneHistory() {
+    let configuration = services.configuration
+    let cutoff =
+      configuration.recordsHistory ? System.wallClockSeconds() - configuration.historyDays * 86_400 : .infinity
+    pruning = true
+    var total = 0
+    func step() {
+      store.pruneHistory(before: cutoff, limit: Self.historyPruneBatch) { [weak self] result in
+        guard let self else { return }
+        switch result {
+        case .success(let count):
+          total += count
+          if count == Self.historyPruneBatch { return step() }
+          if total > 0 { self.logger.info("hosted: old history deleted", [("chunks", String(total))]) }
+          self.store.pruneErased { result in
+            if case .success(let count) = result, count > 0 {
+              self.logger.info("hosted: fallen tombstones deleted", [("accounts", String(count))])
+            }
+          }
+          self.pruneReplies()
+        case .failure(let error):
+          self.logger.warning("hosted: old history not deleted", [("error", error.message)])
+        }
+        self.pruning = false
+      }
+    }
+    step()
+  }
+
+  /// Deletes the idempotency keys older than `--idempotency-hours` (every account's, in bounded statements) and
+  /// forgets them in the resident accounts.
+  func pruneReplies() {
+    let cutoff = System.wallClockSeconds() - services.configuration.idempotencyWindow
+    for tenant in tenants.values { tenant.idempotency.forget(before: cutoff) }
+    var total = 0
+    func step() {
+      store.pruneReplies(before: cutoff, limit: Self.historyPruneBatch) { [weak self] result in
+        guard let self else { return }
+        if case .success(let count) = result {
+          total += count
+          if count == Self.historyPruneBatch { return step() }
+        }
+        if total > 0 { self.logger.info("hosted: old idempotency keys deleted", [("keys", String(total))]) }
+      }
+    }
+    step()
+  }
+
+  // MARK: - Compaction
+
+  /// Accounts compacted at most per second (one after the other, each one read, folded and written).
+  static let compactionBatch = 16
+
+  /// Writes new snapshots of the accounts this node committed to past `--compaction-threshold` operations after
+  /// their snapshot, so loading an account reads its snapshot and a few operations rather than its whole past (no
+  /// scan of every account: a node compacts what its own commits grew). A snapshot is a pure function of what
+  /// PostgreSQL holds (the snapshot and the operations after it, read in one statement), so any node may write it,
+  /// two nodes writing one at once agree, and an older one never replaces a newer one. Operations before a snapshot
+  /// are then pruned (``pruneOperations(of:deleted:)``), but for those a device still has to read.
+  func compact() {
+    guard !compacting, writable, !compactionDue.isEmpty else { return }
+    let threshold = Int64(configuration.compactionThreshold)
+    var accounts: [String] = []
+    for (account, last) in compactionDue.sorted(by: { $0.key < $1.key }) where accounts.count < Self.compactionBatch {
+      compactionDue[account] = nil
+      // Compacted since (by this node) far enough: nothing to do yet.
+      if let tenant = tenants[account], last - tenant.snapshotCursor <= threshold { continue }
+      accounts.append(account)
+    }
+    guard !accounts.isEmpty else { return }
+    compacting = true
+    compact(accounts[...], written: 0)
+  }
+
+  func compact(_ accounts: ArraySlice<String>, written: Int) {
+    guard let account = accounts.first else {
+      compacting = false
+      if written > 0 { logger.debug("hosted: snapshots written", [("accounts", String(written))]) }
+      return
+    }
+    let rest = accounts.dropFirst()
+    store.load(account) { [weak self] result in
+      guard let self else { return }
+      let snapshot: AccountSnapshot
+      do {
+        let stored = try result.get()
+        guard stored.exists, !stored.operations.isEmpty else { return self.compact(rest, written: written) }
+        let engine = try self.makeEngine(account: account)
+        snapshot = try AccountLoader.snapshot(
+          account: account, engine: engine, snapshot: stored.snapshot, operations: stored.operations)
+      } catch {
+        self.logger.warning("hosted: account not compacted", [("account", account), ("error", "\(error)")])
+        return self.compact(rest, written: written)
+      }
+      self.store.writeSnapshot(account: account, snapshot) { result in
+        switch result {
+        case .success:
+          if let tenant = self.tenants[account] { tenant.snapshotCursor = max(tenant.snapshotCursor, snapshot.cursor) }
+          self.pruneOperations(of: account)
+          self.compact(rest, written: written + 1)
+        case .failure(let error):
+          self.logger.warning("hosted: snapshot not written", [("account", account), ("error", error.message)])
+          self.compact(rest, written: written)
+        }
+      }
+    }
+  }
+
+  /// Operations deleted per statement by the retention of `tipsd.ops`.
+  static let operationsPruneBatch = 5_000
+
+  /// The retention of `tipsd.ops` (#34): after a snapshot, the operations it holds go — except those a device seen
+  /// within `--ops-device-days` has not read yet — in batches, so the table holds about `--compaction-threshold`
+  /// operations per account rather than everything ever done. A node or device behind them reads the snapshot.
+  func pruneOperations(of account: String, deleted total: Int = 0) {
+    store.pruneOperations(
+      of: account, deviceDays: configuration.opsDeviceDays, limit: Self.operationsPruneBatch
+    ) { [weak self] result in
+      guard let self else { return }
+      switch result {
+      case .success(let count) where count == Self.operationsPruneBatch:
+        self.pruneOperations(of: account, deleted: total + count)
+      case .success(let count):
+        if total + count > 0 {
+          self.logger.debug(
+            "hosted: operations held by the snapshot deleted",
+            [("account", account), ("operations", String(total + count))])
+        }
+      case .failure(let error):
+        self.logger.warning("hosted: operations not pruned", [("account", account), ("error", error.message)])
+      }
+    }
+  }
+}

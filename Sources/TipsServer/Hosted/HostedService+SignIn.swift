@@ -1,0 +1,257 @@
+import TipsAuth
+import TipsCatalog
+import TipsEngine
+import TipsHosted
+import TipsJSON
+import TipsLogging
+import TipsMetrics
+import TipsProtocol
+import TipsStore
+import TipsSync
+import TipsSystem
+import TipsTransport
+
+// Hosted mode's sessions: signing in (tokens, the admin, refresh, expiry) and which account each request acts on.
+
+extension HostedService {
+  // MARK: - Signing in
+
+  /// Who `token` signs in, for a session connected from `peer`: as ``authenticate(_:)``, with failures charged to the
+  /// peer and a peer over its rate refused before any signature is checked (when per-peer limits are on: a node
+  /// behind a balancer sees one peer and has them off).
+  func authenticate(_ token: String, peer: String?) -> Result<Principal, ResponseError> {
+    guard let peer, let (limiter, now) = signInLimiter, limiter.limits.ratePerPeer > 0 else {
+      return authenticate(token)
+    }
+    if let wait = limiter.retryAfter(peer, now: now()) {
+      let refusal = ConnectionRefusal.rate(limit: limiter.limits.ratePerPeer, retryAfter: wait)
+      return .failure(
+        .unauthorized(reason: "tooManyAttempts", "too many failed sign-ins: \(refusal)", retryAfter: wait))
+    }
+    let result = authenticate(token)
+    if case .failure = result { limiter.charge(peer, now: now()) }
+    return result
+  }
+
+  /// Who `token` signs in: the admin, or a user whose account is its `sub` — at a bounded cost whatever arrives. Its
+  /// size is checked first (nothing longer than a token is compared or parsed); the admin token in constant time;
+  /// a token verified before is taken from memory; a new one's claims are checked before its signature, and its
+  /// signature only within the node's budget of failed checks (``SignInGuard``). An erased account is refused.
+  func authenticate(_ token: String) -> Result<Principal, ResponseError> {
+    let maxBytes = verifier.configuration.maxTokenBytes
+    guard token.utf8.count <= maxBytes else {
+      return .failure(.unauthorized(reason: "tooLarge", "the token is longer than \(maxBytes) bytes"))
+    }
+    if let adminToken, AccessPolicy.constantTimeEqual(token, adminToken) { return .success(.admin) }
+    let now = System.wallClockSeconds()
+    if let known = signInGuard.remembered(token, now: now) {
+      if let refusal = erasure(of: known.subject) { return .failure(refusal) }
+      return .success(.user(account: known.subject, expiresAt: known.expiresAt, acceptedUntil: known.acceptedUntil))
+    }
+    var claimed: String?
+    let result = verifier.verify(token, now: now) { [unowned self] claims in
+      claimed = claims.subject
+      guard let wait = self.signInGuard.mayCheck(subject: claims.subject, now: now) else { return nil }
+      return AuthError(
+        .throttled,
+        "the node is refusing new tokens for \(Self.seconds(wait)) s (too many forged ones arrived); retry then")
+    }
+    switch result {
+    case .success(let verified):
+      signInGuard.succeeded(
+        token,
+        SignInGuard.Remembered(
+          subject: verified.subject, expiresAt: verified.expiresAt, acceptedUntil: verified.acceptedUntil), now: now)
+      if let refusal = erasure(of: verified.subject) { return .failure(refusal) }
+      return .success(
+        .user(account: verified.subject, expiresAt: verified.expiresAt, acceptedUntil: verified.acceptedUntil))
+    case .failure(let error):
+      if error.code == .badSignature, let claimed { signInGuard.failed(subject: claimed, now: now) }
+      var retryAfter: Double?
+      if error.code == .throttled, let claimed {
+        retryAfter = signInGuard.mayCheck(subject: claimed, now: now) ?? 0.001
+      }
+      return .failure(.unauthorized(reason: error.code.rawValue, error.message, retryAfter: retryAfter))
+    }
+  }
+
+  /// A sign-in attempt on `session` (`initialize`'s token, or `auth/refresh`'s): refreshes are rationed per
+  /// connection, and a connection that failed too many sign-ins is closed after this reply.
+  func signInAttempt(_ token: String, on session: Session, refresh: Bool) -> Result<Principal, ResponseError> {
+    let now = System.monotonicSeconds()
+    if refresh, let wait = session.signIn.takeRefresh(now: now, perMinute: configuration.refreshesPerMinute) {
+      return .failure(
+        .unauthorized(
+          reason: "tooManyAttempts",
+          "at most \(Int(configuration.refreshesPerMinute)) auth/refresh a minute on one connection",
+          retryAfter: wait))
+    }
+    let result = authenticate(token, peer: session.peer)
+    if case .failure = result {
+      session.signIn.failures += 1
+      if session.signIn.failures >= configuration.maxFailedSignInsPerConnection {
+        logger.info(
+          "hosted: closing a connection after repeated failed sign-ins",
+          [("connection", String(session.id)), ("failures", String(session.signIn.failures))])
+        closeSession(
+          session,
+          .unauthorized(
+            reason: "tooManyAttempts",
+            "\(session.signIn.failures) failed sign-ins on this connection; it is closed (open a new one)"))
+      }
+    }
+    return result
+  }
+
+  /// Refused when the account was erased and its tombstone stands.
+  func erasure(of account: String) -> ResponseError? {
+    guard let until = erased[account], until > System.wallClockSeconds() else { return nil }
+    return .unauthorized(reason: "deleted", "the account was deleted")
+  }
+
+  static func seconds(_ value: Double) -> String { String(Double(Int((value * 1000).rounded(.up))) / 1000) }
+
+  /// A session signed in (or its token was refreshed): its expiry is watched, its account made resident and counted
+  /// from its first session. A session signs in one account for its life: a token for another (or the admin token on
+  /// a user's session, or the reverse) is refused, not switched to.
+  func signedIn(_ session: Session, as principal: Principal) -> ResponseError? {
+    let previous = session.principal
+    if let previous, previous.account != principal.account || previous.isAdmin != principal.isAdmin {
+      return .unauthorized(
+        reason: "subjectChanged",
+        "the session is signed in as another account; a connection signs in one account (open another connection)")
+    }
+    session.principal = principal
+    sessionsByID[session.id] = session
+    signInDeadlines.set(session.id, nil)
+    switch principal {
+    case .user(let account, _, let until):
+      expiries.set(session.id, until)
+      if previous == nil {
+        perform(residency.need(account))
+        residency.sessionOpened(account)
+      }
+    case .admin:
+      // The admin token does not expire: the session does, --admin-session-max after it signed in.
+      if previous == nil { expiries.set(session.id, System.wallClockSeconds() + configuration.adminSessionMax) }
+    }
+    return nil
+  }
+
+  /// The loop's clock in seconds (durations: the sign-in deadline).
+  var loopSeconds: Double { Double(loop.now) / 1000 }
+
+  /// A new connection: it must sign in within `--sign-in-timeout` (unless its upgrade's token already did).
+  func accepted(_ session: Session) {
+    guard session.principal == nil else { return }
+    sessionsByID[session.id] = session
+    signInDeadlines.set(session.id, loopSeconds + configuration.signInTimeout)
+  }
+
+  /// What `initialize` answers about the sign-in.
+  func signIn(of principal: Principal) -> SignIn {
+    switch principal {
+    case .admin: SignIn(account: nil, admin: true, expiresAt: nil)
+    case .user(let account, let expiresAt, _): SignIn(account: account, admin: false, expiresAt: expiresAt)
+    }
+  }
+
+  /// The session is gone: its account may be evicted, its subscriptions go.
+  func closed(_ session: Session) {
+    for id in session.subscriptions where fleetSubscribers[id]?.session === session { fleetSubscribers[id] = nil }
+    unwatchSync(session)
+    sessionsByID[session.id] = nil
+    expiries.set(session.id, nil)
+    signInDeadlines.set(session.id, nil)
+    if let account = session.parkedOn { parked[account]?.removeAll { $0 === session } }
+    for account in session.subscribedAccounts { tenants[account]?.subscriptions.removeAll(of: session) }
+    if let account = session.principal?.account { perform(residency.sessionClosed(account)) }
+  }
+
+  // MARK: - Which tenant a request acts on
+
+  /// The account a session's request acts on: the user's own, or the one an admin named (`params.account`).
+  func account(for session: Session, named: String?, method: String) -> Result<String, ResponseError> {
+    guard let principal = session.principal else {
+      return .failure(
+        .unauthorized(
+          reason: "missing", "\(method): sign in first (initialize's auth.token, or a token on the connection)"))
+    }
+    switch principal {
+    case .admin:
+      guard let named else {
+        return .failure(.invalidParams("\(method): params.account: an admin session names the account it acts on"))
+      }
+      guard Subject.problem(named) == nil else {
+        return .failure(.invalidParams("\(method): params.account: not an account id"))
+      }
+      if erasure(of: named) != nil { return .failure(Self.deletedRefusal(named, for: session)) }
+      return .success(named)
+    case .user(let own, _, _):
+      if let named, named != own {
+        return .failure(.forbidden(method: method, "a session acts on its own account only"))
+      }
+      if let refusal = erasure(of: own) { return .failure(refusal) }
+      return .success(own)
+    }
+  }
+
+  /// Whether the account is idle (its engine may be used now); else it is loaded if absent and the session is
+  /// parked until it is idle — or refused, when its load failed at once.
+  func ready(_ account: String, for session: Session) -> Readiness {
+    perform(residency.need(account))
+    if residency.isIdle(account), let tenant = tenants[account] { return .ready(tenant) }
+    guard residency.phase(of: account) != nil else {
+      // Its load failed before it could wait (PostgreSQL unreachable as the node started, say): answered now, not
+      // parked on a load that is no longer coming.
+      let reason = loadFailure[account] ?? "the account could not be read"
+      return .refused(.unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)"))
+    }
+    session.parkedOn = account
+    parked[account, default: []].append(session)
+    return .wait
+  }
+
+  /// Whether a request for an account may run now.
+  enum Readiness {
+    case ready(Tenant)
+    /// Not yet: the session was parked until the account is idle.
+    case wait
+    case refused(ResponseError)
+  }
+
+  /// The account's request rate (`--account-rate`), for a user's request; nil when within it.
+  func admitRate(_ account: String, session: Session) -> ResponseError? {
+    guard session.principal?.isAdmin != true else { return nil }
+    guard let wait = limiter.take(account, now: clock.now()) else { return nil }
+    return .quotaExceeded(
+      method: "request", quota: "rate", limit: Int(configuration.accountRate), retryAfter: wait,
+      "more than \(Int(configuration.accountRate)) requests a second for this account (--account-rate)")
+  }
+
+  /// Whether an account may keep one more donation (`--account-max-donations`).
+  func donationQuota(_ tenant: Tenant, method: String) -> ResponseError? {
+    var kept = 0
+    for event in tenant.engine.eventIDs { kept += tenant.engine.donations(event).count }
+    guard kept >= configuration.accountMaxDonations else { return nil }
+    return .quotaExceeded(
+      method: method, quota: "donations", limit: configuration.accountMaxDonations, retryAfter: nil,
+      "the account keeps \(kept) donations (--account-max-donations \(configuration.accountMaxDonations))")
+  }
+
+  /// Whether a change with a new idempotency key may run (`--account-max-keys`): every key's reply is kept for
+  /// `--idempotency-hours`, in memory and in PostgreSQL, so a client minting keys without end would grow both.
+  func idempotencyQuota(_ tenant: Tenant, method: String) -> ResponseError? {
+    let limit = configuration.accountMaxIdempotencyKeys
+    guard tenant.idempotency.count >= limit else { return nil }
+    let window = services.configuration.idempotencyWindow
+    let now = System.wallClockSeconds()
+    tenant.idempotency.forget(before: now - window)
+    guard tenant.idempotency.count >= limit else { return nil }
+    let retryAfter = max(0, (tenant.idempotency.oldest ?? now) + window - now)
+    return .quotaExceeded(
+      method: method, quota: "idempotencyKeys", limit: limit, retryAfter: retryAfter,
+      "the account holds \(tenant.idempotency.count) idempotency keys of the last --idempotency-hours "
+        + "(--account-max-keys \(limit))")
+  }
+}
