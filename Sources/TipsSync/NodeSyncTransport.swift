@@ -228,8 +228,42 @@ public final class NodeSyncTransport: SyncTransport {
       }
       ops.append(SyncPushRequest.Operation(seq: seq, op: op))
     }
-    request(SyncPushRequest.method, SyncPushRequest(device: device, ops: ops).encodedParams) { result in
-      done(result.map { _ in () })
+    pushChunks(Self.chunks(ops, payloads: batch.map(\.payload))[...], done)
+  }
+
+  /// At most this many bytes of operations in one `sync/push` (the node reads messages of 1 MiB at most).
+  public static let maxPushBytes = 256 * 1024
+
+  /// The batch in pushes of at most ``maxPushBytes`` of operations and ``SyncPushRequest/maxOperations`` each (one
+  /// operation a push at least).
+  public static func chunks(_ ops: [SyncPushRequest.Operation], payloads: [String]) -> [[SyncPushRequest.Operation]] {
+    var chunks: [[SyncPushRequest.Operation]] = []
+    var current: [SyncPushRequest.Operation] = []
+    var bytes = 0
+    for (op, payload) in zip(ops, payloads) {
+      let size = payload.utf8.count + 32
+      if !current.isEmpty && (bytes + size > maxPushBytes || current.count == SyncPushRequest.maxOperations) {
+        chunks.append(current)
+        current = []
+        bytes = 0
+      }
+      current.append(op)
+      bytes += size
+    }
+    if !current.isEmpty { chunks.append(current) }
+    return chunks
+  }
+
+  /// One push after the other (each idempotent: a failure part-way is repeated whole by the next attempt).
+  private func pushChunks(
+    _ chunks: ArraySlice<[SyncPushRequest.Operation]>, _ done: @escaping (Result<Void, SyncTransportError>) -> Void
+  ) {
+    guard let first = chunks.first else { return done(.success(())) }
+    request(SyncPushRequest.method, SyncPushRequest(device: device, ops: first).encodedParams) { [weak self] result in
+      switch result {
+      case .failure(let error): done(.failure(error))
+      case .success: self?.pushChunks(chunks.dropFirst(), done)
+      }
     }
   }
 

@@ -165,6 +165,25 @@ import TipsProtocol
     }
   }
 
+  @Test func aLargeBatchIsPushedInPiecesTheNodeReads() {
+    let small = SyncPushRequest.Operation(seq: 1, op: ["kind": "reset"])
+    #expect(NodeSyncTransport.chunks([], payloads: []).isEmpty)
+    #expect(NodeSyncTransport.chunks([small, small], payloads: ["{}", "{}"]).map(\.count) == [2])
+    // By bytes: 100 operations of 10 KB each in pushes under the bound.
+    let big = String(repeating: "x", count: 10_000)
+    let sizes = NodeSyncTransport.chunks(
+      Array(repeating: small, count: 100), payloads: Array(repeating: big, count: 100)
+    )
+    .map(\.count)
+    #expect(sizes.reduce(0, +) == 100 && sizes.allSatisfy { $0 * 10_032 <= NodeSyncTransport.maxPushBytes })
+    // By count: never more than a push takes.
+    let counts = NodeSyncTransport.chunks(
+      Array(repeating: small, count: 1_200), payloads: Array(repeating: "{}", count: 1_200)
+    )
+    .map(\.count)
+    #expect(counts == [500, 500, 200])
+  }
+
   // MARK: The pump over a transport
 
   final class FakeTransport: SyncTransport {
