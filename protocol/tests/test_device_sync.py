@@ -234,6 +234,36 @@ def test_a_device_syncing_through_a_hosted_node_and_a_hosted_session_converge(ho
         device.stop()
 
 
+def test_a_device_through_one_node_hears_what_a_session_on_another_node_changes(hosted, tmp_path):
+    near, far = hosted.node("near"), hosted.node("far")
+    device = Device(tmp_path, near.port, hosted.token("olga"), "olga")
+    try:
+
+        async def body():
+            phone = await open_device(device)
+            web = await Session.open(far.socket_path, hosted.token("olga"))
+            await phone.call("events/donate", {"id": "search.opened"})
+            await converge(phone, web, lambda a: ("search.opened", 1, 1) in a["events"], lambda: device.log()[-3000:])
+            # Another node's commit reaches the device through sync/changed on its own node (the fleet's channel).
+            await web.call("parameters/set", {"id": "isLoggedIn", "value": True})
+            await web.call("tips/invalidate", {"id": "filter.tip", "reason": "actionPerformed"})
+            await converge(
+                phone,
+                web,
+                lambda a: (
+                    ("isLoggedIn", "true") in a["parameters"]
+                    and next(t for t in a["tips"] if t["id"] == "filter.tip")["status"] == "invalidated"
+                ),
+                lambda: f"device log:\n{device.log()[-3000:]}\nnear:\n{near.log_text()[-2000:]}",
+            )
+            await phone.close()
+            await web.close()
+
+        run(body())
+    finally:
+        device.stop()
+
+
 def test_a_token_cannot_push_or_pull_another_account_and_garbage_is_refused(hosted):
     node = hosted.node("guard")
     op = {"hlc": int(time.time() * 1000) << 16, "epoch": 0, "kind": "donation", "event": "search.opened"}
