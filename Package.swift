@@ -196,7 +196,7 @@ let package = Package(
       name: "TipsServerTests",
       dependencies: [
         "TipsServer", "TipsHosted", "TipsSync", "TipsJSON", "TipsFraming", "TipsLogging", "TipsProtocol", "TipsMetrics",
-        "TipsTestSupport", "tipsd",
+        "TipsTestSupport", "TipsAuth", "tipsd",
       ],
       swiftSettings: swiftSettings
     ),
