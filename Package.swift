@@ -146,7 +146,7 @@ let package = Package(
       name: "TipsSyncTests",
       dependencies: [
         "TipsSync", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "TipsEmbedded", "TipsLogging",
-        "TipsProtocol", "tipsd",
+        "TipsProtocol", "TipsTransport", "tipsd",
       ],
       swiftSettings: swiftSettings
     ),

@@ -46,11 +46,147 @@ public enum SyncTokenSource: Sendable, Equatable {
     return token
   }
 
+  /// Reads the token without blocking the loop: a command's output is read as it comes (its descriptor polled on the
+  /// loop) and the command is given `timeout` seconds; a file is read at once. `done` is called later, on the loop.
+  public func read(
+    on loop: any EventLoop, timeout: Double = 30, _ done: @escaping (Result<String, SyncTransportError>) -> Void
+  ) {
+    guard case .command(let command) = self else {
+      let result: Result<String, SyncTransportError>
+      do {
+        result = .success(try read())
+      } catch {
+        result = .failure(error)
+      }
+      let timer = loop.makeTimer()
+      timer.start(afterMilliseconds: 0) {
+        timer.close()
+        done(result)
+      }
+      return
+    }
+    CommandOutput(command: command, option: option, loop: loop, timeout: timeout, done: done).start()
+  }
+
   var option: String {
     switch self {
     case .command: "--sync-token-command"
     case .file(let path): "--sync-token-file \(path)"
     }
+  }
+}
+
+/// A token command's run on the loop: its standard output read as the loop says it is readable, then its exit
+/// awaited by polling (a command that closes its output and lingers is given `timeout` seconds in all).
+private final class CommandOutput {
+  let command: String
+  let option: String
+  let loop: any EventLoop
+  let timeout: Double
+  let done: (Result<String, SyncTransportError>) -> Void
+  private let process = Process()
+  private let pipe = Pipe()
+  private var output: [UInt8] = []
+  private var poll: (any LoopPoll)?
+  private var timer: (any LoopTimer)?
+  private var started: UInt64 = 0
+  private var finished = false
+  /// Kept alive until done.
+  private var retained: CommandOutput?
+
+  init(
+    command: String, option: String, loop: any EventLoop, timeout: Double,
+    done: @escaping (Result<String, SyncTransportError>) -> Void
+  ) {
+    self.command = command
+    self.option = option
+    self.loop = loop
+    self.timeout = timeout
+    self.done = done
+  }
+
+  func start() {
+    retained = self
+    started = loop.now
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    process.standardOutput = pipe
+    process.standardInput = FileHandle.nullDevice
+    do {
+      try process.run()
+    } catch {
+      return later(.failure(SyncTransportError("\(option): cannot run /bin/sh: \(error)")))
+    }
+    let descriptor = pipe.fileHandleForReading.fileDescriptor
+    _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+    do {
+      let poll = try loop.makePoll(fileDescriptor: descriptor)
+      self.poll = poll
+      poll.watch(.readable) { [unowned self] _ in self.readable() }
+    } catch {
+      process.terminate()
+      return later(.failure(SyncTransportError("\(option): \(error.message)")))
+    }
+    let timer = loop.makeTimer()
+    self.timer = timer
+    timer.start(afterMilliseconds: 10, repeatEvery: 10) { [unowned self] in self.tick() }
+  }
+
+  private func readable() {
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { read(pipe.fileHandleForReading.fileDescriptor, $0.baseAddress, 4096) }
+      if count > 0 {
+        output += buffer[0..<count]
+        if output.count > 64 * 1024 {
+          process.terminate()
+          return finish(.failure(SyncTransportError("\(option) printed more than 64 KiB")))
+        }
+        continue
+      }
+      if count == 0 {
+        // End of output: the exit follows (polled by the timer).
+        poll?.close()
+        poll = nil
+      }
+      return
+    }
+  }
+
+  private func tick() {
+    if poll == nil, !process.isRunning {
+      guard process.terminationStatus == 0 else {
+        return finish(
+          .failure(SyncTransportError("\(option) exited with status \(process.terminationStatus)")))
+      }
+      let token = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+      guard !token.isEmpty, !token.contains(where: \.isWhitespace) else {
+        return finish(.failure(SyncTransportError("\(option): no token (empty, or more than one word)")))
+      }
+      return finish(.success(token))
+    }
+    if Double(loop.now &- started) / 1000 > timeout {
+      process.terminate()
+      finish(.failure(SyncTransportError("\(option) did not finish within \(Int(timeout)) s")))
+    }
+  }
+
+  private func later(_ result: Result<String, SyncTransportError>) {
+    let timer = loop.makeTimer()
+    self.timer = timer
+    timer.start(afterMilliseconds: 0) { [unowned self] in self.finish(result) }
+  }
+
+  private func finish(_ result: Result<String, SyncTransportError>) {
+    guard !finished else { return }
+    finished = true
+    poll?.close()
+    poll = nil
+    timer?.close()
+    timer = nil
+    try? pipe.fileHandleForReading.close()
+    done(result)
+    retained = nil
   }
 }
 
@@ -103,11 +239,23 @@ public final class NodeSyncTransport: SyncTransport {
       }
     }
     guard let uv = loop as? UVLoop else { return fail("a hosted node is reached on the daemon's libuv loop only") }
-    do {
-      token = try tokenSource.read()
-    } catch {
-      return fail(error.message)
+    opening += 1
+    let attempt = opening
+    tokenSource.read(on: loop) { [weak self] result in
+      guard let self, self.opening == attempt, self.events != nil else { return }
+      switch result {
+      case .failure(let error): fail(error.message)
+      case .success(let token):
+        self.token = token
+        self.connect(uv)
+      }
     }
+  }
+
+  /// Counts ``open(_:)`` calls, so a token read for one replaced since is dropped.
+  private var opening = 0
+
+  private func connect(_ uv: UVLoop) {
     let client = self.client ?? WebSocketClient(loop: uv)
     self.client = client
     client.onOpen = { [weak self] in self?.events?.ready() }

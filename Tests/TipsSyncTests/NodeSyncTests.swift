@@ -3,6 +3,7 @@ import TipsEmbedded
 import TipsJSON
 import TipsLogging
 import TipsProtocol
+import TipsTransport
 
 @testable import TipsSync
 
@@ -182,6 +183,44 @@ import TipsProtocol
     )
     .map(\.count)
     #expect(counts == [500, 500, 200])
+  }
+
+  // MARK: The token
+
+  /// Runs `read(on:)` on a real libuv loop (the command's output is polled there) and returns what it read.
+  func readOnLoop(_ source: SyncTokenSource, timeout: Double = 30) throws -> Result<String, SyncTransportError> {
+    let loop = try UVLoop()
+    var result: Result<String, SyncTransportError>?
+    source.read(on: loop, timeout: timeout) { read in
+      result = read
+      loop.stop()
+    }
+    loop.run()
+    return try #require(result)
+  }
+
+  @Test func theTokenCommandIsReadWithoutBlockingTheLoop() throws {
+    #expect(try readOnLoop(.command("printf '  eyJ.eyJ.sig \\n'")).get() == "eyJ.eyJ.sig")
+    guard case .failure(let failed) = try readOnLoop(.command("echo eyJ; exit 3")) else {
+      Issue.record("a failing command's output was taken")
+      return
+    }
+    #expect(failed.message.contains("exited with status 3"))
+    guard case .failure(let slow) = try readOnLoop(.command("sleep 5; echo late"), timeout: 0.2) else {
+      Issue.record("a command past its time was waited for")
+      return
+    }
+    #expect(slow.message.contains("did not finish within"))
+    guard case .failure(let empty) = try readOnLoop(.command("true")) else {
+      Issue.record("an empty output was taken")
+      return
+    }
+    #expect(empty.message.contains("no token"))
+    guard case .failure(let missing) = try readOnLoop(.file("/nonexistent/tipsd.token")) else {
+      Issue.record("a missing file was read")
+      return
+    }
+    #expect(missing.message.contains("cannot be read"))
   }
 
   // MARK: The pump over a transport
