@@ -148,11 +148,17 @@ let package = Package(
     // MARK: TipsSync — sync across devices through PostgreSQL: the merge model, the libpq client, the outbox pump
     .target(
       name: "TipsSync",
-      dependencies: ["TipsEngine", "TipsRecords", "TipsJSON", "TipsLogging", "TipsTransport", "CLibPQ"],
+      dependencies: [
+        "TipsEngine", "TipsRecords", "TipsJSON", "TipsLogging", "TipsProtocol", "TipsTransport", "CLibPQ",
+      ],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "TipsSyncTests",
-      dependencies: ["TipsSync", "TipsHosted", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "tipsd"],
+      dependencies: [
+        "TipsSync", "TipsHosted", "TipsEngine", "TipsStore", "TipsJSON", "TipsTestSupport", "TipsEmbedded",
+        "TipsLogging",
+        "TipsProtocol", "TipsTransport", "tipsd",
+      ],
       swiftSettings: swiftSettings
     ),
 
@@ -203,7 +209,7 @@ let package = Package(
       name: "TipsServerTests",
       dependencies: [
         "TipsServer", "TipsHosted", "TipsSync", "TipsJSON", "TipsFraming", "TipsLogging", "TipsProtocol", "TipsMetrics",
-        "TipsTestSupport", "tipsd",
+        "TipsTestSupport", "TipsAuth", "tipsd",
       ],
       swiftSettings: swiftSettings
     ),
@@ -229,8 +235,8 @@ let package = Package(
     .testTarget(
       name: "TipsCommandsTests",
       dependencies: [
-        "TipsCommands", "TipsServer", "TipsCatalog", "TipsJSON", "TipsMetrics", "TipsProtocol", "TipsTestSupport",
-        "tipsd",
+        "TipsCommands", "TipsServer", "TipsCatalog", "TipsJSON", "TipsMetrics", "TipsProtocol", "TipsSync",
+        "TipsTestSupport", "TipsTransport", "tipsd",
       ],
       swiftSettings: swiftSettings
     ),

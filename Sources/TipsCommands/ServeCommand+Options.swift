@@ -1,4 +1,5 @@
 import TipsLogging
+import TipsProtocol
 import TipsServer
 import TipsTransport
 
@@ -199,10 +200,36 @@ extension ServeCommand {
       help: """
         sync this account's tip state with its other devices through PostgreSQL:
         postgresql://USER[:PASSWORD]@HOST[:PORT]/DB or a libpq "key=value" string
-        (the password is never logged). tipsd creates and migrates a `tipsd` schema
+        (the password is never logged). tipsd creates and migrates a `tipsd` schema.
+        Or through a hosted node: wss://HOST[:PORT]/ with the user's token
+        (--sync-token-command or --sync-token-file; ws:// to 127.0.0.1 only)
         """
     ) { $0.sync.server = $1.text },
-    .value("--account", as: "ID", help: "whose state this is (required with --sync); a datastore syncs one account") {
+    .value(
+      "--sync-token-command", as: "CMD",
+      help: """
+        with --sync wss://…: a shell command printing the user's JWT (its sub is the
+        account); run before every connection and when the node says it expired
+        """
+    ) { command, value throws(UsageError) in
+      guard command.sync.tokenSource == nil else {
+        throw value.invalid("give one of --sync-token-command and --sync-token-file")
+      }
+      command.sync.tokenSource = .command(try value.nonEmpty())
+    },
+    .value(
+      "--sync-token-file", as: "FILE",
+      help: "with --sync wss://…: a file holding the user's JWT, read again before every connection"
+    ) { command, value throws(UsageError) in
+      guard command.sync.tokenSource == nil else {
+        throw value.invalid("give one of --sync-token-command and --sync-token-file")
+      }
+      command.sync.tokenSource = .file(try value.nonEmpty())
+    },
+    .value(
+      "--account", as: "ID",
+      help: "whose state this is (required with --sync postgresql://…; a wss:// URL's is the token's sub)"
+    ) {
       command, value throws(UsageError) in
       command.sync.account = try value.nonEmpty()
     },
@@ -229,7 +256,13 @@ extension ServeCommand {
         """
     ) { $0.hosted.server = $1.text },
     .value("--node", as: "NAME", help: "this node's name in every account it serves (default: HOSTNAME:PORT)") {
-      command, value throws(UsageError) in command.hosted.node = try value.nonEmpty()
+      command, value throws(UsageError) in
+      let node = try value.nonEmpty()
+      // Devices push through a node under ids of this prefix (sync/push): a node's own may not look like one.
+      guard !node.hasPrefix(SyncPushRequest.devicePrefix) else {
+        throw value.invalid("a node's name may not begin with \"\(SyncPushRequest.devicePrefix)\" (devices' ids do)")
+      }
+      command.hosted.node = node
     },
     .value(
       "--jwt-secret-file", as: "FILE",

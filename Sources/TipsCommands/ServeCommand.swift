@@ -4,6 +4,7 @@ public import TipsServer
 import TipsStore
 import TipsSync
 import TipsSystem
+import TipsTransport
 
 #if canImport(Glibc)
   import Glibc
@@ -26,6 +27,8 @@ public struct ServeCommand: Command {
     var account: String?
     var device: String?
     var outboxLimit: Int?
+    /// `--sync-token-command` / `--sync-token-file` (a hosted node's `ws://`/`wss://` URL).
+    var tokenSource: SyncTokenSource?
   }
 
   /// `--hosted` and its options: checked together once all are read.
@@ -82,8 +85,15 @@ public struct ServeCommand: Command {
     if !web.isEnabled && (web.tokenFile != nil || !web.allowedOrigins.isEmpty || web.tlsCertificate != nil) {
       throw .invalid("--token-file, --allow-origin and --tls-* need --listen HOST:PORT")
     }
-    if let server = sync.server {
+    if let server = sync.server, SyncConfiguration.isNode(server) {
+      try settleNodeSync(server)
+    } else if let server = sync.server {
       guard let account = sync.account else { throw .invalid("--sync needs --account ID (whose state this is)") }
+      guard sync.tokenSource == nil else {
+        throw .invalid(
+          "--sync-token-command and --sync-token-file go with a hosted node's URL (--sync wss://HOST/); PostgreSQL's "
+            + "credentials are in its URL")
+      }
       do {
         _ = try SyncServer(server)
       } catch {
@@ -92,8 +102,8 @@ public struct ServeCommand: Command {
       var options = SyncConfiguration(server: server, account: account, device: sync.device)
       if let limit = sync.outboxLimit { options.outboxLimit = limit }
       configuration.sync = options
-    } else if sync.account != nil || sync.device != nil || sync.outboxLimit != nil {
-      throw .invalid("--account, --device and --sync-outbox-limit need --sync URL")
+    } else if sync.account != nil || sync.device != nil || sync.outboxLimit != nil || sync.tokenSource != nil {
+      throw .invalid("--account, --device, --sync-outbox-limit and --sync-token-* need --sync URL")
     }
     try settleHosted()
     switch clock {
@@ -105,6 +115,29 @@ public struct ServeCommand: Command {
     if configuration.messagesDirectory == nil, let catalog = configuration.catalogPath {
       configuration.messagesDirectory = CatalogLoader.messagesDirectory(besideCatalog: catalog)
     }
+  }
+
+  /// `--sync ws://…` or `wss://…`: a device syncing through a hosted node with the user's token. `ws://` only to
+  /// this machine (the token would cross the network in clear text); the account is the token's `sub` (`--account`,
+  /// if given, must be the same: checked at start and at every sign-in).
+  private mutating func settleNodeSync(_ server: String) throws(UsageError) {
+    let url: WebSocketURL
+    switch WebSocketURL.parse(server) {
+    case .success(let parsed): url = parsed
+    case .failure(let error): throw .invalid("--sync: \(error.message)")
+    }
+    if !url.secure && !url.isLoopback {
+      throw .invalid(
+        "--sync \(server): ws:// crosses the network in clear text, token and all; use wss:// (ws:// is for 127.0.0.1)")
+    }
+    guard let source = sync.tokenSource else {
+      throw .invalid(
+        "--sync \(server) needs the user's token: --sync-token-command CMD (its output) or --sync-token-file F")
+    }
+    var options = SyncConfiguration(server: server, account: sync.account ?? "", device: sync.device)
+    options.tokenSource = source
+    if let limit = sync.outboxLimit { options.outboxLimit = limit }
+    configuration.sync = options
   }
 
   /// `--hosted`: its checks, and the node's default name.

@@ -76,6 +76,11 @@ public protocol HostedStorage: AnyObject {
   func pull(
     _ account: String, after cursor: Int64, limit: Int,
     completion: @escaping (Result<[StoredOperation], HostedError>) -> Void)
+  /// A device's pull (`sync/pull`): registers its cursor, then the operations after `cursor` (at most `limit`), or
+  /// the account's snapshot when `cursor` is behind the operations kept.
+  func pullAsDevice(
+    _ account: String, device: String, after cursor: Int64, limit: Int,
+    completion: @escaping (Result<HostedStore.DevicePull, HostedError>) -> Void)
   /// The account's idempotent replies made at or after `since`.
   func replies(
     of account: String, since: Double, completion: @escaping (Result<[IdempotentReply], HostedError>) -> Void)

@@ -58,15 +58,18 @@ public final class HostedStore: HostedStorage {
     public var history: [HistoryChunk]
     /// Replies to changes made with an idempotency key, stored with them.
     public var replies: [IdempotentReply]
+    /// Devices' operations pushed through this node (`sync/push`), stored as theirs after the node's own.
+    public var devices: [DeviceOperations]
 
     public init(
       account: String, operations: [(seq: Int64, payload: String)], history: [HistoryChunk],
-      replies: [IdempotentReply] = []
+      replies: [IdempotentReply] = [], devices: [DeviceOperations] = []
     ) {
       self.account = account
       self.operations = operations
       self.history = history
       self.replies = replies
+      self.devices = devices
     }
   }
 
@@ -92,8 +95,10 @@ public final class HostedStore: HostedStorage {
     public var lastCursor: Int64?
     /// Each history chunk's first cursor, in order.
     public var historyFirst: [Int64]
+    /// The account's last operation cursor after the devices' pushes (nil: none pushed).
+    public var devicesLastCursor: Int64? = nil
     /// The account was erased (its tombstone stands): nothing of this commit was stored for it.
-    public var erased: Bool { lastCursor == -1 || historyFirst.contains(-1) }
+    public var erased: Bool { lastCursor == -1 || devicesLastCursor == -1 || historyFirst.contains(-1) }
   }
 
   /// A stored history chunk.
@@ -104,8 +109,8 @@ public final class HostedStore: HostedStorage {
   }
 
   public let configuration: Configuration
-  private let writer: PGLink
-  private let reader: PGLink
+  let writer: PGLink
+  let reader: PGLink
   private let listener: PGLink
   /// A fleet notification arrived.
   public var onNotice: ((Notice) -> Void)?
@@ -189,7 +194,7 @@ public final class HostedStore: HostedStorage {
   ) {
     let sorted = changes.sorted { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }
     var statements: [PGStatement] = []
-    var layout: [(account: String, pushes: Bool, chunks: Int, replies: Int)] = []
+    var layout: [(account: String, pushes: Bool, chunks: Int, replies: Int, devices: Int)] = []
     for change in sorted {
       let pushes = !change.operations.isEmpty
       if pushes {
@@ -213,7 +218,18 @@ public final class HostedStore: HostedStorage {
             Statement.reply,
             [change.account, reply.key, String(decoding: reply.result, as: UTF8.self), "\(reply.at)"]))
       }
-      layout.append((change.account, pushes, change.history.count, change.replies.count))
+      // Devices' operations after the node's own: the node's push answers the cursor its own operations reached.
+      for device in change.devices where !device.operations.isEmpty {
+        statements.append(
+          .prepared(
+            Statement.push,
+            [
+              change.account, device.device, PGSchema.channel(account: change.account),
+              PGSchema.integerArray(device.operations.map(\.seq)), PGSchema.textArray(device.operations.map(\.payload)),
+            ]))
+      }
+      let devices = change.devices.filter { !$0.operations.isEmpty }.count
+      layout.append((change.account, pushes, change.history.count, change.replies.count, devices))
     }
     guard !statements.isEmpty else {
       completion(.success([:]))
@@ -235,7 +251,9 @@ public final class HostedStore: HostedStorage {
           var firsts: [Int64] = []
           for _ in 0..<entry.chunks { firsts.append(value() ?? 0) }
           index += entry.replies
-          answers[entry.account] = Committed(lastCursor: last, historyFirst: firsts)
+          var devicesLast: Int64?
+          for _ in 0..<entry.devices { devicesLast = value() ?? devicesLast }
+          answers[entry.account] = Committed(lastCursor: last, historyFirst: firsts, devicesLastCursor: devicesLast)
         }
         completion(.success(answers))
       }
@@ -322,34 +340,6 @@ public final class HostedStore: HostedStorage {
           }
           return .success(stored)
         })
-    }
-  }
-
-  /// The operations of `account` after `cursor`, at most `limit`, in cursor order.
-  public func pull(
-    _ account: String, after cursor: Int64, limit: Int,
-    completion: @escaping (Result<[StoredOperation], HostedError>) -> Void
-  ) {
-    reader.send([.prepared(Statement.pull, [account, String(cursor), String(limit)])]) { result in
-      completion(
-        result.flatMap { results in
-          var operations: [StoredOperation] = []
-          for row in results.first?.rows ?? [] {
-            guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }) else { continue }
-            if cursor == -1 { return .failure(.behindRetention) }
-            guard let device = row[1], let seq = row[2].flatMap({ Int64($0) }), let payload = row[3] else { continue }
-            operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
-          }
-          return .success(operations)
-        })
-    }
-  }
-
-  public func pruneOperations(
-    of account: String, deviceDays: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
-  ) {
-    writer.send([.query(PGSchema.pruneOps, [account, "\(deviceDays)", String(limit)])]) { result in
-      completion(result.map { results in results.first?.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0 })
     }
   }
 

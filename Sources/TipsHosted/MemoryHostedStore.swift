@@ -166,7 +166,8 @@ public final class MemoryHostedStore: HostedStorage {
         let account = change.account
         guard !self.isErased(account) else {
           answers[account] = HostedStore.Committed(
-            lastCursor: change.operations.isEmpty ? nil : -1, historyFirst: change.history.map { _ in -1 })
+            lastCursor: change.operations.isEmpty ? nil : -1, historyFirst: change.history.map { _ in -1 },
+            devicesLastCursor: change.devices.isEmpty ? nil : -1)
           continue
         }
         var stored = self.accounts[account] ?? Account()
@@ -179,6 +180,20 @@ public final class MemoryHostedStore: HostedStorage {
           added += 1
           stored.operations.append(
             StoredOperation(cursor: stored.lastCursor, device: self.nodeName, seq: seq, payload: payload))
+        }
+        let nodeAdded = added
+        var devicesLast: Int64?
+        for device in change.devices where !device.operations.isEmpty {
+          for (seq, payload) in device.operations {
+            let identity = "\(device.device)\u{1F}\(seq)"
+            guard !stored.identities.contains(identity) else { continue }
+            stored.identities.insert(identity)
+            stored.lastCursor += 1
+            added += 1
+            stored.operations.append(
+              StoredOperation(cursor: stored.lastCursor, device: device.device, seq: seq, payload: payload))
+          }
+          devicesLast = stored.lastCursor
         }
         var firsts: [Int64] = []
         for chunk in change.history {
@@ -194,7 +209,8 @@ public final class MemoryHostedStore: HostedStorage {
         for reply in change.replies { stored.replies[reply.key] = reply }
         self.accounts[account] = stored
         answers[account] = HostedStore.Committed(
-          lastCursor: change.operations.isEmpty ? nil : stored.lastCursor, historyFirst: firsts)
+          lastCursor: change.operations.isEmpty ? nil : stored.lastCursor - Int64(added - nodeAdded),
+          historyFirst: firsts, devicesLastCursor: devicesLast)
         if added > 0 { self.notify(.operations(account: account, cursor: stored.lastCursor)) }
       }
       return .success(answers)
@@ -332,6 +348,19 @@ public final class MemoryHostedStore: HostedStorage {
       guard let stored = self?.accounts[account] else { return .success([]) }
       guard stored.floor <= cursor else { return .failure(.behindRetention) }
       return .success(Array(stored.operations.filter { $0.cursor > cursor }.prefix(max(0, limit))))
+    }
+  }
+
+  public func pullAsDevice(
+    _ account: String, device: String, after cursor: Int64, limit: Int,
+    completion: @escaping (Result<HostedStore.DevicePull, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      guard let stored = self?.accounts[account] else { return .success(.operations([])) }
+      if stored.floor > cursor, let snapshot = stored.snapshot {
+        return .success(.snapshot(state: snapshot.json.jsonString, cursor: snapshot.cursor))
+      }
+      return .success(.operations(Array(stored.operations.filter { $0.cursor > cursor }.prefix(max(0, limit)))))
     }
   }
 

@@ -33,6 +33,8 @@ public enum Messages {
     SetParameterRequest.self,
     DiscoverRequest.self,
     ShutdownRequest.self,
+    SyncPullRequest.self,
+    SyncPushRequest.self,
     SyncStatusRequest.self,
     ClearTestingOverridesRequest.self,
     HideAllTipsRequest.self,
@@ -68,6 +70,7 @@ public enum Messages {
     AnalyticsEventNotification.self,
     CurrentTipChangedNotification.self,
     InspectChangedNotification.self,
+    SyncChangedNotification.self,
     ActionPerformedNotification.self,
     ShouldDisplayChangedNotification.self,
   ]

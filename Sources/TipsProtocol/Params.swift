@@ -255,6 +255,14 @@ public struct Params: Sendable {
     guard let object = try optionalObject(key) else { return nil }
     return Params(nested: object, method: method, path: relativePath(key))
   }
+
+  /// Element `index` of the array `key`, which must be an object, as `Params` (errors name `params.key[index].…`).
+  public func element(_ key: String, _ index: Int, of value: JSONValue) throws(ResponseError) -> Params {
+    guard case .object(let object) = value else {
+      throw mismatch("\(key)[\(index)]", expected: "an object", got: value)
+    }
+    return Params(nested: object, method: method, path: relativePath("\(key)[\(index)]"))
+  }
 }
 
 // MARK: - Engine values

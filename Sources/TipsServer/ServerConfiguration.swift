@@ -1,4 +1,5 @@
 public import TipsLogging
+public import TipsSync
 public import TipsTransport
 
 /// How the daemon keeps time.
@@ -46,12 +47,20 @@ public struct SyncConfiguration: Sendable {
   public var outboxLimit = 100_000
   /// The pump's reconnect backoff ceiling, in seconds (not a command-line option).
   public var retryMax: Double = 2
+  /// `--sync-token-command` / `--sync-token-file`: with a `ws://` or `wss://` `server`, the device syncs through a
+  /// hosted node with the user's token (read before every connection); `account` may then be empty (the token's
+  /// `sub`, or the datastore's account when the token cannot be read at start).
+  public var tokenSource: SyncTokenSource?
 
-  public init(server: String, account: String, device: String? = nil) {
+  public init(server: String, account: String, device: String? = nil, tokenSource: SyncTokenSource? = nil) {
     self.server = server
     self.account = account
     self.device = device
+    self.tokenSource = tokenSource
   }
+
+  /// Whether `server` names a hosted node (`ws://`, `wss://`) rather than PostgreSQL.
+  public static func isNode(_ server: String) -> Bool { server.hasPrefix("ws://") || server.hasPrefix("wss://") }
 }
 
 /// Hosted mode (`--hosted`): one daemon serves every user of an app, each user's state in PostgreSQL, each session

@@ -1,3 +1,4 @@
+import TipsAuth
 import TipsEngine
 import TipsHosted
 import TipsJSON
@@ -25,7 +26,14 @@ final class SyncService: SyncPumpDelegate {
 
   /// Read again from the datastore after a failed commit (``restore(from:)``).
   private(set) var model: SyncModel
-  let server: SyncServer
+  /// Where it syncs: PostgreSQL, or a hosted node (`--sync wss://…`).
+  private enum Peer {
+    case postgres(SyncServer)
+    case node(WebSocketURL, SyncTokenSource)
+  }
+  private let peer: Peer
+  /// Where it syncs, without secrets.
+  let redactedServer: String
   private let configuration: SyncConfiguration
   private unowned let services: Services
   /// The daemon's one tenant, whose engine the model is kept equal to.
@@ -42,11 +50,42 @@ final class SyncService: SyncPumpDelegate {
     self.tenant = tenant
     let engine = tenant.engine
     do {
-      server = try SyncServer(configuration.server)
+      let snapshot = try store.loadSync()
+      var account = configuration.account
+      var device = configuration.device
+      if SyncConfiguration.isNode(configuration.server) {
+        let url: WebSocketURL
+        switch WebSocketURL.parse(configuration.server) {
+        case .success(let parsed): url = parsed
+        case .failure(let error): throw SyncSetupError(error.message)
+        }
+        guard let source = configuration.tokenSource else {
+          throw SyncSetupError("a hosted node needs the user's token: --sync-token-command CMD or --sync-token-file F")
+        }
+        account = try Self.nodeAccount(
+          given: configuration.account, source: source, stored: snapshot.meta[SyncModel.MetaKey.account])
+        if let given = device, !given.hasPrefix(SyncPushRequest.devicePrefix) {
+          device = SyncPushRequest.devicePrefix + given
+        }
+        if snapshot.meta[SyncModel.MetaKey.device] == nil && device == nil {
+          device = SyncPushRequest.devicePrefix + Self.randomHex()
+        }
+        peer = .node(url, source)
+        redactedServer = url.description
+      } else {
+        let server = try SyncServer(configuration.server)
+        peer = .postgres(server)
+        redactedServer = server.redacted
+      }
       model = try SyncModel(
-        engine: engine, snapshot: try store.loadSync(), account: configuration.account, device: configuration.device,
+        engine: engine, snapshot: snapshot, account: account, device: device,
         outboxLimit: configuration.outboxLimit,
         isSynced: { [unowned engine] key in engine.definition(of: Engine.tipID(ofRecordKey: key))?.sync != .local })
+      if case .node = peer, let problem = SyncPushRequest.deviceProblem(model.device) {
+        throw SyncSetupError(
+          "this datastore is device \"\(model.device)\" of its account, which cannot sync through a hosted node (a "
+            + "device id there \(problem)); use another --datastore")
+      }
       let first = model.bootstrap(wallNow: System.wallClockSeconds())
       try store.commit([], sync: first.writes)
     } catch let error as SyncSetupError {
@@ -58,17 +97,68 @@ final class SyncService: SyncPumpDelegate {
     services.logger.info(
       "sync configured",
       [
-        ("server", server.redacted), ("account", model.account), ("device", model.device),
+        ("server", redactedServer), ("account", model.account), ("device", model.device),
         ("outbox", String(model.outboxCount)),
       ])
   }
 
+  /// The account a device syncing through a hosted node syncs: the token's `sub` (refused when `--account` names
+  /// another); when the token cannot be read at start (offline, the command failing), `--account` or the account the
+  /// datastore already syncs — the node checks it at every sign-in.
+  static func nodeAccount(given: String, source: SyncTokenSource, stored: String?) throws(SyncSetupError) -> String {
+    let subject: String?
+    var unreadable: String?
+    do {
+      subject = try tokenSubject(try source.read())
+    } catch {
+      subject = nil
+      unreadable = error.message
+    }
+    if let subject {
+      if !given.isEmpty && given != subject {
+        throw SyncSetupError(
+          "--account \(given), but the token is account \"\(subject)\"'s (its sub): a device syncs its user's own account"
+        )
+      }
+      return subject
+    }
+    if !given.isEmpty { return given }
+    if let stored { return stored }
+    throw SyncSetupError(
+      "cannot learn the account: the token's sub is unreadable (\(unreadable ?? "no sub")) and the datastore never "
+        + "synced; pass --account ID")
+  }
+
+  /// A JWT's `sub`, read without checking the signature (the node checks it; this only names the account).
+  static func tokenSubject(_ token: String) throws(SyncTransportError) -> String {
+    let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count == 3, let payload = Base64URL.decode(String(parts[1])),
+      case .object(let claims)? = try? JSONParser.parse(payload), let subject = claims["sub"]?.stringValue,
+      !subject.isEmpty
+    else { throw SyncTransportError("the token is not a JWT with a sub") }
+    return subject
+  }
+
+  static func randomHex() -> String {
+    var generator = SystemRandomNumberGenerator()
+    let hex = Array("0123456789abcdef")
+    return String((0..<32).map { _ in hex[Int(generator.next() % 16)] })
+  }
+
   func start(loop: any EventLoop) {
-    var pumpConfiguration = SyncPump.Configuration(server: server, account: model.account, device: model.device)
+    var pumpConfiguration = SyncPump.Configuration(account: model.account, device: model.device)
     pumpConfiguration.retryMax = configuration.retryMax
+    let transport: any SyncTransport
+    switch peer {
+    case .postgres(let server):
+      transport = PGSyncTransport(loop: loop, server: server, account: model.account, device: model.device)
+    case .node(let url, let source):
+      transport = NodeSyncTransport(
+        loop: loop, url: url, tokenSource: source, account: model.account, device: model.device)
+    }
     let pump = SyncPump(
-      loop: loop, configuration: pumpConfiguration, delegate: self, wallClock: System.wallClockSeconds,
-      logger: services.logger)
+      loop: loop, configuration: pumpConfiguration, transport: transport, delegate: self,
+      wallClock: System.wallClockSeconds, logger: services.logger)
     self.pump = pump
     pump.start()
   }
@@ -174,7 +264,7 @@ final class SyncService: SyncPumpDelegate {
   func status() -> SyncStatusRequest.Response {
     let now = System.wallClockSeconds()
     return SyncStatusRequest.Response(
-      enabled: true, state: pump.map { $0.state.rawValue } ?? "stopped", server: server.redacted,
+      enabled: true, state: pump.map { $0.state.rawValue } ?? "stopped", server: redactedServer,
       account: model.account, device: model.device, outbox: model.outboxCount, outboxLimit: model.outboxLimit,
       lagSeconds: model.oldestQueued.map { max(0, now - $0) } ?? 0, cursor: model.cursor,
       lastPushAt: pump?.lastPushAt, lastPullAt: pump?.lastPullAt, lastError: pump?.lastError)

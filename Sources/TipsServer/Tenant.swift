@@ -1,4 +1,5 @@
 import TipsEngine
+import TipsProtocol
 import TipsStore
 import TipsSync
 
@@ -40,6 +41,9 @@ final class Tenant {
   var touched = false
   /// Whether anything changed this turn (for its `inspect/changed` watchers).
   var changed = false
+  /// Devices' operations pushed through this node this turn (`sync/push`), committed with the account's own, each
+  /// push answered once committed.
+  var devicePushes: [DevicePush] = []
   /// The turn, whose count of durable work the account's history entries add to.
   private unowned let turn: Turn
 
@@ -84,4 +88,11 @@ final class SubscriptionIDs {
     guard id.hasPrefix("sub-"), let number = Int(id.dropFirst(4)) else { return false }
     return number >= 1 && number <= issued
   }
+}
+
+/// One `sync/push`: a device's checked operations and its reply (the account's last cursor once committed).
+struct DevicePush {
+  var device: String
+  var operations: [(seq: Int64, payload: String)]
+  var reply: (Result<Int64, ResponseError>) -> Void
 }

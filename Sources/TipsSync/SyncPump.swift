@@ -2,7 +2,7 @@ public import TipsLogging
 public import TipsTransport
 
 /// What the pump asks of the daemon: queued operations, the cursor, and places to put what it pulled and what
-/// PostgreSQL committed. Loop thread only.
+/// the server committed. Loop thread only.
 public protocol SyncPumpDelegate: AnyObject {
   /// The oldest operations queued *and committed locally*, at most `limit`: (seq, payload).
   func outboxBatch(_ limit: Int) -> [(seq: Int64, payload: String)]
@@ -18,18 +18,18 @@ public protocol SyncPumpDelegate: AnyObject {
   func committed(_ seqs: [Int64])
 }
 
-/// The pump between the local outbox and PostgreSQL, on the daemon's loop.
+/// The pump between the local outbox and the account's other devices, on the daemon's loop: over PostgreSQL
+/// (``PGSyncTransport``) or through a hosted node (``NodeSyncTransport``).
 ///
-/// Connects (non-blocking libpq, see `PGConnection`), creates or migrates the `tipsd` schema, `LISTEN`s on the
-/// account's channel, catches up by cursor, then pushes the outbox in batches and pulls whenever a `NOTIFY` (or a full
-/// page) says there is more. One statement at a time. When the connection fails or is lost (PostgreSQL down, slow or
-/// restarted), it retries with a backoff (0.1 s doubling to `retryMax`) and catches up again after every reconnect;
-/// meanwhile the daemon serves from its datastore and queues its changes.
+/// Connects, checks the schema (PostgreSQL) or signs in (a node), subscribes to the account's changes, catches up by
+/// cursor, then pushes the outbox in batches and pulls whenever a notification (or a full page) says there is more.
+/// One step at a time. When the connection fails or is lost (the server down, slow or restarted), it retries with a
+/// backoff (0.1 s doubling to `retryMax`) and catches up again after every reconnect; meanwhile the daemon serves from
+/// its datastore and queues its changes.
 ///
-/// The decisions are ``SyncPumpStateMachine``'s; this class performs its actions with libpq and reports back.
+/// The decisions are ``SyncPumpStateMachine``'s; this class performs its actions with the transport and reports back.
 public final class SyncPump {
   public struct Configuration: Sendable {
-    public var server: SyncServer
     public var account: String
     public var device: String
     public var pullBatch = 1000
@@ -37,8 +37,7 @@ public final class SyncPump {
     public var retryMax: Double = 2
     public var connectTimeout: Double = 10
 
-    public init(server: SyncServer, account: String, device: String) {
-      self.server = server
+    public init(account: String, device: String) {
       self.account = account
       self.device = device
     }
@@ -57,20 +56,26 @@ public final class SyncPump {
     public var device: String
     public var seq: Int64
     public var payload: String
+
+    public init(cursor: Int64, device: String, seq: Int64, payload: String) {
+      self.cursor = cursor
+      self.device = device
+      self.seq = seq
+      self.payload = payload
+    }
   }
 
   let configuration: Configuration
+  public let transport: any SyncTransport
   private let loop: any EventLoop
   private weak var delegate: (any SyncPumpDelegate)?
   private let logger: Logger
-  private let channel: String
   private let wallClock: () -> Double
 
   private var machine: SyncPumpStateMachine
-  private var connection: PGConnection?
   private var retryTimer: (any LoopTimer)?
-  /// Counts connection attempts, so a resolution finishing after the pump moved on is ignored.
-  private var connectAttempt = 0
+  /// Counts connections, so the completion of a step on a connection given up is ignored.
+  private var connection = 0
 
   public var state: State {
     switch machine.phase {
@@ -92,19 +97,19 @@ public final class SyncPump {
   public private(set) var pulledCount = 0
 
   public init(
-    loop: any EventLoop, configuration: Configuration, delegate: any SyncPumpDelegate,
+    loop: any EventLoop, configuration: Configuration, transport: any SyncTransport, delegate: any SyncPumpDelegate,
     wallClock: @escaping () -> Double,
     logger: Logger
   ) {
     self.loop = loop
     self.configuration = configuration
+    self.transport = transport
     self.delegate = delegate
     self.wallClock = wallClock
     self.logger = logger
-    channel = PGSchema.channel(account: configuration.account)
     machine = SyncPumpStateMachine(
-      server: configuration.server.redacted, account: configuration.account, pullBatch: configuration.pullBatch,
-      retryMax: configuration.retryMax)
+      server: transport.redacted, account: configuration.account, pullBatch: configuration.pullBatch,
+      retryMax: configuration.retryMax, peer: transport.peerName)
   }
 
   private func log(_ level: LogLevel, _ message: String, _ metadata: [(String, String)] = []) {
@@ -119,7 +124,6 @@ public final class SyncPump {
 
   /// Closes the connection for good.
   public func stop() {
-    connectAttempt += 1
     retryTimer?.close()
     retryTimer = nil
     perform(machine.stop())
@@ -135,8 +139,8 @@ public final class SyncPump {
       case .connect: connect()
       case .run(let statement): run(statement)
       case .closeConnection:
-        connection?.close()
-        connection = nil
+        connection += 1
+        transport.close()
       case .retry(let seconds):
         let timer = retryTimer ?? loop.makeTimer()
         retryTimer = timer
@@ -149,46 +153,32 @@ public final class SyncPump {
   }
 
   private func connect() {
-    connectAttempt += 1
-    let attempt = connectAttempt
-    PGConnector.make(
-      loop: loop, server: configuration.server, applicationName: "tipsd", connectTimeout: configuration.connectTimeout,
-      isCurrent: { [weak self] in self.map { attempt == $0.connectAttempt && $0.machine.phase == .connecting } ?? false
-      }
-    ) { [weak self] result in
-      guard let self else { return }
-      switch result {
-      case .success(let connection):
-        self.connection = connection
-        connection.onReady = { [unowned self] in self.perform(self.machine.connected()) }
-        connection.onFailure = { [unowned self, unowned connection] message in
-          guard self.connection === connection else { return }
-          self.perform(self.machine.connectionFailed(self.configuration.server.scrub(message)))
-        }
-        connection.onNotification = { [unowned self] channel, _ in
-          guard channel == self.channel else { return }
+    connection += 1
+    let current = connection
+    transport.open(
+      SyncTransportEvents(
+        ready: { [weak self] in
+          guard let self, self.connection == current else { return }
+          self.perform(self.machine.connected())
+        },
+        failed: { [weak self] message in
+          guard let self, self.connection == current else { return }
+          self.perform(self.machine.connectionFailed(message))
+        },
+        changed: { [weak self] in
+          guard let self, self.connection == current else { return }
           self.perform(self.machine.notified(outboxHasWork: self.outboxHasWork))
-        }
-        connection.start()
-      case .failure(let error):
-        self.perform(self.machine.connectionFailed(self.configuration.server.scrub(error.message)))
-      }
-    }
+        }))
   }
 
-  /// Sends one statement on the current connection; its completion is ignored once the connection was replaced.
-  private func send(
-    _ sql: String, parameters: [String?]? = nil, failure what: String,
-    _ success: @escaping ([PGResult]) -> Void
-  ) {
-    guard let connection else { return }
-    connection.send(sql, parameters: parameters) { [weak self, weak connection] result in
-      guard let self, let connection, self.connection === connection else { return }
+  /// The completion of a step on the current connection: a failure gives the connection up.
+  private func step<T>(_ what: String, _ success: @escaping (T) -> Void) -> (Result<T, SyncTransportError>) -> Void {
+    let current = connection
+    return { [weak self] result in
+      guard let self, self.connection == current else { return }
       switch result {
-      case .failure(let error):
-        self.perform(self.machine.statementFailed(what, message: self.configuration.server.scrub(error.message)))
-      case .success(let results):
-        success(results)
+      case .failure(let error): self.perform(self.machine.statementFailed(what, message: error.message))
+      case .success(let value): success(value)
       }
     }
   }
@@ -196,47 +186,36 @@ public final class SyncPump {
   private func run(_ statement: SyncPumpStateMachine.Statement) {
     switch statement {
     case .migrate:
-      send(PGSchema.migrate, failure: "cannot create or migrate the tipsd schema") { [unowned self] results in
-        let version = results.last { !$0.rows.isEmpty }?.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0
-        self.perform(self.machine.migrated(version: version, supported: PGSchema.version))
-      }
+      transport.handshake(
+        step("handshake") { [unowned self] (answer: (version: Int, supported: Int)) in
+          self.perform(self.machine.migrated(version: answer.version, supported: answer.supported))
+        })
     case .listen:
-      send("LISTEN \(channel)", failure: "cannot LISTEN") { [unowned self] _ in
-        self.perform(self.machine.listening(outboxHasWork: self.outboxHasWork))
-      }
+      transport.listen(
+        step("subscribe") { [unowned self] (_: Void) in
+          self.perform(self.machine.listening(outboxHasWork: self.outboxHasWork))
+        })
     case .pull:
       guard let delegate else { return }
-      let parameters: [String?] = [
-        configuration.account, configuration.device, String(delegate.cursor), String(configuration.pullBatch),
-      ]
-      send(PGSchema.pullAsDevice, parameters: parameters, failure: "catch-up query failed") { [unowned self] results in
-        var snapshot: (state: String, cursor: Int64)?
-        let rows = (results.first?.rows ?? []).compactMap { row -> Row? in
-          guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let seq = row[2].flatMap({ Int64($0) }),
-            let payload = row[3]
-          else { return nil }
-          if seq == -1 {
-            snapshot = (payload, cursor)
-            return nil
+      transport.pull(
+        after: delegate.cursor, limit: configuration.pullBatch,
+        step("catch-up") { [unowned self] (pulled: SyncPulled) in
+          self.lastPullAt = self.wallClock()
+          switch pulled {
+          case .snapshot(let state, let cursor):
+            self.logger.info(
+              "sync: this device was behind the operations kept; merging the account's snapshot",
+              [("cursor", String(cursor))])
+            let merged = self.delegate?.receivedSnapshot(state, cursor: cursor) ?? false
+            // Then on from the snapshot's cursor, as after a full page.
+            self.perform(
+              self.machine.pulled(rows: merged ? self.configuration.pullBatch : 0, outboxHasWork: self.outboxHasWork))
+          case .rows(let rows):
+            self.pulledCount += rows.count
+            if !rows.isEmpty { self.delegate?.received(rows) }
+            self.perform(self.machine.pulled(rows: rows.count, outboxHasWork: self.outboxHasWork))
           }
-          guard let device = row[1] else { return nil }
-          return Row(cursor: cursor, device: device, seq: seq, payload: payload)
-        }
-        self.lastPullAt = self.wallClock()
-        if let snapshot {
-          self.logger.info(
-            "sync: this device was behind the operations kept; merging the account's snapshot",
-            [("cursor", String(snapshot.cursor))])
-          let merged = self.delegate?.receivedSnapshot(snapshot.state, cursor: snapshot.cursor) ?? false
-          // Then on from the snapshot's cursor, as after a full page.
-          self.perform(
-            self.machine.pulled(rows: merged ? self.configuration.pullBatch : 0, outboxHasWork: self.outboxHasWork))
-          return
-        }
-        self.pulledCount += rows.count
-        if !rows.isEmpty { self.delegate?.received(rows) }
-        self.perform(self.machine.pulled(rows: rows.count, outboxHasWork: self.outboxHasWork))
-      }
+        })
     case .push:
       let batch = delegate?.outboxBatch(configuration.pushBatch) ?? []
       guard !batch.isEmpty else {
@@ -244,16 +223,14 @@ public final class SyncPump {
         return
       }
       let seqs = batch.map(\.seq)
-      let parameters: [String?] = [
-        configuration.account, configuration.device, channel, PGSchema.integerArray(seqs),
-        PGSchema.textArray(batch.map(\.payload)),
-      ]
-      send(PGSchema.push, parameters: parameters, failure: "push failed") { [unowned self] _ in
-        self.lastPushAt = self.wallClock()
-        self.pushedCount += seqs.count
-        self.delegate?.committed(seqs)
-        self.perform(self.machine.pushed(outboxHasWork: self.outboxHasWork))
-      }
+      transport.push(
+        batch,
+        step("push") { [unowned self] (_: Void) in
+          self.lastPushAt = self.wallClock()
+          self.pushedCount += seqs.count
+          self.delegate?.committed(seqs)
+          self.perform(self.machine.pushed(outboxHasWork: self.outboxHasWork))
+        })
     }
   }
 }

@@ -79,11 +79,17 @@ public struct SyncPumpStateMachine: Sendable {
   /// The last connection or statement error, cleared on reconnect.
   public private(set) var lastError: String?
 
-  public init(server: String, account: String, pullBatch: Int = 1000, retryMax: Double = 2) {
+  /// What log lines call the other side: "PostgreSQL", or "the hosted node".
+  let peer: String
+
+  public init(
+    server: String, account: String, pullBatch: Int = 1000, retryMax: Double = 2, peer: String = "PostgreSQL"
+  ) {
     self.server = server
     self.account = account
     self.pullBatch = pullBatch
     self.retryMax = retryMax
+    self.peer = peer
   }
 
   // MARK: Events
@@ -181,7 +187,7 @@ public struct SyncPumpStateMachine: Sendable {
       actions.append(
         .log(
           LogLine(
-            .warning, "sync: PostgreSQL unreachable; serving locally and retrying",
+            .warning, "sync: \(peer) unreachable; serving locally and retrying",
             [("server", server), ("error", line)])))
     } else {
       actions.append(.log(LogLine(.debug, "sync: still unreachable", [("error", line)])))

@@ -8,7 +8,7 @@ enum Handlers {
   static let hostedChanges: Set<String> = [
     DonateRequest.method, DisplayedRequest.method, InvalidateRequest.method, PerformActionRequest.method,
     ResetEligibilityRequest.method, SetParameterRequest.method, SetVariantRequest.method, ResetDatastoreRequest.method,
-    AccountsImportRequest.method, AccountsDeleteRequest.method,
+    AccountsImportRequest.method, AccountsDeleteRequest.method, SyncPushRequest.method,
   ]
 
   /// Definition methods, refused in hosted mode (-32014): there one catalog defines tips, groups, parameters and

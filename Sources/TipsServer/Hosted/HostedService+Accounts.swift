@@ -138,6 +138,7 @@ extension HostedService {
   func noticed(_ notice: HostedStore.Notice) {
     switch notice {
     case .operations(let account, let cursor):
+      syncChanged(account, cursor: cursor)
       // An account still loading has no model yet: what its load read may predate this operation, so it pulls once
       // loaded (the residency knows it only while it is held or loading).
       if let model = tenants[account]?.model, cursor <= model.cursor { return }

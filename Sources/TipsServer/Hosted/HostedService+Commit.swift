@@ -39,7 +39,14 @@ extension HostedService {
     var batch = Batch()
     for tenant in touched {
       tenant.touched = false
-      guard let account = tenant.account, let model = tenant.model else { continue }
+      guard let account = tenant.account, let model = tenant.model else {
+        // Never answered otherwise: a device's push waits for its reply.
+        for push in tenant.devicePushes {
+          push.reply(.failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the account is not loaded")))
+        }
+        tenant.devicePushes.removeAll()
+        continue
+      }
       if !tenant.variantsStored {
         tenant.variantsStored = true
         _ = model.storeUnrecordedVariants(wallNow: System.wallClockSeconds())
@@ -50,9 +57,14 @@ extension HostedService {
       }
       tenant.pendingHistory.removeAll()
       let replies = tenant.idempotency.takeStaged()
-      guard !operations.isEmpty || !chunks.isEmpty || !replies.isEmpty else { continue }
+      let pushes = tenant.devicePushes
+      tenant.devicePushes.removeAll()
+      guard !operations.isEmpty || !chunks.isEmpty || !replies.isEmpty || !pushes.isEmpty else { continue }
       changes.append(
-        HostedStore.AccountChanges(account: account, operations: operations, history: chunks, replies: replies))
+        HostedStore.AccountChanges(
+          account: account, operations: operations, history: chunks, replies: replies,
+          devices: pushes.map { HostedStore.DeviceOperations(device: $0.device, operations: $0.operations) }))
+      if !pushes.isEmpty { batch.deviceReplies[account] = pushes.map(\.reply) }
       batch.accounts.append(account)
       batch.pushed[account] = operations.map(\.seq)
       batch.historyCounts[account] = chunks.reduce(0) { $0 + $1.count }
@@ -95,7 +107,16 @@ extension HostedService {
         if let last = answer?.lastCursor, !model.advanceCursorAfterPush(pushed: pushed.count, lastCursor: last) {
           _ = residency.othersWrote(account)
         }
-        if let last = answer?.lastCursor, last - tenant.snapshotCursor > Int64(configuration.compactionThreshold) {
+        // Devices' operations (`sync/push`) come after the node's own: merged by the pull that reads them, the way
+        // another node's are (their cursors are PostgreSQL's), then their pushes are answered.
+        if let last = answer?.devicesLastCursor {
+          if last > model.cursor { _ = residency.othersWrote(account) }
+          let cursor = max(last, answer?.lastCursor ?? 0)
+          for reply in batch.deviceReplies[account] ?? [] { reply(.success(cursor)) }
+        }
+        if let last = [answer?.lastCursor, answer?.devicesLastCursor].compactMap({ $0 }).max(),
+          last - tenant.snapshotCursor > Int64(configuration.compactionThreshold)
+        {
           compactionDue[account] = last
         }
         if let first = answer?.historyFirst.first, let count = batch.historyCounts[account], count > 0 {
@@ -122,6 +143,18 @@ extension HostedService {
         "hosted: commit failed; the accounts are read again",
         [("accounts", String(batch.accounts.count)), ("error", error.message)])
       for account in batch.accounts { perform(residency.committed(account, success: false)) }
+      for replies in batch.deviceReplies.values {
+        for reply in replies {
+          reply(
+            .failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the commit failed: \(error.message)"))
+          )
+        }
+      }
+    }
+    for account in erasedNow {
+      for reply in batch.deviceReplies[account] ?? [] {
+        reply(.failure(.unauthorized(reason: "deleted", "the account was deleted")))
+      }
     }
     for session in batch.sessions where session.awaitingBatch == id { session.awaitingBatch = nil }
     if erasedNow.isEmpty {

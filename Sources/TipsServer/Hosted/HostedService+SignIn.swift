@@ -159,6 +159,7 @@ extension HostedService {
   /// The session is gone: its account may be evicted, its subscriptions go.
   func closed(_ session: Session) {
     for id in session.subscriptions where fleetSubscribers[id]?.session === session { fleetSubscribers[id] = nil }
+    unwatchSync(session)
     sessionsByID[session.id] = nil
     expiries.set(session.id, nil)
     signInDeadlines.set(session.id, nil)

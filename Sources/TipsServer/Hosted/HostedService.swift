@@ -84,11 +84,17 @@ final class HostedService {
     var historyCounts: [String: Int] = [:]
     var streamed: [String: [HistoryEvent]] = [:]
     var sessions: [Session] = []
+    /// `sync/push` replies, by account, answered once the commit is.
+    var deviceReplies: [String: [(Result<Int64, ResponseError>) -> Void]] = [:]
   }
   var batches: [UInt64: Batch] = [:]
   var nextBatch: UInt64 = 0
   /// History entries recorded this turn that the analytics stream carries once committed, by account.
   var streamedThisTurn: [String: [HistoryEvent]] = [:]
+  /// Sessions that pulled (`sync/pull`), told when their account moves (`sync/changed`): by session id, and the
+  /// session ids of each account.
+  var syncWatchers: [UInt64: SyncWatcher] = [:]
+  var syncWatchersByAccount: [String: Set<UInt64>] = [:]
 
   // Hooks into the server.
   /// Hand the output of these sessions over: their commit succeeded (true) or failed.

@@ -629,7 +629,7 @@ public final class WebListener {
   /// `nonisolated(unsafe)`: set once by the daemon before the loop runs; read by lws on the loop thread.
   nonisolated(unsafe) public static var libraryLog: ((Bool, String) -> Void)?
 
-  private static func routeLibraryLogs() {
+  static func routeLibraryLogs() {
     tipsd_lws_set_logging { level, line in
       guard let line else { return }
       var text = String(cString: line)

@@ -93,6 +93,8 @@ WRAPPERS = {
     "tips/suppress": lambda c, s: c.suppress(60, reason="checkout"),
     "tips/resume": lambda c, s: c.resume(),
     "sync/status": lambda c, s: c.sync_status(),
+    "sync/push": lambda c, s: _hosted_only(c.sync_push("device:coverage", [])),
+    "sync/pull": lambda c, s: _hosted_only(c.sync_pull("device:coverage", after=0)),
     # Hosted mode's methods: a daemon serving one user's state answers them with -32014 (forbidden).
     "auth/refresh": lambda c, s: _hosted_only(c.auth_refresh("token")),
     "accounts/list": lambda c, s: _hosted_only(c.accounts_list(limit=10)),

@@ -46,6 +46,10 @@ import {
   SignIn,
   AccountsListParams,
   AccountPage,
+  SyncPullParams,
+  SyncPullResult,
+  SyncPushParams,
+  SyncPushResult,
   AccountExport,
   AccountsImportResult,
   AccountsDeleteResult,
@@ -536,6 +540,16 @@ export class TipsClient<S extends boolean = false> {
   /** `sync/status`: sync across devices — connection state, outbox, lag, last push and pull. */
   syncStatus(): Promise<Outcome<S, SyncStatusResult>> {
     return this.request("sync/status", undefined);
+  }
+
+  /** `sync/push` (hosted mode): a device's operations into the session's account, answered once committed. */
+  syncPush(device: string, ops: SyncPushParams["ops"]): Promise<Outcome<S, SyncPushResult>> {
+    return this.request("sync/push", { device, ops });
+  }
+
+  /** `sync/pull` (hosted mode): the account's operations after a cursor; subscribes the session to `sync/changed`. */
+  syncPull(params: SyncPullParams): Promise<Outcome<S, SyncPullResult>> {
+    return this.request("sync/pull", params);
   }
 
   /**

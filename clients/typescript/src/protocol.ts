@@ -460,6 +460,37 @@ export interface ClockResult {
   now: number;
 }
 
+/** `sync/push` (hosted mode): a device's operations, as `tipsd serve --sync wss://…` sends them. */
+export interface SyncPushParams {
+  /** `device:` and the device's id. */
+  device: string;
+  ops: { seq: number; op: Record<string, unknown> }[];
+}
+export interface SyncPushResult {
+  /** The account's last operation cursor once the push was committed. */
+  cursor: number;
+}
+/** `sync/pull` (hosted mode). */
+export interface SyncPullParams {
+  device: string;
+  after?: number | null;
+  limit?: number | null;
+}
+export interface SyncPullResult {
+  operations: { cursor: number; device: string; seq: number; op: Record<string, unknown> }[];
+  /** The account's state as of `cursor` when the device was behind the operations kept; null else. */
+  snapshot: Record<string, unknown> | null;
+  cursor: number;
+  more: boolean;
+  subscription: string;
+}
+/** `sync/changed`: the account's operations moved (to sessions that called `sync/pull`). */
+export interface SyncChangedParams {
+  subscription: string | number;
+  seq: number;
+  cursor: number;
+}
+
 /** `accounts/list` (hosted mode, admin). */
 export interface AccountsListParams {
   after?: string | null;
@@ -793,6 +824,7 @@ export interface NotificationMap {
   "tips/actionPerformed": ActionPerformedParams;
   "analytics/event": AnalyticsEventParams;
   "inspect/changed": InspectChangedParams;
+  "sync/changed": SyncChangedParams;
 }
 export type NotificationMethod = keyof NotificationMap;
 
@@ -833,6 +865,8 @@ export interface MethodMap {
   "metrics/get": { params: MetricsGetParams; result: MetricsResult };
   "inspect/state": { params: InspectStateParams; result: InspectStateResult };
   "sync/status": { params: void; result: SyncStatusResult };
+  "sync/push": { params: SyncPushParams; result: SyncPushResult };
+  "sync/pull": { params: SyncPullParams; result: SyncPullResult };
   "auth/refresh": { params: { token: string }; result: SignIn };
   "accounts/list": { params: AccountsListParams; result: AccountPage };
   "accounts/export": { params: { account: string }; result: AccountExport };

@@ -83,6 +83,8 @@ const WRAPPERS = {
   "actions/unsubscribe": async (c, s) => s.offAction(),
   "tips/setVariant": (c) => c.setVariant("filter.tip", "friendly"),
   "sync/status": (c) => c.syncStatus(),
+  "sync/push": (c) => hostedOnly(c.syncPush("device:coverage", [])),
+  "sync/pull": (c) => hostedOnly(c.syncPull({ device: "device:coverage", after: 0 })),
   // Hosted mode's methods: a daemon serving one user's state answers them with -32014 (forbidden).
   "auth/refresh": (c) => hostedOnly(c.authRefresh("token")),
   "accounts/list": (c) => hostedOnly(c.accountsList({ limit: 10 })),

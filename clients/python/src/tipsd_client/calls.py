@@ -302,6 +302,21 @@ class Calls(Connection):
         """``sync/status``: sync across devices — ``{enabled, state, outbox, lagSeconds, lastPushAt, …}``."""
         return await self.request("sync/status")
 
+    async def sync_push(self, device: str, ops: list[dict[str, Any]]) -> dict[str, Any]:
+        """``sync/push`` (hosted mode): a device's operations ``[{seq, op}]`` into the session's account; answers
+        ``{cursor}`` once committed. (How a device daemon syncs through a node: ``tipsd serve --sync wss://…``.)"""
+        return await self.request("sync/push", {"device": device, "ops": ops})
+
+    async def sync_pull(self, device: str, after: int | None = None, limit: int | None = None) -> dict[str, Any]:
+        """``sync/pull`` (hosted mode): the account's operations after ``after`` (or its snapshot); subscribes the
+        session to ``sync/changed``."""
+        params: dict[str, Any] = {"device": device}
+        if after is not None:
+            params["after"] = after
+        if limit is not None:
+            params["limit"] = limit
+        return await self.request("sync/pull", params)
+
     # ------------------------------------------------------------------ hosted mode
 
     async def auth_refresh(self, token: str) -> SignIn:

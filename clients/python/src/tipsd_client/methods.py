@@ -40,6 +40,8 @@ METHODS = (
     "parameters/set",
     "rpc.discover",
     "shutdown",
+    "sync/pull",
+    "sync/push",
     "sync/status",
     "testing/clear",
     "testing/hideAllTips",
@@ -71,6 +73,7 @@ SERVER_NOTIFICATIONS = (
     "analytics/event",
     "groups/currentTipChanged",
     "inspect/changed",
+    "sync/changed",
     "tips/actionPerformed",
     "tips/shouldDisplayChanged",
 )

@@ -1,0 +1,74 @@
+import TipsSync
+
+// A hosted node's reads of an account's operations: its own catch-up (`pull`), a device's (`pullAsDevice`, for
+// `sync/push` and `sync/pull`, #37), and their retention (`pruneOperations`).
+extension HostedStore {
+  /// One device's operations pushed through a node: stored under the device's id, idempotent by (device, seq).
+  public struct DeviceOperations: Sendable {
+    public var device: String
+    public var operations: [(seq: Int64, payload: String)]
+
+    public init(device: String, operations: [(seq: Int64, payload: String)]) {
+      self.device = device
+      self.operations = operations
+    }
+  }
+
+  /// What a device's pull read: operations, or the account's snapshot when the device is behind what is kept.
+  public enum DevicePull: Sendable {
+    case operations([StoredOperation])
+    /// The snapshot's JSON and its cursor.
+    case snapshot(state: String, cursor: Int64)
+  }
+
+  /// The operations of `account` after `cursor`, at most `limit`, in cursor order.
+  public func pull(
+    _ account: String, after cursor: Int64, limit: Int,
+    completion: @escaping (Result<[StoredOperation], HostedError>) -> Void
+  ) {
+    reader.send([.prepared(Statement.pull, [account, String(cursor), String(limit)])]) { result in
+      completion(
+        result.flatMap { results in
+          var operations: [StoredOperation] = []
+          for row in results.first?.rows ?? [] {
+            guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }) else { continue }
+            if cursor == -1 { return .failure(.behindRetention) }
+            guard let device = row[1], let seq = row[2].flatMap({ Int64($0) }), let payload = row[3] else { continue }
+            operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
+          }
+          return .success(operations)
+        })
+    }
+  }
+
+  /// A device's pull (`tipsd.pull`): its cursor registered, then the operations of `account` after `cursor`, at most
+  /// `limit`, or the snapshot when `cursor` is behind the operations kept. On the writer: it writes the cursor.
+  public func pullAsDevice(
+    _ account: String, device: String, after cursor: Int64, limit: Int,
+    completion: @escaping (Result<DevicePull, HostedError>) -> Void
+  ) {
+    writer.send([.query(PGSchema.pullAsDevice, [account, device, String(cursor), String(limit)])]) { result in
+      completion(
+        result.map { results in
+          var operations: [StoredOperation] = []
+          for row in results.first?.rows ?? [] {
+            guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let seq = row[2].flatMap({ Int64($0) }),
+              let payload = row[3]
+            else { continue }
+            if seq == -1 { return .snapshot(state: payload, cursor: cursor) }
+            guard let device = row[1] else { continue }
+            operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
+          }
+          return .operations(operations)
+        })
+    }
+  }
+
+  public func pruneOperations(
+    of account: String, deviceDays: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
+  ) {
+    writer.send([.query(PGSchema.pruneOps, [account, "\(deviceDays)", String(limit)])]) { result in
+      completion(result.map { results in results.first?.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0 })
+    }
+  }
+}
