@@ -54,6 +54,35 @@ import Testing
     #expect(residency.othersWrote("nobody") == [])
   }
 
+  /// Issue #34's drill: a turn both committed an account and heard a notice for it, so a commit and a pull were in
+  /// flight at once; PostgreSQL went away, the pull failed first and made the account idle, and the commit's failure
+  /// that followed was ignored — the node kept a change PostgreSQL never stored, for good.
+  @Test func aCommitAndAPullInFlightTogetherKeepTheAccountBusyAndAFailedCommitStillReloads() {
+    var residency = Residency(capacity: 10)
+    _ = residency.need("alice")
+    _ = residency.loaded("alice", success: true)
+    #expect(residency.othersWrote("alice") == [.pull("alice")])
+    residency.committing("alice")
+    #expect(residency.pulled("alice", success: false) == [.retryPull("alice")])
+    #expect(residency.phase(of: "alice") == .busy)
+    #expect(residency.committed("alice", success: false) == [.load("alice")])
+    #expect(residency.phase(of: "alice") == .reloading)
+    #expect(residency.loaded("alice", success: true) == [.resume("alice")])
+    // The other order, and two commits: idle only once every one is answered; a success does not hide a failure.
+    #expect(residency.othersWrote("alice") == [.pull("alice")])
+    residency.committing("alice")
+    residency.committing("alice")
+    #expect(residency.committed("alice", success: false) == [])
+    #expect(residency.committed("alice", success: true) == [])
+    #expect(residency.phase(of: "alice") == .busy)
+    #expect(residency.pulled("alice") == [.load("alice")])
+    #expect(residency.loaded("alice", success: true) == [.resume("alice")])
+    residency.committing("alice")
+    #expect(residency.othersWrote("alice") == [])
+    #expect(residency.committed("alice", success: true) == [.pull("alice")])
+    #expect(residency.pulled("alice") == [.resume("alice")])
+  }
+
   @Test func theLeastRecentlyUsedIdleAccountsWithoutSessionsAreEvicted() {
     var residency = Residency(capacity: 3)
     for account in ["a", "b", "c"] {

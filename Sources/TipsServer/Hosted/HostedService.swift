@@ -458,12 +458,39 @@ final class HostedService {
           self.perform(self.residency.loaded(account, success: true))
         } catch {
           self.logger.error("hosted: cannot load an account", [("account", account), ("error", "\(error)")])
+          self.orphan(account)
           self.perform(self.residency.loaded(account, success: false))
         }
       case .failure(let error):
         self.logger.warning("hosted: cannot load an account", [("account", account), ("error", error.message)])
         self.loadFailure[account] = error.message
+        self.orphan(account)
         self.perform(self.residency.loaded(account, success: false))
+      }
+    }
+  }
+
+  /// Accounts whose reload failed (a failed commit's, as PostgreSQL went away): no longer resident, their tenant
+  /// still holds the engine as it was and their sessions' subscriptions — nothing catches them up, no notice is
+  /// heard for them, until they are read again. Read again as soon as PostgreSQL can be read (or dropped, once no
+  /// session is left).
+  private var orphans: Set<String> = []
+
+  private func orphan(_ account: String) {
+    guard tenants[account] != nil else { return }
+    orphans.insert(account)
+  }
+
+  private func reloadOrphans() {
+    guard !orphans.isEmpty, store.isReadable else { return }
+    let accounts = orphans.sorted()
+    orphans.removeAll()
+    for account in accounts where tenants[account] != nil && residency.phase(of: account) == nil {
+      if residency.sessions(of: account) > 0 {
+        logger.info("hosted: reading an account again after its reload failed", [("account", account)])
+        perform(residency.need(account))
+      } else {
+        evict(account)
       }
     }
   }
@@ -591,6 +618,7 @@ final class HostedService {
     linkStates[link] = ready
     if link == .listener && ready { catchUpDue = true }
     if catchUpDue && store.isReadable && store.isListening { catchUp() }
+    if link == .reader && ready { reloadOrphans() }
   }
 
   /// Whether each link is up (`/healthz`, `tipsd_hosted_links`).
@@ -891,6 +919,7 @@ final class HostedService {
     for account in pullRetries.popDue(loopSeconds) where residency.phase(of: account) != nil {
       perform(residency.othersWrote(account))
     }
+    reloadOrphans()
     erased = erased.filter { $0.value > now }
     if !erasedRead && !readingErased && store.isReadable { readErased() }
     compact()
