@@ -267,19 +267,23 @@ public final class WebListener {
 
   // MARK: Peers
 
-  /// Pings a quiet peer, and closes one silent for two intervals (a phone that went to sleep, a SIGSTOP'd client:
-  /// a half-open TCP connection sends no FIN).
+  /// Pings a peer quiet for an interval, and closes one that has not answered its ping an interval later (a phone
+  /// that went to sleep, a SIGSTOP'd client: a half-open TCP connection sends no FIN) — silent for about two
+  /// intervals. The deadline runs from the ping, not from the last frame heard: a healthy quiet peer is pinged every
+  /// other check and answers at once, so "silent for two intervals" would be decided by the check timer's jitter.
   private func checkPeers() {
     let interval = UInt64(max(0.05, configuration.pingInterval) * 1000)
     let now = loop.now
     // Abandoning closes synchronously and removes the stream: iterate over a copy.
     for stream in Array(streams.values) {
-      let silent = now &- stream.lastHeard
-      if silent >= 2 * interval {
-        log(
-          warning: false, "closing a WebSocket peer that stopped answering pings", [("connection", String(stream.id))])
-        stream.abandon()
-      } else if silent >= interval {
+      if let pinged = stream.pingedAt {
+        if now &- pinged >= interval {
+          log(
+            warning: false, "closing a WebSocket peer that stopped answering pings",
+            [("connection", String(stream.id))])
+          stream.abandon()
+        }
+      } else if now &- stream.lastHeard >= interval {
         stream.sendPing()
       }
     }
