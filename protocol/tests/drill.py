@@ -561,12 +561,17 @@ class Drill:
                     f"connections {observer.connections[-3:]}"
                 )
                 continue
-            lag = max(0.0, observer.changed_at - self.quiet_at)
+            # From the last fault healed, or from the last change to its account acknowledged after that.
+            settled = max(
+                [self.healed_at]
+                + [c.acked for ch in self.changers if ch.account == observer.account for c in ch.changes if c.acked]
+            )
+            lag = max(0.0, observer.changed_at - settled)
             self.lags.append(lag)
             if lag > CONVERGENCE_SECONDS:
                 self.problems.append(
                     f"observer {observer.name} converged {lag:.2f} s after the last change/heal (at "
-                    f"{observer.changed_at:.2f} s; quiet at {self.quiet_at:.2f} s); connections "
+                    f"{observer.changed_at:.2f} s; its account settled at {settled:.2f} s); connections "
                     f"{observer.connections[-3:]}"
                 )
         self.final = final
