@@ -11,7 +11,8 @@ directly, and PostgreSQL's `tipsd.idempotency` and `tipsd.ops`:
   tip's display count) below the number of distinct keys applied for it;
 - **doubled**: a count above the number of distinct keys applied for it (a change applied twice despite its key);
 - **mismatched**: an acknowledged reply that differs from the one stored with its key (a retry answered anew);
-- **unanswered**: a change never acknowledged once every fault was healed;
+- **unanswered**: a change never acknowledged once every fault was healed, or a call left without any answer for
+  CALL_TIMEOUT on a connection that stayed up (every request is answered within --postgres-timeout, -32016 at worst);
 - nodes that disagree on an account, observers whose last `shouldDisplay` is not the account's final state within
   5 s of the last fault healed (or of the last change acknowledged after it), nodes that died on their own.
 
@@ -43,8 +44,9 @@ OBSERVED = ["welcome.tour", "filter.tip", "advanced-search.tip", "show-location.
 # Display counts are exact for this tip: nothing resets it (resetEligibility targets welcome.tour only).
 COUNTED_TIP = "rotate-map.tip"
 CONVERGENCE_SECONDS = 5.0
-# A request gets its answer within --postgres-timeout plus a commit; this is only the client's patience.
-CALL_TIMEOUT = 10.0
+# A request gets its answer (-32016 at worst) within --postgres-timeout (3 s here) and a second of the link's
+# watchdog: a call unanswered this long on a connection that stayed up is a request never answered.
+CALL_TIMEOUT = 15.0
 RETRYABLE = (-32016, -32015)
 
 
@@ -203,9 +205,11 @@ class Client:
 
     def url(self) -> str:
         fleet = self.drill.fleet
-        if self.rng.random() < 0.4:
+        # A node being restarted has no port yet (a killed one keeps its old one: connecting there is refused).
+        ports = [node.port for node in fleet.nodes if node.port]
+        if not ports or self.rng.random() < 0.4:
             return fleet.websocket_url
-        return f"ws://127.0.0.1:{self.rng.choice(fleet.nodes).port}/"
+        return f"ws://127.0.0.1:{self.rng.choice(ports)}/"
 
     async def connect(self, deadline: float) -> None:
         self.connections = getattr(self, "connections", [])
@@ -219,7 +223,7 @@ class Client:
                 return
             except (*CONNECTION_ERRORS, RpcError):
                 await connection.close()
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline or self.drill.aborting:
                     raise
                 await asyncio.sleep(self.rng.uniform(0.05, 0.3))
 
@@ -284,7 +288,7 @@ class Changer(Client):
     async def until_acknowledged(self, change: Change) -> None:
         # Past every fault, a change still unacknowledged after this long is a request never answered.
         give_up = TIMEOUT * 4
-        while True:
+        while not self.drill.aborting:
             if self.drill.healed_at is not None and self.drill.now() - max(self.drill.healed_at, change.sent) > give_up:
                 return
             try:
@@ -402,6 +406,9 @@ class Drill:
         self.faults: list[Fault] = []
         self.problems: list[str] = []
         self.killed: set[int] = set()
+        # The drill itself failed: clients stop at once (cancelling them is not enough: asyncio.wait_for in Python
+        # 3.11 may swallow a cancellation).
+        self.aborting = False
 
     def now(self) -> float:
         return time.monotonic() - self.started
@@ -413,6 +420,8 @@ class Drill:
         fault.started = self.now()
         if fault.kind == "kill":
             node = fleet.nodes[fault.node]
+            if node.proc.poll() is not None:
+                self.problems.append(f"node{fault.node + 1} died on its own (exit {node.proc.returncode})")
             self.killed.add(fault.node)
             node.kill()
             time.sleep(fault.hold)
@@ -480,6 +489,19 @@ class Drill:
         stop_changes = asyncio.Event()
         observer_tasks = [asyncio.ensure_future(o.run(stop_observers)) for o in self.observers]
         changer_tasks = [asyncio.ensure_future(c.run(stop_changes)) for c in self.changers]
+        try:
+            await self.exercise(stop_changes, stop_observers, changer_tasks, observer_tasks)
+        except BaseException:
+            self.aborting = True
+            stop_changes.set()
+            stop_observers.set()
+            for task in changer_tasks + observer_tasks:
+                task.cancel()
+            await asyncio.wait(changer_tasks + observer_tasks, timeout=TIMEOUT)
+            raise
+
+    async def exercise(self, stop_changes, stop_observers, changer_tasks, observer_tasks) -> None:
+        config = self.config
         planned = schedule(self.rng, config.seconds, len(self.fleet.nodes), config.promote)
         await asyncio.sleep(1.0)
         for gap, fault in planned:
@@ -695,9 +717,17 @@ class Drill:
         figures: dict[str, object] = {}
         try:
             self.started = time.monotonic()
-            asyncio.run(self.body())
+            try:
+                asyncio.run(self.body())
+            except Exception as error:  # noqa: BLE001 — reported with the seed and the faults
+                import traceback
+
+                self.problems.append(f"the drill stopped: {error!r}\n{traceback.format_exc()}")
             figures["faults_injected"] = len(self.faults)
-            figures.update(self.ledger())
+            if hasattr(self, "final"):
+                figures.update(self.ledger())
+            self.changers = getattr(self, "changers", [])
+            self.observers = getattr(self, "observers", [])
             figures["retries"] = sum(max(0, c.attempts - 1) for ch in self.changers for c in ch.changes)
             figures["reconnects"] = sum(client.reconnects for client in self.changers + self.observers)
             # Calls that got no answer at all within CALL_TIMEOUT (their connection stayed up): with
@@ -705,8 +735,15 @@ class Drill:
             figures["timeouts"] = sum(
                 1 for ch in self.changers for c in ch.changes for _, _, outcome in c.trail if outcome == "TimeoutError"
             )
+            if figures["timeouts"]:
+                self.problems += [
+                    f"never answered within {CALL_TIMEOUT:g} s: {change.key} {change.method} {change.trail}"
+                    for ch in self.changers
+                    for change in ch.changes
+                    if any(outcome == "TimeoutError" for _, _, outcome in change.trail)
+                ]
             figures["notifications"] = sum(o.notifications for o in self.observers)
-            figures["worst_observer_lag_ms"] = round(max(self.lags or [0]) * 1000)
+            figures["worst_observer_lag_ms"] = round(max(getattr(self, "lags", None) or [0]) * 1000)
             for client in self.changers + self.observers:
                 self.problems += [f"{client.name}: {error}" for error in client.errors]
             for index, node in enumerate(self.fleet.nodes):
