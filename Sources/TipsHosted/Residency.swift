@@ -113,7 +113,8 @@ public struct Residency: Sendable {
   /// start while a pull is reading (the turn that touched the account heard a notice for it too), or while another
   /// commit is in flight: the account stays busy until every one of them is answered.
   public mutating func committing(_ account: String) {
-    guard var entry = entries[account] else { return }
+    // A loading account commits nothing (the load would be ignored once it was busy): the caller skips it.
+    guard var entry = entries[account], entry.phase != .loading && entry.phase != .reloading else { return }
     unlist(account, &entry)
     entry.phase = .busy
     entry.commits += 1

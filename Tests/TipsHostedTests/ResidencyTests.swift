@@ -83,6 +83,21 @@ import Testing
     #expect(residency.pulled("alice") == [.resume("alice")])
   }
 
+  /// Issue #34's drill (seed 100): a pull's merge queued an operation of the node's just as a failed commit's reload
+  /// began; the turn's commit made the reloading account busy, the load's completion was then ignored, and the next
+  /// pull never ended — the account's requests waited for good. A loading account is not made busy by a commit.
+  @Test func aReloadingAccountIsNotMadeBusyByACommit() {
+    var residency = Residency(capacity: 10)
+    _ = residency.need("alice")
+    _ = residency.loaded("alice", success: true)
+    residency.committing("alice")
+    #expect(residency.committed("alice", success: false) == [.load("alice")])
+    residency.committing("alice")
+    #expect(residency.phase(of: "alice") == .reloading)
+    #expect(residency.loaded("alice", success: true) == [.resume("alice")])
+    #expect(residency.isIdle("alice"))
+  }
+
   @Test func theLeastRecentlyUsedIdleAccountsWithoutSessionsAreEvicted() {
     var residency = Residency(capacity: 3)
     for account in ["a", "b", "c"] {

@@ -658,7 +658,13 @@ final class HostedService {
         self.services.requestEndOfTurn()
       case .success(let rows):
         self.pullFailures[account] = nil
-        guard let tenant = self.tenants[account], tenant.model === model else { return }
+        guard let tenant = self.tenants[account], tenant.model === model else {
+          // Read again meanwhile: this pull's rows are not for the engine it has now. The pull still ends (an
+          // account left pulling would hold its requests for good); it is tried again from the new cursor.
+          self.perform(self.residency.pulled(account, success: false))
+          self.services.requestEndOfTurn()
+          return
+        }
         if let last = rows.last {
           self.pullReplies(of: tenant)
           let effects = model.applyRemote(
@@ -751,6 +757,10 @@ final class HostedService {
     for tenant in touched {
       tenant.touched = false
       guard let account = tenant.account, let model = tenant.model else { continue }
+      // Being read from PostgreSQL (a failed commit's reload): what this turn queued for it — a pull's merge that
+      // reached a budget — is rebuilt by the reload, and a commit now would make the account busy under the load,
+      // whose completion would then be ignored (its requests waited for good). No request ran on it: they wait.
+      if let phase = residency.phase(of: account), phase == .loading || phase == .reloading { continue }
       if !tenant.variantsStored {
         tenant.variantsStored = true
         _ = model.storeUnrecordedVariants(wallNow: System.wallClockSeconds())
@@ -799,7 +809,10 @@ final class HostedService {
           erasedNow.append(account)
           continue
         }
-        guard let tenant = tenants[account], let model = tenant.model else { continue }
+        guard let tenant = tenants[account], let model = tenant.model else {
+          perform(residency.committed(account, success: false))
+          continue
+        }
         let pushed = batch.pushed[account] ?? []
         _ = model.pushed(pushed)
         let answer = answers[account]
