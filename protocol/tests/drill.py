@@ -758,6 +758,9 @@ class Drill:
             if self.problems:
                 self.keep_logs()
             self.fleet.close()
+            import shutil
+
+            shutil.rmtree(self.fleet.directory, ignore_errors=True)
         return DrillReport(config.seed, config.seconds, self.faults, figures, self.problems)
 
     def keep_logs(self) -> None:
