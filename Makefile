@@ -40,6 +40,7 @@ help:
 	@echo "make format — swift format the Swift sources, tests and benchmarks in place (.swift-format)"
 	@echo "make stats  — the statistics simulation at full size: coverage and daily-peeking false positives (issue #38)"
 	@echo "make fleet  — a hosted fleet on this machine: PostgreSQL primary + standby, three nodes, HAProxy (Ctrl-C stops)"
+	@echo "make chaos  — the fleet's fault drill over many seeds (CHAOS_SEEDS=20, CHAOS_SECONDS=120): lost, doubled, lag"
 	@echo "make test-repeat N=30 [SUITE=test-swift]  — a suite N times in a row, stopping at the first failure"
 	@echo "make test-stress N=10 [SUITE=test-swift]  — the same with one CPU-burning process per core alongside"
 	@echo "make clean  — remove build products"
@@ -194,6 +195,13 @@ fuzz-adversary: deps build
 .PHONY: fuzz-smoke
 fuzz-smoke: deps-apt
 	scripts/fuzz --smoke $(FUZZ_TARGETS)
+
+## chaos: issue #34's fault drill (protocol/tests/drill.py) over CHAOS_SEEDS seeds (default 20), CHAOS_SECONDS of faults
+## each (default 120): per seed, faults injected, changes acknowledged, lost, doubled and the worst observer lag as
+## `name: value` lines, then the totals (scripts/chaos). `make test` runs the drill once, bounded (test_fleet_drill.py).
+.PHONY: chaos
+chaos: deps build
+	TIPSD_BIN=$(CURDIR)/$(BIN_DEBUG) $(PYTHON) scripts/chaos
 
 ## leakcheck: the chaos and abuse suites against a tipsd built with AddressSanitizer/LeakSanitizer.
 leakcheck: deps-apt

@@ -36,6 +36,13 @@ public struct Residency: Sendable {
     var phase: Phase
     /// A fleet notification said others stored operations up to this cursor (pull when idle).
     var wantsPull = false
+    /// Commits in flight (a turn's commit may start while a pull is reading, and the reverse: the account is busy
+    /// until both are done).
+    var commits = 0
+    /// A pull is reading.
+    var pulling = false
+    /// A commit failed while something else was in flight: the account is read again once nothing is.
+    var reloadDue = false
     // The LRU list of idle accounts without sessions (eviction candidates), most recently used last.
     var previous: String?
     var next: String?
@@ -102,25 +109,26 @@ public struct Residency: Sendable {
     return settle(account) + evictions(sparing: account)
   }
 
-  /// The account's changes are being committed (its requests wait until ``committed(_:success:)``).
+  /// The account's changes are being committed (its requests wait until ``committed(_:success:)``). A commit may
+  /// start while a pull is reading (the turn that touched the account heard a notice for it too), or while another
+  /// commit is in flight: the account stays busy until every one of them is answered.
   public mutating func committing(_ account: String) {
-    guard var entry = entries[account] else { return }
+    // A loading account commits nothing (the load would be ignored once it was busy): the caller skips it.
+    guard var entry = entries[account], entry.phase != .loading && entry.phase != .reloading else { return }
     unlist(account, &entry)
     entry.phase = .busy
+    entry.commits += 1
     entries[account] = entry
   }
 
-  /// Its commit finished; on failure the account is read again from PostgreSQL.
+  /// A commit finished; on failure the account is read again from PostgreSQL — once nothing else is in flight for
+  /// it (a pull that ends first does not make it idle, and the failure is not forgotten).
   public mutating func committed(_ account: String, success: Bool) -> [Action] {
-    guard var entry = entries[account], entry.phase == .busy else { return [] }
-    guard success else {
-      entry.phase = .reloading
-      entries[account] = entry
-      return [.load(account)]
-    }
-    entry.phase = .idle
+    guard var entry = entries[account], entry.phase == .busy, entry.commits > 0 else { return [] }
+    entry.commits -= 1
+    if !success { entry.reloadDue = true }
     entries[account] = entry
-    return settle(account) + evictions(sparing: account)
+    return nothingInFlight(account)
   }
 
   /// A read that must see everything stored and nothing new meanwhile (an analytics replay): the account's requests
@@ -138,12 +146,36 @@ public struct Residency: Sendable {
   /// The pull finished: merged, or failed — then nothing was merged, the engine is as it was, and the requests that
   /// waited run now on it (a pull that cannot read must not hold them); the pull is tried again later.
   public mutating func pulled(_ account: String, success: Bool = true) -> [Action] {
-    guard var entry = entries[account], entry.phase == .busy else { return [] }
-    guard success else {
-      entry.phase = .idle
+    guard var entry = entries[account], entry.phase == .busy, entry.pulling else { return [] }
+    entry.pulling = false
+    var actions: [Action] = []
+    if !success {
       entry.wantsPull = false
+      actions.append(.retryPull(account))
+    }
+    entries[account] = entry
+    return actions + nothingInFlight(account)
+  }
+
+  /// The pull found the operations after the account's cursor pruned (they are in its snapshot now: #34's retention):
+  /// nothing was merged, and the account is read again once nothing else is in flight for it.
+  public mutating func pulledBehindRetention(_ account: String) -> [Action] {
+    guard var entry = entries[account], entry.phase == .busy, entry.pulling else { return [] }
+    entry.pulling = false
+    entry.reloadDue = true
+    entries[account] = entry
+    return nothingInFlight(account)
+  }
+
+  /// A commit or pull of a busy account finished: once none is left in flight it is idle again — or read again, when
+  /// a commit failed.
+  private mutating func nothingInFlight(_ account: String) -> [Action] {
+    guard var entry = entries[account], entry.commits == 0, !entry.pulling else { return [] }
+    if entry.reloadDue {
+      entry.reloadDue = false
+      entry.phase = .reloading
       entries[account] = entry
-      return [.retryPull(account)] + settle(account)
+      return [.load(account)]
     }
     entry.phase = .idle
     entries[account] = entry
@@ -183,6 +215,7 @@ public struct Residency: Sendable {
     if entry.wantsPull {
       entry.wantsPull = false
       entry.phase = .busy
+      entry.pulling = true
       unlist(account, &entry)
       entries[account] = entry
       return [.pull(account)]

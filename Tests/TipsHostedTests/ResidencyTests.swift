@@ -54,6 +54,69 @@ import Testing
     #expect(residency.othersWrote("nobody") == [])
   }
 
+  /// Issue #34's drill: a turn both committed an account and heard a notice for it, so a commit and a pull were in
+  /// flight at once; PostgreSQL went away, the pull failed first and made the account idle, and the commit's failure
+  /// that followed was ignored — the node kept a change PostgreSQL never stored, for good.
+  @Test func aCommitAndAPullInFlightTogetherKeepTheAccountBusyAndAFailedCommitStillReloads() {
+    var residency = Residency(capacity: 10)
+    _ = residency.need("alice")
+    _ = residency.loaded("alice", success: true)
+    #expect(residency.othersWrote("alice") == [.pull("alice")])
+    residency.committing("alice")
+    #expect(residency.pulled("alice", success: false) == [.retryPull("alice")])
+    #expect(residency.phase(of: "alice") == .busy)
+    #expect(residency.committed("alice", success: false) == [.load("alice")])
+    #expect(residency.phase(of: "alice") == .reloading)
+    #expect(residency.loaded("alice", success: true) == [.resume("alice")])
+    // The other order, and two commits: idle only once every one is answered; a success does not hide a failure.
+    #expect(residency.othersWrote("alice") == [.pull("alice")])
+    residency.committing("alice")
+    residency.committing("alice")
+    #expect(residency.committed("alice", success: false) == [])
+    #expect(residency.committed("alice", success: true) == [])
+    #expect(residency.phase(of: "alice") == .busy)
+    #expect(residency.pulled("alice") == [.load("alice")])
+    #expect(residency.loaded("alice", success: true) == [.resume("alice")])
+    residency.committing("alice")
+    #expect(residency.othersWrote("alice") == [])
+    #expect(residency.committed("alice", success: true) == [.pull("alice")])
+    #expect(residency.pulled("alice") == [.resume("alice")])
+  }
+
+  /// Issue #34's drill (seed 100): a pull's merge queued an operation of the node's just as a failed commit's reload
+  /// began; the turn's commit made the reloading account busy, the load's completion was then ignored, and the next
+  /// pull never ended — the account's requests waited for good. A loading account is not made busy by a commit.
+  @Test func aReloadingAccountIsNotMadeBusyByACommit() {
+    var residency = Residency(capacity: 10)
+    _ = residency.need("alice")
+    _ = residency.loaded("alice", success: true)
+    residency.committing("alice")
+    #expect(residency.committed("alice", success: false) == [.load("alice")])
+    residency.committing("alice")
+    #expect(residency.phase(of: "alice") == .reloading)
+    #expect(residency.loaded("alice", success: true) == [.resume("alice")])
+    #expect(residency.isIdle("alice"))
+  }
+
+  /// A pull that finds the operations after the cursor pruned (#34's retention) reads the account again — at once
+  /// when nothing else is in flight, after the commit in flight otherwise (no commit counted, the account still busy
+  /// until then).
+  @Test func aPullBehindTheRetainedOperationsReadsTheAccountAgain() {
+    var residency = Residency(capacity: 10)
+    _ = residency.need("alice")
+    _ = residency.loaded("alice", success: true)
+    #expect(residency.othersWrote("alice") == [.pull("alice")])
+    #expect(residency.pulledBehindRetention("alice") == [.load("alice")])
+    #expect(residency.phase(of: "alice") == .reloading)
+    #expect(residency.loaded("alice", success: true) == [.resume("alice")])
+    #expect(residency.othersWrote("alice") == [.pull("alice")])
+    residency.committing("alice")
+    #expect(residency.pulledBehindRetention("alice") == [])
+    #expect(residency.phase(of: "alice") == .busy)
+    #expect(residency.committed("alice", success: true) == [.load("alice")])
+    #expect(residency.pulledBehindRetention("alice") == [])
+  }
+
   @Test func theLeastRecentlyUsedIdleAccountsWithoutSessionsAreEvicted() {
     var residency = Residency(capacity: 3)
     for account in ["a", "b", "c"] {

@@ -15,6 +15,7 @@ import time
 import urllib.request
 
 import pgcluster
+from faultproxy import FaultProxy
 from harness import REPO, TIMEOUT
 from hosted import Hosted, HostedNode
 
@@ -24,8 +25,18 @@ HAPROXY_CONFIG = REPO / "deploy" / "haproxy.cfg"
 class Fleet(Hosted):
     """Hosted's PostgreSQL primary plus a synchronous standby, `nodes` nodes and HAProxy."""
 
-    def __init__(self, nodes: int = 3, *, catalog: pathlib.Path | None = None, node_options: list[str] | None = None):
+    def __init__(
+        self,
+        nodes: int = 3,
+        *,
+        catalog: pathlib.Path | None = None,
+        node_options: list[str] | None = None,
+        link_proxies: bool = False,
+    ):
+        """``link_proxies``: each node reaches PostgreSQL through a fault proxy of its own (``self.proxies[i]``, see
+        faultproxy.py) pointed at the primary — the proxy is the fleet's "DNS name", re-pointed by ``fail_over``."""
         super().__init__()
+        self.proxies: list[FaultProxy] = []
         self.standby = self.cluster.add(self.postgres.standby("standby1")).start()
         self.postgres.query("ALTER SYSTEM SET synchronous_standby_names = 'standby1'")
         self.postgres.query("SELECT pg_reload_conf()")
@@ -39,9 +50,14 @@ class Fleet(Hosted):
         )
         ports = [pgcluster.free_port() for _ in range(nodes)]
         for index, port in enumerate(ports):
+            url = self.url
+            if link_proxies:
+                proxy = FaultProxy(self.postgres.port, name=f"node{index + 1}-postgres")
+                self.proxies.append(proxy)
+                url = f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres?connect_timeout=2"
             node = HostedNode(
                 self.directory,
-                self.url,
+                url,
                 self.issuer,
                 name=f"node{index + 1}",
                 catalog=catalog or REPO / "catalog" / "demo.json",
@@ -93,6 +109,15 @@ class Fleet(Hosted):
     def promote_standby(self) -> None:
         self.standby.promote()
 
+    def fail_over(self) -> None:
+        """With link proxies: the primary dies, the standby is promoted and every proxy points at it (the "DNS name"
+        moves). The promoted server has no standby of its own: its commits wait for nobody."""
+        self.kill_primary()
+        self.promote_standby()
+        self.postgres, self.standby = self.standby, None
+        for proxy in self.proxies:
+            proxy.retarget(self.postgres.port)
+
     def close(self) -> None:
         if self.haproxy.poll() is None:
             self.haproxy.terminate()
@@ -100,4 +125,6 @@ class Fleet(Hosted):
                 self.haproxy.wait(timeout=TIMEOUT)
             except subprocess.TimeoutExpired:
                 self.haproxy.kill()
+        for proxy in self.proxies:
+            proxy.close()
         super().close()

@@ -600,6 +600,49 @@ sys.stdin.read()
 """
 
 
+def test_a_quiet_client_that_answers_pings_stays_connected(daemon_factory):
+    """A healthy observer says nothing for a long time: it answers the daemon's pings (an ordinary client library
+    does) and stays connected. Found by issue #34's drill: libwebsockets never reported the empty pongs that answer
+    empty pings, and the deadline ran from the last frame heard, so quiet observers were closed every two intervals."""
+    import logging
+
+    from websockets.protocol import State
+
+    web = WebDaemon(daemon_factory, "--ping-interval", "0.2")
+    pings: list[str] = []
+
+    class Pings(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("< PING"):
+                pings.append(record.getMessage())
+
+    logger = logging.getLogger("websockets.client")
+    handler = Pings()
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+
+    async def body():
+        async with websockets.connect(web.url, subprotocols=web.subprotocols(), ping_interval=None) as ws:
+            await ws.send(json.dumps(init_message()))
+            assert "result" in json.loads(await ws.recv())
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tips/observe", "params": {}}))
+            assert "result" in json.loads(await ws.recv())
+            # Twenty intervals of silence from the client (the library answers pings by itself).
+            deadline = time.monotonic() + 4.0
+            while time.monotonic() < deadline:
+                assert ws.state is State.OPEN, f"closed after {len(pings)} pings"
+                await asyncio.sleep(0.05)
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "clock/now"}))
+            assert json.loads(await ws.recv())["id"] == 3
+
+    try:
+        asyncio.run(body())
+    finally:
+        logger.removeHandler(handler)
+    assert len(pings) >= 5, pings
+    assert "stopped answering pings" not in web.daemon.log()
+
+
 def test_a_stopped_client_is_found_by_the_ping_timeout(daemon_factory):
     web = WebDaemon(daemon_factory, "--ping-interval", "0.3")
     client = subprocess.Popen(

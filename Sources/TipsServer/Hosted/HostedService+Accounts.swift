@@ -44,12 +44,37 @@ extension HostedService {
           self.perform(self.residency.loaded(account, success: true))
         } catch {
           self.logger.error("hosted: cannot load an account", [("account", account), ("error", "\(error)")])
+          self.orphan(account)
           self.perform(self.residency.loaded(account, success: false))
         }
       case .failure(let error):
         self.logger.warning("hosted: cannot load an account", [("account", account), ("error", error.message)])
         self.loadFailure[account] = error.message
+        self.orphan(account)
         self.perform(self.residency.loaded(account, success: false))
+      }
+    }
+  }
+
+  /// Accounts whose reload failed (a failed commit's, as PostgreSQL went away): no longer resident, their tenant
+  /// still holds the engine as it was and their sessions' subscriptions — nothing catches them up, no notice is
+  /// heard for them, until they are read again. Read again as soon as PostgreSQL can be read (or dropped, once no
+  /// session is left).
+  func orphan(_ account: String) {
+    guard tenants[account] != nil else { return }
+    orphans.insert(account)
+  }
+
+  func reloadOrphans() {
+    guard !orphans.isEmpty, store.isReadable else { return }
+    let accounts = orphans.sorted()
+    orphans.removeAll()
+    for account in accounts where tenants[account] != nil && residency.phase(of: account) == nil {
+      if residency.sessions(of: account) > 0 {
+        logger.info("hosted: reading an account again after its reload failed", [("account", account)])
+        perform(residency.need(account))
+      } else {
+        evict(account)
       }
     }
   }
@@ -166,6 +191,7 @@ extension HostedService {
     linkStates[link] = ready
     if link == .listener && ready { catchUpDue = true }
     if catchUpDue && store.isReadable && store.isListening { catchUp() }
+    if link == .reader && ready { reloadOrphans() }
   }
 
   func isUp(_ link: Link) -> Bool {
@@ -200,7 +226,7 @@ extension HostedService {
         // The operations it missed were pruned after a snapshot: the account is read again (as after a failed
         // commit; its requests wait for it, its subscriptions stay, observers hear what moved).
         self.logger.info("hosted: the account was behind the operations kept; reading it again", [("account", account)])
-        self.perform(self.residency.committed(account, success: false))
+        self.perform(self.residency.pulledBehindRetention(account))
         self.services.requestEndOfTurn()
       case .failure(let error):
         self.logger.warning("hosted: catch-up failed; retrying", [("account", account), ("error", error.message)])
@@ -208,7 +234,13 @@ extension HostedService {
         self.services.requestEndOfTurn()
       case .success(let rows):
         self.pullFailures[account] = nil
-        guard let tenant = self.tenants[account], tenant.model === model else { return }
+        guard let tenant = self.tenants[account], tenant.model === model else {
+          // Read again meanwhile: this pull's rows are not for the engine it has now. The pull still ends (an
+          // account left pulling would hold its requests for good); it is tried again from the new cursor.
+          self.perform(self.residency.pulled(account, success: false))
+          self.services.requestEndOfTurn()
+          return
+        }
         if let last = rows.last {
           self.pullReplies(of: tenant)
           let effects = model.applyRemote(

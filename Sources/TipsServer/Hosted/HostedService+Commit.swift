@@ -47,6 +47,18 @@ extension HostedService {
         tenant.devicePushes.removeAll()
         continue
       }
+      // Being read from PostgreSQL (a failed commit's reload): what this turn queued for it — a pull's merge that
+      // reached a budget — is rebuilt by the reload, and a commit now would make the account busy under the load,
+      // whose completion would then be ignored (its requests waited for good). No request ran on it: they wait; a
+      // device's push is answered -32016 and sent again.
+      if let phase = residency.phase(of: account), phase == .loading || phase == .reloading {
+        for push in tenant.devicePushes {
+          push.reply(
+            .failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the account is being read again")))
+        }
+        tenant.devicePushes.removeAll()
+        continue
+      }
       if !tenant.variantsStored {
         tenant.variantsStored = true
         _ = model.storeUnrecordedVariants(wallNow: System.wallClockSeconds())
@@ -100,7 +112,10 @@ extension HostedService {
           erasedNow.append(account)
           continue
         }
-        guard let tenant = tenants[account], let model = tenant.model else { continue }
+        guard let tenant = tenants[account], let model = tenant.model else {
+          perform(residency.committed(account, success: false))
+          continue
+        }
         let pushed = batch.pushed[account] ?? []
         _ = model.pushed(pushed)
         let answer = answers[account]

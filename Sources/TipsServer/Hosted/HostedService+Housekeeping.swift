@@ -85,6 +85,7 @@ extension HostedService {
     for account in pullRetries.popDue(loopSeconds) where residency.phase(of: account) != nil {
       perform(residency.othersWrote(account))
     }
+    reloadOrphans()
     erased = erased.filter { $0.value > now }
     if !erasedRead && !readingErased && store.isReadable { readErased() }
     compact()

@@ -108,6 +108,8 @@ final class HostedService {
 
   /// Why the last load of an account failed, for the requests that waited.
   var loadFailure: [String: String] = [:]
+  /// Accounts whose reload failed, read again once PostgreSQL can be read (``reloadOrphans()``).
+  var orphans: Set<String> = []
   /// Pulls that failed, by account: when to try again and how many failed in a row (backoff 1 s doubling to 30 s).
   var pullRetries = DeadlineQueue<String>()
   var pullFailures: [String: Int] = [:]

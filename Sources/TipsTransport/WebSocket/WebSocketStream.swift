@@ -223,7 +223,10 @@ public final class WebSocketStream: ByteStream {
     return -1
   }
 
-  func heard() { lastHeard = listener.loop.now }
+  func heard() {
+    lastHeard = listener.loop.now
+    pingedAt = nil
+  }
 
   func peerClosing() {
     closeReason = closeReason ?? .eof
@@ -238,9 +241,11 @@ public final class WebSocketStream: ByteStream {
     }
     if pingDue {
       pingDue = false
-      var frame = [UInt8](repeating: 0, count: tipsd_lws_pre())
+      // The ping carries a payload: libwebsockets 4.1 does not report a pong without one (an empty pong never
+      // reaches LWS_CALLBACK_RECEIVE_PONG), and a client answers an empty ping with an empty pong.
+      var frame = [UInt8](repeating: 0, count: tipsd_lws_pre()) + Self.pingPayload
       let sent = frame.withUnsafeMutableBufferPointer {
-        lws_write(wsi, $0.baseAddress! + tipsd_lws_pre(), 0, LWS_WRITE_PING)
+        lws_write(wsi, $0.baseAddress! + tipsd_lws_pre(), Self.pingPayload.count, LWS_WRITE_PING)
       }
       if sent < 0 { return -1 }
       if outbox.count > tipsd_lws_pre() || closeCode != nil { lws_callback_on_writable(wsi) }
@@ -265,8 +270,15 @@ public final class WebSocketStream: ByteStream {
     return 0
   }
 
+  /// What a ping carries (its pong brings it back).
+  static let pingPayload = Array("tipsd".utf8)
+
+  /// When the last ping went out (loop milliseconds), while it is unanswered: nothing was heard since.
+  private(set) var pingedAt: UInt64?
+
   func sendPing() {
     guard !isClosed else { return }
+    pingedAt = listener.loop.now
     pingDue = true
     lws_callback_on_writable(wsi)
   }
