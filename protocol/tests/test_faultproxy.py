@@ -132,7 +132,9 @@ def test_retarget_moves_new_connections_and_closes_old_ones(proxy):
         assert roundtrip(s) == b"ping"
         proxy.retarget(other.port)
         assert closed_by_peer(s)
-        assert roundtrip(connect(proxy)) == b"ping"
+        # Held open (a socket nothing refers to may be closed at once), so the proxy counts it.
+        moved = connect(proxy)
+        assert roundtrip(moved) == b"ping"
         deadline = time.monotonic() + 5
         while proxy.connections != 1:
             assert time.monotonic() < deadline, proxy.connections
