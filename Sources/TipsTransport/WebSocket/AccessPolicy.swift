@@ -88,12 +88,15 @@ public struct AccessPolicy: Sendable {
     var presented: [String] = []
     if let authorization {
       let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-      if parts.count == 2, parts[0].lowercased() == "bearer" {
-        presented.append(parts[1].trimmingSpaces())
+      // An empty token counts as none (as an empty `access_token` does): found by fuzz target upgrade.
+      if parts.count == 2, parts[0].lowercased() == "bearer", case let token = parts[1].trimmingSpaces(), !token.isEmpty
+      {
+        presented.append(token)
       }
     }
     for name in offeredProtocols(protocols) where name.hasPrefix(tokenSubprotocolPrefix) {
-      presented.append(String(name.dropFirst(tokenSubprotocolPrefix.count)))
+      let token = String(name.dropFirst(tokenSubprotocolPrefix.count))
+      if !token.isEmpty { presented.append(token) }
     }
     return presented
   }
