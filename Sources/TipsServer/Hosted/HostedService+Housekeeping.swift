@@ -122,28 +122,45 @@ extension HostedService {
     let cutoff =
       configuration.recordsHistory ? System.wallClockSeconds() - configuration.historyDays * 86_400 : .infinity
     pruning = true
-    var total = 0
-    func step() {
-      store.pruneHistory(before: cutoff, limit: Self.historyPruneBatch) { [weak self] result in
-        guard let self else { return }
-        switch result {
-        case .success(let count):
-          total += count
-          if count == Self.historyPruneBatch { return step() }
-          if total > 0 { self.logger.info("hosted: old history deleted", [("chunks", String(total))]) }
-          self.store.pruneErased { result in
-            if case .success(let count) = result, count > 0 {
-              self.logger.info("hosted: fallen tombstones deleted", [("accounts", String(count))])
-            }
+    deleteInBatches(
+      of: Self.historyPruneBatch,
+      { limit, done in
+        self.store.pruneHistory(before: cutoff, limit: limit, completion: done)
+      }
+    ) { [weak self] total, failure in
+      guard let self else { return }
+      if let failure {
+        self.logger.warning("hosted: old history not deleted", [("error", failure.message)])
+      } else {
+        if total > 0 { self.logger.info("hosted: old history deleted", [("chunks", String(total))]) }
+        self.store.pruneErased { result in
+          if case .success(let count) = result, count > 0 {
+            self.logger.info("hosted: fallen tombstones deleted", [("accounts", String(count))])
           }
-          self.pruneReplies()
-        case .failure(let error):
-          self.logger.warning("hosted: old history not deleted", [("error", error.message)])
         }
-        self.pruning = false
+        self.pruneReplies()
+      }
+      self.pruning = false
+    }
+  }
+
+  /// Runs `delete` (a statement deleting at most `limit` rows, answering how many went) again while it deletes a full
+  /// batch, so no single statement holds its locks for long; `finished` gets the rows deleted in all, and the failure
+  /// that stopped it, if one did.
+  func deleteInBatches(
+    of limit: Int, _ delete: @escaping (Int, @escaping (Result<Int, HostedError>) -> Void) -> Void,
+    finished: @escaping (Int, HostedError?) -> Void
+  ) {
+    func step(_ total: Int) {
+      delete(limit) { result in
+        switch result {
+        case .success(let count) where count == limit: step(total + count)
+        case .success(let count): finished(total + count, nil)
+        case .failure(let error): finished(total, error)
+        }
       }
     }
-    step()
+    step(0)
   }
 
   /// Deletes the idempotency keys older than `--idempotency-hours` (every account's, in bounded statements) and
@@ -151,18 +168,14 @@ extension HostedService {
   func pruneReplies() {
     let cutoff = System.wallClockSeconds() - services.configuration.idempotencyWindow
     for tenant in tenants.values { tenant.idempotency.forget(before: cutoff) }
-    var total = 0
-    func step() {
-      store.pruneReplies(before: cutoff, limit: Self.historyPruneBatch) { [weak self] result in
-        guard let self else { return }
-        if case .success(let count) = result {
-          total += count
-          if count == Self.historyPruneBatch { return step() }
-        }
-        if total > 0 { self.logger.info("hosted: old idempotency keys deleted", [("keys", String(total))]) }
+    deleteInBatches(
+      of: Self.historyPruneBatch,
+      { limit, done in
+        self.store.pruneReplies(before: cutoff, limit: limit, completion: done)
       }
+    ) { [weak self] total, _ in
+      if total > 0 { self?.logger.info("hosted: old idempotency keys deleted", [("keys", String(total))]) }
     }
-    step()
   }
 
   // MARK: - Compaction
@@ -175,7 +188,7 @@ extension HostedService {
   /// scan of every account: a node compacts what its own commits grew). A snapshot is a pure function of what
   /// PostgreSQL holds (the snapshot and the operations after it, read in one statement), so any node may write it,
   /// two nodes writing one at once agree, and an older one never replaces a newer one. Operations before a snapshot
-  /// are then pruned (``pruneOperations(of:deleted:)``), but for those a device still has to read.
+  /// are then pruned (``pruneOperations(of:)``), but for those a device still has to read.
   func compact() {
     guard !compacting, writable, !compactionDue.isEmpty else { return }
     let threshold = Int64(configuration.compactionThreshold)
@@ -231,22 +244,20 @@ extension HostedService {
   /// The retention of `tipsd.ops` (#34): after a snapshot, the operations it holds go — except those a device seen
   /// within `--ops-device-days` has not read yet — in batches, so the table holds about `--compaction-threshold`
   /// operations per account rather than everything ever done. A node or device behind them reads the snapshot.
-  func pruneOperations(of account: String, deleted total: Int = 0) {
-    store.pruneOperations(
-      of: account, deviceDays: configuration.opsDeviceDays, limit: Self.operationsPruneBatch
-    ) { [weak self] result in
+  func pruneOperations(of account: String) {
+    let days = configuration.opsDeviceDays
+    deleteInBatches(
+      of: Self.operationsPruneBatch,
+      { limit, done in
+        self.store.pruneOperations(of: account, deviceDays: days, limit: limit, completion: done)
+      }
+    ) { [weak self] total, failure in
       guard let self else { return }
-      switch result {
-      case .success(let count) where count == Self.operationsPruneBatch:
-        self.pruneOperations(of: account, deleted: total + count)
-      case .success(let count):
-        if total + count > 0 {
-          self.logger.debug(
-            "hosted: operations held by the snapshot deleted",
-            [("account", account), ("operations", String(total + count))])
-        }
-      case .failure(let error):
-        self.logger.warning("hosted: operations not pruned", [("account", account), ("error", error.message)])
+      if let failure {
+        self.logger.warning("hosted: operations not pruned", [("account", account), ("error", failure.message)])
+      } else if total > 0 {
+        self.logger.debug(
+          "hosted: operations held by the snapshot deleted", [("account", account), ("operations", String(total))])
       }
     }
   }
