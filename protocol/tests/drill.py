@@ -14,10 +14,22 @@ directly, and PostgreSQL's `tipsd.idempotency` and `tipsd.ops`:
 - **unanswered**: a change never acknowledged once every fault was healed, or a call left without any answer for
   CALL_TIMEOUT on a connection that stayed up (every request is answered within --postgres-timeout, -32016 at worst);
 - nodes that disagree on an account, observers whose last `shouldDisplay` is not the account's final state within
-  5 s of the last fault healed (or of the last change acknowledged after it), nodes that died on their own.
+  5 s of the last fault healed (or of the last change acknowledged after it), nodes that died on their own;
+- **key_hits** (issue #43): changers drop some replies on purpose (every changer its first donation's, then about one
+  change in seven) and resend the change with its key, half the time on a new connection: each resend must hit the
+  stored key and get the same reply, and a node that applied it again shows as doubled — so every seed tests
+  doubling, not only those where a retry happens to find a stored key; a seed with none is a problem;
+- **the quiet phase** (issue #43): while the clients change their accounts, each change's notification makes a node
+  pull from its cursor, which also brings what a missed notification carried, so no fault can show a missing
+  catch-up. So every seed ends quietly: a fresh account is observed on every node, the other nodes' links to
+  PostgreSQL (their LISTEN links with them) are cut, one change is committed on the remaining node, the links heal and
+  nothing changes any more — every observer must see the change within 5 s of the heal (quiet_lag_ms), which only a
+  node's catch-up after its LISTEN link is back can do.
 
 ``run(DrillConfig(seed=…, seconds=…))`` returns a ``DrillReport``: its figures (``name: value`` lines), its problems,
-the seed and the faults. test_fleet_drill.py runs it bounded; `make chaos` (scripts/chaos) runs it over many seeds.
+the seed and the faults. test_fleet_drill.py runs it bounded; `make chaos` (scripts/chaos) runs it over many seeds;
+`make test-nets` (scripts/test-nets) checks it catches a lost operation row, a skipped catch-up and a stored key
+applied again.
 Environment: TIPSD_DRILL_SEED, TIPSD_DRILL_SECONDS.
 """
 
