@@ -133,6 +133,7 @@ class Connection:
         # Whether it sent a subscribing method as a notification (a subscription whose id it never learns).
         self.blind_subscriptions = False
         self.exiting = False
+        self.shut = False  # `shutdown` answered: it refuses everything but `exit` from now on
         # The last frames sent and what came back, for a failure's report.
         self.trail: list[str] = []
 
@@ -299,6 +300,8 @@ class Adversary:
                 for user in self.users:
                     if user.account == result.get("account"):
                         user.deleted = True  # from now on its tokens must never sign in
+        if method == "shutdown" and "result" in reply:
+            connection.shut = True
         if "error" in reply:
             self.counts["refused"] += 1
             if method == "initialize" and reply["error"].get("code") == -32600:
@@ -449,8 +452,15 @@ class Adversary:
     def connection(self, actor: Actor) -> Connection:
         live = [c for c in actor.connections if not c.closed]
         actor.connections = live
-        if live and (len(live) >= 2 or self.rng.random() < 0.85):
-            return self.rng.choice(live)
+        # A connection that was shut down refuses everything: used now and then only (else most frames would be
+        # refused -32006), and closed once it is not the newest.
+        usable = [c for c in live if not c.shut]
+        if any(c.shut for c in live) and self.rng.random() < 0.05:
+            return self.rng.choice([c for c in live if c.shut])
+        for stale in [c for c in live if c.shut][:-1]:
+            stale.close()
+        if usable and (len(usable) >= 2 or self.rng.random() < 0.85):
+            return self.rng.choice(usable)
         connection = Connection(self.node.socket_path, actor, self.ids)
         actor.connections.append(connection)
         return connection

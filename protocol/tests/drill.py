@@ -833,6 +833,7 @@ class Drill:
                 if have > want:
                     figures["doubled"] += have - want
                     self.problems.append(f"doubled: {account} {what}: {have} in the account, {want} keys applied")
+                    self.problems += self.resent(account, what, changes)
                 elif have < want:
                     figures["lost"] += want - have
                     self.problems.append(f"lost: {account} {what}: {have} in the account, {want} keys applied")
@@ -851,6 +852,15 @@ class Drill:
                     diff = donated.get(event, 0) - applied.get(event, 0)
                     figures["doubled" if diff > 0 else "lost"] += abs(diff)
         return figures
+
+    def resent(self, account: str, what: str, changes: list) -> list[str]:
+        """A doubled count's suspects: its changes that were sent more than once, with their trails."""
+        suspects = []
+        for owner, change in changes:
+            if owner != account or change.attempts < 2 or what not in (change.params.get("id"), None):
+                continue
+            suspects.append(f"  sent {change.attempts} times: {change.key} {change.method} {change.trail}")
+        return suspects[:12]
 
     def run(self) -> DrillReport:
         config = self.config
