@@ -104,6 +104,14 @@ public protocol HostedStorage: AnyObject {
   /// Accounts in id order after `after`, at most `limit`, with their last operation cursor.
   func listAccounts(
     after: String?, limit: Int, completion: @escaping (Result<[(account: String, cursor: Int64)], HostedError>) -> Void)
-  /// Accounts whose tombstone stands, with the instant it falls.
-  func erasedAccounts(completion: @escaping (Result<[(account: String, until: Double)], HostedError>) -> Void)
+  /// Accounts whose tombstone stands, with the instants it falls and it was laid, and whether it was reopened.
+  func erasedAccounts(completion: @escaping (Result<[ErasedAccount], HostedError>) -> Void)
+  /// Starts an erased account again for a token issued at `issuedAt`, after its erasure: its tombstone stays (older
+  /// tokens are still refused) but no longer keeps the account from being stored. Answers false when the tombstone
+  /// stands from an erasure at or after `issuedAt` (the token predates it: nothing changed).
+  func reopenAccount(_ account: String, issuedAt: Double, completion: @escaping (Result<Bool, HostedError>) -> Void)
 }
+
+/// A standing tombstone: the account, the instants it falls and it was laid (seconds since the epoch), and whether a
+/// token issued after the erasure has started the account again.
+public typealias ErasedAccount = (account: String, until: Double, erasedAt: Double, reopened: Bool)

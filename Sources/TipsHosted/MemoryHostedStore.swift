@@ -66,6 +66,8 @@ public final class MemoryHostedStore: HostedStorage {
   private var historyRows: [HistoryRow] = []
   private var fleetSeq: Int64 = 0
   private var erased: [String: Double] = [:]
+  private var erasedAt: [String: Double] = [:]
+  private var reopened: Set<String> = []
   private var pending: [() -> Void] = []
   private var timer: (any LoopTimer)?
 
@@ -128,7 +130,7 @@ public final class MemoryHostedStore: HostedStorage {
   }
 
   private func isErased(_ account: String) -> Bool {
-    guard let until = erased[account] else { return false }
+    guard let until = erased[account], !reopened.contains(account) else { return false }
     return until > System.wallClockSeconds()
   }
 
@@ -238,6 +240,8 @@ public final class MemoryHostedStore: HostedStorage {
     answer(completion) { [weak self] in
       guard let self else { return .success(()) }
       self.erased[account] = System.wallClockSeconds() + erasureDays * 86_400
+      self.erasedAt[account] = System.wallClockSeconds()
+      self.reopened.remove(account)
       self.accounts[account] = nil
       self.historyRows.removeAll { $0.account == account }
       self.notify(.deleted(account: account))
@@ -451,13 +455,25 @@ public final class MemoryHostedStore: HostedStorage {
     }
   }
 
-  public func erasedAccounts(
-    completion: @escaping (Result<[(account: String, until: Double)], HostedError>) -> Void
-  ) {
+  public func erasedAccounts(completion: @escaping (Result<[ErasedAccount], HostedError>) -> Void) {
     answer(completion) { [weak self] in
+      guard let self else { return .success([]) }
       let now = System.wallClockSeconds()
       return .success(
-        (self?.erased ?? [:]).filter { $0.value > now }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        self.erased.filter { $0.value > now }.sorted { $0.key < $1.key }.map {
+          ($0.key, $0.value, self.erasedAt[$0.key] ?? 0, self.reopened.contains($0.key))
+        })
+    }
+  }
+
+  public func reopenAccount(
+    _ account: String, issuedAt: Double, completion: @escaping (Result<Bool, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      guard let self, self.isErased(account) else { return .success(true) }
+      guard (self.erasedAt[account] ?? 0) < issuedAt else { return .success(false) }
+      self.reopened.insert(account)
+      return .success(true)
     }
   }
 }

@@ -343,6 +343,11 @@ struct Dispatcher {
         method: method, retryAfter: 1,
         "PostgreSQL is unavailable (\(hosted.store.lastError ?? "reconnecting")); changes are refused until it is back")
     }
+    if method == DiscoverRequest.method, let refusal = services.hosted?.admitDiscover(session) { throw refusal }
+    if Handlers.hostedTesting.contains(method), !services.configuration.allowTesting {
+      // A user choosing their own A/B variant would spoil the experiment for everyone reading it.
+      throw .testingDisabled(method: method)
+    }
     if Handlers.hostedForbidden.contains(method) {
       throw .forbidden(
         method: method,

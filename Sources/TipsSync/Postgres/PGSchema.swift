@@ -55,13 +55,17 @@
 /// at once, after the previous one, so no reader ever sees a position before the ones below it; a chunk whose
 /// commit is still in flight is simply placed by a later turn, after the positions already read.
 ///
+/// Version 7 lets a user whose account was erased start again (#42): `tipsd.erased.reopened_at` is set when a token
+/// issued after the erasure signs in; from then on `tipsd.is_erased` is false (pushes and history are stored, the
+/// account loads empty), while a hosted node keeps refusing tokens issued before `erased_at` until `until`.
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 6
+  package static let version = 7
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -160,6 +164,10 @@ public enum PGSchema {
         CREATE INDEX history_unplaced ON tipsd.history (arrival) WHERE seq IS NULL;
         UPDATE tipsd.schema_version SET version = 6;
       END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 7 THEN
+        ALTER TABLE tipsd.erased ADD COLUMN reopened_at timestamptz;
+        UPDATE tipsd.schema_version SET version = 7;
+      END IF;
       IF migrating THEN
     \(functions)
       END IF;
@@ -172,7 +180,8 @@ public enum PGSchema {
   /// The schema's functions at this version (see the type's notes), replaced by every migration.
   static let functions = """
         CREATE OR REPLACE FUNCTION tipsd.is_erased(p_account text) RETURNS boolean LANGUAGE sql STABLE AS $erased$
-          SELECT EXISTS (SELECT 1 FROM tipsd.erased WHERE account = p_account AND until > now())
+          SELECT EXISTS (
+            SELECT 1 FROM tipsd.erased WHERE account = p_account AND until > now() AND reopened_at IS NULL)
         $erased$;
         CREATE OR REPLACE FUNCTION tipsd.push(p_account text, p_device text, p_channel text, p_seqs bigint[], p_ops text[])
           RETURNS bigint LANGUAGE plpgsql AS $push$
