@@ -125,6 +125,10 @@ extension HostedService {
       tenants[account] = tenant
     }
     tenants[account]?.snapshotCursor = stored.snapshot?.cursor ?? 0
+    if let tenant = tenants[account] {
+      tenant.stateBytes = measureState(of: tenant)
+      tenant.stateBytesGrew = false
+    }
     let window = System.wallClockSeconds() - services.configuration.idempotencyWindow
     tenants[account]?.idempotency.load(stored.replies.filter { $0.at >= window })
     loadFailure[account] = nil
