@@ -115,7 +115,7 @@ public struct HostedConfiguration: Sendable {
   /// `--ops-keep N`: operations kept behind an account's snapshot at most for devices that have not read them; a
   /// device further behind reads the snapshot (so a device pulling from 0 again and again never holds the
   /// retention back).
-  public var opsKeep = 10_000
+  public var opsKeep = 1_000
   /// `--compaction-threshold N`: operations stored after an account's snapshot past which a node's compactor writes
   /// a new one (so loading an account reads its snapshot and at most about this many operations).
   public var compactionThreshold = 500

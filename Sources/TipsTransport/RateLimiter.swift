@@ -19,13 +19,13 @@ public struct RateLimiter: Sendable {
   }
 
   /// Takes `cost` tokens (default one) for `account` at `now` (seconds); nil when allowed, else the seconds until
-  /// it would be. A cost above the burst is allowed from a full bucket and leaves it in debt (refilled before the
-  /// next is allowed), so the average stays `rate` tokens a second whatever each costs.
+  /// it would be. A cost above half the burst is allowed from a bucket at least half full and leaves it in debt
+  /// (refilled before anything more is allowed), so the average stays `rate` tokens a second whatever each costs.
   public mutating func take(_ account: String, now: Double, cost: Double = 1) -> Double? {
     var bucket = buckets[account] ?? Bucket(tokens: burst, at: now)
     bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * rate)
     bucket.at = now
-    let needed = min(max(0, cost), burst)
+    let needed = min(max(0, cost), max(1, burst / 2))
     // (A hair of tolerance: 0.1 s at 10/s refills 0.9999999999999943 tokens in floating point.)
     guard bucket.tokens >= needed - 1e-9 else {
       buckets[account] = bucket

@@ -251,6 +251,9 @@ extension HostedService {
             rows.map(\.operation), cursor: last.cursor, wallNow: System.wallClockSeconds())
           for mutation in effects.mutations { self.services.recordMerged(mutation, in: tenant) }
           if model.outboxCount > 0 { self.touched(tenant) }
+          // Other nodes' and devices' changes grow the state too (a device's push through this node is counted
+          // twice, at its commit and here: the state is measured again sooner, never later).
+          self.charge(tenant, operationBytes: rows.reduce(0) { $0 + $1.payload.utf8.count }, historyRows: 0)
         }
         if rows.count >= 1_000 { _ = self.residency.othersWrote(account) }
         self.perform(self.residency.pulled(account))

@@ -247,7 +247,7 @@ public enum PGSchema {
             WHERE account = p_account AND seen_at > now() - p_device_days * interval '1 day';
           -- No device holds back more than p_keep operations behind the snapshot: one further behind reads the
           -- snapshot (a device pulling from 0 again and again pins nothing).
-          IF p_keep IS NOT NULL THEN
+          IF p_keep IS NOT NULL AND device_cursor IS NOT NULL THEN
             device_cursor := GREATEST(device_cursor, snapshot_cursor - p_keep);
           END IF;
           new_floor := LEAST(snapshot_cursor, coalesce(device_cursor, snapshot_cursor));
