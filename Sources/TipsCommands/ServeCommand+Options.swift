@@ -412,7 +412,7 @@ extension ServeCommand {
     },
     .value(
       "--ops-keep", as: "N",
-      help: "operations kept behind a snapshot for devices at most; one further behind reads the snapshot (default 1000)"
+      help: "operations kept behind a snapshot for devices; one further behind reads the snapshot (default 1000)"
     ) { command, value throws(UsageError) in
       let count = try value.positiveInteger()
       command.hosted.set { $0.opsKeep = count }
