@@ -115,7 +115,9 @@ def test_info_bytes_budget_refuses_a_large_info_by_donate_and_by_push(hosted):
 
     async def body():
         session = await Session.open(node.socket_path, hosted.token("chatty"))
-        error = await refused(session, "events/donate", {"id": "search.opened", "info": {"b": "x" * 5_000}}, "infoBytes")
+        error = await refused(
+            session, "events/donate", {"id": "search.opened", "info": {"b": "x" * 5_000}}, "infoBytes"
+        )
         assert error.data["limit"] == 4096
         await refused(
             session,
@@ -321,14 +323,14 @@ def test_a_second_pusher_of_a_device_id_gets_an_error_never_a_silent_drop(hosted
             await phone.call("sync/push", {"device": "device:phone", "ops": real})
         assert error.value.code == -32014 and "device:phone" in error.value.message, error.value
         # The first pusher's own retry is still idempotent; once it is gone, the device id is free again.
-        await mallory.call(
-            "sync/push", {"device": "device:phone", "ops": [{"seq": 4, "op": donation()}]}
-        )
+        await mallory.call("sync/push", {"device": "device:phone", "ops": [{"seq": 4, "op": donation()}]})
         await mallory.close()
         deadline = time.monotonic() + TIMEOUT
         while True:
             try:
-                await phone.call("sync/push", {"device": "device:phone", "ops": [{"seq": 5, "op": donation("map.opened")}]})
+                await phone.call(
+                    "sync/push", {"device": "device:phone", "ops": [{"seq": 5, "op": donation("map.opened")}]}
+                )
                 break
             except RpcError as refusal:
                 assert refusal.code == -32014 and time.monotonic() < deadline, refusal
