@@ -43,7 +43,7 @@ public final class MemoryHostedStore: HostedStorage {
     var lastCursor: Int64 = 0
     var historyCursor: Int64 = 0
     var operations: [StoredOperation] = []
-    /// Operations up to this cursor were pruned (``pruneOperations(of:deviceDays:limit:completion:)``).
+    /// Operations up to this cursor were pruned (``pruneOperations(of:deviceDays:keep:limit:completion:)``).
     var floor: Int64 = 0
     var identities: Set<String> = []
     var snapshot: AccountSnapshot?
@@ -356,7 +356,7 @@ public final class MemoryHostedStore: HostedStorage {
   }
 
   public func pullAsDevice(
-    _ account: String, device: String, after cursor: Int64, limit: Int,
+    _ account: String, device: String, after cursor: Int64, limit: Int, maxDevices: Int, deviceDays: Double,
     completion: @escaping (Result<HostedStore.DevicePull, HostedError>) -> Void
   ) {
     answer(completion) { [weak self] in
@@ -370,7 +370,8 @@ public final class MemoryHostedStore: HostedStorage {
 
   /// No device syncs with a memory store: an account's operations are kept up to its snapshot only.
   public func pruneOperations(
-    of account: String, deviceDays: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
+    of account: String, deviceDays: Double, keep: Int, limit: Int,
+    completion: @escaping (Result<Int, HostedError>) -> Void
   ) {
     answer(completion) { [weak self] in
       guard let self, var stored = self.accounts[account], let snapshot = stored.snapshot else { return .success(0) }

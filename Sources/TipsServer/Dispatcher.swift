@@ -376,6 +376,11 @@ struct Dispatcher {
       }
       return (RequestContext(session: session, services: services, tenant: nil, method: method), params)
     case .tenant(let tenant):
+      if Handlers.hostedChanges.contains(method), let hosted = services.hosted,
+        let refusal = hosted.changeBudget(tenant, method: method, session: session)
+      {
+        throw refusal
+      }
       return (RequestContext(session: session, services: services, tenant: tenant, method: method), params)
     case .fleet:
       guard Self.fleetWide.contains(method), session.principal?.isAdmin == true else {

@@ -133,6 +133,10 @@ extension HostedService {
       tenants[account] = tenant
     }
     tenants[account]?.snapshotCursor = stored.snapshot?.cursor ?? 0
+    if let tenant = tenants[account] {
+      tenant.stateBytes = measureState(of: tenant)
+      tenant.stateBytesGrew = false
+    }
     let window = System.wallClockSeconds() - services.configuration.idempotencyWindow
     tenants[account]?.idempotency.load(stored.replies.filter { $0.at >= window })
     loadFailure[account] = nil
@@ -255,6 +259,9 @@ extension HostedService {
             rows.map(\.operation), cursor: last.cursor, wallNow: System.wallClockSeconds())
           for mutation in effects.mutations { self.services.recordMerged(mutation, in: tenant) }
           if model.outboxCount > 0 { self.touched(tenant) }
+          // Other nodes' and devices' changes grow the state too (a device's push through this node is counted
+          // twice, at its commit and here: the state is measured again sooner, never later).
+          self.charge(tenant, operationBytes: rows.reduce(0) { $0 + $1.payload.utf8.count }, historyRows: 0)
         }
         if rows.count >= 1_000 { _ = self.residency.othersWrote(account) }
         self.perform(self.residency.pulled(account))

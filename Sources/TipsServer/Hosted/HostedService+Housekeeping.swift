@@ -252,7 +252,8 @@ extension HostedService {
     deleteInBatches(
       of: Self.operationsPruneBatch,
       { limit, done in
-        self.store.pruneOperations(of: account, deviceDays: days, limit: limit, completion: done)
+        self.store.pruneOperations(
+          of: account, deviceDays: days, keep: self.configuration.opsKeep, limit: limit, completion: done)
       }
     ) { [weak self] total, failure in
       guard let self else { return }

@@ -167,6 +167,14 @@ extension HostedService {
         reason: "subjectChanged",
         "the session is signed in as another account; a connection signs in one account (open another connection)")
     }
+    if previous == nil, case .user(let account, _, _) = principal,
+      let refusal = sessionBudget(account, method: InitializeRequest.method)
+    {
+      // Not signed in, and closed after the reply: a flood of sessions never holds connections the node's other
+      // users need.
+      closeSession(session, refusal)
+      return refusal
+    }
     session.principal = principal
     sessionsByID[session.id] = session
     signInDeadlines.set(session.id, nil)
@@ -283,7 +291,7 @@ extension HostedService {
   func admitRate(_ account: String, session: Session) -> ResponseError? {
     guard session.principal?.isAdmin != true else { return nil }
     guard let wait = limiter.take(account, now: clock.now()) else { return nil }
-    return .quotaExceeded(
+    return quotaRefusal(
       method: "request", quota: "rate", limit: Int(configuration.accountRate), retryAfter: wait,
       "more than \(Int(configuration.accountRate)) requests a second for this account (--account-rate)")
   }
@@ -312,7 +320,7 @@ extension HostedService {
     var kept = 0
     for event in tenant.engine.eventIDs { kept += tenant.engine.donations(event).count }
     guard kept >= configuration.accountMaxDonations else { return nil }
-    return .quotaExceeded(
+    return quotaRefusal(
       method: method, quota: "donations", limit: configuration.accountMaxDonations, retryAfter: nil,
       "the account keeps \(kept) donations (--account-max-donations \(configuration.accountMaxDonations))")
   }
@@ -327,7 +335,7 @@ extension HostedService {
     tenant.idempotency.forget(before: now - window)
     guard tenant.idempotency.count >= limit else { return nil }
     let retryAfter = max(0, (tenant.idempotency.oldest ?? now) + window - now)
-    return .quotaExceeded(
+    return quotaRefusal(
       method: method, quota: "idempotencyKeys", limit: limit, retryAfter: retryAfter,
       "the account holds \(tenant.idempotency.count) idempotency keys of the last --idempotency-hours "
         + "(--account-max-keys \(limit))")
