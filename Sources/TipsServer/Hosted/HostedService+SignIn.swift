@@ -167,7 +167,7 @@ extension HostedService {
         reason: "subjectChanged",
         "the session is signed in as another account; a connection signs in one account (open another connection)")
     }
-    if previous == nil, case .user(let account, _, _) = principal,
+    if previous == nil, case .user(let account, _, _, _) = principal,
       let refusal = sessionBudget(account, method: InitializeRequest.method)
     {
       // Not signed in, and closed after the reply: a flood of sessions never holds connections the node's other
