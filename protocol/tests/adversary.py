@@ -21,7 +21,8 @@ After every step it checks:
   (a notification, a -32016 or a lost reply counts as maybe applied); it starts with counts of its own (a setup batch
   donates `tour.skipped` and displays every tip a number of times no other account does). Refusals of any kind are
   allowed outcomes: a refused change changes nothing;
-- an erased account never signs in again.
+- an erased account never signs in again with a token issued before its erasure (a newer one starts it afresh, with
+  nothing of its old state).
 
 A failure raises ``AdversaryFailure`` naming the seed, the step and the frame, so `TIPSD_ADVERSARY_SEED=N` replays it.
 """
@@ -62,6 +63,7 @@ class Actor:
     marker: str | None = None
     doomed: bool = False
     deleted: bool = False
+    erased_at: float | None = None  # when accounts/delete erased it (its tokens issued before are refused for good)
     connections: list = field(default_factory=list)
     model: AccountModel | None = None
 
@@ -208,12 +210,14 @@ class Adversary:
             "refused": 0,
             "closed": 0,
             "checked": 0,
+            "erased": 0,
         }
         self.step = 0
         self.frame = None
         self.current: Connection | None = None
         self.issued: dict[str, set[str]] = {}  # the valid tokens minted for each user
         self.token_account: str | None = None
+        self.token_iat: dict[str, int] = {}
 
     # ------------------------------------------------------------------------------------------------- checks
 
@@ -291,15 +295,28 @@ class Adversary:
                     self.fail(f"a session switched accounts: {connection.signed_as} -> {signed}")
                 connection.signed_as = signed
                 connection.initialized = True
+                token = ((request.get("params") or {}).get("auth") or {}).get("token")
                 for user in self.users:
-                    if user.deleted and signed == user.account:
-                        self.fail(f"the erased account {user.account} signed in again")
+                    if user.erased_at is None or signed != user.account:
+                        continue
+                    issued = self.token_iat.get(token)
+                    # iat is whole seconds: a token of the erasure's second is not told apart.
+                    if issued is None or issued < int(user.erased_at):
+                        self.fail(
+                            f"the erased account {user.account} signed in again with a token issued before its "
+                            f"erasure (iat {issued}, erased at {user.erased_at:.3f})"
+                        )
+                    user.deleted = False  # started afresh by a newer token: it may be erased again
             if method == "accounts/export" and "state" in result:
                 self.exports.append(result)
             if method == "accounts/delete":
                 for user in self.users:
                     if user.account == result.get("account"):
-                        user.deleted = True  # from now on its tokens must never sign in
+                        # From now on its tokens issued so far must never sign in; its state is gone.
+                        user.deleted = True
+                        user.erased_at = time.time()
+                        self.counts["erased"] += 1
+                        user.model.reset(None, self.step, True)
         if method == "shutdown" and "result" in reply:
             connection.shut = True
         if "error" in reply:
@@ -596,7 +613,6 @@ class Adversary:
             for connection in actor.connections:
                 connection.close()
         self.counts["seconds"] = round(time.monotonic() - started, 1)
-        self.counts["deleted"] = sum(user.deleted for user in self.users)
         return self.counts
 
     # ------------------------------------------------------------------------------------------------ frames
@@ -608,8 +624,10 @@ class Adversary:
         return token
 
     def user_token(self, account: str, **options) -> str:
+        before = int(time.time())
         token = self.hosted.token(account, **options)
         self.issued.setdefault(account, set()).add(token)
+        self.token_iat[token] = before  # its iat, or a second before it
         return token
 
     def pick_token(self, actor: Actor) -> str:
