@@ -104,6 +104,9 @@ public final class Engine {
   /// Bumped by every mutation other than a donation: an event's live set made under another value is stale.
   @exclusivity(unchecked) var liveEpoch = 1
   var timeWentBack = false
+  /// The instant through which time-driven changes are applied: ``advanceTimeInSteps()`` steps from here to each
+  /// later instant ``nextChangeTime()`` announces.
+  var timeSettled: Timestamp
   /// Changes found by `restore`, delivered with the next mutation.
   @exclusivity(unchecked) var deferredChanges: [Change] = []
   /// Writes found by `restore` (aged donations trimmed, exposures closed), delivered first with the next mutation.
@@ -114,6 +117,7 @@ public final class Engine {
   public init(clock: any EngineClock, configuration: EngineConfiguration = .init()) {
     self.clock = clock
     self.configuration = configuration
+    timeSettled = clock.now()
   }
 
   // MARK: - Durable state

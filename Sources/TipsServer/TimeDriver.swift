@@ -9,7 +9,8 @@ final class TimeDriver {
   private let timer: any LoopTimer
   private let engine: Engine
   private let logger: Logger
-  /// Receives the mutation of time passing.
+  /// Receives each mutation of time passing (one per instant stepped, in order: a late wake-up replays the instants
+  /// it missed at their own instants).
   private let timePassed: (Mutation) -> Void
   /// The instant the timer is armed for.
   private var scheduled: Timestamp?
@@ -57,7 +58,7 @@ final class TimeDriver {
 
   private func fire() {
     logger.trace("time-driven wake-up")
-    timePassed(engine.advanceTime())
+    for step in engine.advanceTimeInSteps() { timePassed(step) }
   }
 
   func stop() { timer.stop() }
