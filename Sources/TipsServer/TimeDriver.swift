@@ -56,6 +56,17 @@ final class TimeDriver {
     }
   }
 
+  /// Before a client's input is handled: if the armed instant has passed (the timer is late — a busy loop, a process
+  /// that was stopped, a laptop that slept: the loop's monotonic timers lag the wall clock), time is brought up to
+  /// now first, each missed instant applied at itself, so the request sees (and is stamped after) what happened
+  /// before it. One clock read per read from a client, none per request.
+  func catchUp() {
+    guard let due = scheduled, due <= engine.clock.now() else { return }
+    timer.stop()
+    scheduled = nil
+    fire()
+  }
+
   private func fire() {
     logger.trace("time-driven wake-up")
     for step in engine.advanceTimeInSteps() { timePassed(step) }
