@@ -13,8 +13,9 @@ public import TipsJSON
 /// parameter change re-evaluates only the tips that read it (and the groups holding them); a donation, only those of
 /// them it can still change (`Engine+Saturation`: a count that already holds, or fails, for good is not read again
 /// while nothing time-driven is pending). Plain counts are O(1), `within` counts O(log n). Time-driven changes (a
-/// donation leaving a `within` window, a cooldown ending) are applied by ``advanceTime()``, at the instant
-/// ``nextChangeTime()`` announces; other mutations do not look for them.
+/// donation leaving a `within` window, a cooldown ending) are applied by ``advanceTimeInSteps()``, which steps to
+/// each instant ``nextChangeTime()`` announces and settles there (one mutation per instant, stamped with it), on
+/// every clock; other mutations do not look for them.
 ///
 /// Cooldown: a tip is *cooldown-sensitive* when it is not invalidated, its rules hold, its schedule is open, it was
 /// never displayed and it does not ignore display frequency. Only those tips can change when the cooldown starts or

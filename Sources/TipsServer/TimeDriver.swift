@@ -3,8 +3,9 @@ import TipsLogging
 import TipsTransport
 
 /// Time-driven re-evaluation on the system clock: a timer armed for the engine's next time-driven change (a donation
-/// leaving a `within` window, a cooldown ending), re-armed at the end of every turn. (Under the virtual clock time
-/// moves only by request, and `clock/advance` re-evaluates itself.)
+/// leaving a `within` window, a cooldown ending), re-armed at the end of every turn. When it fires — late or not —
+/// the engine steps through every instant up to now, each change recorded at its own instant. (Under the virtual
+/// clock time moves only by request, and `clock/advance` steps the same way.)
 final class TimeDriver {
   private let timer: any LoopTimer
   private let engine: Engine
