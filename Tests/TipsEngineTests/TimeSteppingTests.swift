@@ -216,7 +216,7 @@ struct TimeSteppingTests {
           zip(whole.log, pieces.log).first { $0 != $1 }.map { "one advance: \($0.0)\n  in pieces: \($0.1)" }
           ?? "(none: lengths \(whole.log.count) vs \(pieces.log.count))"
         return """
-          seed \(seed) diverges after operation \(step) (\(trace.last ?? "")).
+          seed \(seed) diverges after operation \(step) (\(trace.last ?? "")); again: TIPSD_TIME_SEED=\(seed).
           catalog: \(catalog.tips.map(\.json)) \(catalog.groups)
           frequency \(frequency), maxAges \(maxAges), forced \(forced)
           trace: \(trace.joined(separator: "; "))
@@ -231,11 +231,13 @@ struct TimeSteppingTests {
 
   @Test("any clock/advance span equals the same span cut in random pieces (state, history, notifications)")
   func advanceEqualsPieces() throws {
-    // A fresh seed each run (printed, so a failure repeats with TIPSD_TIME_SEED), plus fixed ones.
+    // A fresh seed each run, printed; a diverging sequence runs again alone with TIPSD_TIME_SEED set to its seed.
     let environment = ProcessInfoSeed.value
     let base = environment ?? UInt64.random(in: 0..<1_000_000_000)
-    print("TimeSteppingTests.advanceEqualsPieces: seed \(base) (repeat with TIPSD_TIME_SEED=\(base))")
     let sequences = environment == nil ? 300 : 1
+    print(
+      "TimeSteppingTests.advanceEqualsPieces: seed \(base) (sequences \(base)..<\(base &+ UInt64(sequences));"
+        + " one again: TIPSD_TIME_SEED=N)")
     var failures: [String] = []
     for index in 0..<UInt64(sequences) {
       if let failure = try Self.runSequence(seed: base &+ index, operations: 40) { failures.append(failure) }
