@@ -100,13 +100,15 @@ extension Engine {
     return finish(settle(rules: rules, state: state, groups: changedGroups, now: now), writes: writes, everything: true)
   }
 
-  /// The earliest instant after now at which a tip's state or a group's current tip can change with no other
-  /// input: the oldest in-window donation of a watched `within` window leaving it, a read donation ageing out, the
-  /// cooldown ending while it holds back a tip, a suppression ending, a schedule opening or closing, or a follow-on
-  /// rule's `for` elapsing. Conservative: at that instant nothing may change. Nil if nothing is pending.
+  /// The earliest instant at which a tip's state or a group's current tip can change with no other input, after
+  /// the last instant time was brought to (``advanceTimeInSteps()``): the oldest in-window donation of a watched
+  /// `within` window leaving it, a read donation ageing out, the cooldown ending while it holds back a tip, a
+  /// suppression ending, a schedule opening or closing, or a follow-on rule's `for` elapsing. At or before now when
+  /// such an instant passed and time was not brought past it yet (a wake-up that came late, an account that was
+  /// busy): it is due. Conservative: at that instant nothing may change. Nil if nothing is pending.
   /// Costs O(distinct (event, window) pairs × log donations + aged events + scheduled tips and groups + follow-on
   /// watches), independent of the number of other tips.
-  public func nextChangeTime() -> Timestamp? { nextChangeTime(at: clock.now()) }
+  public func nextChangeTime() -> Timestamp? { nextChangeTime(at: min(timeSettled, clock.now())) }
 
   /// ``nextChangeTime()`` as seen at `now`.
   func nextChangeTime(at now: Timestamp) -> Timestamp? {

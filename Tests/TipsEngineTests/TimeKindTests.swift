@@ -83,6 +83,18 @@ struct TimeKindTests {
     #expect(timed.exposuresOpened == ["\(instant) exposure x/held since \(instant)"])
   }
 
+  @Test("an instant that passed while time was not brought past it is due: nextChangeTime says so, and it steps there")
+  func aMissedInstantIsDue() throws {
+    let (timed, instant) = try Self.gated(.tipSchedule, variant: "held")
+    // The clock passes the schedule's opening with no wake-up (a busy account, a late timer); a donation comes first.
+    timed.clock.set(instant + 50)
+    timed.run { try $0.donate("other").mutation }
+    #expect(timed.engine.nextChangeTime() == instant)
+    timed.move(to: instant + 50)
+    #expect(timed.exposuresOpened == ["\(instant) exposure x/held since \(instant)"])
+    #expect(timed.engine.nextChangeTime() == nil)
+  }
+
   // MARK: - The examples
 
   @Test("a held-out tip with no rules: the exposure opens when the suppression ends, not at the end of the advance")
