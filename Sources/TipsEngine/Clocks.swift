@@ -36,3 +36,28 @@ public final class SystemClock: EngineClock {
     return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1_000_000_000
   }
 }
+
+/// Another clock, read through — except while held at an instant, when it reads that instant. Hosted mode loads an
+/// account as of its last instant (the state then), releases the clock and lets time move to now, so what changed
+/// with time in between is applied at its own instants (``Engine/advanceTimeInSteps()``).
+///
+/// `@unchecked Sendable` for the same reason as ``VirtualClock``: one owner thread.
+public final class HeldClock: EngineClock, @unchecked Sendable {
+  private let base: any EngineClock
+  private var held: Timestamp?
+
+  public init(_ base: any EngineClock) {
+    self.base = base
+  }
+
+  public func now() -> Timestamp { held ?? base.now() }
+
+  /// Reads `instant` until ``release()`` (nil, or an instant not before the clock's now: reads through).
+  public func hold(at instant: Timestamp?) {
+    guard let instant, instant < base.now() else { return }
+    held = instant
+  }
+
+  /// Reads the clock it wraps again.
+  public func release() { held = nil }
+}

@@ -6,12 +6,48 @@ public import TipsJSON
 extension Engine {
   // MARK: - Time
 
-  /// Applies what time changed since the last look, at `clock.now()`: donations that left a `within` window or
-  /// aged out, a cooldown or a suppression that ended, a schedule that opened or closed, a follow-on rule's `for`
-  /// that elapsed. If the clock went backwards since, every tip is re-evaluated.
+  /// ``advanceTimeInSteps()`` as one mutation: every step's changes and writes, in order (what a caller that keeps
+  /// no history needs; history entries need each step's instant).
   public func advanceTime() -> Mutation {
-    let now = clock.now()
+    let steps = advanceTimeInSteps()
+    guard steps.count > 1 else { return steps[0] }
+    var merged = Mutation()
+    for step in steps {
+      merged.changes += step.changes
+      merged.writes += step.writes
+    }
+    return merged
+  }
+
+  /// Brings time-driven state up to `clock.now()` the one way time moves, on every clock: from the last instant it
+  /// was brought to, the engine steps to each instant ``nextChangeTime()`` announces — a donation leaving a `within`
+  /// window or ageing out, a cooldown or a suppression ending, a schedule opening or closing, a follow-on rule's
+  /// `for` elapsing — and settles there, then at now. One mutation per instant that changed something, in order,
+  /// each with its instant (``Mutation/at``; exposures open and close at it), then the one at now (always, possibly
+  /// empty). So advancing over a span in one call equals advancing over it in pieces, and a late timer replays what
+  /// it missed at the right instants. If the clock went backwards since, every tip is re-evaluated at now.
+  /// Costs one ``nextChangeTime()`` per instant stepped, plus one: a long span with no instant costs no more than a
+  /// short one.
+  public func advanceTimeInSteps() -> [Mutation] {
+    let target = clock.now()
+    if timeWentBack || target < lastNow || target < timeSettled {
+      return [applyTime(at: target, backwards: true)]
+    }
+    var steps: [Mutation] = []
+    while let next = nextChangeTime(at: timeSettled), next < target {
+      var step = applyTime(at: next, backwards: false)
+      if step.changes.isEmpty && step.writes.isEmpty { continue }
+      step.at = next
+      steps.append(step)
+    }
+    steps.append(applyTime(at: target, backwards: false))
+    return steps
+  }
+
+  /// Applies what time changed between ``timeSettled`` and `now` (an instant of the stepping, or the clock's now).
+  func applyTime(at now: Timestamp, backwards: Bool) -> Mutation {
     mutationNow = now
+    timeSettled = now
     var writes: [StateWrite] = []
     var rules: [Int] = []
     for log in agedLogs where log.trimAged(now: now) {
@@ -25,12 +61,13 @@ extension Engine {
       writes.append(.suppression(nil))
       everything = true
     }
-    if everything || timeWentBack || now < lastNow {
+    if everything || backwards {
       timeWentBack = false
-      lastNow = now
+      lastNow = max(lastNow, now)
+      if backwards { lastNow = now }
       return finish(settleEverything(now: now), writes: writes, everything: true)
     }
-    lastNow = now
+    lastNow = max(lastNow, now)
     for (key, watch) in windows {
       let start = logList[key.event].windowStartSeq(within: key.within, now: now)
       if start != watch.startSeq {
@@ -63,13 +100,15 @@ extension Engine {
     return finish(settle(rules: rules, state: state, groups: changedGroups, now: now), writes: writes, everything: true)
   }
 
-  /// The earliest instant after now at which a tip's state or a group's current tip can change with no other
-  /// input: the oldest in-window donation of a watched `within` window leaving it, a read donation ageing out, the
-  /// cooldown ending while it holds back a tip, a suppression ending, a schedule opening or closing, or a follow-on
-  /// rule's `for` elapsing. Conservative: at that instant nothing may change. Nil if nothing is pending.
+  /// The earliest instant at which a tip's state or a group's current tip can change with no other input, after
+  /// the last instant time was brought to (``advanceTimeInSteps()``): the oldest in-window donation of a watched
+  /// `within` window leaving it, a read donation ageing out, the cooldown ending while it holds back a tip, a
+  /// suppression ending, a schedule opening or closing, or a follow-on rule's `for` elapsing. At or before now when
+  /// such an instant passed and time was not brought past it yet (a wake-up that came late, an account that was
+  /// busy): it is due. Conservative: at that instant nothing may change. Nil if nothing is pending.
   /// Costs O(distinct (event, window) pairs × log donations + aged events + scheduled tips and groups + follow-on
   /// watches), independent of the number of other tips.
-  public func nextChangeTime() -> Timestamp? { nextChangeTime(at: clock.now()) }
+  public func nextChangeTime() -> Timestamp? { nextChangeTime(at: min(timeSettled, clock.now())) }
 
   /// ``nextChangeTime()`` as seen at `now`.
   func nextChangeTime(at now: Timestamp) -> Timestamp? {

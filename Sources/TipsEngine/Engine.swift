@@ -13,8 +13,9 @@ public import TipsJSON
 /// parameter change re-evaluates only the tips that read it (and the groups holding them); a donation, only those of
 /// them it can still change (`Engine+Saturation`: a count that already holds, or fails, for good is not read again
 /// while nothing time-driven is pending). Plain counts are O(1), `within` counts O(log n). Time-driven changes (a
-/// donation leaving a `within` window, a cooldown ending) are applied by ``advanceTime()``, at the instant
-/// ``nextChangeTime()`` announces; other mutations do not look for them.
+/// donation leaving a `within` window, a cooldown ending) are applied by ``advanceTimeInSteps()``, which steps to
+/// each instant ``nextChangeTime()`` announces and settles there (one mutation per instant, stamped with it), on
+/// every clock; other mutations do not look for them.
 ///
 /// Cooldown: a tip is *cooldown-sensitive* when it is not invalidated, its rules hold, its schedule is open, it was
 /// never displayed and it does not ignore display frequency. Only those tips can change when the cooldown starts or
@@ -104,6 +105,9 @@ public final class Engine {
   /// Bumped by every mutation other than a donation: an event's live set made under another value is stale.
   @exclusivity(unchecked) var liveEpoch = 1
   var timeWentBack = false
+  /// The instant through which time-driven changes are applied: ``advanceTimeInSteps()`` steps from here to each
+  /// later instant ``nextChangeTime()`` announces.
+  var timeSettled: Timestamp
   /// Changes found by `restore`, delivered with the next mutation.
   @exclusivity(unchecked) var deferredChanges: [Change] = []
   /// Writes found by `restore` (aged donations trimmed, exposures closed), delivered first with the next mutation.
@@ -114,6 +118,7 @@ public final class Engine {
   public init(clock: any EngineClock, configuration: EngineConfiguration = .init()) {
     self.clock = clock
     self.configuration = configuration
+    timeSettled = clock.now()
   }
 
   // MARK: - Durable state

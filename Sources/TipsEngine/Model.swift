@@ -411,7 +411,8 @@ public struct TipRule: Sendable, Hashable {
     case .invalidated(let duration):
       guard record.invalidationReason != nil else { return false }
       guard let duration else { return true }
-      return now - (record.invalidatedAt ?? now) >= duration
+      // The instant it elapses is `invalidatedAt + duration` (what the engine steps to): compare with that sum.
+      return now >= (record.invalidatedAt ?? now) + duration
     case .displayed(let op, let count):
       return op.compare(record.displayCount, count)
     }

@@ -100,6 +100,7 @@ extension Engine {
     for group in groups.values { group.open = group.definition.schedule?.contains(now) ?? true }
     suppressionActive = suppression?.isActive(at: now) ?? false
     cooldownGate = cooldownActive(now)
+    timeSettled = now
     let all = slots.compactMap { $0?.index }
     return settle(rules: all, groups: Array(groups.keys), now: now)
   }
@@ -174,7 +175,11 @@ extension Engine {
       unowned(unsafe) let slot = ref.takeUnretainedValue()
       let shouldDisplay = computeShouldDisplay(slot)
       slot.shouldDisplay = shouldDisplay
-      if slot.holdout || slot.exposed { updateExposure(slot, now: now) }
+      if slot.holdout || slot.exposed, updateExposure(slot, now: now) {
+        // A held-out tip whose exposure opened or closed counts as displayed, or as fresh again: its status follows
+        // the display frequency as a real tip's would (a closed exposure under a running cooldown reads `pending`).
+        updateStatus(slot, cooldownGating: gate, now: now)
+      }
       if let reported = slot.reported, reported.shouldDisplay == shouldDisplay, reported.status == slot.status {
         continue
       }
@@ -247,19 +252,21 @@ extension Engine {
     return true
   }
 
-  /// Opens or closes a holdout's counterfactual exposure (see ``Engine``), writing it.
-  func updateExposure(_ slot: TipSlot, now: Timestamp) {
+  /// Opens or closes a holdout's counterfactual exposure (see ``Engine``), writing it; returns whether it did.
+  @discardableResult
+  func updateExposure(_ slot: TipSlot, now: Timestamp) -> Bool {
     let exposed = slot.holdout && wouldDisplay(slot)
-    guard exposed != slot.exposed, let variant = slot.variant else { return }
+    guard exposed != slot.exposed, let variant = slot.variant else { return false }
     slot.exposed = exposed
     exposures[slot.recordKey] = exposed ? now : nil
     pendingWrites.append(.exposure(tipID: slot.id, variant: variant, since: exposed ? now : nil))
+    return true
   }
 
   /// Whether a follow-on rule's `for` had elapsed at `now` (its tip invalidated at least that long ago).
   func followElapsed(_ follow: FollowKey, now: Timestamp) -> Bool {
     guard let record = slot(follow.tip)?.record, record.invalidationReason != nil else { return false }
-    return now - (record.invalidatedAt ?? now) >= follow.duration
+    return now >= (record.invalidatedAt ?? now) + follow.duration
   }
 
   /// The tips whose rules read `tipID`'s record, to evaluate again after it changed (their `for` watches refreshed).

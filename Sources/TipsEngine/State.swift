@@ -193,10 +193,15 @@ public enum Change: Sendable, Hashable {
 public struct Mutation: Sendable, Hashable {
   public var changes: [Change]
   public var writes: [StateWrite]
+  /// The instant its changes happened when that is not the clock's now: a time-driven change replayed by
+  /// ``Engine/advanceTimeInSteps()`` at its own instant (a schedule boundary, a cooldown or suppression ending...),
+  /// which history entries are stamped with. Nil: now.
+  public var at: Timestamp?
 
-  public init(changes: [Change] = [], writes: [StateWrite] = []) {
+  public init(changes: [Change] = [], writes: [StateWrite] = [], at: Timestamp? = nil) {
     self.changes = changes
     self.writes = writes
+    self.at = at
   }
 
   public static let none = Mutation()

@@ -36,7 +36,8 @@ public enum AccountLoader {
   /// device, and device daemons of the account ignore operations of such tips.
   public static func load(
     account: String, device: String, engine: Engine, snapshot: AccountSnapshot?, operations: [StoredOperation],
-    wallNow: Double, decides: Bool = true, isSynced: @escaping (String) -> Bool = { _ in true }
+    wallNow: Double, decides: Bool = true, isSynced: @escaping (String) -> Bool = { _ in true },
+    decoded: [SyncOperation?]? = nil
   ) throws(HostedError) -> (model: SyncModel, skipped: Int) {
     let snapshot = snapshot ?? .empty
     var sync = SyncSnapshot()
@@ -55,10 +56,54 @@ public enum AccountLoader {
     }
     model.checksBudgets = decides
     _ = model.applyLoadedState(donations: snapshot.donations)
-    let decoded = operations.map(\.operation)
+    let decoded = decoded ?? operations.map(\.operation)
     let last = operations.last?.cursor ?? snapshot.cursor
     _ = model.applyLoaded(decoded, cursor: max(last, snapshot.cursor), wallNow: wallNow)
     return (model, decoded.filter { $0 == nil }.count)
+  }
+
+  /// The instant the account's stored state was last brought to — its newest operation's, or its snapshot's clock —
+  /// nil when it holds neither.
+  public static func lastInstant(snapshot: AccountSnapshot?, operations: [SyncOperation?]) -> Timestamp? {
+    var last = snapshot?.meta[SyncModel.MetaKey.clock].flatMap { Int64($0) } ?? 0
+    for case let operation? in operations { last = max(last, operation.hlc.rawValue) }
+    return last > 0 ? HLC(rawValue: last).seconds : nil
+  }
+
+  /// A hosted account loaded as of its last instant, its engine's clock held there.
+  public struct Loaded {
+    public let engine: Engine
+    public let model: SyncModel
+    /// Stored operations this build could not read.
+    public let skipped: Int
+    let clock: HeldClock
+
+    /// Lets time move from the account's last instant to now: the mutations of each time-driven change in between,
+    /// at its own instant (``Mutation/at``; exposures open at it), then the one at now — what a node that had served
+    /// the account all along would have recorded. The node records them, in order, once the account is in place.
+    public func replayTime() -> [Mutation] {
+      clock.release()
+      return engine.advanceTimeInSteps()
+    }
+  }
+
+  /// ``load(account:device:engine:snapshot:operations:wallNow:decides:isSynced:decoded:)`` as of the account's last
+  /// instant (``lastInstant(snapshot:operations:)``): `makeEngine` builds the fresh engine on a clock (wrapping
+  /// `clock`) held there, so the account's state is worked out as it stood then; ``Loaded/replayTime()`` then
+  /// replays what time changed since — a schedule opening, a cooldown or a window ending while no node held the
+  /// account — at its own instants, not at the load.
+  public static func loadAsOfLastInstant(
+    account: String, device: String, clock: any EngineClock, snapshot: AccountSnapshot?,
+    operations: [StoredOperation], wallNow: Double, makeEngine: (any EngineClock) throws -> Engine
+  ) throws -> Loaded {
+    let decoded = operations.map(\.operation)
+    let held = HeldClock(clock)
+    held.hold(at: lastInstant(snapshot: snapshot, operations: decoded))
+    let engine = try makeEngine(held)
+    let (model, skipped) = try load(
+      account: account, device: device, engine: engine, snapshot: snapshot, operations: operations, wallNow: wallNow,
+      decoded: decoded)
+    return Loaded(engine: engine, model: model, skipped: skipped, clock: held)
   }
 
   /// The snapshot of `account` after `operations` (stored after `snapshot`): a pure function of what PostgreSQL holds,

@@ -75,12 +75,14 @@ final class HistoryRecorder {
 
   /// The entries a mutation causes, in order: donations of tracked events (`donation`, the hot path: no
   /// `HistoryEvent` is built for them), variant assignments, then per changed tip an invalidation (when it became
-  /// invalidated) and the eligibility change (`emit`). Cursors not yet assigned. `now` is read only when an entry
-  /// needs it (a donation carries its own instant).
+  /// invalidated) and the eligibility change (`emit`). Cursors not yet assigned. Entries are stamped with the
+  /// mutation's own instant (``Mutation/at``, a time-driven change replayed at it) or else `now`, read only when an
+  /// entry needs it (a donation carries its own instant).
   private func derive(
     _ mutation: Mutation, now: () -> Timestamp, donation: (String, Timestamp) -> Void, _ emit: (HistoryEvent) -> Void
   ) {
-    var instant: Timestamp?
+    // A time-driven change replayed at its own instant is stamped with it.
+    var instant: Timestamp? = mutation.at
     func at() -> Timestamp {
       if let instant { return instant }
       let value = now()

@@ -133,6 +133,8 @@ extension Server {
 
   func received(_ bytes: UnsafeRawBufferPointer, on session: Session) {
     guard !session.outbound.closing else { return }
+    // A late time-driven wake-up is applied before the request it would have preceded.
+    timeDriver?.catchUp()
     // A whole message (WebSocket) with nothing queued before it: handled in place, from the transport's buffer, with
     // the checks processBufferedInput makes before each message (it is copied only when it has to wait).
     if session.stream.deliversMessages && !session.hasQueuedInput && !session.isWaiting {

@@ -50,7 +50,7 @@ extension Server {
     for session in resumed where sessions[session.id] != nil { processBufferedInput(session) }
     // The tips the restore moved back are notified now, after the failed turn's output (an analytics event staged
     // with it would have been dropped).
-    if !committed { services.record(engine.advanceTime(), in: local) }
+    if !committed { for step in engine.advanceTimeInSteps() { services.record(step, in: local) } }
     if !stopping { timeDriver?.reschedule() }
   }
 

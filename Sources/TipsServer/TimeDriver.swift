@@ -3,13 +3,15 @@ import TipsLogging
 import TipsTransport
 
 /// Time-driven re-evaluation on the system clock: a timer armed for the engine's next time-driven change (a donation
-/// leaving a `within` window, a cooldown ending), re-armed at the end of every turn. (Under the virtual clock time
-/// moves only by request, and `clock/advance` re-evaluates itself.)
+/// leaving a `within` window, a cooldown ending), re-armed at the end of every turn. When it fires — late or not —
+/// the engine steps through every instant up to now, each change recorded at its own instant. (Under the virtual
+/// clock time moves only by request, and `clock/advance` steps the same way.)
 final class TimeDriver {
   private let timer: any LoopTimer
   private let engine: Engine
   private let logger: Logger
-  /// Receives the mutation of time passing.
+  /// Receives each mutation of time passing (one per instant stepped, in order: a late wake-up replays the instants
+  /// it missed at their own instants).
   private let timePassed: (Mutation) -> Void
   /// The instant the timer is armed for.
   private var scheduled: Timestamp?
@@ -55,9 +57,20 @@ final class TimeDriver {
     }
   }
 
+  /// Before a client's input is handled: if the armed instant has passed (the timer is late — a busy loop, a process
+  /// that was stopped, a laptop that slept: the loop's monotonic timers lag the wall clock), time is brought up to
+  /// now first, each missed instant applied at itself, so the request sees (and is stamped after) what happened
+  /// before it. One clock read per read from a client, none per request.
+  func catchUp() {
+    guard let due = scheduled, due <= engine.clock.now() else { return }
+    timer.stop()
+    scheduled = nil
+    fire()
+  }
+
   private func fire() {
     logger.trace("time-driven wake-up")
-    timePassed(engine.advanceTime())
+    for step in engine.advanceTimeInSteps() { timePassed(step) }
   }
 
   func stop() { timer.stop() }

@@ -24,16 +24,22 @@ extension Handlers {
     table.on(ClockAdvanceRequest.self) { request, context throws(ResponseError) in
       let clock = try virtualClock(context)
       clock.advance(by: request.seconds)
-      context.record(context.engine.advanceTime())
+      recordTime(context)
       return NowResult(now: clock.now())
     }
 
     table.on(ClockSetRequest.self) { request, context throws(ResponseError) in
       let clock = try virtualClock(context)
       clock.set(request.now)
-      context.record(context.engine.advanceTime())
+      recordTime(context)
       return NowResult(now: clock.now())
     }
+  }
+
+  /// Time moved: each time-driven change is recorded (notified, stored, written to the history) at its own instant,
+  /// in order, as the real clock would have.
+  static func recordTime(_ context: RequestContext) {
+    for step in context.engine.advanceTimeInSteps() { context.record(step) }
   }
 
   static func setOverride(_ override: TestingOverride, _ context: RequestContext) -> NullResult {

@@ -88,8 +88,8 @@ extension HostedService {
   }
 
   /// A fresh engine for `account`: the catalog registered, variants assigned from the account id.
-  func makeEngine(account: String) throws -> Engine {
-    let engine = Engine(clock: clock, configuration: EngineConfiguration(canonicalDonationOrder: true))
+  func makeEngine(account: String, clock: (any EngineClock)? = nil) throws -> Engine {
+    let engine = Engine(clock: clock ?? self.clock, configuration: EngineConfiguration(canonicalDonationOrder: true))
     _ = try engine.setInstallID(account)
     _ = try catalog.current.register(in: engine)
     return engine
@@ -97,11 +97,14 @@ extension HostedService {
 
   /// Builds (or rebuilds, after a failed commit) the account's tenant from what PostgreSQL holds. A rebuilt tenant
   /// keeps its subscriptions; observers are told of every tip whose value the reload changed.
+  /// The account is loaded as of its last instant, then time moves to now: what changed with time while no node held
+  /// it is recorded at its own instants (history, exposures, notifications), as if a node had held it all along.
   func install(_ account: String, from stored: HostedStore.StoredAccount) throws {
-    let engine = try makeEngine(account: account)
-    let (model, skipped) = try AccountLoader.load(
-      account: account, device: configuration.node, engine: engine, snapshot: stored.snapshot,
-      operations: stored.operations, wallNow: System.wallClockSeconds())
+    let loaded = try AccountLoader.loadAsOfLastInstant(
+      account: account, device: configuration.node, clock: clock, snapshot: stored.snapshot,
+      operations: stored.operations, wallNow: System.wallClockSeconds()
+    ) { try self.makeEngine(account: account, clock: $0) }
+    let (engine, model, skipped) = (loaded.engine, loaded.model, loaded.skipped)
     if skipped > 0 {
       logger.warning(
         "hosted: skipped operations this tipsd does not understand", [("account", account), ("count", String(skipped))])
@@ -142,6 +145,9 @@ extension HostedService {
     loadFailure[account] = nil
     // A budget reached by merged displays may have queued an operation of this node's: commit it.
     if model.outboxCount > 0, let tenant = tenants[account] { touched(tenant) }
+    if let tenant = tenants[account] {
+      for step in loaded.replayTime() { services.record(step, in: tenant) }
+    }
     updateTime(of: account)
   }
 

@@ -50,7 +50,7 @@ extension HostedService {
         // Busy: looked at again once idle (``resumeParked`` re-reads its next change).
         continue
       }
-      services.record(tenant.engine.advanceTime(), in: tenant)
+      for step in tenant.engine.advanceTimeInSteps() { services.record(step, in: tenant) }
       updateTime(of: account)
     }
     services.requestEndOfTurn()
