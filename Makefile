@@ -40,7 +40,8 @@ help:
 	@echo "make format — swift format the Swift sources, tests and benchmarks in place (.swift-format)"
 	@echo "make stats  — the statistics simulation at full size: coverage and daily-peeking false positives (issue #38)"
 	@echo "make fleet  — a hosted fleet on this machine: PostgreSQL primary + standby, three nodes, HAProxy (Ctrl-C stops)"
-	@echo "make chaos  — the fleet's fault drill over many seeds (CHAOS_SEEDS=20, CHAOS_SECONDS=120): lost, doubled, lag"
+	@echo "make chaos  — make test-nets, then the fleet's fault drill over many seeds (CHAOS_SEEDS=20, CHAOS_SECONDS=120)"
+	@echo "make test-nets — the safety nets mutation-tested: each deliberate bug must fail its net (drill, adversary)"
 	@echo "make test-repeat N=30 [SUITE=test-swift]  — a suite N times in a row, stopping at the first failure"
 	@echo "make test-stress N=10 [SUITE=test-swift]  — the same with one CPU-burning process per core alongside"
 	@echo "make clean  — remove build products"
@@ -197,12 +198,24 @@ fuzz-adversary: deps build
 fuzz-smoke: deps-apt
 	scripts/fuzz --smoke $(FUZZ_TARGETS)
 
-## chaos: issue #34's fault drill (protocol/tests/drill.py) over CHAOS_SEEDS seeds (default 20), CHAOS_SECONDS of faults
-## each (default 120): per seed, faults injected, changes acknowledged, lost, doubled and the worst observer lag as
+## chaos: make test-nets first (the nets must catch their mutations), then issue #34's fault drill
+## (protocol/tests/drill.py) over CHAOS_SEEDS seeds (default 20), CHAOS_SECONDS of faults each (default 120): per seed,
+## faults injected, changes acknowledged, lost, doubled, key hits, the worst observer lag and the quiet phase's lag as
 ## `name: value` lines, then the totals (scripts/chaos). `make test` runs the drill once, bounded (test_fleet_drill.py).
 .PHONY: chaos
-chaos: deps build
+chaos: deps build test-nets
 	TIPSD_BIN=$(CURDIR)/$(BIN_DEBUG) $(PYTHON) scripts/chaos
+
+## test-nets (in make chaos, not make test: it took 3.1 minutes with the scratch build up to date, and its first build
+## some 3.5 more): issue #43's mutation checks of the safety nets (scripts/test-nets). Each deliberate bug (a lost
+## operation row, catch-up skipped, a stored key applied again, tips/status or inspect/state showing another account,
+## a batch run on another session's account) is patched into a scratch copy (.build/nets/src, built incrementally,
+## each bug behind a switch read at run time), then its net runs bounded (one drill seed, a seeded adversary run) and
+## must fail; with no bug the nets must pass. Prints `mutation NAME: caught (…)` or `missed` per mutation. A new
+## safety claim adds its mutation there.
+.PHONY: test-nets
+test-nets: deps
+	$(PYTHON) scripts/test-nets
 
 ## leakcheck: the chaos and abuse suites against a tipsd built with AddressSanitizer/LeakSanitizer.
 leakcheck: deps-apt

@@ -12,7 +12,17 @@ After every step it checks:
 - no reply or notification to a user's connection carries another account's id or data: every account id and every
   account's donation marker (each user donates with `{"owner": "<its marker>"}`) is a unique random string, and none
   may appear in what another user's connection receives; a notification names a subscription its connection made;
-- an erased account never signs in again.
+- every reply and notification to a user's session holds only numbers and booleans its own account may have (issue
+  #43: a leak of another account's tip states, counts or parameters shows though no string of it does). Each account
+  has distinctive state (`AccountModel`): its display durations are multiples of a prime of its own (every
+  `tips/displayed` for it, by the user or the admin, uses one), its `onboardingStep` is a multiple of another prime of
+  its own, its `isLoggedIn` a constant of its own (or the default); its donations' lifetime counts and tips' display
+  counts lie between what its acknowledged changes since its last reset add up to and every change ever sent for it
+  (a notification, a -32016 or a lost reply counts as maybe applied); it starts with counts of its own (a setup batch
+  donates `tour.skipped` and displays every tip a number of times no other account does). Refusals of any kind are
+  allowed outcomes: a refused change changes nothing;
+- an erased account never signs in again with a token issued before its erasure (a newer one starts it afresh, with
+  nothing of its old state).
 
 A failure raises ``AdversaryFailure`` naming the seed, the step and the frame, so `TIPSD_ADVERSARY_SEED=N` replays it.
 """
@@ -30,6 +40,15 @@ from dataclasses import dataclass, field
 DEMO_TIPS = ["welcome.tour", "filter.tip", "advanced-search.tip", "show-location.tip", "rotate-map.tip"]
 DEMO_EVENTS = ["search.opened", "search.performed", "filter.used", "map.opened", "trail.visited", "tour.finished"]
 REPLY_TIMEOUT = 20.0
+# Each user's own primes: its display durations are multiples of the first, its onboardingStep of the second; no
+# multiple of one (below its square) is a multiple of another, so a value names the account it belongs to.
+DURATION_UNITS = [10007, 10009, 10037, 10039, 10061, 10067]
+STEP_UNITS = [20011, 20021, 20023, 20029, 20047, 20051]
+# Only the setup donates it: each account's lifetime count of it is its own (3, 5, 7, …) until a reset.
+IDENTITY_EVENT = "tour.skipped"
+# Steps after a reset that may not have run yet (sent without an id, or its reply lost) during which acknowledged
+# changes do not raise the lower bounds (the reset may still come after them).
+RESET_GRACE = 40
 
 
 class AdversaryFailure(AssertionError):
@@ -44,7 +63,53 @@ class Actor:
     marker: str | None = None
     doomed: bool = False
     deleted: bool = False
+    erased_at: float | None = None  # when accounts/delete erased it (its tokens issued before are refused for good)
     connections: list = field(default_factory=list)
+    model: AccountModel | None = None
+
+
+class AccountModel:
+    """What one account may show (issue #43): bounds on its counts, its own units for durations and steps."""
+
+    def __init__(self, index: int):
+        self.index = index
+        self.duration_unit = DURATION_UNITS[index]
+        self.step_unit = STEP_UNITS[index]
+        self.logged_in = index % 2 == 0  # the only value this account's isLoggedIn is set to (default: false)
+        # Lifetime donations per event and display counts per tip: hi counts every change ever sent for the account
+        # that was not refused; lo the acknowledged ones since the last reset (and its grace).
+        self.hi: dict[tuple[str, str], int] = {}
+        self.lo: dict[tuple[str, str], int] = {}
+        self.frozen_until: dict[tuple[str, str], int] = {}
+        self.all_frozen_until = -1
+
+    def bounds(self, key: tuple[str, str]) -> tuple[int, int]:
+        return self.lo.get(key, 0), self.hi.get(key, 0)
+
+    def changed(self, key: tuple[str, str], step: int, acknowledged: bool) -> None:
+        self.hi[key] = self.hi.get(key, 0) + 1
+        if acknowledged and step > max(self.frozen_until.get(key, -1), self.all_frozen_until):
+            self.lo[key] = self.lo.get(key, 0) + 1
+
+    def reset(self, keys: list[tuple[str, str]] | None, step: int, acknowledged: bool) -> None:
+        until = step + (0 if acknowledged else RESET_GRACE)
+        if keys is None:
+            self.lo.clear()
+            self.all_frozen_until = max(self.all_frozen_until, until)
+            return
+        for key in keys:
+            self.lo[key] = 0
+            self.frozen_until[key] = max(self.frozen_until.get(key, -1), until)
+
+    def durations(self, rng: random.Random) -> object:
+        return rng.choice([0, self.duration_unit, 2 * self.duration_unit, -1, "x"])
+
+    def parameter_value(self, rng: random.Random, parameter: str) -> object:
+        if parameter == "isLoggedIn":
+            return self.logged_in
+        if parameter == "onboardingStep":
+            return self.step_unit * rng.randint(1, 9)
+        return True
 
 
 class Connection:
@@ -59,6 +124,10 @@ class Connection:
         self.ids = ids
         self.initialized = False
         self.signed_as: str | None = None  # the account (or "admin") this connection signed in as
+        # The account whose token its last initialize carried (the one it acts on once that sign-in is answered).
+        self.presumed: str | None = None
+        # Notifications read during its current frame: checked against the model once the frame's changes are in it.
+        self.unchecked: list = []
         self.closed = False
         self.close_reason: str | None = None
         self.subscriptions: set[str] = set()
@@ -66,6 +135,7 @@ class Connection:
         # Whether it sent a subscribing method as a notification (a subscription whose id it never learns).
         self.blind_subscriptions = False
         self.exiting = False
+        self.shut = False  # `shutdown` answered: it refuses everything but `exit` from now on
         # The last frames sent and what came back, for a failure's report.
         self.trail: list[str] = []
 
@@ -121,8 +191,9 @@ class Adversary:
         self.users = [
             Actor(f"user{i}", f"acct-{tag}-{i}-{self.rng.randrange(1 << 32):08x}", doomed=i >= 4) for i in range(6)
         ]
-        for user in self.users:
+        for index, user in enumerate(self.users):
             user.marker = f"mark-{self.rng.randrange(1 << 48):012x}"
+            user.model = AccountModel(index)
         self.admin = Actor("admin", None, admin=True)
         self.stranger = Actor("stranger", None)
         self.actors = [*self.users, self.admin, self.stranger]
@@ -131,10 +202,22 @@ class Adversary:
         self.owners: dict[str, Connection] = {}
         self.seen_cursors: list[int] = [0]
         self.exports: list[dict] = []
-        self.counts = {"frames": 0, "batches": 0, "requests": 0, "replies": 0, "refused": 0, "closed": 0}
+        self.counts = {
+            "frames": 0,
+            "batches": 0,
+            "requests": 0,
+            "replies": 0,
+            "refused": 0,
+            "closed": 0,
+            "checked": 0,
+            "erased": 0,
+        }
         self.step = 0
         self.frame = None
         self.current: Connection | None = None
+        self.issued: dict[str, set[str]] = {}  # the valid tokens minted for each user
+        self.token_account: str | None = None
+        self.token_iat: dict[str, int] = {}
 
     # ------------------------------------------------------------------------------------------------- checks
 
@@ -173,6 +256,10 @@ class Adversary:
             # Checked once the frame's replies are in: a batch's reply (naming a subscription it made) is sent
             # after every request of it has run, so a notification of that subscription may come first.
             connection.pending_notifications.append(message)
+            if connection is self.current:
+                connection.unchecked.append(message)
+            else:
+                self.check_model(connection, message, None)
 
     def check_notifications(self, connection: Connection) -> None:
         for message in connection.pending_notifications:
@@ -208,27 +295,189 @@ class Adversary:
                     self.fail(f"a session switched accounts: {connection.signed_as} -> {signed}")
                 connection.signed_as = signed
                 connection.initialized = True
+                token = ((request.get("params") or {}).get("auth") or {}).get("token")
                 for user in self.users:
-                    if user.deleted and signed == user.account:
-                        self.fail(f"the erased account {user.account} signed in again")
+                    if user.erased_at is None or signed != user.account:
+                        continue
+                    issued = self.token_iat.get(token)
+                    # iat is whole seconds: a token of the erasure's second is not told apart.
+                    if issued is None or issued < int(user.erased_at):
+                        self.fail(
+                            f"the erased account {user.account} signed in again with a token issued before its "
+                            f"erasure (iat {issued}, erased at {user.erased_at:.3f})"
+                        )
+                    user.deleted = False  # started afresh by a newer token: it may be erased again
             if method == "accounts/export" and "state" in result:
                 self.exports.append(result)
             if method == "accounts/delete":
                 for user in self.users:
                     if user.account == result.get("account"):
-                        user.deleted = True  # from now on its tokens must never sign in
+                        # From now on its tokens issued so far must never sign in; its state is gone.
+                        user.deleted = True
+                        user.erased_at = time.time()
+                        self.counts["erased"] += 1
+                        user.model.reset(None, self.step, True)
+        if method == "shutdown" and "result" in reply:
+            connection.shut = True
         if "error" in reply:
             self.counts["refused"] += 1
             if method == "initialize" and reply["error"].get("code") == -32600:
                 connection.initialized = True  # already initialized
+
+    # ------------------------------------------------------------------------------------ the accounts' model
+
+    def model_of(self, account) -> AccountModel | None:
+        for user in self.users:
+            if user.account == account:
+                return user.model
+        return None
+
+    def whose(self, value, unit: str) -> list[str]:
+        """The users a duration (or an onboardingStep) may belong to."""
+        return [user.name for user in self.users if value and value % getattr(user.model, unit) == 0 and not value % 1]
+
+    def check_model(self, connection: Connection, message, lows: dict | None) -> None:
+        """The numbers and booleans of what a session receives against its account's model. ``lows``: a reply's (the
+        lower bounds at its frame's start; None for a notification, which may tell of an earlier state)."""
+        signed = connection.signed_as
+        if signed == "admin":
+            return
+        model = self.model_of(signed)
+
+        def leak(what: str, value, owners: list[str]) -> None:
+            whose = f"{', '.join(owners)}'s" if owners else "no account's"
+            self.fail(
+                f"{connection.actor.name} (signed in as {signed}) received {what} = {value!r}, which is {whose}, "
+                f"not its account's: {json.dumps(message)[:600]}"
+            )
+
+        for part in dicts(message):
+            self.counts["checked"] += 1
+            duration = part.get("displayedDuration")
+            if duration is None and part.get("type") == "impression":
+                duration = part.get("duration")
+            if isinstance(duration, (int, float)) and duration:
+                if model is None or duration % model.duration_unit or duration % 1:
+                    leak("a display duration", duration, self.whose(duration, "duration_unit"))
+            ident = part.get("id")
+            value = part.get("value")
+            if ident == "onboardingStep" and isinstance(value, (int, float)) and value:
+                if model is None or value % model.step_unit:
+                    leak("onboardingStep", value, self.whose(value, "step_unit"))
+            if ident == "isLoggedIn" and value is True and (model is None or not model.logged_in):
+                leak("isLoggedIn", value, [u.name for u in self.users if u.model.logged_in])
+            if model is None or not isinstance(ident, str):
+                continue
+            for key, count in (
+                (("display", ident), part.get("displayCount")),
+                (("event", ident), part.get("lifetime")),
+            ):
+                if not isinstance(count, int) or (key[0] == "display" and ident not in DEMO_TIPS):
+                    continue
+                if key[0] == "event" and "count" not in part:
+                    continue
+                low, high = model.bounds(key)
+                if lows is not None:
+                    low = min(low, lows.get(key, 0))
+                else:
+                    low = 0
+                if not low <= count <= high:
+                    owners = [
+                        u.name
+                        for u in self.users
+                        if u.model is not model and u.model.bounds(key)[0] <= count <= u.model.bounds(key)[1]
+                    ]
+                    leak(
+                        f"{'the display count of' if key[0] == 'display' else 'the lifetime donations of'} {ident} "
+                        f"(its account's bounds: {low}..{high})",
+                        count,
+                        owners,
+                    )
+
+    def target_of(self, connection: Connection, message: dict) -> AccountModel | None:
+        params = message.get("params")
+        named = params.get("account") if isinstance(params, dict) else None
+        if connection.signed_as == "admin":
+            return self.model_of(named) if named is not None else None
+        if named is not None and message.get("method") not in ACCOUNT_FREE:
+            return None  # refused: a user's session names no account
+        return self.model_of(connection.signed_as)
+
+    def apply_frame(self, connection: Connection, messages: list, answered: dict, lows: dict) -> None:
+        """The frame's changes, in the order they ran, into the model of the account each acted on; a donation's reply
+        checked against the bounds just before it."""
+        for message in messages:
+            if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+                continue
+            method = message["method"]
+            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            reply = answered.get(message["id"]) if message.get("id") is not None else None
+            if reply is not None and "error" in reply and reply["error"].get("code") != -32016:
+                continue  # refused: nothing changed
+            acknowledged = reply is not None and "result" in reply
+            if (
+                acknowledged
+                and connection.signed_as not in (None, "admin")
+                and "account" in params
+                and method not in ACCOUNT_FREE
+            ):
+                self.fail(f"a user's session named an account and was answered: {json.dumps(reply)[:400]}")
+            model = self.target_of(connection, message)
+            if model is None:
+                continue
+            if method == "events/donate" and isinstance(params.get("id"), str):
+                key = ("event", params["id"])
+                low, high = model.bounds(key)
+                model.changed(key, self.step, acknowledged)
+                lifetime = (reply or {}).get("result", {}) if acknowledged else {}
+                lifetime = lifetime.get("lifetime") if isinstance(lifetime, dict) else None
+                if isinstance(lifetime, int) and not min(low, lows.get(key, 0)) + 1 <= lifetime <= high + 1:
+                    self.fail(
+                        f"{connection.actor.name} (signed in as {connection.signed_as}) donated {params['id']} and was "
+                        f"told lifetime {lifetime}; its account's bounds were {low}..{high} before it"
+                    )
+            elif method == "tips/displayed" and isinstance(params.get("id"), str):
+                model.changed(("display", params["id"]), self.step, acknowledged)
+            elif method == "tips/resetEligibility" and isinstance(params.get("id"), str):
+                model.reset([("display", params["id"])], self.step, acknowledged)
+            elif method == "datastore/reset":
+                model.reset(None, self.step, acknowledged)
+
+    def setup(self) -> None:
+        """Each user's distinctive state before the adversary starts: its own count of IDENTITY_EVENT, every tip
+        displayed its own number of times (with its own duration), its own parameter values."""
+        for user in self.users:
+            model = user.model
+            connection = Connection(self.node.socket_path, user, self.ids)
+            user.connections.append(connection)
+            self.exchange(connection, self.initialize(connection, token=self.hosted.token(user.account)))
+            frame = [self.request("events/donate", {"id": IDENTITY_EVENT}) for _ in range(2 * model.index + 3)]
+            for tip in DEMO_TIPS:
+                frame += [
+                    self.request("tips/displayed", {"id": tip, "duration": model.duration_unit})
+                    for _ in range(model.index + 1)
+                ]
+            frame.append(self.request("parameters/set", {"id": "isLoggedIn", "value": model.logged_in}))
+            frame.append(self.request("parameters/set", {"id": "onboardingStep", "value": model.step_unit}))
+            self.exchange(connection, frame)
+
+    def request(self, method: str, params: dict) -> dict:
+        return {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
 
     # ----------------------------------------------------------------------------------------------- running
 
     def connection(self, actor: Actor) -> Connection:
         live = [c for c in actor.connections if not c.closed]
         actor.connections = live
-        if live and (len(live) >= 2 or self.rng.random() < 0.85):
-            return self.rng.choice(live)
+        # A connection that was shut down refuses everything: used now and then only (else most frames would be
+        # refused -32006), and closed once it is not the newest.
+        usable = [c for c in live if not c.shut]
+        if any(c.shut for c in live) and self.rng.random() < 0.05:
+            return self.rng.choice([c for c in live if c.shut])
+        for stale in [c for c in live if c.shut][:-1]:
+            stale.close()
+        if usable and (len(usable) >= 2 or self.rng.random() < 0.85):
+            return self.rng.choice(usable)
         connection = Connection(self.node.socket_path, actor, self.ids)
         actor.connections.append(connection)
         return connection
@@ -251,6 +500,12 @@ class Adversary:
         self.counts["frames"] += 1
         self.counts["batches"] += isinstance(frame, list)
         self.counts["requests"] += len(requests)
+        # The lower bounds as the frame starts (a reply read from PostgreSQL may show its frame's later changes).
+        before = self.model_of(connection.signed_as) if connection.signed_as != "admin" else None
+        lows = dict(before.lo) if before is not None else {}
+        for message in connection.unchecked:  # read by a drain after its last frame
+            self.check_model(connection, message, None)
+        connection.unchecked = []
         connection.send(frame)
         answered: dict = {}
         deadline = time.monotonic() + REPLY_TIMEOUT
@@ -290,6 +545,7 @@ class Adversary:
                 if connection.close_reason or connection.exiting:
                     self.counts["closed"] += 1
                     self.check_notifications(connection)
+                    self.settle_frame(connection, messages, requests, answered, lows)
                     return
                 self.fail(f"the connection closed without answering (answered {sorted(answered)})")
             if time.monotonic() > deadline:
@@ -299,8 +555,19 @@ class Adversary:
         if missing:
             self.fail(f"requests {sorted(missing)} got no reply (answered {sorted(answered)})")
         self.check_notifications(connection)
+        self.settle_frame(connection, messages, requests, answered, lows)
         if connection.exiting:
             connection.close()
+
+    def settle_frame(self, connection: Connection, messages: list, requests: dict, answered: dict, lows: dict) -> None:
+        """The frame's changes into the model, then its replies and the notifications read meanwhile checked."""
+        self.apply_frame(connection, messages, answered, lows)
+        for reply_id, reply in answered.items():
+            if requests[reply_id].get("method") != "rpc.discover":  # the document's examples are nobody's
+                self.check_model(connection, reply, lows)
+        for message in connection.unchecked:
+            self.check_model(connection, message, None)
+        connection.unchecked = []
 
     def answer(self, connection: Connection, requests: dict, answered: dict, reply) -> None:
         if not isinstance(reply, dict):
@@ -317,6 +584,7 @@ class Adversary:
         self.note_result(connection, requests[reply_id], reply)
 
     def drain(self) -> None:
+        self.current = None  # what arrives now is checked at once
         for actor in self.actors:
             for connection in actor.connections:
                 if connection.closed:
@@ -330,6 +598,7 @@ class Adversary:
 
     def run(self) -> dict:
         started = time.monotonic()
+        self.setup()
         for step in range(1, self.steps + 1):
             self.step = step
             actor = self.rng.choices(self.actors, weights=[5] * len(self.users) + [3, 2])[0]
@@ -344,12 +613,24 @@ class Adversary:
             for connection in actor.connections:
                 connection.close()
         self.counts["seconds"] = round(time.monotonic() - started, 1)
-        self.counts["deleted"] = sum(user.deleted for user in self.users)
         return self.counts
 
     # ------------------------------------------------------------------------------------------------ frames
 
     def token_for(self, actor: Actor) -> str:
+        """A token for the actor to present; self.token_account: the user it signs in as when it is valid."""
+        token = self.pick_token(actor)
+        self.token_account = next((account for account, tokens in self.issued.items() if token in tokens), None)
+        return token
+
+    def user_token(self, account: str, **options) -> str:
+        before = int(time.time())
+        token = self.hosted.token(account, **options)
+        self.issued.setdefault(account, set()).add(token)
+        self.token_iat[token] = before  # its iat, or a second before it
+        return token
+
+    def pick_token(self, actor: Actor) -> str:
         rng = self.rng
         if actor.admin:
             return self.admin_token if rng.random() < 0.9 else self.admin_token + "\u0000" * rng.choice([1, 256])
@@ -364,8 +645,8 @@ class Adversary:
                 return self.hosted.token(victim, audience="another-project")
             return self.hosted.token(victim, lifetime=-60)
         if rng.random() < 0.1:  # a user tries another's token (their own connection stays theirs)
-            return self.hosted.token(rng.choice(self.users).account)
-        return self.hosted.token(actor.account, lifetime=rng.choice([3600, 3600, 60]))
+            return self.user_token(rng.choice(self.users).account)
+        return self.user_token(actor.account, lifetime=rng.choice([3600, 3600, 60]))
 
     def make_frame(self, connection: Connection):
         rng = self.rng
@@ -379,10 +660,15 @@ class Adversary:
             return [self.message(connection) for _ in range(size)]
         return self.message(connection)
 
-    def initialize(self, connection: Connection) -> dict:
+    def initialize(self, connection: Connection, token: str | None = None) -> dict:
         params = {"protocolVersion": "1.2", "clientInfo": {"name": "adversary"}}
-        if self.rng.random() < 0.95:
+        if token is not None:
+            params["auth"] = {"token": token}
+            connection.presumed = connection.actor.account
+        elif self.rng.random() < 0.95:
             params["auth"] = {"token": self.token_for(connection.actor)}
+            if connection.signed_as is None:
+                connection.presumed = self.token_account
         return {"jsonrpc": "2.0", "id": next(self.ids), "method": "initialize", "params": params}
 
     def message(self, connection: Connection):
@@ -419,6 +705,15 @@ class Adversary:
     def params(self, connection: Connection, method: str):
         rng = self.rng
         actor = connection.actor
+        named = None
+        if method not in ACCOUNT_FREE and rng.random() < (0.6 if actor.admin else 0.15):
+            # Naming an account: the admin's own way of choosing one, any user's attempt at another's.
+            named = self.other_account(connection)
+        # The account it acts on, if it is a user's: its durations and parameter values are that account's own.
+        if connection.signed_as == "admin" or (connection.signed_as is None and actor.admin):
+            model = self.model_of(named)
+        else:
+            model = self.model_of(connection.signed_as or connection.presumed)
         tip = rng.choice(DEMO_TIPS + ["no.such.tip"])
         event = rng.choice(DEMO_EVENTS)
         cursor = rng.choice(self.seen_cursors + [-1, 0, 1 << 62, 3.5])
@@ -426,7 +721,10 @@ class Adversary:
             "initialize": lambda: self.initialize(connection)["params"],
             "auth/refresh": lambda: {"token": self.token_for(actor)},
             "events/donate": lambda: {"id": event, **self.marker_info(connection)},
-            "tips/displayed": lambda: {"id": tip, "duration": rng.choice([0, 3, -1, "x"])},
+            "tips/displayed": lambda: {
+                "id": tip,
+                "duration": model.durations(rng) if model else rng.choice([0, 3, -1, "x"]),
+            },
             "tips/invalidate": lambda: {"id": tip, "reason": rng.choice(["tipClosed", "actionPerformed", 3])},
             "tips/performAction": lambda: {"id": tip, "actionId": rng.choice(["learn-more", "nope"])},
             "tips/resetEligibility": lambda: {"id": tip},
@@ -442,7 +740,7 @@ class Adversary:
             "analytics/read": lambda: rng.choice([{}, {"after": cursor, "limit": rng.choice([1, 50, 0, 100000])}]),
             "metrics/get": lambda: rng.choice([{}, {"tips": [tip]}, {"since": cursor}]),
             "inspect/state": lambda: rng.choice([{}, {"watch": True}]),
-            "parameters/set": lambda: {"id": rng.choice(["isLoggedIn", "onboardingStep", "nope"]), "value": True},
+            "parameters/set": lambda: self.parameter(model),
             "accounts/list": lambda: rng.choice([{}, {"after": self.other_account(connection), "limit": 3}]),
             "accounts/export": lambda: {"account": self.other_account(connection)},
             "accounts/import": lambda: {
@@ -454,10 +752,13 @@ class Adversary:
             "clock/advance": lambda: {"seconds": 60},
         }
         params = by_method.get(method, lambda: rng.choice([None, {}, {"junk": 1}]))()
-        if isinstance(params, dict) and method not in ACCOUNT_FREE and rng.random() < (0.6 if actor.admin else 0.15):
-            # Naming an account: the admin's own way of choosing one, any user's attempt at another's.
-            params = {**params, "account": self.other_account(connection)}
+        if isinstance(params, dict) and named is not None:
+            params = {**params, "account": named}
         return params
+
+    def parameter(self, model: AccountModel | None) -> dict:
+        parameter = self.rng.choice(["isLoggedIn", "onboardingStep", "nope"])
+        return {"id": parameter, "value": model.parameter_value(self.rng, parameter) if model else True}
 
     def marker_info(self, connection: Connection) -> dict:
         """A donation's info naming the account the connection acts on (its marker), when it is a user's."""
@@ -473,6 +774,17 @@ class Adversary:
         if connection.signed_as == "admin":
             return self.rng.choice(["nobody", "", "a" * 300])  # the admin erases only the doomed accounts
         return self.other_account(connection)
+
+
+def dicts(value):
+    """Every object in a JSON value, outermost first."""
+    if isinstance(value, dict):
+        yield value
+        for item in value.values():
+            yield from dicts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from dicts(item)
 
 
 def forged(token: str) -> str:

@@ -14,10 +14,22 @@ directly, and PostgreSQL's `tipsd.idempotency` and `tipsd.ops`:
 - **unanswered**: a change never acknowledged once every fault was healed, or a call left without any answer for
   CALL_TIMEOUT on a connection that stayed up (every request is answered within --postgres-timeout, -32016 at worst);
 - nodes that disagree on an account, observers whose last `shouldDisplay` is not the account's final state within
-  5 s of the last fault healed (or of the last change acknowledged after it), nodes that died on their own.
+  5 s of the last fault healed (or of the last change acknowledged after it), nodes that died on their own;
+- **key_hits** (issue #43): changers drop some replies on purpose (every changer its first donation's, then about one
+  change in seven) and resend the change with its key, half the time on a new connection: each resend must hit the
+  stored key and get the same reply, and a node that applied it again shows as doubled — so every seed tests
+  doubling, not only those where a retry happens to find a stored key; a seed with none is a problem;
+- **the quiet phase** (issue #43): while the clients change their accounts, each change's notification makes a node
+  pull from its cursor, which also brings what a missed notification carried, so no fault can show a missing
+  catch-up. So every seed ends quietly: a fresh account is observed on every node, the other nodes' links to
+  PostgreSQL (their LISTEN links with them) are cut, one change is committed on the remaining node, the links heal and
+  nothing changes any more — every observer must see the change within 5 s of the heal (quiet_lag_ms), which only a
+  node's catch-up after its LISTEN link is back can do.
 
 ``run(DrillConfig(seed=…, seconds=…))`` returns a ``DrillReport``: its figures (``name: value`` lines), its problems,
-the seed and the faults. test_fleet_drill.py runs it bounded; `make chaos` (scripts/chaos) runs it over many seeds.
+the seed and the faults. test_fleet_drill.py runs it bounded; `make chaos` (scripts/chaos) runs it over many seeds;
+`make test-nets` (scripts/test-nets) checks it catches a lost operation row, a skipped catch-up and a stored key
+applied again.
 Environment: TIPSD_DRILL_SEED, TIPSD_DRILL_SECONDS.
 """
 
@@ -30,6 +42,8 @@ import json
 import os
 import random
 import time
+import urllib.error
+import urllib.request
 
 import websockets
 import websockets.asyncio.client
@@ -249,17 +263,29 @@ class Change:
     attempts: int = 0
     acked: float | None = None
     result: object = None
+    # A reply the client dropped on purpose (as if the connection lost it) and resent the change for: the resend must
+    # hit the stored key and get this very reply, with nothing applied twice.
+    dropped: object = None
     # Each attempt: (seconds since the start, where it went, what came of it).
     trail: list = dataclasses.field(default_factory=list)
 
 
 class Changer(Client):
     """Sends random changes one at a time, each with a fresh idempotency key, retried with the same key after -32016,
-    a timeout or a lost connection until acknowledged."""
+    a timeout or a lost connection until acknowledged. Some replies it drops on purpose (its first donation's always,
+    then one change in seven or so; half the time it also drops the connection, so the resend may reach another node):
+    the resend hits the stored key, and a node that applied it again shows in the counts (doubled)."""
 
     def __init__(self, *args):
         super().__init__(*args)
         self.changes: list[Change] = []
+        self.key_hits = 0
+
+    def drops_reply(self, method: str, params: dict) -> bool:
+        counted = method == "events/donate" or (method == "tips/displayed" and params.get("id") == COUNTED_TIP)
+        if counted and not any(change.dropped is not None for change in self.changes):
+            return True
+        return self.rng.random() < (0.15 if counted else 0.05)
 
     def next_change(self) -> tuple[str, dict]:
         roll = self.rng.random()
@@ -282,10 +308,10 @@ class Changer(Client):
             method, params = self.next_change()
             change = Change(f"{self.name}.{len(self.changes)}", method, params, self.drill.now())
             self.changes.append(change)
-            await self.until_acknowledged(change)
+            await self.until_acknowledged(change, drop_reply=self.drops_reply(method, params))
             await asyncio.sleep(self.rng.uniform(0, 0.08))
 
-    async def until_acknowledged(self, change: Change) -> None:
+    async def until_acknowledged(self, change: Change, drop_reply: bool = False) -> None:
         # Past every fault, a change still unacknowledged after this long is a request never answered.
         give_up = TIMEOUT * 4
         while not self.drill.aborting:
@@ -298,11 +324,24 @@ class Changer(Client):
                     await self.connect(time.monotonic() + give_up)
                 change.attempts += 1
                 at, where = self.drill.now(), self.connection.url
-                change.result = await self.connection.call(
-                    change.method, {**change.params, "idempotencyKey": change.key}
-                )
+                result = await self.connection.call(change.method, {**change.params, "idempotencyKey": change.key})
+                if drop_reply and change.dropped is None:
+                    # Dropped on purpose: not acknowledged yet; the change is sent again with its key.
+                    change.dropped = result
+                    change.trail.append((round(at, 2), where, "ok (reply dropped)"))
+                    if self.rng.random() < 0.5:
+                        await self.drop()
+                    continue
+                change.result = result
                 change.acked = self.drill.now()
                 change.trail.append((round(at, 2), where, "ok"))
+                if change.dropped is not None:
+                    self.key_hits += 1
+                    if result != change.dropped:
+                        self.errors.append(
+                            f"{change.method} {change.key}: resent after a dropped reply {change.dropped}, "
+                            f"answered {result} (the stored key was not hit)"
+                        )
                 return
             except RpcError as error:
                 change.trail.append((round(at, 2), where, error.code))
@@ -519,6 +558,117 @@ class Drill:
         await self.check(stop_observers)
         await asyncio.gather(*observer_tasks)
         await asyncio.gather(*(client.drop() for client in self.changers + self.observers))
+        await self.quiet_phase()
+
+    # -- the quiet phase: only catch-up can satisfy it
+
+    @staticmethod
+    def links(node) -> dict:
+        """A node's links to PostgreSQL as its /healthz tells them (served with 503 while one is down)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{node.port}/healthz", timeout=5) as reply:
+                body = reply.read()
+        except urllib.error.HTTPError as error:
+            body = error.read()
+        except OSError:
+            return {}
+        try:
+            return json.loads(body).get("hosted", {}).get("links", {})
+        except ValueError:
+            return {}
+
+    def links_down(self, indexes: list[int]) -> None:
+        """Waits (bounded) until each node named has noticed its LISTEN link is gone."""
+        deadline = time.monotonic() + TIMEOUT
+        for index in indexes:
+            while time.monotonic() < deadline and self.links(self.fleet.nodes[index]).get("listener") == "up":
+                time.sleep(0.05)
+
+    def links_up(self) -> None:
+        deadline = time.monotonic() + TIMEOUT * 3
+        for node in self.fleet.nodes:
+            while True:
+                links = self.links(node)
+                if links and all(state == "up" for state in links.values()):
+                    break
+                if time.monotonic() > deadline:
+                    self.problems.append(f"quiet phase: {node.name}'s links did not come back")
+                    return
+                time.sleep(0.05)
+
+    async def quiet_phase(self) -> None:
+        """Every seed ends with a change no notification carries: an account no client touched is observed on every
+        node; the other nodes' links to PostgreSQL (their LISTEN link with them) are cut; one change is committed on
+        the remaining node; the links heal and nothing changes any more. Every observer must see the change within
+        CONVERGENCE_SECONDS of the heal — only a node's catch-up by cursor after its LISTEN link is back can tell it."""
+        fleet = self.fleet
+        account = f"drill-{self.config.seed}-quiet"
+        token = fleet.token(account, lifetime=86_400)
+        committer = self.rng.randrange(len(fleet.nodes))
+        cut = [index for index in range(len(fleet.nodes)) if index != committer]
+        watchers: list[tuple[str, Session]] = []
+        views: dict[str, bool] = {}
+        try:
+            for node in fleet.nodes:
+                session = await Session.open(node.socket_path, token)
+                observed = await session.call("tips/observe", {"ids": ["welcome.tour"]})
+                views[node.name] = observed["tips"][0]["shouldDisplay"]
+                watchers.append((node.name, session))
+            shown = set(views.values())
+            if len(shown) != 1:
+                self.problems.append(f"quiet phase: the nodes disagree on a fresh account's welcome.tour: {shown}")
+                return
+            want = not shown.pop()
+            for index in cut:
+                fleet.proxies[index].set("cut")
+            await asyncio.to_thread(self.links_down, cut)
+            change = ("tips/resetEligibility", {"id": "welcome.tour"})
+            if not want:
+                change = ("tips/invalidate", {"id": "welcome.tour", "reason": "tipClosed"})
+            session = watchers[committer][1]
+            for attempt in range(20):
+                try:
+                    await session.call(change[0], {**change[1], "idempotencyKey": f"{account}.quiet"})
+                    break
+                except RpcError as error:
+                    if error.code not in RETRYABLE or attempt == 19:
+                        self.problems.append(f"quiet phase: {change[0]} on node{committer + 1} refused: {error}")
+                        return
+                    await asyncio.sleep(0.25)
+            for index in cut:
+                fleet.proxies[index].heal()
+            healed = self.now()
+            self.quiet_cut = [fleet.nodes[index].name for index in cut]
+            await asyncio.to_thread(self.links_up)
+
+            def view(name: str, session: Session) -> bool:
+                for note in session.notifications:
+                    if note.get("method") == "tips/shouldDisplayChanged" and note["params"].get("id") == "welcome.tour":
+                        views[name] = note["params"]["shouldDisplay"]
+                session.notifications.clear()
+                return views[name]
+
+            converged: dict[str, float] = {}
+            deadline = time.monotonic() + TIMEOUT
+            while len(converged) < len(watchers) and time.monotonic() < deadline:
+                for name, watcher in watchers:
+                    if name not in converged and view(name, watcher) == want:
+                        converged[name] = self.now() - healed
+                await asyncio.sleep(0.02)
+            self.quiet_lags = list(converged.values()) + [float("inf")] * (len(watchers) - len(converged))
+            for name, _ in watchers:
+                lag = converged.get(name)
+                if lag is None or lag > CONVERGENCE_SECONDS:
+                    heard = "never" if lag is None else f"{lag:.2f} s after the heal"
+                    self.problems.append(
+                        f"quiet phase: the observer on {name} saw {change[0]} (committed on node{committer + 1} while "
+                        f"{', '.join(self.quiet_cut)} were cut off PostgreSQL) {heard}: a missed notification was "
+                        "not caught up"
+                    )
+        finally:
+            for _, watcher in watchers:
+                with contextlib.suppress(Exception):
+                    await watcher.close()
 
     async def node_states(self) -> list[dict[str, dict]]:
         """Each node's view of every account, asked directly (an admin session on its Unix socket)."""
@@ -683,6 +833,7 @@ class Drill:
                 if have > want:
                     figures["doubled"] += have - want
                     self.problems.append(f"doubled: {account} {what}: {have} in the account, {want} keys applied")
+                    self.problems += self.resent(account, what, changes)
                 elif have < want:
                     figures["lost"] += want - have
                     self.problems.append(f"lost: {account} {what}: {have} in the account, {want} keys applied")
@@ -701,6 +852,15 @@ class Drill:
                     diff = donated.get(event, 0) - applied.get(event, 0)
                     figures["doubled" if diff > 0 else "lost"] += abs(diff)
         return figures
+
+    def resent(self, account: str, what: str, changes: list) -> list[str]:
+        """A doubled count's suspects: its changes that were sent more than once, with their trails."""
+        suspects = []
+        for owner, change in changes:
+            if owner != account or change.attempts < 2 or what not in (change.params.get("id"), None):
+                continue
+            suspects.append(f"  sent {change.attempts} times: {change.key} {change.method} {change.trail}")
+        return suspects[:12]
 
     def run(self) -> DrillReport:
         config = self.config
@@ -748,6 +908,13 @@ class Drill:
                 ]
             figures["notifications"] = sum(o.notifications for o in self.observers)
             figures["worst_observer_lag_ms"] = round(max(getattr(self, "lags", None) or [0]) * 1000)
+            # Resends after a reply dropped on purpose: each hit a stored key (no seed leaves doubling untested).
+            figures["key_hits"] = sum(changer.key_hits for changer in self.changers)
+            if hasattr(self, "final") and not figures["key_hits"]:
+                self.problems.append("no resend hit a stored key: this seed did not test doubling")
+            # The quiet phase's slowest observer, from the heal ("never": one did not see the change in TIMEOUT).
+            quiet = max(getattr(self, "quiet_lags", None) or [0])
+            figures["quiet_lag_ms"] = "never" if quiet == float("inf") else round(quiet * 1000)
             for client in self.changers + self.observers:
                 self.problems += [f"{client.name}: {error}" for error in client.errors]
             for index, node in enumerate(self.fleet.nodes):
