@@ -17,11 +17,10 @@ import math
 import random
 import subprocess
 import time
+from statistics import NormalDist
 
 import numpy as np
 import pytest
-
-from statistics import NormalDist
 
 from harness import TIMEOUT, tipsd_bin
 from hosted import ADMIN_TOKEN, Hosted, Session
