@@ -14,10 +14,11 @@ public import TipsEngine
 ///   reference's per-install definition), and per exposure the median of every account's exposures;
 /// - goal rates before and after the first impression are per account-day: each account's window's donations and
 ///   days summed (``RateWindow/accountDays``);
-/// - lift against a holdout compares the accounts of the exposed arm (their real impressions) with the held-out
-///   accounts (their counterfactual impressions), and variant comparisons each variant's accounts with the
-///   control's: the difference with a fixed-horizon and an always-valid interval, CUPED-adjusted on request
-///   (``Difference``).
+/// - lift against a holdout compares the triggered accounts of the exposed arm with the held-out ones (issue #46:
+///   the share that did the goal after their first trigger), and variant comparisons each variant's with the
+///   control's: the difference with a fixed-horizon and an always-valid interval, corrected for the tip's
+///   comparisons, CUPED-adjusted on request (``Difference``), its sample-ratio check, and the per-impression rates
+///   second (``ImpressionDifference``).
 public struct FleetMetrics: Sendable {
   public let tips: [MetricsTip]
   public let configuration: MetricsConfiguration

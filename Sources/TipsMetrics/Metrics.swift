@@ -56,8 +56,12 @@ public struct MetricsConfiguration: Sendable, Hashable {
 ///   the `baselineDays` after it (cut at `until` or now); a span shorter than a day has no rate.
 /// - **Holdouts.** A holdout variant's impressions are its counterfactual ones (`exposure` entries: the instants the
 ///   tip would have become displayable); its goal conversion and time to first use are computed from them exactly as
-///   for real impressions (no close rate, no before/after). The overall set counts real impressions only. **Lift** =
-///   the exposed goal rate (every other variant's impressions) − the holdout's.
+///   for real impressions (no close rate, no before/after). The overall set counts real impressions only.
+/// - **Triggered accounts** (issue #46, ``AccountConversion``): per set, the account's first trigger — a variant's
+///   first `eligibility` entry with `shouldDisplay: true` (drawn or not), a holdout's first `exposure` — in the period,
+///   converted when the first goal donation after it comes within the goal's window, pending while the window is
+///   open. **Lift** and comparisons (``TipMetrics/compare(options:)``) compare these, the per-impression rates
+///   second.
 /// - **Statistics** (issue #38, docs/measuring.md): the account is the unit. Each set carries this account's
 ///   ``AccountSample`` (its decided and converted impressions, and CUPED's covariate: its goal donations in the
 ///   `baselineDays` before the set's first impression); intervals need ``StatisticsOptions/minimumAccounts``
