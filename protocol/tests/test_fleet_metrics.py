@@ -778,5 +778,51 @@ def test_the_inspector_shows_an_admin_the_fleet(tmp_path, browser):
         world.close()
 
 
+def test_a_sample_ratio_mismatch_replaces_the_lift_with_a_warning(tmp_path, browser):
+    """Issue #46: equal weights, but the holdout's triggered accounts a tenth of each variant's (a broken trigger):
+    metrics/get flags the sample ratio, and `tipsd metrics` and the inspector show a warning instead of the lift; the
+    comparison of the two balanced variants keeps its verdict."""
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(CATALOG))
+    world = Hosted()
+    try:
+        node = world.node("skewed", catalog=catalog)
+        built = build_accounts(time.time(), 150)
+        held = [name for name, (variant, _) in built.items() if variant == "h"]
+        accounts = {name: value for name, value in built.items() if name not in held[5:]}
+
+        async def setup():
+            admin = await Session.open(node.socket_path, ADMIN_TOKEN)
+            await import_accounts(admin, accounts, time.time())
+            report = await admin.call("metrics/get", {})
+            await admin.close()
+            return report
+
+        report = run(setup())
+        tip = report["tips"][0]
+        srm = tip["lift"]["srm"]
+        assert srm["observed"] == {"a": 50, "b": 50, "h": 5} and srm["flagged"], srm
+        # χ² = (15² + 15² + 30²) / 35 on 2 degrees of freedom: p = e^(−χ²/2).
+        assert abs(srm["chiSquare"] - 1350 / 35) < 1e-5 and abs(srm["pValue"] - math.exp(-1350 / 70)) < 1e-12
+        assert not tip["comparisons"][0]["srm"]["flagged"]
+        table = subprocess.run(
+            [tipsd_bin(), "metrics", "--socket", node.socket_path, "--token-file", str(node.token_file)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        assert table.returncode == 0, table.stderr
+        assert "search.tip: lift against the holdout: sample ratio mismatch — triggered accounts a 50, b 50, h 5" in (
+            table.stdout
+        ), table.stdout
+        assert "search.tip: b vs a: sample ratio" not in table.stdout, table.stdout
+        browser.get(f"http://127.0.0.1:{node.port}/#token={ADMIN_TOKEN}")
+        wait(browser, lambda d: "across 105 accounts" in (cell(d, "#metrics-note") or ""), "the fleet's metrics")
+        card = cell(browser, '[data-metrics="search.tip"]')
+        assert "lift vs holdout ⚠ sample ratio mismatch" in card and "no verdict" in card, card
+    finally:
+        world.close()
+
+
 if __name__ == "__main__":
     pytest.main([__file__])
