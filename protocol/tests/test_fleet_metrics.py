@@ -59,27 +59,22 @@ MINIMUM = 100  # accounts a side before an interval (metrics/get's method.minimu
 PLANNED = 1000  # the confidence sequence's tuning (method.alwaysValid.plannedAccounts)
 
 
-def moments(accounts: list[tuple[int, int, float]]):
-    """The delta method over accounts (converted, decided, covariate) with something decided: the ratio of sums R,
-    Var(l) for lᵢ = (cᵢ − R nᵢ) / n̄, Cov(l, x), Var(x) and the mean of x."""
-    count = len(accounts)
-    rate = sum(c for c, _, _ in accounts) / sum(n for _, n, _ in accounts)
-    mean_n = sum(n for _, n, _ in accounts) / count
-    mean_x = sum(x for _, _, x in accounts) / count
-    lin = [(c - rate * n) / mean_n for c, n, _ in accounts]
-    mean_l = sum(lin) / count
-    var_l = sum((v - mean_l) ** 2 for v in lin) / (count - 1)
-    cov = sum((v - mean_l) * (x - mean_x) for v, (_, _, x) in zip(lin, accounts, strict=True)) / (count - 1)
-    var_x = sum((x - mean_x) ** 2 for _, _, x in accounts) / (count - 1)
-    return rate, var_l, cov, var_x, mean_x
+def ratio_variance(accounts) -> float:
+    """Deng, Knoblich & Lu (2018), the delta method for a ratio of means over N accounts (cᵢ, nᵢ):
+    Var(c̄/n̄) ≈ (σ²_c − 2R σ_cn + R² σ²_n) / (N μ²_n), the (co)variances numpy's sample ones."""
+    c = np.array([a[0] for a in accounts], float)
+    n = np.array([a[1] for a in accounts], float)
+    r = c.sum() / n.sum()
+    cov = np.cov(c, n)
+    return (cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1]) / (len(accounts) * n.mean() ** 2)
 
 
 def rate_interval(accounts):
     """A rate's fixed-horizon interval across accounts, None under the minimum."""
     if len(accounts) < MINIMUM:
         return None
-    rate, var_l, *_ = moments(accounts)
-    half = Z * math.sqrt(var_l / len(accounts))
+    rate = sum(c for c, _, _ in accounts) / sum(n for _, n, _ in accounts)
+    half = Z * math.sqrt(ratio_variance(accounts))
     return max(0.0, rate - half), min(1.0, rate + half)
 
 
@@ -219,12 +214,7 @@ def per_impression(a, b, names) -> dict:
     if min(len(a), len(b)) < MINIMUM:
         return found | {"low": None, "high": None, "fixedHorizon": None, "standardError": None, "notEnoughData": True}
 
-    def variance(arm):
-        r = ratio(arm)
-        cov = np.cov(arm[:, 0], arm[:, 1])
-        return (cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1]) / (len(arm) * arm[:, 1].mean() ** 2)
-
-    se = math.sqrt(variance(ca) + variance(cb))
+    se = math.sqrt(ratio_variance(ca.tolist()) + ratio_variance(cb.tolist()))
     k = always_valid_multiplier(len(a) + len(b), alpha)
     found |= {"low": d - k * se, "high": d + k * se, "fixedHorizon": {"low": d - z * se, "high": d + z * se}}
     found |= {"standardError": se, "notEnoughData": False}
