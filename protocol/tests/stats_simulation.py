@@ -214,15 +214,16 @@ def bounds(
     n = null["experiments"]
     rows = []
     se_mean = null["sd difference"] / math.sqrt(n)
+    k_bias = 3 if size == "full" else 4
     rows.append(
         (
             "null lift: mean difference (bias)",
             null["mean difference"],
-            f"|·| ≤ 3 SE = {3 * se_mean:.4f}",
-            abs(null["mean difference"]) <= 3 * se_mean,
+            f"|·| ≤ {k_bias} SE = {k_bias * se_mean:.4f}",
+            abs(null["mean difference"]) <= k_bias * se_mean,
         )
     )
-    band = 3 * math.sqrt(0.95 * 0.05 / n)
+    band = (3 if size == "full" else 4) * math.sqrt(0.95 * 0.05 / n)
     for lift, r in results.items():
         c = r["fixed-horizon coverage"]
         rows.append(

@@ -10,7 +10,7 @@ import stats_simulation
 
 def test_the_lift_is_unbiased_covers_survives_daily_looks_and_its_checks_work(capsys):
     results, rows, seconds, seed = stats_simulation.simulate(
-        experiments=20, accounts=500, days=7, srm_experiments=3_000, size="small"
+        experiments=40, accounts=300, days=7, srm_experiments=3_000, size="small"
     )
     with capsys.disabled():
         print("\n" + stats_simulation.report(results, rows, seconds, seed))
@@ -19,4 +19,4 @@ def test_the_lift_is_unbiased_covers_survives_daily_looks_and_its_checks_work(ca
     # The secondary per-impression lift under the null is far from 0 (the arms count impressions differently): the
     # reason the primary metric is the account's.
     null = results[0.0]
-    assert abs(null["mean per impression"]) > 4 * null["sd per impression"] / 20**0.5, null
+    assert abs(null["mean per impression"]) > 4 * null["sd per impression"] / 40**0.5, null
