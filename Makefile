@@ -38,7 +38,7 @@ help:
 	@echo "make test   — install missing system/Python packages, then run every test suite"
 	@echo "make bench  — release build, print benchmark figures as name: value lines"
 	@echo "make format — swift format the Swift sources, tests and benchmarks in place (.swift-format)"
-	@echo "make stats  — the statistics simulation at full size: coverage and daily-peeking false positives (issue #38)"
+	@echo "make stats  — the statistics simulation at full size: bias, coverage, daily-peeking false positives, power, SRM, CUPED (#38, #46)"
 	@echo "make fleet  — a hosted fleet on this machine: PostgreSQL primary + standby, three nodes, HAProxy (Ctrl-C stops)"
 	@echo "make chaos  — make test-nets, then the fleet's fault drill over many seeds (CHAOS_SEEDS=20, CHAOS_SECONDS=120)"
 	@echo "make test-nets — the safety nets mutation-tested: each deliberate bug must fail its net (drill, adversary)"
@@ -154,13 +154,14 @@ bench: deps-apt deps-pip bench-deps
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-hosted
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-noisy
 
-## stats: issue #38's simulation at full size — 1,000 simulated experiments per scenario (true lift 0 and 0.03) pooled
-## by TipsMetrics (tipsd-metrics-pool, release build): the 95% intervals' coverage looked at once (94–96%), the
-## always-valid interval's false positives looked at every simulated day (≤ 5%), side by side with the others.
+## stats: issues #38 and #46's simulation at full size — 400 simulated experiments per scenario (null, +3 points) of
+## 7,000 accounts enrolling over 14 days, pooled by TipsMetrics (tipsd-metrics-pool, release build) and looked at
+## daily; prints each figure against its bound: null-lift bias, fixed-horizon coverage, always-valid false positives,
+## power at +3 points, sample-ratio false alarms and detection, CUPED's variance reduction (a fresh seed each run).
 stats: deps-pip
 	$(SWIFT) build -c release --product tipsd-metrics-pool $(SWIFT_FLAGS)
 	TIPSD_METRICS_POOL=$(CURDIR)/.build/release/tipsd-metrics-pool $(PYTHON) protocol/tests/stats_simulation.py \
-	  --experiments 1000 --check full
+	  --experiments 400 --accounts 7000 --check full
 
 ## fleet: a hosted fleet on this machine — PostgreSQL primary + synchronous standby, three nodes, HAProxy — with a
 ## demo JWKS and catalog; prints the URLs and a demo user's token; Ctrl-C stops it (scripts/fleet).

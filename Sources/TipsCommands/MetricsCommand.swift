@@ -14,9 +14,10 @@ struct MetricsCommand: Command {
     "WHEN: " + Since.help + "\n"
     + "On a hosted node (tipsd serve --hosted) with the admin token (--token-file): every account's metrics, pooled\n"
     + "(rates with their 95% intervals across accounts, time to first use as the median across accounts), or one\n"
-    + "--account's. The account is the unit: lift and variant comparisons show an always-valid 95% interval (safe to\n"
-    + "look at daily) and the fixed-horizon one, or \"not enough data yet\" under 100 accounts a side\n"
-    + "(docs/measuring.md); a one-user daemon is one account, so it shows its counts."
+    + "--account's. The account is the unit: lift and variant comparisons compare the accounts that did the goal\n"
+    + "after the tip first became displayable for them, with an always-valid 95% interval (safe to look at daily)\n"
+    + "and the fixed-horizon one, or \"not enough data yet\" under 100 accounts a side, or a sample ratio mismatch\n"
+    + "warning (docs/measuring.md); a one-user daemon is one account, so it shows its counts."
 
   enum Output { case table, json, csv }
 
@@ -34,7 +35,7 @@ struct MetricsCommand: Command {
       .value("--account", as: "ID", help: "hosted mode, admin: this account's metrics (default: every account's)") {
         $0.account = $1.text
       },
-      .flag("--cuped", help: "also adjust lift and comparisons for goal donations before exposure (CUPED)") {
+      .flag("--cuped", help: "also adjust lift and comparisons for goal donations before the trigger (CUPED)") {
         $0.cuped = true
       },
       .flag("--json", help: "metrics/get's result as JSON") { $0.output = .json },

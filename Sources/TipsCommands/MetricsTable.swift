@@ -1,5 +1,11 @@
 import TipsMetrics
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// One row of the metrics: a tip over all its impressions (variant `all`), or one of its variants.
 struct MetricsRow {
   var tip: String
@@ -112,24 +118,43 @@ enum MetricsTable {
       for comparison in tip.comparisons {
         compared = true
         out += "\(tip.tipID): \(comparison.variant) vs \(comparison.against): "
-        out += difference(comparison.estimate) + "\n"
+        out += verdict(comparison.estimate, srm: comparison.srm) + "\n"
       }
       if let lift = tip.lift {
         compared = true
         out += "\(tip.tipID): lift against the holdout: "
-        out += difference(lift.estimate) + "\n"
+        out += verdict(lift.estimate, srm: lift.srm) + "\n"
       }
     }
     if compared || report.tips.contains(where: { $0.overall.goal?.interval != nil }) {
       let minimum = report.configuration.statistics.minimumAccounts
       out += "statistics: the account is the unit (rates: fixed-horizon 95% intervals, delta method); differences: "
-      out += "always-valid 95% (a confidence sequence: safe to look at daily), the fixed-horizon interval after it; "
-      out += "no interval under \(minimum) accounts a side (docs/measuring.md)\n"
+      out += "accounts that did the goal within its window after the tip first became displayable for them, "
+      out += "always-valid 95% (a confidence sequence: safe to look at daily), the fixed-horizon interval after it, "
+      out += "both Bonferroni-corrected over the tip's comparisons; no interval under \(minimum) accounts a side "
+      out += "(docs/measuring.md)\n"
     }
     if report.configuration.appClosedEvent == nil {
       out += "close rate: n/a (start the daemon with --app-closed-event NAME)\n"
     }
     return out
+  }
+
+  /// The difference (``difference(_:)``), or, when the sample-ratio check failed, a warning in its place: the arms'
+  /// sizes say the assignment or the trigger is broken, so no difference between them means anything.
+  static func verdict(_ found: Difference, srm: SampleRatio?) -> String {
+    guard let srm, srm.flagged else { return difference(found) }
+    let counts = srm.names.map { "\($0) \(srm.observed[$0] ?? 0)" }.joined(separator: ", ")
+    let expected = srm.names.map { "\($0) \(Format.fixed(srm.expected[$0] ?? 0, 0))" }.joined(separator: ", ")
+    return "sample ratio mismatch — triggered accounts \(counts) against \(expected) expected from the weights "
+      + "(χ² p = \(pValue(srm.pValue))): the assignment or the trigger is broken, no verdict"
+  }
+
+  static func pValue(_ p: Double) -> String {
+    if p >= 0.001 { return Format.fixed(p, 3) }
+    if p <= 0 { return "0" }
+    let exponent = Int(log10(p).rounded(.down))
+    return Format.fixed(p / pow(10, Double(exponent)), 1) + "e\(exponent)"
   }
 
   /// `+1.0 point`-style: signed, one decimal.
@@ -151,8 +176,12 @@ enum MetricsTable {
     var text = "\(points(d)) points (always valid 95%: \(points(always.low)) to \(points(always.high))"
     if let fixed = found.fixedHorizon { text += "; fixed horizon: \(points(fixed.low)) to \(points(fixed.high))" }
     text += "; \(sample))"
+    if let relative = found.relative {
+      text += "\n  relative: \(points(relative.estimate))% (always valid 95%: \(points(relative.alwaysValid.low))% to "
+      text += "\(points(relative.alwaysValid.high))%)"
+    }
     if let cuped = found.cuped {
-      text += "\n  CUPED (goal donations before exposure): \(points(cuped.difference)) points (always valid 95%: "
+      text += "\n  CUPED (goal donations before the trigger): \(points(cuped.difference)) points (always valid 95%: "
       text += "\(points(cuped.alwaysValid.low)) to \(points(cuped.alwaysValid.high)); fixed horizon: "
       text += "\(points(cuped.fixedHorizon.low)) to \(points(cuped.fixedHorizon.high)); variance "
       text += "−\(Format.percent(max(0, cuped.varianceReduction))))"

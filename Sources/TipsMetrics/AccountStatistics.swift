@@ -24,13 +24,23 @@ public struct StatisticsOptions: Sendable, Hashable {
   public var minimumAccounts: Int
   /// The total sample (accounts in both arms) the confidence sequence is tightest at (its ρ); any value keeps it valid.
   public var plannedAccounts: Int
-  /// CUPED: differences adjusted with each account's goal donations in the `baselineDays` before its first exposure.
+  /// CUPED: differences adjusted with each account's goal donations in the `baselineDays` before its first trigger.
   public var cuped: Bool
+  /// The secondary per-impression rate: each account's decided impressions and conversions are winsorized at this
+  /// quantile of the accounts of both arms (``AccountSample/capped(_:_:quantile:)``); 1 caps nothing.
+  public var capQuantile: Double
 
-  public init(minimumAccounts: Int = 100, plannedAccounts: Int = 1_000, cuped: Bool = false) {
+  public init(minimumAccounts: Int = 100, plannedAccounts: Int = 1_000, cuped: Bool = false, capQuantile: Double = 0.99)
+  {
     self.minimumAccounts = minimumAccounts
     self.plannedAccounts = plannedAccounts
     self.cuped = cuped
+    self.capQuantile = capQuantile
+  }
+
+  /// The two-sided normal quantile for `family` comparisons corrected by Bonferroni: Φ⁻¹(1 − α / (2m)).
+  public static func z(family: Int) -> Double {
+    family <= 1 ? z : normalQuantile(1 - alpha / (2 * Double(family)))
   }
 
   /// The confidence sequence's ρ, chosen so that its width is smallest at ``plannedAccounts`` (Waudby-Smith et al.,
@@ -43,9 +53,11 @@ public struct StatisticsOptions: Sendable, Hashable {
   /// The always-valid half-width in standard errors at `accounts` in total: with x = tρ²,
   /// √((x + 1) / x · log((x + 1) / α²)) — the asymptotic confidence sequence μ̂ₜ ± σ̂ₜ √(2(tρ² + 1) / (t²ρ²) ·
   /// log(√(tρ² + 1) / α)) divided by the standard error σ̂ₜ / √t.
-  public func alwaysValidMultiplier(accounts: Int) -> Double {
+  /// With `family` comparisons (Bonferroni), α / m in place of α (ρ stays tuned for α: it never affects validity).
+  public func alwaysValidMultiplier(accounts: Int, family: Int = 1) -> Double {
     let x = Double(accounts) * rho * rho
-    return ((x + 1) / x * log((x + 1) / (Self.alpha * Self.alpha))).squareRoot()
+    let alpha = Self.alpha / Double(max(1, family))
+    return ((x + 1) / x * log((x + 1) / (alpha * alpha))).squareRoot()
   }
 }
 
@@ -70,6 +82,9 @@ public struct AccountSample: Sendable, Hashable {
   public private(set) var nc = 0.0
   public private(set) var nx = 0.0
   public private(set) var cx = 0.0
+  /// How many accounts had each (decided, converted) pair: what winsorizing needs (``capped(_:_:quantile:)``).
+  /// Bounded by the distinct pairs, not by the accounts.
+  public private(set) var counts: [AccountCount: Int] = [:]
 
   /// No account.
   public init() {}
@@ -89,22 +104,80 @@ public struct AccountSample: Sendable, Hashable {
     nc = n * c
     nx = n * x
     cx = c * x
+    counts = [AccountCount(decided: decided, converted: converted): 1]
   }
 
   /// The pooled sample.
   public static func + (a: AccountSample, b: AccountSample) -> AccountSample {
     var sum = a
-    sum.accounts += b.accounts
-    sum.n += b.n
-    sum.c += b.c
-    sum.x += b.x
-    sum.nn += b.nn
-    sum.cc += b.cc
-    sum.xx += b.xx
-    sum.nc += b.nc
-    sum.nx += b.nx
-    sum.cx += b.cx
+    sum += b
     return sum
+  }
+
+  /// Pools `b` into `a` in place (a fleet's pool: the histogram is not copied per account).
+  public static func += (a: inout AccountSample, b: AccountSample) {
+    a.accounts += b.accounts
+    a.n += b.n
+    a.c += b.c
+    a.x += b.x
+    a.nn += b.nn
+    a.cc += b.cc
+    a.xx += b.xx
+    a.nc += b.nc
+    a.nx += b.nx
+    a.cx += b.cx
+    for (pair, count) in b.counts { a.counts[pair, default: 0] += count }
+  }
+
+  /// `a` and `b` with every account's decided impressions and conversions winsorized at the `quantile` of the
+  /// accounts of both (nearest rank: the smallest value at least that share of accounts do not exceed), conversions
+  /// then at most the capped impressions. The covariate is dropped (no CUPED on the capped rate).
+  public static func capped(_ a: AccountSample, _ b: AccountSample, quantile: Double) -> (
+    AccountSample, AccountSample, Cap
+  ) {
+    var both = a.counts
+    for (pair, count) in b.counts { both[pair, default: 0] += count }
+    func cap(_ value: (AccountCount) -> Int) -> Int {
+      var histogram: [Int: Int] = [:]
+      for (pair, count) in both { histogram[value(pair), default: 0] += count }
+      let total = histogram.values.reduce(0, +)
+      let rank = max(1, Int((quantile * Double(total)).rounded(.up)))
+      var seen = 0
+      for (value, count) in histogram.sorted(by: { $0.key < $1.key }) {
+        seen += count
+        if seen >= rank { return value }
+      }
+      return histogram.keys.max() ?? 0
+    }
+    let limit = Cap(quantile: quantile, decided: cap(\.decided), converted: cap(\.converted))
+    func apply(_ sample: AccountSample) -> AccountSample {
+      var out = AccountSample()
+      for (pair, count) in sample.counts {
+        let decided = min(pair.decided, limit.decided)
+        let converted = min(pair.converted, limit.converted, decided)
+        var one = AccountSample(converted: converted, decided: decided)
+        one.scale(by: count)
+        out += one
+      }
+      return out
+    }
+    return (apply(a), apply(b), limit)
+  }
+
+  /// `count` accounts alike.
+  private mutating func scale(by count: Int) {
+    let k = Double(count)
+    accounts *= count
+    n *= k
+    c *= k
+    x *= k
+    nn *= k
+    cc *= k
+    xx *= k
+    nc *= k
+    nx *= k
+    cx *= k
+    counts = counts.mapValues { $0 * count }
   }
 
   /// Σc / Σn; nil without a decided impression.
@@ -157,20 +230,38 @@ public struct AccountSample: Sendable, Hashable {
   /// `a.rate − b.rate` with its intervals, from two independent arms' accounts: d ± z·SE (fixed horizon) and
   /// d ± SE·√((x + 1) / x · log((x + 1) / α²)), x = Nρ² with N the accounts of both arms (always valid), where
   /// SE² = Var(lₐ) / Nₐ + Var(lᵦ) / Nᵦ; with CUPED, d − θ(x̄ₐ − x̄ᵦ) and its smaller SE.
-  public static func difference(_ a: AccountSample, _ b: AccountSample, options: StatisticsOptions) -> Difference {
+  ///
+  /// `family`: the number of comparisons the intervals are corrected for (Bonferroni: each at α / m). Also the
+  /// relative difference `a.rate / b.rate − 1` (``RelativeDifference``).
+  public static func difference(
+    _ a: AccountSample, _ b: AccountSample, options: StatisticsOptions, family: Int = 1
+  ) -> Difference {
     var estimate = Difference(
       difference: nil, accounts: a.accounts, againstAccounts: b.accounts, minimumAccounts: options.minimumAccounts)
+    estimate.family = max(1, family)
     guard let ra = a.rate, let rb = b.rate else { return estimate }
     estimate.difference = ra - rb
     guard a.accounts >= max(2, options.minimumAccounts), b.accounts >= max(2, options.minimumAccounts),
       let ma = a.moments, let mb = b.moments
     else { return estimate }
     let total = a.accounts + b.accounts
+    let z = StatisticsOptions.z(family: family)
+    let multiplier = options.alwaysValidMultiplier(accounts: total, family: family)
     let variance = ma.varL / ma.accounts + mb.varL / mb.accounts
     let se = variance.squareRoot()
     estimate.standardError = se
-    estimate.fixedHorizon = bounds(ra - rb, se, StatisticsOptions.z)
-    estimate.alwaysValid = bounds(ra - rb, se, options.alwaysValidMultiplier(accounts: total))
+    estimate.fixedHorizon = bounds(ra - rb, se, z)
+    estimate.alwaysValid = bounds(ra - rb, se, multiplier)
+    if rb > 0 {
+      // Delta method on the ratio of two independent means: Var(ra/rb) ≈ Var(ra)/rb² + ra² Var(rb)/rb⁴.
+      let varA = ma.varL / ma.accounts
+      let varB = mb.varL / mb.accounts
+      let relativeSE = (varA / (rb * rb) + ra * ra * varB / (rb * rb * rb * rb)).squareRoot()
+      let relative = ra / rb - 1
+      estimate.relative = RelativeDifference(
+        estimate: relative, standardError: relativeSE, fixedHorizon: bounds(relative, relativeSE, z),
+        alwaysValid: bounds(relative, relativeSE, multiplier))
+    }
     if options.cuped {
       // θ minimizing Var(d − θ(x̄ₐ − x̄ᵦ)) = Σ (Var(l) − 2θ Cov(l, x) + θ² Var(x)) / N over the two arms.
       let covariance = ma.covLX / ma.accounts + mb.covLX / mb.accounts
@@ -182,13 +273,12 @@ public struct AccountSample: Sendable, Hashable {
       estimate.cuped = CupedEstimate(
         difference: adjusted, standardError: adjustedSE, theta: theta,
         varianceReduction: variance > 0 ? 1 - adjustedVariance / variance : 0,
-        fixedHorizon: bounds(adjusted, adjustedSE, StatisticsOptions.z),
-        alwaysValid: bounds(adjusted, adjustedSE, options.alwaysValidMultiplier(accounts: total)))
+        fixedHorizon: bounds(adjusted, adjustedSE, z), alwaysValid: bounds(adjusted, adjustedSE, multiplier))
     }
     return estimate
   }
 
-  private static func bounds(_ centre: Double, _ se: Double, _ multiplier: Double) -> Interval {
+  static func bounds(_ centre: Double, _ se: Double, _ multiplier: Double) -> Interval {
     Interval(low: centre - multiplier * se, high: centre + multiplier * se)
   }
 }

@@ -14,10 +14,11 @@ public import TipsEngine
 ///   reference's per-install definition), and per exposure the median of every account's exposures;
 /// - goal rates before and after the first impression are per account-day: each account's window's donations and
 ///   days summed (``RateWindow/accountDays``);
-/// - lift against a holdout compares the accounts of the exposed arm (their real impressions) with the held-out
-///   accounts (their counterfactual impressions), and variant comparisons each variant's accounts with the
-///   control's: the difference with a fixed-horizon and an always-valid interval, CUPED-adjusted on request
-///   (``Difference``).
+/// - lift against a holdout compares the triggered accounts of the exposed arm with the held-out ones (issue #46:
+///   the share that did the goal after their first trigger), and variant comparisons each variant's with the
+///   control's: the difference with a fixed-horizon and an always-valid interval, corrected for the tip's
+///   comparisons, CUPED-adjusted on request (``Difference``), its sample-ratio check, and the per-impression rates
+///   second (``ImpressionDifference``).
 public struct FleetMetrics: Sendable {
   public let tips: [MetricsTip]
   public let configuration: MetricsConfiguration
@@ -38,7 +39,7 @@ public struct FleetMetrics: Sendable {
     self.since = since
     self.until = until
     self.now = now
-    for tip in tips { pooled[tip.id] = PooledTip(variants: tip.variants) }
+    for tip in tips { pooled[tip.id] = PooledTip(variants: tip.variants, holdouts: tip.holdouts) }
   }
 
   /// Adds one account: its history (any order) and the instant of its oldest kept entry.
@@ -69,12 +70,9 @@ public struct FleetMetrics: Sendable {
       var metrics = TipMetrics(
         tipID: tip.id, goal: tip.goal, overall: pooled.overall.set(configuration),
         variants: pooled.variants.map { ($0, pooled.byVariant[$0]!.set(configuration)) })
-      // A tip with a goal and a declared holdout has a lift before any account arrives, as one install's does.
-      let none = Proportion(converted: 0, decided: 0, sample: AccountSample())
-      let declared = tip.goal != nil && !tip.holdouts.isEmpty ? (exposed: none, holdout: none) : nil
-      metrics.lift = (pooled.lift ?? declared).map {
-        Lift(exposed: $0.exposed, holdout: $0.holdout, options: configuration.statistics)
-      }
+      // The lift and the comparisons come from the pooled variants (a declared holdout's set is marked as one
+      // before any account arrives, so the tip has a lift from the start, as one install's does).
+      metrics.weights = tip.weights
       metrics.compare(options: configuration.statistics)
       report.tips.append(metrics)
     }
@@ -88,11 +86,10 @@ private struct PooledTip {
   /// Declared variants first, then others in the order accounts reported them.
   var variants: [String]
   var byVariant: [String: PooledSet] = [:]
-  var lift: (exposed: Proportion, holdout: Proportion)?
 
-  init(variants: [String]) {
+  init(variants: [String], holdouts: Set<String>) {
     self.variants = variants
-    for name in variants { byVariant[name] = PooledSet() }
+    for name in variants { byVariant[name] = PooledSet(holdout: holdouts.contains(name)) }
   }
 
   mutating func add(_ tip: TipMetrics) {
@@ -103,10 +100,6 @@ private struct PooledTip {
         byVariant[name] = PooledSet()
       }
       byVariant[name]!.add(set)
-    }
-    if let other = tip.lift {
-      let none = Proportion(converted: 0, decided: 0)
-      lift = ((lift?.exposed ?? none) + other.exposed, (lift?.holdout ?? none) + other.holdout)
     }
   }
 }
@@ -120,13 +113,21 @@ private struct PooledSet {
   var perExposure: (values: [Double], open: Int)?
   var close: (closes: Int, decided: Int, pending: Int, sample: AccountSample)?
   var goalRate: (first: Timestamp?, before: PooledWindow?, after: PooledWindow?)?
+  var triggered: AccountConversion?
 
   mutating func add(_ set: MetricSet) {
     impressions += set.impressions
     holdout = holdout || set.holdout
     if let g = set.goal {
-      let sum = goal ?? (0, 0, 0, AccountSample())
-      goal = (sum.converted + g.converted, sum.decided + g.decided, sum.pending + g.pending, sum.sample + g.sample)
+      if goal == nil { goal = (0, 0, 0, AccountSample()) }
+      goal!.converted += g.converted
+      goal!.decided += g.decided
+      goal!.pending += g.pending
+      goal!.sample += g.sample
+    }
+    if let t = set.triggered {
+      if triggered == nil { triggered = AccountConversion.none }
+      triggered! += t
     }
     if let t = set.timeToGoal {
       let sum = firstUse ?? ([], 0)
@@ -137,8 +138,11 @@ private struct PooledSet {
       perExposure = (sum.values + t.values, sum.open + t.open)
     }
     if let c = set.close {
-      let sum = close ?? (0, 0, 0, AccountSample())
-      close = (sum.closes + c.closes, sum.decided + c.decided, sum.pending + c.pending, sum.sample + c.sample)
+      if close == nil { close = (0, 0, 0, AccountSample()) }
+      close!.closes += c.closes
+      close!.decided += c.decided
+      close!.pending += c.pending
+      close!.sample += c.sample
     }
     if let r = set.goalRate {
       var sum = goalRate ?? (nil, nil, nil)
@@ -163,6 +167,7 @@ private struct PooledSet {
         sample: close.sample, closes: close.closes, decided: close.decided, pending: close.pending,
         configuration: configuration)
     }
+    set.triggered = triggered?.estimated(configuration.statistics)
     if let goalRate {
       set.goalRate = GoalRateChange(
         firstImpressionAt: goalRate.first, before: goalRate.before?.window, after: goalRate.after?.window)

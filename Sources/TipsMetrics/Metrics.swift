@@ -56,8 +56,12 @@ public struct MetricsConfiguration: Sendable, Hashable {
 ///   the `baselineDays` after it (cut at `until` or now); a span shorter than a day has no rate.
 /// - **Holdouts.** A holdout variant's impressions are its counterfactual ones (`exposure` entries: the instants the
 ///   tip would have become displayable); its goal conversion and time to first use are computed from them exactly as
-///   for real impressions (no close rate, no before/after). The overall set counts real impressions only. **Lift** =
-///   the exposed goal rate (every other variant's impressions) − the holdout's.
+///   for real impressions (no close rate, no before/after). The overall set counts real impressions only.
+/// - **Triggered accounts** (issue #46, ``AccountConversion``): per set, the account's first trigger — a variant's
+///   first `eligibility` entry with `shouldDisplay: true` (drawn or not), a holdout's first `exposure` — in the period,
+///   converted when the first goal donation after it comes within the goal's window, pending while the window is
+///   open. **Lift** and comparisons (``TipMetrics/compare(options:)``) compare these, the per-impression rates
+///   second.
 /// - **Statistics** (issue #38, docs/measuring.md): the account is the unit. Each set carries this account's
 ///   ``AccountSample`` (its decided and converted impressions, and CUPED's covariate: its goal donations in the
 ///   `baselineDays` before the set's first impression); intervals need ``StatisticsOptions/minimumAccounts``
@@ -75,12 +79,15 @@ public enum Metrics {
     var impressions: [String: [HistoryEvent]] = [:]
     var counterfactuals: [String: [HistoryEvent]] = [:]
     var actions: [String: [HistoryEvent]] = [:]
+    var triggers: [String: [HistoryEvent]] = [:]
     for event in ordered {
       switch event.kind {
       case .donation: if let id = event.eventID { donations[id, default: []].append(event) }
       case .impression: if let id = event.tipID { impressions[id, default: []].append(event) }
       case .exposure: if let id = event.tipID { counterfactuals[id, default: []].append(event) }
       case .action: if let id = event.tipID { actions[id, default: []].append(event) }
+      case .eligibility:
+        if event.shouldDisplay == true, let id = event.tipID { triggers[id, default: []].append(event) }
       default: break
       }
     }
@@ -99,51 +106,41 @@ public enum Metrics {
       let heldOutcomes = context.outcomes(impressions: held, actions: [], goals: goals, goal: tip.goal, closes: nil)
       var holdouts = tip.holdouts
       for exposure in held { if let name = exposure.variant { holdouts.insert(name) } }
+      let displayable = triggers[tip.id] ?? []
       var names = tip.variants
-      for impression in real + held {
-        if let name = impression.variant, !names.contains(name) { names.append(name) }
+      for entry in real + held + displayable {
+        if let name = entry.variant, !names.contains(name) { names.append(name) }
       }
+      // The primary metric's trigger: a holdout's first counterfactual exposure, another variant's first
+      // `eligibility` entry with `shouldDisplay: true` (the same engine event, drawn or not).
+      func triggered(_ first: HistoryEvent?) -> AccountConversion? {
+        guard let goals, let goal = tip.goal else { return nil }
+        return context.conversion(after: first, goals: goals, goal: goal).estimated(configuration.statistics)
+      }
+      var overall = context.summarize(outcomes, impressions: real, goals: goals)
+      overall.triggered = triggered(displayable.first { !holdouts.contains($0.variant ?? "") })
       var metrics = TipMetrics(
-        tipID: tip.id, goal: tip.goal,
-        overall: context.summarize(outcomes, impressions: real, goals: goals),
+        tipID: tip.id, goal: tip.goal, overall: overall,
         variants: names.map { name in
           if holdouts.contains(name) {
             var set = context.summarize(
               heldOutcomes.filter { $0.impression.variant == name }, impressions: held.filter { $0.variant == name },
               goals: goals, counterfactual: true)
             set.holdout = true
+            set.triggered = triggered(held.first { $0.variant == name })
             return (name, set)
           }
-          return (
-            name,
-            context.summarize(
-              outcomes.filter { $0.impression.variant == name }, impressions: real.filter { $0.variant == name },
-              goals: goals)
-          )
+          var set = context.summarize(
+            outcomes.filter { $0.impression.variant == name }, impressions: real.filter { $0.variant == name },
+            goals: goals)
+          set.triggered = triggered(displayable.first { $0.variant == name })
+          return (name, set)
         })
-      if let goals, !holdouts.isEmpty {
-        let exposed = outcomes.filter { !holdouts.contains($0.impression.variant ?? "") }
-        let holdout = heldOutcomes.filter { holdouts.contains($0.impression.variant ?? "") }
-        metrics.lift = Lift(
-          exposed: Self.proportion(
-            exposed.filter(\.inPeriod), covariate: context.preExposure(exposed.first?.impression, goals: goals)),
-          holdout: Self.proportion(
-            holdout.filter(\.inPeriod), covariate: context.preExposure(holdout.first?.impression, goals: goals)),
-          options: configuration.statistics)
-      }
+      metrics.weights = tip.weights
       metrics.compare(options: configuration.statistics)
       report.tips.append(metrics)
     }
     return report
-  }
-
-  /// Converted over decided (pending impressions left out) of some outcomes: one account's, with its covariate.
-  static func proportion(_ outcomes: [Outcome], covariate: Double) -> Proportion {
-    let converted = outcomes.filter(\.converted).count
-    let decided = outcomes.count - outcomes.filter(\.goalPending).count
-    return Proportion(
-      converted: converted, decided: decided,
-      sample: AccountSample(converted: converted, decided: decided, covariate: covariate))
   }
 
   /// The median, the mean of the two middle values for an even count; nil for no values.
@@ -184,6 +181,24 @@ public enum Metrics {
       guard let first, !(until.map { first.at >= $0 } ?? false) else { return 0 }
       let from = first.at - configuration.baselineDays * 86_400
       return Double(goals.filter { $0.cursor < first.cursor && $0.at >= from }.count)
+    }
+
+    /// The primary metric of one account triggered first at `trigger` (nil: never): counted when the trigger is in
+    /// the period; converted when the first goal donation after it comes within the goal's window; pending when none
+    /// has yet and the window is still open.
+    func conversion(after trigger: HistoryEvent?, goals: [HistoryEvent], goal: TipGoal) -> AccountConversion {
+      guard let trigger, inPeriod(trigger.at) else { return .none }
+      let covariate = preExposure(trigger, goals: goals)
+      let reached = first(after: trigger.cursor, in: goals)
+      if let reached, reached.at - trigger.at <= goal.within {
+        return AccountConversion(
+          sample: AccountSample(converted: 1, decided: 1, covariate: covariate), triggered: 1, pending: 0)
+      }
+      if now - trigger.at <= goal.within {
+        return AccountConversion(sample: AccountSample(), triggered: 1, pending: 1)
+      }
+      return AccountConversion(
+        sample: AccountSample(converted: 0, decided: 1, covariate: covariate), triggered: 1, pending: 0)
     }
 
     func inPeriod(_ at: Timestamp) -> Bool {

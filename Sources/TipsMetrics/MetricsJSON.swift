@@ -26,13 +26,17 @@ extension MetricsConfiguration {
   public var method: JSONValue {
     let options = statistics
     return [
-      "unit": "account", "rate": "deltaMethod", "interval": .string(IntervalKind.alwaysValid.rawValue),
+      "unit": "account", "trigger": "firstDisplayable", "metric": "converted", "rate": "deltaMethod",
+      "interval": .string(IntervalKind.alwaysValid.rawValue),
       "confidence": number(StatisticsOptions.confidence), "minimumAccounts": .int(Int64(options.minimumAccounts)),
       "alwaysValid": [
         "name": "asymptoticConfidenceSequence", "plannedAccounts": .int(Int64(options.plannedAccounts)),
         "rho": number(options.rho),
       ],
-      "cuped": options.cuped ? ["covariate": "goalDonationsBeforeExposure", "days": number(baselineDays)] : .null,
+      "cuped": options.cuped ? ["covariate": "goalDonationsBeforeTrigger", "days": number(baselineDays)] : .null,
+      "multipleComparisons": ["name": "bonferroni", "family": "tip"],
+      "srm": ["test": "pearsonChiSquare", "threshold": number(SampleRatio.threshold)],
+      "cap": ["metric": "perImpression", "quantile": number(options.capQuantile)],
       "reference": "docs/measuring.md",
     ]
   }
@@ -60,10 +64,57 @@ extension Proportion {
 }
 
 extension VariantComparison {
-  /// `{variant, against, sample: {variant, against}, …}` and ``Difference``'s members.
+  /// `{variant, against, sample: {variant, against}, …}`, ``Difference``'s members, `perImpression` and `srm`.
   public var json: JSONValue {
-    var object: JSONObject = ["variant": .string(variant), "against": .string(against)]
+    var object: JSONObject = [
+      "variant": .string(variant), "against": .string(against), "variantRate": variantRate.json,
+      "againstRate": againstRate.json,
+    ]
     estimate.write(into: &object, sample: ("variant", "against"))
+    object["perImpression"] = perImpression?.json(sample: ("variant", "against")) ?? .null
+    object["srm"] = srm?.json ?? .null
+    return .object(object)
+  }
+}
+
+extension AccountConversion {
+  /// `{triggered, converted, decided, pending, rate}`.
+  public var json: JSONValue {
+    [
+      "triggered": .int(Int64(triggered)), "converted": .int(Int64(converted)), "decided": .int(Int64(decided)),
+      "pending": .int(Int64(pending)), "rate": rate.map(number) ?? .null,
+    ]
+  }
+}
+
+extension SampleRatio {
+  /// `{observed, expected, chiSquare, degreesOfFreedom, pValue, flagged}`, observed and expected by variant.
+  public var json: JSONValue {
+    [
+      "observed": .object(JSONObject(names.map { ($0, .int(Int64(observed[$0] ?? 0))) })),
+      "expected": .object(JSONObject(names.map { ($0, number(expected[$0] ?? 0)) })),
+      "chiSquare": number(chiSquare), "degreesOfFreedom": .int(Int64(degreesOfFreedom)),
+      "pValue": .double(pValue), "flagged": .bool(flagged),
+    ]
+  }
+}
+
+extension ImpressionDifference {
+  /// The secondary per-impression comparison: ``Difference``'s members, the sides' uncapped rates and the caps.
+  func json(sample names: (String, String)) -> JSONValue {
+    var object: JSONObject = [
+      "metric": "goalConversionPerImpression", "secondary": true, names.0 + "Rate": rate.json,
+      names.1 + "Rate": againstRate.json,
+    ]
+    object["cap"] =
+      cap.map {
+        [
+          "quantile": number($0.quantile), "impressions": .int(Int64($0.decided)),
+          "conversions": .int(Int64($0.converted)),
+        ]
+      } ?? .null
+    estimate.write(into: &object, sample: names)
+    object.removeValue(forKey: "cuped")
     return .object(object)
   }
 }
@@ -92,6 +143,17 @@ extension Difference {
     ]
     object["notEnoughData"] = .bool(notEnoughData)
     object["standardError"] = standardError.map(number) ?? .null
+    object["correction"] = [
+      "name": family > 1 ? "bonferroni" : "none", "comparisons": .int(Int64(family)),
+      "alpha": number(StatisticsOptions.alpha / Double(family)),
+    ]
+    object["relative"] =
+      relative.map { r in
+        [
+          "estimate": number(r.estimate), "low": number(r.alwaysValid.low), "high": number(r.alwaysValid.high),
+          "fixedHorizon": bounds(r.fixedHorizon), "standardError": number(r.standardError),
+        ]
+      } ?? .null
     object["cuped"] =
       cuped.map { cuped in
         [
@@ -105,10 +167,13 @@ extension Difference {
 }
 
 extension Lift {
-  /// `{exposed, holdout, sample: {exposed, holdout}, …}` and ``Difference``'s members.
+  /// `{metric, exposed, holdout, sample: {exposed, holdout}, …}`, ``Difference``'s members, `perImpression` and
+  /// `srm`.
   public var json: JSONValue {
-    var object: JSONObject = ["exposed": exposed.json, "holdout": holdout.json]
+    var object: JSONObject = ["metric": "converted", "exposed": exposed.json, "holdout": holdout.json]
     estimate.write(into: &object, sample: ("exposed", "holdout"))
+    object["perImpression"] = perImpression?.json(sample: ("exposed", "holdout")) ?? .null
+    object["srm"] = srm?.json ?? .null
     return .object(object)
   }
 }
@@ -133,6 +198,12 @@ extension MetricSet {
     object["timeToGoal"] = time(timeToGoal)
     object["timeToGoalPerExposure"] = time(timeToGoalPerExposure)
     object["holdout"] = .bool(holdout)
+    object["triggered"] =
+      triggered.map { t in
+        var members = t.json.objectValue ?? [:]
+        rate(t.interval, accounts: t.decided, into: &members)
+        return .object(members)
+      } ?? .null
     if let close {
       var members: JSONObject = [
         "available": true, "closes": .int(Int64(close.closes)), "decided": .int(Int64(close.decided)),

@@ -11,18 +11,24 @@ public struct MetricsTip: Sendable, Hashable {
   public var variants: [String]
   /// Those of its variants that are holdouts (their installs never see the tip).
   public var holdouts: Set<String>
+  /// The variants' assignment weights (absent: 1), what the sample-ratio check expects.
+  public var weights: [String: Double]
 
-  public init(id: String, goal: TipGoal?, variants: [String] = [], holdouts: Set<String> = []) {
+  public init(
+    id: String, goal: TipGoal?, variants: [String] = [], holdouts: Set<String> = [], weights: [String: Double] = [:]
+  ) {
     self.id = id
     self.goal = goal
     self.variants = variants
     self.holdouts = holdouts
+    self.weights = weights
   }
 
   public init(_ definition: TipDefinition) {
     self.init(
       id: definition.id, goal: definition.goal, variants: definition.variants.map(\.name),
-      holdouts: Set(definition.variants.filter(\.holdout).map(\.name)))
+      holdouts: Set(definition.variants.filter(\.holdout).map(\.name)),
+      weights: Dictionary(definition.variants.map { ($0.name, $0.weight ?? 1) }, uniquingKeysWith: { a, _ in a }))
   }
 }
 
@@ -224,12 +230,17 @@ public struct MetricSet: Sendable, Hashable {
   public var goalRate: GoalRateChange?
   /// A holdout's set: computed from counterfactual impressions.
   public var holdout: Bool
+  /// The primary metric (issue #46): the accounts triggered (the tip became displayable for them; a holdout's: its
+  /// counterfactual exposure), and of those the ones that did the goal within its window after the first trigger.
+  /// nil when the tip declares no goal.
+  public var triggered: AccountConversion?
 
   public init(
     impressions: Int, goal: GoalConversion? = nil, timeToGoal: TimeToGoal? = nil,
     timeToGoalPerExposure: TimeToGoal? = nil, close: CloseRate? = nil, goalRate: GoalRateChange? = nil,
-    holdout: Bool = false
+    holdout: Bool = false, triggered: AccountConversion? = nil
   ) {
+    self.triggered = triggered
     self.impressions = impressions
     self.goal = goal
     self.timeToGoal = timeToGoal
@@ -287,6 +298,10 @@ public struct Difference: Sendable, Hashable {
   public var alwaysValid: Interval?
   /// `metrics/get {cuped: true}` with enough data: the difference adjusted for the pre-exposure covariate.
   public var cuped: CupedEstimate?
+  /// The comparisons the intervals are corrected for (Bonferroni: each at α / family): a tip's lift and comparisons.
+  public var family = 1
+  /// `a.rate / b.rate − 1` with its intervals; nil without enough data or when `b.rate` is 0.
+  public var relative: RelativeDifference?
 
   public init(
     difference: Double?, accounts: Int, againstAccounts: Int, minimumAccounts: Int, standardError: Double? = nil,
@@ -311,55 +326,60 @@ public struct Difference: Sendable, Hashable {
   public var notEnoughData: Bool { alwaysValid == nil }
 }
 
-/// One variant's goal rate against another's (the first declared variant that is not a holdout: the control), with
-/// the difference's intervals (``Difference``).
+/// One variant against another (the first declared variant that is not a holdout: the control): the primary
+/// metric's difference (``AccountConversion``: accounts that did the goal after their first trigger), the secondary
+/// per-impression one, and the sample-ratio check of the two.
 public struct VariantComparison: Sendable, Hashable {
   public var variant: String
   public var against: String
+  /// The primary metric of each side: converted accounts over decided ones.
   public var variantRate: Proportion
   public var againstRate: Proportion
   public var estimate: Difference
+  /// Secondary: goal conversions per impression, capped.
+  public var perImpression: ImpressionDifference?
+  public var srm: SampleRatio?
 
-  public init(variant: String, against: String, variantRate: Proportion, againstRate: Proportion, estimate: Difference)
-  {
+  public init(
+    variant: String, against: String, variantRate: Proportion, againstRate: Proportion, estimate: Difference,
+    perImpression: ImpressionDifference? = nil, srm: SampleRatio? = nil
+  ) {
     self.variant = variant
     self.against = against
     self.variantRate = variantRate
     self.againstRate = againstRate
     self.estimate = estimate
-  }
-
-  public init(
-    variant: String, against: String, variantRate: Proportion, againstRate: Proportion,
-    options: StatisticsOptions = StatisticsOptions()
-  ) {
-    self.init(
-      variant: variant, against: against, variantRate: variantRate, againstRate: againstRate,
-      estimate: Difference(variantRate, againstRate, options: options))
+    self.perImpression = perImpression
+    self.srm = srm
   }
 }
 
-/// Seed 000's "did the tip change behaviour?" answered against a holdout: the goal rate of the exposed accounts'
-/// impressions minus that of the held-out accounts' counterfactual impressions, each account one unit
-/// (``Difference``).
+/// Seed 000's "did the tip change behaviour?" answered against a holdout (issue #46): of the accounts triggered in
+/// each arm (the tip became displayable for them, drawn or not; the holdout's counterfactually), the share that did
+/// the goal within its window after the first trigger — the tip arm's minus the holdout's, each account one unit.
 public struct Lift: Sendable, Hashable {
-  /// Real impressions of every variant that is not a holdout.
-  public var exposed: Proportion
-  /// Counterfactual impressions of the holdout variants.
-  public var holdout: Proportion
+  /// Every variant that is not a holdout.
+  public var exposed: AccountConversion
+  /// The holdout variants.
+  public var holdout: AccountConversion
   public var estimate: Difference
+  /// Secondary: real impressions against counterfactual ones, per impression, capped.
+  public var perImpression: ImpressionDifference?
+  /// Triggered accounts of every variant of the tip against their weights.
+  public var srm: SampleRatio?
 
-  public init(exposed: Proportion, holdout: Proportion, estimate: Difference) {
+  public init(
+    exposed: AccountConversion, holdout: AccountConversion, estimate: Difference,
+    perImpression: ImpressionDifference? = nil, srm: SampleRatio? = nil
+  ) {
     self.exposed = exposed
     self.holdout = holdout
     self.estimate = estimate
+    self.perImpression = perImpression
+    self.srm = srm
   }
 
-  public init(exposed: Proportion, holdout: Proportion, options: StatisticsOptions = StatisticsOptions()) {
-    self.init(exposed: exposed, holdout: holdout, estimate: Difference(exposed, holdout, options: options))
-  }
-
-  /// Exposed rate − holdout rate; nil when either has no decided impression.
+  /// Exposed rate − holdout rate; nil when either has no decided account.
   public var difference: Double? { estimate.difference }
 
   /// The always-valid interval (``Difference/alwaysValid``).
@@ -378,6 +398,8 @@ public struct TipMetrics: Sendable, Hashable {
   public var comparisons: [VariantComparison] = []
   /// Against the holdout, for a tip with a goal and a holdout variant (declared or seen).
   public var lift: Lift?
+  /// The variants' assignment weights (absent: 1), for the sample-ratio checks.
+  public var weights: [String: Double] = [:]
 
   public init(tipID: String, goal: TipGoal?, overall: MetricSet, variants: [(name: String, metrics: MetricSet)] = []) {
     self.tipID = tipID
@@ -396,20 +418,50 @@ public struct TipMetrics: Sendable, Hashable {
   /// The metrics of one variant.
   public func variant(_ name: String) -> MetricSet? { variants.first { $0.name == name }?.metrics }
 
-  /// Sets ``comparisons`` from the variants' goal conversions.
+  /// Sets ``comparisons`` and ``lift`` from the variants' sets: each variant that is not a holdout against the first
+  /// (the control), and every such variant together against the holdout variants (a lift when the tip has a goal and
+  /// a holdout). The primary difference is the variants' ``MetricSet/triggered``, the secondary their `goal` per
+  /// impression; every interval of the tip is corrected for the number of these comparisons (Bonferroni).
   public mutating func compare(options: StatisticsOptions) {
     let compared = variants.filter { !$0.metrics.holdout && $0.metrics.goal != nil }
-    guard let control = compared.first, let controlGoal = control.metrics.goal else {
-      comparisons = []
-      return
+    let held = variants.filter { $0.metrics.holdout }
+    let hasLift = goal != nil && !held.isEmpty
+    let family = max(1, compared.count - 1 + (hasLift ? 1 : 0))
+    func primary(_ set: MetricSet) -> AccountConversion { set.triggered ?? .none }
+    func proportion(_ c: AccountConversion) -> Proportion {
+      Proportion(converted: c.converted, decided: c.decided, sample: c.sample)
     }
-    comparisons = compared.dropFirst().compactMap { variant in
-      variant.metrics.goal.map {
-        VariantComparison(
-          variant: variant.name, against: control.name, variantRate: $0.proportion,
-          againstRate: controlGoal.proportion, options: options)
+    func impressions(_ set: MetricSet) -> Proportion {
+      set.goal?.proportion ?? Proportion(converted: 0, decided: 0, sample: AccountSample())
+    }
+    comparisons = []
+    if let control = compared.first {
+      for variant in compared.dropFirst() {
+        let (a, b) = (primary(variant.metrics), primary(control.metrics))
+        comparisons.append(
+          VariantComparison(
+            variant: variant.name, against: control.name, variantRate: proportion(a), againstRate: proportion(b),
+            estimate: AccountSample.difference(a.sample, b.sample, options: options, family: family),
+            perImpression: ImpressionDifference(
+              impressions(variant.metrics), impressions(control.metrics), options: options, family: family),
+            srm: SampleRatio(
+              observed: [(variant.name, a.triggered), (control.name, b.triggered)], weights: weights)))
       }
     }
+    guard hasLift else {
+      lift = nil
+      return
+    }
+    let exposedSets = variants.filter { !$0.metrics.holdout }.map(\.metrics)
+    let exposed = exposedSets.map(primary).reduce(AccountConversion.none, +).estimated(options)
+    let holdout = held.map { primary($0.metrics) }.reduce(AccountConversion.none, +).estimated(options)
+    let exposedImpressions = exposedSets.map(impressions).reduce(Proportion(converted: 0, decided: 0), +)
+    let heldImpressions = held.map { impressions($0.metrics) }.reduce(Proportion(converted: 0, decided: 0), +)
+    lift = Lift(
+      exposed: exposed, holdout: holdout,
+      estimate: AccountSample.difference(exposed.sample, holdout.sample, options: options, family: family),
+      perImpression: ImpressionDifference(exposedImpressions, heldImpressions, options: options, family: family),
+      srm: SampleRatio(observed: variants.map { ($0.name, primary($0.metrics).triggered) }, weights: weights))
   }
 }
 
@@ -461,7 +513,12 @@ public struct MetricsReport: Sendable, Hashable {
       var tip = tip
       tip.overall = apply(tip.overall)
       tip.variants = tip.variants.map { ($0.name, apply($0.metrics)) }
-      tip.lift = tip.lift.map { Lift(exposed: $0.exposed, holdout: $0.holdout, options: statistics) }
+      tip.variants = tip.variants.map { name, set in
+        var set = set
+        set.triggered = set.triggered?.estimated(statistics)
+        return (name, set)
+      }
+      tip.overall.triggered = tip.overall.triggered?.estimated(statistics)
       tip.compare(options: statistics)
       return tip
     }

@@ -187,8 +187,10 @@ package enum HistoryCodec {
 
   /// Every kind the analytics stream carries, as a mask.
   package static let streamedKinds = HistoryEvent.Kind.allCases.filter(\.isStreamed).reduce(0) { $0 | 1 << $1.code }
-  /// The kinds the metrics read (impressions, actions, donations, counterfactual exposures).
-  package static let metricKinds = [HistoryEvent.Kind.impression, .action, .donation, .exposure].reduce(0) {
+  /// The kinds the metrics read (impressions, actions, donations, counterfactual exposures, and eligibility changes:
+  /// a variant's trigger is the tip becoming displayable, issue #46).
+  package static let metricKinds = [HistoryEvent.Kind.impression, .action, .donation, .exposure, .eligibility].reduce(0)
+  {
     $0 | 1 << $1.code
   }
 

@@ -399,8 +399,8 @@ function renderMetrics(report) {
         `${o.impressions} impressions`,
         o.goal ? `goal ${percent(o.goal.rate)}${interval(o.goal)} (${o.goal.converted}/${o.goal.decided}${o.goal.pending ? `, ${o.goal.pending} pending` : ""})` : "no goal declared",
         o.timeToGoal ? `time to first use ${o.timeToGoal.samples ? duration(o.timeToGoal.median) : o.timeToGoal.open ? "open" : "—"}${report.accounts != null ? ` (median of ${o.timeToGoal.samples} accounts)` : ""}` : null,
-        ...(tip.comparisons || []).map((c) => `${c.variant} vs ${c.against} ${signedPercent(c.difference)}${differenceInterval(c, c.sample?.variant, c.sample?.against)}`),
-        tip.lift ? `lift vs holdout ${signedPercent(tip.lift.difference)}${differenceInterval(tip.lift, tip.lift.sample?.exposed, tip.lift.sample?.holdout)}` : null,
+        ...(tip.comparisons || []).map((c) => `${c.variant} vs ${c.against} ${verdict(c, c.sample?.variant, c.sample?.against)}`),
+        tip.lift ? `lift vs holdout ${verdict(tip.lift, tip.lift.sample?.exposed, tip.lift.sample?.holdout)}` : null,
         o.close.available ? `close rate ${percent(o.close.rate)} (${o.close.closes}/${o.close.decided})` : null,
         o.goalRate && o.goalRate.firstImpressionAt != null
           ? `goal per day ${o.goalRate.before?.perDay?.toFixed(2) ?? "—"} before → ${o.goalRate.after?.perDay?.toFixed(2) ?? "—"} after`
@@ -423,6 +423,20 @@ function interval(rate) {
 
 /// A difference's intervals (issue #38): the always-valid one first (safe to look at daily), then the fixed-horizon
 /// one, and the accounts on each side; "not enough data yet" under the minimum.
+// A lift's or comparison's verdict (accounts that did the goal after their first trigger), or, when the sample-ratio
+// check failed, a warning in its place: the arms' sizes say the assignment or the trigger is broken.
+function verdict(d, accounts, against) {
+  if (d.srm?.flagged) {
+    const observed = Object.entries(d.srm.observed).map(([name, n]) => `${name} ${n}`).join(", ");
+    const expected = Object.entries(d.srm.expected).map(([name, n]) => `${name} ${Math.round(n)}`).join(", ");
+    return `⚠ sample ratio mismatch: triggered accounts ${observed} against ${expected} expected (χ² p = ${d.srm.pValue.toExponential(1)}) — no verdict`;
+  }
+  let text = `${signedPercent(d.difference)}${differenceInterval(d, accounts, against)}`;
+  const relative = (x) => (x > 0 ? "+" : x < 0 ? "−" : "") + (Math.abs(x) * 100).toFixed(0) + "%";
+  if (d.relative) text += ` (relative ${relative(d.relative.estimate)} [${relative(d.relative.low)}, ${relative(d.relative.high)}])`;
+  return text;
+}
+
 function differenceInterval(d, accounts, against) {
   if (d.difference == null) return "";
   const sample = accounts != null ? `${accounts} vs ${against} accounts` : "";

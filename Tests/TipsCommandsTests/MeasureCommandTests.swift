@@ -114,21 +114,32 @@ import TipsProtocol
             fixedHorizon: Interval(low: 0.412, high: 0.568), alwaysValid: Interval(low: 0.369, high: 0.611))))
     ]
     report.tips[0].lift = Lift(
-      exposed: Proportion(converted: 3, decided: 4), holdout: Proportion(converted: 1, decided: 5),
+      exposed: AccountConversion(triggered: 12, converted: 9, decided: 12, pending: 0),
+      holdout: AccountConversion(triggered: 9, converted: 2, decided: 9, pending: 0),
       estimate: Difference(difference: 0.55, accounts: 12, againstAccounts: 9, minimumAccounts: 100))
     let text = MetricsTable.text(report)
     #expect(text.hasPrefix("across 3 accounts"))
     #expect(
       text.contains(
         "search.tip: b vs a: +50.0 points (always valid 95%: +34.8 to +65.2; fixed horizon: +40.2 to +59.8; "
-          + "412 vs 398 accounts)\n  CUPED (goal donations before exposure): +49.0 points (always valid 95%: +36.9 to "
+          + "412 vs 398 accounts)\n  CUPED (goal donations before the trigger): +49.0 points (always valid 95%: +36.9 to "
           + "+61.1; fixed horizon: +41.2 to +56.8; variance −36%)"), "\(text)")
+    // A failed sample-ratio check replaces the verdict with a warning.
+    report.tips[0].comparisons[0].srm = SampleRatio(
+      observed: [("b", 2_000), ("a", 1_600)], weights: ["a": 1, "b": 1])
+    #expect(report.tips[0].comparisons[0].srm?.flagged == true)
+    #expect(
+      MetricsTable.text(report).contains(
+        "search.tip: b vs a: sample ratio mismatch — triggered accounts b 2000, a 1600 against b 1800, a 1800 "
+          + "expected from the weights (χ² p = 2.6e-11): the assignment or the trigger is broken, no verdict"),
+      "\(MetricsTable.text(report))")
+    report.tips[0].comparisons[0].srm = nil
     #expect(
       text.contains(
         "search.tip: lift against the holdout: +55.0 points — not enough data yet (12 vs 9 accounts, 100 a side "
           + "needed)"), "\(text)")
     report.tips[0].lift = Lift(
-      exposed: Proportion(converted: 3, decided: 4), holdout: Proportion(converted: 0, decided: 0),
+      exposed: AccountConversion(triggered: 3, converted: 3, decided: 4, pending: 0), holdout: .none,
       estimate: Difference(difference: nil, accounts: 3, againstAccounts: 0, minimumAccounts: 100))
     #expect(
       MetricsTable.text(report).contains(

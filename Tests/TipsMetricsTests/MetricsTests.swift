@@ -22,6 +22,14 @@ private struct History {
     add(.donation(event: event, at: Self.t0 + seconds))
   }
 
+  /// The tip became displayable (`eligibility` with `shouldDisplay: true`): a variant's trigger.
+  mutating func displayable(_ tip: String = "filter.tip", at seconds: Double, variant: String? = nil) {
+    add(
+      HistoryEvent(
+        kind: .eligibility, at: Self.t0 + seconds, tipID: tip, variant: variant, status: "available",
+        shouldDisplay: true))
+  }
+
   mutating func action(_ tip: String = "filter.tip", at seconds: Double) {
     add(.action(tip: tip, variant: nil, at: Self.t0 + seconds, id: "learn-more", index: 0))
   }
@@ -330,7 +338,9 @@ struct MetricsTests {
     let tip = MetricsTip(
       id: "filter.tip", goal: filterTip.goal, variants: ["friendly", "control"], holdouts: ["control"])
     var history = History()
-    // Exposed (friendly): four impressions a day apart; the first three are followed by a goal within 24 h.
+    // Exposed (friendly): displayable at 0 (its trigger), then four impressions a day apart; the first three are
+    // followed by a goal within 24 h.
+    history.displayable(at: 0, variant: "friendly")
     for d in 0..<4 {
       history.impression(at: Double(d) * day, variant: "friendly")
       if d < 3 { history.donate("filter.used", at: Double(d) * day + hour) }
@@ -351,17 +361,29 @@ struct MetricsTests {
     // The overall set is the exposed installs' alone.
     #expect(report.overall.impressions == 4 && report.overall.goal?.converted == 3)
     let lift = try #require(report.lift)
-    #expect(lift.exposed == Proportion(converted: 3, decided: 4))
-    #expect(lift.holdout == Proportion(converted: 1, decided: 4))
-    #expect(lift.difference == 0.5)
+    // Primary: the account, triggered at its first displayability (exposed) or counterfactual exposure (held
+    // out), converted when the goal followed within 24 h: both did (1 h, 30 min after): 1 − 1 = 0.
+    #expect(lift.exposed == AccountConversion(triggered: 1, converted: 1, decided: 1, pending: 0))
+    #expect(lift.holdout == AccountConversion(triggered: 1, converted: 1, decided: 1, pending: 0))
+    #expect(lift.difference == 0)
+    #expect(report.variant("friendly")?.triggered?.converted == 1 && control.triggered?.triggered == 1)
+    // Secondary, per impression: 3 of 4 against 1 of 4.
+    let perImpression = try #require(lift.perImpression)
+    #expect(perImpression.rate == Proportion(converted: 3, decided: 4))
+    #expect(perImpression.againstRate == Proportion(converted: 1, decided: 4))
+    #expect(perImpression.estimate.difference == 0.5)
     // The account is the unit: this install is one account on each side, so no interval ("not enough data yet").
     #expect(lift.estimate.accounts == 1 && lift.estimate.againstAccounts == 1 && lift.estimate.notEnoughData)
     #expect(lift.interval == nil && lift.estimate.fixedHorizon == nil)
     let json = try #require(compute(history, tips: [tip], now: 20 * day).json["tips"]?[0]?["lift"])
-    #expect(json["difference"] == 0.5 && json["confidence"] == 0.95 && json["low"] == .null)
+    #expect(json["difference"] == 0 && json["confidence"] == 0.95 && json["low"] == .null)
     #expect(json["interval"] == "alwaysValid" && json["notEnoughData"] == true && json["fixedHorizon"] == .null)
     #expect(json["sample"] == ["exposed": 1, "holdout": 1, "minimum": 100])
-    #expect(json["exposed"] == ["converted": 3, "decided": 4, "rate": 0.75])
+    #expect(json["exposed"] == ["triggered": 1, "converted": 1, "decided": 1, "pending": 0, "rate": 1])
+    #expect(json["perImpression"]?["difference"] == 0.5 && json["perImpression"]?["secondary"] == true)
+    #expect(json["perImpression"]?["exposedRate"] == ["converted": 3, "decided": 4, "rate": 0.75])
+    // One account a side against equal weights: χ² = 0, nothing flagged.
+    #expect(json["srm"]?["observed"] == ["friendly": 1, "control": 1] && json["srm"]?["flagged"] == false)
     #expect(report.json["variants"]?[1]?["holdout"] == true)
   }
 
@@ -370,10 +392,14 @@ struct MetricsTests {
     let tip = MetricsTip(id: "filter.tip", goal: filterTip.goal, variants: ["friendly", "direct"])
     var history = History()
     // friendly (the control, declared first): 1 of 4 converted; direct: 3 of 4 — the holdout example's rates.
+    // Triggers: friendly displayable at 0 (its goal an hour later: converted), direct at 9 days (its first goal
+    // 25 h later: not converted).
+    history.displayable(at: 0, variant: "friendly")
     for d in 0..<4 {
       history.impression(at: Double(d) * day, variant: "friendly")
       if d == 0 { history.donate("filter.used", at: Double(d) * day + hour) }
     }
+    history.displayable(at: 9 * day, variant: "direct")
     for d in 10..<14 {
       history.impression(at: Double(d) * day, variant: "direct")
       if d < 13 { history.donate("filter.used", at: Double(d) * day + hour) }
@@ -382,9 +408,11 @@ struct MetricsTests {
     let comparison = try #require(report.comparisons.first)
     #expect(report.comparisons.count == 1)
     #expect(comparison.variant == "direct" && comparison.against == "friendly")
-    #expect(comparison.estimate.difference == 0.5 && comparison.estimate.notEnoughData)
+    #expect(comparison.estimate.difference == -1 && comparison.estimate.notEnoughData)
+    #expect(comparison.perImpression?.estimate.difference == 0.5)
     let json = try #require(compute(history, tips: [tip], now: 20 * day).json["tips"]?[0])
-    #expect(json["comparisons"]?[0]?["variant"] == "direct" && json["comparisons"]?[0]?["difference"] == 0.5)
+    #expect(json["comparisons"]?[0]?["variant"] == "direct" && json["comparisons"]?[0]?["difference"] == -1)
+    #expect(json["comparisons"]?[0]?["perImpression"]?["difference"] == 0.5)
     #expect(json["comparisons"]?[0]?["sample"] == ["variant": 1, "against": 1, "minimum": 100])
     let friendly = try #require(json["variants"]?[0]?["goal"])
     #expect(friendly["low"] == .null && friendly["accounts"] == 1 && friendly["notEnoughData"] == true)
@@ -403,12 +431,14 @@ struct MetricsTests {
       id: "filter.tip", goal: filterTip.goal, variants: ["friendly", "control"], holdouts: ["control"])
     // Three accounts, each one install's history.
     var ann = History()  // friendly: converts after 1 h; a second impression 2 days later converts after 3 h.
+    ann.displayable(at: 0, variant: "friendly")
     ann.impression(at: 0, variant: "friendly")
     ann.donate("filter.used", at: hour)
     ann.impression(at: 2 * day, variant: "friendly")
     ann.donate("filter.used", at: 2 * day + 3 * hour)
     var bob = History()  // friendly: a goal the day before; the impression never converts (goal 30 h later).
     bob.donate("filter.used", at: 9 * day)
+    bob.displayable(at: 10 * day, variant: "friendly")
     bob.impression(at: 10 * day, variant: "friendly")
     bob.donate("filter.used", at: 10 * day + 30 * hour)
     var cat = History()  // held out: a counterfactual impression, no goal yet, an hour before now.
@@ -437,9 +467,14 @@ struct MetricsTests {
     #expect(control.holdout && control.impressions == 1 && control.goal?.pending == 1)
     #expect(control.timeToGoal == TimeToGoal(samples: 0, median: nil, open: 1))
     let lift = try #require(report.tip("filter.tip")?.lift)
-    #expect(
-      lift.exposed == Proportion(converted: 2, decided: 3) && lift.holdout == Proportion(converted: 0, decided: 0))
+    // Primary: ann converted, bob did not (30 h), cat is pending (an hour into her window).
+    #expect(lift.exposed == AccountConversion(triggered: 2, converted: 1, decided: 2, pending: 0))
+    #expect(lift.holdout == AccountConversion(triggered: 1, converted: 0, decided: 0, pending: 1))
     #expect(lift.difference == nil && lift.estimate.accounts == 2 && lift.estimate.againstAccounts == 0)
+    #expect(lift.srm?.observed == ["friendly": 2, "control": 1] && lift.srm?.flagged == false)
+    #expect(
+      lift.perImpression?.rate == Proportion(converted: 2, decided: 3)
+        && lift.perImpression?.againstRate == Proportion(converted: 0, decided: 0))
     // In results: `accounts`, and `days` read back as account-days.
     #expect(report.json["accounts"] == 3)
     #expect(report.json["tips"]?[0]?["overall"]?["goalRate"]?["after"]?["days"] == 14)

@@ -48,7 +48,7 @@ struct HistoryStoreTests {
     let streamed = try store.history(after: 0, limit: 100)
     #expect(streamed == written.filter { $0.kind != .donation })
     #expect(try store.history(after: 3, limit: 1).map(\.cursor) == [5])
-    #expect(try store.historyForMetrics().map(\.kind) == [.impression, .donation, .action, .exposure])
+    #expect(try store.historyForMetrics().map(\.kind) == [.impression, .eligibility, .donation, .action, .exposure])
     #expect(try store.historyBounds() == HistoryBounds(oldestCursor: 1, newestCursor: 7, oldestAt: 100))
     let state = try store.historyState()
     #expect(state.lastCursor == 7)

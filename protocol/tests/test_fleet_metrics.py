@@ -1,9 +1,13 @@
 """Seed 000's metrics across accounts (issue #24): an admin's `metrics/get` without `account` on a hosted node
 pools every account's history. 300 accounts' histories are built by hand here and imported (accounts/import); the
 expected figures are computed in this file, independently of tipsd, from the definitions in protocol/README.md
-("Metrics") and docs/measuring.md (issue #38): each account's outcomes on their own, then sums, the median of the
-accounts' samples, and intervals with the account as the unit (the delta method over per-account outcomes, the
-asymptotic confidence sequence, CUPED)."""
+("Metrics") and docs/measuring.md (issues #38, #46): each account's outcomes on their own, then sums, the median of
+the accounts' samples, and intervals with the account as the unit. The oracle is written from the references, in
+their own form, not from TipsMetrics' algebra: the primary lift is a two-sample difference of means of a 0/1 per
+account (Welch's standard error), Bonferroni's z from statistics.NormalDist, Waudby-Smith et al.'s confidence
+sequence in the paper's form (σ̂ₜ √(2(tρ² + 1)/(t²ρ²) log(√(tρ² + 1)/α))), Pearson's χ² with its closed-form
+survival for 1 and 2 degrees of freedom, the ratio of means' delta method for the relative lift, and Deng et al.'s
+delta method for the capped per-impression ratio (numpy's covariances)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ import math
 import random
 import subprocess
 import time
+from statistics import NormalDist
 
+import numpy as np
 import pytest
 
 from harness import TIMEOUT, tipsd_bin
@@ -53,37 +59,61 @@ MINIMUM = 100  # accounts a side before an interval (metrics/get's method.minimu
 PLANNED = 1000  # the confidence sequence's tuning (method.alwaysValid.plannedAccounts)
 
 
-def moments(accounts: list[tuple[int, int, float]]):
-    """The delta method over accounts (converted, decided, covariate) with something decided: the ratio of sums R,
-    Var(l) for lᵢ = (cᵢ − R nᵢ) / n̄, Cov(l, x), Var(x) and the mean of x."""
-    count = len(accounts)
-    rate = sum(c for c, _, _ in accounts) / sum(n for _, n, _ in accounts)
-    mean_n = sum(n for _, n, _ in accounts) / count
-    mean_x = sum(x for _, _, x in accounts) / count
-    lin = [(c - rate * n) / mean_n for c, n, _ in accounts]
-    mean_l = sum(lin) / count
-    var_l = sum((v - mean_l) ** 2 for v in lin) / (count - 1)
-    cov = sum((v - mean_l) * (x - mean_x) for v, (_, _, x) in zip(lin, accounts, strict=True)) / (count - 1)
-    var_x = sum((x - mean_x) ** 2 for _, _, x in accounts) / (count - 1)
-    return rate, var_l, cov, var_x, mean_x
+def ratio_variance(accounts) -> float:
+    """Deng, Knoblich & Lu (2018), the delta method for a ratio of means over N accounts (cᵢ, nᵢ):
+    Var(c̄/n̄) ≈ (σ²_c − 2R σ_cn + R² σ²_n) / (N μ²_n), the (co)variances numpy's sample ones."""
+    c = np.array([a[0] for a in accounts], float)
+    n = np.array([a[1] for a in accounts], float)
+    r = c.sum() / n.sum()
+    cov = np.cov(c, n)
+    return (cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1]) / (len(accounts) * n.mean() ** 2)
 
 
 def rate_interval(accounts):
     """A rate's fixed-horizon interval across accounts, None under the minimum."""
     if len(accounts) < MINIMUM:
         return None
-    rate, var_l, *_ = moments(accounts)
-    half = Z * math.sqrt(var_l / len(accounts))
+    rate = sum(c for c, _, _ in accounts) / sum(n for _, n, _ in accounts)
+    half = Z * math.sqrt(ratio_variance(accounts))
     return max(0.0, rate - half), min(1.0, rate + half)
 
 
 def always_valid_multiplier(total: int, alpha: float = 0.05) -> float:
-    x = total * (-2 * math.log(alpha) + math.log(-2 * math.log(alpha) + 1)) / PLANNED
-    return math.sqrt((x + 1) / x * math.log((x + 1) / alpha**2))
+    """Waudby-Smith et al. (2024), the asymptotic confidence sequence μ̂ₜ ± σ̂ₜ √(2(tρ² + 1)/(t²ρ²) log(√(tρ² + 1)/α))
+    with ρ tuned for α = 0.05 at PLANNED accounts, divided by the standard error σ̂ₜ/√t."""
+    rho2 = (-2 * math.log(0.05) + math.log(-2 * math.log(0.05) + 1)) / PLANNED
+    t = total
+    return math.sqrt(t) * math.sqrt(2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / alpha))
+
+
+FAMILY = 2  # search.tip's comparisons: b against a, and the lift (Bonferroni)
+
+
+def corrected():
+    alpha = 0.05 / FAMILY
+    return alpha, NormalDist().inv_cdf(1 - alpha / 2)
+
+
+def chi_square(observed: dict, weights: dict) -> dict:
+    """Pearson's χ² of triggered accounts against the weights; survival in closed form (1 or 2 degrees of freedom)."""
+    total = sum(observed.values())
+    expected = {name: total * weights[name] / sum(weights[n] for n in observed) for name in observed}
+    x = sum((observed[n] - expected[n]) ** 2 / expected[n] for n in observed)
+    df = len(observed) - 1
+    p = math.erfc(math.sqrt(x / 2)) if df == 1 else math.exp(-x / 2)
+    return {
+        "observed": observed,
+        "expected": expected,
+        "chiSquare": x,
+        "degreesOfFreedom": df,
+        "pValue": p,
+        "flagged": p < 0.001,
+    }
 
 
 def difference(a, b, names, cuped=False) -> dict:
-    """`a − b` between two arms of accounts as metrics/get writes it."""
+    """The primary `a − b`: each account (converted 0/1, covariate) of two independent arms, as metrics/get writes it."""
+    alpha, z = corrected()
     found = {
         "difference": None,
         "low": None,
@@ -95,42 +125,114 @@ def difference(a, b, names, cuped=False) -> dict:
         "notEnoughData": True,
         "standardError": None,
         "cuped": None,
+        "relative": None,
+        "correction": {"name": "bonferroni", "comparisons": FAMILY, "alpha": alpha},
     }
     if not a or not b:
         return found
-    ma, mb = moments(a) if len(a) > 1 else None, moments(b) if len(b) > 1 else None
-    rate = lambda arm: sum(c for c, _, _ in arm) / sum(n for _, n, _ in arm)  # noqa: E731
-    d = rate(a) - rate(b)
+    ya, yb = np.array([y for y, _ in a], float), np.array([y for y, _ in b], float)
+    d = ya.mean() - yb.mean()
     found["difference"] = d
     if min(len(a), len(b)) < MINIMUM:
         return found
-    variance = ma[1] / len(a) + mb[1] / len(b)
-    se = math.sqrt(variance)
-    k = always_valid_multiplier(len(a) + len(b))
+    va, vb = ya.var(ddof=1) / len(a), yb.var(ddof=1) / len(b)  # Welch: each arm's own variance
+    se = math.sqrt(va + vb)
+    k = always_valid_multiplier(len(a) + len(b), alpha)
     found |= {
         "low": d - k * se,
         "high": d + k * se,
-        "fixedHorizon": {"low": d - Z * se, "high": d + Z * se},
+        "fixedHorizon": {"low": d - z * se, "high": d + z * se},
         "notEnoughData": False,
         "standardError": se,
     }
+    ra, rb = ya.mean(), yb.mean()
+    if rb > 0:
+        # The delta method for a ratio of independent means: Var(ra/rb) ≈ Var(ra)/rb² + ra² Var(rb)/rb⁴.
+        rse = math.sqrt(va / rb**2 + ra**2 * vb / rb**4)
+        r = ra / rb - 1
+        found["relative"] = {
+            "estimate": r,
+            "low": r - k * rse,
+            "high": r + k * rse,
+            "fixedHorizon": {"low": r - z * rse, "high": r + z * rse},
+            "standardError": rse,
+        }
     if cuped:
-        covariance = ma[2] / len(a) + mb[2] / len(b)
-        var_x = ma[3] / len(a) + mb[3] / len(b)
+        xa, xb = np.array([x for _, x in a], float), np.array([x for _, x in b], float)
+        ca, cb = np.cov(ya, xa)[0, 1], np.cov(yb, xb)[0, 1]
+        covariance = ca / len(a) + cb / len(b)
+        var_x = xa.var(ddof=1) / len(a) + xb.var(ddof=1) / len(b)
         theta = covariance / var_x if var_x > 0 else 0.0
-        adjusted = d - theta * (ma[4] - mb[4])
-        adjusted_variance = variance - 2 * theta * covariance + theta * theta * var_x
+        adjusted = d - theta * (xa.mean() - xb.mean())
+        adjusted_variance = va + vb - 2 * theta * covariance + theta * theta * var_x
         se_c = math.sqrt(adjusted_variance)
         found["cuped"] = {
             "difference": adjusted,
             "low": adjusted - k * se_c,
             "high": adjusted + k * se_c,
-            "fixedHorizon": {"low": adjusted - Z * se_c, "high": adjusted + Z * se_c},
+            "fixedHorizon": {"low": adjusted - z * se_c, "high": adjusted + z * se_c},
             "standardError": se_c,
             "theta": theta,
-            "varianceReduction": 1 - adjusted_variance / variance,
+            "varianceReduction": 1 - adjusted_variance / (va + vb),
         }
     return found
+
+
+def per_impression(a, b, names) -> dict:
+    """The secondary per-impression `a − b` over accounts (converted, decided, _): each account's counts winsorized at
+    the 99th percentile (nearest rank) of both arms' accounts, then Deng et al.'s delta method for a ratio of means:
+    Var(c̄/n̄) ≈ (σ²_c − 2R σ_cn + R² σ²_n) / (N μ²_n)."""
+    alpha, z = corrected()
+    both = a + b
+    if not a or not b:
+        return {"metric": "goalConversionPerImpression", "secondary": True}  # (one account's report: not compared)
+
+    def nearest_rank(values):
+        values = sorted(values)
+        return values[max(1, math.ceil(0.99 * len(values))) - 1]
+
+    cap_n, cap_c = nearest_rank([n for _, n, _ in both]), nearest_rank([c for c, _, _ in both])
+
+    def capped(arm):
+        out = []
+        for c, n, _ in arm:
+            n2 = min(n, cap_n)
+            out.append((min(c, cap_c, n2), n2))
+        return np.array(out, float).reshape(-1, 2)
+
+    found = {
+        "metric": "goalConversionPerImpression",
+        "secondary": True,
+        "cap": {"quantile": 0.99, "impressions": cap_n, "conversions": cap_c},
+        "sample": {names[0]: len(a), names[1]: len(b), "minimum": MINIMUM},
+        "correction": {"name": "bonferroni", "comparisons": FAMILY, "alpha": alpha},
+    }
+    ca, cb = capped(a), capped(b)
+    ratio = lambda arm: arm[:, 0].sum() / arm[:, 1].sum()  # noqa: E731
+    d = ratio(ca) - ratio(cb)
+    found["difference"] = d
+    if min(len(a), len(b)) < MINIMUM:
+        return found | {"low": None, "high": None, "fixedHorizon": None, "standardError": None, "notEnoughData": True}
+
+    se = math.sqrt(ratio_variance(ca.tolist()) + ratio_variance(cb.tolist()))
+    k = always_valid_multiplier(len(a) + len(b), alpha)
+    found |= {"low": d - k * se, "high": d + k * se, "fixedHorizon": {"low": d - z * se, "high": d + z * se}}
+    found |= {"standardError": se, "notEnoughData": False}
+    return found
+
+
+def primary(trigger, goals, now):
+    """Issue #46's per-account outcome: None when not triggered, "pending" inside the window with no goal yet, else
+    (converted 0/1, covariate: goal donations in the 7 days before the trigger)."""
+    if trigger is None:
+        return None
+    covariate = sum(1 for g in goals if g["cursor"] < trigger["cursor"] and g["at"] >= trigger["at"] - BASELINE)
+    reached = first_after(trigger["cursor"], goals)
+    if reached is not None and reached["at"] - trigger["at"] <= WITHIN:
+        return (1, float(covariate))
+    if now - trigger["at"] <= WITHIN:
+        return "pending"
+    return (0, float(covariate))
 
 
 def median(values: list[float]):
@@ -202,6 +304,18 @@ class Pool:
         self.before = [math.inf, -math.inf, 0, 0.0]  # from, to, count, days
         self.after = [math.inf, -math.inf, 0, 0.0]
         self.has_rate = False
+        self.triggered = 0
+        self.triggered_pending = 0
+        self.primary: list[tuple[int, float]] = []  # (converted, covariate) per decided triggered account
+
+    def trigger(self, outcome) -> None:
+        if outcome is None:
+            return
+        self.triggered += 1
+        if outcome == "pending":
+            self.triggered_pending += 1
+        else:
+            self.primary.append(outcome)
 
     def add(self, impressions, goals, now, history_start, counterfactual=False):
         results = outcomes(impressions, goals, now)
@@ -236,6 +350,24 @@ class Pool:
                 pooled[2] += count
                 pooled[3] += max(0.0, end - start) / DAY
 
+    def triggered_expected(self) -> dict:
+        converted = sum(y for y, _ in self.primary)
+        decided = len(self.primary)
+        found = {
+            "triggered": self.triggered,
+            "converted": converted,
+            "decided": decided,
+            "pending": self.triggered_pending,
+            "rate": converted / decided if decided else None,
+            "accounts": decided,
+            "notEnoughData": decided < MINIMUM,
+        }
+        if decided >= MINIMUM:
+            y = np.array([y for y, _ in self.primary], float)
+            half = Z * math.sqrt(y.var(ddof=1) / decided)
+            found |= {"low": max(0.0, y.mean() - half), "high": min(1.0, y.mean() + half)}
+        return found
+
     def expected(self, holdout: bool) -> dict:
         interval = rate_interval(self.accounts)
         expected = {
@@ -263,6 +395,7 @@ class Pool:
             },
             "holdout": holdout,
             "close": {"available": False},
+            "triggered": self.triggered_expected(),
         }
         if holdout:
             expected["goalRate"] = None
@@ -298,6 +431,17 @@ def build_accounts(now: float, count: int, seed: int = 24):
         entries = []
         if rng.random() < 0.3:
             entries.append({"type": "donation", "at": start - rng.randrange(1, 5) * DAY})
+        if variant != "h":
+            # The trigger: the tip became displayable (issue #46); a quarter of the apps never draw it.
+            entries.append({"type": "eligibility", "at": start})
+            if rng.random() < 0.25:
+                if rng.random() < 0.5:
+                    entries.append({"type": "donation", "at": start + rng.randrange(60, 20 * 3600)})
+                entries.sort(key=lambda e: e["at"])
+                for cursor, entry in enumerate(entries, 1):
+                    entry["cursor"] = cursor
+                accounts[f"user-{index:02d}"] = (variant, entries)
+                continue
         for i in range(rng.randrange(1, 4)):
             at = start + i * 2 * DAY
             entries.append({"type": kind, "at": at})
@@ -308,7 +452,7 @@ def build_accounts(now: float, count: int, seed: int = 24):
                 entries.append({"type": "donation", "at": at + 30 * 3600})  # too late to convert
         if rng.random() < 0.2:
             entries.append({"type": kind, "at": now - 3600})  # pending
-        entries.sort(key=lambda e: e["at"])
+        entries.sort(key=lambda e: (e["at"], e["type"] != "eligibility"))
         for cursor, entry in enumerate(entries, 1):
             entry["cursor"] = cursor
         accounts[f"user-{index:02d}"] = (variant, entries)
@@ -324,6 +468,11 @@ def expected_report(accounts, now: float, cuped: bool = False) -> dict:
         held = [e for e in entries if e["type"] == "exposure"]
         history_start = min(e["at"] for e in entries)
         overall.add(shown, goals, now, history_start)
+        triggers = [e for e in entries if e["type"] == "eligibility"] + held[:1]
+        outcome = primary(triggers[0] if triggers else None, goals, now)
+        if variant != "h":
+            overall.trigger(outcome)
+        variants[variant].trigger(outcome)
         for name, pool in variants.items():
             if name == "h":
                 pool.add(held if variant == "h" else [], goals, now, history_start, counterfactual=True)
@@ -331,23 +480,55 @@ def expected_report(accounts, now: float, cuped: bool = False) -> dict:
                 pool.add(shown if variant == name else [], goals, now, history_start)
     sets = {name: pool.expected(holdout=name == "h") for name, pool in variants.items()}
 
-    def proportion(*names):
-        converted, decided = (sum(sets[n]["goal"][k] for n in names) for k in ("converted", "decided"))
-        return {"converted": converted, "decided": decided, "rate": converted / decided if decided else None}
+    def arm(*names):
+        keys = ("triggered", "converted", "decided", "pending")
+        found = {k: sum(sets[n]["triggered"][k] for n in names) for k in keys}
+        return found | {"rate": found["converted"] / found["decided"] if found["decided"] else None}
+
+    def brief(found):
+        return {k: found[k] for k in ("converted", "decided", "rate")}
+
+    def rate(pool):
+        return {
+            "converted": pool.converted,
+            "decided": pool.decided,
+            "rate": pool.converted / pool.decided if pool.decided else None,
+        }
 
     # Each account sees one variant: the exposed arm is the accounts of a and b, the holdout's those of h.
-    exposed = variants["a"].accounts + variants["b"].accounts
+    exposed = variants["a"].primary + variants["b"].primary
+    exposed_pool = Pool()
+    exposed_pool.converted = variants["a"].converted + variants["b"].converted
+    exposed_pool.decided = variants["a"].decided + variants["b"].decided
+    triggered = {name: variants[name].triggered for name in "abh"}
+    weights = dict.fromkeys("abh", 1.0)
+    b_vs_a = per_impression(variants["b"].accounts, variants["a"].accounts, ("variant", "against"))
+    lift_per = per_impression(
+        variants["a"].accounts + variants["b"].accounts, variants["h"].accounts, ("exposed", "holdout")
+    )
     return {
         "accounts": len(accounts),
         "historyStart": min(min(e["at"] for e in entries) for _, entries in accounts.values()),
         "overall": overall.expected(holdout=False),
         "variants": sets,
         "comparisons": [
-            {"variant": "b", "against": "a"}
-            | difference(variants["b"].accounts, variants["a"].accounts, ("variant", "against"), cuped)
+            {"variant": "b", "against": "a", "variantRate": brief(arm("b")), "againstRate": brief(arm("a"))}
+            | difference(variants["b"].primary, variants["a"].primary, ("variant", "against"), cuped)
+            | {
+                "perImpression": b_vs_a | {"variantRate": rate(variants["b"]), "againstRate": rate(variants["a"])},
+                "srm": chi_square({"b": triggered["b"], "a": triggered["a"]}, weights),
+            }
         ],
-        "lift": {"exposed": proportion("a", "b"), "holdout": proportion("h")}
-        | difference(exposed, variants["h"].accounts, ("exposed", "holdout"), cuped),
+        "lift": {"metric": "converted", "exposed": arm("a", "b"), "holdout": arm("h")}
+        | difference(exposed, variants["h"].primary, ("exposed", "holdout"), cuped)
+        | {
+            "perImpression": lift_per
+            | {
+                "exposedRate": rate(exposed_pool),
+                "holdoutRate": rate(variants["h"]),
+            },
+            "srm": chi_square(triggered, weights),
+        },
     }
 
 
@@ -381,6 +562,7 @@ async def import_accounts(admin: Session, accounts, now: float) -> None:
         history = [
             {"cursor": e["cursor"], "type": e["type"], "tipId": "search.tip", "variant": variant, "at": e["at"]}
             | ({"duration": 3} if e["type"] == "impression" else {})
+            | ({"status": "available", "shouldDisplay": True} if e["type"] == "eligibility" else {})
             for e in entries
             if e["type"] != "donation"
         ]
@@ -429,8 +611,11 @@ def test_the_fleet_metrics_pool_every_account_as_computed_by_hand(tmp_path):
             assert adjusted["tips"][0]["lift"]["cuped"]["varianceReduction"] > 0
             # The samples are the accounts': as many as accounts that saw the tip and then used search.
             assert tip["overall"]["timeToGoal"]["samples"] + tip["overall"]["timeToGoal"]["open"] == sum(
-                1 for v, entries in accounts.values() if v != "h"
+                1 for v, entries in accounts.values() if v != "h" and any(e["type"] == "impression" for e in entries)
             )
+            # Every arm triggered alike: the accounts whose app never drew the tip are in the tip arm too.
+            assert tip["lift"]["exposed"]["triggered"] == 200 and tip["lift"]["holdout"]["triggered"] == 100
+            assert not tip["lift"]["srm"]["flagged"] and report["method"]["trigger"] == "firstDisplayable"
 
             # `tipsd metrics` with the admin token shows the same, pooled; with --account, one account's.
             table = subprocess.run(
@@ -579,6 +764,52 @@ def test_the_inspector_shows_an_admin_the_fleet(tmp_path, browser):
 
         run(user_displays())
         wait(browser, lambda d: "zoe" in (cell(d, "#feed") or ""), "the user's event in the fleet's lifecycle list")
+    finally:
+        world.close()
+
+
+def test_a_sample_ratio_mismatch_replaces_the_lift_with_a_warning(tmp_path, browser):
+    """Issue #46: equal weights, but the holdout's triggered accounts a tenth of each variant's (a broken trigger):
+    metrics/get flags the sample ratio, and `tipsd metrics` and the inspector show a warning instead of the lift; the
+    comparison of the two balanced variants keeps its verdict."""
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(CATALOG))
+    world = Hosted()
+    try:
+        node = world.node("skewed", catalog=catalog)
+        built = build_accounts(time.time(), 150)
+        held = [name for name, (variant, _) in built.items() if variant == "h"]
+        accounts = {name: value for name, value in built.items() if name not in held[5:]}
+
+        async def setup():
+            admin = await Session.open(node.socket_path, ADMIN_TOKEN)
+            await import_accounts(admin, accounts, time.time())
+            report = await admin.call("metrics/get", {})
+            await admin.close()
+            return report
+
+        report = run(setup())
+        tip = report["tips"][0]
+        srm = tip["lift"]["srm"]
+        assert srm["observed"] == {"a": 50, "b": 50, "h": 5} and srm["flagged"], srm
+        # χ² = (15² + 15² + 30²) / 35 on 2 degrees of freedom: p = e^(−χ²/2).
+        assert abs(srm["chiSquare"] - 1350 / 35) < 1e-5 and abs(srm["pValue"] - math.exp(-1350 / 70)) < 1e-12
+        assert not tip["comparisons"][0]["srm"]["flagged"]
+        table = subprocess.run(
+            [tipsd_bin(), "metrics", "--socket", node.socket_path, "--token-file", str(node.token_file)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        assert table.returncode == 0, table.stderr
+        assert "search.tip: lift against the holdout: sample ratio mismatch — triggered accounts a 50, b 50, h 5" in (
+            table.stdout
+        ), table.stdout
+        assert "search.tip: b vs a: sample ratio" not in table.stdout, table.stdout
+        browser.get(f"http://127.0.0.1:{node.port}/#token={ADMIN_TOKEN}")
+        wait(browser, lambda d: "across 105 accounts" in (cell(d, "#metrics-note") or ""), "the fleet's metrics")
+        card = cell(browser, '[data-metrics="search.tip"]')
+        assert "lift vs holdout ⚠ sample ratio mismatch" in card and "no verdict" in card, card
     finally:
         world.close()
 

@@ -15,7 +15,7 @@ public struct MetricsGetRequest: EncodableRequest, Hashable {
   public var until: Double?
   /// These tips only (in this order); nil: every registered tip.
   public var tips: [String]?
-  /// CUPED: lift and comparisons also adjusted for each account's goal donations before its first exposure.
+  /// CUPED: lift and comparisons also adjusted for each account's goal donations before its first trigger.
   public var cuped: Bool
 
   public init(since: Double? = nil, until: Double? = nil, tips: [String]? = nil, cuped: Bool = false) {

@@ -89,7 +89,34 @@ extension MetricSet: DecodableResult {
       timeToGoalPerExposure: try r.decodeIfPresent("timeToGoalPerExposure", as: TimeToGoal.self),
       close: try close.bool("available") ? try CloseRate(from: close) : nil,
       goalRate: try r.decodeIfPresent("goalRate", as: GoalRateChange.self),
-      holdout: try r.optionalValue("holdout")?.boolValue ?? false)
+      holdout: try r.optionalValue("holdout")?.boolValue ?? false,
+      triggered: try r.decodeIfPresent("triggered", as: AccountConversion.self))
+  }
+}
+
+extension AccountConversion: DecodableResult {
+  /// `{triggered, converted, decided, pending, rate}` and, in a variant's set, its interval.
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    self.init(
+      triggered: try r.optionalInt("triggered") ?? 0, converted: try r.int("converted"), decided: try r.int("decided"),
+      pending: try r.optionalInt("pending") ?? 0, interval: try Interval.optional(in: r))
+  }
+}
+
+extension SampleRatio: DecodableResult {
+  public init(from r: ResultReader) throws(ResultDecodingError) {
+    let observed = try r.nested("observed")
+    let expected = try r.nested("expected")
+    var counts: [String: Int] = [:]
+    var shares: [String: Double] = [:]
+    for name in observed.object.keys {
+      counts[name] = try observed.int(name)
+      shares[name] = try expected.optionalDouble(name) ?? 0
+    }
+    self.init(
+      names: observed.object.keys, observed: counts, expected: shares, chiSquare: try r.double("chiSquare"),
+      degreesOfFreedom: try r.optionalInt("degreesOfFreedom") ?? max(0, counts.count - 1),
+      pValue: try r.double("pValue"), flagged: try r.bool("flagged"))
   }
 }
 
@@ -116,7 +143,8 @@ extension TipMetrics: DecodableResult {
       comparisons.append(
         VariantComparison(
           variant: variant, against: against, variantRate: rate(variant), againstRate: rate(against),
-          estimate: try Difference(from: reader, sample: ("variant", "against"))))
+          estimate: try Difference(from: reader, sample: ("variant", "against")),
+          srm: try reader.decodeIfPresent("srm", as: SampleRatio.self)))
     }
   }
 }
@@ -147,14 +175,23 @@ extension Difference {
       standardError: try r.optionalDouble("standardError"),
       fixedHorizon: alwaysValid ? try Interval.optional("fixedHorizon", in: r) : bounds,
       alwaysValid: alwaysValid ? bounds : nil, cuped: cuped)
+    family = try r.optionalNested("correction")?.optionalInt("comparisons") ?? 1
+    if let relative = try r.optionalNested("relative"), let fixed = try Interval.optional("fixedHorizon", in: relative)
+    {
+      self.relative = RelativeDifference(
+        estimate: try relative.double("estimate"), standardError: try relative.double("standardError"),
+        fixedHorizon: fixed, alwaysValid: Interval(low: try relative.double("low"), high: try relative.double("high")))
+    }
   }
 }
 
 extension Lift: DecodableResult {
   public init(from r: ResultReader) throws(ResultDecodingError) {
     self.init(
-      exposed: try r.decode("exposed", as: Proportion.self), holdout: try r.decode("holdout", as: Proportion.self),
-      estimate: try Difference(from: r, sample: ("exposed", "holdout")))
+      exposed: try r.decode("exposed", as: AccountConversion.self),
+      holdout: try r.decode("holdout", as: AccountConversion.self),
+      estimate: try Difference(from: r, sample: ("exposed", "holdout")),
+      srm: try r.decodeIfPresent("srm", as: SampleRatio.self))
   }
 }
 

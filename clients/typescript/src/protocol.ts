@@ -611,7 +611,7 @@ export interface MetricsGetParams {
   since?: number;
   until?: number;
   tips?: string[];
-  /** CUPED: `lift` and `comparisons` also adjusted for each account's goal donations before its first exposure. */
+  /** CUPED: `lift` and `comparisons` also adjusted for each account's goal donations before its first trigger. */
   cuped?: boolean;
 }
 /** An interval's bounds. */
@@ -630,10 +630,61 @@ export interface RateInterval {
   accounts: number;
   notEnoughData: boolean;
 }
+/** The Bonferroni correction of a difference's intervals over the tip's comparisons (issue #46). */
+export interface Correction {
+  name: "none" | "bonferroni";
+  comparisons: number;
+  alpha: number;
+}
+/** `a / b − 1` as a fraction (0.25 is +25%), by the delta method; null without enough data or when `b` is 0. */
+export interface RelativeDifference {
+  estimate: number;
+  low: number;
+  high: number;
+  fixedHorizon: Bounds;
+  standardError: number;
+}
+/** The sample-ratio check: triggered accounts per variant against the weights, Pearson's χ²; flagged at p < 0.001. */
+export interface SampleRatio {
+  observed: Record<string, number>;
+  expected: Record<string, number>;
+  chiSquare: number;
+  degreesOfFreedom: number;
+  pValue: number;
+  flagged: boolean;
+}
+/** An arm's primary metric: triggered accounts, and of those the decided, converted and pending ones. */
+export interface AccountConversion {
+  triggered: number;
+  converted: number;
+  decided: number;
+  pending: number;
+  rate: number | null;
+}
 /**
- * One arm's goal rate minus another's, the account being the unit: `low`/`high` the always-valid 95% interval (an
- * asymptotic confidence sequence: safe to look at daily), `fixedHorizon` the interval valid looked at once; both null
- * when `notEnoughData`.
+ * The secondary per-impression difference (the lift before issue #46), each account's counts winsorized at `cap`.
+ */
+export interface PerImpression {
+  metric: "goalConversionPerImpression";
+  secondary: true;
+  difference: number | null;
+  low: number | null;
+  high: number | null;
+  interval: "alwaysValid";
+  fixedHorizon: Bounds | null;
+  confidence: number;
+  notEnoughData: boolean;
+  standardError: number | null;
+  correction: Correction;
+  relative: RelativeDifference | null;
+  cap: { quantile: number; impressions: number; conversions: number } | null;
+  [rate: string]: unknown;
+}
+/**
+ * One arm minus another by the primary metric (issue #46: the share of triggered accounts that did the goal within
+ * its window after their first trigger), the account being the unit: `low`/`high` the always-valid 95% interval (an
+ * asymptotic confidence sequence: safe to look at daily), `fixedHorizon` the interval valid looked at once, both
+ * Bonferroni-corrected over the tip's comparisons; both null when `notEnoughData`.
  */
 export interface DifferenceEstimate {
   difference: number | null;
@@ -654,16 +705,25 @@ export interface DifferenceEstimate {
     theta: number;
     varianceReduction: number;
   } | null;
+  correction: Correction;
+  relative: RelativeDifference | null;
+  srm: SampleRatio | null;
+  perImpression: PerImpression | null;
 }
 /** How `metrics/get` computed its intervals. */
 export interface MetricsMethod {
   unit: "account";
+  trigger: "firstDisplayable";
+  metric: "converted";
   rate: "deltaMethod";
   interval: "alwaysValid";
   confidence: number;
   minimumAccounts: number;
   alwaysValid: { name: "asymptoticConfidenceSequence"; plannedAccounts: number; rho: number };
-  cuped: { covariate: "goalDonationsBeforeExposure"; days: number } | null;
+  cuped: { covariate: "goalDonationsBeforeTrigger"; days: number } | null;
+  multipleComparisons: { name: "bonferroni"; family: "tip" };
+  srm: { test: "pearsonChiSquare"; threshold: number };
+  cap: { metric: "perImpression"; quantile: number };
   reference: string;
 }
 export interface RateWindow {
@@ -690,6 +750,8 @@ export interface MetricSet {
   timeToGoalPerExposure: { samples: number; median: number | null; open: number } | null;
   /** A holdout variant's set, computed from counterfactual impressions. */
   holdout: boolean;
+  /** The primary metric for these accounts (null without a goal), with its rate's interval. */
+  triggered: (AccountConversion & RateInterval) | null;
   close:
     | { available: false }
     | ({
@@ -732,12 +794,16 @@ export interface MetricsResult {
 export interface VariantComparison extends DifferenceEstimate {
   variant: string;
   against: string;
+  /** The two variants' primary rates. */
+  variantRate: { converted: number; decided: number; rate: number | null };
+  againstRate: { converted: number; decided: number; rate: number | null };
   sample: { variant: number; against: number; minimum: number };
 }
-/** The exposed accounts' goal rate against the held-out accounts' (protocol/README.md, "Metrics"). */
+/** The triggered accounts of the tip's variants against the held-out ones (protocol/README.md, "Metrics"). */
 export interface Lift extends DifferenceEstimate {
-  exposed: { converted: number; decided: number; rate: number | null };
-  holdout: { converted: number; decided: number; rate: number | null };
+  metric: "converted";
+  exposed: AccountConversion;
+  holdout: AccountConversion;
   sample: { exposed: number; holdout: number; minimum: number };
 }
 

@@ -252,8 +252,10 @@ class MetricsResult(TypedDict):
     """``metrics/get``: seed 000's metrics per tip and variant, with their sample sizes (protocol/README.md,
     "Metrics"); each of ``tips`` is ``{tipId, goal, overall, variants, comparisons, lift}``. The account is the unit
     (docs/measuring.md): each rate has ``low``/``high`` (fixed horizon), ``accounts`` and ``notEnoughData``; ``lift``
-    and each comparison ``low``/``high`` (always valid), ``fixedHorizon``, ``sample``, ``notEnoughData`` and, with
-    ``cuped=True``, ``cuped``; ``method`` says how they were computed."""
+    and each comparison compare triggered accounts (the tip first displayable for them) that did the goal within its
+    window: ``difference``, ``low``/``high`` (always valid), ``fixedHorizon``, ``relative``, ``correction``, ``srm``
+    (the sample-ratio check), ``perImpression`` (secondary), ``sample``, ``notEnoughData`` and, with ``cuped=True``,
+    ``cuped``; ``method`` says how they were computed."""
 
     now: float
     since: float | None
