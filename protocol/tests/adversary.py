@@ -87,8 +87,9 @@ FORGERS = 3  # connections presenting forged tokens per attack, three forgeries 
 FORGERY_REASONS = {"badSignature", "throttled", "tooManyAttempts"}
 PROBE_WRITES = 0.125  # an honest probe is a tips/displayed this often, else a tips/status
 # The adversary's nodes: honest users are probed after every step, a few hundred requests a second per account, so
-# the account rate is set well above what they send (the rate budget itself is test_budgets.py's).
-NODE_FLAGS = ["--allow-testing", "--sign-in-timeout", "5", "--account-rate", "2000"]
+# the account rate is set well above what they send (the rate budget itself is test_budgets.py's); the budget of
+# failed signature checks is small, so the attacker's forgeries spend it and honest users sign in past it.
+NODE_FLAGS = ["--allow-testing", "--sign-in-timeout", "5", "--account-rate", "2000", "--sign-in-failures", "5"]
 
 
 class AdversaryFailure(AssertionError):
