@@ -849,10 +849,10 @@ class Adversary:
             self.push([donation]),
         ]
         answered = self.exchange(session, frame)
-        # A change is refused stateBytes once the attacker's state is full, before its info is looked at.
+        # A change (a push too) is refused stateBytes once the attacker's state is full, before its info is looked at.
         self.outcome("info-at-limit", answered.get(frame[0]["id"]), ("stateBytes",))
         self.outcome("info", answered.get(frame[1]["id"]), ("infoBytes", "stateBytes"), may_succeed=False)
-        self.outcome("info", answered.get(frame[2]["id"]), ("infoBytes",), may_succeed=False)
+        self.outcome("info", answered.get(frame[2]["id"]), ("infoBytes", "stateBytes"), may_succeed=False)
 
     def attack_undeclared(self) -> None:
         """A push of 500 parameter operations naming undeclared ids (or 499 declared ones and one undeclared):
