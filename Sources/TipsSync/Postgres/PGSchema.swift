@@ -55,13 +55,22 @@
 /// at once, after the previous one, so no reader ever sees a position before the ones below it; a chunk whose
 /// commit is still in flight is simply placed by a later turn, after the positions already read.
 ///
+/// Version 7 isolates accounts in the group commit (#42): `tipsd.commit(account, …)` stores one account's part of a
+/// node's commit — its idempotent replies first, then its operations (`tipsd.push`), history chunks
+/// (`tipsd.append_history`) and devices' operations — and answers rows `(kind, n, key, reply)`: 0 the node's last
+/// cursor, 1 each chunk's first cursor, 2 each device push's last cursor, 4 erased (nothing stored). A key another
+/// transaction committed (another node's, a race) is no error: the account's replies inserted by this call are taken
+/// back, nothing else of it is stored, and it answers one row of kind 3 per such key with the reply stored first (NULL
+/// when it was pruned meanwhile), so the other accounts of the commit are unaffected. Keys are inserted in key order,
+/// so two nodes racing on several keys of one account never deadlock.
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 6
+  package static let version = 7
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -159,6 +168,9 @@ public enum PGSchema {
         CREATE SEQUENCE tipsd.history_arrival;
         CREATE INDEX history_unplaced ON tipsd.history (arrival) WHERE seq IS NULL;
         UPDATE tipsd.schema_version SET version = 6;
+      END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 7 THEN
+        UPDATE tipsd.schema_version SET version = 7;
       END IF;
       IF migrating THEN
     \(functions)
@@ -290,6 +302,52 @@ public enum PGSchema {
           RETURN head;
         END
         $sequence$;
+        CREATE OR REPLACE FUNCTION tipsd.commit(
+          p_account text, p_node text, p_channel text, p_seqs bigint[], p_ops text[], p_counts integer[],
+          p_first_ats double precision[], p_last_ats double precision[], p_entries bytea[], p_keys text[],
+          p_replies text[], p_ats double precision[], p_devices text[], p_device_sizes integer[],
+          p_device_seqs bigint[], p_device_ops text[])
+          RETURNS TABLE (kind integer, n bigint, key text, reply text) LANGUAGE plpgsql AS $commit$
+        #variable_conflict use_column
+        DECLARE
+          inserted text[];
+          i integer;
+          start integer := 1;
+          size integer;
+        BEGIN
+          IF tipsd.is_erased(p_account) THEN
+            RETURN QUERY SELECT 4, -1::bigint, NULL::text, NULL::text;
+            RETURN;
+          END IF;
+          IF coalesce(array_length(p_keys, 1), 0) > 0 THEN
+            WITH added AS (
+              INSERT INTO tipsd.idempotency AS t (account, key, reply, at)
+                SELECT p_account, u.k, u.r, u.a FROM unnest(p_keys, p_replies, p_ats) AS u(k, r, a) ORDER BY u.k
+                ON CONFLICT (account, key) DO NOTHING RETURNING t.key)
+            SELECT coalesce(array_agg(added.key), '{}') INTO inserted FROM added;
+            IF coalesce(array_length(inserted, 1), 0) <> array_length(p_keys, 1) THEN
+              DELETE FROM tipsd.idempotency d WHERE d.account = p_account AND d.key = ANY(inserted);
+              RETURN QUERY SELECT 3, 0::bigint, u.k,
+                  (SELECT s.reply FROM tipsd.idempotency s WHERE s.account = p_account AND s.key = u.k)
+                FROM unnest(p_keys) AS u(k) WHERE NOT u.k = ANY(inserted);
+              RETURN;
+            END IF;
+          END IF;
+          IF coalesce(array_length(p_seqs, 1), 0) > 0 THEN
+            RETURN QUERY SELECT 0, tipsd.push(p_account, p_node, p_channel, p_seqs, p_ops), NULL::text, NULL::text;
+          END IF;
+          FOR i IN 1 .. coalesce(array_length(p_counts, 1), 0) LOOP
+            RETURN QUERY SELECT 1, tipsd.append_history(p_account, p_counts[i], p_first_ats[i], p_last_ats[i],
+              p_entries[i]), NULL::text, NULL::text;
+          END LOOP;
+          FOR i IN 1 .. coalesce(array_length(p_devices, 1), 0) LOOP
+            size := p_device_sizes[i];
+            RETURN QUERY SELECT 2, tipsd.push(p_account, p_devices[i], p_channel, p_device_seqs[start:start + size - 1],
+              p_device_ops[start:start + size - 1]), NULL::text, NULL::text;
+            start := start + size;
+          END LOOP;
+        END
+        $commit$;
         CREATE OR REPLACE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
         BEGIN
           IF EXISTS (SELECT 1 FROM tipsd.ops WHERE account = p_account)
@@ -304,6 +362,16 @@ public enum PGSchema {
 
   /// `$1` account, `$2` device, `$3` channel, `$4` seqs (`bigint[]` text), `$5` ops (`text[]` text).
   package static let push = "SELECT tipsd.push($1, $2, $3, $4::bigint[], $5::text[])"
+
+  /// One account's part of a node's commit (see the type's notes on version 7): `$1` account, `$2` node, `$3`
+  /// channel, `$4`/`$5` the node's seqs and operations, `$6`-`$9` history chunks (counts, first and last instants,
+  /// entries), `$10`-`$12` idempotent replies (keys, replies, instants), `$13`-`$16` devices' operations (each
+  /// device and how many of the flattened seqs and operations are its).
+  package static let commit = """
+    SELECT * FROM tipsd.commit($1, $2, $3, $4::bigint[], $5::text[], $6::integer[], $7::double precision[],
+      $8::double precision[], $9::bytea[], $10::text[], $11::text[], $12::double precision[], $13::text[],
+      $14::integer[], $15::bigint[], $16::text[])
+    """
 
   /// `$1` at most this many chunks: places unplaced history chunks in the fleet's order and returns its head (see
   /// the type's notes on version 5).
