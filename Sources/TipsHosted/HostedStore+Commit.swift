@@ -1,3 +1,4 @@
+import TipsJSON
 import TipsSync
 
 // The group commit (#42): each account's part of a turn is one statement (`tipsd.commit`), so one account can never
@@ -70,7 +71,10 @@ extension HostedStore {
   /// `tipsd.commit`'s call for one account's changes.
   private func statement(_ change: AccountChanges) -> PGStatement {
     // Keys in order: two nodes inserting the same keys of one account never wait for each other in a cycle.
-    let replies = change.replies.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    // Each key once (its first reply): `tipsd.commit` counts the keys it inserted.
+    var seen: Set<String> = []
+    let replies = change.replies.filter { seen.insert($0.key).inserted }
+      .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
     let devices = change.devices.filter { !$0.operations.isEmpty }
     return .prepared(
       Statement.commit,
@@ -90,33 +94,40 @@ extension HostedStore {
       ])
   }
 
-  /// One account's answer from `tipsd.commit`'s rows `(kind, n, key, reply)`.
+  /// One account's answer from `tipsd.commit`'s row `(last_cursor, history_firsts, devices_last, erased,
+  /// conflicts)`.
   static func answer(_ rows: [[String?]], _ change: AccountChanges) -> Committed {
     var answer = Committed(lastCursor: nil, historyFirst: [])
-    var conflicts: [String] = []
-    for row in rows where row.count == 4 {
-      let n = row[1].flatMap { Int64($0) }
-      switch row[0] {
-      case "0": answer.lastCursor = n
-      case "1": answer.historyFirst.append(n ?? 0)
-      case "2": answer.devicesLastCursor = n ?? answer.devicesLastCursor
-      case "3":
-        guard let key = row[2] else { continue }
-        conflicts.append(key)
-        if let reply = row[3] { answer.firstReplies[key] = Array(reply.utf8) }
-      case "4":
-        // Erased: -1 wherever something would have been stored.
-        let devices = change.devices.contains { !$0.operations.isEmpty }
-        answer.lastCursor = !change.operations.isEmpty || (change.history.isEmpty && !devices) ? -1 : nil
-        answer.historyFirst = change.history.map { _ in -1 }
-        answer.devicesLastCursor = devices ? -1 : nil
-      default: continue
+    guard let row = rows.first, row.count == 5 else { return answer }
+    if row[3] == "t" {
+      // Erased: -1 wherever something would have been stored.
+      let devices = change.devices.contains { !$0.operations.isEmpty }
+      answer.lastCursor = !change.operations.isEmpty || (change.history.isEmpty && !devices) ? -1 : nil
+      answer.historyFirst = change.history.map { _ in -1 }
+      answer.devicesLastCursor = devices ? -1 : nil
+      return answer
+    }
+    if let text = row[4] {
+      var keys: [String] = []
+      if case .object(let conflicts)? = try? JSONParser.parse(text) {
+        for (key, reply) in conflicts {
+          keys.append(key)
+          if case .string(let result) = reply { answer.firstReplies[key] = Array(result.utf8) }
+        }
       }
+      answer.refused = "idempotency key \(keys.sorted().joined(separator: ", ")) was used on another node first"
+      return answer
     }
-    if !conflicts.isEmpty {
-      answer.refused = "idempotency key \(conflicts.sorted().joined(separator: ", ")) was used on another node first"
-    }
+    answer.lastCursor = row[0].flatMap { Int64($0) }
+    answer.historyFirst = Self.integers(row[1])
+    answer.devicesLastCursor = row[2].flatMap { Int64($0) }
     return answer
+  }
+
+  /// A PostgreSQL `bigint[]` in text form (`{1,2}`; nil: none).
+  static func integers(_ text: String?) -> [Int64] {
+    guard let text, text.count > 2 else { return [] }
+    return text.dropFirst().dropLast().split(separator: ",").compactMap { Int64($0) }
   }
 
   /// A PostgreSQL array literal of doubles.

@@ -31,8 +31,8 @@
 ///
 /// Version 4 adds idempotent changes: `tipsd.idempotency (account, key, reply, at)` holds the reply of each change
 /// made with an `idempotencyKey`, inserted in the change's own commit (primary key (account, key): a second node
-/// committing the same key fails its commit, and its account is read back — the key's first reply with it), pruned
-/// after `--idempotency-hours`.
+/// committing the same key stores nothing of that account — version 7's `tipsd.commit` — and reads it back, the
+/// key's first reply with it), pruned after `--idempotency-hours`.
 ///
 /// Version 5 adds the retention of `tipsd.ops` (#34):
 /// - `tipsd.devices (account, device, cursor, seen_at)`: where each syncing device has read the account up to, kept
@@ -57,10 +57,10 @@
 ///
 /// Version 7 isolates accounts in the group commit (#42): `tipsd.commit(account, …)` stores one account's part of a
 /// node's commit — its idempotent replies first, then its operations (`tipsd.push`), history chunks
-/// (`tipsd.append_history`) and devices' operations — and answers rows `(kind, n, key, reply)`: 0 the node's last
-/// cursor, 1 each chunk's first cursor, 2 each device push's last cursor, 4 erased (nothing stored). A key another
-/// transaction committed (another node's, a race) is no error: the account's replies inserted by this call are taken
-/// back, nothing else of it is stored, and it answers one row of kind 3 per such key with the reply stored first (NULL
+/// (`tipsd.append_history`) and devices' operations — and answers one row: the node's last cursor, each chunk's first
+/// cursor, the devices' last cursor, whether the account is erased (then nothing is stored), and `conflicts`. A key
+/// another transaction committed (another node's, a race) is no error: the account's replies inserted by this call
+/// are taken back, nothing else of it is stored, and `conflicts` maps each such key to the reply stored first (null
 /// when it was pruned meanwhile), so the other accounts of the commit are unaffected. Keys are inserted in key order,
 /// so two nodes racing on several keys of one account never deadlock.
 ///
@@ -306,17 +306,18 @@ public enum PGSchema {
           p_account text, p_node text, p_channel text, p_seqs bigint[], p_ops text[], p_counts integer[],
           p_first_ats double precision[], p_last_ats double precision[], p_entries bytea[], p_keys text[],
           p_replies text[], p_ats double precision[], p_devices text[], p_device_sizes integer[],
-          p_device_seqs bigint[], p_device_ops text[])
-          RETURNS TABLE (kind integer, n bigint, key text, reply text) LANGUAGE plpgsql AS $commit$
-        #variable_conflict use_column
+          p_device_seqs bigint[], p_device_ops text[],
+          OUT last_cursor bigint, OUT history_firsts bigint[], OUT devices_last bigint, OUT erased boolean,
+          OUT conflicts json)
+          LANGUAGE plpgsql AS $commit$
         DECLARE
           inserted text[];
           i integer;
           start integer := 1;
           size integer;
         BEGIN
-          IF tipsd.is_erased(p_account) THEN
-            RETURN QUERY SELECT 4, -1::bigint, NULL::text, NULL::text;
+          erased := tipsd.is_erased(p_account);
+          IF erased THEN
             RETURN;
           END IF;
           IF coalesce(array_length(p_keys, 1), 0) > 0 THEN
@@ -327,23 +328,23 @@ public enum PGSchema {
             SELECT coalesce(array_agg(added.key), '{}') INTO inserted FROM added;
             IF coalesce(array_length(inserted, 1), 0) <> array_length(p_keys, 1) THEN
               DELETE FROM tipsd.idempotency d WHERE d.account = p_account AND d.key = ANY(inserted);
-              RETURN QUERY SELECT 3, 0::bigint, u.k,
-                  (SELECT s.reply FROM tipsd.idempotency s WHERE s.account = p_account AND s.key = u.k)
-                FROM unnest(p_keys) AS u(k) WHERE NOT u.k = ANY(inserted);
+              SELECT json_object_agg(u.k,
+                  (SELECT s.reply FROM tipsd.idempotency s WHERE s.account = p_account AND s.key = u.k))
+                INTO conflicts FROM unnest(p_keys) AS u(k) WHERE NOT u.k = ANY(inserted);
               RETURN;
             END IF;
           END IF;
           IF coalesce(array_length(p_seqs, 1), 0) > 0 THEN
-            RETURN QUERY SELECT 0, tipsd.push(p_account, p_node, p_channel, p_seqs, p_ops), NULL::text, NULL::text;
+            last_cursor := tipsd.push(p_account, p_node, p_channel, p_seqs, p_ops);
           END IF;
           FOR i IN 1 .. coalesce(array_length(p_counts, 1), 0) LOOP
-            RETURN QUERY SELECT 1, tipsd.append_history(p_account, p_counts[i], p_first_ats[i], p_last_ats[i],
-              p_entries[i]), NULL::text, NULL::text;
+            history_firsts := history_firsts
+              || tipsd.append_history(p_account, p_counts[i], p_first_ats[i], p_last_ats[i], p_entries[i]);
           END LOOP;
           FOR i IN 1 .. coalesce(array_length(p_devices, 1), 0) LOOP
             size := p_device_sizes[i];
-            RETURN QUERY SELECT 2, tipsd.push(p_account, p_devices[i], p_channel, p_device_seqs[start:start + size - 1],
-              p_device_ops[start:start + size - 1]), NULL::text, NULL::text;
+            devices_last := tipsd.push(p_account, p_devices[i], p_channel, p_device_seqs[start:start + size - 1],
+              p_device_ops[start:start + size - 1]);
             start := start + size;
           END LOOP;
         END
