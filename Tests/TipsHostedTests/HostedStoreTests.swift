@@ -455,3 +455,24 @@ import TipsTransport
     #expect(HostedStore.notice("42") == nil && HostedStore.notice("x alice") == nil && HostedStore.notice("7 ") == nil)
   }
 }
+
+/// `tipsd.commit`'s answer read into a ``HostedStore/Committed`` (no PostgreSQL needed).
+@Suite struct CommitAnswerTests {
+  let change = HostedStore.AccountChanges(
+    account: "a", operations: [(1, "{}")],
+    history: [
+      HostedStore.HistoryChunk(count: 1, firstAt: 1, lastAt: 1, bytes: [1]),
+      HostedStore.HistoryChunk(count: 2, firstAt: 1, lastAt: 1, bytes: [1]),
+    ])
+
+  @Test func storedErasedAndRefusedAnswers() {
+    let stored = HostedStore.answer([["7", "{3,4}", nil, "f", nil]], change)
+    #expect(stored == HostedStore.Committed(lastCursor: 7, historyFirst: [3, 4]))
+    let erased = HostedStore.answer([[nil, nil, nil, "t", nil]], change)
+    #expect(erased.erased && erased.lastCursor == -1 && erased.historyFirst == [-1, -1] && erased.refused == nil)
+    let refused = HostedStore.answer([[nil, nil, nil, "f", #"{"k" : "{\"count\":1}", "gone" : null}"#]], change)
+    #expect(refused.refused?.contains("gone, k") == true)
+    #expect(refused.firstReplies == ["k": Array(#"{"count":1}"#.utf8)])
+    #expect(refused.lastCursor == nil && !refused.erased)
+  }
+}

@@ -61,7 +61,7 @@
 /// cursor, the devices' last cursor, whether the account is erased (then nothing is stored), and `conflicts`. A key
 /// another transaction committed (another node's, a race) is no error: the account's replies inserted by this call
 /// are taken back, nothing else of it is stored, and `conflicts` maps each such key to the reply stored first (null
-/// when it was pruned meanwhile), so the other accounts of the commit are unaffected. Keys are inserted in key order,
+/// when it was pruned meanwhile: then it is absent), so the other accounts of the commit are unaffected. Keys are inserted in key order,
 /// so two nodes racing on several keys of one account never deadlock.
 ///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
@@ -311,26 +311,34 @@ public enum PGSchema {
           OUT conflicts json)
           LANGUAGE plpgsql AS $commit$
         DECLARE
-          inserted text[];
+          added integer;
           i integer;
           start integer := 1;
           size integer;
         BEGIN
-          erased := tipsd.is_erased(p_account);
-          IF erased THEN
-            RETURN;
-          END IF;
+          erased := false;
           IF coalesce(array_length(p_keys, 1), 0) > 0 THEN
-            WITH added AS (
-              INSERT INTO tipsd.idempotency AS t (account, key, reply, at)
+            -- (Without keys, the erasure check is tipsd.push's and tipsd.append_history's: -1.)
+            erased := EXISTS (SELECT 1 FROM tipsd.erased e WHERE e.account = p_account AND e.until > now());
+            IF erased THEN
+              RETURN;
+            END IF;
+            IF array_length(p_keys, 1) = 1 THEN
+              INSERT INTO tipsd.idempotency (account, key, reply, at) VALUES (p_account, p_keys[1], p_replies[1], p_ats[1])
+                ON CONFLICT (account, key) DO NOTHING;
+            ELSE
+              INSERT INTO tipsd.idempotency (account, key, reply, at)
                 SELECT p_account, u.k, u.r, u.a FROM unnest(p_keys, p_replies, p_ats) AS u(k, r, a) ORDER BY u.k
-                ON CONFLICT (account, key) DO NOTHING RETURNING t.key)
-            SELECT coalesce(array_agg(added.key), '{}') INTO inserted FROM added;
-            IF coalesce(array_length(inserted, 1), 0) <> array_length(p_keys, 1) THEN
-              DELETE FROM tipsd.idempotency d WHERE d.account = p_account AND d.key = ANY(inserted);
-              SELECT json_object_agg(u.k,
-                  (SELECT s.reply FROM tipsd.idempotency s WHERE s.account = p_account AND s.key = u.k))
-                INTO conflicts FROM unnest(p_keys) AS u(k) WHERE NOT u.k = ANY(inserted);
+                ON CONFLICT (account, key) DO NOTHING;
+            END IF;
+            GET DIAGNOSTICS added = ROW_COUNT;
+            IF added <> array_length(p_keys, 1) THEN
+              -- Rare: a key another transaction committed. This call's own rows (this transaction's) are taken back.
+              SELECT json_object_agg(s.key, s.reply) INTO conflicts FROM tipsd.idempotency s
+                WHERE s.account = p_account AND s.key = ANY(p_keys) AND s.xmin <> (txid_current() % 4294967296)::text::xid;
+              DELETE FROM tipsd.idempotency d WHERE d.account = p_account AND d.key = ANY(p_keys)
+                AND d.xmin = (txid_current() % 4294967296)::text::xid;
+              conflicts := coalesce(conflicts, '{}'::json);
               RETURN;
             END IF;
           END IF;
@@ -347,6 +355,8 @@ public enum PGSchema {
               p_device_ops[start:start + size - 1]);
             start := start + size;
           END LOOP;
+          erased := last_cursor = -1 OR devices_last = -1 OR -1 = ANY(coalesce(history_firsts, '{}'));
+          erased := coalesce(erased, false);
         END
         $commit$;
         CREATE OR REPLACE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
