@@ -151,6 +151,7 @@ bench: deps-apt deps-pip bench-deps
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-signin
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-retention
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-hosted
+	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-noisy
 
 ## stats: issue #38's simulation at full size — 1,000 simulated experiments per scenario (true lift 0 and 0.03) pooled
 ## by TipsMetrics (tipsd-metrics-pool, release build): the 95% intervals' coverage looked at once (94–96%), the

@@ -377,6 +377,47 @@ extension ServeCommand {
       command.hosted.set { $0.accountMaxIdempotencyKeys = count }
     },
     .value(
+      "--account-max-state-bytes", as: "N",
+      help: "bytes of an account's merged state (its snapshot) past which changes are refused (default 262144)"
+    ) { command, value throws(UsageError) in
+      let count = try value.positiveInteger()
+      command.hosted.set { $0.accountMaxStateBytes = count }
+    },
+    .value("--max-info-bytes", as: "N", help: "bytes of one donation's info JSON at most (default 4096)") {
+      command, value throws(UsageError) in
+      let count = try value.positiveInteger()
+      command.hosted.set { $0.maxInfoBytes = count }
+    },
+    .value(
+      "--account-max-devices", as: "N",
+      help: """
+        devices an account syncs (sync/pull) at most; a new one replaces the least
+        recently seen only once it was silent for --ops-device-days (default 16)
+        """
+    ) { command, value throws(UsageError) in
+      let count = try value.positiveInteger()
+      command.hosted.set { $0.accountMaxDevices = count }
+    },
+    .value("--account-max-sessions", as: "N", help: "sessions signed in to one account on this node (default 32)") {
+      command, value throws(UsageError) in
+      let count = try value.positiveInteger()
+      command.hosted.set { $0.accountMaxSessions = count }
+    },
+    .value(
+      "--account-max-history-rows", as: "N",
+      help: "lifecycle history rows an account may add on this node a day (UTC); then changes wait (default 10000)"
+    ) { command, value throws(UsageError) in
+      let count = try value.positiveInteger()
+      command.hosted.set { $0.accountMaxHistoryRows = count }
+    },
+    .value(
+      "--ops-keep", as: "N",
+      help: "operations kept behind a snapshot for devices; one further behind reads the snapshot (default 1000)"
+    ) { command, value throws(UsageError) in
+      let count = try value.positiveInteger()
+      command.hosted.set { $0.opsKeep = count }
+    },
+    .value(
       "--compaction-threshold", as: "N",
       help: "operations stored after an account's snapshot past which a node writes a new one (default 500)"
     ) { command, value throws(UsageError) in

@@ -58,6 +58,9 @@ extension Engine {
     return finish(settle(rules: dirty, now: now), writes: writes)
   }
 
+  /// Whether `id` is a defined parameter (the catalog's, in hosted mode).
+  public func isDefinedParameter(_ id: String) -> Bool { parameters[id]?.definition != nil }
+
   /// A parameter's current value; `.null` when it is not defined.
   public func parameterValue(_ id: String) -> JSONValue { parameters[id]?.value ?? .null }
 

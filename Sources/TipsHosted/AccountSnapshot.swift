@@ -122,4 +122,7 @@ public struct HostedError: Error, Sendable, CustomStringConvertible, Equatable {
   /// A pull from a cursor behind the account's pruned operations (`tipsd.accounts.ops_floor`): what it missed is
   /// only in the snapshot — the account is read again.
   public static let behindRetention = HostedError("the operations after this cursor were pruned; read the snapshot")
+  /// A device's pull refused: the account syncs `--account-max-devices` devices already, none silent long enough to
+  /// be replaced.
+  public static let deviceLimit = HostedError("the account syncs as many devices as it may")
 }

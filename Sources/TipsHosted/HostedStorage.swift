@@ -59,9 +59,11 @@ public protocol HostedStorage: AnyObject {
     _ account: String, snapshot: AccountSnapshot, history: [HostedStore.HistoryChunk],
     completion: @escaping (Result<Void, HostedError>) -> Void)
   /// Deletes at most `limit` of the account's operations that its snapshot holds and that no device seen within
-  /// `deviceDays` still has to read; how many went (readers behind them get ``HostedError/behindRetention``).
+  /// `deviceDays` still has to read — but none more than `keep` behind the snapshot; how many went (readers behind
+  /// them get ``HostedError/behindRetention``).
   func pruneOperations(
-    of account: String, deviceDays: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void)
+    of account: String, deviceDays: Double, keep: Int, limit: Int,
+    completion: @escaping (Result<Int, HostedError>) -> Void)
   /// Deletes tombstones that have fallen; how many.
   func pruneErased(completion: @escaping (Result<Int, HostedError>) -> Void)
   /// Deletes at most `limit` idempotent replies made before `cutoff`; how many went.
@@ -77,9 +79,10 @@ public protocol HostedStorage: AnyObject {
     _ account: String, after cursor: Int64, limit: Int,
     completion: @escaping (Result<[StoredOperation], HostedError>) -> Void)
   /// A device's pull (`sync/pull`): registers its cursor, then the operations after `cursor` (at most `limit`), or
-  /// the account's snapshot when `cursor` is behind the operations kept.
+  /// the account's snapshot when `cursor` is behind the operations kept; ``HostedError/deviceLimit`` for a device new
+  /// to an account that syncs `maxDevices` already, none of them silent longer than `deviceDays`.
   func pullAsDevice(
-    _ account: String, device: String, after cursor: Int64, limit: Int,
+    _ account: String, device: String, after cursor: Int64, limit: Int, maxDevices: Int, deviceDays: Double,
     completion: @escaping (Result<HostedStore.DevicePull, HostedError>) -> Void)
   /// The account's idempotent replies made at or after `since`.
   func replies(
@@ -109,6 +112,14 @@ public protocol HostedStorage: AnyObject {
   /// Accounts in id order after `after`, at most `limit`, with their last operation cursor.
   func listAccounts(
     after: String?, limit: Int, completion: @escaping (Result<[(account: String, cursor: Int64)], HostedError>) -> Void)
-  /// Accounts whose tombstone stands, with the instant it falls.
-  func erasedAccounts(completion: @escaping (Result<[(account: String, until: Double)], HostedError>) -> Void)
+  /// Accounts whose tombstone stands, with the instants it falls and it was laid, and whether it was reopened.
+  func erasedAccounts(completion: @escaping (Result<[ErasedAccount], HostedError>) -> Void)
+  /// Starts an erased account again for a token issued at `issuedAt`, after its erasure: its tombstone stays (older
+  /// tokens are still refused) but no longer keeps the account from being stored. Answers false when the tombstone
+  /// stands from an erasure at or after `issuedAt` (the token predates it: nothing changed).
+  func reopenAccount(_ account: String, issuedAt: Double, completion: @escaping (Result<Bool, HostedError>) -> Void)
 }
+
+/// A standing tombstone: the account, the instants it falls and it was laid (seconds since the epoch), and whether a
+/// token issued after the erasure has started the account again.
+public typealias ErasedAccount = (account: String, until: Double, erasedAt: Double, reopened: Bool)

@@ -42,12 +42,18 @@ extension HostedStore {
   }
 
   /// A device's pull (`tipsd.pull`): its cursor registered, then the operations of `account` after `cursor`, at most
-  /// `limit`, or the snapshot when `cursor` is behind the operations kept. On the writer: it writes the cursor.
+  /// `limit`, or the snapshot when `cursor` is behind the operations kept. On the writer: it writes the cursor. A
+  /// device new to the account past `maxDevices` fails with ``HostedError/deviceLimit`` unless the least recently seen
+  /// one was silent longer than `deviceDays` (it is replaced).
   public func pullAsDevice(
-    _ account: String, device: String, after cursor: Int64, limit: Int,
+    _ account: String, device: String, after cursor: Int64, limit: Int, maxDevices: Int, deviceDays: Double,
     completion: @escaping (Result<DevicePull, HostedError>) -> Void
   ) {
-    writer.send([.query(PGSchema.pullAsDevice, [account, device, String(cursor), String(limit)])]) { result in
+    let parameters = [account, device, String(cursor), String(limit), String(maxDevices), "\(deviceDays)"]
+    writer.send([.query(PGSchema.pullAsCappedDevice, parameters)]) { result in
+      if case .failure(let error) = result, error.message.contains(PGSchema.deviceLimitError) {
+        return completion(.failure(.deviceLimit))
+      }
       completion(
         result.map { results in
           var operations: [StoredOperation] = []
@@ -65,9 +71,10 @@ extension HostedStore {
   }
 
   public func pruneOperations(
-    of account: String, deviceDays: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
+    of account: String, deviceDays: Double, keep: Int, limit: Int,
+    completion: @escaping (Result<Int, HostedError>) -> Void
   ) {
-    writer.send([.query(PGSchema.pruneOps, [account, "\(deviceDays)", String(limit)])]) { result in
+    writer.send([.query(PGSchema.pruneOps, [account, "\(deviceDays)", String(limit), String(keep)])]) { result in
       completion(result.map { results in results.first?.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0 })
     }
   }

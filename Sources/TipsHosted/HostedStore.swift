@@ -38,15 +38,17 @@ public final class HostedStore: HostedStorage {
     case catalog(version: String)
   }
 
-  /// An account as PostgreSQL holds it: its snapshot, the operations after it and its history's last cursor.
+  /// An account as PostgreSQL holds it: its snapshot, the operations after it, its history's last cursor.
   public struct StoredAccount: Sendable {
     public var snapshot: AccountSnapshot?
     public var operations: [StoredOperation]
     public var historyCursor: Int64
     /// Whether PostgreSQL knows the account at all.
     public var exists: Bool
-    /// Whether the account was erased and its tombstone stands (`--erasure-days`): it may not be used again yet.
+    /// Whether the account was erased and its tombstone stands, not reopened: it may not be used again yet.
     public var erased = false
+    /// The standing tombstone, reopened or not (``ErasedAccount``).
+    public var tombstone: (erasedAt: Double, until: Double, reopened: Bool)?
     /// Its replies to changes made with an idempotency key.
     public var replies: [IdempotentReply] = []
   }
@@ -226,7 +228,7 @@ public final class HostedStore: HostedStorage {
       .query(
         """
         INSERT INTO tipsd.erased (account, until) VALUES ($1, now() + $2::double precision * interval '1 day')
-        ON CONFLICT (account) DO UPDATE SET erased_at = now(), until = excluded.until
+        ON CONFLICT (account) DO UPDATE SET erased_at = now(), until = excluded.until, reopened_at = NULL
         """, [account, "\(erasureDays)"]),
       .query("DELETE FROM tipsd.ops WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.idempotency WHERE account = $1", [account]),
@@ -274,7 +276,11 @@ public final class HostedStore: HostedStorage {
               guard let device = row[2], let seq = row[3].flatMap({ Int64($0) }), let payload = row[4] else { continue }
               stored.operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
             case "3":
-              stored.erased = true
+              let reopened = cursor == 1
+              stored.erased = !reopened
+              stored.tombstone = row[4].flatMap { Double($0) }.map {
+                ($0, row[2].flatMap { Double($0) } ?? 0, reopened)
+              }
             default:
               stored.exists = true
               stored.historyCursor = cursor
@@ -493,21 +499,6 @@ public final class HostedStore: HostedStorage {
     }
   }
 
-  /// Accounts whose tombstone stands, with the instant it falls (seconds since the epoch).
-  public func erasedAccounts(completion: @escaping (Result<[(account: String, until: Double)], HostedError>) -> Void) {
-    reader.send([
-      .query("SELECT account, extract(epoch FROM until)::double precision FROM tipsd.erased WHERE until > now()")
-    ]) { result in
-      completion(
-        result.map { results in
-          (results.first?.rows ?? []).compactMap { row in
-            guard row.count == 2, let account = row[0], let until = row[1].flatMap({ Double($0) }) else { return nil }
-            return (account, until)
-          }
-        })
-    }
-  }
-
   /// Deletes tombstones that have fallen; returns how many.
   public func pruneErased(completion: @escaping (Result<Int, HostedError>) -> Void) {
     writer.send([
@@ -560,7 +551,8 @@ public final class HostedStore: HostedStorage {
     UNION ALL
     SELECT 2, a.history_cursor, NULL, NULL, NULL FROM tipsd.accounts a WHERE a.account = $1
     UNION ALL
-    SELECT 3, 0, NULL, NULL, NULL FROM tipsd.erased e WHERE e.account = $1 AND e.until > now()
+    SELECT 3, (e.reopened_at IS NOT NULL)::int, extract(epoch FROM e.until)::text, NULL,
+      extract(epoch FROM e.erased_at)::text FROM tipsd.erased e WHERE e.account = $1 AND e.until > now()
     ORDER BY 1, 2
     """
 

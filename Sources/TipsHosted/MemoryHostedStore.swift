@@ -43,7 +43,7 @@ public final class MemoryHostedStore: HostedStorage {
     var lastCursor: Int64 = 0
     var historyCursor: Int64 = 0
     var operations: [StoredOperation] = []
-    /// Operations up to this cursor were pruned (``pruneOperations(of:deviceDays:limit:completion:)``).
+    /// Operations up to this cursor were pruned (``pruneOperations(of:deviceDays:keep:limit:completion:)``).
     var floor: Int64 = 0
     var identities: Set<String> = []
     var snapshot: AccountSnapshot?
@@ -66,6 +66,8 @@ public final class MemoryHostedStore: HostedStorage {
   private var historyRows: [HistoryRow] = []
   private var fleetSeq: Int64 = 0
   private var erased: [String: Double] = [:]
+  private var erasedAt: [String: Double] = [:]
+  private var reopened: Set<String> = []
   private var pending: [() -> Void] = []
   private var timer: (any LoopTimer)?
 
@@ -128,7 +130,7 @@ public final class MemoryHostedStore: HostedStorage {
   }
 
   private func isErased(_ account: String) -> Bool {
-    guard let until = erased[account] else { return false }
+    guard let until = erased[account], !reopened.contains(account) else { return false }
     return until > System.wallClockSeconds()
   }
 
@@ -240,6 +242,8 @@ public final class MemoryHostedStore: HostedStorage {
     answer(completion) { [weak self] in
       guard let self else { return .success(()) }
       self.erased[account] = System.wallClockSeconds() + erasureDays * 86_400
+      self.erasedAt[account] = System.wallClockSeconds()
+      self.reopened.remove(account)
       self.accounts[account] = nil
       self.historyRows.removeAll { $0.account == account }
       self.notify(.deleted(account: account))
@@ -354,7 +358,7 @@ public final class MemoryHostedStore: HostedStorage {
   }
 
   public func pullAsDevice(
-    _ account: String, device: String, after cursor: Int64, limit: Int,
+    _ account: String, device: String, after cursor: Int64, limit: Int, maxDevices: Int, deviceDays: Double,
     completion: @escaping (Result<HostedStore.DevicePull, HostedError>) -> Void
   ) {
     answer(completion) { [weak self] in
@@ -368,7 +372,8 @@ public final class MemoryHostedStore: HostedStorage {
 
   /// No device syncs with a memory store: an account's operations are kept up to its snapshot only.
   public func pruneOperations(
-    of account: String, deviceDays: Double, limit: Int, completion: @escaping (Result<Int, HostedError>) -> Void
+    of account: String, deviceDays: Double, keep: Int, limit: Int,
+    completion: @escaping (Result<Int, HostedError>) -> Void
   ) {
     answer(completion) { [weak self] in
       guard let self, var stored = self.accounts[account], let snapshot = stored.snapshot else { return .success(0) }
@@ -462,13 +467,25 @@ public final class MemoryHostedStore: HostedStorage {
     }
   }
 
-  public func erasedAccounts(
-    completion: @escaping (Result<[(account: String, until: Double)], HostedError>) -> Void
-  ) {
+  public func erasedAccounts(completion: @escaping (Result<[ErasedAccount], HostedError>) -> Void) {
     answer(completion) { [weak self] in
+      guard let self else { return .success([]) }
       let now = System.wallClockSeconds()
       return .success(
-        (self?.erased ?? [:]).filter { $0.value > now }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        self.erased.filter { $0.value > now }.sorted { $0.key < $1.key }.map {
+          ($0.key, $0.value, self.erasedAt[$0.key] ?? 0, self.reopened.contains($0.key))
+        })
+    }
+  }
+
+  public func reopenAccount(
+    _ account: String, issuedAt: Double, completion: @escaping (Result<Bool, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      guard let self, self.isErased(account) else { return .success(true) }
+      guard (self.erasedAt[account] ?? 0) < issuedAt else { return .success(false) }
+      self.reopened.insert(account)
+      return .success(true)
     }
   }
 }

@@ -4,21 +4,21 @@ public import TipsTransport
 /// verifies tokens and passes the time), so each rule is tested on its own.
 ///
 /// A forged RS256 or ES256 token can only be refused by checking its signature — tens of microseconds to a hundred
-/// on the node's one loop thread — and behind a balancer every session comes from the balancer's address, so a
-/// per-peer limit cannot tell an attacker from everyone else. What the guard does instead:
+/// on the node's one loop thread — and a genuine token can only be told from a forged one the same way. So failures
+/// are charged to where they come from — the connection (and, by the caller, the peer) — and never to the account a
+/// token names: a stranger forging tokens that name a victim's `sub` spends their own connections, not the victim's
+/// sign-in. What the guard does:
 ///
 /// - **Verified tokens are remembered** (the exact token, until it stops being accepted; at most
 ///   ``Configuration/cacheBytes`` of them, oldest forgotten first). A client reconnecting with its token, or an
 ///   attacker replaying a valid one, costs no cryptography. Forgotten on a key reload.
 /// - **A node-wide budget of failed signature checks** (``Configuration/failureRate`` a second, bursts of twice as
-///   many): each token whose signature does not verify spends one. With the budget spent, a token is refused before
-///   its signature is checked (``AuthError/Code/throttled``, with the seconds until the budget allows one more) —
-///   unless its subject signed in on this node recently (below), so a flood of forged tokens costs bounded CPU and
-///   returning users keep signing in.
-/// - **Subjects seen valid** (``Configuration/knownSubjects`` at most, each for ``Configuration/knownFor``) bypass
-///   the node-wide budget. A forged token that claims such a subject spends that subject's own budget
-///   (``Configuration/subjectFailures`` a minute): an attacker claiming their own account — or a victim's — is
-///   refused after a few attempts, while everyone else is unaffected.
+///   many): each token whose signature does not verify spends one. While the budget is spent, a connection that
+///   already failed a signature check is refused before its next is checked (``AuthError/Code/throttled``, with the
+///   seconds until the budget allows one more). A connection that has failed none still has its token checked: a
+///   genuine token always signs in, whatever a flood of forgeries from elsewhere spent, and the checks a flood costs
+///   are then bounded by the connections it opens (one each; `--peer-connection-rate` and `--max-connections`),
+///   while a connection is closed after its third failed sign-in.
 ///
 /// Only tokens whose claims this node accepts (audience, issuer, expiry, subject) reach this guard at all: the
 /// verifier refuses the rest before any cryptography.
@@ -26,14 +26,8 @@ public struct SignInGuard: Sendable {
   public struct Configuration: Sendable {
     /// Failed signature checks a second the node spends on (bursts of twice as many).
     public var failureRate: Double
-    /// Failed signature checks a minute one subject may cause (bursts of as many).
-    public var subjectFailures: Double = 10
     /// Bytes of verified tokens remembered.
     public var cacheBytes = 8 << 20
-    /// Subjects remembered as signed in recently.
-    public var knownSubjects = 100_000
-    /// How long a subject stays known after its last valid sign-in, in seconds.
-    public var knownFor: Double = 7 * 86_400
 
     public init(failureRate: Double) {
       precondition(failureRate > 0)
@@ -46,24 +40,23 @@ public struct SignInGuard: Sendable {
     public var subject: String
     public var expiresAt: Double
     public var acceptedUntil: Double
+    /// `iat`, if the token has one (an erased account's tombstone refuses tokens issued before the erasure).
+    public var issuedAt: Double?
 
-    public init(subject: String, expiresAt: Double, acceptedUntil: Double) {
+    public init(subject: String, expiresAt: Double, acceptedUntil: Double, issuedAt: Double? = nil) {
       self.subject = subject
       self.expiresAt = expiresAt
       self.acceptedUntil = acceptedUntil
+      self.issuedAt = issuedAt
     }
   }
 
   public let configuration: Configuration
   private var budget: RateLimiter
-  private var subjectBudgets: RateLimiter
   private var verified: [String: Remembered] = [:]
   private var verifiedOrder: [String] = []
   private var verifiedHead = 0
   private var verifiedBytes = 0
-  private var known: [String: Double] = [:]
-  private var knownOrder: [String] = []
-  private var knownHead = 0
   /// Tokens refused before any signature check, since start (`/metrics`).
   public private(set) var throttled = 0
   /// Signature checks that failed, since start.
@@ -74,8 +67,6 @@ public struct SignInGuard: Sendable {
   public init(_ configuration: Configuration) {
     self.configuration = configuration
     budget = RateLimiter(rate: configuration.failureRate, burst: configuration.failureRate * 2)
-    subjectBudgets = RateLimiter(
-      rate: configuration.subjectFailures / 60, burst: max(1, configuration.subjectFailures))
   }
 
   /// The token, if it was verified before and is still accepted at `now` (no cryptography needed).
@@ -84,37 +75,26 @@ public struct SignInGuard: Sendable {
     return entry
   }
 
-  /// Whether a token claiming `subject` (its claims otherwise accepted) may have its signature checked now; nil
-  /// when it may, else the seconds until it may.
-  public mutating func mayCheck(subject: String, now: Double) -> Double? {
-    if let wait = subjectBudgets.retryAfter(subject, now: now) {
-      throttled += 1
-      return wait
-    }
-    if let seen = known[subject], now - seen < configuration.knownFor { return nil }
-    if let wait = budget.retryAfter(Self.node, now: now) {
-      throttled += 1
-      return wait
-    }
-    return nil
+  /// Whether a token presented on a connection may have its signature checked now: nil when it may, else the
+  /// seconds until it may. `connectionFailed`: the connection already presented a token whose signature did not
+  /// verify. Whatever `sub` the token claims plays no part.
+  public mutating func mayCheck(connectionFailed: Bool, now: Double) -> Double? {
+    guard connectionFailed, let wait = budget.retryAfter(Self.node, now: now) else { return nil }
+    throttled += 1
+    return wait
   }
 
-  /// A token claiming `subject` failed its signature check: it spends the node's budget and the subject's.
-  public mutating func failed(subject: String, now: Double) {
+  /// The seconds until the node's budget allows one more failed check (0 when it does now).
+  public func budgetWait(now: Double) -> Double { budget.retryAfter(Self.node, now: now) ?? 0 }
+
+  /// A token failed its signature check: it spends the node's budget (the caller charges its connection and peer).
+  public mutating func failed(now: Double) {
     failures += 1
     _ = budget.take(Self.node, now: now)
-    _ = subjectBudgets.take(subject, now: now)
   }
 
-  /// A token verified: remembered (within the cache's bytes), its subject known.
+  /// A token verified: remembered (within the cache's bytes).
   public mutating func succeeded(_ token: String, _ entry: Remembered, now: Double) {
-    if known[entry.subject] == nil { knownOrder.append(entry.subject) }
-    known[entry.subject] = now
-    while known.count > configuration.knownSubjects, knownHead < knownOrder.count {
-      known[knownOrder[knownHead]] = nil
-      knownHead += 1
-    }
-    compact(&knownOrder, head: &knownHead)
     guard token.utf8.count <= configuration.cacheBytes / 16, verified[token] == nil else { return }
     verified[token] = entry
     verifiedOrder.append(token)
@@ -138,7 +118,6 @@ public struct SignInGuard: Sendable {
   /// Forgets what no longer matters at `now`: budgets full again, tokens no longer accepted (bounded work a call).
   public mutating func tidy(now: Double) {
     budget.forgetFull(now: now)
-    subjectBudgets.forgetFull(now: now)
     var checked = 0
     while verifiedHead < verifiedOrder.count, checked < 1_000 {
       let oldest = verifiedOrder[verifiedHead]

@@ -347,6 +347,11 @@ struct Dispatcher {
         method: method, retryAfter: 1,
         "PostgreSQL is unavailable (\(hosted.store.lastError ?? "reconnecting")); changes are refused until it is back")
     }
+    if method == DiscoverRequest.method, let refusal = services.hosted?.admitDiscover(session) { throw refusal }
+    if Handlers.hostedTesting.contains(method), !services.configuration.allowTesting {
+      // A user choosing their own A/B variant would spoil the experiment for everyone reading it.
+      throw .testingDisabled(method: method)
+    }
     if Handlers.hostedForbidden.contains(method) {
       throw .forbidden(
         method: method,
@@ -375,6 +380,11 @@ struct Dispatcher {
       }
       return (RequestContext(session: session, services: services, tenant: nil, method: method), params)
     case .tenant(let tenant):
+      if Handlers.hostedChanges.contains(method), let hosted = services.hosted,
+        let refusal = hosted.changeBudget(tenant, method: method, session: session)
+      {
+        throw refusal
+      }
       return (RequestContext(session: session, services: services, tenant: tenant, method: method), params)
     case .fleet:
       guard Self.fleetWide.contains(method), session.principal?.isAdmin == true else {

@@ -195,7 +195,7 @@ extension Server {
     }
     if session.hasPartialMessage {
       if session.partialSince == nil { session.partialSince = loop.now }
-    } else {
+    } else if !session.stream.deliversMessages {
       session.partialSince = nil
     }
   }
@@ -212,6 +212,15 @@ extension Server {
     let limit = UInt64(configuration.partialMessageTimeout * 1000)
     let now = loop.now
     for session in sessions.values {
+      if session.stream.deliversMessages {
+        // A WebSocket message arriving in fragments is held whole until its last: timed like a framed one, from
+        // when it was first seen here (this check runs every second).
+        let current = session.stream.partialMessage
+        if current != session.partialMessage {
+          session.partialMessage = current
+          session.partialSince = current == nil ? nil : now
+        }
+      }
       guard let since = session.partialSince, now - since >= limit, !session.outbound.closing else { continue }
       logger.info("closing a connection whose message stayed incomplete", [("connection", String(session.id))])
       let seconds = Int(configuration.partialMessageTimeout)

@@ -96,6 +96,26 @@ public struct HostedConfiguration: Sendable {
   /// `--account-max-keys N`: idempotency keys an account may hold within `--idempotency-hours` (each is a reply kept in
   /// memory and in PostgreSQL): a change with a new key past it is refused (-32015, quota `idempotencyKeys`).
   public var accountMaxIdempotencyKeys = 10_000
+  /// `--account-max-state-bytes N`: bytes of an account's merged state (its snapshot's JSON, what a node holds
+  /// resident) past which a change is refused (-32015, quota `stateBytes`); compaction's work is bounded by it.
+  public var accountMaxStateBytes = 256 << 10
+  /// `--max-info-bytes N`: bytes of one donation's `info` (its JSON), by `events/donate` or `sync/push`; -32015
+  /// (quota `infoBytes`) beyond.
+  public var maxInfoBytes = 4 << 10
+  /// `--account-max-devices N`: devices an account's `sync/pull` keeps a cursor for (`tipsd.devices`); a new one past
+  /// it replaces the least recently seen only when that one was silent longer than `--ops-device-days`, else -32015
+  /// (quota `devices`).
+  public var accountMaxDevices = 16
+  /// `--account-max-sessions N`: sessions signed in to one account on one node; -32015 (quota `sessions`) beyond.
+  public var accountMaxSessions = 32
+  /// `--account-max-history-rows N`: rows of lifecycle history (`tipsd.history`, one per commit that recorded any)
+  /// an account may add on one node in a UTC day; past it, changes are refused (-32015, quota `historyRows`) until
+  /// the next day.
+  public var accountMaxHistoryRows = 10_000
+  /// `--ops-keep N`: operations kept behind an account's snapshot at most for devices that have not read them; a
+  /// device further behind reads the snapshot (so a device pulling from 0 again and again never holds the
+  /// retention back).
+  public var opsKeep = 1_000
   /// `--compaction-threshold N`: operations stored after an account's snapshot past which a node's compactor writes
   /// a new one (so loading an account reads its snapshot and at most about this many operations).
   public var compactionThreshold = 500

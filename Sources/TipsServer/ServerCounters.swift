@@ -48,6 +48,13 @@ final class ServerCounters {
   var connectionsAccepted: [String: UInt64] = [:]
   /// Connections refused (-32010 or HTTP 429), by limit: `daemon` (`--max-connections`), `peer`, `rate`.
   var connectionsRefused: [String: UInt64] = [:]
+  /// Hosted mode's -32015 refusals, by quota (``HostedService/quotaRefusal``).
+  var quotaRefusals: [String: UInt64] = [:]
+  /// Every quota a hosted node refuses with (each is rendered, at 0 until used).
+  static let quotas = [
+    "rate", "donations", "idempotencyKeys", "stateBytes", "infoBytes", "undeclaredParameters", "devices", "sessions",
+    "historyRows",
+  ]
   var notificationsCoalesced: UInt64 = 0
   var notificationsSent: [String: UInt64] = [:]
   /// By `HistoryEvent.Kind.code`. `@exclusivity(unchecked)` like the counters below: loop thread only.
@@ -154,6 +161,12 @@ final class ServerCounters {
         + "(--peer-connection-rate).")
     for limit in ["daemon", "peer", "rate"] {
       sample("tipsd_connections_refused_total", [("limit", limit)], String(connectionsRefused[limit] ?? 0))
+    }
+    family(
+      "tipsd_quota_refusals_total", "counter",
+      "Hosted mode: requests refused with -32015 because an account's budget was used up, by quota.")
+    for quota in Self.quotas {
+      sample("tipsd_quota_refusals_total", [("quota", quota)], String(quotaRefusals[quota] ?? 0))
     }
     family("tipsd_subscriptions", "gauge", "Open subscriptions, by kind.")
     for kind in ["observe", "actions", "analytics", "inspect"] {

@@ -17,12 +17,17 @@ final class Session {
   @exclusivity(unchecked) var outbound: OutboundStateMachine
   /// When the framer last started holding a partial message (loop milliseconds), for the partial-message timeout.
   var partialSince: UInt64?
+  /// The WebSocket message arriving in pieces when ``partialSince`` was set (``ByteStream/partialMessage``).
+  var partialMessage: UInt64?
   /// Whether the turn lists this connection among those to flush at its end (``Turn/markDirty(_:)``).
   var isDirty = false
   /// Subscriptions owned by this connection, dropped when it closes.
   var subscriptions: Set<String> = []
   /// Subscriptions one connection may hold at once (a flood of `tips/observe` must not grow the daemon without end).
   static let maxSubscriptions = 1_000
+  /// Subscriptions being made by requests that answer later (after a read of PostgreSQL): counted against
+  /// ``maxSubscriptions`` from their check on, so a batch of them cannot overshoot it.
+  var reservedSubscriptions = 0
   /// Whether the connection closed: an answer worked out asynchronously (a PostgreSQL read) may complete after it,
   /// and must then register nothing for it (the registries hold their sessions unowned).
   var isGone = false
@@ -121,6 +126,9 @@ final class Session {
 /// `auth/refresh` calls (a token bucket).
 struct SignInAttempts {
   var failures = 0
+  /// Tokens presented here whose signature did not verify: once there is one, the connection's next token is
+  /// checked only within the node's budget of failed checks (``SignInGuard``).
+  var badSignatures = 0
   private var refreshTokens: Double?
   private var refreshedAt: Double = 0
 
@@ -143,14 +151,21 @@ struct SignInAttempts {
 /// Who a hosted session is signed in as.
 enum Principal: Equatable {
   /// A user of the app: the token's `sub`; the session ends when the token stops being accepted (`exp` + leeway).
-  case user(account: String, expiresAt: Double, acceptedUntil: Double)
+  /// `iat`, when the token has one: an erased account's tombstone refuses tokens issued before the erasure.
+  case user(account: String, expiresAt: Double, acceptedUntil: Double, issuedAt: Double?)
   /// The admin token (`--token-file`): any account named in a call, and the admin methods.
   case admin
 
   var account: String? {
-    if case .user(let account, _, _) = self { return account }
+    if case .user(let account, _, _, _) = self { return account }
     return nil
   }
 
   var isAdmin: Bool { self == .admin }
+
+  /// The token's `iat`, for a user whose token has one.
+  var issuedAt: Double? {
+    if case .user(_, _, _, let issuedAt) = self { return issuedAt }
+    return nil
+  }
 }

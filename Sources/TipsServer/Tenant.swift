@@ -48,6 +48,17 @@ final class Tenant {
   /// Devices' operations pushed through this node this turn (`sync/push`), committed with the account's own, each
   /// push answered once committed.
   var devicePushes: [DevicePush] = []
+  /// Hosted: the bytes of the account's merged state (``HostedService/measureState(of:)``), plus what this node
+  /// committed since it was measured; measured again whenever that sum reaches `--account-max-state-bytes`.
+  var stateBytes = 0
+  /// Whether anything was committed since `stateBytes` was measured.
+  var stateBytesGrew = false
+  /// Hosted: history rows this node committed for the account in the UTC day `historyDay` (days since the epoch).
+  var historyRowsToday = 0
+  var historyDay = 0
+  /// Hosted: which session each device id pushed through this node belongs to (the first that pushed it while it
+  /// stays connected): another session's push of that id is refused, never dropped in silence.
+  var deviceSessions: [String: UInt64] = [:]
   /// The turn, whose count of durable work the account's history entries add to.
   private unowned let turn: Turn
 

@@ -71,13 +71,25 @@ public enum TokenFile {
     return text
   }
 
+  /// The fewest bytes an admin token file may hold: 256 bits as hex is 64, and anything under 32 bytes can be
+  /// guessed or was typed by hand.
+  static let minimumAdminBytes = 32
+
   /// The token at `path`, creating the file (0600, written then renamed into place) when it is missing or does not
-  /// hold a valid token. A file another user owns, or one others can read, is refused.
-  static func ensure(_ path: String) throws(ServerError) -> (token: String, created: Bool) {
+  /// hold a valid token. A file another user owns, or one others can read, is refused; so is, with `admin`, a file
+  /// holding fewer than ``minimumAdminBytes`` bytes (a short admin token is someone's mistake, not replaced quietly).
+  static func ensure(_ path: String, admin: Bool = false) throws(ServerError) -> (token: String, created: Bool) {
     var info = stat()
     if lstat(path, &info) == 0 {
       try checkPrivate(path, what: "the token file", info: info, remedy: "remove it or choose --token-file")
       if let token = try? read(path) { return (token, false) }
+      if admin, let bytes = try? System.readFile(path),
+        String(decoding: bytes, as: UTF8.self).trimmingNewlines().utf8.count < minimumAdminBytes
+      {
+        throw ServerError(
+          "the admin token file \(path) holds fewer than \(minimumAdminBytes) bytes: delete it (tipsd makes a random "
+            + "token) or write 64 random hex characters into it (openssl rand -hex 32)")
+      }
     }
     let token = generate()
     let staging = "\(path).\(getpid()).tmp"

@@ -46,6 +46,9 @@ public protocol ByteStream: AnyObject {
   /// Whether each `onData` is one whole message and each `write` one message (WebSocket), rather than a byte
   /// stream that needs framing.
   var deliversMessages: Bool { get }
+  /// For a stream that delivers messages: which message is arriving in pieces now (a number that changes with each
+  /// new one), nil when none is — so a server can close a connection whose message stays incomplete.
+  var partialMessage: UInt64? { get }
 }
 
 /// A one-shot or repeating timer. Loop thread only.
@@ -68,6 +71,7 @@ extension LoopTimer {
 
 extension ByteStream {
   public var deliversMessages: Bool { false }
+  public var partialMessage: UInt64? { nil }
 
   @discardableResult
   public func write(messages buffer: [UInt8], ends: [Int]) -> Bool {

@@ -18,17 +18,20 @@ public struct RateLimiter: Sendable {
     self.burst = max(1, burst ?? rate * 2)
   }
 
-  /// Takes one token for `account` at `now` (seconds); nil when allowed, else the seconds until one is available.
-  public mutating func take(_ account: String, now: Double) -> Double? {
+  /// Takes `cost` tokens (default one) for `account` at `now` (seconds); nil when allowed, else the seconds until
+  /// it would be. A cost above half the burst is allowed from a bucket at least half full and leaves it in debt
+  /// (refilled before anything more is allowed), so the average stays `rate` tokens a second whatever each costs.
+  public mutating func take(_ account: String, now: Double, cost: Double = 1) -> Double? {
     var bucket = buckets[account] ?? Bucket(tokens: burst, at: now)
     bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * rate)
     bucket.at = now
+    let needed = min(max(0, cost), max(1, burst / 2))
     // (A hair of tolerance: 0.1 s at 10/s refills 0.9999999999999943 tokens in floating point.)
-    guard bucket.tokens >= 1 - 1e-9 else {
+    guard bucket.tokens >= needed - 1e-9 else {
       buckets[account] = bucket
-      return (1 - bucket.tokens) / rate
+      return (needed - bucket.tokens) / rate
     }
-    bucket.tokens = max(0, bucket.tokens - 1)
+    bucket.tokens = cost <= 1 ? max(0, bucket.tokens - cost) : bucket.tokens - cost
     buckets[account] = bucket
     return nil
   }

@@ -25,4 +25,26 @@ import TipsTransport
     #expect(abs((peek.retryAfter("carol", now: 0.05) ?? 0) - 0.05) < 1e-9)
     #expect(peek.retryAfter("carol", now: 0.1) == nil && peek.isTracking("carol") && !peek.isTracking("dave"))
   }
+
+  /// A request that costs many tokens (a hosted node's `sync/push`: one per operation) is taken from a bucket at
+  /// least half full and leaves it in debt: the average stays the rate whatever each request costs.
+  @Test func aCostlyRequestLeavesTheBucketInDebt() {
+    var limiter = RateLimiter(rate: 50)
+    // The request's own token, then its 499 other operations.
+    #expect(limiter.take("alice", now: 0) == nil)
+    #expect(limiter.take("alice", now: 0, cost: 499) == nil)
+    // 100 - 500 = -400 tokens: 8 s until one is back, and not before.
+    let wait = limiter.take("alice", now: 0)
+    #expect(wait != nil && abs((wait ?? 0) - 8.02) < 1e-6)
+    #expect(limiter.take("alice", now: 7.9) != nil)
+    #expect(limiter.take("alice", now: 8.1) == nil)
+    // A costly request needs half the burst: refused from a bucket with less, and then nothing is taken.
+    var low = RateLimiter(rate: 10)
+    for _ in 0..<15 { #expect(low.take("bob", now: 0) == nil) }
+    #expect(low.take("bob", now: 0, cost: 50) != nil)
+    #expect(low.take("bob", now: 0, cost: 5) == nil)
+    // That took the 5 left; one more waits 0.1 s for its token, as before.
+    let next = low.take("bob", now: 0)
+    #expect(next != nil && abs((next ?? 0) - 0.1) < 1e-9)
+  }
 }

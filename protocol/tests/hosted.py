@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import pathlib
+import secrets
 import signal
 import subprocess
 import tempfile
@@ -22,7 +23,9 @@ import tokens
 from harness import REPO, TIMEOUT, tipsd_bin
 
 DEMO_CATALOG = REPO / "catalog" / "demo.json"
-ADMIN_TOKEN = "a" * 64
+# A random admin token per run (never a fixed one: `make fleet` prints it, and a demo fleet or a staging copied from
+# it must not share a published credential).
+ADMIN_TOKEN = secrets.token_hex(32)
 
 
 class HostedNode:

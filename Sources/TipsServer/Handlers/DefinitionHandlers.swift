@@ -77,6 +77,9 @@ extension Handlers {
       {
         throw refusal
       }
+      if let hosted = services.hosted, let refusal = hosted.infoBudget(request.info, method: DonateRequest.method) {
+        throw refusal
+      }
       let (count, lifetime, mutation) = try context.engine { engine throws(EngineError) in
         try engine.donate(request.id, info: request.info)
       }

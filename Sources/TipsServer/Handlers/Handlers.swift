@@ -22,6 +22,9 @@ enum Handlers {
   /// Methods about one device's screen, which a hosted node (serving every device of an account, keeping only what
   /// PostgreSQL stores) refuses with -32014: a suppression is the device's own and is never stored centrally.
   static let hostedDeviceOnly: Set<String> = [SuppressRequest.method, ResumeRequest.method]
+  /// Methods that only testing may call in hosted mode (refused -32011 unless the node runs with --allow-testing),
+  /// beyond the testing-only ones refused in every mode: a user picking their own A/B variant.
+  static let hostedTesting: Set<String> = [SetVariantRequest.method]
 
   /// Methods that change state and take an optional `idempotencyKey` (issue #34): a repeat of a key on the same
   /// account within `--idempotency-hours` changes nothing and gets the first reply.

@@ -9,8 +9,15 @@ extension Handlers {
   static func registerMeasuring(_ table: inout HandlerTable) {
     /// A replay (`after`) starts after this turn's commit (Server.endOfTurn pumps it); hosted mode reads it from
     /// PostgreSQL before the subscription goes live.
-    table.onAsync(AnalyticsSubscribeRequest.self) { request, context, reply in
-      do throws(ResponseError) { try roomForSubscription(context) } catch { return reply(.failure(error)) }
+    table.onAsync(AnalyticsSubscribeRequest.self) { request, context, answer in
+      do throws(ResponseError) { try roomForSubscription(context) } catch { return answer(.failure(error)) }
+      // The room is reserved now and given back with the reply: the subscription is made after a read of
+      // PostgreSQL, and a batch of these must not all pass the check before any is made.
+      context.session.reservedSubscriptions += 1
+      let reply = { (result: Result<AnalyticsSubscribeRequest.Response, ResponseError>) in
+        context.session.reservedSubscriptions -= 1
+        answer(result)
+      }
       if context.fleet {
         // An admin's: every account's events, in the fleet's order.
         let hosted: HostedService

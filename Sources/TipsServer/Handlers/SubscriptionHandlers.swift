@@ -44,9 +44,11 @@ extension Handlers {
   }
 
   /// A connection holds at most ``Session/maxSubscriptions`` subscriptions: a flood of subscribing requests (or
-  /// notifications, which run too) must not grow the daemon's memory and each change's fan-out without end.
+  /// notifications, which run too) must not grow the daemon's memory and each change's fan-out without end. Those
+  /// still being made (``Session/reservedSubscriptions``) count.
   static func roomForSubscription(_ context: RequestContext) throws(ResponseError) {
-    guard context.session.subscriptions.count >= Session.maxSubscriptions else { return }
+    let session = context.session
+    guard session.subscriptions.count + session.reservedSubscriptions >= Session.maxSubscriptions else { return }
     throw .invalidParams(
       "\(context.method): this connection holds \(Session.maxSubscriptions) subscriptions, the most one may "
         + "(end some with tips/unobserve, actions/unsubscribe or analytics/unsubscribe)")

@@ -17,7 +17,9 @@ extension Handlers {
       guard let tenant = context.tenant else {
         return reply(.failure(.invalidParams("\(SyncPushRequest.method): no account")))
       }
-      hosted.push(request, to: tenant) { result in reply(result.map { SyncPushRequest.Response(cursor: $0) }) }
+      hosted.push(request, to: tenant, from: context.session) { result in
+        reply(result.map { SyncPushRequest.Response(cursor: $0) })
+      }
     }
 
     /// Hosted: a device daemon's catch-up, from the session's own account (an admin names it).

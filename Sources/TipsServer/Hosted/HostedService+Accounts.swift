@@ -35,10 +35,18 @@ extension HostedService {
       guard let self else { return }
       switch result {
       case .success(let stored) where stored.erased:
-        // Erased meanwhile (on another node, whose notice this node may have missed): refused, not recreated.
+        // Erased meanwhile (on another node, whose notice this node may have missed): refused, not recreated — to
+        // sessions whose token predates the erasure; one issued after it starts the account again.
         self.logger.info("hosted: an erased account was asked for; refused", [("account", account)])
-        _ = self.dropDeleted(account)
+        _ = self.dropDeleted(account, erasedAt: stored.tombstone?.erasedAt)
       case .success(let stored):
+        if let tombstone = stored.tombstone {
+          // Started again after an erasure (on another node, perhaps before this one read the tombstones): the
+          // sessions of tokens issued before the erasure are closed, the others go on.
+          self.learnTombstone(
+            account, erasedAt: tombstone.erasedAt, until: tombstone.until, reopened: tombstone.reopened)
+          self.closeSessionsOlderThanErasure(of: account)
+        }
         do {
           try self.install(account, from: stored)
           self.perform(self.residency.loaded(account, success: true))
@@ -125,6 +133,10 @@ extension HostedService {
       tenants[account] = tenant
     }
     tenants[account]?.snapshotCursor = stored.snapshot?.cursor ?? 0
+    if let tenant = tenants[account] {
+      tenant.stateBytes = measureState(of: tenant)
+      tenant.stateBytesGrew = false
+    }
     let window = System.wallClockSeconds() - services.configuration.idempotencyWindow
     tenants[account]?.idempotency.load(stored.replies.filter { $0.at >= window })
     loadFailure[account] = nil
@@ -247,6 +259,9 @@ extension HostedService {
             rows.map(\.operation), cursor: last.cursor, wallNow: System.wallClockSeconds())
           for mutation in effects.mutations { self.services.recordMerged(mutation, in: tenant) }
           if model.outboxCount > 0 { self.touched(tenant) }
+          // Other nodes' and devices' changes grow the state too (a device's push through this node is counted
+          // twice, at its commit and here: the state is measured again sooner, never later).
+          self.charge(tenant, operationBytes: rows.reduce(0) { $0 + $1.payload.utf8.count }, historyRows: 0)
         }
         if rows.count >= 1_000 { _ = self.residency.othersWrote(account) }
         self.perform(self.residency.pulled(account))
@@ -280,24 +295,79 @@ extension HostedService {
     }
   }
 
-  /// An account erased (here or on another node): its tombstone is kept here too (sign-ins and requests for it are
-  /// refused at once), its sessions are closed, it leaves memory; requests waiting for it are refused.
-  func dropDeleted(_ account: String) -> Int {
-    erased[account] = max(erased[account] ?? 0, System.wallClockSeconds() + configuration.erasureDays * 86_400)
-    let sessions = sessionsOfAccount(account)
+  /// An account erased (here or on another node; `erasedAt` when PostgreSQL said when, else now): its tombstone is
+  /// kept here too (tokens issued before the erasure are refused at once), the sessions signed in with such tokens
+  /// are closed, it leaves memory; requests waiting for it are refused — but those of a session whose token was
+  /// issued after the erasure, which start the account again (``reopen(_:issuedAt:)``).
+  func dropDeleted(_ account: String, erasedAt: Double? = nil) -> Int {
+    let laid = erasedAt ?? System.wallClockSeconds()
+    learnTombstone(account, erasedAt: laid, until: laid + configuration.erasureDays * 86_400, reopened: false)
+    let sessions = closeSessionsOlderThanErasure(of: account)
     if !sessions.isEmpty, deleting[account] != nil { deleting[account, default: 0] += sessions.count }
-    for session in sessions {
-      closeSession(session, .unauthorized(reason: "deleted", "the account was deleted"))
-    }
     perform(residency.deleted(account))
     if let waiting = parked.removeValue(forKey: account) {
       for session in waiting where session.parkedOn == account {
+        if let issuedAt = session.principal?.issuedAt, erasure(of: account, issuedAt: issuedAt) == nil {
+          parked[account, default: []].append(session)
+          reopen(account, issuedAt: issuedAt)
+          continue
+        }
         session.parkedOn = nil
         session.failParked = Self.deletedRefusal(account, for: session)
         services.resumeInput(session)
       }
     }
     return sessions.count
+  }
+
+  /// Closes the sessions of `account` signed in with a token its standing tombstone refuses; returns them.
+  @discardableResult
+  func closeSessionsOlderThanErasure(of account: String) -> [Session] {
+    let sessions = sessionsOfAccount(account).filter { erasure(of: account, issuedAt: $0.principal?.issuedAt) != nil }
+    for session in sessions {
+      closeSession(session, .unauthorized(reason: "deleted", "the account was deleted"))
+    }
+    return sessions
+  }
+
+  /// Keeps the newest tombstone known for `account`.
+  func learnTombstone(_ account: String, erasedAt: Double, until: Double, reopened: Bool) {
+    guard let known = erased[account], known.erasedAt > erasedAt else {
+      erased[account] = Tombstone(
+        erasedAt: erasedAt, until: max(until, erased[account]?.until ?? 0), reopened: reopened)
+      return
+    }
+    erased[account]?.until = max(known.until, until)
+  }
+
+  /// Starts an erased account again for a session whose token was issued after the erasure (`issuedAt`): its
+  /// tombstone in PostgreSQL is marked reopened (it keeps refusing older tokens), then the account is read — empty —
+  /// and the sessions parked on it go on. Refused sessions are told why.
+  func reopen(_ account: String, issuedAt: Double) {
+    guard reopening.insert(account).inserted else { return }
+    store.reopenAccount(account, issuedAt: issuedAt) { [weak self] result in
+      guard let self else { return }
+      self.reopening.remove(account)
+      switch result {
+      case .success(true):
+        self.erased[account]?.reopened = true
+        self.logger.info("hosted: an erased account is started again by a newer token", [("account", account)])
+        self.perform(self.residency.need(account))
+      case .success(false):
+        // Erased again since the token was issued (on another node): its tombstone is read again.
+        _ = self.dropDeleted(account)
+        self.erasedRead = false
+      case .failure(let error):
+        self.loadFailure[account] = error.message
+        self.failParked(account)
+      }
+    }
+  }
+
+  /// Whether `account`'s standing tombstone still keeps it from being read (not reopened yet).
+  func awaitsReopening(_ account: String) -> Bool {
+    guard let tombstone = erased[account], tombstone.until > System.wallClockSeconds() else { return false }
+    return !tombstone.reopened
   }
 
   /// How a request for an erased account is refused: a user's session is being closed (-32013 `deleted`); an admin

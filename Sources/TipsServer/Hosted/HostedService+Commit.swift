@@ -79,6 +79,11 @@ extension HostedService {
         HostedStore.AccountChanges(
           account: account, operations: operations, history: chunks, replies: replies,
           devices: pushes.map { HostedStore.DeviceOperations(device: $0.device, operations: $0.operations) }))
+      charge(
+        tenant,
+        operationBytes: operations.reduce(0) { $0 + $1.payload.utf8.count }
+          + pushes.reduce(0) { total, push in push.operations.reduce(total) { $0 + $1.payload.utf8.count } },
+        historyRows: chunks.count)
       if !pushes.isEmpty { batch.deviceReplies[account] = pushes.map(\.reply) }
       if !keyed.isEmpty { batch.keyed[account] = keyed }
       batch.accounts.append(account)

@@ -19,10 +19,11 @@ extension HostedService {
   /// Checks a device's operations and queues them for this turn's commit; `reply` gets the account's last cursor
   /// once PostgreSQL committed them (or the refusal). Nothing is queued when any operation is refused.
   func push(
-    _ request: SyncPushRequest, to tenant: Tenant, reply: @escaping (Result<Int64, ResponseError>) -> Void
+    _ request: SyncPushRequest, to tenant: Tenant, from session: Session,
+    reply: @escaping (Result<Int64, ResponseError>) -> Void
   ) {
     let method = SyncPushRequest.method
-    guard tenant.account != nil, let model = tenant.model else {
+    guard let account = tenant.account, let model = tenant.model else {
       return reply(.failure(ResponseError(code: .internalError, message: "\(method): the account is not loaded")))
     }
     guard request.device != configuration.node else {
@@ -42,8 +43,11 @@ extension HostedService {
           guard tenant.engine.definition(of: Engine.tipID(ofRecordKey: key)) != nil else {
             return reply(.failure(.invalidParams("\(path): key \"\(key)\" names no tip of the node's catalog")))
           }
-        case .donation:
+        case .donation(_, _, let info, _):
           donations = true
+          if let refusal = infoBudget(info, method: method) { return reply(.failure(refusal)) }
+        case .parameter(let id, _):
+          if let refusal = parameterBudget(id, tenant: tenant, method: method) { return reply(.failure(refusal)) }
         default:
           break
         }
@@ -52,6 +56,15 @@ extension HostedService {
     }
     if donations, let refusal = donationQuota(tenant, method: method) { return reply(.failure(refusal)) }
     guard !operations.isEmpty else { return reply(.success(model.cursor)) }
+    let bytes = operations.reduce(0) { $0 + $1.payload.utf8.count }
+    if let refusal = stateBudget(tenant, adding: bytes, method: method) { return reply(.failure(refusal)) }
+    if let refusal = deviceBinding(request.device, tenant: tenant, session: session, method: method) {
+      return reply(.failure(refusal))
+    }
+    // Last: a refused push takes nothing from the account's rate.
+    if let refusal = pushRate(account, operations: operations.count, session: session, method: method) {
+      return reply(.failure(refusal))
+    }
     tenant.devicePushes.append(DevicePush(device: request.device, operations: operations, reply: reply))
     touched(tenant)
     services.requestEndOfTurn()
@@ -63,10 +76,14 @@ extension HostedService {
     reply: @escaping (Result<SyncPullRequest.Response, ResponseError>) -> Void
   ) {
     let method = SyncPullRequest.method
-    store.pullAsDevice(account, device: request.device, after: request.after, limit: request.limit) {
-      [weak self] result in
+    store.pullAsDevice(
+      account, device: request.device, after: request.after, limit: request.limit,
+      maxDevices: configuration.accountMaxDevices, deviceDays: configuration.opsDeviceDays
+    ) { [weak self] result in
       guard let self else { return }
       switch result {
+      case .failure(let error) where error == .deviceLimit:
+        reply(.failure(self.deviceLimitRefusal(method: method)))
       case .failure(let error):
         reply(.failure(.unavailable(method: method, retryAfter: 1, error.message)))
       case .success(let pulled):

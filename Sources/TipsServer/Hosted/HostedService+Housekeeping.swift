@@ -81,12 +81,13 @@ extension HostedService {
           "not signed in within \(Self.seconds(configuration.signInTimeout)) s of connecting (--sign-in-timeout)"))
     }
     limiter.forgetFull(now: clock.now())
+    discoverLimiter.forgetFull(now: clock.now())
     signInGuard.tidy(now: now)
     for account in pullRetries.popDue(loopSeconds) where residency.phase(of: account) != nil {
       perform(residency.othersWrote(account))
     }
     reloadOrphans()
-    erased = erased.filter { $0.value > now }
+    erased = erased.filter { $0.value.until > now }
     if !erasedRead && !readingErased && store.isReadable { readErased() }
     compact()
     if writable && !pruning {
@@ -106,7 +107,9 @@ extension HostedService {
       self.readingErased = false
       guard case .success(let rows) = result else { return }
       self.erasedRead = true
-      for (account, until) in rows { self.erased[account] = max(self.erased[account] ?? 0, until) }
+      for row in rows {
+        self.learnTombstone(row.account, erasedAt: row.erasedAt, until: row.until, reopened: row.reopened)
+      }
     }
   }
 
@@ -249,7 +252,8 @@ extension HostedService {
     deleteInBatches(
       of: Self.operationsPruneBatch,
       { limit, done in
-        self.store.pruneOperations(of: account, deviceDays: days, limit: limit, completion: done)
+        self.store.pruneOperations(
+          of: account, deviceDays: days, keep: self.configuration.opsKeep, limit: limit, completion: done)
       }
     ) { [weak self] total, failure in
       guard let self else { return }

@@ -13,70 +13,110 @@ import TipsTransport
 
 // Hosted mode's sessions: signing in (tokens, the admin, refresh, expiry) and which account each request acts on.
 
+extension Principal {
+  /// A user signed in by a verified token.
+  static func user(_ entry: SignInGuard.Remembered) -> Principal {
+    .user(
+      account: entry.subject, expiresAt: entry.expiresAt, acceptedUntil: entry.acceptedUntil,
+      issuedAt: entry.issuedAt)
+  }
+}
+
 extension HostedService {
   // MARK: - Signing in
 
-  /// Who `token` signs in, for a session connected from `peer`: as ``authenticate(_:)``, with failures charged to the
-  /// peer and a peer over its rate refused before any signature is checked (when per-peer limits are on: a node
-  /// behind a balancer sees one peer and has them off).
-  func authenticate(_ token: String, peer: String?) -> Result<Principal, ResponseError> {
+  /// Why a sign-in was refused, as far as the connection's count of failed sign-ins is concerned.
+  enum SignInFailure {
+    /// Held back before the token was judged (the node's budget of failed checks spent, the peer over its rate):
+    /// not a failed sign-in.
+    case heldBack
+    /// The token was refused (claims, erasure); its signature was not found bad.
+    case refused
+    /// The token's signature did not verify.
+    case badSignature
+  }
+
+  /// Who `token` signs in, for a session connected from `peer`: as ``authenticate(_:connectionFailed:)``, with
+  /// failures charged to the peer and a peer over its rate refused before any signature is checked (when per-peer
+  /// limits are on: a node behind a balancer sees one peer and has them off).
+  func authenticate(
+    _ token: String, peer: String?, connectionFailed: Bool
+  ) -> (result: Result<Principal, ResponseError>, failure: SignInFailure?) {
     guard let peer, let (limiter, now) = signInLimiter, limiter.limits.ratePerPeer > 0 else {
-      return authenticate(token)
+      return authenticating(token, connectionFailed: connectionFailed)
     }
     if let wait = limiter.retryAfter(peer, now: now()) {
       let refusal = ConnectionRefusal.rate(limit: limiter.limits.ratePerPeer, retryAfter: wait)
-      return .failure(
-        .unauthorized(reason: "tooManyAttempts", "too many failed sign-ins: \(refusal)", retryAfter: wait))
+      return (
+        .failure(.unauthorized(reason: "tooManyAttempts", "too many failed sign-ins: \(refusal)", retryAfter: wait)),
+        .heldBack
+      )
     }
-    let result = authenticate(token)
-    if case .failure = result { limiter.charge(peer, now: now()) }
-    return result
+    let outcome = authenticating(token, connectionFailed: connectionFailed)
+    if let failure = outcome.failure, failure != .heldBack { limiter.charge(peer, now: now()) }
+    return outcome
+  }
+
+  /// Who `token` signs in on a connection that has not failed a signature check (the WebSocket upgrade's token).
+  func authenticate(_ token: String) -> Result<Principal, ResponseError> {
+    authenticating(token, connectionFailed: false).result
   }
 
   /// Who `token` signs in: the admin, or a user whose account is its `sub` — at a bounded cost whatever arrives. Its
   /// size is checked first (nothing longer than a token is compared or parsed); the admin token in constant time;
   /// a token verified before is taken from memory; a new one's claims are checked before its signature, and its
-  /// signature only within the node's budget of failed checks (``SignInGuard``). An erased account is refused.
-  func authenticate(_ token: String) -> Result<Principal, ResponseError> {
+  /// signature — on a connection that already failed one — only within the node's budget of failed checks
+  /// (``SignInGuard``). The `sub` a token claims is never charged: a forgery naming someone costs its sender only. A
+  /// token issued before its account was erased is refused while the tombstone stands.
+  func authenticating(
+    _ token: String, connectionFailed: Bool
+  ) -> (result: Result<Principal, ResponseError>, failure: SignInFailure?) {
     let maxBytes = verifier.configuration.maxTokenBytes
     guard token.utf8.count <= maxBytes else {
-      return .failure(.unauthorized(reason: "tooLarge", "the token is longer than \(maxBytes) bytes"))
+      return (.failure(.unauthorized(reason: "tooLarge", "the token is longer than \(maxBytes) bytes")), .refused)
     }
-    if let adminToken, AccessPolicy.constantTimeEqual(token, adminToken) { return .success(.admin) }
+    if let adminToken, AccessPolicy.constantTimeEqual(token, adminToken) { return (.success(.admin), nil) }
     let now = System.wallClockSeconds()
     if let known = signInGuard.remembered(token, now: now) {
-      if let refusal = erasure(of: known.subject) { return .failure(refusal) }
-      return .success(.user(account: known.subject, expiresAt: known.expiresAt, acceptedUntil: known.acceptedUntil))
+      if let refusal = erasure(of: known.subject, issuedAt: known.issuedAt) { return (.failure(refusal), .refused) }
+      return (.success(.user(known)), nil)
     }
-    var claimed: String?
-    let result = verifier.verify(token, now: now) { [unowned self] claims in
-      claimed = claims.subject
-      guard let wait = self.signInGuard.mayCheck(subject: claims.subject, now: now) else { return nil }
+    var heldBack = false
+    let result = verifier.verify(token, now: now) { [unowned self] _ in
+      guard let wait = self.signInGuard.mayCheck(connectionFailed: connectionFailed, now: now) else { return nil }
+      heldBack = true
       return AuthError(
         .throttled,
-        "the node is refusing new tokens for \(Self.seconds(wait)) s (too many forged ones arrived); retry then")
+        "this connection presented a forged token and the node is refusing more for \(Self.seconds(wait)) s (too "
+          + "many forged ones arrived); retry then, or on a new connection")
     }
     switch result {
     case .success(let verified):
-      signInGuard.succeeded(
-        token,
-        SignInGuard.Remembered(
-          subject: verified.subject, expiresAt: verified.expiresAt, acceptedUntil: verified.acceptedUntil), now: now)
-      if let refusal = erasure(of: verified.subject) { return .failure(refusal) }
-      return .success(
-        .user(account: verified.subject, expiresAt: verified.expiresAt, acceptedUntil: verified.acceptedUntil))
-    case .failure(let error):
-      if error.code == .badSignature, let claimed { signInGuard.failed(subject: claimed, now: now) }
-      var retryAfter: Double?
-      if error.code == .throttled, let claimed {
-        retryAfter = signInGuard.mayCheck(subject: claimed, now: now) ?? 0.001
+      let entry = SignInGuard.Remembered(
+        subject: verified.subject, expiresAt: verified.expiresAt, acceptedUntil: verified.acceptedUntil,
+        issuedAt: verified.issuedAt)
+      signInGuard.succeeded(token, entry, now: now)
+      if let refusal = erasure(of: verified.subject, issuedAt: verified.issuedAt) {
+        return (.failure(refusal), .refused)
       }
-      return .failure(.unauthorized(reason: error.code.rawValue, error.message, retryAfter: retryAfter))
+      return (.success(.user(entry)), nil)
+    case .failure(let error):
+      var failure = SignInFailure.refused
+      var retryAfter: Double?
+      if error.code == .badSignature {
+        signInGuard.failed(now: now)
+        failure = .badSignature
+      } else if heldBack {
+        failure = .heldBack
+        retryAfter = max(0.001, signInGuard.budgetWait(now: now))
+      }
+      return (.failure(.unauthorized(reason: error.code.rawValue, error.message, retryAfter: retryAfter)), failure)
     }
   }
 
   /// A sign-in attempt on `session` (`initialize`'s token, or `auth/refresh`'s): refreshes are rationed per
-  /// connection, and a connection that failed too many sign-ins is closed after this reply.
+  /// connection, and a connection that failed too many sign-ins is closed after this reply. A refusal before the
+  /// token was judged (``SignInFailure/heldBack``) is not a failed sign-in.
   func signInAttempt(_ token: String, on session: Session, refresh: Bool) -> Result<Principal, ResponseError> {
     let now = System.monotonicSeconds()
     if refresh, let wait = session.signIn.takeRefresh(now: now, perMinute: configuration.refreshesPerMinute) {
@@ -86,27 +126,33 @@ extension HostedService {
           "at most \(Int(configuration.refreshesPerMinute)) auth/refresh a minute on one connection",
           retryAfter: wait))
     }
-    let result = authenticate(token, peer: session.peer)
-    if case .failure = result {
-      session.signIn.failures += 1
-      if session.signIn.failures >= configuration.maxFailedSignInsPerConnection {
-        logger.info(
-          "hosted: closing a connection after repeated failed sign-ins",
-          [("connection", String(session.id)), ("failures", String(session.signIn.failures))])
-        closeSession(
-          session,
-          .unauthorized(
-            reason: "tooManyAttempts",
-            "\(session.signIn.failures) failed sign-ins on this connection; it is closed (open a new one)"))
-      }
+    let (result, failure) = authenticate(
+      token, peer: session.peer, connectionFailed: session.signIn.badSignatures > 0)
+    guard let failure, failure != .heldBack else { return result }
+    if failure == .badSignature { session.signIn.badSignatures += 1 }
+    session.signIn.failures += 1
+    if session.signIn.failures >= configuration.maxFailedSignInsPerConnection {
+      logger.info(
+        "hosted: closing a connection after repeated failed sign-ins",
+        [("connection", String(session.id)), ("failures", String(session.signIn.failures))])
+      closeSession(
+        session,
+        .unauthorized(
+          reason: "tooManyAttempts",
+          "\(session.signIn.failures) failed sign-ins on this connection; it is closed (open a new one)"))
     }
     return result
   }
 
-  /// Refused when the account was erased and its tombstone stands.
-  func erasure(of account: String) -> ResponseError? {
-    guard let until = erased[account], until > System.wallClockSeconds() else { return nil }
-    return .unauthorized(reason: "deleted", "the account was deleted")
+  /// Refused while the account's tombstone stands for a token issued before the erasure (`iat` not after it), or
+  /// one without `iat` (nothing says it is newer).
+  func erasure(of account: String, issuedAt: Double?) -> ResponseError? {
+    guard let tombstone = erased[account], tombstone.until > System.wallClockSeconds() else { return nil }
+    if let issuedAt, issuedAt > tombstone.erasedAt { return nil }
+    return .unauthorized(
+      reason: "deleted",
+      "the account was deleted; a token issued before the deletion (or one without iat) is refused while its "
+        + "tombstone stands")
   }
 
   static func seconds(_ value: Double) -> String { String(Double(Int((value * 1000).rounded(.up))) / 1000) }
@@ -121,14 +167,27 @@ extension HostedService {
         reason: "subjectChanged",
         "the session is signed in as another account; a connection signs in one account (open another connection)")
     }
+    if previous == nil, case .user(let account, _, _, _) = principal,
+      let refusal = sessionBudget(account, method: InitializeRequest.method)
+    {
+      // Not signed in, and closed after the reply: a flood of sessions never holds connections the node's other
+      // users need.
+      closeSession(session, refusal)
+      return refusal
+    }
     session.principal = principal
     sessionsByID[session.id] = session
     signInDeadlines.set(session.id, nil)
     switch principal {
-    case .user(let account, _, let until):
+    case .user(let account, _, let until, _):
       expiries.set(session.id, until)
       if previous == nil {
-        perform(residency.need(account))
+        // An erased account signed in with a token issued after the erasure starts again (empty) first.
+        if awaitsReopening(account), let issuedAt = principal.issuedAt {
+          reopen(account, issuedAt: issuedAt)
+        } else {
+          perform(residency.need(account))
+        }
         residency.sessionOpened(account)
       }
     case .admin:
@@ -152,7 +211,7 @@ extension HostedService {
   func signIn(of principal: Principal) -> SignIn {
     switch principal {
     case .admin: SignIn(account: nil, admin: true, expiresAt: nil)
-    case .user(let account, let expiresAt, _): SignIn(account: account, admin: false, expiresAt: expiresAt)
+    case .user(let account, let expiresAt, _, _): SignIn(account: account, admin: false, expiresAt: expiresAt)
     }
   }
 
@@ -185,13 +244,14 @@ extension HostedService {
       guard Subject.problem(named) == nil else {
         return .failure(.invalidParams("\(method): params.account: not an account id"))
       }
-      if erasure(of: named) != nil { return .failure(Self.deletedRefusal(named, for: session)) }
+      // An admin acts on an erased account once a user's newer token has started it again.
+      if awaitsReopening(named) { return .failure(Self.deletedRefusal(named, for: session)) }
       return .success(named)
-    case .user(let own, _, _):
+    case .user(let own, _, _, let issuedAt):
       if let named, named != own {
         return .failure(.forbidden(method: method, "a session acts on its own account only"))
       }
-      if let refusal = erasure(of: own) { return .failure(refusal) }
+      if let refusal = erasure(of: own, issuedAt: issuedAt) { return .failure(refusal) }
       return .success(own)
     }
   }
@@ -199,6 +259,13 @@ extension HostedService {
   /// Whether the account is idle (its engine may be used now); else it is loaded if absent and the session is
   /// parked until it is idle — or refused, when its load failed at once.
   func ready(_ account: String, for session: Session) -> Readiness {
+    if awaitsReopening(account), let issuedAt = session.principal?.issuedAt {
+      // Read once its tombstone lets it be (``reopen(_:issuedAt:)``): the session waits for that.
+      reopen(account, issuedAt: issuedAt)
+      session.parkedOn = account
+      parked[account, default: []].append(session)
+      return .wait
+    }
     perform(residency.need(account))
     if residency.isIdle(account), let tenant = tenants[account] { return .ready(tenant) }
     guard residency.phase(of: account) != nil else {
@@ -224,17 +291,36 @@ extension HostedService {
   func admitRate(_ account: String, session: Session) -> ResponseError? {
     guard session.principal?.isAdmin != true else { return nil }
     guard let wait = limiter.take(account, now: clock.now()) else { return nil }
-    return .quotaExceeded(
+    return quotaRefusal(
       method: "request", quota: "rate", limit: Int(configuration.accountRate), retryAfter: wait,
       "more than \(Int(configuration.accountRate)) requests a second for this account (--account-rate)")
   }
+
+  /// Whether `rpc.discover` may be answered on `session`: in hosted mode only once signed in, and a user's account
+  /// at most ``discoverRate`` times a second (bursts of 3) — its reply is the whole OpenRPC document, about a
+  /// hundred kilobytes, so unsigned or unrationed it would turn a few bytes in into a flood out.
+  func admitDiscover(_ session: Session) -> ResponseError? {
+    guard let principal = session.principal else {
+      return .unauthorized(
+        reason: "missing", "rpc.discover: sign in first (initialize's auth.token, or a token on the connection)")
+    }
+    guard let account = principal.account, let wait = discoverLimiter.take(account, now: clock.now()) else {
+      return nil
+    }
+    return .quotaExceeded(
+      method: DiscoverRequest.method, quota: "rate", limit: 1, retryAfter: wait,
+      "rpc.discover at most once a second for an account (the document does not change while the node runs)")
+  }
+
+  /// rpc.discover's rate per account, a second.
+  static let discoverRate: Double = 1
 
   /// Whether an account may keep one more donation (`--account-max-donations`).
   func donationQuota(_ tenant: Tenant, method: String) -> ResponseError? {
     var kept = 0
     for event in tenant.engine.eventIDs { kept += tenant.engine.donations(event).count }
     guard kept >= configuration.accountMaxDonations else { return nil }
-    return .quotaExceeded(
+    return quotaRefusal(
       method: method, quota: "donations", limit: configuration.accountMaxDonations, retryAfter: nil,
       "the account keeps \(kept) donations (--account-max-donations \(configuration.accountMaxDonations))")
   }
@@ -249,7 +335,7 @@ extension HostedService {
     tenant.idempotency.forget(before: now - window)
     guard tenant.idempotency.count >= limit else { return nil }
     let retryAfter = max(0, (tenant.idempotency.oldest ?? now) + window - now)
-    return .quotaExceeded(
+    return quotaRefusal(
       method: method, quota: "idempotencyKeys", limit: limit, retryAfter: retryAfter,
       "the account holds \(tenant.idempotency.count) idempotency keys of the last --idempotency-hours "
         + "(--account-max-keys \(limit))")

@@ -42,10 +42,12 @@ final class HostedService {
   var signInGuard: SignInGuard
   /// Sessions not signed in yet, by id, and when they must be (`--sign-in-timeout`; the loop's seconds).
   var signInDeadlines = DeadlineQueue<UInt64>()
-  /// Erased accounts whose tombstone stands, and until when (seconds since the epoch): refused at sign-in and
-  /// admission. PostgreSQL's `tipsd.erased` is the authority (loads and commits check it); this is its copy, read at
-  /// start and kept by deletion notices.
-  var erased: [String: Double] = [:]
+  /// Erased accounts whose tombstone stands: tokens issued before the erasure are refused at sign-in and admission
+  /// until it falls. PostgreSQL's `tipsd.erased` is the authority (loads and commits check it); this is its copy, read
+  /// at start and kept by deletion notices.
+  var erased: [String: Tombstone] = [:]
+  /// Erased accounts being started again by a token issued after the erasure (``reopen(_:issuedAt:)``).
+  var reopening: Set<String> = []
   var erasedRead = false
   var readingErased = false
   var residency: Residency
@@ -55,6 +57,8 @@ final class HostedService {
   /// Accounts with changes or history entries to commit at the end of this turn.
   var touchedThisTurn: [Tenant] = []
   var limiter: RateLimiter
+  /// `rpc.discover`'s ration per account (its reply is the whole OpenRPC document, a thousand times its request).
+  var discoverLimiter = RateLimiter(rate: HostedService.discoverRate, burst: 3)
   /// When each resident account's engine next changes with time.
   var timeQueue = DeadlineQueue<String>()
   /// When each signed-in user session's token stops being accepted, by session id.
@@ -142,7 +146,7 @@ final class HostedService {
     self.loop = loop
     self.logger = logger
     self.catalog = catalog
-    if let file = configuration.adminTokenFile { adminToken = try TokenFile.ensure(file).token }
+    if let file = configuration.adminTokenFile { adminToken = try TokenFile.ensure(file, admin: true).token }
     if let file = configuration.jwtSecretFile { try TokenFile.checkPrivate(file, what: "the JWT secret file") }
     signInGuard = SignInGuard(SignInGuard.Configuration(failureRate: configuration.signInFailureRate))
     self.clock = clock
@@ -249,4 +253,12 @@ final class HostedService {
   var residentAccounts: Int { tenants.count }
   var commitsInFlight: Int { batches.count }
   func isResident(_ account: String) -> Bool { tenants[account] != nil }
+}
+
+/// An erased account's tombstone, as a node keeps it: tokens issued at or before `erasedAt` (or without `iat`) are
+/// refused until `until`; `reopened` once a token issued after the erasure started the account again.
+struct Tombstone: Equatable {
+  var erasedAt: Double
+  var until: Double
+  var reopened: Bool
 }

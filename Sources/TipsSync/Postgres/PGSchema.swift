@@ -31,7 +31,7 @@
 ///
 /// Version 4 adds idempotent changes: `tipsd.idempotency (account, key, reply, at)` holds the reply of each change
 /// made with an `idempotencyKey`, inserted in the change's own commit (primary key (account, key): a second node
-/// committing the same key stores nothing of that account — version 7's `tipsd.commit` — and reads it back, the
+/// committing the same key stores nothing of that account — version 9's `tipsd.commit` — and reads it back, the
 /// key's first reply with it), pruned after `--idempotency-hours`.
 ///
 /// Version 5 adds the retention of `tipsd.ops` (#34):
@@ -55,7 +55,17 @@
 /// at once, after the previous one, so no reader ever sees a position before the ones below it; a chunk whose
 /// commit is still in flight is simply placed by a later turn, after the positions already read.
 ///
-/// Version 7 isolates accounts in the group commit (#42): `tipsd.commit(account, …)` stores one account's part of a
+/// Version 7 lets a user whose account was erased start again (#42): `tipsd.erased.reopened_at` is set when a token
+/// issued after the erasure signs in; from then on `tipsd.is_erased` is false (pushes and history are stored, the
+/// account loads empty), while a hosted node keeps refusing tokens issued before `erased_at` until `until`.
+///
+/// Version 8 bounds what one account's devices cost (#42): `tipsd.pull(account, device, after, limit, max_devices,
+/// device_days)` refuses a new device past `max_devices` (raising `tipsd: device limit`) unless the least recently
+/// seen one was silent longer than `device_days` (it is replaced); `tipsd.prune_ops(…, keep)` lets no device hold
+/// more than `keep` operations behind the snapshot; and a pull behind the floor registers the device at the
+/// snapshot's cursor (what it holds once merged), not at its `after`, so repeating `after: 0` pins nothing.
+///
+/// Version 9 isolates accounts in the group commit (#42): `tipsd.commit(account, …)` stores one account's part of a
 /// node's commit — its idempotent replies first, then its operations (`tipsd.push`), history chunks
 /// (`tipsd.append_history`) and devices' operations — and answers one row: the node's last cursor, each chunk's first
 /// cursor, the devices' last cursor, whether the account is erased (then nothing is stored), and `conflicts`. A key
@@ -70,7 +80,7 @@
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 7
+  package static let version = 9
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -170,7 +180,15 @@ public enum PGSchema {
         UPDATE tipsd.schema_version SET version = 6;
       END IF;
       IF (SELECT version FROM tipsd.schema_version) < 7 THEN
+        ALTER TABLE tipsd.erased ADD COLUMN reopened_at timestamptz;
         UPDATE tipsd.schema_version SET version = 7;
+      END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 8 THEN
+        CREATE INDEX devices_seen ON tipsd.devices (account, seen_at);
+        UPDATE tipsd.schema_version SET version = 8;
+      END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 9 THEN
+        UPDATE tipsd.schema_version SET version = 9;
       END IF;
       IF migrating THEN
     \(functions)
@@ -184,7 +202,8 @@ public enum PGSchema {
   /// The schema's functions at this version (see the type's notes), replaced by every migration.
   static let functions = """
         CREATE OR REPLACE FUNCTION tipsd.is_erased(p_account text) RETURNS boolean LANGUAGE sql STABLE AS $erased$
-          SELECT EXISTS (SELECT 1 FROM tipsd.erased WHERE account = p_account AND until > now())
+          SELECT EXISTS (
+            SELECT 1 FROM tipsd.erased WHERE account = p_account AND until > now() AND reopened_at IS NULL)
         $erased$;
         CREATE OR REPLACE FUNCTION tipsd.push(p_account text, p_device text, p_channel text, p_seqs bigint[], p_ops text[])
           RETURNS bigint LANGUAGE plpgsql AS $push$
@@ -232,7 +251,8 @@ public enum PGSchema {
           RETURN first;
         END
         $history$;
-        CREATE OR REPLACE FUNCTION tipsd.prune_ops(p_account text, p_device_days double precision, p_limit integer)
+        CREATE OR REPLACE FUNCTION tipsd.prune_ops(
+          p_account text, p_device_days double precision, p_limit integer, p_keep bigint)
           RETURNS integer LANGUAGE plpgsql AS $prune$
         DECLARE
           snapshot_cursor bigint;
@@ -246,6 +266,11 @@ public enum PGSchema {
           END IF;
           SELECT min(cursor) INTO device_cursor FROM tipsd.devices
             WHERE account = p_account AND seen_at > now() - p_device_days * interval '1 day';
+          -- No device holds back more than p_keep operations behind the snapshot: one further behind reads the
+          -- snapshot (a device pulling from 0 again and again pins nothing).
+          IF p_keep IS NOT NULL AND device_cursor IS NOT NULL THEN
+            device_cursor := GREATEST(device_cursor, snapshot_cursor - p_keep);
+          END IF;
           new_floor := LEAST(snapshot_cursor, coalesce(device_cursor, snapshot_cursor));
           -- The floor first, in the same transaction as the deletion: a reader sees both or neither.
           UPDATE tipsd.accounts SET ops_floor = new_floor WHERE account = p_account AND ops_floor < new_floor;
@@ -256,6 +281,10 @@ public enum PGSchema {
           RETURN deleted;
         END
         $prune$;
+        CREATE OR REPLACE FUNCTION tipsd.prune_ops(p_account text, p_device_days double precision, p_limit integer)
+          RETURNS integer LANGUAGE sql AS $prune3$
+          SELECT tipsd.prune_ops(p_account, p_device_days, p_limit, NULL)
+        $prune3$;
         CREATE OR REPLACE FUNCTION tipsd.pull(p_account text, p_device text, p_after bigint, p_limit integer)
           RETURNS TABLE (cursor bigint, device text, seq bigint, op text) LANGUAGE plpgsql AS $pull$
         #variable_conflict use_column
@@ -263,17 +292,47 @@ public enum PGSchema {
           IF tipsd.is_erased(p_account) THEN
             RETURN;
           END IF;
-          INSERT INTO tipsd.devices AS d (account, device, cursor) VALUES (p_account, p_device, p_after)
-            ON CONFLICT (account, device) DO UPDATE SET cursor = excluded.cursor, seen_at = now();
           IF EXISTS (SELECT 1 FROM tipsd.accounts a WHERE a.account = p_account AND a.ops_floor > p_after) THEN
+            -- Behind what is kept: the device reads the snapshot, and is registered at its cursor (what it holds
+            -- once merged), so a pull from far behind never holds the retention back.
+            INSERT INTO tipsd.devices AS d (account, device, cursor)
+              SELECT p_account, p_device, s.cursor FROM tipsd.snapshots s WHERE s.account = p_account
+              ON CONFLICT (account, device) DO UPDATE SET cursor = excluded.cursor, seen_at = now();
             RETURN QUERY SELECT s.cursor, NULL::text, -1::bigint, s.state FROM tipsd.snapshots s
               WHERE s.account = p_account;
             RETURN;
           END IF;
+          INSERT INTO tipsd.devices AS d (account, device, cursor) VALUES (p_account, p_device, p_after)
+            ON CONFLICT (account, device) DO UPDATE SET cursor = excluded.cursor, seen_at = now();
           RETURN QUERY SELECT o.cursor, o.device, o.seq, o.op FROM tipsd.ops o
             WHERE o.account = p_account AND o.cursor > p_after ORDER BY o.cursor LIMIT p_limit;
         END
         $pull$;
+        CREATE OR REPLACE FUNCTION tipsd.pull(
+          p_account text, p_device text, p_after bigint, p_limit integer, p_max_devices integer,
+          p_device_days double precision)
+          RETURNS TABLE (cursor bigint, device text, seq bigint, op text) LANGUAGE plpgsql AS $pullcapped$
+        #variable_conflict use_column
+        DECLARE
+          silent text;
+        BEGIN
+          IF NOT EXISTS (SELECT 1 FROM tipsd.devices d WHERE d.account = p_account AND d.device = p_device)
+            AND (SELECT count(*) FROM tipsd.devices d WHERE d.account = p_account) >= p_max_devices
+          THEN
+            -- A new device past the account's budget replaces the least recently seen, once that one has been
+            -- silent longer than p_device_days (its unread operations are no longer kept for it anyway).
+            SELECT d.device INTO silent FROM tipsd.devices d
+              WHERE d.account = p_account AND d.seen_at <= now() - p_device_days * interval '1 day'
+              ORDER BY d.seen_at LIMIT 1;
+            IF silent IS NULL THEN
+              RAISE EXCEPTION 'tipsd: device limit: the account syncs % devices already', p_max_devices
+                USING ERRCODE = 'P0001';
+            END IF;
+            DELETE FROM tipsd.devices d WHERE d.account = p_account AND d.device = silent;
+          END IF;
+          RETURN QUERY SELECT * FROM tipsd.pull(p_account, p_device, p_after, p_limit);
+        END
+        $pullcapped$;
         CREATE OR REPLACE FUNCTION tipsd.sequence_history(p_limit integer) RETURNS bigint
           LANGUAGE plpgsql AS $sequence$
         DECLARE
@@ -319,7 +378,9 @@ public enum PGSchema {
           erased := false;
           IF coalesce(array_length(p_keys, 1), 0) > 0 THEN
             -- (Without keys, the erasure check is tipsd.push's and tipsd.append_history's: -1.)
-            erased := EXISTS (SELECT 1 FROM tipsd.erased e WHERE e.account = p_account AND e.until > now());
+            -- tipsd.is_erased, inlined (a SQL function called from PL/pgSQL is not).
+            erased := EXISTS (SELECT 1 FROM tipsd.erased e
+              WHERE e.account = p_account AND e.until > now() AND e.reopened_at IS NULL);
             IF erased THEN
               RETURN;
             END IF;
@@ -407,8 +468,18 @@ public enum PGSchema {
     ORDER BY 1
     """
 
-  /// `$1` account, `$2` device days, `$3` at most this many: see `tipsd.prune_ops` in the type's notes.
-  package static let pruneOps = "SELECT tipsd.prune_ops($1, $2::double precision, $3::integer)"
+  /// `$1` account, `$2` device days, `$3` at most this many, `$4` operations kept behind the snapshot at most: see
+  /// `tipsd.prune_ops` in the type's notes.
+  package static let pruneOps = "SELECT tipsd.prune_ops($1, $2::double precision, $3::integer, $4::bigint)"
+
+  /// `$1` account, `$2` device, `$3` after this cursor, `$4` at most this many, `$5` devices the account may sync,
+  /// `$6` device days: a device's pull through a hosted node — as ``pullAsDevice``, but a new device past `$5` is
+  /// refused (`tipsd: device limit`) unless one was silent longer than `$6` days (it is replaced).
+  package static let pullAsCappedDevice =
+    "SELECT * FROM tipsd.pull($1, $2, $3::bigint, $4::integer, $5::integer, $6::double precision)"
+
+  /// The start of the error PostgreSQL raises when a device's pull is refused by the account's budget of devices.
+  package static let deviceLimitError = "tipsd: device limit"
 
   /// A PostgreSQL array literal of texts: `{"a","b\\"c"}`.
   package static func textArray(_ items: [String]) -> String {

@@ -17,6 +17,7 @@ public final class WebSocketStream: ByteStream {
   public var onClose: ((CloseReason) -> Void)?
   public var peerCredentials: PeerCredentials? { nil }
   public var deliversMessages: Bool { true }
+  public var partialMessage: UInt64? { inPieces ? partialsBegun : nil }
   // The fields touched for every message are `@exclusivity(unchecked)` (as the server's hot fields): loop thread only,
   // never passed inout across a call that touches them again; their dynamic checks were a measurable share of a
   // message's cost.
@@ -37,6 +38,10 @@ public final class WebSocketStream: ByteStream {
   private var handedOver = 0
   private var flushScheduled = false
   @exclusivity(unchecked) private var partial: [UInt8] = []
+  /// Messages begun in pieces so far (``partialMessage``).
+  private var partialsBegun: UInt64 = 0
+  /// Whether a message is arriving in pieces (fragments, or a frame lws hands over in parts).
+  private var inPieces = false
   private var reading = true
   private var pingDue = false
   /// Close once everything is written (`close(after: true)`), with this code.
@@ -204,10 +209,15 @@ public final class WebSocketStream: ByteStream {
       if !isClosed { onData?(bytes) }
       return 0
     }
+    if !inPieces {
+      inPieces = true
+      partialsBegun &+= 1
+    }
     partial.append(contentsOf: bytes)
     guard final && remaining == 0 else { return 0 }
     let message = partial
     partial.removeAll(keepingCapacity: false)
+    inPieces = false
     if !isClosed { message.withUnsafeBytes { onData?($0) } }
     return 0
   }

@@ -1,0 +1,152 @@
+import TipsEngine
+import TipsHosted
+import TipsJSON
+import TipsProtocol
+import TipsSync
+import TipsSystem
+
+// Hosted mode's per-account budgets (#42: one account can never hurt another): what one account may cost a node and
+// PostgreSQL — its state's bytes, a donation's info, parameters the catalog does not declare, devices, sessions on a
+// node, history rows a day, operations a second — each checked before the change runs (a refused request changes
+// nothing), refused with -32015 naming the quota, and counted (`tipsd_quota_refusals_total`).
+
+extension HostedService {
+  /// -32015 for `quota`, counted by quota for Prometheus.
+  func quotaRefusal(
+    method: String, quota: String, limit: Int, retryAfter: Double?, _ detail: String
+  ) -> ResponseError {
+    services.counters.quotaRefusals[quota, default: 0] += 1
+    return .quotaExceeded(method: method, quota: quota, limit: limit, retryAfter: retryAfter, detail)
+  }
+
+  // MARK: - Changes
+
+  /// A user's change to an account (one of ``Handlers/hostedChanges``): refused while the account's state is at
+  /// `--account-max-state-bytes` or it added `--account-max-history-rows` history rows today on this node. The
+  /// admin's changes (imports, erasure, repairs) are the operator's and pass.
+  func changeBudget(_ tenant: Tenant, method: String, session: Session) -> ResponseError? {
+    guard session.principal?.isAdmin != true, method != ResetDatastoreRequest.method else { return nil }
+    if let refusal = stateBudget(tenant, adding: 0, method: method) { return refusal }
+    let limit = configuration.accountMaxHistoryRows
+    let now = System.wallClockSeconds()
+    let day = Int((now / 86_400).rounded(.down))
+    guard tenant.historyDay == day, tenant.historyRowsToday >= limit else { return nil }
+    return quotaRefusal(
+      method: method, quota: "historyRows", limit: limit, retryAfter: Double(day + 1) * 86_400 - now,
+      "the account added \(tenant.historyRowsToday) lifecycle history rows today (UTC) on this node "
+        + "(--account-max-history-rows \(limit))")
+  }
+
+  /// Whether the account's state may grow by about `adding` bytes: refused when its measured state plus `adding`
+  /// passes `--account-max-state-bytes` (with nothing to add, when it is there already).
+  func stateBudget(_ tenant: Tenant, adding: Int, method: String) -> ResponseError? {
+    let limit = configuration.accountMaxStateBytes
+    func within() -> Bool { adding == 0 ? tenant.stateBytes < limit : tenant.stateBytes + adding <= limit }
+    if within() { return nil }
+    if tenant.stateBytesGrew {
+      tenant.stateBytes = measureState(of: tenant)
+      tenant.stateBytesGrew = false
+      if within() { return nil }
+    }
+    return quotaRefusal(
+      method: method, quota: "stateBytes", limit: limit, retryAfter: nil,
+      "the account's state holds \(tenant.stateBytes) bytes"
+        + (adding > 0 ? " and this change adds up to \(adding)" : "") + " (--account-max-state-bytes \(limit))")
+  }
+
+  /// The bytes of the account's merged state: its snapshot's JSON as this node would write it to `tipsd.snapshots`
+  /// (the engine's rows and kept donations — what a node holds resident for it).
+  func measureState(of tenant: Tenant) -> Int {
+    guard let model = tenant.model else { return 0 }
+    return AccountSnapshot(model: model).json.serialized().count
+  }
+
+  /// What a commit queued for the account: its operations' bytes (the state's growth until it is measured again) and
+  /// its history rows (counted against today's budget).
+  func charge(_ tenant: Tenant, operationBytes: Int, historyRows: Int) {
+    if operationBytes > 0 {
+      tenant.stateBytes += operationBytes
+      tenant.stateBytesGrew = true
+    }
+    guard historyRows > 0 else { return }
+    let day = Int((System.wallClockSeconds() / 86_400).rounded(.down))
+    if tenant.historyDay != day {
+      tenant.historyDay = day
+      tenant.historyRowsToday = 0
+    }
+    tenant.historyRowsToday += historyRows
+  }
+
+  // MARK: - Donations and parameters
+
+  /// A donation's `info`: at most `--max-info-bytes` of JSON.
+  func infoBudget(_ info: JSONObject?, method: String) -> ResponseError? {
+    guard let info else { return nil }
+    let limit = configuration.maxInfoBytes
+    let bytes = JSONValue.object(info).serialized().count
+    guard bytes > limit else { return nil }
+    return quotaRefusal(
+      method: method, quota: "infoBytes", limit: limit, retryAfter: nil,
+      "a donation's info of \(bytes) bytes (--max-info-bytes \(limit))")
+  }
+
+  /// A parameter a device pushes must be one the catalog declares (an undeclared id would be kept for ever, each
+  /// with its value).
+  func parameterBudget(_ id: String, tenant: Tenant, method: String) -> ResponseError? {
+    guard !tenant.engine.isDefinedParameter(id) else { return nil }
+    return quotaRefusal(
+      method: method, quota: "undeclaredParameters", limit: 0, retryAfter: nil,
+      "parameter \"\(id)\" is not one the catalog declares (a hosted node keeps the catalog's parameters only)")
+  }
+
+  // MARK: - Operations, devices and sessions
+
+  /// A push of `operations` operations counts each against `--account-rate` (the request itself took one).
+  func pushRate(_ account: String, operations: Int, session: Session, method: String) -> ResponseError? {
+    guard session.principal?.isAdmin != true, operations > 1 else { return nil }
+    guard let wait = limiter.take(account, now: clock.now(), cost: Double(operations - 1)) else { return nil }
+    let rate = Int(configuration.accountRate)
+    return quotaRefusal(
+      method: method, quota: "rate", limit: rate, retryAfter: wait,
+      "more than \(rate) operations a second for this account (--account-rate; each operation of a push counts)")
+  }
+
+  /// A device id belongs to the first session that pushed it through this node, while that session is open: another
+  /// session's push of it (a stolen token writing as the user's phone) is refused, never answered and dropped.
+  func deviceBinding(_ device: String, tenant: Tenant, session: Session, method: String) -> ResponseError? {
+    if let holder = tenant.deviceSessions[device], holder != session.id, sessionsByID[holder] != nil {
+      return .forbidden(
+        method: method,
+        "device \"\(device)\" is pushing through another session of this account; a device id is one device's own "
+          + "(retry once that session closed)")
+    }
+    if tenant.deviceSessions[device] == nil, tenant.deviceSessions.count >= Self.deviceSessionsKept {
+      tenant.deviceSessions = tenant.deviceSessions.filter { sessionsByID[$0.value] != nil }
+    }
+    tenant.deviceSessions[device] = session.id
+    return nil
+  }
+
+  /// Device ids remembered per account before those of closed sessions are forgotten.
+  static let deviceSessionsKept = 64
+
+  /// A pull refused by the account's budget of devices (`--account-max-devices`).
+  func deviceLimitRefusal(method: String) -> ResponseError {
+    let limit = configuration.accountMaxDevices
+    let days = Int(configuration.opsDeviceDays)
+    return quotaRefusal(
+      method: method, quota: "devices", limit: limit, retryAfter: nil,
+      "the account syncs \(limit) devices, none silent for --ops-device-days (\(days)) to be replaced "
+        + "(--account-max-devices \(limit))")
+  }
+
+  /// A user's session signing in to `account` on this node: at most `--account-max-sessions` at once.
+  func sessionBudget(_ account: String, method: String) -> ResponseError? {
+    let limit = configuration.accountMaxSessions
+    let open = sessionsOfAccount(account).count
+    guard open >= limit else { return nil }
+    return quotaRefusal(
+      method: method, quota: "sessions", limit: limit, retryAfter: nil,
+      "the account has \(open) sessions on this node (--account-max-sessions \(limit)); close one")
+  }
+}
