@@ -110,7 +110,13 @@ public struct AccountSnapshot: Sendable, Equatable {
 /// A failure of hosted mode's own (a malformed snapshot, an account that cannot load), as a sentence.
 public struct HostedError: Error, Sendable, CustomStringConvertible, Equatable {
   public var message: String
-  public init(_ message: String) { self.message = message }
+  /// PostgreSQL refused a statement and rolled the batch back: nothing of it was stored, for certain (else, a failed
+  /// commit's outcome may be unknown).
+  public var rolledBack = false
+  public init(_ message: String, rolledBack: Bool = false) {
+    self.message = message
+    self.rolledBack = rolledBack
+  }
   public var description: String { message }
 
   /// A pull from a cursor behind the account's pruned operations (`tipsd.accounts.ops_floor`): what it missed is

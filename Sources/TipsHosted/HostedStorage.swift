@@ -87,6 +87,11 @@ public protocol HostedStorage: AnyObject {
   /// The account's idempotent replies made at or after `since`.
   func replies(
     of account: String, since: Double, completion: @escaping (Result<[IdempotentReply], HostedError>) -> Void)
+  /// The reply stored for one idempotency key of `account`, if it was made at or after `since` (#42: a key this node
+  /// does not know may have been answered by another node).
+  func reply(
+    of account: String, key: String, since: Double,
+    completion: @escaping (Result<IdempotentReply?, HostedError>) -> Void)
   /// The history chunks of `account` holding cursors after `cursor`, at most `limit`, in cursor order.
   func history(
     _ account: String, after cursor: Int64, limit: Int,

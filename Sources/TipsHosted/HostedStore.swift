@@ -5,7 +5,7 @@ public import TipsSync
 public import TipsTransport
 
 /// Where a hosted node keeps every account's state: PostgreSQL, through three connections on the node's loop —
-/// a writer (each loop turn's changes of every account in one pipelined transaction), a reader (account loads,
+/// a writer (each loop turn's changes of every account in one pipelined transaction, one statement per account), a reader (account loads,
 /// catch-ups, history, admin reads; pipelined, so loads never wait for each other) and a listener on the fleet's one
 /// `NOTIFY` channel. Nothing here blocks; every call completes on the loop.
 ///
@@ -99,8 +99,25 @@ public final class HostedStore: HostedStorage {
     public var historyFirst: [Int64]
     /// The account's last operation cursor after the devices' pushes (nil: none pushed).
     public var devicesLastCursor: Int64? = nil
+    /// Nothing of the account's part was stored, and why: its statement failed, or one of its idempotency keys was
+    /// committed before (``firstReplies``). The other accounts of the commit were stored (#42).
+    public var refused: String? = nil
+    /// The account's idempotency keys another commit stored first (another node's), with the reply stored then
+    /// (absent when it was pruned meanwhile).
+    public var firstReplies: [String: [UInt8]] = [:]
     /// The account was erased (its tombstone stands): nothing of this commit was stored for it.
     public var erased: Bool { lastCursor == -1 || devicesLastCursor == -1 || historyFirst.contains(-1) }
+
+    public init(
+      lastCursor: Int64?, historyFirst: [Int64], devicesLastCursor: Int64? = nil, refused: String? = nil,
+      firstReplies: [String: [UInt8]] = [:]
+    ) {
+      self.lastCursor = lastCursor
+      self.historyFirst = historyFirst
+      self.devicesLastCursor = devicesLastCursor
+      self.refused = refused
+      self.firstReplies = firstReplies
+    }
   }
 
   /// A stored history chunk.
@@ -135,7 +152,7 @@ public final class HostedStore: HostedStorage {
     writer = link(
       "writer",
       .pipelined(prepare: [
-        (Statement.push, PGSchema.push), (Statement.history, Self.appendHistory), (Statement.reply, Self.insertReply),
+        (Statement.commit, PGSchema.commit), (Statement.history, Self.appendHistory),
       ]))
     reader = link(
       "reader",
@@ -186,81 +203,6 @@ public final class HostedStore: HostedStorage {
   public var oldestCommitAge: Double? { writer.oldestInFlightAge }
 
   // MARK: Writes
-
-  /// Commits every account's changes in one transaction, accounts in sorted order (two nodes committing overlapping
-  /// accounts take their row locks in the same order, so they never deadlock). `completion` gets each account's
-  /// result once PostgreSQL has committed — or a failure, and then nothing of the batch is stored (unless the
-  /// connection broke after COMMIT was sent: the caller reloads the accounts to learn which).
-  public func commit(
-    _ changes: [AccountChanges], completion: @escaping (Result<[String: Committed], HostedError>) -> Void
-  ) {
-    let sorted = changes.sorted { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }
-    var statements: [PGStatement] = []
-    var layout: [(account: String, pushes: Bool, chunks: Int, replies: Int, devices: Int)] = []
-    for change in sorted {
-      let pushes = !change.operations.isEmpty
-      if pushes {
-        statements.append(
-          .prepared(
-            Statement.push,
-            [
-              change.account, configuration.node, PGSchema.channel(account: change.account),
-              PGSchema.integerArray(change.operations.map(\.seq)), PGSchema.textArray(change.operations.map(\.payload)),
-            ]))
-      }
-      for chunk in change.history {
-        statements.append(
-          .prepared(
-            Statement.history,
-            [change.account, String(chunk.count), "\(chunk.firstAt)", "\(chunk.lastAt)", Hex.bytea(chunk.bytes)]))
-      }
-      for reply in change.replies {
-        statements.append(
-          .prepared(
-            Statement.reply,
-            [change.account, reply.key, String(decoding: reply.result, as: UTF8.self), "\(reply.at)"]))
-      }
-      // Devices' operations after the node's own: the node's push answers the cursor its own operations reached.
-      for device in change.devices where !device.operations.isEmpty {
-        statements.append(
-          .prepared(
-            Statement.push,
-            [
-              change.account, device.device, PGSchema.channel(account: change.account),
-              PGSchema.integerArray(device.operations.map(\.seq)), PGSchema.textArray(device.operations.map(\.payload)),
-            ]))
-      }
-      let devices = change.devices.filter { !$0.operations.isEmpty }.count
-      layout.append((change.account, pushes, change.history.count, change.replies.count, devices))
-    }
-    guard !statements.isEmpty else {
-      completion(.success([:]))
-      return
-    }
-    writer.send(statements) { result in
-      switch result {
-      case .failure(let error):
-        completion(.failure(error))
-      case .success(let results):
-        var answers: [String: Committed] = [:]
-        var index = 0
-        func value() -> Int64? {
-          defer { index += 1 }
-          return index < results.count ? results[index].rows.first?.first.flatMap { $0.flatMap { Int64($0) } } : nil
-        }
-        for entry in layout {
-          let last = entry.pushes ? value() : nil
-          var firsts: [Int64] = []
-          for _ in 0..<entry.chunks { firsts.append(value() ?? 0) }
-          index += entry.replies
-          var devicesLast: Int64?
-          for _ in 0..<entry.devices { devicesLast = value() ?? devicesLast }
-          answers[entry.account] = Committed(lastCursor: last, historyFirst: firsts, devicesLastCursor: devicesLast)
-        }
-        completion(.success(answers))
-      }
-    }
-  }
 
   /// Stores a snapshot unless a newer one is there already.
   public func writeSnapshot(
@@ -364,6 +306,25 @@ public final class HostedStore: HostedStorage {
             else { return nil }
             return IdempotentReply(key: key, result: Array(reply.utf8), at: at)
           }
+        })
+    }
+  }
+
+  public func reply(
+    of account: String, key: String, since: Double,
+    completion: @escaping (Result<IdempotentReply?, HostedError>) -> Void
+  ) {
+    reader.send([
+      .query(
+        "SELECT reply, at FROM tipsd.idempotency WHERE account = $1 AND key = $2 AND at >= $3::double precision",
+        [account, key, "\(since)"])
+    ]) { result in
+      completion(
+        result.map { results in
+          guard let row = results.first?.rows.first, row.count == 2, let reply = row[0],
+            let at = row[1].flatMap({ Double($0) })
+          else { return nil }
+          return IdempotentReply(key: key, result: Array(reply.utf8), at: at)
         })
     }
   }
@@ -574,15 +535,8 @@ public final class HostedStore: HostedStorage {
     static let load = "tipsd_load"
     static let pull = "tipsd_pull"
     static let readHistory = "tipsd_read_history"
-    static let reply = "tipsd_insert_reply"
+    static let commit = "tipsd_commit"
   }
-
-  /// `$1` account, `$2` key, `$3` reply, `$4` at: a change's idempotent reply (refused, failing the commit, when the
-  /// key was committed before; nothing for an erased account).
-  static let insertReply = """
-    INSERT INTO tipsd.idempotency (account, key, reply, at)
-    SELECT $1, $2, $3, $4::double precision WHERE NOT tipsd.is_erased($1)
-    """
 
   static let appendHistory =
     "SELECT tipsd.append_history($1, $2::integer, $3::double precision, $4::double precision, $5::bytea)"

@@ -157,15 +157,17 @@ public final class MemoryHostedStore: HostedStorage {
         self.failNextCommits -= 1
         return .failure(HostedError("the commit failed (MemoryHostedStore.failNextCommits)"))
       }
-      // A key committed before fails the whole commit, as PostgreSQL's primary key does.
-      for change in changes where !self.isErased(change.account) {
-        for reply in change.replies where self.accounts[change.account]?.replies[reply.key] != nil {
-          return .failure(HostedError("duplicate key value violates unique constraint \"idempotency_pkey\""))
-        }
-      }
       var answers: [String: HostedStore.Committed] = [:]
       for change in changes.sorted(by: { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }) {
         let account = change.account
+        // A key committed before refuses this account's part only, answered with the first reply (`tipsd.commit`).
+        let first = change.replies.compactMap { self.accounts[account]?.replies[$0.key] }
+        if !first.isEmpty && !self.isErased(account) {
+          answers[account] = HostedStore.Committed(
+            lastCursor: nil, historyFirst: [], refused: "idempotency key \(first[0].key) was used first",
+            firstReplies: Dictionary(first.map { ($0.key, $0.result) }, uniquingKeysWith: { a, _ in a }))
+          continue
+        }
         guard !self.isErased(account) else {
           answers[account] = HostedStore.Committed(
             lastCursor: change.operations.isEmpty ? nil : -1, historyFirst: change.history.map { _ in -1 },
@@ -388,6 +390,15 @@ public final class MemoryHostedStore: HostedStorage {
   ) {
     answer(completion) { [weak self] in
       .success((self?.accounts[account]?.replies.values ?? [:].values).filter { $0.at >= since })
+    }
+  }
+
+  public func reply(
+    of account: String, key: String, since: Double,
+    completion: @escaping (Result<IdempotentReply?, HostedError>) -> Void
+  ) {
+    answer(completion) { [weak self] in
+      .success(self?.accounts[account]?.replies[key].flatMap { $0.at >= since ? $0 : nil })
     }
   }
 

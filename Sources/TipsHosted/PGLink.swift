@@ -104,7 +104,7 @@ final class PGLink {
     connection.sendBatch(statements) { [weak self, server] result in
       // Each batch is answered once, in the order sent (a lost connection fails them all, in order).
       if let self, !self.sentAt.isEmpty { self.sentAt.removeFirst() }
-      completion(result.mapError { HostedError(server.scrub($0.message)) })
+      completion(result.mapError { HostedError(server.scrub($0.message), rolledBack: $0.rolledBack) })
     }
   }
 

@@ -277,13 +277,17 @@ struct Dispatcher {
       OutgoingMessage.writeResult(id: id, to: &writer) { $0.writeRaw(result) }
       return
     }
+    tenant.idempotency.ran(key)
     if let hosted = services.hosted, let refusal = hosted.idempotencyQuota(tenant, method: context.method) {
       throw refusal
     }
     let start = writer.bytes.count
     if let error = entry.run(id, params, context, &writer) { throw error }
     guard let result = IdempotencyMemory.result(ofReply: writer.bytes[start...]) else { return }
-    tenant.idempotency.record(IdempotentReply(key: key, result: result, at: System.wallClockSeconds()))
+    tenant.idempotency.record(
+      IdempotentReply(key: key, result: result, at: System.wallClockSeconds()),
+      session: ObjectIdentifier(context.session),
+      id: id)
     services.recordedIdempotentReply(in: tenant)
   }
 
@@ -412,6 +416,8 @@ struct Dispatcher {
   /// Where a message runs, decided as it is dispatched; nil when its account is not idle (the session was parked on
   /// it). A message whose account could not be read while it waited is refused.
   private func admit(_ message: IncomingMessage, on session: Session, _ hosted: HostedService) -> Target? {
+    let chargedAlready = session.keyLookedUp
+    session.keyLookedUp = false
     if let failure = session.failParked {
       session.failParked = nil
       return .refused(failure)
@@ -448,7 +454,15 @@ struct Dispatcher {
       case .refused(let error):
         return .refused(error)
       case .ready(let tenant):
-        if let refusal = hosted.admitRate(account, session: session) { return .refused(refusal) }
+        if !chargedAlready, let refusal = hosted.admitRate(account, session: session) {
+          return .refused(refusal)
+        }
+        // A change whose idempotency key this node does not know: PostgreSQL is asked first (#42).
+        if table.entry(method)?.acceptsIdempotencyKey == true,
+          hosted.mustLookUpKey(params, in: tenant, account: account, for: session)
+        {
+          return nil
+        }
         return .tenant(tenant)
       }
     }

@@ -11,25 +11,45 @@ import TipsStore
 /// gets it too (and waits for the same commit). A failed commit reads the account back, replies included, so a key
 /// whose change was lost is free again.
 ///
+/// Hosted mode (#42): a key missing from memory is looked up in PostgreSQL before the change runs (another node may
+/// have answered it), and a key two nodes commit at once is stored by the first; the other node's commit of that
+/// account is taken back alone, its request answered with the first reply and the account read again.
+///
 /// Loop thread only.
 final class IdempotencyMemory {
   /// Each key's result and when it was made.
   private var replies: [String: IdempotentReply] = [:]
   /// Replies made since the last commit, for it.
   private(set) var staged: [IdempotentReply] = []
+  /// The request that made each staged reply (hosted mode: when another node committed its key first, that request
+  /// is answered with the first reply instead).
+  private(set) var stagedRequests: [StagedRequest] = []
+  /// Hosted mode: keys missing from memory that PostgreSQL was asked about and did not hold (#42) — the request that
+  /// asked may run its change once, without asking again.
+  private var checked: Set<String> = []
+
+  struct StagedRequest {
+    var key: String
+    var session: ObjectIdentifier
+    var id: RequestID?
+  }
 
   /// The result a key was answered with, if it was used within the window.
   func result(for key: String) -> [UInt8]? { replies[key]?.result }
 
-  /// A change made with `key` answered `result`.
-  func record(_ reply: IdempotentReply) {
+  /// A change made with `key` answered `result` (to request `id` of `session`).
+  func record(_ reply: IdempotentReply, session: ObjectIdentifier? = nil, id: RequestID? = nil) {
     replies[reply.key] = reply
     staged.append(reply)
+    if let session { stagedRequests.append(StagedRequest(key: reply.key, session: session, id: id)) }
   }
 
   /// The replies for the turn's commit.
   func takeStaged() -> [IdempotentReply] {
-    defer { staged = [] }
+    defer {
+      staged = []
+      stagedRequests = []
+    }
     return staged
   }
 
@@ -38,6 +58,30 @@ final class IdempotencyMemory {
     replies = [:]
     for reply in stored { replies[reply.key] = reply }
     staged = []
+    stagedRequests = []
+    checked = []
+  }
+
+  // MARK: Keys missing from memory (hosted mode)
+
+  /// Whether a change with `key` may run without asking PostgreSQL: the key is in memory (answered from it), or
+  /// PostgreSQL was asked and did not hold it.
+  func isKnown(_ key: String) -> Bool { replies[key] != nil || checked.contains(key) }
+
+  /// A change with `key` runs: PostgreSQL's answer that it held no reply is used up.
+  func ran(_ key: String) {
+    if !checked.isEmpty { checked.remove(key) }
+  }
+
+  /// PostgreSQL's answer for a key missing from memory: its first reply (another node's), or none (nil).
+  func checked(_ key: String, stored: IdempotentReply?) {
+    if let stored {
+      if replies[key] == nil { replies[key] = stored }
+      return
+    }
+    // Bounded: a session that closed before its change ran leaves its key here until the next read-back.
+    if checked.count >= 4_096 { checked = [] }
+    checked.insert(key)
   }
 
   /// Replies another node committed (read after its operations were pulled): known from now on.

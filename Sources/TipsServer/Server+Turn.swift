@@ -112,13 +112,19 @@ extension Server {
   /// soon as the two together would reach the high water: every decision is then the one the state machine would
   /// make had each message been written on its own (what the kernel takes of an earlier write only lowers what the
   /// transport holds).
-  func flush(_ session: Session, committed: Bool) -> Bool {
+  func flush(
+    _ session: Session, committed: Bool, firstReplies: [(id: RequestID?, result: [UInt8])] = []
+  ) -> Bool {
     let path = store.path
     let hosted = services.hosted != nil
     func failure(_ id: RequestID?) -> [UInt8] {
+      // Hosted: the request's idempotency key was committed first by another node: its reply is the answer.
+      if let first = firstReplies.first(where: { $0.id == id }) {
+        return OutgoingMessage.encodeResult(id: id) { $0.writeRaw(first.result) }
+      }
       // Hosted: PostgreSQL did not commit it (or the outcome is unknown: the connection broke); the account is read
       // again before its next request, so a retry sees whether it was stored.
-      OutgoingMessage.encodeError(
+      return OutgoingMessage.encodeError(
         id: id,
         error: hosted
           ? .unavailable(method: "request", retryAfter: 1, "PostgreSQL did not confirm the commit")

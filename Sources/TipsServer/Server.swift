@@ -183,9 +183,9 @@ public final class Server {
         clock: engineClock)
       services.hosted = hosted
       hosted.signInLimiter = (connectionLimiter, { [unowned self] in Double(self.loop.now) / 1000 })
-      hosted.release = { [unowned self] sessions, success in
+      hosted.release = { [unowned self] sessions, success, firstReplies in
         for session in sessions where self.sessions[session.id] != nil {
-          _ = self.flush(session, committed: success)
+          _ = self.flush(session, committed: success, firstReplies: firstReplies[ObjectIdentifier(session)] ?? [])
           if session.outbound.hasWork { self.services.markDirty(session) }
         }
       }

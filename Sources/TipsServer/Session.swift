@@ -51,6 +51,9 @@ final class Session {
   @exclusivity(unchecked) var parkedOn: String?
   /// The waiting message is answered with this error instead of run (its account could not be read).
   var failParked: ResponseError?
+  /// The waiting message waited for its idempotency key to be looked up in PostgreSQL: its account's request rate
+  /// was charged for it already.
+  var keyLookedUp = false
   /// Its output waits for this commit (hosted mode: a change is acknowledged once PostgreSQL committed it).
   @exclusivity(unchecked) var awaitingBatch: UInt64?
   /// Something staged this turn announces or acknowledges a change (held until the turn's commit).

@@ -39,6 +39,10 @@ final class Tenant {
   var variantsStored = false
   /// Whether the account is in this turn's list of accounts to commit.
   var touched = false
+  /// Hosted mode: the seqs of its operations in commits still in flight — not sent again by a later commit (#42: were
+  /// the first commit's part refused, a key another node committed first, the later one would store its operations
+  /// without their key).
+  var seqsInFlight: Set<Int64> = []
   /// Whether anything changed this turn (for its `inspect/changed` watchers).
   var changed = false
   /// Devices' operations pushed through this node this turn (`sync/push`), committed with the account's own, each

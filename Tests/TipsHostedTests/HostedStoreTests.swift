@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TipsJSON
 import TipsLogging
+import TipsRecords
 import TipsSync
 import TipsTestSupport
 import TipsTransport
@@ -167,23 +168,33 @@ import TipsTransport
     #expect(try postgres.query("SELECT count(*) FROM tipsd.erased") == "0\n")
   }
 
-  /// A commit is one transaction: when one account's part fails, nothing of the batch is stored; the store keeps
-  /// working. When PostgreSQL goes away commits fail at once, and the store reconnects by itself.
-  @Test func aFailedCommitStoresNothingAndTheStoreReconnects() throws {
+  /// One account's failing statement loses that account's part alone (#42): the other accounts of the commit are
+  /// stored; the store keeps working. When PostgreSQL goes away commits fail at once, and the store reconnects by
+  /// itself.
+  @Test func aFailedAccountStoresNothingOfItsOwnAndTheStoreReconnects() throws {
     let postgres = try PostgresServer()
     defer { postgres.destroy() }
     let harness = try Harness(postgres: postgres)
     defer { harness.store.stop() }
     #expect(harness.spin { harness.store.isWritable })
-    // A payload PostgreSQL refuses (a NUL byte cannot be stored in text) fails the whole batch.
-    var failure: Result<[String: HostedStore.Committed], HostedError>?
-    harness.store.commit([
-      HostedStore.AccountChanges(account: "a", operations: [(1, "{}")], history: []),
-      HostedStore.AccountChanges(account: "b", operations: [(1, "bad\u{0}payload")], history: []),
-    ]) { failure = $0 }
-    #expect(harness.spin { failure != nil })
-    if case .success = failure { Issue.record("a batch with a bad row committed") }
-    #expect(try postgres.query("SELECT count(*) FROM tipsd.ops") == "0\n")
+    // A payload PostgreSQL refuses (a NUL byte cannot be stored in text) fails b's statement only.
+    let mixed = try harness.await { completion in
+      harness.store.commit(
+        [
+          HostedStore.AccountChanges(
+            account: "a", operations: [(1, "{}")], history: [],
+            replies: [IdempotentReply(key: "k", result: Array("1".utf8), at: 1)]),
+          HostedStore.AccountChanges(
+            account: "b", operations: [(1, "bad\u{0}payload")], history: [],
+            replies: [IdempotentReply(key: "k", result: Array("2".utf8), at: 1)]),
+          HostedStore.AccountChanges(account: "c", operations: [(1, "{}")], history: []),
+        ], completion: completion)
+    }
+    #expect(mixed["a"]?.lastCursor == 1 && mixed["a"]?.refused == nil)
+    #expect(mixed["c"]?.lastCursor == 1 && mixed["c"]?.refused == nil)
+    #expect(mixed["b"]?.refused != nil)
+    #expect(try postgres.query("SELECT account FROM tipsd.ops ORDER BY account") == "a\nc\n")
+    #expect(try postgres.query("SELECT account, reply FROM tipsd.idempotency") == "a|1\n")
 
     try postgres.stop()
     #expect(harness.spin { !harness.store.isWritable })
@@ -201,9 +212,55 @@ import TipsTransport
     #expect(harness.spin { harness.store.isWritable })
     let answers = try harness.await { completion in
       harness.store.commit(
-        [HostedStore.AccountChanges(account: "a", operations: [(1, "{}")], history: [])], completion: completion)
+        [HostedStore.AccountChanges(account: "a", operations: [(2, "{}")], history: [])], completion: completion)
     }
-    #expect(answers["a"]?.lastCursor == 1)
+    #expect(answers["a"]?.lastCursor == 2)
+  }
+
+  /// An idempotency key another node committed first refuses only that account's part of this node's commit, with
+  /// the first reply, and stores nothing of it; the other accounts are stored (#42).
+  @Test func aKeyCommittedByAnotherNodeRefusesThatAccountAlone() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    let first = try Harness(postgres: postgres, node: "node-a")
+    defer { first.store.stop() }
+    let second = try Harness(postgres: postgres, node: "node-b")
+    defer { second.store.stop() }
+    #expect(first.spin { first.store.isWritable } && second.spin { second.store.isWritable })
+    func reply(_ key: String, _ result: String) -> IdempotentReply {
+      IdempotentReply(key: key, result: Array(result.utf8), at: 1)
+    }
+    let won = try first.await { completion in
+      first.store.commit(
+        [
+          HostedStore.AccountChanges(
+            account: "alice", operations: [(1, "{}")], history: [], replies: [reply("k", "\"first\"")])
+        ], completion: completion)
+    }
+    #expect(won["alice"]?.refused == nil)
+    let lost = try second.await { completion in
+      second.store.commit(
+        [
+          HostedStore.AccountChanges(
+            account: "alice", operations: [(1, "{}")],
+            history: [HostedStore.HistoryChunk(count: 1, firstAt: 1, lastAt: 1, bytes: [1])],
+            replies: [reply("j", "\"new\""), reply("k", "\"second\"")]),
+          HostedStore.AccountChanges(
+            account: "bob", operations: [(1, "{}")], history: [], replies: [reply("k", "\"bob\"")]),
+        ], completion: completion)
+    }
+    #expect(lost["alice"]?.refused != nil)
+    #expect(lost["alice"]?.firstReplies == ["k": Array("\"first\"".utf8)])
+    #expect(lost["bob"]?.refused == nil && lost["bob"]?.lastCursor == 1)
+    // Nothing of alice's part on node-b: no operation, no history, not even its new key j.
+    #expect(try postgres.query("SELECT account, device FROM tipsd.ops ORDER BY 1, 2") == "alice|node-a\nbob|node-b\n")
+    #expect(try postgres.query("SELECT count(*) FROM tipsd.history") == "0\n")
+    #expect(
+      try postgres.query("SELECT account, key, reply FROM tipsd.idempotency ORDER BY 1, 2")
+        == "alice|k|\"first\"\nbob|k|\"bob\"\n")
+    let looked = try second.await { second.store.reply(of: "alice", key: "k", since: 0, completion: $0) }
+    #expect(looked?.result == Array("\"first\"".utf8))
+    #expect(try second.await { second.store.reply(of: "alice", key: "j", since: 0, completion: $0) } == nil)
   }
 
   /// A database migrated by an earlier tipsd (schema 1, sync only) is migrated to this build's schema and keeps its
@@ -396,5 +453,26 @@ import TipsTransport
     #expect(HostedStore.notice("deleted auth0|abc") == .deleted(account: "auth0|abc"))
     #expect(HostedStore.notice("catalog 00ff00ff00ff00ff") == .catalog(version: "00ff00ff00ff00ff"))
     #expect(HostedStore.notice("42") == nil && HostedStore.notice("x alice") == nil && HostedStore.notice("7 ") == nil)
+  }
+}
+
+/// `tipsd.commit`'s answer read into a ``HostedStore/Committed`` (no PostgreSQL needed).
+@Suite struct CommitAnswerTests {
+  let change = HostedStore.AccountChanges(
+    account: "a", operations: [(1, "{}")],
+    history: [
+      HostedStore.HistoryChunk(count: 1, firstAt: 1, lastAt: 1, bytes: [1]),
+      HostedStore.HistoryChunk(count: 2, firstAt: 1, lastAt: 1, bytes: [1]),
+    ])
+
+  @Test func storedErasedAndRefusedAnswers() {
+    let stored = HostedStore.answer([["7", "{3,4}", nil, "f", nil]], change)
+    #expect(stored == HostedStore.Committed(lastCursor: 7, historyFirst: [3, 4]))
+    let erased = HostedStore.answer([[nil, nil, nil, "t", nil]], change)
+    #expect(erased.erased && erased.lastCursor == -1 && erased.historyFirst == [-1, -1] && erased.refused == nil)
+    let refused = HostedStore.answer([[nil, nil, nil, "f", #"{"k" : "{\"count\":1}", "gone" : null}"#]], change)
+    #expect(refused.refused?.contains("gone, k") == true)
+    #expect(refused.firstReplies == ["k": Array(#"{"count":1}"#.utf8)])
+    #expect(refused.lastCursor == nil && !refused.erased)
   }
 }

@@ -12,7 +12,8 @@ import TipsSystem
 import TipsTransport
 
 // Hosted mode's group commit: every touched account's operations, history and idempotent replies in one
-// transaction at the end of a loop turn; replies released when PostgreSQL answers.
+// transaction at the end of a loop turn; replies released when PostgreSQL answers. One account's part that
+// PostgreSQL refuses (a key another node committed first, a failing statement) is that account's loss alone (#42).
 
 extension HostedService {
   // MARK: - Committing
@@ -63,11 +64,13 @@ extension HostedService {
         tenant.variantsStored = true
         _ = model.storeUnrecordedVariants(wallNow: System.wallClockSeconds())
       }
-      let operations = model.outboxBatch(.max)
+      var operations = model.outboxBatch(.max)
+      if !tenant.seqsInFlight.isEmpty { operations.removeAll { tenant.seqsInFlight.contains($0.seq) } }
       let chunks = tenant.pendingHistory.encodedChunks.map {
         HostedStore.HistoryChunk(count: $0.count, firstAt: $0.oldestAt, lastAt: $0.newestAt, bytes: $0.bytes)
       }
       tenant.pendingHistory.removeAll()
+      let keyed = tenant.idempotency.stagedRequests
       let replies = tenant.idempotency.takeStaged()
       let pushes = tenant.devicePushes
       tenant.devicePushes.removeAll()
@@ -82,8 +85,10 @@ extension HostedService {
           + pushes.reduce(0) { total, push in push.operations.reduce(total) { $0 + $1.payload.utf8.count } },
         historyRows: chunks.count)
       if !pushes.isEmpty { batch.deviceReplies[account] = pushes.map(\.reply) }
+      if !keyed.isEmpty { batch.keyed[account] = keyed }
       batch.accounts.append(account)
       batch.pushed[account] = operations.map(\.seq)
+      tenant.seqsInFlight.formUnion(operations.map(\.seq))
       batch.historyCounts[account] = chunks.reduce(0) { $0 + $1.count }
       if let streamed = streamedThisTurn.removeValue(forKey: account) { batch.streamed[account] = streamed }
       residency.committing(account)
@@ -107,14 +112,25 @@ extension HostedService {
 
   func committed(_ id: UInt64, _ result: Result<[String: HostedStore.Committed], HostedError>) {
     guard let batch = batches.removeValue(forKey: id) else { return }
+    for (account, seqs) in batch.pushed where !seqs.isEmpty {
+      tenants[account]?.seqsInFlight.subtract(seqs)
+    }
     var success = true
     /// Accounts erased meanwhile: PostgreSQL stored nothing of this commit for them.
     var erasedNow: [String] = []
+    /// Accounts whose part alone PostgreSQL refused (#42): the others were stored.
+    var refused: Set<String> = []
+    var firstReplies: FirstReplies = [:]
     switch result {
     case .success(let answers):
       for account in batch.accounts {
         if answers[account]?.erased == true {
           erasedNow.append(account)
+          continue
+        }
+        if let answer = answers[account], let reason = answer.refused {
+          refused.insert(account)
+          refusedAlone(account, reason: reason, answer: answer, batch: batch, into: &firstReplies)
           continue
         }
         guard let tenant = tenants[account], let model = tenant.model else {
@@ -177,17 +193,43 @@ extension HostedService {
       }
     }
     for session in batch.sessions where session.awaitingBatch == id { session.awaitingBatch = nil }
-    if erasedNow.isEmpty {
-      release(batch.sessions, success)
+    if erasedNow.isEmpty && refused.isEmpty {
+      release(batch.sessions, success, [:])
     } else {
-      // Their sessions' changes were not stored: not acknowledged (and the sessions are being closed).
-      let gone = Set(erasedNow)
-      let lost = batch.sessions.filter { $0.principal?.account.map(gone.contains) == true }
-      release(batch.sessions.filter { $0.principal?.account.map(gone.contains) != true }, success)
-      release(lost, false)
+      // Their sessions' changes were not stored: not acknowledged (the erased accounts' sessions are being closed).
+      // An admin's session may have changed any account of the batch: it is not acknowledged either.
+      let lostAccounts = refused.union(erasedNow)
+      let lost = batch.sessions.filter { session in
+        session.principal?.account.map(lostAccounts.contains) ?? (session.principal?.isAdmin == true)
+      }
+      let lostIDs = Set(lost.map(ObjectIdentifier.init))
+      release(batch.sessions.filter { !lostIDs.contains(ObjectIdentifier($0)) }, success, [:])
+      release(lost, false, firstReplies)
       for account in erasedNow { _ = dropDeleted(account) }
     }
     for session in batch.sessions { services.resumeInput(session) }
     services.requestEndOfTurn()
+  }
+
+  /// PostgreSQL stored nothing of this account's part of the commit and the rest of it (#42): its engine, which
+  /// holds the part, is read again; its requests are answered -32016, except those whose idempotency key another
+  /// node committed first, which get that first reply (a repeat of a key changes nothing and gets the first reply).
+  private func refusedAlone(
+    _ account: String, reason: String, answer: HostedStore.Committed, batch: Batch,
+    into firstReplies: inout FirstReplies
+  ) {
+    logger.info(
+      "hosted: an account's part of the commit was not stored; it is read again",
+      [
+        ("account", account), ("reason", reason),
+      ])
+    for request in batch.keyed[account] ?? [] {
+      guard let result = answer.firstReplies[request.key] else { continue }
+      firstReplies[request.session, default: []].append((request.id, result))
+    }
+    perform(residency.committed(account, success: false))
+    for reply in batch.deviceReplies[account] ?? [] {
+      reply(.failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the commit failed: \(reason)")))
+    }
   }
 }

@@ -90,6 +90,9 @@ final class HostedService {
     var sessions: [Session] = []
     /// `sync/push` replies, by account, answered once the commit is.
     var deviceReplies: [String: [(Result<Int64, ResponseError>) -> Void]] = [:]
+    /// The requests that made each account's idempotent replies (answered with another node's first reply when it
+    /// committed the key first).
+    var keyed: [String: [IdempotencyMemory.StagedRequest]] = [:]
   }
   var batches: [UInt64: Batch] = [:]
   var nextBatch: UInt64 = 0
@@ -101,8 +104,13 @@ final class HostedService {
   var syncWatchersByAccount: [String: Set<UInt64>] = [:]
 
   // Hooks into the server.
-  /// Hand the output of these sessions over: their commit succeeded (true) or failed.
-  var release: ([Session], Bool) -> Void = { _, _ in }
+  /// Hand the output of these sessions over: their commit succeeded (true) or failed — then each durable reply is
+  /// an error, or, for a request whose idempotency key another node committed first, that first reply (by session,
+  /// its requests' ids and results).
+  var release: ([Session], Bool, FirstReplies) -> Void = { _, _, _ in }
+
+  /// Per session, the requests answered with the reply another node committed first for their idempotency key.
+  typealias FirstReplies = [ObjectIdentifier: [(id: RequestID?, result: [UInt8])]]
   /// Close a session after sending it this error (id null).
   var closeSession: (Session, ResponseError) -> Void = { _, _ in }
   /// Reload the catalog file (another node reloaded its catalog).

@@ -13,6 +13,9 @@ package struct PGResult {
 /// A failed connection or statement, with libpq's or the server's message.
 package struct PGError: Error, CustomStringConvertible {
   package var message: String
+  /// The server answered the batch's sync point after a statement failed: it rolled the whole batch back, for
+  /// certain (a lost connection leaves the outcome of a COMMIT unknown; this does not).
+  package var rolledBack = false
   package var description: String { message }
 }
 
@@ -379,7 +382,7 @@ package final class PGConnection {
       batchesHead = 0
     }
     if let error = batch.firstError {
-      batch.completion(.failure(PGError(message: error)))
+      batch.completion(.failure(PGError(message: error, rolledBack: true)))
     } else {
       batch.completion(.success(batch.results))
     }

@@ -31,8 +31,8 @@
 ///
 /// Version 4 adds idempotent changes: `tipsd.idempotency (account, key, reply, at)` holds the reply of each change
 /// made with an `idempotencyKey`, inserted in the change's own commit (primary key (account, key): a second node
-/// committing the same key fails its commit, and its account is read back — the key's first reply with it), pruned
-/// after `--idempotency-hours`.
+/// committing the same key stores nothing of that account — version 9's `tipsd.commit` — and reads it back, the
+/// key's first reply with it), pruned after `--idempotency-hours`.
 ///
 /// Version 5 adds the retention of `tipsd.ops` (#34):
 /// - `tipsd.devices (account, device, cursor, seen_at)`: where each syncing device has read the account up to, kept
@@ -65,13 +65,22 @@
 /// more than `keep` operations behind the snapshot; and a pull behind the floor registers the device at the
 /// snapshot's cursor (what it holds once merged), not at its `after`, so repeating `after: 0` pins nothing.
 ///
+/// Version 9 isolates accounts in the group commit (#42): `tipsd.commit(account, …)` stores one account's part of a
+/// node's commit — its idempotent replies first, then its operations (`tipsd.push`), history chunks
+/// (`tipsd.append_history`) and devices' operations — and answers one row: the node's last cursor, each chunk's first
+/// cursor, the devices' last cursor, whether the account is erased (then nothing is stored), and `conflicts`. A key
+/// another transaction committed (another node's, a race) is no error: the account's replies inserted by this call
+/// are taken back, nothing else of it is stored, and `conflicts` maps each such key to the reply stored first (null
+/// when it was pruned meanwhile: then it is absent), so the other accounts of the commit are unaffected. Keys are inserted in key order,
+/// so two nodes racing on several keys of one account never deadlock.
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 8
+  package static let version = 9
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -177,6 +186,9 @@ public enum PGSchema {
       IF (SELECT version FROM tipsd.schema_version) < 8 THEN
         CREATE INDEX devices_seen ON tipsd.devices (account, seen_at);
         UPDATE tipsd.schema_version SET version = 8;
+      END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 9 THEN
+        UPDATE tipsd.schema_version SET version = 9;
       END IF;
       IF migrating THEN
     \(functions)
@@ -349,6 +361,65 @@ public enum PGSchema {
           RETURN head;
         END
         $sequence$;
+        CREATE OR REPLACE FUNCTION tipsd.commit(
+          p_account text, p_node text, p_channel text, p_seqs bigint[], p_ops text[], p_counts integer[],
+          p_first_ats double precision[], p_last_ats double precision[], p_entries bytea[], p_keys text[],
+          p_replies text[], p_ats double precision[], p_devices text[], p_device_sizes integer[],
+          p_device_seqs bigint[], p_device_ops text[],
+          OUT last_cursor bigint, OUT history_firsts bigint[], OUT devices_last bigint, OUT erased boolean,
+          OUT conflicts json)
+          LANGUAGE plpgsql AS $commit$
+        DECLARE
+          added integer;
+          i integer;
+          start integer := 1;
+          size integer;
+        BEGIN
+          erased := false;
+          IF coalesce(array_length(p_keys, 1), 0) > 0 THEN
+            -- (Without keys, the erasure check is tipsd.push's and tipsd.append_history's: -1.)
+            -- tipsd.is_erased, inlined (a SQL function called from PL/pgSQL is not).
+            erased := EXISTS (SELECT 1 FROM tipsd.erased e
+              WHERE e.account = p_account AND e.until > now() AND e.reopened_at IS NULL);
+            IF erased THEN
+              RETURN;
+            END IF;
+            IF array_length(p_keys, 1) = 1 THEN
+              INSERT INTO tipsd.idempotency (account, key, reply, at) VALUES (p_account, p_keys[1], p_replies[1], p_ats[1])
+                ON CONFLICT (account, key) DO NOTHING;
+            ELSE
+              INSERT INTO tipsd.idempotency (account, key, reply, at)
+                SELECT p_account, u.k, u.r, u.a FROM unnest(p_keys, p_replies, p_ats) AS u(k, r, a) ORDER BY u.k
+                ON CONFLICT (account, key) DO NOTHING;
+            END IF;
+            GET DIAGNOSTICS added = ROW_COUNT;
+            IF added <> array_length(p_keys, 1) THEN
+              -- Rare: a key another transaction committed. This call's own rows (this transaction's) are taken back.
+              SELECT json_object_agg(s.key, s.reply) INTO conflicts FROM tipsd.idempotency s
+                WHERE s.account = p_account AND s.key = ANY(p_keys) AND s.xmin <> (txid_current() % 4294967296)::text::xid;
+              DELETE FROM tipsd.idempotency d WHERE d.account = p_account AND d.key = ANY(p_keys)
+                AND d.xmin = (txid_current() % 4294967296)::text::xid;
+              conflicts := coalesce(conflicts, '{}'::json);
+              RETURN;
+            END IF;
+          END IF;
+          IF coalesce(array_length(p_seqs, 1), 0) > 0 THEN
+            last_cursor := tipsd.push(p_account, p_node, p_channel, p_seqs, p_ops);
+          END IF;
+          FOR i IN 1 .. coalesce(array_length(p_counts, 1), 0) LOOP
+            history_firsts := history_firsts
+              || tipsd.append_history(p_account, p_counts[i], p_first_ats[i], p_last_ats[i], p_entries[i]);
+          END LOOP;
+          FOR i IN 1 .. coalesce(array_length(p_devices, 1), 0) LOOP
+            size := p_device_sizes[i];
+            devices_last := tipsd.push(p_account, p_devices[i], p_channel, p_device_seqs[start:start + size - 1],
+              p_device_ops[start:start + size - 1]);
+            start := start + size;
+          END LOOP;
+          erased := last_cursor = -1 OR devices_last = -1 OR -1 = ANY(coalesce(history_firsts, '{}'));
+          erased := coalesce(erased, false);
+        END
+        $commit$;
         CREATE OR REPLACE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
         BEGIN
           IF EXISTS (SELECT 1 FROM tipsd.ops WHERE account = p_account)
@@ -363,6 +434,16 @@ public enum PGSchema {
 
   /// `$1` account, `$2` device, `$3` channel, `$4` seqs (`bigint[]` text), `$5` ops (`text[]` text).
   package static let push = "SELECT tipsd.push($1, $2, $3, $4::bigint[], $5::text[])"
+
+  /// One account's part of a node's commit (see the type's notes on version 7): `$1` account, `$2` node, `$3`
+  /// channel, `$4`/`$5` the node's seqs and operations, `$6`-`$9` history chunks (counts, first and last instants,
+  /// entries), `$10`-`$12` idempotent replies (keys, replies, instants), `$13`-`$16` devices' operations (each
+  /// device and how many of the flattened seqs and operations are its).
+  package static let commit = """
+    SELECT * FROM tipsd.commit($1, $2, $3, $4::bigint[], $5::text[], $6::integer[], $7::double precision[],
+      $8::double precision[], $9::bytea[], $10::text[], $11::text[], $12::double precision[], $13::text[],
+      $14::integer[], $15::bigint[], $16::text[])
+    """
 
   /// `$1` at most this many chunks: places unplaced history chunks in the fleet's order and returns its head (see
   /// the type's notes on version 5).

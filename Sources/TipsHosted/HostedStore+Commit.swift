@@ -1,0 +1,137 @@
+import TipsJSON
+import TipsSync
+
+// The group commit (#42): each account's part of a turn is one statement (`tipsd.commit`), so one account can never
+// fail another's. An idempotency key another node committed first refuses that account's part only (answered with the
+// first reply); a statement PostgreSQL refuses (which rolls the whole transaction back) makes the node commit each
+// account in its own transaction, so only the failing account's part is lost.
+
+extension HostedStore {
+  /// Commits every account's changes in one transaction, accounts in sorted order (two nodes committing overlapping
+  /// accounts take their row locks in the same order, so they never deadlock). `completion` gets each account's
+  /// result once PostgreSQL has committed: stored, or ``Committed/refused`` (that account's part alone was not
+  /// stored). A failure means the outcome is unknown for every account (the connection broke): the caller reloads
+  /// them to learn what was stored.
+  public func commit(
+    _ changes: [AccountChanges], completion: @escaping (Result<[String: Committed], HostedError>) -> Void
+  ) {
+    let sorted = changes.sorted { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }
+    guard !sorted.isEmpty else {
+      completion(.success([:]))
+      return
+    }
+    let statements = sorted.map(statement)
+    writer.send(statements) { [weak self] result in
+      switch result {
+      case .success(let results):
+        var answers: [String: Committed] = [:]
+        for (index, change) in sorted.enumerated() {
+          answers[change.account] = Self.answer(index < results.count ? results[index].rows : [], change)
+        }
+        completion(.success(answers))
+      case .failure(let error) where error.rolledBack && sorted.count == 1:
+        completion(.success([sorted[0].account: Self.refusal(error)]))
+      case .failure(let error) where error.rolledBack:
+        // One account's statement failed and PostgreSQL rolled everything back: each account again, alone.
+        guard let self else { return completion(.failure(error)) }
+        self.commitEach(sorted, statements, completion: completion)
+      case .failure(let error):
+        completion(.failure(error))
+      }
+    }
+  }
+
+  /// Each account's statement in its own transaction (pipelined: one round trip); an account whose statement fails
+  /// is refused, the others are stored.
+  private func commitEach(
+    _ sorted: [AccountChanges], _ statements: [PGStatement],
+    completion: @escaping (Result<[String: Committed], HostedError>) -> Void
+  ) {
+    var answers: [String: Committed] = [:]
+    var unknown: HostedError?
+    var left = sorted.count
+    for (change, statement) in zip(sorted, statements) {
+      writer.send([statement]) { result in
+        switch result {
+        case .success(let results): answers[change.account] = Self.answer(results.first?.rows ?? [], change)
+        case .failure(let error) where error.rolledBack: answers[change.account] = Self.refusal(error)
+        case .failure(let error): unknown = unknown ?? error
+        }
+        left -= 1
+        guard left == 0 else { return }
+        if let unknown { completion(.failure(unknown)) } else { completion(.success(answers)) }
+      }
+    }
+  }
+
+  private static func refusal(_ error: HostedError) -> Committed {
+    Committed(lastCursor: nil, historyFirst: [], refused: "PostgreSQL refused the account's changes: \(error.message)")
+  }
+
+  /// `tipsd.commit`'s call for one account's changes.
+  private func statement(_ change: AccountChanges) -> PGStatement {
+    // Keys in order: two nodes inserting the same keys of one account never wait for each other in a cycle.
+    // Each key once (its first reply): `tipsd.commit` counts the keys it inserted.
+    var seen: Set<String> = []
+    let replies = change.replies.filter { seen.insert($0.key).inserted }
+      .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    let devices = change.devices.filter { !$0.operations.isEmpty }
+    return .prepared(
+      Statement.commit,
+      [
+        change.account, configuration.node, PGSchema.channel(account: change.account),
+        PGSchema.integerArray(change.operations.map(\.seq)), PGSchema.textArray(change.operations.map(\.payload)),
+        PGSchema.integerArray(change.history.map { Int64($0.count) }),
+        Self.doubleArray(change.history.map(\.firstAt)), Self.doubleArray(change.history.map(\.lastAt)),
+        PGSchema.textArray(change.history.map { Hex.bytea($0.bytes) }),
+        PGSchema.textArray(replies.map(\.key)),
+        PGSchema.textArray(replies.map { String(decoding: $0.result, as: UTF8.self) }),
+        Self.doubleArray(replies.map(\.at)),
+        PGSchema.textArray(devices.map(\.device)),
+        PGSchema.integerArray(devices.map { Int64($0.operations.count) }),
+        PGSchema.integerArray(devices.flatMap { $0.operations.map(\.seq) }),
+        PGSchema.textArray(devices.flatMap { $0.operations.map(\.payload) }),
+      ])
+  }
+
+  /// One account's answer from `tipsd.commit`'s row `(last_cursor, history_firsts, devices_last, erased,
+  /// conflicts)`.
+  static func answer(_ rows: [[String?]], _ change: AccountChanges) -> Committed {
+    var answer = Committed(lastCursor: nil, historyFirst: [])
+    guard let row = rows.first, row.count == 5 else { return answer }
+    if row[3] == "t" {
+      // Erased: -1 wherever something would have been stored.
+      let devices = change.devices.contains { !$0.operations.isEmpty }
+      answer.lastCursor = !change.operations.isEmpty || (change.history.isEmpty && !devices) ? -1 : nil
+      answer.historyFirst = change.history.map { _ in -1 }
+      answer.devicesLastCursor = devices ? -1 : nil
+      return answer
+    }
+    if let text = row[4] {
+      var keys: [String] = []
+      if case .object(let conflicts)? = try? JSONParser.parse(text) {
+        for (key, reply) in conflicts {
+          keys.append(key)
+          if case .string(let result) = reply { answer.firstReplies[key] = Array(result.utf8) }
+        }
+      }
+      answer.refused = "idempotency key \(keys.sorted().joined(separator: ", ")) was used on another node first"
+      return answer
+    }
+    answer.lastCursor = row[0].flatMap { Int64($0) }
+    answer.historyFirst = Self.integers(row[1])
+    answer.devicesLastCursor = row[2].flatMap { Int64($0) }
+    return answer
+  }
+
+  /// A PostgreSQL `bigint[]` in text form (`{1,2}`; nil: none).
+  static func integers(_ text: String?) -> [Int64] {
+    guard let text, text.count > 2 else { return [] }
+    return text.dropFirst().dropLast().split(separator: ",").compactMap { Int64($0) }
+  }
+
+  /// A PostgreSQL array literal of doubles.
+  static func doubleArray(_ items: [Double]) -> String {
+    "{" + items.map { "\($0)" }.joined(separator: ",") + "}"
+  }
+}
