@@ -1207,8 +1207,10 @@ class Adversary:
         doomed = [u for u in self.users if u.doomed and not u.deleted]
         if connection.actor.admin and connection.signed_as == "admin" and doomed and self.rng.random() < 0.5:
             return self.rng.choice(doomed).account
-        if connection.signed_as == "admin":
-            return self.rng.choice(["nobody", "", "a" * 300])  # the admin erases only the doomed accounts
+        if connection.signed_as == "admin" or connection.actor.admin:
+            # The admin erases only the doomed accounts (also from a batch that signs it in first): the others are
+            # the honest users, probed after every step.
+            return self.rng.choice(["nobody", "", "a" * 300] + [u.account for u in doomed])
         return self.other_account(connection)
 
 
