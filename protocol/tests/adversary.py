@@ -868,7 +868,9 @@ class Adversary:
         before = self.attacker_cursor()
         request = self.push(ops)
         answered = self.exchange(session, request)
-        self.outcome("undeclared", answered.get(request["id"]), ("undeclaredParameters",), may_succeed=False)
+        # Once the attacker's state is full, the change budget (checked first) refuses it stateBytes.
+        quotas = ("undeclaredParameters", "stateBytes")
+        self.outcome("undeclared", answered.get(request["id"]), quotas, may_succeed=False)
         after = self.attacker_cursor()
         if after != before:
             self.fail(f"a refused push of undeclared parameters moved the account's cursor from {before} to {after}")
