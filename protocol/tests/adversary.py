@@ -1030,11 +1030,12 @@ class Adversary:
                 tip = self.rng.choice(DEMO_TIPS)
                 request = self.request("tips/displayed", {"id": tip, "duration": user.model.duration_unit})
                 connection.send(request)
+                # Sent outside `exchange`: counted as maybe applied, before any reply (one node's reply may show the
+                # other's) is checked for the account's own.
+                user.model.changed(("display", tip), self.step, False)
                 honest.append((user, connection, request))
         for user, connection, request in honest:
             reply = self.collect(connection, request["id"])
-            # Sent outside `exchange`: counted as maybe applied (its reply is still checked for the account's own).
-            user.model.changed(("display", request["params"]["id"]), self.step, False)
             self.counts["probes"] += 1
             self.honest_reply(user, connection, request, reply, f"an idempotency-key race on {key}")
             self.check_model(connection, reply, None)
