@@ -65,6 +65,8 @@ final class Session {
   var subscribedAccounts: Set<String> = []
   /// Its sign-in attempts (hosted mode's per-connection limits).
   var signIn = SignInAttempts()
+  /// Hosted mode: its input is not read until this timer fires (a request refused for `--account-rate`).
+  var rateHold: (any LoopTimer)?
 
   /// Whether requests must wait before the next message is handled.
   var isWaiting: Bool { parkedOn != nil || awaitingBatch != nil || pendingAsync > 0 }

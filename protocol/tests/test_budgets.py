@@ -271,6 +271,29 @@ def test_each_operation_of_a_push_counts_against_the_account_rate(hosted):
     assert refusals(node, "rate") >= before + 1
 
 
+def test_a_session_refused_for_its_rate_is_not_read_until_the_budget_refills(hosted):
+    """30 donations written at once at --account-rate 5 (bursts of 10). Were the node to go on reading, the 20 after
+    the burst would all be refused at once; it stops reading the session at the first refusal until a request's
+    worth has refilled, so the rest are answered as the budget allows, alternately accepted and refused, and every
+    request is still answered."""
+    node = hosted.node("budget-rate-hold", extra=["--account-rate", "5"])
+
+    async def body():
+        session = await Session.open(node.socket_path, hosted.token("impatient"))
+        futures = [session.send("events/donate", {"id": "search.opened"}) for _ in range(30)]
+        replies = await asyncio.wait_for(asyncio.gather(*futures), TIMEOUT)
+        refused = [reply for reply in replies if "error" in reply]
+        assert all(reply["error"]["code"] == -32015 for reply in refused), refused
+        assert all(reply["error"]["data"]["quota"] == "rate" for reply in refused), refused
+        accepted = len(replies) - len(refused)
+        # The burst (10), then about one accepted per refusal (each hold lasts until one request's worth refilled).
+        assert accepted >= 15, (accepted, len(refused))
+        assert len(refused) <= 15, (accepted, len(refused))
+        await session.close()
+
+    run(body())
+
+
 def test_a_device_pulling_from_zero_again_and_again_does_not_hold_the_retention_back(hosted):
     # Default --ops-keep (1000): 3,000 operations, pushed by the admin (not rate-limited), on the same tip's display
     # counter (the state does not grow), while a device pulls from 0 after every push.

@@ -4,6 +4,7 @@ import TipsJSON
 import TipsProtocol
 import TipsSync
 import TipsSystem
+import TipsTransport
 
 // Hosted mode's per-account budgets (#42: one account can never hurt another): what one account may cost a node and
 // PostgreSQL — its state's bytes, a donation's info, parameters the catalog does not declare, devices, sessions on a
@@ -148,5 +149,35 @@ extension HostedService {
     return quotaRefusal(
       method: method, quota: "sessions", limit: limit, retryAfter: nil,
       "the account has \(open) sessions on this node (--account-max-sessions \(limit)); close one")
+  }
+
+  // MARK: - Input held after a rate refusal
+
+  /// A user's session refused for `--account-rate` is not read again until the account's budget has refilled (at
+  /// most a second): a client that ignores `retryAfter` and keeps sending costs the node no more reading and parsing
+  /// than one that waits, and what it sends meanwhile waits in the kernel's buffers, not the node's (#42).
+  func holdInput(_ session: Session, seconds: Double) {
+    guard session.rateHold == nil, !session.outbound.closing, !session.isGone else { return }
+    let timer = loop.makeTimer()
+    timer.keepsLoopAlive = false
+    session.rateHold = timer
+    session.pendingAsync += 1
+    session.stream.stopReading()
+    let milliseconds = UInt64((min(max(seconds, 0.001), 1) * 1000).rounded(.up))
+    timer.start(afterMilliseconds: milliseconds, repeatEvery: 0) { [weak self, weak session] in
+      guard let self, let session else { return }
+      self.releaseHold(session)
+    }
+  }
+
+  private func releaseHold(_ session: Session) {
+    guard let timer = session.rateHold else { return }
+    timer.close()
+    session.rateHold = nil
+    session.pendingAsync -= 1
+    guard !session.isGone, !session.outbound.closing else { return }
+    // Output back-pressure may hold reading too: the outbound state machine resumes it once the client drains.
+    if !session.outbound.inputPaused { session.stream.startReading() }
+    if session.pendingAsync == 0 { services.resumeInput(session) }
   }
 }

@@ -217,6 +217,8 @@ extension HostedService {
 
   /// The session is gone: its account may be evicted, its subscriptions go.
   func closed(_ session: Session) {
+    session.rateHold?.close()
+    session.rateHold = nil
     for id in session.subscriptions where fleetSubscribers[id]?.session === session { fleetSubscribers[id] = nil }
     unwatchSync(session)
     sessionsByID[session.id] = nil
@@ -291,6 +293,7 @@ extension HostedService {
   func admitRate(_ account: String, session: Session) -> ResponseError? {
     guard session.principal?.isAdmin != true else { return nil }
     guard let wait = limiter.take(account, now: clock.now()) else { return nil }
+    holdInput(session, seconds: wait)
     return quotaRefusal(
       method: "request", quota: "rate", limit: Int(configuration.accountRate), retryAfter: wait,
       "more than \(Int(configuration.accountRate)) requests a second for this account (--account-rate)")
