@@ -185,8 +185,9 @@ fuzz: deps-apt
 	@if [ -z "$(FUZZ_TARGETS)" ]; then $(MAKE) --no-print-directory fuzz-adversary; fi
 
 ## fuzz-adversary: the hosted adversary (protocol/tests/adversary.py: users, a stranger and the admin sending random
-## frames) for ADVERSARY_STEPS steps (default 20,000) against a real node and PostgreSQL; the seed is printed, and
-## TIPSD_ADVERSARY_SEED replays one.
+## frames, an attacker sending resource attacks, every honest user probed after every step) for ADVERSARY_STEPS
+## steps (default 20,000) against two real nodes and PostgreSQL; the seed is printed, and TIPSD_ADVERSARY_SEED
+## replays one.
 .PHONY: fuzz-adversary
 fuzz-adversary: deps build
 	TIPSD_ADVERSARY_STEPS=$(or $(ADVERSARY_STEPS),20000) $(PYTHON) -m pytest protocol/tests/test_hosted_security.py \

@@ -3,6 +3,23 @@ admin send random frames — single messages and batches, every method of protoc
 accounts, other sessions' subscription ids, cursors and junk — interleaved with sign-ins, refreshes with other
 users' tokens and account deletions, against a real node and PostgreSQL.
 
+An attacker holding one valid token of its own takes some steps (issue #42: one account can never hurt another) for
+resource attacks, each of which must be refused by its own budget (-32015 naming the quota; its own rate is allowed
+too), never by anything else: donations whose `info` is exactly `--max-info-bytes` of JSON (kept until its state is
+full) and past it (`infoBytes`, by events/donate and sync/push); pushes of 500 parameter operations naming undeclared
+ids (`undeclaredParameters`, storing no operation) and on the catalog's declared parameters with ever larger values
+(until `stateBytes`); floods of sessions of its account (`sessions`, the refused connection closed); forged tokens
+naming a live honest user's `sub` (HS256 with the wrong key, flipped signatures; three per connection, and as its
+own refresh: -32013, never a sign-in); and, given a second node on the same PostgreSQL, one idempotency key sent to
+both nodes at once while every honest user writes on both (both replies the first commit's, and a retry on either
+node too). Each attack that ran three times must have met its own budget at least once.
+
+Honest users (those never erased) keep working: after every step each sends a small request (a tips/status, or now
+and then a tips/displayed) on a connection of its own on every node, and it must be answered with a result — no
+refusal of any kind, no lost reply, no closed connection; while a flood of sessions is held and while forgeries
+naming a user arrive, the user signs in afresh with a valid token on every node. The adversary's nodes run with
+NODE_FLAGS: an account rate well above what the honest users send (their probes are a few hundred a second).
+
 After every step it checks:
 
 - the node is alive;
@@ -37,6 +54,10 @@ import socket
 import time
 from dataclasses import dataclass, field
 
+import jwt
+
+import tokens
+
 DEMO_TIPS = ["welcome.tour", "filter.tip", "advanced-search.tip", "show-location.tip", "rotate-map.tip"]
 DEMO_EVENTS = ["search.opened", "search.performed", "filter.used", "map.opened", "trail.visited", "tour.finished"]
 REPLY_TIMEOUT = 20.0
@@ -49,6 +70,26 @@ IDENTITY_EVENT = "tour.skipped"
 # Steps after a reset that may not have run yet (sent without an id, or its reply lost) during which acknowledged
 # changes do not raise the lower bounds (the reset may still come after them).
 RESET_GRACE = 40
+# The attacker (one valid token of its own) takes this share of the steps; each attack and the budget it must meet.
+ATTACK_SHARE = 0.04
+ATTACKS = {
+    "info": "infoBytes",
+    "undeclared": "undeclaredParameters",
+    "declared": "stateBytes",
+    "sessions": "sessions",
+    "forged": None,
+    "race": None,
+}
+DECLARED = ["isLoggedIn", "onboardingStep"]  # the demo catalog's parameters
+FLOOD_OPS = 500
+SESSION_FLOOD = 48  # past --account-max-sessions (32)
+FORGERS = 3  # connections presenting forged tokens per attack, three forgeries each
+FORGERY_REASONS = {"badSignature", "throttled", "tooManyAttempts"}
+PROBE_WRITES = 0.125  # an honest probe is a tips/displayed this often, else a tips/status
+# The adversary's nodes: honest users are probed after every step, a few hundred requests a second per account, so
+# the account rate is set well above what they send (the rate budget itself is test_budgets.py's); the budget of
+# failed signature checks is small, so the attacker's forgeries spend it and honest users sign in past it.
+NODE_FLAGS = ["--allow-testing", "--sign-in-timeout", "5", "--account-rate", "2000", "--sign-in-failures", "5"]
 
 
 class AdversaryFailure(AssertionError):
@@ -66,6 +107,7 @@ class Actor:
     erased_at: float | None = None  # when accounts/delete erased it (its tokens issued before are refused for good)
     connections: list = field(default_factory=list)
     model: AccountModel | None = None
+    probes: list = field(default_factory=list)  # an honest user's own connections, one per node, probed every step
 
 
 class AccountModel:
@@ -138,6 +180,10 @@ class Connection:
         self.shut = False  # `shutdown` answered: it refuses everything but `exit` from now on
         # The last frames sent and what came back, for a failure's report.
         self.trail: list[str] = []
+        # On the second node: its reads may lag the first node's acknowledged changes (no lower bounds), and its
+        # changes count as maybe applied there.
+        self.remote = False
+        self.node_name = "A"
 
     def send(self, frame) -> None:
         data = (json.dumps(frame) + "\n").encode()
@@ -179,8 +225,10 @@ class Connection:
 
 
 class Adversary:
-    def __init__(self, node, hosted, seed: int, steps: int, admin_token: str):
+    def __init__(self, node, hosted, seed: int, steps: int, admin_token: str, node_b=None, max_info_bytes: int = 4096):
         self.node = node
+        self.node_b = node_b  # a second node on the same PostgreSQL: honest probes there, idempotency-key races
+        self.max_info_bytes = max_info_bytes
         self.hosted = hosted
         self.seed = seed
         self.steps = steps
@@ -194,6 +242,14 @@ class Adversary:
         for index, user in enumerate(self.users):
             user.marker = f"mark-{self.rng.randrange(1 << 48):012x}"
             user.model = AccountModel(index)
+        self.honest = [user for user in self.users if not user.doomed]  # never erased: probed after every step
+        self.attacker = Actor("attacker", f"acct-{tag}-attacker-{self.rng.randrange(1 << 32):08x}")
+        self.attacker.marker = f"mark-{self.rng.randrange(1 << 48):012x}"
+        self.attacker_sessions: dict[str, Connection] = {}
+        self.attacker_seq = 0
+        self.attacker_hlc = 0
+        self.attack_runs: dict[str, int] = {kind: 0 for kind in ATTACKS}
+        self.attack_outcomes: dict[str, dict[str, int]] = {}
         self.admin = Actor("admin", None, admin=True)
         self.stranger = Actor("stranger", None)
         self.actors = [*self.users, self.admin, self.stranger]
@@ -211,6 +267,9 @@ class Adversary:
             "closed": 0,
             "checked": 0,
             "erased": 0,
+            "attacks": 0,
+            "probes": 0,
+            "fresh sign-ins": 0,
         }
         self.step = 0
         self.frame = None
@@ -226,20 +285,26 @@ class Adversary:
         raise AdversaryFailure(
             f"seed {self.seed} (TIPSD_ADVERSARY_SEED={self.seed}), step {self.step}: {message}\n"
             f"frame: {json.dumps(self.frame)[:2000]}\nthis connection's last frames and replies:\n{trail}\n"
-            f"node log (tail):\n{self.node.log_text()[-3000:]}"
+            + "".join(f"node {node.name} log (tail):\n{node.log_text()[-3000:]}\n" for node in self.nodes())
         )
 
     def alive(self) -> None:
-        if self.node.proc.poll() is not None:
-            self.fail(f"the node died (status {self.node.proc.returncode})")
+        for node in self.nodes():
+            if node.proc.poll() is not None:
+                self.fail(f"the node {node.name} died (status {node.proc.returncode})")
+
+    def nodes(self) -> list:
+        return [self.node] + ([self.node_b] if self.node_b is not None else [])
 
     def foreign_strings(self, connection: Connection) -> list[str]:
         """What a connection may never see: other accounts' ids and markers (nothing, for the admin)."""
         if connection.signed_as == "admin":
             return []
-        own = connection.signed_as
+        # The attacker's connections are its own even before (or without) a sign-in: a forgery naming a user is
+        # refused, and the attacker's own account id in a refusal is no leak.
+        own = self.attacker.account if connection.actor is self.attacker else connection.signed_as
         strings = []
-        for user in self.users:
+        for user in [*self.users, self.attacker]:
             if user.account != own:
                 strings += [user.account, user.marker]
         return strings
@@ -414,7 +479,7 @@ class Adversary:
             reply = answered.get(message["id"]) if message.get("id") is not None else None
             if reply is not None and "error" in reply and reply["error"].get("code") != -32016:
                 continue  # refused: nothing changed
-            acknowledged = reply is not None and "result" in reply
+            acknowledged = reply is not None and "result" in reply and not connection.remote
             if (
                 acknowledged
                 and connection.signed_as not in (None, "admin")
@@ -460,6 +525,7 @@ class Adversary:
             frame.append(self.request("parameters/set", {"id": "isLoggedIn", "value": model.logged_in}))
             frame.append(self.request("parameters/set", {"id": "onboardingStep", "value": model.step_unit}))
             self.exchange(connection, frame)
+        self.setup_probes()
 
     def request(self, method: str, params: dict) -> dict:
         return {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
@@ -482,8 +548,9 @@ class Adversary:
         actor.connections.append(connection)
         return connection
 
-    def exchange(self, connection: Connection, frame) -> None:
-        """Sends a frame and waits for its replies; checks each request is answered exactly once."""
+    def exchange(self, connection: Connection, frame) -> dict:
+        """Sends a frame and waits for its replies; checks each request is answered exactly once. Returns the replies
+        by id."""
         self.frame = frame
         self.current = connection
         connection.trail.append(f"sent: {json.dumps(frame)[:300]}")
@@ -502,7 +569,7 @@ class Adversary:
         self.counts["requests"] += len(requests)
         # The lower bounds as the frame starts (a reply read from PostgreSQL may show its frame's later changes).
         before = self.model_of(connection.signed_as) if connection.signed_as != "admin" else None
-        lows = dict(before.lo) if before is not None else {}
+        lows = dict(before.lo) if before is not None and not connection.remote else {}
         for message in connection.unchecked:  # read by a drain after its last frame
             self.check_model(connection, message, None)
         connection.unchecked = []
@@ -512,7 +579,7 @@ class Adversary:
         got_frame_reply = not wants_reply
         if connection.exiting and not wants_reply:
             connection.close()  # `exit` alone: the node closes it; nothing more is sent on it
-            return
+            return {}
         while not got_frame_reply:
             for message in connection.read_available():
                 connection.trail.append(f"  got: {json.dumps(message)[:300]}")
@@ -546,7 +613,7 @@ class Adversary:
                     self.counts["closed"] += 1
                     self.check_notifications(connection)
                     self.settle_frame(connection, messages, requests, answered, lows)
-                    return
+                    return answered
                 self.fail(f"the connection closed without answering (answered {sorted(answered)})")
             if time.monotonic() > deadline:
                 self.fail(f"no reply within {REPLY_TIMEOUT} s (answered {sorted(answered)} of {sorted(requests)})")
@@ -558,6 +625,7 @@ class Adversary:
         self.settle_frame(connection, messages, requests, answered, lows)
         if connection.exiting:
             connection.close()
+        return answered
 
     def settle_frame(self, connection: Connection, messages: list, requests: dict, answered: dict, lows: dict) -> None:
         """The frame's changes into the model, then its replies and the notifications read meanwhile checked."""
@@ -601,19 +669,390 @@ class Adversary:
         self.setup()
         for step in range(1, self.steps + 1):
             self.step = step
-            actor = self.rng.choices(self.actors, weights=[5] * len(self.users) + [3, 2])[0]
-            connection = self.connection(actor)
-            self.exchange(connection, self.make_frame(connection))
+            if self.rng.random() < ATTACK_SHARE:
+                self.attack()
+            else:
+                actor = self.rng.choices(self.actors, weights=[5] * len(self.users) + [3, 2])[0]
+                connection = self.connection(actor)
+                self.exchange(connection, self.make_frame(connection))
             self.alive()
+            self.check_honest("this step")
             if self.step % 25 == 0:
                 self.drain()
         self.drain()
         self.alive()
-        for actor in self.actors:
-            for connection in actor.connections:
+        self.check_attack_outcomes()
+        for actor in [*self.actors, self.attacker]:
+            for connection in actor.connections + actor.probes:
                 connection.close()
+        for connection in self.attacker_sessions.values():
+            connection.close()
+        self.counts["attack runs"] = ", ".join(f"{kind} {n}" for kind, n in self.attack_runs.items() if n)
+        self.counts["attack outcomes"] = "; ".join(
+            f"{kind}: " + ", ".join(f"{outcome} {n}" for outcome, n in sorted(tally.items()))
+            for kind, tally in sorted(self.attack_outcomes.items())
+        )
         self.counts["seconds"] = round(time.monotonic() - started, 1)
         return self.counts
+
+    # ------------------------------------------------------------------------------------------ honest users
+
+    def node_name(self, node) -> str:
+        return "A" if node is self.node else "B"
+
+    def open(self, actor: Actor, node) -> Connection:
+        connection = Connection(node.socket_path, actor, self.ids)
+        connection.remote = node is not self.node
+        connection.node_name = self.node_name(node)
+        return connection
+
+    def setup_probes(self) -> None:
+        """Each honest user's probe connections, one per node, signed in with a token of its own."""
+        for user in self.honest:
+            for node in self.nodes():
+                connection = self.open(user, node)
+                self.sign_in_honest(user, connection, "at setup")
+                user.probes.append(connection)
+
+    def sign_in_honest(self, user: Actor, connection: Connection, what: str) -> None:
+        answered = self.exchange(connection, self.initialize(connection, token=self.user_token(user.account)))
+        reply = next(iter(answered.values()), None)
+        if reply is None or "result" not in reply or connection.signed_as != user.account or connection.closed:
+            self.fail(
+                f"honest {user.name}'s sign-in with its own valid token on node {connection.node_name} failed "
+                f"{what}: {json.dumps(reply)[:400] if reply else connection.close_reason or 'the connection closed'}"
+            )
+
+    def fresh_sign_in(self, user: Actor, what: str) -> None:
+        """A new connection of an honest user signs in with a fresh valid token on every node, then is closed."""
+        for node in self.nodes():
+            connection = self.open(user, node)
+            self.sign_in_honest(user, connection, what)
+            self.counts["fresh sign-ins"] += 1
+            connection.close()
+
+    def probe_request(self, user: Actor) -> dict:
+        tip = self.rng.choice(DEMO_TIPS)
+        if self.rng.random() < PROBE_WRITES:
+            return self.request("tips/displayed", {"id": tip, "duration": user.model.duration_unit})
+        return self.request("tips/status", {"ids": [tip]})
+
+    def check_honest(self, what: str) -> None:
+        """Every honest user's probe on every node is answered with a result: no refusal of any kind, no lost reply,
+        no closed connection — whatever the attacker did this step."""
+        for user in self.honest:
+            for connection in user.probes:
+                request = self.probe_request(user)
+                answered = self.exchange(connection, request)
+                self.counts["probes"] += 1
+                self.honest_reply(user, connection, request, answered.get(request["id"]), what)
+
+    def honest_reply(self, user: Actor, connection: Connection, request: dict, reply, what: str) -> None:
+        if reply is None or "result" not in reply or connection.closed:
+            self.fail(
+                f"honest {user.name}'s {request['method']} on node {connection.node_name} failed after {what}: "
+                f"{json.dumps(reply)[:400] if reply else connection.close_reason or 'the connection closed'}"
+            )
+
+    # ---------------------------------------------------------------------------------------------- attacker
+
+    def attack(self) -> None:
+        kinds = [kind for kind in ATTACKS if kind != "race" or self.node_b is not None]
+        kind = self.rng.choice(kinds)
+        self.counts["attacks"] += 1
+        self.attack_runs[kind] += 1
+        self.frame = f"attack: {kind}"
+        getattr(self, "attack_" + kind.replace("-", "_"))()
+
+    def outcome(self, kind: str, reply, quotas: tuple[str, ...], may_succeed: bool = True) -> str:
+        """The attacker's reply: a result (when allowed) or -32015 naming one of `quotas` (or its own rate); anything
+        else fails the step."""
+        if not isinstance(reply, dict):
+            self.fail(f"the attacker's {kind} got no reply")
+        if "result" in reply:
+            if not may_succeed:
+                self.fail(f"the attacker's {kind} was accepted, not refused -32015 {quotas}: {json.dumps(reply)[:300]}")
+            got = "ok"
+        else:
+            error = reply.get("error") or {}
+            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            got = data.get("quota")
+            if error.get("code") != -32015 or got not in (*quotas, "rate"):
+                self.fail(f"the attacker's {kind} was refused {json.dumps(error)[:400]}, not -32015 {quotas}")
+        tally = self.attack_outcomes.setdefault(kind, {})
+        tally[got] = tally.get(got, 0) + 1
+        return got
+
+    def check_attack_outcomes(self) -> None:
+        """Each attack that ran a few times met its own budget at least once."""
+        for kind, quota in ATTACKS.items():
+            if quota and self.attack_runs[kind] >= 3 and not self.attack_outcomes.get(kind, {}).get(quota):
+                self.fail(
+                    f"the attack {kind} ran {self.attack_runs[kind]} times and was never refused -32015 {quota}: "
+                    f"{self.attack_outcomes.get(kind)}"
+                )
+
+    def attacker_session(self, node=None) -> Connection | None:
+        """The attacker's signed-in session on a node (opened again if it closed); None if it was refused."""
+        node = node or self.node
+        name = self.node_name(node)
+        connection = self.attacker_sessions.get(name)
+        if connection is not None and not connection.closed and connection.close_reason is None:
+            return connection
+        connection = self.open(self.attacker, node)
+        answered = self.exchange(connection, self.initialize(connection, token=self.user_token(self.attacker.account)))
+        reply = next(iter(answered.values()), None)
+        # Its flood's sessions may not all be closed on the node yet.
+        if self.outcome("sign-in", reply, ("sessions",)) != "ok":
+            connection.close()
+            return None
+        self.attacker_sessions[name] = connection
+        return connection
+
+    def hlc(self) -> int:
+        self.attacker_hlc = max(self.attacker_hlc + 1, int(time.time() * 1000) << 16)
+        return self.attacker_hlc
+
+    def push(self, ops: list[dict]) -> dict:
+        items = []
+        for op in ops:
+            self.attacker_seq += 1
+            items.append({"seq": self.attacker_seq, "op": op})
+        return self.request("sync/push", {"device": "device:attacker", "ops": items})
+
+    def parameter_op(self, ident: str, value) -> dict:
+        return {"hlc": self.hlc(), "epoch": 0, "kind": "parameter", "id": ident, "value": value}
+
+    def attacker_cursor(self) -> int:
+        """The attacker's account's newest operation cursor in PostgreSQL (compaction deletes rows, never moves it)."""
+        account = self.attacker.account
+        return int(
+            self.hosted.query(f"SELECT coalesce(max(last_cursor), 0) FROM tipsd.accounts WHERE account = '{account}'")
+        )
+
+    def attack_info(self) -> None:
+        """Donations whose info is exactly --max-info-bytes of JSON (kept, until the attacker's state is full) and
+        past it, by events/donate and by sync/push (refused infoBytes)."""
+        session = self.attacker_session()
+        if session is None:
+            return
+        marker = self.attacker.marker
+        room = self.max_info_bytes - len(json.dumps({"owner": marker, "b": ""}, separators=(",", ":")))
+        past = room + self.rng.choice([1, 2, 100, 5000])
+        huge = room + self.rng.choice([1, 5000, 200_000])
+        event = self.rng.choice(DEMO_EVENTS)
+        donation = {"hlc": self.hlc(), "epoch": 0, "kind": "donation", "event": event, "at": time.time()}
+        donation.update({"lifetime": 1, "info": {"owner": marker, "b": "x" * past}})
+        frame = [
+            self.request("events/donate", {"id": event, "info": {"owner": marker, "b": "x" * room}}),
+            self.request("events/donate", {"id": event, "info": {"owner": marker, "b": "x" * huge}}),
+            self.push([donation]),
+        ]
+        answered = self.exchange(session, frame)
+        # A change (a push too) is refused stateBytes once the attacker's state is full, before its info is looked at.
+        self.outcome("info-at-limit", answered.get(frame[0]["id"]), ("stateBytes",))
+        self.outcome("info", answered.get(frame[1]["id"]), ("infoBytes", "stateBytes"), may_succeed=False)
+        self.outcome("info", answered.get(frame[2]["id"]), ("infoBytes", "stateBytes"), may_succeed=False)
+
+    def attack_undeclared(self) -> None:
+        """A push of 500 parameter operations naming undeclared ids (or 499 declared ones and one undeclared):
+        refused undeclaredParameters, storing nothing."""
+        session = self.attacker_session()
+        if session is None:
+            return
+        if self.rng.random() < 0.5:
+            ops = [self.parameter_op(f"made.up.{i}", "x" * self.rng.choice([1, 300])) for i in range(FLOOD_OPS)]
+        else:
+            ops = [self.parameter_op(self.rng.choice(DECLARED), "x" * 100) for _ in range(FLOOD_OPS - 1)]
+            ops.insert(self.rng.randrange(FLOOD_OPS), self.parameter_op("made.up.one", 1))
+        before = self.attacker_cursor()
+        request = self.push(ops)
+        answered = self.exchange(session, request)
+        # Once the attacker's state is full, the change budget (checked first) refuses it stateBytes.
+        quotas = ("undeclaredParameters", "stateBytes")
+        self.outcome("undeclared", answered.get(request["id"]), quotas, may_succeed=False)
+        after = self.attacker_cursor()
+        if after != before:
+            self.fail(f"a refused push of undeclared parameters moved the account's cursor from {before} to {after}")
+
+    def attack_declared(self) -> None:
+        """Pushes of 500 operations on the catalog's declared parameters with ever larger values, until
+        stateBytes refuses one (500 values of 600 bytes are past --account-max-state-bytes)."""
+        session = self.attacker_session()
+        if session is None:
+            return
+        for size in (100, 300, 600):
+            request = self.push([self.parameter_op(self.rng.choice(DECLARED), "x" * size) for _ in range(FLOOD_OPS)])
+            answered = self.exchange(session, request)
+            got = self.outcome("declared", answered.get(request["id"]), ("stateBytes",), may_succeed=size < 600)
+            if got != "ok":
+                break
+
+    def attack_sessions(self) -> None:
+        """Sessions of the attacker's account opened on the first node until -32015 sessions; honest users sign in
+        afresh and are probed while the flood is held."""
+        flood = []
+        refusal = None
+        refused_connection = None
+        main = self.attacker_sessions.get("A")
+        held = int(main is not None and not main.closed and main.close_reason is None)  # its session there already
+        for _ in range(SESSION_FLOOD):
+            connection = self.open(self.attacker, self.node)
+            token = self.user_token(self.attacker.account)
+            answered = self.exchange(connection, self.initialize(connection, token=token))
+            reply = next(iter(answered.values()), None)
+            if reply is not None and "result" in reply:
+                flood.append(connection)
+                continue
+            refusal, refused_connection = reply, connection
+            break
+        try:
+            for user in self.honest:
+                self.fresh_sign_in(user, f"a flood of {len(flood)} sessions")
+            self.check_honest(f"a flood of {len(flood)} sessions")
+            if refusal is None:
+                closed = (
+                    f"; its last connection closed: {refused_connection.close_reason}" if refused_connection else ""
+                )
+                self.fail(
+                    f"the attacker's flood of sessions was never refused -32015 sessions ({len(flood)} signed in"
+                    f"{closed})"
+                )
+            self.outcome("sessions", refusal, ("sessions",), may_succeed=False)
+            limit = (refusal["error"].get("data") or {}).get("limit")
+            if refusal["error"]["data"]["quota"] == "sessions":
+                if not isinstance(limit, int) or held + len(flood) > limit:
+                    self.fail(f"{held + len(flood)} sessions of the attacker signed in on a node, its limit {limit}")
+                deadline = time.monotonic() + REPLY_TIMEOUT
+                while not refused_connection.closed:  # the refused connection is closed after the reply
+                    refused_connection.read_available()
+                    if time.monotonic() > deadline:
+                        self.fail("the connection refused -32015 sessions was not closed")
+                    time.sleep(0.001)
+        finally:
+            for connection in flood + ([refused_connection] if refused_connection else []):
+                connection.close()
+
+    def attack_forged(self) -> None:
+        """Tokens naming a live honest user's sub, signed with the wrong key (HS256) or a flipped signature
+        (RS256), several per connection on fresh connections and as the attacker's refresh; the victim signs in
+        afresh meanwhile."""
+        victim = self.rng.choice(self.honest)
+        self.frame = {"attack": "forged tokens", "victim": victim.account}
+        forgers = [self.open(self.attacker, self.rng.choice(self.nodes())) for _ in range(FORGERS)]
+        pending = []
+        for connection in forgers:  # the first forgery of each, all in flight as the victim signs in
+            request = self.initialize(connection, token=self.forgery(victim.account))
+            connection.presumed = None
+            connection.send(request)
+            pending.append((connection, request))
+        self.fresh_sign_in(victim, f"forged tokens naming {victim.account}")
+        for connection, request in pending:
+            self.forgery_refused(connection, self.collect(connection, request["id"]))
+        for connection in forgers:
+            for _ in range(2):  # two more per connection: the third failure closes it
+                if connection.closed:
+                    break
+                request = self.initialize(connection, token=self.forgery(victim.account))
+                connection.presumed = None
+                answered = self.exchange(connection, request)
+                if request["id"] in answered:
+                    self.forgery_refused(connection, answered[request["id"]])
+            connection.close()
+        session = self.attacker_session()
+        if session is not None:
+            request = self.request("auth/refresh", {"token": self.forgery(victim.account)})
+            answered = self.exchange(session, request)
+            self.forgery_refused(session, answered.get(request["id"]), refresh=True)
+            if session.signed_as != self.attacker.account:
+                self.fail(f"the attacker's session is now {session.signed_as}'s")
+            # Its third failed refresh closes it (saying why); until then it keeps answering as the attacker.
+            if session.close_reason is None:
+                status = self.request("tips/status", {"ids": ["filter.tip"]})
+                answered = self.exchange(session, status)
+                if session.close_reason is None:
+                    self.outcome("forged-refresh-then-status", answered.get(status["id"]), ())
+        self.fresh_sign_in(victim, f"forged tokens naming {victim.account}")
+
+    def forgery(self, sub: str) -> str:
+        if self.rng.random() < 0.5:
+            now = int(time.time())
+            payload = {"sub": sub, "iat": now, "exp": now + 3600, "aud": tokens.AUDIENCE, "iss": tokens.ISSUER}
+            return jwt.encode(payload, b"not-the-node-key-" * 4, algorithm="HS256")
+        return forged(self.hosted.token(sub, alg=self.rng.choice(["RS256", "HS256"])))
+
+    def forgery_refused(self, connection: Connection, reply, refresh: bool = False) -> None:
+        reasons = FORGERY_REASONS | ({"subjectChanged"} if refresh else set())
+        error = (reply or {}).get("error") or {}
+        reason = (error.get("data") or {}).get("reason") if isinstance(error.get("data"), dict) else None
+        if reply is None and connection.close_reason is not None:
+            return  # closed saying why (its third failed sign-in)
+        if error.get("code") != -32013 or reason not in reasons:
+            self.fail(f"a forged token naming a user got {json.dumps(reply)[:400]}, not -32013 {sorted(reasons)}")
+        tally = self.attack_outcomes.setdefault("forged", {})
+        tally[reason] = tally.get(reason, 0) + 1
+
+    def collect(self, connection: Connection, request_id) -> dict | None:
+        """The reply to a request sent without waiting (notifications and replies inspected as they come)."""
+        self.current = None
+        deadline = time.monotonic() + REPLY_TIMEOUT
+        while True:
+            for message in connection.read_available():
+                connection.trail.append(f"  got: {json.dumps(message)[:300]}")
+                self.inspect(connection, message)
+                if isinstance(message, dict) and message.get("id") == request_id:
+                    return message
+                if isinstance(message, dict) and message.get("id") is None and "error" in message:
+                    connection.close_reason = (message["error"].get("data") or {}).get("reason") or "closed"
+            if connection.closed:
+                return None
+            if time.monotonic() > deadline:
+                self.fail(f"no reply to {request_id} within {REPLY_TIMEOUT} s on the attacker's connection")
+            time.sleep(0.0005)
+
+    def attack_race(self) -> None:
+        """The same idempotency key sent to both nodes at once, while every honest user writes on both: both get
+        the first commit's reply, and a retry on either node gets it again; the honest writes all succeed."""
+        sessions = [self.attacker_session(node) for node in self.nodes()]
+        if None in sessions:
+            return
+        key = f"race-{self.seed}-{self.step}-{self.rng.randrange(1 << 32):08x}"
+        event = self.rng.choice(DEMO_EVENTS)
+        self.frame = {"attack": "race", "events/donate": event, "idempotencyKey": key}
+        pending = []
+        for session in sessions:
+            request = self.request("events/donate", {"id": event, "idempotencyKey": key})
+            session.send(request)
+            pending.append((session, request))
+        honest = []
+        for user in self.honest:
+            for connection in user.probes:
+                tip = self.rng.choice(DEMO_TIPS)
+                request = self.request("tips/displayed", {"id": tip, "duration": user.model.duration_unit})
+                connection.send(request)
+                # Sent outside `exchange`: counted as maybe applied, before any reply (one node's reply may show the
+                # other's) is checked for the account's own.
+                user.model.changed(("display", tip), self.step, False)
+                honest.append((user, connection, request))
+        for user, connection, request in honest:
+            reply = self.collect(connection, request["id"])
+            self.counts["probes"] += 1
+            self.honest_reply(user, connection, request, reply, f"an idempotency-key race on {key}")
+            self.check_model(connection, reply, None)
+        replies = [self.collect(session, request["id"]) for session, request in pending]
+        outcomes = [self.outcome("race", reply, ("stateBytes",)) for reply in replies]
+        if outcomes == ["ok", "ok"] and replies[0]["result"] != replies[1]["result"]:
+            self.fail(f"one idempotency key on two nodes got two replies: {replies[0]} and {replies[1]}")
+        first = next((reply for reply in replies if "result" in reply), None)
+        for session in sessions:  # a retry on each node answers the first reply
+            request = self.request("events/donate", {"id": event, "idempotencyKey": key})
+            reply = self.exchange(session, request).get(request["id"])
+            if (
+                self.outcome("race-retry", reply, ("stateBytes",)) == "ok"
+                and first
+                and reply["result"] != first["result"]
+            ):
+                self.fail(f"a retry of idempotency key {key} on node {session.node_name} got {reply}, not {first}")
 
     # ------------------------------------------------------------------------------------------------ frames
 
@@ -771,8 +1210,10 @@ class Adversary:
         doomed = [u for u in self.users if u.doomed and not u.deleted]
         if connection.actor.admin and connection.signed_as == "admin" and doomed and self.rng.random() < 0.5:
             return self.rng.choice(doomed).account
-        if connection.signed_as == "admin":
-            return self.rng.choice(["nobody", "", "a" * 300])  # the admin erases only the doomed accounts
+        if connection.signed_as == "admin" or connection.actor.admin:
+            # The admin erases only the doomed accounts (also from a batch that signs it in first): the others are
+            # the honest users, probed after every step.
+            return self.rng.choice(["nobody", "", "a" * 300] + [u.account for u in doomed])
         return self.other_account(connection)
 
 

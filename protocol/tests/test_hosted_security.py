@@ -382,15 +382,19 @@ def test_the_admin_token_is_read_again_on_sighup_and_admin_sessions_end(hosted, 
 
 
 def test_a_stateful_adversary_finds_no_crash_no_lost_reply_and_no_leak(hosted):
-    """Several signed-in users, a stranger and the admin send random frames for TIPSD_ADVERSARY_STEPS steps (2,000 by
-    default; `make fuzz` runs more); the seed is printed, and TIPSD_ADVERSARY_SEED replays a failure."""
-    from adversary import Adversary, default_seed
+    """Several signed-in users, a stranger and the admin send random frames, and an attacker with a token of its own
+    sends resource attacks (huge infos, parameter floods, session floods, forged tokens naming a live user, one
+    idempotency key on two nodes at once), for TIPSD_ADVERSARY_STEPS steps (2,000 by default; `make fuzz` runs more)
+    against two nodes on one PostgreSQL; after every step every honest user's request on each node must succeed. The
+    seed is printed, and TIPSD_ADVERSARY_SEED replays a failure."""
+    from adversary import NODE_FLAGS, Adversary, default_seed
 
     seed = default_seed()
     steps = int(os.environ.get("TIPSD_ADVERSARY_STEPS", "2000"))
-    node = hosted.node("adversary", extra=["--allow-testing", "--sign-in-timeout", "5"])
+    node = hosted.node("adversary", extra=NODE_FLAGS)
+    node_b = hosted.node("adversary-b", extra=NODE_FLAGS)
     print(f"adversary: seed {seed}, {steps} steps")
-    counts = Adversary(node, hosted, seed=seed, steps=steps, admin_token=ADMIN_TOKEN).run()
+    counts = Adversary(node, hosted, seed=seed, steps=steps, admin_token=ADMIN_TOKEN, node_b=node_b).run()
     print("adversary: " + ", ".join(f"{name} {value}" for name, value in counts.items()))
     assert counts["replies"] > steps // 2
 
