@@ -95,10 +95,10 @@ extension HostedStore {
   }
 
   /// One account's answer from `tipsd.commit`'s row `(last_cursor, history_firsts, devices_last, erased,
-  /// conflicts)`.
+  /// conflicts, device_clashes)`.
   static func answer(_ rows: [[String?]], _ change: AccountChanges) -> Committed {
     var answer = Committed(lastCursor: nil, historyFirst: [])
-    guard let row = rows.first, row.count == 5 else { return answer }
+    guard let row = rows.first, row.count == 6 else { return answer }
     if row[3] == "t" {
       // Erased: -1 wherever something would have been stored.
       let devices = change.devices.contains { !$0.operations.isEmpty }
@@ -121,6 +121,10 @@ extension HostedStore {
     answer.lastCursor = row[0].flatMap { Int64($0) }
     answer.historyFirst = Self.integers(row[1])
     answer.devicesLastCursor = row[2].flatMap { Int64($0) }
+    // One clash per pushed device (the statement leaves out those with no operations), 0 for none.
+    let clashes = Self.integers(row[5])
+    let pushed = change.devices.indices.filter { !change.devices[$0].operations.isEmpty }
+    for (index, seq) in zip(pushed, clashes) where seq > 0 { answer.deviceClashes[index] = seq }
     return answer
   }
 

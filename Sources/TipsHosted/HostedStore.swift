@@ -105,6 +105,9 @@ public final class HostedStore: HostedStorage {
     /// The account's idempotency keys another commit stored first (another node's), with the reply stored then
     /// (absent when it was pruned meanwhile).
     public var firstReplies: [String: [UInt8]] = [:]
+    /// The device pushes (by their index in ``AccountChanges/devices``) not stored because another operation is
+    /// stored under one of their seqs (#42): the first such seq. The other pushes were stored.
+    public var deviceClashes: [Int: Int64] = [:]
     /// The account was erased (its tombstone stands): nothing of this commit was stored for it.
     public var erased: Bool { lastCursor == -1 || devicesLastCursor == -1 || historyFirst.contains(-1) }
 

@@ -466,13 +466,27 @@ import TipsTransport
     ])
 
   @Test func storedErasedAndRefusedAnswers() {
-    let stored = HostedStore.answer([["7", "{3,4}", nil, "f", nil]], change)
+    let stored = HostedStore.answer([["7", "{3,4}", nil, "f", nil, nil]], change)
     #expect(stored == HostedStore.Committed(lastCursor: 7, historyFirst: [3, 4]))
-    let erased = HostedStore.answer([[nil, nil, nil, "t", nil]], change)
+    let erased = HostedStore.answer([[nil, nil, nil, "t", nil, nil]], change)
     #expect(erased.erased && erased.lastCursor == -1 && erased.historyFirst == [-1, -1] && erased.refused == nil)
-    let refused = HostedStore.answer([[nil, nil, nil, "f", #"{"k" : "{\"count\":1}", "gone" : null}"#]], change)
+    let refused = HostedStore.answer([[nil, nil, nil, "f", #"{"k" : "{\"count\":1}", "gone" : null}"#, nil]], change)
     #expect(refused.refused?.contains("gone, k") == true)
     #expect(refused.firstReplies == ["k": Array(#"{"count":1}"#.utf8)])
     #expect(refused.lastCursor == nil && !refused.erased)
+  }
+
+  /// `device_clashes` has one entry per device push with operations (0: stored); the clashes are mapped back to the
+  /// pushes' places in ``HostedStore/AccountChanges/devices`` (#42).
+  @Test func deviceClashesMapToTheirPushes() {
+    let pushes = HostedStore.AccountChanges(
+      account: "a", operations: [], history: [],
+      devices: [
+        HostedStore.DeviceOperations(device: "device:a", operations: [(1, "{}")]),
+        HostedStore.DeviceOperations(device: "device:b", operations: []),
+        HostedStore.DeviceOperations(device: "device:c", operations: [(3, "{}"), (4, "{}")]),
+      ])
+    let answer = HostedStore.answer([[nil, nil, "9", "f", nil, "{0,4}"]], pushes)
+    #expect(answer.devicesLastCursor == 9 && answer.deviceClashes == [2: 4] && answer.refused == nil)
   }
 }

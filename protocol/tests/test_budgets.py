@@ -361,3 +361,53 @@ def test_a_second_pusher_of_a_device_id_gets_an_error_never_a_silent_drop(hosted
         await phone.close()
 
     run(body())
+
+
+def test_a_device_ids_seqs_stay_its_first_pushers_on_every_node_at_any_time(hosted):
+    # #42 item 8: the stolen token pushes device:phone 1-3 through one node and leaves; the real phone's pushes of
+    # 1-3 through another node are refused (-32014), never answered and stored nowhere. An honest retry of the same
+    # operations stays idempotent, and another account committing meanwhile is unaffected.
+    near, far = hosted.node("binding-near"), hosted.node("binding-far")
+    ops = "SELECT count(*) FROM tipsd.ops WHERE account = 'stolen' AND device = 'device:phone'"
+
+    async def body():
+        token = hosted.token("stolen")
+        mallory = await Session.open(near.socket_path, token)
+        forged = {"device": "device:phone", "ops": [{"seq": s, "op": donation()} for s in (1, 2, 3)]}
+        cursor = await mallory.call("sync/push", forged)
+        await mallory.close()
+        assert count(hosted, ops) == 3
+        stored = hosted.query("SELECT string_agg(op, '|' ORDER BY seq) FROM tipsd.ops WHERE account = 'stolen'")
+
+        phone = await Session.open(far.socket_path, token)
+        neighbour = await Session.open(far.socket_path, hosted.token("neighbour"))
+        real = {"device": "device:phone", "ops": [{"seq": s, "op": donation("map.opened")} for s in (1, 2, 3, 4)]}
+        other = {"device": "device:phone", "ops": [{"seq": s, "op": donation("map.opened")} for s in (1, 2)]}
+        results = await asyncio.gather(
+            phone.call("sync/push", real),
+            neighbour.call("sync/push", other),
+            return_exceptions=True,
+        )
+        error = results[0]
+        assert isinstance(error, RpcError), results
+        assert error.code == -32014 and '"device:phone"' in error.message and "seq 1" in error.message, error
+        # Nothing of the refused push (not even its new seq 4); the other account's push was stored.
+        assert count(hosted, ops) == 3
+        assert hosted.query("SELECT string_agg(op, '|' ORDER BY seq) FROM tipsd.ops WHERE account = 'stolen'") == stored
+        assert isinstance(results[1], dict) and results[1]["cursor"] >= 2, results
+        assert (
+            count(hosted, "SELECT count(*) FROM tipsd.ops WHERE account = 'neighbour' AND device = 'device:phone'") == 2
+        )
+
+        # An honest retry after a lost reply, through the other node: the same cursor, nothing stored twice.
+        assert await phone.call("sync/push", forged) == cursor
+        assert count(hosted, ops) == 3
+        # A push whose clash is further in (seq 3 of 3-4) names that seq.
+        with pytest.raises(RpcError) as later:
+            await phone.call("sync/push", {"device": "device:phone", "ops": [forged["ops"][0], *real["ops"][2:]]})
+        assert later.value.code == -32014 and "seq 3" in later.value.message, later.value
+        assert count(hosted, ops) == 3
+        await neighbour.close()
+        await phone.close()
+
+    run(body())

@@ -84,7 +84,10 @@ extension HostedService {
         operationBytes: operations.reduce(0) { $0 + $1.payload.utf8.count }
           + pushes.reduce(0) { total, push in push.operations.reduce(total) { $0 + $1.payload.utf8.count } },
         historyRows: chunks.count)
-      if !pushes.isEmpty { batch.deviceReplies[account] = pushes.map(\.reply) }
+      if !pushes.isEmpty {
+        batch.deviceReplies[account] = pushes.map(\.reply)
+        batch.devices[account] = pushes.map(\.device)
+      }
       if !keyed.isEmpty { batch.keyed[account] = keyed }
       batch.accounts.append(account)
       batch.pushed[account] = operations.map(\.seq)
@@ -145,10 +148,14 @@ extension HostedService {
         }
         // Devices' operations (`sync/push`) come after the node's own: merged by the pull that reads them, the way
         // another node's are (their cursors are PostgreSQL's), then their pushes are answered.
-        if let last = answer?.devicesLastCursor {
-          if last > model.cursor { _ = residency.othersWrote(account) }
-          let cursor = max(last, answer?.lastCursor ?? 0)
-          for reply in batch.deviceReplies[account] ?? [] { reply(.success(cursor)) }
+        // A push with another operation stored under one of its seqs (#42) was not stored: refused, never dropped.
+        if let last = answer?.devicesLastCursor, last > model.cursor { _ = residency.othersWrote(account) }
+        for (index, reply) in (batch.deviceReplies[account] ?? []).enumerated() {
+          if let seq = answer?.deviceClashes[index] {
+            reply(.failure(deviceClash(batch.devices[account]?[index] ?? "", seq: seq)))
+          } else if let last = answer?.devicesLastCursor {
+            reply(.success(max(last, answer?.lastCursor ?? 0)))
+          }
         }
         if let last = [answer?.lastCursor, answer?.devicesLastCursor].compactMap({ $0 }).max(),
           last - tenant.snapshotCursor > Int64(configuration.compactionThreshold)
@@ -209,6 +216,15 @@ extension HostedService {
     }
     for session in batch.sessions { services.resumeInput(session) }
     services.requestEndOfTurn()
+  }
+
+  /// -32014 for a `sync/push` whose device already stored another operation under `seq` (on any node, at any time):
+  /// a device id is one device's own, and a second pusher is refused rather than answered for nothing stored.
+  private func deviceClash(_ device: String, seq: Int64) -> ResponseError {
+    .forbidden(
+      method: SyncPushRequest.method,
+      "device \"\(device)\" already stored another operation as seq \(seq); a device id is one device's own "
+        + "(nothing of this push was stored; a retry of the same operations succeeds)")
   }
 
   /// PostgreSQL stored nothing of this account's part of the commit and the rest of it (#42): its engine, which

@@ -90,6 +90,8 @@ final class HostedService {
     var sessions: [Session] = []
     /// `sync/push` replies, by account, answered once the commit is.
     var deviceReplies: [String: [(Result<Int64, ResponseError>) -> Void]] = [:]
+    /// Each `sync/push`'s device id, in the order of ``deviceReplies``.
+    var devices: [String: [String]] = [:]
     /// The requests that made each account's idempotent replies (answered with another node's first reply when it
     /// committed the key first).
     var keyed: [String: [IdempotencyMemory.StagedRequest]] = [:]

@@ -74,13 +74,20 @@
 /// when it was pruned meanwhile: then it is absent), so the other accounts of the commit are unaffected. Keys are inserted in key order,
 /// so two nodes racing on several keys of one account never deadlock.
 ///
+/// Version 10 binds a device's sequence numbers to what was first stored under them (#42): `tipsd.commit` compares
+/// each device's push with the operations stored for its (device, seq) — after taking the account's row lock, so a
+/// push another node commits meanwhile is seen — and stores nothing of a push with a different operation (text or,
+/// failing that, JSON comparison) under a stored seq. `device_clashes` answers, per device push in order, the first such
+/// seq (0: none; seqs start at 1): a second pusher gets an error on any node at any time, never a silent drop, while an
+/// honest retry (the same operations) stays idempotent. The column is new, so the function is dropped and created.
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 9
+  package static let version = 10
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -189,6 +196,9 @@ public enum PGSchema {
       END IF;
       IF (SELECT version FROM tipsd.schema_version) < 9 THEN
         UPDATE tipsd.schema_version SET version = 9;
+      END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 10 THEN
+        UPDATE tipsd.schema_version SET version = 10;
       END IF;
       IF migrating THEN
     \(functions)
@@ -361,16 +371,19 @@ public enum PGSchema {
           RETURN head;
         END
         $sequence$;
+        DROP FUNCTION IF EXISTS tipsd.commit(text, text, text, bigint[], text[], integer[], double precision[],
+          double precision[], bytea[], text[], text[], double precision[], text[], integer[], bigint[], text[]);
         CREATE OR REPLACE FUNCTION tipsd.commit(
           p_account text, p_node text, p_channel text, p_seqs bigint[], p_ops text[], p_counts integer[],
           p_first_ats double precision[], p_last_ats double precision[], p_entries bytea[], p_keys text[],
           p_replies text[], p_ats double precision[], p_devices text[], p_device_sizes integer[],
           p_device_seqs bigint[], p_device_ops text[],
           OUT last_cursor bigint, OUT history_firsts bigint[], OUT devices_last bigint, OUT erased boolean,
-          OUT conflicts json)
+          OUT conflicts json, OUT device_clashes bigint[])
           LANGUAGE plpgsql AS $commit$
         DECLARE
           added integer;
+          clash bigint;
           i integer;
           start integer := 1;
           size integer;
@@ -410,10 +423,25 @@ public enum PGSchema {
             history_firsts := history_firsts
               || tipsd.append_history(p_account, p_counts[i], p_first_ats[i], p_last_ats[i], p_entries[i]);
           END LOOP;
+          IF coalesce(array_length(p_devices, 1), 0) > 0 AND NOT EXISTS (SELECT 1 FROM tipsd.erased e
+            WHERE e.account = p_account AND e.until > now() AND e.reopened_at IS NULL)
+          THEN
+            -- The account's row lock before the comparison: another node's push of the same seqs is committed (and
+            -- seen by the next statement) or waits for this one.
+            INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
+            PERFORM 1 FROM tipsd.accounts WHERE account = p_account FOR UPDATE;
+          END IF;
           FOR i IN 1 .. coalesce(array_length(p_devices, 1), 0) LOOP
             size := p_device_sizes[i];
-            devices_last := tipsd.push(p_account, p_devices[i], p_channel, p_device_seqs[start:start + size - 1],
-              p_device_ops[start:start + size - 1]);
+            SELECT min(u.s) INTO clash
+              FROM unnest(p_device_seqs[start:start + size - 1], p_device_ops[start:start + size - 1]) AS u(s, o)
+              JOIN tipsd.ops x ON x.account = p_account AND x.device = p_devices[i] AND x.seq = u.s
+              WHERE x.op <> u.o AND x.op::jsonb <> u.o::jsonb;
+            IF clash IS NULL THEN
+              devices_last := tipsd.push(p_account, p_devices[i], p_channel, p_device_seqs[start:start + size - 1],
+                p_device_ops[start:start + size - 1]);
+            END IF;
+            device_clashes := device_clashes || coalesce(clash, 0);
             start := start + size;
           END LOOP;
           erased := last_cursor = -1 OR devices_last = -1 OR -1 = ANY(coalesce(history_firsts, '{}'));
