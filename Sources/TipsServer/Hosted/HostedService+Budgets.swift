@@ -106,6 +106,7 @@ extension HostedService {
   func pushRate(_ account: String, operations: Int, session: Session, method: String) -> ResponseError? {
     guard session.principal?.isAdmin != true, operations > 1 else { return nil }
     guard let wait = limiter.take(account, now: clock.now(), cost: Double(operations - 1)) else { return nil }
+    holdInput(session, seconds: wait)
     let rate = Int(configuration.accountRate)
     return quotaRefusal(
       method: method, quota: "rate", limit: rate, retryAfter: wait,

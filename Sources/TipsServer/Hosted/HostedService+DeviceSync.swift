@@ -29,6 +29,12 @@ extension HostedService {
     guard request.device != configuration.node else {
       return reply(.failure(.invalidParams("\(method): params.device is this node's own id")))
     }
+    // First: every operation of a push costs the node its checks whether or not the push is then refused, so each
+    // counts against the account's rate before any is checked (a flood of pushes refused for their contents is
+    // held back by the rate like one of pushes stored).
+    if let refusal = pushRate(account, operations: request.ops.count, session: session, method: method) {
+      return reply(.failure(refusal))
+    }
     let now = System.wallClockSeconds()
     var operations: [(seq: Int64, payload: String)] = []
     var donations = false
@@ -59,10 +65,6 @@ extension HostedService {
     let bytes = operations.reduce(0) { $0 + $1.payload.utf8.count }
     if let refusal = stateBudget(tenant, adding: bytes, method: method) { return reply(.failure(refusal)) }
     if let refusal = deviceBinding(request.device, tenant: tenant, session: session, method: method) {
-      return reply(.failure(refusal))
-    }
-    // Last: a refused push takes nothing from the account's rate.
-    if let refusal = pushRate(account, operations: operations.count, session: session, method: method) {
       return reply(.failure(refusal))
     }
     tenant.devicePushes.append(DevicePush(device: request.device, operations: operations, reply: reply))
