@@ -77,7 +77,9 @@ extension Handlers {
       {
         throw refusal
       }
-      if let hosted = services.hosted, let refusal = hosted.infoBudget(request.info, method: DonateRequest.method) {
+      if let hosted = services.hosted,
+        let refusal = hosted.infoBudget(request.info, method: DonateRequest.method, charging: context.session)
+      {
         throw refusal
       }
       let (count, lifetime, mutation) = try context.engine { engine throws(EngineError) in

@@ -81,11 +81,19 @@ extension HostedService {
   // MARK: - Donations and parameters
 
   /// A donation's `info`: at most `--max-info-bytes` of JSON.
-  func infoBudget(_ info: JSONObject?, method: String) -> ResponseError? {
+  /// With `charging`, a user's session whose donation is refused: the oversized info costs its account one request
+  /// of `--account-rate` per `--max-info-bytes` it carries, and the session's input is held while the account is in
+  /// debt — reading and parsing it cost the node that much, refused or not.
+  func infoBudget(_ info: JSONObject?, method: String, charging session: Session? = nil) -> ResponseError? {
     guard let info else { return nil }
     let limit = configuration.maxInfoBytes
     let bytes = JSONValue.object(info).serialized().count
     guard bytes > limit else { return nil }
+    if let session, session.principal?.isAdmin != true, let account = session.principal?.account,
+      let wait = limiter.take(account, now: clock.now(), cost: Double(bytes / max(limit, 1)))
+    {
+      holdInput(session, seconds: wait)
+    }
     return quotaRefusal(
       method: method, quota: "infoBytes", limit: limit, retryAfter: nil,
       "a donation's info of \(bytes) bytes (--max-info-bytes \(limit))")
