@@ -364,6 +364,14 @@ extension ServeCommand {
       command.hosted.set { $0.accountRate = rate }
     },
     .value(
+      "--account-input-rate", as: "BYTES",
+      help:
+        "bytes a second an account's sessions may send, bursts of twice as many; past it reading waits (default 262144)"
+    ) { command, value throws(UsageError) in
+      let rate = try value.positiveNumber(of: "bytes a second")
+      command.hosted.set { $0.accountInputRate = rate }
+    },
+    .value(
       "--account-max-donations", as: "N", help: "donations an account may keep, every event together (default 100000)"
     ) { command, value throws(UsageError) in
       let count = try value.positiveInteger()

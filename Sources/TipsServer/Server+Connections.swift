@@ -133,6 +133,7 @@ extension Server {
 
   func received(_ bytes: UnsafeRawBufferPointer, on session: Session) {
     guard !session.outbound.closing else { return }
+    services.hosted?.chargeInput(bytes.count, on: session)
     // A late time-driven wake-up is applied before the request it would have preceded.
     timeDriver?.catchUp()
     // A whole message (WebSocket) with nothing queued before it: handled in place, from the transport's buffer, with

@@ -91,6 +91,9 @@ public struct HostedConfiguration: Sendable {
   public var maxResidentAccounts = 100_000
   /// `--account-rate N`: requests a second per account (bursts of twice as many), answered -32015 beyond.
   public var accountRate: Double = 50
+  /// `--account-input-rate BYTES`: bytes a second an account's sessions may send a node (bursts of twice as many);
+  /// past it the sending session is not read until the budget refills (nothing is refused: reading waits).
+  public var accountInputRate: Double = 262_144
   /// `--account-max-donations N`: donations an account may keep (every event together); -32015 beyond.
   public var accountMaxDonations = 100_000
   /// `--account-max-keys N`: idempotency keys an account may hold within `--idempotency-hours` (each is a reply kept in

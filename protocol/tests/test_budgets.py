@@ -294,6 +294,32 @@ def test_a_session_refused_for_its_rate_is_not_read_until_the_budget_refills(hos
     run(body())
 
 
+def test_an_account_sending_more_bytes_than_its_input_rate_is_read_no_faster(hosted):
+    """--account-input-rate 16384 (16 KiB a second, bursts of 32 KiB): five donations of 16 KB infos, one after the
+    other (refused for their info, so nothing else limits them), take at least the seconds the budget needs to refill
+    for the bytes past the burst — the node stops reading the session rather than refusing, so every request is still
+    answered — while another account's requests are answered meanwhile."""
+    node = hosted.node("budget-input", extra=["--account-input-rate", "16384"])
+
+    async def body():
+        sender = await Session.open(node.socket_path, hosted.token("bulky"))
+        other = await Session.open(node.socket_path, hosted.token("bystander"))
+        started = time.monotonic()
+        for _ in range(5):
+            reply = await asyncio.wait_for(
+                sender.send("events/donate", {"id": "search.opened", "info": {"b": "x" * 16_000}}), TIMEOUT
+            )
+            assert reply["error"]["data"]["quota"] in ("infoBytes", "rate"), reply
+            assert (await other.call("tips/status"))["tips"], "another account is answered meanwhile"
+        elapsed = time.monotonic() - started
+        # 80 KB against a 32 KiB burst refilled at 16 KiB a second: about three seconds; no faster than 1.5.
+        assert elapsed >= 1.5, elapsed
+        await sender.close()
+        await other.close()
+
+    run(body())
+
+
 def test_a_device_pulling_from_zero_again_and_again_does_not_hold_the_retention_back(hosted):
     # Default --ops-keep (1000): 3,000 operations, pushed by the admin (not rate-limited), on the same tip's display
     # counter (the state does not grow), while a device pulls from 0 after every push.

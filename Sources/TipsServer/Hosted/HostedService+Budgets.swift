@@ -162,6 +162,16 @@ extension HostedService {
 
   // MARK: - Input held after a rate refusal
 
+  /// Bytes a user's session sent (one read): charged to its account's `--account-input-rate`; past it the session
+  /// is not read until the budget refills (at most a second at a time). Nothing is refused — what it sends waits in
+  /// the kernel — so an account sending large messages it knows will be refused (a huge `info`) costs the node at
+  /// most this many bytes a second of reading and parsing (#42).
+  func chargeInput(_ bytes: Int, on session: Session) {
+    guard let principal = session.principal, !principal.isAdmin, let account = principal.account else { return }
+    guard let wait = inputLimiter.take(account, now: clock.now(), cost: Double(bytes) / 1024) else { return }
+    holdInput(session, seconds: wait)
+  }
+
   /// A user's session refused for `--account-rate` is not read again until the account's budget has refilled (at
   /// most a second): a client that ignores `retryAfter` and keeps sending costs the node no more reading and parsing
   /// than one that waits, and what it sends meanwhile waits in the kernel's buffers, not the node's (#42).

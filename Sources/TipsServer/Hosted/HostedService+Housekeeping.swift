@@ -82,6 +82,7 @@ extension HostedService {
     }
     limiter.forgetFull(now: clock.now())
     discoverLimiter.forgetFull(now: clock.now())
+    inputLimiter.forgetFull(now: clock.now())
     signInGuard.tidy(now: now)
     for account in pullRetries.popDue(loopSeconds) where residency.phase(of: account) != nil {
       perform(residency.othersWrote(account))

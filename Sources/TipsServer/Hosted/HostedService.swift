@@ -59,6 +59,8 @@ final class HostedService {
   var limiter: RateLimiter
   /// `rpc.discover`'s ration per account (its reply is the whole OpenRPC document, a thousand times its request).
   var discoverLimiter = RateLimiter(rate: HostedService.discoverRate, burst: 3)
+  /// Bytes an account's sessions send, in KiB (`--account-input-rate`).
+  var inputLimiter: RateLimiter
   /// When each resident account's engine next changes with time.
   var timeQueue = DeadlineQueue<String>()
   /// When each signed-in user session's token stops being accepted, by session id.
@@ -176,6 +178,7 @@ final class HostedService {
     }
     residency = Residency(capacity: configuration.maxResidentAccounts)
     limiter = RateLimiter(rate: configuration.accountRate)
+    inputLimiter = RateLimiter(rate: max(1, configuration.accountInputRate / 1024))
     store.onNotice = { [unowned self] notice in self.noticed(notice) }
     store.onLinkChange = { [unowned self] link, ready in self.linkChanged(link, ready: ready) }
     store.onWritableChange = { [unowned self] writable in
