@@ -230,6 +230,9 @@ import TipsTransport
     func reply(_ key: String, _ result: String) -> IdempotentReply {
       IdempotentReply(key: key, result: Array(result.utf8), at: 1)
     }
+    // Each harness runs its own loop: while the other one spun, this one's links may have been read again (a busy
+    // machine), so each is seen writable again just before it commits.
+    #expect(first.spin { first.store.isWritable })
     let won = try first.await { completion in
       first.store.commit(
         [
@@ -238,6 +241,7 @@ import TipsTransport
         ], completion: completion)
     }
     #expect(won["alice"]?.refused == nil)
+    #expect(second.spin { second.store.isWritable })
     let lost = try second.await { completion in
       second.store.commit(
         [
