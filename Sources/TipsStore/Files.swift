@@ -62,7 +62,7 @@ struct FileLock {
         path: datastorePath,
         message: "cannot open the lock file \(lockPath) of the datastore \(datastorePath): \(System.message(code))")
     }
-    if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+    if !lockBriefly(fd) {
       let code = errno
       let holder = readPid(fd)
       close(fd)
@@ -81,6 +81,21 @@ struct FileLock {
       _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
     }
     return FileLock(descriptor: fd, path: lockPath)
+  }
+
+  /// Takes the lock, waiting up to a quarter of a second while the holder named in the file is this process: a
+  /// datastore this process just closed can still be locked for a moment by a child forked meanwhile (another
+  /// thread starting a program: the child holds the open file description until its exec closes it). A second open
+  /// of a datastore this process still holds is refused all the same, a quarter of a second later. False (errno set
+  /// by `flock`) when not taken.
+  private static func lockBriefly(_ fd: Int32) -> Bool {
+    for _ in 0..<50 {
+      if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+      guard errno == EWOULDBLOCK, readPid(fd) == Int(getpid()) else { return false }
+      usleep(5_000)
+    }
+    if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+    return false
   }
 
   /// The pid written in the lock file by its holder, if readable.
