@@ -90,6 +90,9 @@ public protocol RequestType: Sendable {
   /// Whether the method is for tests only (testing overrides, datastore reset, moving the clock): refused with
   /// -32011 unless the daemon runs with `--allow-testing` — seed 000's "reset left in a production build".
   static var isTestingOnly: Bool { get }
+  /// What the server needs to know before running it (``MethodTraits``): whether it changes an account, takes an
+  /// idempotency key, syncs, which accounts it acts on and where a hosted node serves it.
+  static var traits: MethodTraits { get }
   /// Decodes the typed fields from the params object; errors name the method and the param's path.
   init(from params: Params) throws(ResponseError)
 }
@@ -98,6 +101,7 @@ extension RequestType {
   public static var positionalParams: [String] { [] }
   public static var acceptsUnknownParams: Bool { false }
   public static var isTestingOnly: Bool { false }
+  public static var traits: MethodTraits { MethodTraits() }
 }
 
 /// A request a client sends from its typed value (`tipsd`'s commands, the tests): the params it encodes to. Its

@@ -340,7 +340,8 @@ struct Dispatcher {
     guard services.hosted != nil else {
       return (RequestContext(session: session, services: services, tenant: services.local, method: method), params)
     }
-    if Handlers.hostedChanges.contains(method), let hosted = services.hosted, !hosted.store.isWritable {
+    let traits = Messages.traits(of: method)
+    if traits.isChange, let hosted = services.hosted, !hosted.store.isWritable {
       // Refused before the engine changes: a node never holds a change PostgreSQL did not take, and reads keep
       // being served from memory while it is away (failing over to a standby, say).
       throw .unavailable(
@@ -348,24 +349,24 @@ struct Dispatcher {
         "PostgreSQL is unavailable (\(hosted.store.lastError ?? "reconnecting")); changes are refused until it is back")
     }
     if method == DiscoverRequest.method, let refusal = services.hosted?.admitDiscover(session) { throw refusal }
-    if Handlers.hostedTesting.contains(method), !services.configuration.allowTesting {
+    if traits.hosted == .testingOnly, !services.configuration.allowTesting {
       // A user choosing their own A/B variant would spoil the experiment for everyone reading it.
       throw .testingDisabled(method: method)
     }
-    if Handlers.hostedForbidden.contains(method) {
+    if traits.hosted == .definitionsFromCatalog {
       throw .forbidden(
         method: method,
         "in hosted mode the catalog defines tips, groups, parameters and events for every account (reload it with "
           + "catalog/reload or SIGHUP)")
     }
-    if Handlers.hostedDeviceOnly.contains(method) {
+    if traits.hosted == .deviceOnly {
       throw .forbidden(
         method: method,
         "a suppression is about one device's screen, and a hosted node serves every device of the account: "
           + "suppress in the app (skip drawing tips) instead")
     }
     var params = params
-    if session.principal?.isAdmin == true, !Self.accountFree.contains(method), case .object(var object)? = params,
+    if session.principal?.isAdmin == true, traits.scope != .accountFree, case .object(var object)? = params,
       object["account"] != nil
     {
       object["account"] = nil
@@ -375,19 +376,19 @@ struct Dispatcher {
     case .none:
       // Only a method that acts on no account runs without one: anything else reaching here unadmitted (a bug) is
       // refused, never run with no tenant.
-      guard Self.accountFree.contains(method) else {
+      guard traits.scope == .accountFree else {
         throw ResponseError(code: .internalError, message: "\(method): no account was decided for this request")
       }
       return (RequestContext(session: session, services: services, tenant: nil, method: method), params)
     case .tenant(let tenant):
-      if Handlers.hostedChanges.contains(method), let hosted = services.hosted,
+      if traits.isChange, let hosted = services.hosted,
         let refusal = hosted.changeBudget(tenant, method: method, session: session)
       {
         throw refusal
       }
       return (RequestContext(session: session, services: services, tenant: tenant, method: method), params)
     case .fleet:
-      guard Self.fleetWide.contains(method), session.principal?.isAdmin == true else {
+      guard traits.scope == .fleetWide, session.principal?.isAdmin == true else {
         throw .forbidden(method: method, "only the admin token reads the whole fleet")
       }
       return (RequestContext(session: session, services: services, fleet: true, method: method), params)
@@ -397,21 +398,6 @@ struct Dispatcher {
   }
 
   // MARK: Hosted mode: which accounts a frame acts on
-
-  /// Methods that act on no account (signing in, the admin's account methods, the catalog).
-  static let accountFree: Set<String> = [
-    InitializeRequest.method, ShutdownRequest.method, DiscoverRequest.method, AuthRefreshRequest.method,
-    AccountsListRequest.method, AccountsExportRequest.method, AccountsImportRequest.method,
-    AccountsDeleteRequest.method, CatalogReloadRequest.method, SyncStatusRequest.method, ExitNotification.method,
-    InitializedNotification.method, CancelRequestNotification.method,
-  ]
-
-  /// Methods an admin may call without naming an account: then they read every account (the fleet's analytics
-  /// stream and metrics).
-  static let fleetWide: Set<String> = [
-    AnalyticsReadRequest.method, AnalyticsSubscribeRequest.method, AnalyticsUnsubscribeRequest.method,
-    MetricsGetRequest.method,
-  ]
 
   /// Where a message runs, decided as it is dispatched; nil when its account is not idle (the session was parked on
   /// it). A message whose account could not be read while it waited is refused.
@@ -432,7 +418,8 @@ struct Dispatcher {
       return Target.none
     }
     // Unknown methods, sessions not running and account-free methods: the gate and the handler decide.
-    guard session.lifecycle == .running, !Self.accountFree.contains(method), table.entry(method) != nil else {
+    guard session.lifecycle == .running, Messages.traits(of: method).scope != .accountFree, table.entry(method) != nil
+    else {
       return Target.none
     }
     var named: String?
@@ -443,7 +430,9 @@ struct Dispatcher {
       named = text
     }
     // An admin's analytics and metrics without an account are the whole fleet's.
-    if named == nil, session.principal?.isAdmin == true, Self.fleetWide.contains(method) { return .fleet }
+    if named == nil, session.principal?.isAdmin == true, Messages.traits(of: method).scope == .fleetWide {
+      return .fleet
+    }
     switch hosted.account(for: session, named: named, method: method) {
     case .failure(let error):
       return .refused(error)

@@ -21,7 +21,7 @@ struct HandlerTable: Sendable {
     var slot: Int
     /// Set for a handler that answers asynchronously; ``run`` is then unused.
     var runAsync: AsyncRun? = nil
-    /// Whether the method changes state and takes an `idempotencyKey` (``Handlers/idempotent``).
+    /// Whether the method changes state and takes an `idempotencyKey` (its ``MethodTraits/isIdempotent``).
     var acceptsIdempotencyKey = false
   }
 
@@ -49,6 +49,7 @@ struct HandlerTable: Sendable {
         return error
       }
     }
+    handlers[R.method]?.acceptsIdempotencyKey = R.traits.isIdempotent
   }
 
   /// Registers the handler of `R` that answers through `reply`, at once or later (on the loop). The session reads no
@@ -78,11 +79,7 @@ struct HandlerTable: Sendable {
     handlers[R.method] = Entry(
       run: { _, _, _, _ in .invalidRequest("\(R.method) answers asynchronously") }, slot: methods.count - 1,
       runAsync: run)
-  }
-
-  /// Marks the methods that take an `idempotencyKey`.
-  mutating func acceptIdempotencyKeys(_ methods: Set<String>) {
-    for method in methods { handlers[method]?.acceptsIdempotencyKey = true }
+    handlers[R.method]?.acceptsIdempotencyKey = R.traits.isIdempotent
   }
 
   subscript(method: String) -> Run? { handlers[method]?.run }

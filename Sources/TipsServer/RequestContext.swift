@@ -6,10 +6,10 @@ struct RequestContext {
   let session: Session
   let services: Services
   /// The account the request acts on: the daemon's one tenant, or in hosted mode the session's account (or the one
-  /// an admin named). Nil only for hosted mode's methods that act on no account (``Dispatcher/accountFree``) and for
+  /// an admin named). Nil only for hosted mode's methods that act on no account (``MethodTraits/Scope/accountFree``) and for
   /// an admin's fleet-wide reads (``fleet``): the dispatcher runs no other method without one.
   let tenant: Tenant!
-  /// Hosted mode: an admin's analytics or metrics across every account (``Dispatcher/fleetWide``, no account named).
+  /// Hosted mode: an admin's analytics or metrics across every account (``MethodTraits/Scope/fleetWide``, no account named).
   let fleet: Bool
   /// The method being handled, for error messages.
   let method: String

@@ -18,12 +18,6 @@ import TipsTransport
 ///   subscribers are notified exactly as for a local change — and commit with the cursor they advance to.
 /// - Synced changes are refused (-32012) while the outbox is full; everything else, reads included, keeps working.
 final class SyncService: SyncPumpDelegate {
-  /// Methods whose changes sync, refused while the outbox is full.
-  static let syncedMethods: Set<String> = [
-    DonateRequest.method, DisplayedRequest.method, InvalidateRequest.method, PerformActionRequest.method,
-    ResetEligibilityRequest.method, SetParameterRequest.method, ResetDatastoreRequest.method,
-  ]
-
   /// Read again from the datastore after a failed commit (``restore(from:)``).
   private(set) var model: SyncModel
   /// Where it syncs: PostgreSQL, or a hosted node (`--sync wss://…`).
@@ -170,7 +164,7 @@ final class SyncService: SyncPumpDelegate {
 
   /// A refusal for a synced change while the outbox is full (logged), else nil.
   func refusal(for method: String) -> ResponseError? {
-    guard model.isOutboxFull, Self.syncedMethods.contains(method) else { return nil }
+    guard model.isOutboxFull, Messages.traits(of: method).syncs else { return nil }
     services.logger.warning(
       "sync outbox full; refusing a synced change",
       [("method", method), ("limit", String(model.outboxLimit))])

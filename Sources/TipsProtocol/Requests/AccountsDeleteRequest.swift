@@ -4,6 +4,7 @@ public import TipsJSON
 /// memory, its sessions closed — a user's erasure request. A later sign-in starts from nothing.
 public struct AccountsDeleteRequest: RequestType, Hashable {
   public static let method = "accounts/delete"
+  public static let traits: MethodTraits = MethodTraits(isChange: true, scope: .accountFree)
   public static let params: [ParamSpec] = [.required("account")]
 
   public var account: String

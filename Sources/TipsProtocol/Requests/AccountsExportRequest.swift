@@ -5,6 +5,7 @@ public import TipsJSON
 /// data-access request. `accounts/import` reads it back into an account.
 public struct AccountsExportRequest: RequestType, Hashable {
   public static let method = "accounts/export"
+  public static let traits: MethodTraits = .accountFree
   public static let params: [ParamSpec] = [.required("account")]
 
   public var account: String

@@ -4,6 +4,7 @@ public import TipsJSON
 /// user's data, or moving it to another account id. The account must not hold anything yet.
 public struct AccountsImportRequest: RequestType, Hashable {
   public static let method = "accounts/import"
+  public static let traits: MethodTraits = MethodTraits(isChange: true, scope: .accountFree)
   public static let params: [ParamSpec] = [.required("account"), .required("export")]
 
   public var account: String

@@ -3,6 +3,7 @@ public import TipsJSON
 /// `accounts/list` (hosted mode, admin only): the accounts PostgreSQL holds, in id order, a page at a time.
 public struct AccountsListRequest: RequestType, Hashable {
   public static let method = "accounts/list"
+  public static let traits: MethodTraits = .accountFree
   public static let params: [ParamSpec] = [.optional("after"), .optional("limit")]
   public static let defaultLimit = 100
   public static let maxLimit = 1_000

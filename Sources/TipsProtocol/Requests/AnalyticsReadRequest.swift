@@ -4,6 +4,7 @@ public import TipsJSON
 /// `analytics/subscribe`).
 public struct AnalyticsReadRequest: RequestType, Hashable {
   public static let method = "analytics/read"
+  public static let traits: MethodTraits = MethodTraits(scope: .fleetWide)
   public static let params: [ParamSpec] = [.optional("after"), .optional("limit")]
   public static let defaultLimit = 100
   public static let maxLimit = 1_000

@@ -5,6 +5,7 @@ public import TipsJSON
 /// only.
 public struct AnalyticsSubscribeRequest: RequestType, Hashable {
   public static let method = "analytics/subscribe"
+  public static let traits: MethodTraits = MethodTraits(scope: .fleetWide)
   public static let params: [ParamSpec] = [.optional("after")]
 
   /// Replay from the event after this cursor (0: everything kept); nil: live events only.

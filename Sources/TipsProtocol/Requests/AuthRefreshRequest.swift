@@ -4,6 +4,7 @@ public import TipsJSON
 /// subscriptions are kept; the session then ends when the new token expires.
 public struct AuthRefreshRequest: RequestType, Hashable {
   public static let method = "auth/refresh"
+  public static let traits: MethodTraits = .accountFree
   public static let params: [ParamSpec] = [.required("token")]
 
   /// The app's JWT (or the admin token).

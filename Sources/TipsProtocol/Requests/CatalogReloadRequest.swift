@@ -4,6 +4,7 @@ public import TipsJSON
 /// SIGHUP. A catalog with errors changes nothing: the one in force keeps serving and the result lists the errors.
 public struct CatalogReloadRequest: RequestType, Hashable {
   public static let method = "catalog/reload"
+  public static let traits: MethodTraits = .accountFree
   public static let params: [ParamSpec] = []
 
   public init() {}

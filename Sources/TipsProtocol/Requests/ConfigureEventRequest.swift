@@ -7,6 +7,7 @@ public import TipsJSON
 /// optional — a limit not given stays as it is — but at least one must be.
 public struct ConfigureEventRequest: RequestType, Hashable {
   public static let method = "events/configure"
+  public static let traits: MethodTraits = .definition
   public static let params: [ParamSpec] = [.required("id"), .optional("maxDonations"), .optional("maxAge")]
 
   public var id: String

@@ -4,6 +4,7 @@ public import TipsJSON
 /// `tips/configure`: the global display frequency ("no more than one new tip per period").
 public struct ConfigureRequest: RequestType, Hashable {
   public static let method = "tips/configure"
+  public static let traits: MethodTraits = .definition
   public static let params: [ParamSpec] = [.required("displayFrequency")]
 
   public var displayFrequency: DisplayFrequency

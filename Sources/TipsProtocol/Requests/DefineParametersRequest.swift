@@ -3,6 +3,7 @@ public import TipsEngine
 /// `parameters/define`: declares rule parameters with their defaults (Bool, Int, Double or String).
 public struct DefineParametersRequest: RequestType, Hashable {
   public static let method = "parameters/define"
+  public static let traits: MethodTraits = .definition
   public static let params: [ParamSpec] = [.required("parameters")]
 
   public var parameters: [ParameterDefinition]

@@ -3,6 +3,7 @@ public import TipsJSON
 /// `rpc.discover`: the protocol's OpenRPC document (allowed before `initialize`).
 public struct DiscoverRequest: RequestType, Hashable {
   public static let method = "rpc.discover"
+  public static let traits: MethodTraits = .accountFree
   public static let params: [ParamSpec] = []
   public init() {}
   public init(from p: Params) throws(ResponseError) {}

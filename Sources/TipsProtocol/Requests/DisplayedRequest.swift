@@ -2,6 +2,7 @@
 /// display count, duration and frequency budgets keep working.
 public struct DisplayedRequest: RequestType, Hashable {
   public static let method = "tips/displayed"
+  public static let traits: MethodTraits = .syncedChange
   public static let params: [ParamSpec] = [.required("id"), .optional("duration"), .optional("idempotencyKey")]
 
   public var id: String

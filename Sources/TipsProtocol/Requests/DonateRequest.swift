@@ -4,6 +4,7 @@ public import TipsJSON
 /// positional params `[id, info?]`.
 public struct DonateRequest: RequestType, Hashable {
   public static let method = "events/donate"
+  public static let traits: MethodTraits = .syncedChange
   public static let params: [ParamSpec] = [.required("id"), .optional("info"), .optional("idempotencyKey")]
   public static let positionalParams = ["id", "info"]
 

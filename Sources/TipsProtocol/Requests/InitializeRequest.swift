@@ -3,6 +3,7 @@ public import TipsJSON
 /// `initialize`: the handshake; must be the first request on a connection.
 public struct InitializeRequest: EncodableRequest, Hashable {
   public static let method = "initialize"
+  public static let traits: MethodTraits = .accountFree
   public static let params: [ParamSpec] = [
     .required("protocolVersion"), .required("clientInfo"), .optional("locale"), .optional("installId"),
     .optional("auth"),

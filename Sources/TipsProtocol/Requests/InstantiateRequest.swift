@@ -5,6 +5,7 @@ public import TipsJSON
 /// state; a reload that changes the template re-instantiates its tips, one that removes it unregisters them.
 public struct InstantiateRequest: RequestType, Hashable {
   public static let method = "tips/instantiate"
+  public static let traits: MethodTraits = .definition
   public static let params: [ParamSpec] = [.required("template"), .required("values")]
 
   /// The template's id pattern, e.g. `trail.new.{trailId}`.

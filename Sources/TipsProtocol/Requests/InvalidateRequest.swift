@@ -3,6 +3,7 @@ public import TipsEngine
 /// `tips/invalidate`: the tip is done (closed by the user by default); permanent until `tips/resetEligibility`.
 public struct InvalidateRequest: RequestType, Hashable {
   public static let method = "tips/invalidate"
+  public static let traits: MethodTraits = .syncedChange
   public static let params: [ParamSpec] = [.required("id"), .optional("reason"), .optional("idempotencyKey")]
 
   public var id: String

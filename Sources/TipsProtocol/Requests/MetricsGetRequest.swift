@@ -5,6 +5,7 @@ public import TipsMetrics
 /// in protocol/README.md, "Metrics").
 public struct MetricsGetRequest: EncodableRequest, Hashable {
   public static let method = "metrics/get"
+  public static let traits: MethodTraits = MethodTraits(scope: .fleetWide)
   public static let params: [ParamSpec] = [
     .optional("since"), .optional("until"), .optional("tips"), .optional("cuped"),
   ]

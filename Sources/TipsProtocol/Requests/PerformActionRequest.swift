@@ -2,6 +2,7 @@
 /// `invalidate: false` here or on the action's definition) and tells every `actions/subscribe` subscriber.
 public struct PerformActionRequest: RequestType, Hashable {
   public static let method = "tips/performAction"
+  public static let traits: MethodTraits = .syncedChange
   public static let params: [ParamSpec] = [
     .required("id"), .required("actionId"), .optional("invalidate"), .optional("idempotencyKey"),
   ]

@@ -5,6 +5,7 @@ public import TipsJSON
 /// it has a current tip only between `from` and `until`.
 public struct RegisterGroupRequest: RequestType, Hashable {
   public static let method = "groups/register"
+  public static let traits: MethodTraits = .definition
   public static let params: [ParamSpec] = [
     .required("id"), .required("priority"), .required("tips"), .optional("schedule"),
   ]

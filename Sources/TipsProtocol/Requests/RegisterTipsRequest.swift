@@ -3,6 +3,7 @@ public import TipsEngine
 /// `tips/register`: registers (or replaces) tips; state is kept for ids already known.
 public struct RegisterTipsRequest: RequestType, Hashable {
   public static let method = "tips/register"
+  public static let traits: MethodTraits = .definition
   public static let params: [ParamSpec] = [.required("tips")]
 
   public var tips: [TipDefinition]

@@ -3,6 +3,7 @@ public import TipsJSON
 /// `parameters/set`: sets a defined parameter; tips whose rules read it are re-evaluated.
 public struct SetParameterRequest: RequestType, Hashable {
   public static let method = "parameters/set"
+  public static let traits: MethodTraits = .syncedChange
   public static let params: [ParamSpec] = [.required("id"), .required("value"), .optional("idempotencyKey")]
 
   public var id: String

@@ -3,6 +3,7 @@
 /// variant's own status and display budget; events stay shared.
 public struct SetVariantRequest: RequestType, Hashable {
   public static let method = "tips/setVariant"
+  public static let traits: MethodTraits = MethodTraits(isChange: true, isIdempotent: true, hosted: .testingOnly)
   public static let params: [ParamSpec] = [.required("id"), .optional("variant"), .optional("idempotencyKey")]
 
   public var id: String

@@ -4,6 +4,7 @@
 /// survives a restart. This device's own: it is never synced.
 public struct SuppressRequest: RequestType, Hashable {
   public static let method = "tips/suppress"
+  public static let traits: MethodTraits = MethodTraits(hosted: .deviceOnly)
   public static let params: [ParamSpec] = [.optional("seconds"), .optional("reason")]
 
   public var seconds: Double?

@@ -8,6 +8,7 @@ public import TipsJSON
 /// (`TipsSync.SyncOperation.untrusted`) on the node; this type only bounds their number and size.
 public struct SyncPushRequest: RequestType, Hashable {
   public static let method = "sync/push"
+  public static let traits: MethodTraits = MethodTraits(isChange: true)
   public static let params: [ParamSpec] = [.required("device"), .required("ops")]
   /// At most this many operations in one push.
   public static let maxOperations = 500

@@ -4,6 +4,7 @@ public import TipsJSON
 /// and its lag, the last push and pull. `enabled: false` (and nulls) on a daemon started without `--sync`.
 public struct SyncStatusRequest: EncodableRequest, Hashable {
   public static let method = "sync/status"
+  public static let traits: MethodTraits = .accountFree
   public static let params: [ParamSpec] = []
   public init() {}
   public init(from p: Params) throws(ResponseError) {}

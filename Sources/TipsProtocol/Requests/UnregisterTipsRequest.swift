@@ -1,6 +1,7 @@
 /// `tips/unregister`: removes tips (their state is kept for a later registration).
 public struct UnregisterTipsRequest: RequestType, Hashable {
   public static let method = "tips/unregister"
+  public static let traits: MethodTraits = .definition
   public static let params: [ParamSpec] = [.required("ids")]
 
   public var ids: [String]

@@ -22,7 +22,7 @@ extension HostedService {
 
   // MARK: - Changes
 
-  /// A user's change to an account (one of ``Handlers/hostedChanges``): refused while the account's state is at
+  /// A user's change to an account (its ``MethodTraits/isChange``): refused while the account's state is at
   /// `--account-max-state-bytes` or it added `--account-max-history-rows` history rows today on this node. The
   /// admin's changes (imports, erasure, repairs) are the operator's and pass.
   func changeBudget(_ tenant: Tenant, method: String, session: Session) -> ResponseError? {
