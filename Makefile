@@ -200,12 +200,14 @@ fuzz-adversary: deps build
 fuzz-smoke: deps-apt
 	scripts/fuzz --smoke $(FUZZ_TARGETS)
 
-## chaos: make test-nets first (the nets must catch their mutations), then issue #34's fault drill
+## chaos: make test-nets first (the nets must catch their mutations), then the residency's model-based test (#44) over
+## NODE_MODEL_STEPS steps per seed (default 200,000; make test runs 3,000), then issue #34's fault drill
 ## (protocol/tests/drill.py) over CHAOS_SEEDS seeds (default 20), CHAOS_SECONDS of faults each (default 120): per seed,
 ## faults injected, changes acknowledged, lost, doubled, key hits, the worst observer lag and the quiet phase's lag as
 ## `name: value` lines, then the totals (scripts/chaos). `make test` runs the drill once, bounded (test_fleet_drill.py).
 .PHONY: chaos
 chaos: deps build test-nets
+	TIPSD_NODE_MODEL_STEPS=$(or $(NODE_MODEL_STEPS),200000) $(SWIFT) test $(SWIFT_FLAGS) --filter ResidencyModelTests
 	TIPSD_BIN=$(CURDIR)/$(BIN_DEBUG) $(PYTHON) scripts/chaos
 
 ## test-nets (in make chaos, not make test: it took 3.1 minutes with the scratch build up to date, and its first build

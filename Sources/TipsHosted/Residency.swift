@@ -43,6 +43,9 @@ public struct Residency: Sendable {
     var pulling = false
     /// A commit failed while something else was in flight: the account is read again once nothing is.
     var reloadDue = false
+    /// Its requests changed it this loop turn: it is not evicted before the turn's end commits it (its engine holds
+    /// what PostgreSQL does not yet; evicted, a read racing the commit could install the state before it).
+    var pinned = false
     // The LRU list of idle accounts without sessions (eviction candidates), most recently used last.
     var previous: String?
     var next: String?
@@ -94,6 +97,24 @@ public struct Residency: Sendable {
     }
     entries[account] = entry
     return []
+  }
+
+  /// Requests changed `account` this loop turn: it stays resident until ``turnEnded(_:)``.
+  public mutating func changed(_ account: String) {
+    guard var entry = entries[account] else { return }
+    unlist(account, &entry)
+    entry.pinned = true
+    entries[account] = entry
+  }
+
+  /// The loop turn in which `account` changed ended: its changes are being committed (``committing(_:)``, called
+  /// first) or it had none to commit; it may be evicted again once idle without sessions.
+  public mutating func turnEnded(_ account: String) -> [Action] {
+    guard var entry = entries[account], entry.pinned else { return [] }
+    entry.pinned = false
+    if entry.phase == .idle && sessions(of: account) == 0 { list(account, &entry) }
+    entries[account] = entry
+    return evictions()
   }
 
   /// The load finished.
@@ -241,7 +262,7 @@ public struct Residency: Sendable {
   }
 
   private mutating func list(_ account: String, _ entry: inout Entry) {
-    guard !entry.listed else { return }
+    guard !entry.listed, !entry.pinned else { return }
     entry.listed = true
     entry.previous = newest
     entry.next = nil

@@ -156,4 +156,39 @@ import Testing
     #expect(residency.committed("alice", success: true) == [])
     #expect(residency.deleted("alice") == [])
   }
+
+  /// Found by ResidencyModelTests (#44): an account changed this loop turn without a session on this node (an admin's
+  /// request, or a session closed right after sending it) was evicted by another account's load finishing in the same
+  /// turn. Its changes were then committed from an engine no longer resident — or, when a request asked for it again
+  /// in that turn, dropped at the turn's end because the account was loading (a reply sent for a change never stored),
+  /// and a read racing the commit could install the state before it. It now stays resident until the turn ends.
+  @Test func anAccountChangedThisTurnIsNotEvictedBeforeItsCommit() {
+    var residency = Residency(capacity: 1)
+    _ = residency.need("alice")
+    _ = residency.loaded("alice", success: true)
+    #expect(residency.evictable == 1)
+    residency.changed("alice")
+    #expect(residency.evictable == 0)
+    #expect(residency.need("bob") == [.load("bob")])
+    #expect(residency.loaded("bob", success: true) == [.resume("bob")])
+    #expect(residency.phase(of: "alice") == .idle)
+    residency.committing("alice")
+    // The turn ended: alice is being committed (busy), so the account past capacity that goes is bob.
+    #expect(residency.turnEnded("alice") == [.evict("bob")])
+    #expect(residency.committed("alice", success: true) == [.resume("alice")])
+    #expect(residency.phase(of: "alice") == .idle && residency.evictable == 1)
+  }
+
+  @Test func aTurnThatCommitsNothingReleasesThePin() {
+    var residency = Residency(capacity: 1)
+    _ = residency.need("alice")
+    _ = residency.loaded("alice", success: true)
+    residency.changed("alice")
+    _ = residency.need("bob")
+    _ = residency.loaded("bob", success: true)
+    #expect(residency.count == 2 && residency.evictable == 1)
+    // Nothing committed: alice is evictable again, after bob (the older entry), which goes.
+    #expect(residency.turnEnded("alice") == [.evict("bob")])
+    #expect(residency.count == 1 && residency.evictable == 1 && residency.isIdle("alice"))
+  }
 }

@@ -23,6 +23,9 @@ extension HostedService {
     guard !tenant.touched else { return }
     tenant.touched = true
     touchedThisTurn.append(tenant)
+    // Not evicted before this turn's commit (an admin's request, or a session that closed after sending it, leaves
+    // the account without sessions): evicted, its next read could race the commit and miss it.
+    if let account = tenant.account { residency.changed(account) }
   }
 
   /// History entries the analytics stream carries once this turn's commit gives them their cursors.
@@ -97,6 +100,7 @@ extension HostedService {
       residency.committing(account)
     }
     streamedThisTurn.removeAll()
+    for tenant in touched { if let account = tenant.account { perform(residency.turnEnded(account)) } }
     var held: Set<ObjectIdentifier> = []
     for session in dirty where session.heldForCommit {
       session.heldForCommit = false

@@ -1,0 +1,373 @@
+import Foundation
+import Testing
+import TipsTestSupport
+
+@testable import TipsHosted
+
+/// Model-based tests of ``Residency`` (issue #44): seeded random sequences of the events a hosted node feeds it —
+/// requests, the ends of loop turns, loads, commits and pulls finishing (or failing), fleet notices, a lost and
+/// regained channel, sessions opening and closing, erasures — against a small driver that performs its actions the
+/// way `HostedService` does and keeps its own reference books. After every step the invariants below are checked; at
+/// the end every operation in flight is finished, and what must eventually happen is checked too.
+///
+/// - every waiting request is released (resumed or failed) exactly once, and never left behind by an idle account;
+/// - no account is committed while it loads or reloads, and none is read while a commit of it is in flight;
+/// - every failed commit is followed by a reload of the account before its next commit;
+/// - every notice (and every catch-up after the channel was lost) is followed by a pull or a fresh read;
+/// - only idle accounts without sessions or waiters are evicted; erased accounts are dropped whatever they did;
+/// - a pull never overlaps another pull of the same account.
+///
+/// `TIPSD_NODE_MODEL_SEED` replays one seed, `TIPSD_NODE_MODEL_STEPS` sets the steps per seed (`make chaos` runs it
+/// longer: scripts/chaos).
+@Suite struct ResidencyModelTests {
+  static let steps = ProcessInfo.processInfo.environment["TIPSD_NODE_MODEL_STEPS"].flatMap { Int($0) } ?? 3_000
+  static let seeds: [UInt64] = {
+    if let seed = ProcessInfo.processInfo.environment["TIPSD_NODE_MODEL_SEED"].flatMap({ UInt64($0) }) {
+      return [seed]
+    }
+    let first = UInt64.random(in: 1...1 << 40)
+    return (0..<8).map { first + $0 }
+  }()
+
+  @Test func randomEventSequencesKeepEveryInvariant() {
+    for seed in Self.seeds {
+      var driver = ResidencyDriver(seed: seed)
+      for step in 0..<Self.steps {
+        driver.step()
+        if let problem = driver.problems.first {
+          Issue.record("seed \(seed) step \(step): \(problem)\n\(driver.trace.suffix(12).joined(separator: "\n"))")
+          return
+        }
+      }
+      driver.drain()
+      if let problem = driver.problems.first {
+        Issue.record("seed \(seed), after draining: \(problem)\n\(driver.trace.suffix(12).joined(separator: "\n"))")
+        return
+      }
+      #expect(driver.released > 0 && driver.commitsStarted > 0 && driver.pullsStarted > 0, "seed \(seed)")
+    }
+    print("ResidencyModelTests: seeds \(Self.seeds.first!)… (\(Self.seeds.count)), \(Self.steps) steps each")
+  }
+
+  /// The driver's books find a broken rule: each invariant, broken on purpose in a copy of the driver's view of
+  /// what happened, is reported (the checks are not vacuous).
+  @Test func eachInvariantCatchesItsViolation() {
+    var driver = ResidencyDriver(seed: 1)
+    driver.request("a0")
+    driver.perform(driver.residency.loaded("a0", success: true))
+    driver.check()
+    #expect(driver.problems.isEmpty)
+
+    // A waiter left parked on an idle account.
+    var parked = driver
+    parked.parked["a0", default: []].append(99)
+    parked.check()
+    #expect(parked.problems.contains { $0.contains("waiters left") })
+
+    // A commit of an account whose failed commit was not followed by a reload.
+    var dirty = driver
+    dirty.dirty.insert("a0")
+    dirty.touched.insert("a0")
+    dirty.endTurn()
+    #expect(dirty.problems.contains { $0.contains("before it was read again") })
+
+    // A waiter released twice.
+    var twice = driver
+    twice.parked["a0", default: []].append(7)
+    twice.releasedWaiters.insert(7)
+    twice.perform([.resume("a0")])
+    #expect(twice.problems.contains { $0.contains("released twice") })
+
+    // A notice no pull followed.
+    var notice = driver
+    notice.noticed.insert("a0")
+    notice.drainChecks()
+    #expect(notice.problems.contains { $0.contains("no pull followed") })
+
+    // An account evicted while a commit of it is in flight.
+    var evicted = driver
+    evicted.commits["a0", default: 0] += 1
+    evicted.perform([.evict("a0")])
+    #expect(evicted.problems.contains { $0.contains("evicted while") })
+  }
+}
+
+/// Performs ``Residency``'s actions as `HostedService` does, and keeps the books the invariants are checked against.
+struct ResidencyDriver {
+  var residency = Residency(capacity: 3)
+  var random: SplitMix64
+  let accounts = ["a0", "a1", "a2", "a3", "a4", "a5"]
+
+  // In flight.
+  var loads: Set<String> = []
+  var commits: [String: Int] = [:]
+  var pulls: Set<String> = []
+  var retries: Set<String> = []
+  /// Reads started this loop turn: their answers come in a later turn (a loop turn's I/O is sent at its end).
+  var fresh: Set<String> = []
+  // The books.
+  var sessions: [String: Int] = [:]
+  var parked: [String: [Int]] = [:]
+  var releasedWaiters: Set<Int> = []
+  var released = 0
+  var nextWaiter = 0
+  /// Accounts whose requests ran this turn (committed at its end).
+  var touched: Set<String> = []
+  /// Accounts with a failed commit not yet followed by a successful read.
+  var dirty: Set<String> = []
+  /// Accounts others wrote to (a notice, or a catch-up) since their last pull or read began.
+  var noticed: Set<String> = []
+  var commitsStarted = 0
+  var pullsStarted = 0
+  var problems: [String] = []
+  var trace: [String] = []
+
+  init(seed: UInt64) { random = SplitMix64(seed: seed) }
+
+  mutating func pick() -> String { accounts[random.next(below: accounts.count)] }
+
+  mutating func step() {
+    let roll = random.next(below: 100)
+    switch roll {
+    case 0..<25: request(pick())
+    case 25..<40: endTurn()
+    case 40..<52:
+      if let account = loads.subtracting(fresh).sorted().randomElement(using: &random) { finishLoad(account) }
+    case 52..<66: if let account = commits.keys.sorted().randomElement(using: &random) { finishCommit(account) }
+    case 66..<76:
+      if let account = pulls.subtracting(fresh).sorted().randomElement(using: &random) { finishPull(account) }
+    case 76..<84: notice(pick())
+    case 84..<88: if let account = retries.randomElement(using: &random) { retry(account) }
+    case 88..<90: channelRegained()
+    case 90..<95: openOrClose(pick())
+    case 95..<96: erase(pick())
+    default: endTurn()
+    }
+    check()
+  }
+
+  // MARK: Events
+
+  mutating func request(_ account: String) {
+    trace.append("request \(account) (\(String(describing: residency.phase(of: account))))")
+    perform(residency.need(account))
+    if residency.isIdle(account) {
+      touched.insert(account)
+      residency.changed(account)
+    } else {
+      nextWaiter += 1
+      parked[account, default: []].append(nextWaiter)
+    }
+  }
+
+  /// The end of a loop turn: every account whose requests ran commits (the hosted service's `commitTurn`).
+  mutating func endTurn() {
+    for account in touched.sorted() {
+      trace.append("commit \(account) (\(String(describing: residency.phase(of: account))))")
+      guard let phase = residency.phase(of: account) else { continue }  // erased meanwhile: nothing to commit
+      if phase == .loading || phase == .reloading {
+        problems.append("\(account) committed while it is \(phase)")
+      }
+      if dirty.contains(account) {
+        problems.append("\(account) committed after a failed commit before it was read again")
+      }
+      residency.committing(account)
+      commits[account, default: 0] += 1
+      commitsStarted += 1
+    }
+    let ended = touched
+    touched.removeAll()
+    fresh.removeAll()
+    for account in ended.sorted() { perform(residency.turnEnded(account)) }
+  }
+
+  mutating func finishLoad(_ account: String) {
+    let success = random.next(below: 100) < 85
+    trace.append("loaded \(account) \(success)")
+    loads.remove(account)
+    if success { dirty.remove(account) }
+    perform(residency.loaded(account, success: success))
+  }
+
+  mutating func finishCommit(_ account: String) {
+    let success = random.next(below: 100) < 85
+    trace.append("committed \(account) \(success)")
+    commits[account, default: 0] -= 1
+    if commits[account] == 0 { commits[account] = nil }
+    if !success { dirty.insert(account) }
+    perform(residency.committed(account, success: success))
+  }
+
+  mutating func finishPull(_ account: String) {
+    let roll = random.next(below: 100)
+    trace.append("pulled \(account) \(roll)")
+    pulls.remove(account)
+    if roll < 8 {
+      perform(residency.pulledBehindRetention(account))
+    } else {
+      if roll < 25 { noticed.insert(account) }  // nothing merged: what was heard is still owed
+      perform(residency.pulled(account, success: roll >= 25))
+    }
+  }
+
+  mutating func notice(_ account: String) {
+    trace.append("notice \(account)")
+    guard residency.phase(of: account) != nil else { return }  // not resident: its next read sees everything
+    noticed.insert(account)
+    perform(residency.othersWrote(account))
+  }
+
+  mutating func retry(_ account: String) {
+    trace.append("retry \(account)")
+    retries.remove(account)
+    guard residency.phase(of: account) != nil else { return }
+    perform(residency.othersWrote(account))
+  }
+
+  /// The fleet's channel came back: what was committed meanwhile may never have been heard (the catch-up).
+  mutating func channelRegained() {
+    trace.append("channel regained")
+    for account in residency.accounts.sorted() {
+      noticed.insert(account)
+      perform(residency.othersWrote(account))
+    }
+  }
+
+  mutating func openOrClose(_ account: String) {
+    if sessions[account, default: 0] > 0 && random.next(below: 2) == 0 {
+      trace.append("session closed \(account)")
+      sessions[account, default: 0] -= 1
+      perform(residency.sessionClosed(account))
+    } else {
+      trace.append("session opened \(account)")
+      sessions[account, default: 0] += 1
+      residency.sessionOpened(account)
+    }
+  }
+
+  /// An admin erased the account: it is dropped, its sessions closed (their waiters answered with the closing).
+  mutating func erase(_ account: String) {
+    trace.append("erased \(account)")
+    let actions = residency.deleted(account)
+    for waiter in parked[account] ?? [] { release(waiter) }
+    parked[account] = nil
+    touched.remove(account)
+    dirty.remove(account)
+    noticed.remove(account)
+    // What is in flight for it finishes into nothing (the service ignores answers for an account it dropped).
+    loads.remove(account)
+    commits[account] = nil
+    pulls.remove(account)
+    for _ in 0..<sessions[account, default: 0] { _ = residency.sessionClosed(account) }
+    sessions[account] = nil
+    for action in actions {
+      guard case .evict = action else {
+        problems.append("erasing \(account) asked for \(action)")
+        continue
+      }
+    }
+  }
+
+  // MARK: Actions
+
+  mutating func perform(_ actions: [Residency.Action]) {
+    for action in actions {
+      trace.append("  -> \(action)")
+      switch action {
+      case .load(let account):
+        if loads.contains(account) { problems.append("\(account) read twice at once") }
+        if commits[account, default: 0] > 0 { problems.append("\(account) read while a commit of it is in flight") }
+        loads.insert(account)
+        fresh.insert(account)
+        noticed.remove(account)
+      case .resume(let account):
+        if residency.phase(of: account) != .idle { problems.append("\(account) resumed while not idle") }
+        for waiter in parked[account] ?? [] { release(waiter) }
+        parked[account] = nil
+      case .failWaiters(let account):
+        for waiter in parked[account] ?? [] { release(waiter) }
+        parked[account] = nil
+      case .pull(let account):
+        if pulls.contains(account) { problems.append("\(account) pulled twice at once") }
+        pulls.insert(account)
+        fresh.insert(account)
+        pullsStarted += 1
+        noticed.remove(account)
+      case .retryPull(let account):
+        retries.insert(account)
+      case .evict(let account):
+        if sessions[account, default: 0] > 0 { problems.append("\(account) evicted while it has sessions") }
+        if commits[account, default: 0] > 0 || loads.contains(account) || pulls.contains(account) {
+          problems.append("\(account) evicted while an operation of it is in flight")
+        }
+        if !(parked[account] ?? []).isEmpty { problems.append("\(account) evicted while requests wait for it") }
+        if touched.contains(account) { problems.append("\(account) evicted with changes not yet committed") }
+        touched.remove(account)
+        noticed.remove(account)
+      }
+    }
+  }
+
+  mutating func release(_ waiter: Int) {
+    if releasedWaiters.contains(waiter) { problems.append("waiter \(waiter) released twice") }
+    releasedWaiters.insert(waiter)
+    released += 1
+  }
+
+  // MARK: Invariants
+
+  mutating func check() {
+    for (account, waiters) in parked where !waiters.isEmpty {
+      switch residency.phase(of: account) {
+      case .idle?: problems.append("\(account) is idle with waiters left parked")
+      case nil: problems.append("\(account) is not resident with waiters left parked")
+      default: break
+      }
+    }
+    for account in dirty where residency.phase(of: account) == .idle {
+      problems.append("\(account) is idle after a failed commit, not read again")
+    }
+    for account in pulls where residency.phase(of: account) != .busy {
+      problems.append("\(account) is pulling but \(String(describing: residency.phase(of: account)))")
+    }
+  }
+
+  /// Finishes everything in flight, successfully, until nothing is left; then what must eventually happen has.
+  mutating func drain() {
+    var rounds = 0
+    while rounds < 1_000 {
+      rounds += 1
+      endTurn()
+      if let account = loads.sorted().first {
+        loads.remove(account)
+        dirty.remove(account)
+        perform(residency.loaded(account, success: true))
+      } else if let account = commits.keys.sorted().first {
+        commits[account, default: 0] -= 1
+        if commits[account] == 0 { commits[account] = nil }
+        perform(residency.committed(account, success: true))
+      } else if let account = pulls.sorted().first {
+        pulls.remove(account)
+        perform(residency.pulled(account, success: true))
+      } else if let account = retries.sorted().first {
+        retry(account)
+      } else if touched.isEmpty {
+        break
+      }
+      check()
+    }
+    drainChecks()
+  }
+
+  mutating func drainChecks() {
+    for (account, waiters) in parked where !waiters.isEmpty {
+      problems.append("\(account): \(waiters.count) waiters never released")
+    }
+    for account in noticed where residency.phase(of: account) != nil {
+      problems.append("\(account) heard others wrote, and no pull followed")
+    }
+    for account in dirty where residency.phase(of: account) != nil {
+      problems.append("\(account) resident after a failed commit, never read again")
+    }
+  }
+}
