@@ -6,7 +6,7 @@ import TipsTransport
 /// One PostgreSQL connection a hosted node keeps up on its loop: it connects (host names resolved off the loop),
 /// creates or migrates the `tipsd` schema, enters pipeline mode and prepares its statements — or, for the listener,
 /// `LISTEN`s on the fleet's channel — and when the connection fails or is lost it fails what was in flight and
-/// connects again after a backoff (0.1 s doubling to `retryMax`). libpq picks the server: with a multi-host URL and
+/// connects again after a backoff (``Backoff``: 0.1 s doubling to `retryMax`). libpq picks the server: with a multi-host URL and
 /// `target_session_attrs=read-write`, the primary, whichever it is now.
 ///
 /// **No answer waits without end.** A link whose oldest batch has waited `answerTimeout` seconds (a server that
@@ -46,7 +46,7 @@ final class PGLink {
 
   private var connection: PGConnection?
   private var retryTimer: (any LoopTimer)?
-  private var retryDelay = 0.1
+  private var backoff: Backoff
   private var attempt = 0
   private var warned = false
 
@@ -72,6 +72,7 @@ final class PGLink {
     self.role = role
     self.connectTimeout = connectTimeout
     self.retryMax = retryMax
+    backoff = Backoff(first: min(0.1, retryMax), cap: retryMax)
     self.answerTimeout = answerTimeout
     self.logger = logger
   }
@@ -198,7 +199,7 @@ final class PGLink {
   }
 
   private func connected() {
-    retryDelay = 0.1
+    backoff.succeeded()
     lastError = nil
     if warned { logger.info("hosted: PostgreSQL reachable again", [("connection", name)]) }
     warned = false
@@ -250,8 +251,7 @@ final class PGLink {
       logger.warning("hosted: PostgreSQL unreachable; retrying", [("connection", name), ("error", scrubbed)])
     }
     setState(.down)
-    let delay = retryDelay
-    retryDelay = min(retryDelay * 2, retryMax)
+    let delay = backoff.failed()
     let timer = retryTimer ?? loop.makeTimer()
     timer.keepsLoopAlive = false
     retryTimer = timer

@@ -72,8 +72,10 @@ public struct SyncPumpStateMachine: Sendable {
   public private(set) var busy = false
   /// A pull is owed (after a (re)connect, a `NOTIFY`, a full page).
   public private(set) var pullNeeded = false
+  /// The wait before the next attempt after a failure.
+  private var backoff: Backoff
   /// The next backoff.
-  public private(set) var retryDelay = 0.1
+  public var retryDelay: Double { backoff.next }
   /// Whether the unreachable warning was logged since the last connection (later failures log at debug).
   private var warned = false
   /// The last connection or statement error, cleared on reconnect.
@@ -89,6 +91,7 @@ public struct SyncPumpStateMachine: Sendable {
     self.account = account
     self.pullBatch = pullBatch
     self.retryMax = retryMax
+    backoff = Backoff(first: min(0.1, retryMax), cap: retryMax)
     self.peer = peer
   }
 
@@ -137,7 +140,7 @@ public struct SyncPumpStateMachine: Sendable {
   public mutating func listening(outboxHasWork: Bool) -> [Action] {
     guard phase == .connecting else { return [] }
     phase = .connected
-    retryDelay = 0.1
+    backoff.succeeded()
     lastError = nil
     warned = false
     pullNeeded = true
@@ -192,8 +195,7 @@ public struct SyncPumpStateMachine: Sendable {
     } else {
       actions.append(.log(LogLine(.debug, "sync: still unreachable", [("error", line)])))
     }
-    actions.append(.retry(afterSeconds: retryDelay))
-    retryDelay = min(retryDelay * 2, retryMax)
+    actions.append(.retry(afterSeconds: backoff.failed()))
     return actions
   }
 

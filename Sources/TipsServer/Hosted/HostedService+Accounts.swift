@@ -200,9 +200,8 @@ extension HostedService {
   }
 
   func schedulePullRetry(_ account: String) {
-    let failures = (pullFailures[account] ?? 0) + 1
-    pullFailures[account] = failures
-    pullRetries.set(account, loopSeconds + min(30, Double(1 << min(failures - 1, 5))))
+    let delay = pullFailures[account, default: Backoff(first: 1, cap: 30)].failed()
+    pullRetries.set(account, loopSeconds + delay)
   }
 
   func linkChanged(_ link: Link, ready: Bool) {

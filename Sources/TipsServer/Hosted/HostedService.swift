@@ -128,7 +128,7 @@ final class HostedService {
   var orphans: Set<String> = []
   /// Pulls that failed, by account: when to try again and how many failed in a row (backoff 1 s doubling to 30 s).
   var pullRetries = DeadlineQueue<String>()
-  var pullFailures: [String: Int] = [:]
+  var pullFailures: [String: Backoff] = [:]
   /// Links (re)established since the last catch-up: the listener was not listening for a while (or never had), so
   /// what other nodes and devices committed meanwhile may never have been heard — every resident account pulls from
   /// its cursor once the reader is up.
