@@ -21,6 +21,11 @@ extension HostedStore {
       return
     }
     let statements = sorted.map(statement)
+    // Once PostgreSQL answered, the commit's notifications go out in a transaction of their own (schema 11).
+    let completion: (Result<[String: Committed], HostedError>) -> Void = { [weak self] result in
+      if case .success(let answers) = result { self?.publish(sorted, answers) }
+      completion(result)
+    }
     writer.send(statements) { [weak self] result in
       switch result {
       case .success(let results):
@@ -62,6 +67,35 @@ extension HostedStore {
         if let unknown { completion(.failure(unknown)) } else { completion(.success(answers)) }
       }
     }
+  }
+
+  /// Tells the fleet (`tipsd_fleet`: `cursor account`) and each account's own channel (its devices syncing through
+  /// PostgreSQL: `cursor`) where the accounts this commit stored operations for now stand: the notifications
+  /// `tipsd.push` sends from a device's transaction, sent here after the commit (schema 11) in one short transaction
+  /// with `synchronous_commit` off, so PostgreSQL's notification lock is held for an instant rather than through
+  /// the commit's flush to the standby, and no commit of any node waits on it. A notification lost with a broken
+  /// connection is what a listener that was away already handles: the next notification of the account, or a
+  /// catch-up, pulls from its cursor.
+  func publish(_ changes: [AccountChanges], _ answers: [String: Committed]) {
+    var channels: [String] = []
+    var payloads: [String] = []
+    for change in changes where !change.operations.isEmpty || change.devices.contains(where: { !$0.operations.isEmpty })
+    {
+      guard let answer = answers[change.account], answer.refused == nil, !answer.erased else { continue }
+      let cursor = max(answer.lastCursor ?? 0, answer.devicesLastCursor ?? 0)
+      guard cursor > 0 else { continue }
+      channels.append(PGSchema.channel(account: change.account))
+      payloads.append(String(cursor))
+      channels.append(PGSchema.fleetChannel)
+      payloads.append("\(cursor) \(change.account)")
+    }
+    guard !channels.isEmpty else { return }
+    writer.send([
+      .query("SELECT set_config('synchronous_commit', 'off', true)"),
+      .query(
+        "SELECT count(pg_notify(c, p)) FROM unnest($1::text[], $2::text[]) AS n(c, p)",
+        [PGSchema.textArray(channels), PGSchema.textArray(payloads)]),
+    ]) { _ in }
   }
 
   private static func refusal(_ error: HostedError) -> Committed {

@@ -154,9 +154,10 @@ public final class HostedStore: HostedStorage {
     }
     writer = link(
       "writer",
-      .pipelined(prepare: [
-        (Statement.commit, PGSchema.commit), (Statement.history, Self.appendHistory),
-      ]))
+      .pipelined(
+        prepare: [(Statement.commit, PGSchema.commit), (Statement.history, Self.appendHistory)],
+        // Its commits do not notify (schema 11): ``publish(_:_:)`` does, once each is answered, off their lock.
+        setup: ["SELECT set_config('tipsd.defer_notify', 'on', false)"]))
     reader = link(
       "reader",
       .pipelined(prepare: [

@@ -18,8 +18,9 @@ import TipsTransport
 /// Loop thread only.
 final class PGLink {
   enum Role {
-    /// Pipelined batches (writes, loads, reads).
-    case pipelined(prepare: [(name: String, sql: String)])
+    /// Pipelined batches (writes, loads, reads): `setup` runs once per connection (session settings), then the
+    /// statements are prepared.
+    case pipelined(prepare: [(name: String, sql: String)], setup: [String] = [])
     /// `LISTEN`s on these channels; delivers their notifications.
     case listener(channels: [String])
   }
@@ -179,16 +180,17 @@ final class PGLink {
         }
         self.connected()
       }
-    case .pipelined(let statements):
+    case .pipelined(let statements, let setup):
       guard connection.enterPipelineMode() else {
         lost("cannot enter pipeline mode")
         return
       }
-      guard !statements.isEmpty else {
+      guard !statements.isEmpty || !setup.isEmpty else {
         connected()
         return
       }
-      connection.sendBatch(statements.map { .prepare($0.name, $0.sql) }) { [unowned self] result in
+      let batch = setup.map { PGStatement.query($0) } + statements.map { .prepare($0.name, $0.sql) }
+      connection.sendBatch(batch) { [unowned self] result in
         if case .failure(let error) = result {
           self.lost("cannot prepare statements: \(error.message)")
           return

@@ -81,13 +81,22 @@
 /// seq (0: none; seqs start at 1): a second pusher gets an error on any node at any time, never a silent drop, while an
 /// honest retry (the same operations) stays idempotent. The column is new, so the function is dropped and created.
 ///
+/// Version 11 takes notifications off the commit (#47): a transaction that notifies holds PostgreSQL's one
+/// notification lock from its `NOTIFY` until its commit is flushed — to the synchronous standby too — so every node's
+/// commits queued behind each other (`fleet.postgres_lock_wait_share` 0.48 with two nodes). `tipsd.push` no longer
+/// notifies in a session that set `tipsd.defer_notify` to `on`: a hosted node's writer does, and sends the commit's
+/// notifications itself once PostgreSQL answered the commit, in one short transaction of its own with
+/// `synchronous_commit` off (notifications are never durable anyway: a listener that was away catches up from its
+/// cursors). Devices and one-user daemons pushing through `tipsd.push` still notify in their transaction. During a
+/// rolling upgrade a node of version 10 keeps notifying inside its commits; both kinds of node hear each other.
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 10
+  package static let version = 11
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -200,6 +209,9 @@ public enum PGSchema {
       IF (SELECT version FROM tipsd.schema_version) < 10 THEN
         UPDATE tipsd.schema_version SET version = 10;
       END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 11 THEN
+        UPDATE tipsd.schema_version SET version = 11;
+      END IF;
       IF migrating THEN
     \(functions)
       END IF;
@@ -238,8 +250,10 @@ public enum PGSchema {
           END LOOP;
           IF added > 0 THEN
             UPDATE tipsd.accounts SET last_cursor = last WHERE account = p_account;
-            PERFORM pg_notify(p_channel, last::text);
-            PERFORM pg_notify('tipsd_fleet', last::text || ' ' || p_account);
+            IF current_setting('tipsd.defer_notify', true) IS DISTINCT FROM 'on' THEN
+              PERFORM pg_notify(p_channel, last::text);
+              PERFORM pg_notify('tipsd_fleet', last::text || ' ' || p_account);
+            END IF;
           END IF;
           RETURN last;
         END
@@ -508,33 +522,4 @@ public enum PGSchema {
 
   /// The start of the error PostgreSQL raises when a device's pull is refused by the account's budget of devices.
   package static let deviceLimitError = "tipsd: device limit"
-
-  /// A PostgreSQL array literal of texts: `{"a","b\\"c"}`.
-  package static func textArray(_ items: [String]) -> String {
-    var literal = "{"
-    for (index, item) in items.enumerated() {
-      if index > 0 { literal += "," }
-      literal += "\""
-      for character in item.unicodeScalars {
-        if character == "\"" || character == "\\" { literal += "\\" }
-        literal.unicodeScalars.append(character)
-      }
-      literal += "\""
-    }
-    return literal + "}"
-  }
-
-  /// A PostgreSQL array literal of integers: `{1,2}`.
-  package static func integerArray(_ items: [Int64]) -> String {
-    "{" + items.map(String.init).joined(separator: ",") + "}"
-  }
-
-  /// The account's `NOTIFY` channel: `tipsd_` and 16 hex digits of FNV-1a (64-bit) of the account id — an identifier
-  /// whatever the id holds; two accounts sharing one only cost a catch-up query that finds nothing.
-  package static func channel(account: String) -> String {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in account.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-    let hex = String(hash, radix: 16)
-    return "tipsd_" + String(repeating: "0", count: 16 - hex.count) + hex
-  }
 }
