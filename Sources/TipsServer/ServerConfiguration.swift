@@ -1,3 +1,4 @@
+public import TipsAuth
 public import TipsLogging
 public import TipsSync
 public import TipsTransport
@@ -86,6 +87,9 @@ public struct HostedConfiguration: Sendable {
   public var issuer: String?
   /// `--jwt-leeway SECONDS`: clock skew allowed on `exp`, `nbf` and `iat`.
   public var leeway: Double = 30
+  /// Who tokens sign in, when not the app's JWTs (`--jwt-secret-file`, `--jwks`): no flag sets it; tests hand in an
+  /// ``Authenticator`` naming principals, to test hosted logic in process without minting tokens.
+  public var authenticator: (any Authenticator)?
   /// `--max-resident-accounts N`: accounts held in memory at most (least recently used ones without sessions are
   /// dropped past it; their state is all in PostgreSQL).
   public var maxResidentAccounts = 100_000

@@ -71,7 +71,7 @@ extension HostedService {
   func authenticating(
     _ token: String, connectionFailed: Bool
   ) -> (result: Result<Principal, ResponseError>, failure: SignInFailure?) {
-    let maxBytes = verifier.configuration.maxTokenBytes
+    let maxBytes = verifier.maxTokenBytes
     guard token.utf8.count <= maxBytes else {
       return (.failure(.unauthorized(reason: "tooLarge", "the token is longer than \(maxBytes) bytes")), .refused)
     }
@@ -82,7 +82,7 @@ extension HostedService {
       return (.success(.user(known)), nil)
     }
     var heldBack = false
-    let result = verifier.verify(token, now: now) { [unowned self] _ in
+    let result = verifier.verify(token, now: now) { [unowned self] (_: VerifiedToken) -> AuthError? in
       guard let wait = self.signInGuard.mayCheck(connectionFailed: connectionFailed, now: now) else { return nil }
       heldBack = true
       return AuthError(

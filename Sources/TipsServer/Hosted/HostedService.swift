@@ -37,7 +37,8 @@ final class HostedService {
   let catalog: CatalogService
   /// The admin token (`--token-file`, re-read on SIGHUP), if the node has one.
   var adminToken: String?
-  var verifier: TokenVerifier
+  /// Who tokens sign in: the app's JWTs (``TokenVerifier``), or what the configuration hands in.
+  var verifier: any Authenticator
   /// The bounds on what signing in costs (a flood of forged tokens): see ``SignInGuard``.
   var signInGuard: SignInGuard
   /// Sessions not signed in yet, by id, and when they must be (`--sign-in-timeout`; the loop's seconds).
@@ -155,9 +156,11 @@ final class HostedService {
     signInGuard = SignInGuard(SignInGuard.Configuration(failureRate: configuration.signInFailureRate))
     self.clock = clock
     do {
-      verifier = try TokenVerifier.load(
-        secretFile: configuration.jwtSecretFile, jwksFile: configuration.jwksFile, audiences: configuration.audiences,
-        issuer: configuration.issuer, leeway: configuration.leeway)
+      verifier =
+        try configuration.authenticator
+        ?? TokenVerifier.load(
+          secretFile: configuration.jwtSecretFile, jwksFile: configuration.jwksFile,
+          audiences: configuration.audiences, issuer: configuration.issuer, leeway: configuration.leeway)
     } catch {
       throw ServerError("--hosted: \(error)")
     }
@@ -222,6 +225,7 @@ final class HostedService {
   /// Reads the JWT secret and JWKS files and the admin token again (SIGHUP); a broken file keeps what is in force.
   func reloadKeys() {
     do {
+      guard configuration.authenticator == nil else { throw ServerError("the authenticator was handed in") }
       if let file = configuration.jwtSecretFile { try TokenFile.checkPrivate(file, what: "the JWT secret file") }
       verifier = try TokenVerifier.load(
         secretFile: configuration.jwtSecretFile, jwksFile: configuration.jwksFile, audiences: configuration.audiences,
