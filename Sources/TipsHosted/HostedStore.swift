@@ -133,6 +133,11 @@ public final class HostedStore: HostedStorage {
   public let configuration: Configuration
   let writer: PGLink
   let reader: PGLink
+  /// The writer's backend on its current connection: its pid and when it started (a pid alone may be reused).
+  var writerBackend: Backend?
+  /// The backend a lost writer connection left behind, which may still commit what it was sent (a partition that
+  /// heals after the node gave up on the connection forwards it): loads end it first (``fenceSQL``).
+  var fence: Backend?
   private let listener: PGLink
   /// A fleet notification arrived.
   public var onNotice: ((Notice) -> Void)?
@@ -157,13 +162,25 @@ public final class HostedStore: HostedStorage {
       .pipelined(
         prepare: [(Statement.commit, PGSchema.commit), (Statement.history, Self.appendHistory)],
         // Its commits do not notify (schema 11): ``publish(_:_:)`` does, once each is answered, off their lock.
-        setup: ["SELECT set_config('tipsd.defer_notify', 'on', false)"]))
+        setup: ["SELECT set_config('tipsd.defer_notify', 'on', false)", Self.backendIdentity]))
     reader = link(
       "reader",
       .pipelined(prepare: [
         (Statement.load, Self.load), (Statement.pull, PGSchema.pullAsNode), (Statement.readHistory, Self.readHistory),
       ]))
     listener = link("listener", .listener(channels: [PGSchema.fleetChannel]))
+    writer.onSetup = { [unowned self] results in
+      let row = results.last?.rows.first
+      self.writerBackend = row.flatMap { row in
+        guard row.count == 2, let pid = row[0], let start = row[1] else { return nil }
+        return Backend(pid: pid, start: start)
+      }
+    }
+    writer.onLosing = { [unowned self] in
+      // Before the commits in flight fail (and their accounts are read again): their backend may still commit.
+      if let backend = self.writerBackend { self.fence = backend }
+      self.writerBackend = nil
+    }
     writer.onStateChange = { [unowned self] state in
       self.onWritableChange?(state == .ready)
       self.onLinkChange?(.writer, state == .ready)
@@ -254,12 +271,16 @@ public final class HostedStore: HostedStorage {
   /// Reads an account: its snapshot, the operations stored after it and its history's last cursor, as of one
   /// instant (one statement).
   public func load(_ account: String, completion: @escaping (Result<StoredAccount, HostedError>) -> Void) {
-    reader.send([
-      .prepared(Statement.load, [account]),
-      .query("SELECT key, reply, at FROM tipsd.idempotency WHERE account = $1", [account]),
-    ]) { result in
+    let fenced = fence
+    reader.send(
+      fenceStatements(fenced) + [
+        .prepared(Statement.load, [account]),
+        .query("SELECT key, reply, at FROM tipsd.idempotency WHERE account = $1", [account]),
+      ]
+    ) { [weak self] result in
+      if case .success = result { self?.fenced(fenced) }
       completion(
-        result.flatMap { results -> Result<StoredAccount, HostedError> in
+        result.map { Array($0.suffix(2)) }.flatMap { results -> Result<StoredAccount, HostedError> in
           var stored = StoredAccount(snapshot: nil, operations: [], historyCursor: 0, exists: false)
           for row in results.dropFirst().first?.rows ?? [] {
             guard row.count == 3, let key = row[0], let reply = row[1], let at = row[2].flatMap({ Double($0) })

@@ -56,6 +56,10 @@ final class PGLink {
   private(set) var lastError: String?
   /// The state changed (ready or not).
   var onStateChange: ((State) -> Void)?
+  /// The connection is being given up: called before what waited on it is failed.
+  var onLosing: (() -> Void)?
+  /// The results of a pipelined link's `setup` queries, on each new connection, just before it is ready.
+  var onSetup: (([PGResult]) -> Void)?
   /// A notification on a listened channel: (channel, payload).
   var onNotification: ((String, String) -> Void)?
 
@@ -191,9 +195,12 @@ final class PGLink {
       }
       let batch = setup.map { PGStatement.query($0) } + statements.map { .prepare($0.name, $0.sql) }
       connection.sendBatch(batch) { [unowned self] result in
-        if case .failure(let error) = result {
+        switch result {
+        case .failure(let error):
           self.lost("cannot prepare statements: \(error.message)")
           return
+        case .success(let results):
+          self.onSetup?(Array(results.prefix(setup.count)))
         }
         self.connected()
       }
@@ -237,6 +244,7 @@ final class PGLink {
 
   private func lost(_ message: String) {
     guard let failed = connection else { return }
+    onLosing?()
     connection = nil
     failed.close()
     sentAt = []
