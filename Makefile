@@ -202,7 +202,8 @@ fuzz-smoke: deps-apt
 
 ## chaos: make test-nets first (the nets must catch their mutations), then the residency's model-based test (#44) over
 ## NODE_MODEL_STEPS steps per seed (default 200,000; make test runs 3,000), then issue #34's fault drill
-## (protocol/tests/drill.py) over CHAOS_SEEDS seeds (default 20), CHAOS_SECONDS of faults each (default 120): per seed,
+## (protocol/tests/drill.py) over CHAOS_SEEDS seeds (default 50), CHAOS_SECONDS of faults each (default 40), then the
+## CHAOS_REPLAY seeds again (default 112x10,2006x5: seeds that once diverged or lost a change, #44): per seed,
 ## faults injected, changes acknowledged, lost, doubled, key hits, the worst observer lag and the quiet phase's lag as
 ## `name: value` lines, then the totals (scripts/chaos). `make test` runs the drill once, bounded (test_fleet_drill.py).
 .PHONY: chaos
