@@ -205,11 +205,19 @@ extension ComparisonOperator {
 final class TipSlot {
   /// Position in registration order.
   let index: Int
+  /// The definition, held in a box that engines given the same ``DefinitionShelf`` share (a hosted node's accounts
+  /// hold one copy of each catalog tip, not one each: a definition inline was ~500 bytes a tip and account).
+  private var box: DefinitionBox
   var definition: TipDefinition {
-    didSet {
-      ignoresFrequency = definition.options.ignoresDisplayFrequency
-      schedule = definition.schedule
-    }
+    get { box.value }
+    set { setDefinition(DefinitionBox(newValue)) }
+  }
+
+  /// Replaces the definition with a (possibly shared) box.
+  func setDefinition(_ box: DefinitionBox) {
+    self.box = box
+    ignoresFrequency = box.value.options.ignoresDisplayFrequency
+    schedule = box.value.schedule
   }
   @exclusivity(unchecked) var rules = RuleProgram()
   var dependencies = Dependencies()
@@ -251,9 +259,10 @@ final class TipSlot {
   /// Copied from the definition.
   let id: String
 
-  init(index: Int, definition: TipDefinition, record: TipRecord) {
+  init(index: Int, definition box: DefinitionBox, record: TipRecord) {
+    let definition = box.value
     self.index = index
-    self.definition = definition
+    self.box = box
     self.record = record
     self.id = definition.id
     self.recordKey = definition.id

@@ -63,11 +63,15 @@ final class EventLog {
 
   /// Stores `donation` at buffer position `index` (`times.count` appends).
   private func store(_ donation: Donation, at index: Int) {
-    if infos.isEmpty, donation.info != nil {
-      infos = ContiguousArray(repeating: nil, count: times.count)
+    if infos.isEmpty {
+      if donation.info != nil {
+        infos = ContiguousArray(repeating: nil, count: times.count)
+        infos.insert(donation.info, at: index)
+      }
+    } else {
+      infos.insert(donation.info, at: index)
     }
     times.insert(donation.at, at: index)
-    if !infos.isEmpty { infos.insert(donation.info, at: index) }
   }
 
   /// Adds a donation (counting it in the lifetime count) and trims to `limit` (keeping the newest). Returns whether it

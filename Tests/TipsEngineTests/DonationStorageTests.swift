@@ -28,7 +28,7 @@ struct DonationStorageTests {
   func check(_ h: Harness, _ kept: [Donation], lifetime: Int, sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(h.engine.donations("e") == kept, sourceLocation: sourceLocation)
     #expect(h.engine.lifetimeCount("e") == lifetime, sourceLocation: sourceLocation)
-    for (id, shows) in Self.expected(kept, lifetime: lifetime, now: h.clock.now) {
+    for (id, shows) in Self.expected(kept, lifetime: lifetime, now: h.clock.now()) {
       #expect(h.shows(id) == shows, "\(id)", sourceLocation: sourceLocation)
     }
   }
@@ -42,7 +42,7 @@ struct DonationStorageTests {
     var lifetime = 0
     func donate(_ info: JSONObject?) {
       h.donate("e", info)
-      kept.append(Donation(at: h.clock.now, info: info))
+      kept.append(Donation(at: h.clock.now(), info: info))
       if kept.count > 20 { kept.removeFirst(kept.count - 20) }
       lifetime += 1
     }
@@ -96,9 +96,36 @@ struct DonationStorageTests {
       first.advance(10)
     }
     let stored = FakeStore.replaying(first.writes)
-    let second = Harness(now: first.clock.now, snapshot: stored)
+    let second = Harness(now: first.clock.now(), snapshot: stored)
     try second.register(Self.tips[0], Self.tips[1], Self.tips[2])
     check(second, first.engine.donations("e"), lifetime: 9)
     #expect(second.shows("north.tip") && second.shows("group.tip") && second.shows("hour.tip"))
+  }
+}
+
+@Suite("Definition shelf: engines given one shelf share equal definitions, and each answers its own")
+struct DefinitionShelfTests {
+  @Test("a tip changed in one engine is on the shelf for the next; the other engine keeps the one it registered")
+  func sharedAndReplaced() throws {
+    let shelf = DefinitionShelf()
+    let once = #"{"id": "t", "title": "T", "rules": [{"event": "e", "count": {"gte": 1}}]}"#
+    let twice = #"{"id": "t", "title": "T", "rules": [{"event": "e", "count": {"gte": 2}}]}"#
+    let a = Harness(configuration: EngineConfiguration(definitionShelf: shelf))
+    let b = Harness(configuration: EngineConfiguration(definitionShelf: shelf))
+    try a.register(once)
+    try b.register(once)
+    #expect(shelf.count == 1)
+    try a.register(twice)
+    #expect(shelf.count == 1)
+    a.donate("e")
+    b.donate("e")
+    #expect(!a.shows("t") && b.shows("t"))
+    let (onceTip, twiceTip) = (try tip(once), try tip(twice))
+    #expect(a.engine.definition(of: "t") == twiceTip && b.engine.definition(of: "t") == onceTip)
+    let c = Harness(configuration: EngineConfiguration(definitionShelf: shelf))
+    try c.register(twice, #"{"id": "u", "title": "U"}"#)
+    #expect(shelf.count == 2)
+    c.donate("e")
+    #expect(!c.shows("t") && c.shows("u"))
   }
 }
