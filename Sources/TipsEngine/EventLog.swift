@@ -17,7 +17,7 @@ final class EventLog {
   /// Their associated values, index for index with `times` — or empty while none of them has any.
   @exclusivity(unchecked) private var infos: ContiguousArray<JSONObject?> = []
   @exclusivity(unchecked) private(set) var head = 0
-  /// Sequence number of `buffer[head]`.
+  /// Sequence number of `times[head]`.
   @exclusivity(unchecked) private(set) var firstSeq = 0
   /// The explicit per-event cap, if one was set.
   @exclusivity(unchecked) var limit: Int?
