@@ -220,7 +220,7 @@ public final class Engine {
       if let existing = self.slot(definition.id) {
         slot = existing
         detach(slot)
-        slot.definition = definition
+        slot.setDefinition(configuration.definitionShelf?.box(definition) ?? DefinitionBox(definition))
         if variant != slot.variant {
           switchVariant(slot, to: variant)
           slot.reported = nil
@@ -228,7 +228,8 @@ public final class Engine {
       } else {
         let key = Self.recordKey(tipID: definition.id, variant: variant)
         let record = orphanRecords.removeValue(forKey: key) ?? TipRecord()
-        slot = TipSlot(index: slots.count, definition: definition, record: record)
+        let box = configuration.definitionShelf?.box(definition) ?? DefinitionBox(definition)
+        slot = TipSlot(index: slots.count, definition: box, record: record)
         slot.variant = variant
         slot.recordKey = key
         slots.append(slot)

@@ -43,14 +43,18 @@ public struct EngineConfiguration: Sendable {
   /// A donation re-evaluates only the tips it can still change (see `Engine+Saturation`): true, the default. False
   /// re-evaluates every tip that reads the event, as the engine did before; the differential tests compare the two.
   public var skipsSaturatedTips: Bool
+  /// Where engines that register the same definitions (a hosted node's accounts, all from one catalog) keep one copy
+  /// of each; nil: every engine keeps its own.
+  public var definitionShelf: DefinitionShelf?
 
   public init(
     defaultDonationLimit: Int = 1000, canonicalDonationOrder: Bool = false, holdoutAccount: String? = nil,
-    skipsSaturatedTips: Bool = true
+    skipsSaturatedTips: Bool = true, definitionShelf: DefinitionShelf? = nil
   ) {
     self.defaultDonationLimit = max(1, defaultDonationLimit)
     self.canonicalDonationOrder = canonicalDonationOrder
     self.holdoutAccount = holdoutAccount
     self.skipsSaturatedTips = skipsSaturatedTips
+    self.definitionShelf = definitionShelf
   }
 }

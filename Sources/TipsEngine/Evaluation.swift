@@ -205,11 +205,18 @@ extension ComparisonOperator {
 final class TipSlot {
   /// Position in registration order.
   let index: Int
+  /// The definition, held in a box that engines given the same ``DefinitionShelf`` share (a hosted node's accounts
+  /// hold one copy of each catalog tip, not one each: a definition inline was ~500 bytes a tip and account).
+  private var box: DefinitionBox
   var definition: TipDefinition {
-    didSet {
-      ignoresFrequency = definition.options.ignoresDisplayFrequency
-      schedule = definition.schedule
-    }
+    get { box.value }
+    set { setDefinition(DefinitionBox(newValue)) }
+  }
+
+  /// Replaces the definition with a (possibly shared) box.
+  func setDefinition(_ box: DefinitionBox) {
+    self.box = box
+    ignoresFrequency = box.value.options.ignoresDisplayFrequency
   }
   @exclusivity(unchecked) var rules = RuleProgram()
   var dependencies = Dependencies()
@@ -240,25 +247,24 @@ final class TipSlot {
 
   /// Copied from the definition's options (read on every evaluation).
   @exclusivity(unchecked) var ignoresFrequency: Bool
-  /// Copied from the definition.
-  @exclusivity(unchecked) var schedule: TipSchedule?
+  /// The definition's schedule (read from the shared box: a copy in every slot cost 32 bytes a tip and account).
+  var schedule: TipSchedule? { box.value.schedule }
   /// Whether the tip's schedule (if any) was open when its status was last computed.
   @exclusivity(unchecked) var scheduleOpen = true
   /// The variant shown is a holdout: the tip never displays for this install.
   @exclusivity(unchecked) var holdout = false
   /// A holdout whose tip would be displayable now (its counterfactual exposure is open, see ``Engine``).
   @exclusivity(unchecked) var exposed = false
-  /// Copied from the definition.
-  let id: String
+  /// The definition's id.
+  var id: String { box.value.id }
 
-  init(index: Int, definition: TipDefinition, record: TipRecord) {
+  init(index: Int, definition box: DefinitionBox, record: TipRecord) {
+    let definition = box.value
     self.index = index
-    self.definition = definition
+    self.box = box
     self.record = record
-    self.id = definition.id
     self.recordKey = definition.id
     self.ignoresFrequency = definition.options.ignoresDisplayFrequency
-    self.schedule = definition.schedule
   }
 
   var state: TipState { TipState(id: id, status: status, shouldDisplay: shouldDisplay, variant: variant) }

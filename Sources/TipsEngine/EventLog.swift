@@ -2,7 +2,9 @@ import TipsJSON
 
 /// The donations of one event, oldest first, plus the indexes the engine keeps about it.
 ///
-/// Donations live in a contiguous buffer with a moving head, so trimming the oldest is amortised O(1).
+/// Donations live in contiguous columns with a moving head, so trimming the oldest is amortised O(1): their instants
+/// (8 bytes each), and their associated values only once some stored donation has any (a log of plain donations — the
+/// common case — costs 8 bytes a donation, not a `Donation`'s 16).
 /// Every donation gets a sequence number that only grows (`firstSeq` is the number of the oldest kept one), which
 /// lets the engine tell cheaply whether a `within` window's first donation moved since the last look.
 /// Fields are `@exclusivity(unchecked)` for the same reason as ``TipSlot``'s.
@@ -10,9 +12,12 @@ final class EventLog {
   let id: String
   /// Position in the engine's list of logs (the key of ``WindowKey/event``).
   let number: Int
-  @exclusivity(unchecked) private(set) var buffer: ContiguousArray<Donation> = []
+  /// Instants of the stored donations (from `head`), oldest first.
+  @exclusivity(unchecked) private var times: ContiguousArray<Timestamp> = []
+  /// Their associated values, index for index with `times` — or empty while none of them has any.
+  @exclusivity(unchecked) private var infos: ContiguousArray<JSONObject?> = []
   @exclusivity(unchecked) private(set) var head = 0
-  /// Sequence number of `buffer[head]`.
+  /// Sequence number of `times[head]`.
   @exclusivity(unchecked) private(set) var firstSeq = 0
   /// The explicit per-event cap, if one was set.
   @exclusivity(unchecked) var limit: Int?
@@ -41,16 +46,33 @@ final class EventLog {
   }
 
   /// Number of stored donations.
-  var count: Int { buffer.count - head }
+  var count: Int { times.count - head }
 
   /// Sequence number one past the newest donation.
   var endSeq: Int { firstSeq + count }
 
   /// The stored donations, oldest first.
-  var donations: [Donation] { Array(buffer[head...]) }
+  var donations: [Donation] { (0..<count).map { self[$0] } }
 
   /// The `i`-th stored donation, oldest first.
-  subscript(i: Int) -> Donation { buffer[head + i] }
+  subscript(i: Int) -> Donation { Donation(at: times[head + i], info: info(i)) }
+
+  /// The associated values of the `i`-th stored donation, oldest first.
+  @inline(__always)
+  func info(_ i: Int) -> JSONObject? { infos.isEmpty ? nil : infos[head + i] }
+
+  /// Stores `donation` at buffer position `index` (`times.count` appends).
+  private func store(_ donation: Donation, at index: Int) {
+    if infos.isEmpty {
+      if donation.info != nil {
+        infos = ContiguousArray(repeating: nil, count: times.count)
+        infos.insert(donation.info, at: index)
+      }
+    } else {
+      infos.insert(donation.info, at: index)
+    }
+    times.insert(donation.at, at: index)
+  }
 
   /// Adds a donation (counting it in the lifetime count) and trims to `limit` (keeping the newest). Returns whether it
   /// went to the end; one older than the newest stored (a clock that went back, or one of another device) is inserted
@@ -69,16 +91,16 @@ final class EventLog {
   func insert(_ donation: Donation, canonical: Bool) -> Bool {
     if !memo.isEmpty { memo.removeAll(keepingCapacity: true) }
     guard count > 0, Donation.precedes(donation, self[count - 1], canonical: canonical) else {
-      buffer.append(donation)
+      store(donation, at: times.count)
       return true
     }
     var low = head
-    var high = buffer.count
+    var high = times.count
     while low < high {
       let mid = (low + high) / 2
-      if Donation.precedes(donation, buffer[mid], canonical: canonical) { high = mid } else { low = mid + 1 }
+      if Donation.precedes(donation, self[mid - head], canonical: canonical) { high = mid } else { low = mid + 1 }
     }
-    buffer.insert(donation, at: low)
+    store(donation, at: low)
     return false
   }
 
@@ -90,9 +112,12 @@ final class EventLog {
     head += excess
     firstSeq += excess
     if !memo.isEmpty { memo.removeAll(keepingCapacity: true) }
-    if head >= 64 && head * 2 >= buffer.count {
-      buffer.removeFirst(head)
+    if head >= 64 && head * 2 >= times.count {
+      times.removeFirst(head)
+      if !infos.isEmpty { infos.removeFirst(head) }
       head = 0
+      // Checked when compacting (amortised): once the last donation with associated values left, none is stored.
+      if !infos.isEmpty, !infos.contains(where: { $0 != nil }) { infos = [] }
     }
     return true
   }
@@ -100,7 +125,8 @@ final class EventLog {
   /// Drops every donation (sequence numbers keep growing) and the lifetime count.
   func removeAll() {
     firstSeq += count
-    buffer.removeAll()
+    times.removeAll()
+    infos.removeAll()
     head = 0
     memo.removeAll()
     lifetime = 0
@@ -109,7 +135,8 @@ final class EventLog {
   /// Replaces the contents (oldest first), trimmed to `limit`, with `lifetime` donations ever (at least those kept).
   func replace(with donations: [Donation], lifetime: Int, limit: Int) {
     removeAll()
-    buffer.append(contentsOf: donations)
+    times.reserveCapacity(donations.count)
+    for donation in donations { store(donation, at: times.count) }
     self.lifetime = max(lifetime, donations.count)
     trim(to: limit)
   }
@@ -140,11 +167,11 @@ final class EventLog {
   func windowStart(within: Double, now: Timestamp) -> Int {
     let within = effective(within)
     var low = head
-    var high = buffer.count
-    buffer.withUnsafeBufferPointer { items in
+    var high = times.count
+    times.withUnsafeBufferPointer { items in
       while low < high {
         let mid = (low + high) / 2
-        if items[mid].at + within > now { high = mid } else { low = mid + 1 }
+        if items[mid] + within > now { high = mid } else { low = mid + 1 }
       }
     }
     return low - head
@@ -159,7 +186,7 @@ final class EventLog {
   func nextExit(within: Double, now: Timestamp) -> Timestamp? {
     let start = windowStart(within: within, now: now)
     guard start < count else { return nil }
-    return self[start].at + effective(within)
+    return times[head + start] + effective(within)
   }
 
   /// The count an event rule measures: donations inside the window (if any) matching `where` (if any), or the
@@ -180,13 +207,13 @@ final class EventLog {
     if let groupBy = key.groupBy {
       var groups: [JSONValue: Int] = [:]
       for i in start..<count {
-        guard let info = self[i].info, let value = info[groupBy] else { continue }
+        guard let info = info(i), let value = info[groupBy] else { continue }
         if let matching = key.matching, !Self.matches(info, matching) { continue }
         groups[value, default: 0] += 1
       }
       result = groups.values.max() ?? 0
     } else if let matching = key.matching {
-      for i in start..<count where Self.matches(self[i].info, matching) { result += 1 }
+      for i in start..<count where Self.matches(info(i), matching) { result += 1 }
     }
     memo[key] = result
     return result

@@ -59,7 +59,9 @@ extension Server {
   func hostedEndOfTurn(_ hosted: HostedService) {
     if services.turn.changed {
       services.turn.changed = false
-      for tenant in hosted.tenants.values where tenant.changed {
+      let changed = services.turn.changedTenants
+      services.turn.changedTenants.removeAll(keepingCapacity: true)
+      for tenant in changed where tenant.changed {
         tenant.changed = false
         for (session, note) in tenant.subscriptions.inspectNotifications() {
           services.stage(.notification(note), on: session)

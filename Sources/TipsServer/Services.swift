@@ -77,7 +77,10 @@ final class Services {
         turn.noteStaged(mutation.writes.count)
         hosted.touched(tenant)
       }
-      if !mutation.changes.isEmpty { tenant.changed = true }
+      if !mutation.changes.isEmpty && !tenant.changed {
+        tenant.changed = true
+        turn.changedTenants.append(tenant)
+      }
       if tenant.history.enabled,
         let streamed = tenant.history.record(
           mutation, leading: leading, now: { engine.clock.now() }, into: tenant, counters: counters),

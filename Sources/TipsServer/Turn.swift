@@ -21,6 +21,9 @@ final class Turn {
   @exclusivity(unchecked) private(set) var writesStaged = 0
   /// Whether anything changed in this turn (a write, a history entry, or a change notified), for `inspect/changed`.
   @exclusivity(unchecked) var changed = false
+  /// Hosted accounts whose tips changed this turn (``Tenant/changed`` set): the end of the turn notifies their
+  /// subscribers without walking every resident account.
+  var changedTenants: [Tenant] = []
   /// The sync layer's writes of the turn (outbox, merge state), committed in the same transaction.
   private(set) var pendingSyncWrites: [SyncWrite] = []
   /// Connections with output to flush (or paused input to resume) at the end of the turn, in the order they were

@@ -87,9 +87,14 @@ extension HostedService {
     }
   }
 
+  /// One copy of each catalog tip for every account this process holds (see ``DefinitionShelf``).
+  static let definitionShelf = DefinitionShelf()
+
   /// A fresh engine for `account`: the catalog registered, variants assigned from the account id.
   func makeEngine(account: String, clock: (any EngineClock)? = nil) throws -> Engine {
-    let engine = Engine(clock: clock ?? self.clock, configuration: EngineConfiguration(canonicalDonationOrder: true))
+    let engine = Engine(
+      clock: clock ?? self.clock,
+      configuration: EngineConfiguration(canonicalDonationOrder: true, definitionShelf: Self.definitionShelf))
     _ = try engine.setInstallID(account)
     _ = try catalog.current.register(in: engine)
     return engine
