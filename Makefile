@@ -206,6 +206,7 @@ fuzz-smoke: deps-apt
 ## `name: value` lines, then the totals (scripts/chaos). `make test` runs the drill once, bounded (test_fleet_drill.py).
 .PHONY: chaos
 chaos: deps build test-nets
+	TIPSD_NODE_MODEL_STEPS=20000 TIPSD_NODE_MODEL_RUNS=40 swift test --filter HostedNodeModelTests
 	TIPSD_BIN=$(CURDIR)/$(BIN_DEBUG) $(PYTHON) scripts/chaos
 
 ## test-nets (in make chaos, not make test: it took 3.1 minutes with the scratch build up to date, and its first build

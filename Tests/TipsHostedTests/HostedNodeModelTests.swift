@@ -4,15 +4,15 @@ import Testing
 @testable import TipsHosted
 
 /// Model-based tests of ``HostedNode`` (issue #44): seeded random event sequences checked against a small reference
-/// model after every step. `TIPSD_NODE_MODEL_SEED` replays one seed; `TIPSD_NODE_MODEL_STEPS` sets each run's length
+/// model after every step. `TIPSD_NODE_MODEL_SEED` replays one seed (or a comma-separated list); `TIPSD_NODE_MODEL_STEPS` sets each run's length
 /// (`TIPSD_NODE_MODEL_RUNS` the number of seeds when none is given).
 @Suite struct HostedNodeModelTests {
   @Test func randomEventSequencesKeepEveryInvariant() {
     let environment = ProcessInfo.processInfo.environment
     let steps = environment["TIPSD_NODE_MODEL_STEPS"].flatMap(Int.init) ?? 3_000
     let seeds: [UInt64]
-    if let seed = environment["TIPSD_NODE_MODEL_SEED"].flatMap(UInt64.init) {
-      seeds = [seed]
+    if let given = environment["TIPSD_NODE_MODEL_SEED"] {
+      seeds = given.split(separator: ",").compactMap { UInt64($0) }
     } else {
       let runs = environment["TIPSD_NODE_MODEL_RUNS"].flatMap(Int.init) ?? 8
       seeds = (0..<runs).map { _ in UInt64.random(in: 1...999_999) }
