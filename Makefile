@@ -209,6 +209,7 @@ fuzz-smoke: deps-apt
 .PHONY: chaos
 chaos: deps build test-nets
 	TIPSD_NODE_MODEL_STEPS=$(or $(NODE_MODEL_STEPS),200000) $(SWIFT) test $(SWIFT_FLAGS) --filter ResidencyModelTests
+	TIPSD_NODE_MODEL_STEPS=20000 TIPSD_NODE_MODEL_RUNS=40 $(SWIFT) test $(SWIFT_FLAGS) --filter HostedNodeModelTests
 	TIPSD_BIN=$(CURDIR)/$(BIN_DEBUG) $(PYTHON) scripts/chaos
 
 ## test-nets (in make chaos, not make test: it took 3.1 minutes with the scratch build up to date, and its first build
