@@ -6,8 +6,8 @@ import TipsTransport
 /// One PostgreSQL connection a hosted node keeps up on its loop: it connects (host names resolved off the loop),
 /// creates or migrates the `tipsd` schema, enters pipeline mode and prepares its statements — or, for the listener,
 /// `LISTEN`s on the fleet's channel — and when the connection fails or is lost it fails what was in flight and
-/// connects again after a backoff (``Backoff``: 0.1 s doubling to `retryMax`). libpq picks the server: with a multi-host URL and
-/// `target_session_attrs=read-write`, the primary, whichever it is now.
+/// connects again after a backoff (``Backoff``: 0.1 s doubling to `retryMax`). libpq picks the server: with a
+/// multi-host URL and `target_session_attrs=read-write`, the primary, whichever it is now.
 ///
 /// **No answer waits without end.** A link whose oldest batch has waited `answerTimeout` seconds (a server that
 /// died without closing the connection, a cut or black-holed network, a COMMIT held by a synchronous standby that is
@@ -37,7 +37,6 @@ final class PGLink {
   private let server: SyncServer
   private let role: Role
   private let connectTimeout: Double
-  private let retryMax: Double
   private let answerTimeout: Double
   private let applicationName: String
   private let logger: Logger
@@ -76,7 +75,6 @@ final class PGLink {
     self.server = server
     self.role = role
     self.connectTimeout = connectTimeout
-    self.retryMax = retryMax
     backoff = Backoff(first: min(0.1, retryMax), cap: retryMax)
     self.answerTimeout = answerTimeout
     self.logger = logger

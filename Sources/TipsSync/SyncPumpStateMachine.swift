@@ -65,7 +65,6 @@ public struct SyncPumpStateMachine: Sendable {
   let account: String
   /// Rows per pull: a full page means more may wait.
   let pullBatch: Int
-  let retryMax: Double
 
   public private(set) var phase = Phase.disconnected
   /// A statement is in flight.
@@ -90,7 +89,6 @@ public struct SyncPumpStateMachine: Sendable {
     self.server = server
     self.account = account
     self.pullBatch = pullBatch
-    self.retryMax = retryMax
     backoff = Backoff(first: min(0.1, retryMax), cap: retryMax)
     self.peer = peer
   }
