@@ -200,7 +200,7 @@ fuzz-adversary: deps build
 fuzz-smoke: deps-apt
 	scripts/fuzz --smoke $(FUZZ_TARGETS)
 
-## chaos: make test-nets first (the nets must catch their mutations), then the residency's model-based test (#44) over
+## chaos: make test-nets first (the nets must catch their mutations), then the hosted node's model-based test (#44) over
 ## NODE_MODEL_STEPS steps per seed (default 200,000; make test runs 3,000), then issue #34's fault drill
 ## (protocol/tests/drill.py) over CHAOS_SEEDS seeds (default 50), CHAOS_SECONDS of faults each (default 40), then the
 ## CHAOS_REPLAY seeds again (default 112x10,2006x5: seeds that once diverged or lost a change, #44): per seed,
@@ -208,8 +208,7 @@ fuzz-smoke: deps-apt
 ## `name: value` lines, then the totals (scripts/chaos). `make test` runs the drill once, bounded (test_fleet_drill.py).
 .PHONY: chaos
 chaos: deps build test-nets
-	TIPSD_NODE_MODEL_STEPS=$(or $(NODE_MODEL_STEPS),200000) $(SWIFT) test $(SWIFT_FLAGS) --filter ResidencyModelTests
-	TIPSD_NODE_MODEL_STEPS=20000 TIPSD_NODE_MODEL_RUNS=40 $(SWIFT) test $(SWIFT_FLAGS) --filter HostedNodeModelTests
+	TIPSD_NODE_MODEL_STEPS=$(or $(NODE_MODEL_STEPS),200000) $(SWIFT) test $(SWIFT_FLAGS) --filter HostedNodeModelTests
 	TIPSD_BIN=$(CURDIR)/$(BIN_DEBUG) $(PYTHON) scripts/chaos
 
 ## test-nets (in make chaos, not make test: it took 3.1 minutes with the scratch build up to date, and its first build

@@ -43,6 +43,9 @@ public struct DeadlineQueue<Key: Hashable & Sendable>: Sendable {
 
   public var count: Int { current.count }
 
+  /// A key's deadline, if it has one.
+  public func deadline(of key: Key) -> Double? { current[key]?.at }
+
   private mutating func dropStale() {
     while let top = heap.first, current[top.key]?.version != top.version { removeTop() }
   }

@@ -1,395 +1,366 @@
-/// One hosted node's accounts and sessions as one state machine (issue #44): every per-account fact — phase, commits
-/// in flight and the sessions waiting on each, pull wanted/running/backing off, reload due, sessions waiting for the
-/// account, load failures, compaction due, erasure — lives here, changed only by ``handle(_:)``, which takes an event
-/// and returns the actions a driver performs (no I/O, no clock: times come in the events).
+import TipsSync
+
+/// One hosted node's accounts as one state machine (issue #44): which accounts it holds in memory and what each is
+/// doing — loading, committing, catching up, backing off after a failed read or pull, orphaned, evicted. Its event
+/// methods return actions (no I/O, no clock: times come in with the events), which `HostedService` performs; the
+/// service keeps no per-account phase, failure or retry of its own. Tested on its own by `HostedNodeTests` and a
+/// model-based test (`HostedNodeModelTests`).
 ///
-/// Phases of a resident account (as ``Residency``'s): **loading** (its first read), **idle** (requests run),
-/// **busy** (commits and/or a pull in flight), **reloading** (a commit failed or a pull fell behind retention: read
-/// again before anything else). An account with sessions but no engine (its load failed, or it was evicted under
-/// them) is *orphaned*; resident and orphaned are two cases of one enum, so never both.
+/// An account is *resident* from its first request until it is evicted. At any moment it is:
+/// - **loading**: its snapshot and operations are being read; requests for it wait (their sessions are parked). A
+///   burst of first requests for one account loads it once.
+/// - **idle**: its engine may be used: requests run, a catch-up pull may start.
+/// - **busy**: its changes are being committed, or a pull is reading what other nodes and devices wrote: requests
+///   wait, so the engine never runs ahead of PostgreSQL by more than the one transaction in flight.
+/// - **reloading**: a commit failed (or its outcome is unknown): the engine may hold what PostgreSQL does not, so it
+///   is read again from PostgreSQL before anything else happens.
+/// - **orphaned**: its last read failed. Its requests were answered with the failure; the service may still hold the
+///   engine as it was (its sessions' subscriptions), not current. It is read again by the next request once its
+///   backoff (1 s doubling to 30 s, reset when PostgreSQL's reader comes back) has passed, or by ``tick(now:readable:)``
+///   while it has sessions; without sessions it is dropped there. One phase, so an account is never both resident and
+///   orphaned.
+///
+/// Eviction: past `capacity` resident accounts, the least recently used idle accounts without sessions are dropped
+/// (their state is all in PostgreSQL). Accounts with sessions are never evicted; the node may then hold more than
+/// `capacity`.
 public struct HostedNode: Sendable {
-  public enum Phase: Sendable, Equatable { case loading, idle, busy, reloading }
-
-  /// What a session waits for — one state, where `Session` had several flags.
-  public enum Waiting: Sendable, Equatable {
-    /// The account to be idle (loaded, its commits and pull done).
-    case account(String)
-    /// The commit of the batch its turn's changes went into.
-    case commit(Int)
-  }
-
-  public enum Event: Sendable, Equatable {
-    case sessionOpened(session: Int, account: String)
-    case sessionClosed(session: Int)
-    /// A request of `session` needs its account: it runs now if the account is idle, else waits.
-    case need(session: Int)
-    case loaded(account: String, ok: Bool, now: Double)
-    /// A turn changed `account` for these sessions: commit them as one batch.
-    case turnEnded(account: String, sessions: [Int])
-    case committed(commit: Int, ok: Bool)
-    /// A fleet notice: others stored operations for `account`.
-    case notice(account: String)
-    case pulled(account: String, ok: Bool, behindRetention: Bool, now: Double)
-    case linkChanged(up: Bool)
-    case tick(now: Double)
-    case compacted(account: String)
-    /// The account was erased: its engine goes, its sessions are closed.
-    case deleted(account: String)
-  }
+  public enum Phase: Sendable, Equatable { case loading, idle, busy, reloading, orphaned }
 
   public enum Action: Sendable, Equatable {
+    /// Read the account from PostgreSQL (``HostedNode/loaded(_:success:reason:now:)`` when done).
     case load(String)
+    /// The account is idle again: run the requests that waited for it.
+    case resume(String)
+    /// Loading failed: answer the requests that waited with an error.
+    case failWaiters(String)
+    /// Read what others stored after the account's cursor (``HostedNode/pulled(_:success:now:)`` when done).
     case pull(String)
-    case commit(account: String, id: Int)
-    /// These sessions' wait ended: run (ok) or answer an error (not ok).
-    case release(sessions: [Int], ok: Bool)
+    /// Drop the account's engine from memory.
     case evict(String)
-    case closeSession(Int)
-    case compact(String)
-    /// Call back with ``Event/tick(now:)`` at this time.
-    case armTimer(at: Double)
   }
 
-  public struct Engine: Sendable, Equatable {
-    public var phase: Phase
-    public var commits: Set<Int> = []
-    public var wantsPull = false
-    public var pulling = false
-    public var reloadDue = false
-    public var pullFailures = 0
-    public var pullRetryAt: Double?
-    public var commitsSinceCompaction = 0
-    public var compacting = false
-    var lastUse = 0
+  struct Entry {
+    var phase: Phase
+    /// A fleet notification said others stored operations up to this cursor (pull when idle).
+    var wantsPull = false
+    /// Commits in flight (a turn's commit may start while a pull is reading, and the reverse: the account is busy
+    /// until both are done).
+    var commits = 0
+    /// A pull is reading.
+    var pulling = false
+    /// A commit failed while something else was in flight: the account is read again once nothing is.
+    var reloadDue = false
+    /// Its requests changed it this loop turn: it is not evicted before the turn's end commits it (its engine holds
+    /// what PostgreSQL does not yet; evicted, a read racing the commit could install the state before it).
+    var pinned = false
+    /// Why its last read failed (orphaned), for the requests it refuses.
+    var failure: String?
+    /// Orphaned: not read again before this instant (the loop's seconds).
+    var retryAt: Double?
+    var loadBackoff = Backoff(first: 1, cap: 30)
+    /// Failed pulls in a row: the next is tried after this backoff (``tick(now:readable:)``).
+    var pullBackoff = Backoff(first: 1, cap: 30)
+    // The LRU list of idle accounts without sessions (eviction candidates), most recently used last.
+    var previous: String?
+    var next: String?
+    var listed = false
   }
 
-  public enum Residence: Sendable, Equatable {
-    case resident(Engine)
-    /// Sessions are signed in but no engine is held; the next need loads it (not before `retryAt` after a failure).
-    case orphaned(loadFailures: Int, retryAt: Double?)
-  }
-
-  public struct Account: Sendable, Equatable {
-    public var residence: Residence
-    public var sessions: Set<Int> = []
-    /// Sessions waiting for the account to be idle, in arrival order.
-    public var waiters: [Int] = []
-  }
-
+  /// Sessions signed in to each account on this node, counted from the first — apart from the entries, so the count
+  /// holds while the account is not resident (its load failed, or has not started) and is never lost.
+  private var sessionCounts: [String: Int] = [:]
+  /// Resident accounts above which idle ones without sessions are evicted.
   public let capacity: Int
-  public let compactEvery: Int
-  public let pullBackoff: (base: Double, max: Double)
-  public private(set) var accounts: [String: Account] = [:]
-  public private(set) var sessionAccount: [Int: String] = [:]
-  public private(set) var waiting: [Int: Waiting] = [:]
-  /// Which sessions wait on which commit, and its account.
-  public private(set) var batches: [Int: (account: String, sessions: [Int])] = [:]
-  public private(set) var linkUp = true
-  private var nextCommit = 1
-  private var clock = 0
-  private var now = 0.0
+  private var entries: [String: Entry] = [:]
+  private var oldest: String?
+  private var newest: String?
+  /// Accounts in the eviction list.
+  public private(set) var evictable = 0
+  /// When each account whose pull failed pulls again.
+  private var pullRetries = DeadlineQueue<String>()
+  /// The accounts in phase ``Phase/orphaned``.
+  private var orphans: Set<String> = []
+  /// The latest instant an event brought (the loop's seconds).
+  public private(set) var now: Double = 0
 
-  public init(capacity: Int, compactEvery: Int = 1_000, pullBackoff: (base: Double, max: Double) = (0.25, 30)) {
-    precondition(capacity > 0 && compactEvery > 0)
+  public init(capacity: Int) {
+    precondition(capacity > 0)
     self.capacity = capacity
-    self.compactEvery = compactEvery
-    self.pullBackoff = pullBackoff
   }
 
-  // MARK: Queries
+  /// Accounts held (in any phase).
+  public var count: Int { entries.count }
 
-  public func phase(of account: String) -> Phase? {
-    if case .resident(let engine)? = accounts[account]?.residence { return engine.phase }
-    return nil
-  }
+  public func phase(of account: String) -> Phase? { entries[account]?.phase }
 
-  public func engine(of account: String) -> Engine? {
-    if case .resident(let engine)? = accounts[account]?.residence { return engine }
-    return nil
-  }
+  /// Every account held.
+  public var accounts: [String] { Array(entries.keys) }
 
-  public var residentAccounts: Set<String> { Set(accounts.keys.filter { engine(of: $0) != nil }) }
+  /// Whether requests for `account` may run now.
+  public func isIdle(_ account: String) -> Bool { entries[account]?.phase == .idle }
 
-  public var orphanedAccounts: Set<String> {
-    Set(accounts.compactMap { if case .orphaned = $0.value.residence { $0.key } else { nil } })
-  }
+  /// Sessions signed in to `account` on this node.
+  public func sessions(of account: String) -> Int { sessionCounts[account] ?? 0 }
 
-  /// Whether the account owes a pull that has not started (wanted, backing off, or a read pending that covers it).
-  public func owesPull(_ account: String) -> Bool {
-    guard let engine = engine(of: account) else { return false }
-    return engine.wantsPull || engine.pullRetryAt != nil || engine.reloadDue || engine.phase == .loading
-      || engine.phase == .reloading
-  }
+  /// Why an orphaned account's last read failed.
+  public func failure(of account: String) -> String? { entries[account]?.failure }
+
+  /// When an account whose pull failed pulls again, if it is waiting to.
+  public func pullRetry(of account: String) -> Double? { pullRetries.deadline(of: account) }
 
   // MARK: Events
 
-  public mutating func handle(_ event: Event) -> [Action] {
-    switch event {
-    case .sessionOpened(let session, let account):
-      guard sessionAccount[session] == nil else { return [] }
-      sessionAccount[session] = account
-      accounts[account, default: Account(residence: .orphaned(loadFailures: 0, retryAt: nil))].sessions.insert(session)
-      return []
-    case .sessionClosed(let session):
-      return closed(session)
-    case .need(let session):
-      return need(session)
-    case .loaded(let account, let ok, let at):
-      now = max(now, at)
-      return loaded(account, ok: ok)
-    case .turnEnded(let account, let sessions):
-      return turnEnded(account, sessions)
-    case .committed(let id, let ok):
-      return committed(id, ok: ok)
-    case .notice(let account):
-      return update(account) { $0.wantsPull = true }
-    case .pulled(let account, let ok, let behind, let at):
-      now = max(now, at)
-      return pulled(account, ok: ok, behindRetention: behind)
-    case .linkChanged(let up):
-      linkUp = up
-      guard up else { return [] }
-      // Notices sent while the link was down are lost: every resident account catches up.
-      var actions: [Action] = []
-      for account in accounts.keys.sorted() where engine(of: account) != nil {
-        actions += update(account) { $0.wantsPull = true }
-      }
-      return actions
-    case .tick(let at):
-      now = max(now, at)
-      var actions: [Action] = []
-      for account in accounts.keys.sorted() {
-        if let retry = engine(of: account)?.pullRetryAt, retry <= now {
-          actions += update(account) {
-            $0.pullRetryAt = nil
-            $0.wantsPull = true
-          }
-        }
-      }
-      return actions
-    case .compacted(let account):
-      return update(account) { $0.compacting = false }
-    case .deleted(let account):
-      return deleted(account)
+  /// A request (or a new session) needs `account`: loads it when absent, or orphaned once its backoff has passed.
+  /// The caller runs the request only if the account is then ``Phase/idle``, refuses it when still
+  /// ``Phase/orphaned`` (``failure(of:)`` says why), else parks it until ``Action/resume(_:)``.
+  public mutating func need(_ account: String, now: Double? = nil) -> [Action] {
+    if let now { self.now = max(self.now, now) }
+    guard var entry = entries[account] else {
+      entries[account] = Entry(phase: .loading)
+      return [.load(account)]
     }
+    if entry.phase == .orphaned {
+      guard (entry.retryAt ?? 0) <= self.now else { return [] }
+      unlist(account, &entry)
+      orphans.remove(account)
+      entry.phase = .reloading
+      entry.retryAt = nil
+      entries[account] = entry
+      return [.load(account)]
+    }
+    if entry.listed {
+      unlist(account, &entry)
+      if entry.phase == .idle && sessions(of: account) == 0 { list(account, &entry) }
+    }
+    entries[account] = entry
+    return []
+  }
+
+  /// Requests changed `account` this loop turn: it stays resident until ``turnEnded(_:)``.
+  public mutating func changed(_ account: String) {
+    guard var entry = entries[account] else { return }
+    unlist(account, &entry)
+    entry.pinned = true
+    entries[account] = entry
+  }
+
+  /// The loop turn in which `account` changed ended: its changes are being committed (``committing(_:)``, called
+  /// first) or it had none to commit; it may be evicted again once idle without sessions.
+  public mutating func turnEnded(_ account: String) -> [Action] {
+    guard var entry = entries[account], entry.pinned else { return [] }
+    entry.pinned = false
+    if entry.phase == .idle && sessions(of: account) == 0 { list(account, &entry) }
+    entries[account] = entry
+    return evictions()
+  }
+
+  /// The load finished. A failed one answers its waiters and orphans the account (``Phase/orphaned``), backing off.
+  public mutating func loaded(_ account: String, success: Bool, reason: String? = nil, now: Double? = nil) -> [Action] {
+    if let now { self.now = max(self.now, now) }
+    guard var entry = entries[account], entry.phase == .loading || entry.phase == .reloading else { return [] }
+    guard success else {
+      entry.phase = .orphaned
+      entry.failure = reason ?? "the account could not be read"
+      entry.retryAt = self.now + entry.loadBackoff.failed()
+      entry.wantsPull = false
+      orphans.insert(account)
+      if sessions(of: account) == 0 { list(account, &entry) }
+      entries[account] = entry
+      return [.failWaiters(account)] + evictions()
+    }
+    entry.phase = .idle
+    entry.failure = nil
+    entry.retryAt = nil
+    entry.loadBackoff.succeeded()
+    entries[account] = entry
+    return settle(account) + evictions(sparing: account)
+  }
+
+  /// The account's changes are being committed (its requests wait until ``committed(_:success:)``). A commit may
+  /// start while a pull is reading (the turn that touched the account heard a notice for it too), or while another
+  /// commit is in flight: the account stays busy until every one of them is answered.
+  public mutating func committing(_ account: String) {
+    // A loading account commits nothing (the load would be ignored once it was busy): the caller skips it; an
+    // orphaned one has nothing current to commit.
+    guard var entry = entries[account], entry.phase == .idle || entry.phase == .busy else { return }
+    unlist(account, &entry)
+    entry.phase = .busy
+    entry.commits += 1
+    entries[account] = entry
+  }
+
+  /// A commit finished; on failure the account is read again from PostgreSQL — once nothing else is in flight for
+  /// it (a pull that ends first does not make it idle, and the failure is not forgotten).
+  public mutating func committed(_ account: String, success: Bool) -> [Action] {
+    guard var entry = entries[account], entry.phase == .busy, entry.commits > 0 else { return [] }
+    entry.commits -= 1
+    if !success { entry.reloadDue = true }
+    entries[account] = entry
+    return nothingInFlight(account)
+  }
+
+  /// A read that must see everything stored and nothing new meanwhile (an analytics replay): the account's requests
+  /// wait until ``committed(_:success:)`` (success true) ends it.
+  public mutating func reading(_ account: String) { committing(account) }
+
+  /// Others stored operations for `account` (a fleet notification past its cursor): pull when idle, or once idle.
+  public mutating func othersWrote(_ account: String) -> [Action] {
+    // An orphaned account's next read reads everything anyway.
+    guard var entry = entries[account], entry.phase != .orphaned else { return [] }
+    entry.wantsPull = true
+    entries[account] = entry
+    return entry.phase == .idle ? settle(account) : []
+  }
+
+  /// The pull finished: merged, or failed — then nothing was merged, the engine is as it was, and the requests that
+  /// waited run now on it (a pull that cannot read must not hold them); the pull is tried again after a backoff
+  /// (``tick(now:readable:)``), sooner if a notice comes.
+  public mutating func pulled(_ account: String, success: Bool = true, now: Double? = nil) -> [Action] {
+    if let now { self.now = max(self.now, now) }
+    guard var entry = entries[account], entry.phase == .busy, entry.pulling else { return [] }
+    entry.pulling = false
+    if success {
+      entry.pullBackoff.succeeded()
+    } else {
+      entry.wantsPull = false
+      pullRetries.set(account, self.now + entry.pullBackoff.failed())
+    }
+    entries[account] = entry
+    return nothingInFlight(account)
+  }
+
+  /// Time passed (the node's housekeeping, every second): pulls whose backoff passed start; orphaned accounts whose
+  /// backoff passed are read again while they have sessions and dropped without — when PostgreSQL can be read.
+  public mutating func tick(now: Double, readable: Bool) -> [Action] {
+    self.now = max(self.now, now)
+    var actions: [Action] = []
+    for account in pullRetries.popDue(self.now) { actions += othersWrote(account) }
+    guard readable else { return actions }
+    for account in orphans.sorted() {
+      guard var entry = entries[account], (entry.retryAt ?? 0) <= self.now else { continue }
+      if sessions(of: account) > 0 {
+        actions += need(account)
+      } else {
+        unlist(account, &entry)
+        entries[account] = nil
+        orphans.remove(account)
+        actions.append(.evict(account))
+      }
+    }
+    return actions
+  }
+
+  /// PostgreSQL's reader is back: orphaned accounts are read again at the next ``tick(now:readable:)`` or request,
+  /// whatever their backoff.
+  public mutating func readerUp() {
+    for account in orphans { entries[account]?.retryAt = nil }
+  }
+
+  /// The pull found the operations after the account's cursor pruned (they are in its snapshot now: #34's retention):
+  /// nothing was merged, and the account is read again once nothing else is in flight for it.
+  public mutating func pulledBehindRetention(_ account: String) -> [Action] {
+    guard var entry = entries[account], entry.phase == .busy, entry.pulling else { return [] }
+    entry.pulling = false
+    entry.reloadDue = true
+    entries[account] = entry
+    return nothingInFlight(account)
+  }
+
+  /// A commit or pull of a busy account finished: once none is left in flight it is idle again — or read again, when
+  /// a commit failed.
+  private mutating func nothingInFlight(_ account: String) -> [Action] {
+    guard var entry = entries[account], entry.commits == 0, !entry.pulling else { return [] }
+    if entry.reloadDue {
+      entry.reloadDue = false
+      entry.phase = .reloading
+      entries[account] = entry
+      return [.load(account)]
+    }
+    entry.phase = .idle
+    entries[account] = entry
+    return settle(account) + evictions(sparing: account)
+  }
+
+  /// A session signed in to `account` (resident or not yet): the account is not evicted while it has sessions.
+  public mutating func sessionOpened(_ account: String) {
+    sessionCounts[account, default: 0] += 1
+    guard var entry = entries[account] else { return }
+    unlist(account, &entry)
+    entries[account] = entry
+  }
+
+  public mutating func sessionClosed(_ account: String) -> [Action] {
+    guard let count = sessionCounts[account], count > 0 else { return [] }
+    sessionCounts[account] = count > 1 ? count - 1 : nil
+    guard count == 1, var entry = entries[account] else { return [] }
+    if entry.phase == .idle || entry.phase == .orphaned { list(account, &entry) }
+    entries[account] = entry
+    return evictions()
+  }
+
+  /// The account was erased: it is dropped whatever it was doing (the caller closes its sessions).
+  public mutating func deleted(_ account: String) -> [Action] {
+    pullRetries.set(account, nil)
+    guard var entry = entries[account] else { return [] }
+    unlist(account, &entry)
+    entries[account] = nil
+    orphans.remove(account)
+    return [.evict(account)]
   }
 
   // MARK: Internals
 
-  private mutating func need(_ session: Int) -> [Action] {
-    guard let account = sessionAccount[session], waiting[session] == nil, var record = accounts[account] else {
-      return []
-    }
-    clock += 1
-    switch record.residence {
-    case .orphaned(_, let retryAt):
-      if let retryAt, retryAt > now { return [.release(sessions: [session], ok: false)] }
-      record.residence = .resident(Engine(phase: .loading, lastUse: clock))
-      record.waiters.append(session)
-      accounts[account] = record
-      waiting[session] = .account(account)
-      return [.load(account)]
-    case .resident(var engine):
-      engine.lastUse = clock
-      record.residence = .resident(engine)
-      if engine.phase == .idle {
-        accounts[account] = record
-        return [.release(sessions: [session], ok: true)]
-      }
-      record.waiters.append(session)
-      accounts[account] = record
-      waiting[session] = .account(account)
-      return []
-    }
-  }
-
-  private mutating func loaded(_ account: String, ok: Bool) -> [Action] {
-    guard var record = accounts[account], case .resident(var engine) = record.residence,
-      engine.phase == .loading || engine.phase == .reloading
-    else { return [] }
-    guard ok else {
-      let failures = 1
-      let waiters = record.waiters
-      record.waiters = []
-      for session in waiters { waiting[session] = nil }
-      var actions: [Action] = waiters.isEmpty ? [] : [.release(sessions: waiters, ok: false)]
-      if record.sessions.isEmpty {
-        accounts[account] = nil
-      } else {
-        let retryAt = now + backoff(failures)
-        record.residence = .orphaned(loadFailures: failures, retryAt: retryAt)
-        accounts[account] = record
-      }
-      actions.append(.evict(account))
-      return actions
-    }
-    // A pull wanted while it read still runs: the notice may be newer than what the load saw.
-    engine.phase = .idle
-    engine.reloadDue = false
-    record.residence = .resident(engine)
-    accounts[account] = record
-    return settle(account) + evictions()
-  }
-
-  private mutating func turnEnded(_ account: String, _ sessions: [Int]) -> [Action] {
-    guard var record = accounts[account], case .resident(var engine) = record.residence,
-      engine.phase == .idle || engine.phase == .busy, !engine.reloadDue
-    else {
-      // The engine is being read again (or is gone): the turn's changes cannot be stored.
-      return sessions.isEmpty ? [] : [.release(sessions: sessions, ok: false)]
-    }
-    let id = nextCommit
-    nextCommit += 1
-    engine.phase = .busy
-    engine.commits.insert(id)
-    record.residence = .resident(engine)
-    accounts[account] = record
-    batches[id] = (account, sessions)
-    for session in sessions { waiting[session] = .commit(id) }
-    return [.commit(account: account, id: id)]
-  }
-
-  private mutating func committed(_ id: Int, ok: Bool) -> [Action] {
-    guard let batch = batches.removeValue(forKey: id) else { return [] }
-    let live = batch.sessions.filter { waiting[$0] == .commit(id) }
-    for session in live { waiting[session] = nil }
-    var actions: [Action] = live.isEmpty ? [] : [.release(sessions: live, ok: ok)]
-    guard var record = accounts[batch.account], case .resident(var engine) = record.residence else { return actions }
-    engine.commits.remove(id)
-    if ok { engine.commitsSinceCompaction += 1 } else { engine.reloadDue = true }
-    record.residence = .resident(engine)
-    accounts[batch.account] = record
-    actions += nothingInFlight(batch.account)
-    return actions
-  }
-
-  private mutating func pulled(_ account: String, ok: Bool, behindRetention: Bool) -> [Action] {
-    guard var record = accounts[account], case .resident(var engine) = record.residence, engine.pulling else {
-      return []
-    }
-    engine.pulling = false
-    var actions: [Action] = []
-    if behindRetention {
-      engine.reloadDue = true
-    } else if ok {
-      engine.pullFailures = 0
-    } else {
-      engine.pullFailures += 1
-      let at = now + backoff(engine.pullFailures)
-      engine.pullRetryAt = at
-      actions.append(.armTimer(at: at))
-    }
-    record.residence = .resident(engine)
-    accounts[account] = record
-    return actions + nothingInFlight(account)
-  }
-
-  private mutating func nothingInFlight(_ account: String) -> [Action] {
-    guard var record = accounts[account], case .resident(var engine) = record.residence, engine.phase == .busy,
-      engine.commits.isEmpty, !engine.pulling
-    else { return [] }
-    if engine.reloadDue {
-      engine.reloadDue = false
-      engine.phase = .reloading
-      record.residence = .resident(engine)
-      accounts[account] = record
-      return [.load(account)]
-    }
-    engine.phase = .idle
-    record.residence = .resident(engine)
-    accounts[account] = record
-    return settle(account) + evictions()
-  }
-
-  /// Applies `change` to a resident account's engine, then settles it if idle.
-  private mutating func update(_ account: String, _ change: (inout Engine) -> Void) -> [Action] {
-    guard var record = accounts[account], case .resident(var engine) = record.residence else { return [] }
-    change(&engine)
-    record.residence = .resident(engine)
-    accounts[account] = record
-    return engine.phase == .idle ? settle(account) : []
-  }
-
-  /// An idle account: a pull it owes starts (busy), else its waiters run; a compaction due starts beside them.
+  /// An account just became idle: a pull it owes starts (busy again), else its waiters resume.
   private mutating func settle(_ account: String) -> [Action] {
-    guard var record = accounts[account], case .resident(var engine) = record.residence, engine.phase == .idle else {
-      return []
-    }
-    if engine.wantsPull && linkUp {
-      engine.wantsPull = false
-      engine.pulling = true
-      engine.phase = .busy
-      record.residence = .resident(engine)
-      accounts[account] = record
+    guard var entry = entries[account], entry.phase == .idle else { return [] }
+    if entry.wantsPull {
+      entry.wantsPull = false
+      entry.phase = .busy
+      entry.pulling = true
+      unlist(account, &entry)
+      entries[account] = entry
+      pullRetries.set(account, nil)
       return [.pull(account)]
     }
-    var actions: [Action] = []
-    if engine.commitsSinceCompaction >= compactEvery && !engine.compacting {
-      engine.commitsSinceCompaction = 0
-      engine.compacting = true
-      actions.append(.compact(account))
-    }
-    let waiters = record.waiters
-    record.waiters = []
-    record.residence = .resident(engine)
-    accounts[account] = record
-    for session in waiters { waiting[session] = nil }
-    if !waiters.isEmpty { actions.append(.release(sessions: waiters, ok: true)) }
-    return actions
+    if sessions(of: account) == 0 && !entry.listed { list(account, &entry) }
+    entries[account] = entry
+    return [.resume(account)]
   }
 
-  private mutating func closed(_ session: Int) -> [Action] {
-    guard let account = sessionAccount.removeValue(forKey: session) else { return [] }
-    waiting[session] = nil
-    guard var record = accounts[account] else { return [] }
-    record.sessions.remove(session)
-    record.waiters.removeAll { $0 == session }
-    if record.sessions.isEmpty, case .orphaned = record.residence {
-      accounts[account] = nil
-      return []
-    }
-    accounts[account] = record
-    return evictions()
-  }
-
-  private mutating func deleted(_ account: String) -> [Action] {
-    guard let record = accounts.removeValue(forKey: account) else { return [] }
+  /// Evicts the oldest evictable accounts while more than `capacity` are held — never `sparing`, the account whose
+  /// waiting requests are about to run.
+  private mutating func evictions(sparing: String? = nil) -> [Action] {
     var actions: [Action] = []
-    if !record.waiters.isEmpty { actions.append(.release(sessions: record.waiters, ok: false)) }
-    for (id, batch) in batches where batch.account == account {
-      let live = batch.sessions.filter { waiting[$0] == .commit(id) }
-      if !live.isEmpty { actions.append(.release(sessions: live, ok: false)) }
-      batches[id] = nil
-    }
-    if case .resident = record.residence { actions.append(.evict(account)) }
-    for session in record.sessions.sorted() {
-      sessionAccount[session] = nil
-      waiting[session] = nil
-      actions.append(.closeSession(session))
-    }
-    return actions
-  }
-
-  /// Past `capacity`, idle accounts without sessions go, least recently used first.
-  private mutating func evictions() -> [Action] {
-    var resident = accounts.filter { if case .resident = $0.value.residence { true } else { false } }.count
-    guard resident > capacity else { return [] }
-    let candidates = accounts.compactMap { key, record -> (String, Int)? in
-      guard record.sessions.isEmpty, record.waiters.isEmpty, case .resident(let engine) = record.residence,
-        engine.phase == .idle, !engine.compacting
-      else { return nil }
-      return (key, engine.lastUse)
-    }.sorted { ($0.1, $0.0) < ($1.1, $1.0) }
-    var actions: [Action] = []
-    for (account, _) in candidates where resident > capacity {
-      accounts[account] = nil
-      resident -= 1
+    var candidate = oldest
+    while entries.count > capacity, let account = candidate, var entry = entries[account] {
+      candidate = entry.next
+      guard account != sparing else { continue }
+      unlist(account, &entry)
+      entries[account] = nil
+      orphans.remove(account)
+      pullRetries.set(account, nil)
       actions.append(.evict(account))
     }
     return actions
   }
 
-  private func backoff(_ failures: Int) -> Double {
-    min(pullBackoff.max, pullBackoff.base * Double(1 << min(failures - 1, 20)))
+  private mutating func list(_ account: String, _ entry: inout Entry) {
+    guard !entry.listed, !entry.pinned else { return }
+    entry.listed = true
+    entry.previous = newest
+    entry.next = nil
+    if let newest { entries[newest]?.next = account } else { oldest = account }
+    newest = account
+    evictable += 1
+  }
+
+  private mutating func unlist(_ account: String, _ entry: inout Entry) {
+    guard entry.listed else { return }
+    entry.listed = false
+    if let previous = entry.previous { entries[previous]?.next = entry.next } else { oldest = entry.next }
+    if let next = entry.next { entries[next]?.previous = entry.previous } else { newest = entry.previous }
+    entry.previous = nil
+    entry.next = nil
+    evictable -= 1
   }
 }

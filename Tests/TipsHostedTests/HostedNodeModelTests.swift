@@ -1,297 +1,394 @@
 import Foundation
 import Testing
+import TipsTestSupport
 
 @testable import TipsHosted
 
-/// Model-based tests of ``HostedNode`` (issue #44): seeded random event sequences checked against a small reference
-/// model after every step. `TIPSD_NODE_MODEL_SEED` replays one seed (or a comma-separated list); `TIPSD_NODE_MODEL_STEPS` sets each run's length
-/// (`TIPSD_NODE_MODEL_RUNS` the number of seeds when none is given).
+/// Model-based tests of ``HostedNode`` (issue #44): seeded random sequences of the events a hosted node feeds it —
+/// requests, the ends of loop turns, loads, commits and pulls finishing (or failing), fleet notices, a lost and
+/// regained channel, sessions opening and closing, erasures — against a small driver that performs its actions the
+/// way `HostedService` does and keeps its own reference books. After every step the invariants below are checked; at
+/// the end every operation in flight is finished, and what must eventually happen is checked too.
+///
+/// - every waiting request is released (resumed or failed) exactly once, and never left behind by an idle account;
+/// - no account is committed while it loads or reloads, and none is read while a commit of it is in flight;
+/// - every failed commit is followed by a reload of the account before its next commit;
+/// - every notice (and every catch-up after the channel was lost) is followed by a pull or a fresh read;
+/// - only idle accounts without sessions or waiters are evicted; erased accounts are dropped whatever they did;
+/// - a pull never overlaps another pull of the same account;
+/// - an account whose read failed (orphaned) refuses requests rather than parking them, is never committed, and is
+///   read again while it has sessions (never left stale); resident and orphaned are one phase, so never both.
+///
+/// `TIPSD_NODE_MODEL_SEED` replays one seed (or a comma-separated list), `TIPSD_NODE_MODEL_STEPS` sets the steps per seed (`make chaos` runs it
+/// longer: scripts/chaos).
 @Suite struct HostedNodeModelTests {
-  @Test func randomEventSequencesKeepEveryInvariant() {
-    let environment = ProcessInfo.processInfo.environment
-    let steps = environment["TIPSD_NODE_MODEL_STEPS"].flatMap(Int.init) ?? 3_000
-    let seeds: [UInt64]
-    if let given = environment["TIPSD_NODE_MODEL_SEED"] {
-      seeds = given.split(separator: ",").compactMap { UInt64($0) }
-    } else {
-      let runs = environment["TIPSD_NODE_MODEL_RUNS"].flatMap(Int.init) ?? 8
-      seeds = (0..<runs).map { _ in UInt64.random(in: 1...999_999) }
+  static let steps = ProcessInfo.processInfo.environment["TIPSD_NODE_MODEL_STEPS"].flatMap { Int($0) } ?? 3_000
+  static let seeds: [UInt64] = {
+    if let list = ProcessInfo.processInfo.environment["TIPSD_NODE_MODEL_SEED"] {
+      let seeds = list.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+      if !seeds.isEmpty { return seeds }
     }
-    for seed in seeds {
-      print("HostedNodeModelTests: seed \(seed), \(steps) steps (TIPSD_NODE_MODEL_SEED=\(seed) replays it)")
-      var model = NodeModel(seed: seed)
-      for step in 0..<steps {
-        model.step()
-        if let violation = model.violations.first {
-          Issue.record("seed \(seed) step \(step): \(violation)")
+    let first = UInt64.random(in: 1...1 << 40)
+    return (0..<8).map { first + $0 }
+  }()
+
+  @Test func randomEventSequencesKeepEveryInvariant() {
+    for seed in Self.seeds {
+      var driver = HostedNodeDriver(seed: seed)
+      for step in 0..<Self.steps {
+        driver.step()
+        if let problem = driver.problems.first {
+          Issue.record("seed \(seed) step \(step): \(problem)\n\(driver.trace.suffix(12).joined(separator: "\n"))")
           return
         }
       }
-      model.drain()
-      if let violation = model.violations.first {
-        Issue.record("seed \(seed) after draining: \(violation)")
+      driver.drain()
+      if let problem = driver.problems.first {
+        Issue.record("seed \(seed), after draining: \(problem)\n\(driver.trace.suffix(12).joined(separator: "\n"))")
         return
       }
-      #expect(model.released > 0 && model.commitsStarted > 0 && model.pullsStarted > 0, "seed \(seed)")
+      #expect(driver.released > 0 && driver.commitsStarted > 0 && driver.pullsStarted > 0, "seed \(seed)")
     }
+    print("HostedNodeModelTests: seeds \(Self.seeds.first!)… (\(Self.seeds.count)), \(Self.steps) steps each")
+  }
+
+  /// The driver's books find a broken rule: each invariant, broken on purpose in a copy of the driver's view of
+  /// what happened, is reported (the checks are not vacuous).
+  @Test func eachInvariantCatchesItsViolation() {
+    var driver = HostedNodeDriver(seed: 1)
+    driver.request("a0")
+    driver.perform(driver.node.loaded("a0", success: true))
+    driver.check()
+    #expect(driver.problems.isEmpty)
+
+    // A waiter left parked on an idle account.
+    var parked = driver
+    parked.parked["a0", default: []].append(99)
+    parked.check()
+    #expect(parked.problems.contains { $0.contains("waiters left") })
+
+    // A commit of an account whose failed commit was not followed by a reload.
+    var dirty = driver
+    dirty.dirty.insert("a0")
+    dirty.touched.insert("a0")
+    dirty.endTurn()
+    #expect(dirty.problems.contains { $0.contains("before it was read again") })
+
+    // A waiter released twice.
+    var twice = driver
+    twice.parked["a0", default: []].append(7)
+    twice.releasedWaiters.insert(7)
+    twice.perform([.resume("a0")])
+    #expect(twice.problems.contains { $0.contains("released twice") })
+
+    // A notice no pull followed.
+    var notice = driver
+    notice.noticed.insert("a0")
+    notice.drainChecks()
+    #expect(notice.problems.contains { $0.contains("no pull followed") })
+
+    // An orphaned account with sessions never read again.
+    var orphan = driver
+    orphan.sessions["a1"] = 1
+    orphan.node.sessionOpened("a1")
+    orphan.perform(orphan.node.need("a1"))
+    orphan.loads.remove("a1")
+    orphan.perform(orphan.node.loaded("a1", success: false))
+    orphan.drainChecks()
+    #expect(orphan.problems.contains { $0.contains("never read again") })
+
+    // An account evicted while a commit of it is in flight.
+    var evicted = driver
+    evicted.commits["a0", default: 0] += 1
+    evicted.perform([.evict("a0")])
+    #expect(evicted.problems.contains { $0.contains("evicted while") })
   }
 }
 
-struct SplitMix: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
+/// Performs ``HostedNode``'s actions as `HostedService` does, and keeps the books the invariants are checked against.
+struct HostedNodeDriver {
+  var node = HostedNode(capacity: 3)
+  var random: SplitMix64
+  let accounts = ["a0", "a1", "a2", "a3", "a4", "a5"]
 
-/// The reference: what the driver has asked for and what each session waits for, kept from the actions alone.
-struct NodeModel {
-  enum Wait: Equatable { case need(String), commit }
-
-  var node = HostedNode(capacity: 3, compactEvery: 4, pullBackoff: (0.5, 4))
-  var random: SplitMix
-  let accountNames = (0..<6).map { "a\($0)" }
-  var now = 0.0
-  var clock = 0
-  var nextSession = 1
-  var sessions: [Int: String] = [:]
-  var awaiting: [Int: Wait] = [:]
-  /// Sessions whose request ran (they may end a turn).
-  var ran: Set<Int> = []
-  var resident: Set<String> = []
-  var loads: [String: Int] = [:]  // account → step its load started
-  var pulls: [String: Int] = [:]
-  var commits: [Int: String] = [:]
-  var compacting: Set<String> = []
-  var needsReload: Set<String> = []
-  /// Notices (or a link's return) not yet followed by a pull or load that started after them: account → step.
-  var owed: [String: Int] = [:]
-  var linkUp = true
-  var violations: [String] = []
+  // In flight.
+  var loads: Set<String> = []
+  var commits: [String: Int] = [:]
+  var pulls: Set<String> = []
+  /// The loop's seconds: each step takes a tenth of one.
+  var clock = 0.0
+  /// Reads started this loop turn: their answers come in a later turn (a loop turn's I/O is sent at its end).
+  var fresh: Set<String> = []
+  // The books.
+  var sessions: [String: Int] = [:]
+  var parked: [String: [Int]] = [:]
+  var releasedWaiters: Set<Int> = []
   var released = 0
+  var nextWaiter = 0
+  /// Accounts whose requests ran this turn (committed at its end).
+  var touched: Set<String> = []
+  /// Accounts with a failed commit not yet followed by a successful read.
+  var dirty: Set<String> = []
+  /// Accounts others wrote to (a notice, or a catch-up) since their last pull or read began.
+  var noticed: Set<String> = []
   var commitsStarted = 0
   var pullsStarted = 0
+  var problems: [String] = []
+  var trace: [String] = []
 
-  init(seed: UInt64) { random = SplitMix(state: seed) }
+  init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
-  mutating func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &random) < percent }
+  mutating func pick() -> String { accounts[random.next(below: accounts.count)] }
 
   mutating func step() {
-    clock += 1
-    now += Double.random(in: 0...0.2, using: &random)
-    let roll = Int.random(in: 0..<100, using: &random)
+    let roll = random.next(below: 100)
+    clock += 0.1
     switch roll {
-    case 0..<8:
-      let account = accountNames.randomElement(using: &random)!
-      let session = nextSession
-      nextSession += 1
-      sessions[session] = account
-      send(.sessionOpened(session: session, account: account))
-    case 8..<11:
-      guard let session = sessions.keys.sorted().randomElement(using: &random) else { return }
-      sessions[session] = nil
-      awaiting[session] = nil
-      ran.remove(session)
-      send(.sessionClosed(session: session))
-    case 11..<30:
-      let free = sessions.keys.sorted().filter { awaiting[$0] == nil }
-      guard let session = free.randomElement(using: &random) else { return }
-      ran.remove(session)
-      awaiting[session] = .need(sessions[session]!)
-      send(.need(session: session))
-    case 30..<42:
-      guard let first = ran.sorted().randomElement(using: &random), let account = sessions[first] else { return }
-      let batch = ran.sorted().filter { sessions[$0] == account && (chance(50) || $0 == first) }
-      for session in batch {
-        ran.remove(session)
-        awaiting[session] = .commit
-      }
-      send(.turnEnded(account: account, sessions: batch))
-    case 42..<54:
-      guard let account = loads.keys.sorted().randomElement(using: &random) else { return }
-      let ok = chance(85)
-      loads[account] = nil
-      send(.loaded(account: account, ok: ok, now: now))
-    case 54..<66:
-      guard let account = pulls.keys.sorted().randomElement(using: &random) else { return }
-      let ok = chance(80)
-      let behind = ok && chance(5)
-      pulls[account] = nil
-      send(.pulled(account: account, ok: ok, behindRetention: behind, now: now))
-    case 66..<80:
-      guard let id = commits.keys.sorted().randomElement(using: &random) else { return }
-      send(.committed(commit: id, ok: chance(85)))
-    case 80..<88:
-      send(.notice(account: accountNames.randomElement(using: &random)!))
-    case 88..<90:
-      linkUp.toggle()
-      send(.linkChanged(up: linkUp))
-    case 90..<95:
-      send(.tick(now: now))
-    case 95..<98:
-      guard let account = compacting.sorted().randomElement(using: &random) else { return }
-      compacting.remove(account)
-      send(.compacted(account: account))
-    default:
-      guard chance(30) else { return }
-      let account = accountNames.randomElement(using: &random)!
-      send(.deleted(account: account))
+    case 0..<25: request(pick())
+    case 25..<40: endTurn()
+    case 40..<52:
+      if let account = loads.subtracting(fresh).sorted().randomElement(using: &random) { finishLoad(account) }
+    case 52..<66: if let account = commits.keys.sorted().randomElement(using: &random) { finishCommit(account) }
+    case 66..<76:
+      if let account = pulls.subtracting(fresh).sorted().randomElement(using: &random) { finishPull(account) }
+    case 76..<84: notice(pick())
+    case 84..<88: tick(readable: random.next(below: 4) > 0)
+    case 88..<90: channelRegained()
+    case 90..<95: openOrClose(pick())
+    case 95..<96: erase(pick())
+    default: endTurn()
     }
-  }
-
-  /// Completes everything in flight, successfully, with the link up and time passing, until nothing is left.
-  mutating func drain() {
-    if !linkUp {
-      linkUp = true
-      send(.linkChanged(up: true))
-    }
-    for _ in 0..<10_000 {
-      clock += 1
-      if let account = loads.keys.sorted().first {
-        loads[account] = nil
-        send(.loaded(account: account, ok: true, now: now))
-      } else if let account = pulls.keys.sorted().first {
-        pulls[account] = nil
-        send(.pulled(account: account, ok: true, behindRetention: false, now: now))
-      } else if let id = commits.keys.sorted().first {
-        send(.committed(commit: id, ok: true))
-      } else if let account = compacting.sorted().first {
-        compacting.remove(account)
-        send(.compacted(account: account))
-      } else if node.accounts.values.contains(where: { record in
-        if case .resident(let engine) = record.residence { engine.pullRetryAt != nil } else { false }
-      }) {
-        now += 60
-        send(.tick(now: now))
-      } else {
-        break
-      }
-    }
-    for (session, wait) in awaiting.sorted(by: { $0.key < $1.key }) {
-      violations.append("session \(session) still waits (\(wait)) with nothing in flight")
-    }
-    for (account, since) in owed.sorted(by: { $0.key < $1.key }) {
-      violations.append("a notice for \(account) at step \(since) was never followed by a pull")
-    }
-  }
-
-  mutating func send(_ event: HostedNode.Event) {
-    // The reference's view of the event itself.
-    switch event {
-    case .committed(let id, let ok):
-      if let account = commits.removeValue(forKey: id), !ok, resident.contains(account) {
-        needsReload.insert(account)
-      }
-    case .notice(let account):
-      if resident.contains(account) { owed[account] = owed[account] ?? clock }
-    case .linkChanged(true):
-      for account in resident where owed[account] == nil { owed[account] = clock }
-    case .pulled(let account, true, false, _):
-      if let since = owed[account], let started = pullStarts[account], started >= since { owed[account] = nil }
-    case .loaded(let account, true, _):
-      needsReload.remove(account)
-      if let since = owed[account], let started = loadStarts[account], started > since { owed[account] = nil }
-    default: break
-    }
-    let actions = node.handle(event)
-    for action in actions { perform(action) }
     check()
   }
 
-  var pullStarts: [String: Int] = [:]
-  var loadStarts: [String: Int] = [:]
+  // MARK: Events
 
-  mutating func perform(_ action: HostedNode.Action) {
-    switch action {
-    case .load(let account):
-      if node.phase(of: account) != .loading && node.phase(of: account) != .reloading {
-        violations.append("load of \(account) while \(String(describing: node.phase(of: account)))")
-      }
-      resident.insert(account)
-      loads[account] = clock
-      loadStarts[account] = clock
-    case .pull(let account):
-      guard linkUp else { return violations.append("a pull of \(account) started with the link down") }
-      pulls[account] = clock
-      pullStarts[account] = clock
-      pullsStarted += 1
-    case .commit(let account, let id):
-      if loads[account] != nil { violations.append("commit \(id) of \(account) while it loads or reloads") }
-      if needsReload.contains(account) {
-        violations.append("commit \(id) of \(account) after a failed commit, before a reload")
-      }
-      commits[id] = account
-      commitsStarted += 1
-    case .release(let released, let ok):
-      for session in released {
-        guard let wait = awaiting.removeValue(forKey: session) else {
-          violations.append("session \(session) released but not waiting (twice, or never parked)")
-          continue
-        }
-        self.released += 1
-        if ok, case .need(let account) = wait {
-          if node.phase(of: account) != .idle {
-            violations.append(
-              "session \(session) ran on \(account) while \(String(describing: node.phase(of: account)))")
-          }
-          ran.insert(session)
-        }
-      }
-    case .evict(let account):
-      resident.remove(account)
-      loads[account] = nil
-      pulls[account] = nil
-      owed[account] = nil
-      needsReload.remove(account)
-      compacting.remove(account)
-      for (id, owner) in commits where owner == account { commits[id] = nil }
-    case .closeSession(let session):
-      guard sessions.removeValue(forKey: session) != nil else {
-        return violations.append("closeSession \(session) for no open session")
-      }
-      if awaiting[session] != nil { violations.append("session \(session) closed while still waiting") }
-      ran.remove(session)
-    case .compact(let account):
-      compacting.insert(account)
-    case .armTimer(let at):
-      if at < now { violations.append("timer armed in the past (\(at) < \(now))") }
+  mutating func request(_ account: String) {
+    trace.append("request \(account) (\(String(describing: node.phase(of: account))))")
+    perform(node.need(account, now: clock))
+    if node.isIdle(account) {
+      touched.insert(account)
+      node.changed(account)
+    } else if node.phase(of: account) == .orphaned {
+      released += 1  // refused at once, with the failure
+    } else {
+      nextWaiter += 1
+      parked[account, default: []].append(nextWaiter)
     }
   }
 
-  mutating func check() {
-    let nodeResident = node.residentAccounts
-    let orphaned = node.orphanedAccounts
-    if !nodeResident.isDisjoint(with: orphaned) {
-      violations.append("resident and orphaned: \(nodeResident.intersection(orphaned).sorted())")
-    }
-    if nodeResident != resident {
-      violations.append("resident \(nodeResident.sorted()), the actions say \(resident.sorted())")
-    }
-    let withSessions = Set(sessions.values)
-    if orphaned != withSessions.subtracting(resident) {
-      violations.append("orphaned \(orphaned.sorted()), expected \(withSessions.subtracting(resident).sorted())")
-    }
-    for (account, _) in owed where pulls[account] == nil && loads[account] == nil && !node.owesPull(account) {
-      violations.append("\(account) owes a pull after a notice, and nothing will start one")
-    }
-    for account in needsReload where node.engine(of: account).map({ !$0.reloadDue && $0.phase != .reloading }) ?? false
-    {
-      violations.append("\(account)'s failed commit is forgotten (no reload due)")
-    }
-    for (session, wait) in awaiting {
-      let expected: HostedNode.Waiting? =
-        switch wait {
-        case .need(let account): .account(account)
-        case .commit: node.waiting[session].flatMap { if case .commit = $0 { $0 } else { nil } }
-        }
-      if node.waiting[session] != expected || expected == nil {
-        violations.append(
-          "session \(session) waits for \(wait); the node says \(String(describing: node.waiting[session]))")
+  /// The end of a loop turn: every account whose requests ran commits (the hosted service's `commitTurn`).
+  mutating func endTurn() {
+    for account in touched.sorted() {
+      trace.append("commit \(account) (\(String(describing: node.phase(of: account))))")
+      guard let phase = node.phase(of: account) else { continue }  // erased meanwhile: nothing to commit
+      if phase == .loading || phase == .reloading || phase == .orphaned {
+        problems.append("\(account) committed while it is \(phase)")
       }
+      if dirty.contains(account) {
+        problems.append("\(account) committed after a failed commit before it was read again")
+      }
+      node.committing(account)
+      commits[account, default: 0] += 1
+      commitsStarted += 1
+    }
+    let ended = touched
+    touched.removeAll()
+    fresh.removeAll()
+    for account in ended.sorted() { perform(node.turnEnded(account)) }
+  }
+
+  mutating func finishLoad(_ account: String) {
+    let success = random.next(below: 100) < 85
+    trace.append("loaded \(account) \(success)")
+    loads.remove(account)
+    if success { dirty.remove(account) }
+    perform(node.loaded(account, success: success, reason: success ? nil : "failed", now: clock))
+  }
+
+  mutating func finishCommit(_ account: String) {
+    let success = random.next(below: 100) < 85
+    trace.append("committed \(account) \(success)")
+    commits[account, default: 0] -= 1
+    if commits[account] == 0 { commits[account] = nil }
+    if !success { dirty.insert(account) }
+    perform(node.committed(account, success: success))
+  }
+
+  mutating func finishPull(_ account: String) {
+    let roll = random.next(below: 100)
+    trace.append("pulled \(account) \(roll)")
+    pulls.remove(account)
+    if roll < 8 {
+      perform(node.pulledBehindRetention(account))
+    } else {
+      if roll < 25 { noticed.insert(account) }  // nothing merged: what was heard is still owed
+      perform(node.pulled(account, success: roll >= 25, now: clock))
+    }
+  }
+
+  mutating func notice(_ account: String) {
+    trace.append("notice \(account)")
+    guard node.phase(of: account) != nil else { return }  // not resident: its next read sees everything
+    noticed.insert(account)
+    perform(node.othersWrote(account))
+  }
+
+  /// The housekeeping's second: pull retries due, orphaned accounts read again (PostgreSQL readable) or dropped.
+  mutating func tick(readable: Bool) {
+    trace.append("tick \(clock) readable \(readable)")
+    perform(node.tick(now: clock, readable: readable))
+  }
+
+  /// The fleet's channel came back: what was committed meanwhile may never have been heard (the catch-up).
+  mutating func channelRegained() {
+    trace.append("channel regained")
+    for account in node.accounts.sorted() {
+      noticed.insert(account)
+      perform(node.othersWrote(account))
+    }
+  }
+
+  mutating func openOrClose(_ account: String) {
+    if sessions[account, default: 0] > 0 && random.next(below: 2) == 0 {
+      trace.append("session closed \(account)")
+      sessions[account, default: 0] -= 1
+      perform(node.sessionClosed(account))
+    } else {
+      trace.append("session opened \(account)")
+      sessions[account, default: 0] += 1
+      node.sessionOpened(account)
+    }
+  }
+
+  /// An admin erased the account: it is dropped, its sessions closed (their waiters answered with the closing).
+  mutating func erase(_ account: String) {
+    trace.append("erased \(account)")
+    let actions = node.deleted(account)
+    for waiter in parked[account] ?? [] { release(waiter) }
+    parked[account] = nil
+    touched.remove(account)
+    dirty.remove(account)
+    noticed.remove(account)
+    // What is in flight for it finishes into nothing (the service ignores answers for an account it dropped).
+    loads.remove(account)
+    commits[account] = nil
+    pulls.remove(account)
+    for _ in 0..<sessions[account, default: 0] { _ = node.sessionClosed(account) }
+    sessions[account] = nil
+    for action in actions {
+      guard case .evict = action else {
+        problems.append("erasing \(account) asked for \(action)")
+        continue
+      }
+    }
+  }
+
+  // MARK: Actions
+
+  mutating func perform(_ actions: [HostedNode.Action]) {
+    for action in actions {
+      trace.append("  -> \(action)")
+      switch action {
+      case .load(let account):
+        if loads.contains(account) { problems.append("\(account) read twice at once") }
+        if commits[account, default: 0] > 0 { problems.append("\(account) read while a commit of it is in flight") }
+        loads.insert(account)
+        fresh.insert(account)
+        noticed.remove(account)
+      case .resume(let account):
+        if node.phase(of: account) != .idle { problems.append("\(account) resumed while not idle") }
+        for waiter in parked[account] ?? [] { release(waiter) }
+        parked[account] = nil
+      case .failWaiters(let account):
+        for waiter in parked[account] ?? [] { release(waiter) }
+        parked[account] = nil
+      case .pull(let account):
+        if pulls.contains(account) { problems.append("\(account) pulled twice at once") }
+        pulls.insert(account)
+        fresh.insert(account)
+        pullsStarted += 1
+        noticed.remove(account)
+      case .evict(let account):
+        if sessions[account, default: 0] > 0 { problems.append("\(account) evicted while it has sessions") }
+        if commits[account, default: 0] > 0 || loads.contains(account) || pulls.contains(account) {
+          problems.append("\(account) evicted while an operation of it is in flight")
+        }
+        if !(parked[account] ?? []).isEmpty { problems.append("\(account) evicted while requests wait for it") }
+        if touched.contains(account) { problems.append("\(account) evicted with changes not yet committed") }
+        touched.remove(account)
+        noticed.remove(account)
+      }
+    }
+  }
+
+  mutating func release(_ waiter: Int) {
+    if releasedWaiters.contains(waiter) { problems.append("waiter \(waiter) released twice") }
+    releasedWaiters.insert(waiter)
+    released += 1
+  }
+
+  // MARK: Invariants
+
+  mutating func check() {
+    for (account, waiters) in parked where !waiters.isEmpty {
+      switch node.phase(of: account) {
+      case .idle?: problems.append("\(account) is idle with waiters left parked")
+      case nil: problems.append("\(account) is not resident with waiters left parked")
+      case .orphaned?: problems.append("\(account) is orphaned with waiters left parked")
+      default: break
+      }
+    }
+    for account in dirty where node.phase(of: account) == .idle {
+      problems.append("\(account) is idle after a failed commit, not read again")
+    }
+    for account in pulls where node.phase(of: account) != .busy {
+      problems.append("\(account) is pulling but \(String(describing: node.phase(of: account)))")
+    }
+  }
+
+  /// Finishes everything in flight, successfully, until nothing is left; then what must eventually happen has.
+  mutating func drain() {
+    var rounds = 0
+    while rounds < 1_000 {
+      rounds += 1
+      endTurn()
+      if let account = loads.sorted().first {
+        loads.remove(account)
+        dirty.remove(account)
+        perform(node.loaded(account, success: true))
+      } else if let account = commits.keys.sorted().first {
+        commits[account, default: 0] -= 1
+        if commits[account] == 0 { commits[account] = nil }
+        perform(node.committed(account, success: true))
+      } else if let account = pulls.sorted().first {
+        pulls.remove(account)
+        perform(node.pulled(account, success: true))
+      } else if node.accounts.contains(where: {
+        node.pullRetry(of: $0) != nil || (node.phase(of: $0) == .orphaned && node.sessions(of: $0) > 0)
+      }) {
+        clock += 30
+        tick(readable: true)
+      } else if touched.isEmpty {
+        break
+      }
+      check()
+    }
+    drainChecks()
+  }
+
+  mutating func drainChecks() {
+    for (account, waiters) in parked where !waiters.isEmpty {
+      problems.append("\(account): \(waiters.count) waiters never released")
+    }
+    for account in noticed where node.phase(of: account) != nil {
+      problems.append("\(account) heard others wrote, and no pull followed")
+    }
+    for account in node.accounts where node.phase(of: account) == .orphaned && node.sessions(of: account) > 0 {
+      problems.append("\(account) orphaned with sessions, never read again")
+    }
+    for account in dirty where node.phase(of: account) != nil && node.phase(of: account) != .orphaned {
+      problems.append("\(account) resident after a failed commit, never read again")
     }
   }
 }

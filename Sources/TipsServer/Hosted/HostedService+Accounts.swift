@@ -11,20 +11,19 @@ import TipsSync
 import TipsSystem
 import TipsTransport
 
-// Hosted mode's accounts in memory: residency's actions (load, evict, pull), other nodes' and devices' changes
+// Hosted mode's accounts in memory: node's actions (load, evict, pull), other nodes' and devices' changes
 // heard from the fleet's channel, catch-up after the channel may have gone unheard, erasure.
 
 extension HostedService {
-  // MARK: - Residency's actions
+  // MARK: - HostedNode's actions
 
-  func perform(_ actions: [Residency.Action]) {
+  func perform(_ actions: [HostedNode.Action]) {
     for action in actions {
       switch action {
       case .load(let account): load(account)
       case .resume(let account): resumeParked(account)
       case .failWaiters(let account): failParked(account)
       case .pull(let account): pull(account)
-      case .retryPull(let account): schedulePullRetry(account)
       case .evict(let account): evict(account)
       }
     }
@@ -49,40 +48,17 @@ extension HostedService {
         }
         do {
           try self.install(account, from: stored)
-          self.perform(self.residency.loaded(account, success: true))
+          self.perform(self.node.loaded(account, success: true))
         } catch {
+          // Orphaned (``HostedNode``): its tenant, if it had one, keeps the engine as it was and its sessions'
+          // subscriptions until it is read again.
           self.logger.error("hosted: cannot load an account", [("account", account), ("error", "\(error)")])
-          self.orphan(account)
-          self.perform(self.residency.loaded(account, success: false))
+          self.perform(
+            self.node.loaded(account, success: false, reason: "\(error)", now: self.loopSeconds))
         }
       case .failure(let error):
         self.logger.warning("hosted: cannot load an account", [("account", account), ("error", error.message)])
-        self.loadFailure[account] = error.message
-        self.orphan(account)
-        self.perform(self.residency.loaded(account, success: false))
-      }
-    }
-  }
-
-  /// Accounts whose reload failed (a failed commit's, as PostgreSQL went away): no longer resident, their tenant
-  /// still holds the engine as it was and their sessions' subscriptions — nothing catches them up, no notice is
-  /// heard for them, until they are read again. Read again as soon as PostgreSQL can be read (or dropped, once no
-  /// session is left).
-  func orphan(_ account: String) {
-    guard tenants[account] != nil else { return }
-    orphans.insert(account)
-  }
-
-  func reloadOrphans() {
-    guard !orphans.isEmpty, store.isReadable else { return }
-    let accounts = orphans.sorted()
-    orphans.removeAll()
-    for account in accounts where tenants[account] != nil && residency.phase(of: account) == nil {
-      if residency.sessions(of: account) > 0 {
-        logger.info("hosted: reading an account again after its reload failed", [("account", account)])
-        perform(residency.need(account))
-      } else {
-        evict(account)
+        self.perform(self.node.loaded(account, success: false, reason: error.message, now: self.loopSeconds))
       }
     }
   }
@@ -147,7 +123,6 @@ extension HostedService {
     }
     let window = System.wallClockSeconds() - services.configuration.idempotencyWindow
     tenants[account]?.idempotency.load(stored.replies.filter { $0.at >= window })
-    loadFailure[account] = nil
     // A budget reached by merged displays may have queued an operation of this node's: commit it.
     if model.outboxCount > 0, let tenant = tenants[account] { touched(tenant) }
     if let tenant = tenants[account] {
@@ -165,9 +140,9 @@ extension HostedService {
     }
   }
 
-  func failParked(_ account: String) {
+  func failParked(_ account: String, reason: String? = nil) {
     guard let waiting = parked.removeValue(forKey: account) else { return }
-    let reason = loadFailure[account] ?? "the account could not be read"
+    let reason = reason ?? node.failure(of: account) ?? "the account could not be read"
     for session in waiting where session.parkedOn == account {
       session.parkedOn = nil
       session.failParked = .unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)")
@@ -188,9 +163,9 @@ extension HostedService {
     case .operations(let account, let cursor):
       syncChanged(account, cursor: cursor)
       // An account still loading has no model yet: what its load read may predate this operation, so it pulls once
-      // loaded (the residency knows it only while it is held or loading).
+      // loaded (the node knows it only while it is held or loading).
       if let model = tenants[account]?.model, cursor <= model.cursor { return }
-      perform(residency.othersWrote(account))
+      perform(node.othersWrote(account))
     case .deleted(let account):
       _ = dropDeleted(account)
     case .catalog(let version):
@@ -204,16 +179,14 @@ extension HostedService {
     }
   }
 
-  func schedulePullRetry(_ account: String) {
-    let delay = pullFailures[account, default: Backoff(first: 1, cap: 30)].failed()
-    pullRetries.set(account, loopSeconds + delay)
-  }
-
   func linkChanged(_ link: Link, ready: Bool) {
     linkStates[link] = ready
     if link == .listener && ready { catchUpDue = true }
     if catchUpDue && store.isReadable && store.isListening { catchUp() }
-    if link == .reader && ready { reloadOrphans() }
+    if link == .reader && ready {
+      node.readerUp()
+      perform(node.tick(now: loopSeconds, readable: store.isReadable))
+    }
   }
 
   func isUp(_ link: Link) -> Bool {
@@ -229,16 +202,16 @@ extension HostedService {
 
   func catchUp() {
     catchUpDue = false
-    let accounts = residency.accounts.sorted()
+    let accounts = node.accounts.sorted()
     guard !accounts.isEmpty else { return }
     logger.info("hosted: catching up after the fleet's channel was not heard", [("accounts", String(accounts.count))])
-    for account in accounts { perform(residency.othersWrote(account)) }
+    for account in accounts { perform(node.othersWrote(account)) }
     services.requestEndOfTurn()
   }
 
   func pull(_ account: String) {
     guard let tenant = tenants[account], let model = tenant.model else {
-      perform(residency.pulled(account, success: false))
+      perform(node.pulled(account, success: false, now: loopSeconds))
       return
     }
     store.pull(account, after: model.cursor, limit: 1_000) { [weak self] result in
@@ -248,18 +221,17 @@ extension HostedService {
         // The operations it missed were pruned after a snapshot: the account is read again (as after a failed
         // commit; its requests wait for it, its subscriptions stay, observers hear what moved).
         self.logger.info("hosted: the account was behind the operations kept; reading it again", [("account", account)])
-        self.perform(self.residency.pulledBehindRetention(account))
+        self.perform(self.node.pulledBehindRetention(account))
         self.services.requestEndOfTurn()
       case .failure(let error):
         self.logger.warning("hosted: catch-up failed; retrying", [("account", account), ("error", error.message)])
-        self.perform(self.residency.pulled(account, success: false))
+        self.perform(self.node.pulled(account, success: false, now: self.loopSeconds))
         self.services.requestEndOfTurn()
       case .success(let rows):
-        self.pullFailures[account] = nil
         guard let tenant = self.tenants[account], tenant.model === model else {
           // Read again meanwhile: this pull's rows are not for the engine it has now. The pull still ends (an
           // account left pulling would hold its requests for good); it is tried again from the new cursor.
-          self.perform(self.residency.pulled(account, success: false))
+          self.perform(self.node.pulled(account, success: false, now: self.loopSeconds))
           self.services.requestEndOfTurn()
           return
         }
@@ -273,8 +245,8 @@ extension HostedService {
           // twice, at its commit and here: the state is measured again sooner, never later).
           self.charge(tenant, operationBytes: rows.reduce(0) { $0 + $1.payload.utf8.count }, historyRows: 0)
         }
-        if rows.count >= 1_000 { _ = self.residency.othersWrote(account) }
-        self.perform(self.residency.pulled(account))
+        if rows.count >= 1_000 { _ = self.node.othersWrote(account) }
+        self.perform(self.node.pulled(account))
         self.services.requestEndOfTurn()
       }
     }
@@ -314,7 +286,7 @@ extension HostedService {
     learnTombstone(account, erasedAt: laid, until: laid + configuration.erasureDays * 86_400, reopened: false)
     let sessions = closeSessionsOlderThanErasure(of: account)
     if !sessions.isEmpty, deleting[account] != nil { deleting[account, default: 0] += sessions.count }
-    perform(residency.deleted(account))
+    perform(node.deleted(account))
     if let waiting = parked.removeValue(forKey: account) {
       for session in waiting where session.parkedOn == account {
         if let issuedAt = session.principal?.issuedAt, erasure(of: account, issuedAt: issuedAt) == nil {
@@ -362,14 +334,13 @@ extension HostedService {
       case .success(true):
         self.erased[account]?.reopened = true
         self.logger.info("hosted: an erased account is started again by a newer token", [("account", account)])
-        self.perform(self.residency.need(account))
+        self.perform(self.node.need(account))
       case .success(false):
         // Erased again since the token was issued (on another node): its tombstone is read again.
         _ = self.dropDeleted(account)
         self.erasedRead = false
       case .failure(let error):
-        self.loadFailure[account] = error.message
-        self.failParked(account)
+        self.failParked(account, reason: error.message)
       }
     }
   }

@@ -25,7 +25,7 @@ extension HostedService {
     touchedThisTurn.append(tenant)
     // Not evicted before this turn's commit (an admin's request, or a session that closed after sending it, leaves
     // the account without sessions): evicted, its next read could race the commit and miss it.
-    if let account = tenant.account { residency.changed(account) }
+    if let account = tenant.account { node.changed(account) }
   }
 
   /// History entries the analytics stream carries once this turn's commit gives them their cursors.
@@ -55,7 +55,7 @@ extension HostedService {
       // reached a budget — is rebuilt by the reload, and a commit now would make the account busy under the load,
       // whose completion would then be ignored (its requests waited for good). No request ran on it: they wait; a
       // device's push is answered -32016 and sent again.
-      if let phase = residency.phase(of: account), phase == .loading || phase == .reloading {
+      if let phase = node.phase(of: account), phase == .loading || phase == .reloading || phase == .orphaned {
         for push in tenant.devicePushes {
           push.reply(
             .failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the account is being read again")))
@@ -97,10 +97,10 @@ extension HostedService {
       tenant.seqsInFlight.formUnion(operations.map(\.seq))
       batch.historyCounts[account] = chunks.reduce(0) { $0 + $1.count }
       if let streamed = streamedThisTurn.removeValue(forKey: account) { batch.streamed[account] = streamed }
-      residency.committing(account)
+      node.committing(account)
     }
     streamedThisTurn.removeAll()
-    for tenant in touched { if let account = tenant.account { perform(residency.turnEnded(account)) } }
+    for tenant in touched { if let account = tenant.account { perform(node.turnEnded(account)) } }
     var held: Set<ObjectIdentifier> = []
     for session in dirty where session.heldForCommit {
       session.heldForCommit = false
@@ -141,19 +141,19 @@ extension HostedService {
           continue
         }
         guard let tenant = tenants[account], let model = tenant.model else {
-          perform(residency.committed(account, success: false))
+          perform(node.committed(account, success: false))
           continue
         }
         let pushed = batch.pushed[account] ?? []
         _ = model.pushed(pushed)
         let answer = answers[account]
         if let last = answer?.lastCursor, !model.advanceCursorAfterPush(pushed: pushed.count, lastCursor: last) {
-          _ = residency.othersWrote(account)
+          _ = node.othersWrote(account)
         }
         // Devices' operations (`sync/push`) come after the node's own: merged by the pull that reads them, the way
         // another node's are (their cursors are PostgreSQL's), then their pushes are answered.
         // A push with another operation stored under one of its seqs (#42) was not stored: refused, never dropped.
-        if let last = answer?.devicesLastCursor, last > model.cursor { _ = residency.othersWrote(account) }
+        if let last = answer?.devicesLastCursor, last > model.cursor { _ = node.othersWrote(account) }
         for (index, reply) in (batch.deviceReplies[account] ?? []).enumerated() {
           if let seq = answer?.deviceClashes[index] {
             reply(.failure(deviceClash(batch.devices[account]?[index] ?? "", seq: seq)))
@@ -182,14 +182,14 @@ extension HostedService {
           }
         }
         tenant.committedHistory = tenant.history.state
-        perform(residency.committed(account, success: true))
+        perform(node.committed(account, success: true))
       }
     case .failure(let error):
       success = false
       logger.warning(
         "hosted: commit failed; the accounts are read again",
         [("accounts", String(batch.accounts.count)), ("error", error.message)])
-      for account in batch.accounts { perform(residency.committed(account, success: false)) }
+      for account in batch.accounts { perform(node.committed(account, success: false)) }
       for replies in batch.deviceReplies.values {
         for reply in replies {
           reply(
@@ -247,7 +247,7 @@ extension HostedService {
       guard let result = answer.firstReplies[request.key] else { continue }
       firstReplies[request.session, default: []].append((request.id, result))
     }
-    perform(residency.committed(account, success: false))
+    perform(node.committed(account, success: false))
     for reply in batch.deviceReplies[account] ?? [] {
       reply(.failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the commit failed: \(reason)")))
     }

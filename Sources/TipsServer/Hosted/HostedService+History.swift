@@ -122,7 +122,7 @@ extension HostedService {
     done: @escaping (Result<Void, ResponseError>) -> Void
   ) {
     guard let account = tenant.account else { return }
-    residency.reading(account)
+    node.reading(account)
     history(of: account, after: cursor, limit: nil, wanted: { $0.kind.isStreamed }) { [weak self] result in
       guard let self else { return }
       if case .success(let events) = result {
@@ -133,7 +133,7 @@ extension HostedService {
       } else if case .failure(let error) = result {
         done(.failure(error))
       }
-      self.perform(self.residency.committed(account, success: true))
+      self.perform(self.node.committed(account, success: true))
       self.services.requestEndOfTurn()
     }
   }
@@ -216,9 +216,9 @@ extension HostedService {
       switch result {
       case .success:
         // A copy held here (an empty account someone signed in to) is read again on its next request.
-        if let self, self.tenants[account] != nil, self.residency.isIdle(account) {
-          self.residency.committing(account)
-          self.perform(self.residency.committed(account, success: false))
+        if let self, self.tenants[account] != nil, self.node.isIdle(account) {
+          self.node.committing(account)
+          self.perform(self.node.committed(account, success: false))
         }
         completion(.success(entries.count))
       case .failure(let error):

@@ -46,7 +46,7 @@ extension HostedService {
     let now = clock.now()
     for account in timeQueue.popDue(now) {
       guard let tenant = tenants[account] else { continue }
-      guard residency.isIdle(account) else {
+      guard node.isIdle(account) else {
         // Busy: looked at again once idle (``resumeParked`` re-reads its next change).
         continue
       }
@@ -84,10 +84,7 @@ extension HostedService {
     discoverLimiter.forgetFull(now: clock.now())
     inputLimiter.forgetFull(now: clock.now())
     signInGuard.tidy(now: now)
-    for account in pullRetries.popDue(loopSeconds) where residency.phase(of: account) != nil {
-      perform(residency.othersWrote(account))
-    }
-    reloadOrphans()
+    perform(node.tick(now: loopSeconds, readable: store.isReadable))
     erased = erased.filter { $0.value.until > now }
     if !erasedRead && !readingErased && store.isReadable { readErased() }
     compact()

@@ -186,9 +186,9 @@ extension HostedService {
         if awaitsReopening(account), let issuedAt = principal.issuedAt {
           reopen(account, issuedAt: issuedAt)
         } else {
-          perform(residency.need(account))
+          perform(node.need(account))
         }
-        residency.sessionOpened(account)
+        node.sessionOpened(account)
       }
     case .admin:
       // The admin token does not expire: the session does, --admin-session-max after it signed in.
@@ -226,7 +226,7 @@ extension HostedService {
     signInDeadlines.set(session.id, nil)
     if let account = session.parkedOn { parked[account]?.removeAll { $0 === session } }
     for account in session.subscribedAccounts { tenants[account]?.subscriptions.removeAll(of: session) }
-    if let account = session.principal?.account { perform(residency.sessionClosed(account)) }
+    if let account = session.principal?.account { perform(node.sessionClosed(account)) }
   }
 
   // MARK: - Which tenant a request acts on
@@ -268,12 +268,12 @@ extension HostedService {
       parked[account, default: []].append(session)
       return .wait
     }
-    perform(residency.need(account))
-    if residency.isIdle(account), let tenant = tenants[account] { return .ready(tenant) }
-    guard residency.phase(of: account) != nil else {
-      // Its load failed before it could wait (PostgreSQL unreachable as the node started, say): answered now, not
-      // parked on a load that is no longer coming.
-      let reason = loadFailure[account] ?? "the account could not be read"
+    perform(node.need(account, now: loopSeconds))
+    if node.isIdle(account), let tenant = tenants[account] { return .ready(tenant) }
+    if let phase = node.phase(of: account), phase == .orphaned {
+      // Its load failed before it could wait (PostgreSQL unreachable as the node started, say), or failed lately and
+      // is backing off: answered now, not parked on a load that is not coming.
+      let reason = node.failure(of: account) ?? "the account could not be read"
       return .refused(.unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)"))
     }
     session.parkedOn = account

@@ -17,7 +17,7 @@ import TipsTransport
 ///   WebSocket upgrade (Bearer header, `tipsd.token.<JWT>` subprotocol) or in `initialize`'s `auth`. It ends when its
 ///   token stops being accepted unless `auth/refresh` replaces it.
 /// - **Tenants.** An account's engine is loaded on its first request (its snapshot and the operations after it),
-///   kept while it has sessions, and evicted least recently used past `--max-resident-accounts` (``Residency``).
+///   kept while it has sessions, and evicted least recently used past `--max-resident-accounts` (``HostedNode``).
 ///   Requests for an account that is loading, committing or catching up wait (their session is parked), so the
 ///   engine never runs ahead of PostgreSQL by more than the transaction in flight.
 /// - **Group commit.** At the end of each loop turn every touched account's operations and history entries go to
@@ -51,7 +51,7 @@ final class HostedService {
   var reopening: Set<String> = []
   var erasedRead = false
   var readingErased = false
-  var residency: Residency
+  var node: HostedNode
   var tenants: [String: Tenant] = [:]
   /// Sessions waiting for an account to be idle, by account.
   var parked: [String: [Session]] = [:]
@@ -123,13 +123,6 @@ final class HostedService {
   /// The sessions signed in to an account and not already closing, from the server's sessions.
   var sessionsOfAccount: (String) -> [Session] = { _ in [] }
 
-  /// Why the last load of an account failed, for the requests that waited.
-  var loadFailure: [String: String] = [:]
-  /// Accounts whose reload failed, read again once PostgreSQL can be read (``reloadOrphans()``).
-  var orphans: Set<String> = []
-  /// Pulls that failed, by account: when to try again and how many failed in a row (backoff 1 s doubling to 30 s).
-  var pullRetries = DeadlineQueue<String>()
-  var pullFailures: [String: Backoff] = [:]
   /// Links (re)established since the last catch-up: the listener was not listening for a while (or never had), so
   /// what other nodes and devices committed meanwhile may never have been heard — every resident account pulls from
   /// its cursor once the reader is up.
@@ -179,7 +172,7 @@ final class HostedService {
       storeConfiguration.answerTimeout = configuration.postgresTimeout
       store = HostedStore(loop: loop, configuration: storeConfiguration, logger: logger)
     }
-    residency = Residency(capacity: configuration.maxResidentAccounts)
+    node = HostedNode(capacity: configuration.maxResidentAccounts)
     limiter = RateLimiter(rate: configuration.accountRate)
     inputLimiter = RateLimiter(rate: max(1, configuration.accountInputRate / 1024))
     store.onNotice = { [unowned self] notice in self.noticed(notice) }

@@ -9,7 +9,8 @@ import TipsTransport
 
 /// Hosted mode in-process: a node on the embedded loop with every account in memory (`--hosted memory:`,
 /// ``MemoryHostedStore``), tokens minted by PyJWT. What the Python suites check against PostgreSQL, here with manual
-/// time and nothing asynchronous left after `loop.run()`: signing in, the turn's commit, residency.
+/// time and nothing asynchronous left after `loop.run()`: signing in, the turn's commit, the node's account state
+/// (`HostedNode`).
 final class HostedTestServer {
   static let audience = "in-process"
   static let issuer = "https://issuer.test/"
@@ -203,8 +204,8 @@ struct HostedInProcessTests {
     #expect(try client.result("events/donate", ["id": "search.opened"])["lifetime"]?.intValue == 4)
   }
 
-  /// Residency counts a session from its first: the account stays resident while other accounts come and go past
-  /// --max-resident-accounts.
+  /// The node (`HostedNode`) counts a session from its first: the account stays resident while other accounts come
+  /// and go past --max-resident-accounts.
   @Test func aLiveAccountIsNeverEvicted() throws {
     let node = try HostedTestServer { $0.maxResidentAccounts = 1 }
     let tokens = try node.tokens(["live", "passing-1", "passing-2"])
