@@ -432,6 +432,14 @@ extension ServeCommand {
       let count = try value.positiveInteger()
       command.hosted.set { $0.compactionThreshold = count }
     },
+    .value(
+      "--repair-interval", as: "SECONDS",
+      help: "compare each resident account with PostgreSQL every SECONDS; read it again if they differ (300; 0: off)"
+    ) { command, value throws(UsageError) in
+      let seconds = try value.number()
+      guard seconds >= 0 else { throw value.invalid("must be 0 (off) or a positive number of seconds") }
+      command.hosted.set { $0.repairInterval = seconds }
+    },
 
     .section("HTTP AND WEBSOCKET (off unless --listen is given)"),
     .value(

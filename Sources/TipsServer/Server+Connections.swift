@@ -98,7 +98,9 @@ extension Server {
         historyCursor: local?.history.lastCursor ?? 0,
         uptimeSeconds: Double(loop.now - startedAt) / 1000, version: TipsdVersion.server,
         hostedLinks: services.hosted.map { hosted in Link.allCases.map { ($0.rawValue, hosted.isUp($0)) } } ?? [],
-        signInThrottled: services.hosted?.signInCounts.throttled, signInFailures: services.hosted?.signInCounts.failures
+        signInThrottled: services.hosted?.signInCounts.throttled,
+        signInFailures: services.hosted?.signInCounts.failures,
+        repairChecks: services.hosted?.repairCounts.checks, repairs: services.hosted?.repairCounts.repairs
       ))
   }
 

@@ -126,6 +126,10 @@ public struct HostedConfiguration: Sendable {
   /// `--compaction-threshold N`: operations stored after an account's snapshot past which a node's compactor writes
   /// a new one (so loading an account reads its snapshot and at most about this many operations).
   public var compactionThreshold = 500
+  /// `--repair-interval SECONDS`: how often each resident account's merged state is checked against PostgreSQL's at
+  /// the same cursor, and read again when they differ (`tipsd_hosted_repairs_total`; a net that should stay idle);
+  /// 0 turns it off.
+  public var repairInterval: Double = 300
   /// `--ops-device-days N`: a device that synced within N days keeps the operations it has not read yet; one silent
   /// longer reads the account's snapshot when it comes back (the operations before the snapshot are pruned).
   public var opsDeviceDays: Double = 30

@@ -96,6 +96,9 @@ final class ServerCounters {
     /// Hosted mode: tokens refused before any signature check, and signature checks that failed, since start.
     var signInThrottled: Int?
     var signInFailures: Int?
+    /// Hosted mode: accounts checked against PostgreSQL, and those found apart and read again (the repair net).
+    var repairChecks: Int?
+    var repairs: Int?
   }
 
   func render(_ gauges: Gauges) -> String {
@@ -192,6 +195,16 @@ final class ServerCounters {
         "Hosted mode: whether each PostgreSQL link is up (1) or not (0): writer (commits), reader (loads and reads), "
           + "listener (other nodes' and devices' changes).")
       for (link, up) in gauges.hostedLinks { sample("tipsd_hosted_links", [("link", link)], up ? "1" : "0") }
+    }
+    if let checks = gauges.repairChecks, let repairs = gauges.repairs {
+      family(
+        "tipsd_hosted_repair_checks_total", "counter",
+        "Hosted mode: resident accounts whose merged state was compared with PostgreSQL's at the same cursor.")
+      sample("tipsd_hosted_repair_checks_total", [], String(checks))
+      family(
+        "tipsd_hosted_repairs_total", "counter",
+        "Hosted mode: accounts whose state on this node differed from PostgreSQL's and were read again (should be 0).")
+      sample("tipsd_hosted_repairs_total", [], String(repairs))
     }
     if let throttled = gauges.signInThrottled, let failures = gauges.signInFailures {
       family(

@@ -15,6 +15,9 @@ directly, and PostgreSQL's `tipsd.idempotency` and `tipsd.ops`:
   CALL_TIMEOUT on a connection that stayed up (every request is answered within --postgres-timeout, -32016 at worst);
 - nodes that disagree on an account, observers whose last `shouldDisplay` is not the account's final state within
   5 s of the last fault healed (or of the last change acknowledged after it), nodes that died on their own;
+- **repairs** (issue #44): every node runs the repair net (`--repair-interval 2`), which compares each resident
+  account with PostgreSQL at the same cursor and reads it again when they differ; any repair is a problem (a
+  divergence the drill's own checks might not have caught, or caught only after the net hid it);
 - **key_hits** (issue #43): changers drop some replies on purpose (every changer its first donation's, then about one
   change in seven) and resend the change with its key, half the time on a new connection: each resend must hit the
   stored key and get the same reply, and a node that applied it again shows as doubled — so every seed tests
@@ -412,6 +415,26 @@ class Observer(Client):
                 self.errors.append(f"observer could not reconnect: {error!r}")
                 await self.drop()
                 await asyncio.sleep(0.5)
+
+
+def repair_checks(node) -> int:
+    """The accounts a live node compared with PostgreSQL since it (last) started; 0 for a node that is down."""
+    import re
+    import urllib.request
+
+    if node.proc.poll() is not None or node.port is None:
+        return 0
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{node.port}/metrics",
+        headers={"Authorization": f"Bearer {node.token_file.read_text().strip()}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return 0
+    found = re.search(r"^tipsd_hosted_repair_checks_total (\d+)$", text, re.MULTILINE)
+    return int(found.group(1)) if found else 0
 
 
 @dataclasses.dataclass
@@ -875,6 +898,10 @@ class Drill:
                 # retention of tipsd.ops has its own tests, test_fleet_retention.py).
                 "--compaction-threshold",
                 "1000000000",
+                # The repair net (#44) compares every resident account with PostgreSQL every 2 s: it must repair
+                # nothing (a repair is a divergence the drill would otherwise see only by luck).
+                "--repair-interval",
+                "2",
             ],
             link_proxies=True,
         )
@@ -917,10 +944,15 @@ class Drill:
             figures["quiet_lag_ms"] = "never" if quiet == float("inf") else round(quiet * 1000)
             for client in self.changers + self.observers:
                 self.problems += [f"{client.name}: {error}" for error in client.errors]
+            figures["repairs"] = 0
+            figures["repair_checks"] = sum(repair_checks(node) for node in self.fleet.nodes)
             for index, node in enumerate(self.fleet.nodes):
                 if node.proc.poll() is not None:
                     self.problems.append(f"node{index + 1} died on its own (exit {node.proc.returncode})")
                 log = node.log_text()
+                repaired = [line for line in log.splitlines() if "differed from PostgreSQL" in line]
+                figures["repairs"] += len(repaired)
+                self.problems += [f"node{index + 1} repaired an account: {line[:400]}" for line in repaired[:3]]
                 for marker in ("Fatal error", "fatal error", "Assertion failed", "Segmentation"):
                     if marker in log:
                         self.problems.append(f"node{index + 1}'s log: {marker}")

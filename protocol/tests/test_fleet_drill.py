@@ -26,4 +26,7 @@ def test_the_drill_loses_and_doubles_nothing_and_every_observer_converges():
     assert report.figures["retries"] + report.figures["reconnects"] > 0, report.explain()
     # Doubling was tested: resends after replies dropped on purpose hit stored keys; the quiet phase ran.
     assert report.figures["key_hits"] > 0, report.explain()
+    assert report.figures["repairs"] == 0, report.explain()
+    # The net ran: it compared accounts with PostgreSQL during the drill and found none apart.
+    assert report.figures["repair_checks"] > 0, report.explain()
     assert isinstance(report.figures["quiet_lag_ms"], int), report.explain()

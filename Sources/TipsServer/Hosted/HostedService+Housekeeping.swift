@@ -85,6 +85,7 @@ extension HostedService {
     inputLimiter.forgetFull(now: clock.now())
     signInGuard.tidy(now: now)
     perform(node.tick(now: loopSeconds, readable: store.isReadable))
+    repairTick()
     erased = erased.filter { $0.value.until > now }
     if !erasedRead && !readingErased && store.isReadable { readErased() }
     compact()

@@ -127,6 +127,8 @@ final class HostedService {
   /// what other nodes and devices committed meanwhile may never have been heard — every resident account pulls from
   /// its cursor once the reader is up.
   var catchUpDue = false
+  /// The repair net's round over the resident accounts (`HostedService+Repair.swift`).
+  var repair = RepairRound()
   /// Whether each link is up (`/healthz`, `tipsd_hosted_links`).
   var linkStates: [Link: Bool] = [:]
   var fleetSubscribers: [String: FleetSubscriber] = [:]
