@@ -90,13 +90,23 @@
 /// cursors). Devices and one-user daemons pushing through `tipsd.push` still notify in their transaction. During a
 /// rolling upgrade a node of version 10 keeps notifying inside its commits; both kinds of node hear each other.
 ///
+/// Version 12 keeps catalogs and the audit log (#48): `tipsd.catalog_versions (app, version, catalog, digest, note,
+/// actor, created_at)` holds every published catalog of an app (versions numbered per app from 1, the catalog's JSON
+/// text and its digest), `tipsd.catalog_current (app, version)` the version each app serves, and
+/// `tipsd.catalog_schedules (id, app, version, at, actor, applied_at)` publishes to come. `tipsd.catalog_publish`,
+/// `tipsd.catalog_set_current` (a rollback) and `tipsd.catalog_apply_due` (a due schedule, claimed `FOR UPDATE SKIP
+/// LOCKED` and marked applied in the same transaction: once, by whichever node runs it first) take the app's
+/// advisory lock, append their audit entry and notify the fleet (`catalog published APP`) in the change's own
+/// transaction. `tipsd.audit (id, at, actor, action, app, before, after, detail)` is append-only: a trigger refuses
+/// every UPDATE, DELETE and TRUNCATE; `tipsd.audit_append` adds an entry in the caller's transaction.
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 11
+  package static let version = 12
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -212,6 +222,10 @@ public enum PGSchema {
       IF (SELECT version FROM tipsd.schema_version) < 11 THEN
         UPDATE tipsd.schema_version SET version = 11;
       END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 12 THEN
+    \(catalogTables)
+        UPDATE tipsd.schema_version SET version = 12;
+      END IF;
       IF migrating THEN
     \(functions)
       END IF;
@@ -223,6 +237,7 @@ public enum PGSchema {
 
   /// The schema's functions at this version (see the type's notes), replaced by every migration.
   static let functions = """
+    \(catalogFunctions)
         CREATE OR REPLACE FUNCTION tipsd.is_erased(p_account text) RETURNS boolean LANGUAGE sql STABLE AS $erased$
           SELECT EXISTS (
             SELECT 1 FROM tipsd.erased WHERE account = p_account AND until > now() AND reopened_at IS NULL)
