@@ -36,10 +36,13 @@ final class CatalogService {
   /// (`/healthz` reports it, so a fleet's nodes can be seen to serve the same catalog).
   private(set) var version: String?
 
-  /// Makes `catalog` the one in force (after it was registered).
-  func adopt(_ catalog: Catalog) {
+  /// Makes `catalog` the one in force (after it was registered); `digest`: its version when it did not come from
+  /// the file (a published catalog, #48).
+  func adopt(_ catalog: Catalog, digest: String? = nil) {
     current = catalog
-    if let bytes = try? System.readFile(path) {
+    if let digest {
+      version = digest
+    } else if let bytes = try? System.readFile(path) {
       var hash: UInt64 = 0xcbf2_9ce4_8422_2325
       for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
       let hex = String(hash, radix: 16)
@@ -88,9 +91,9 @@ final class CatalogService {
   /// Applies `next` in place of the catalog in force; returns the engine's mutation (changes to notify, writes to
   /// commit) and what changed. The new catalog was validated when it was decoded, so the engine calls cannot fail
   /// on its content; an engine error here is a bug, reported as such after the calls made so far.
-  func apply(_ next: Catalog, to engine: Engine) throws(EngineError) -> (Mutation, Summary) {
+  func apply(_ next: Catalog, to engine: Engine, digest: String? = nil) throws(EngineError) -> (Mutation, Summary) {
     let applied = try change(engine, from: current, to: next)
-    adopt(next)
+    adopt(next, digest: digest)
     return applied
   }
 

@@ -10,7 +10,16 @@ extension Server {
   @discardableResult
   func reloadCatalog(trigger: String) -> CatalogReloadRequest.Response {
     guard let catalogService else { return CatalogReloadRequest.Response(applied: false) }
-    let report = catalogService.load()
+    if let refusal = services.hosted?.catalogs?.fileReloadRefusal {
+      return CatalogReloadRequest.Response(
+        applied: false, diagnostics: [["severity": "error", "file": .string(catalogService.path), "message": .string(refusal)]])
+    }
+    return applyCatalog(catalogService.load(), digest: nil, trigger: trigger)
+  }
+
+  /// Applies a loaded catalog (the file's, or a published version's `digest`, #48) as a reload does.
+  func applyCatalog(_ report: CatalogReport, digest: String?, trigger: String) -> CatalogReloadRequest.Response {
+    guard let catalogService else { return CatalogReloadRequest.Response(applied: false) }
     let diagnostics = report.diagnostics.map { $0.json }
     guard let next = report.catalog else {
       logger.error(
@@ -30,9 +39,9 @@ extension Server {
           tenant.history.refreshTrackedEvents(tenant.engine)
           hosted.updateTime(of: tenant.account ?? "")
         }
-        applied = try catalogService.apply(next, to: engine)
+        applied = try catalogService.apply(next, to: engine, digest: digest)
       } else {
-        applied = try catalogService.apply(next, to: engine)
+        applied = try catalogService.apply(next, to: engine, digest: digest)
       }
     } catch {
       logger.error("catalog reload failed part-way", [("trigger", trigger), ("error", "\(error)")])
@@ -50,7 +59,9 @@ extension Server {
     services.requestEndOfTurn()
     logger.info("catalog reloaded", [("trigger", trigger)] + summary.logMetadata)
     // Hosted: every node of the fleet reloads its catalog too (unless this reload came from another node's).
-    if let hosted = services.hosted, let version = catalogService.version, trigger != "another node reloaded it" {
+    if let hosted = services.hosted, digest == nil, let version = catalogService.version,
+      trigger != "another node reloaded it"
+    {
       hosted.store.notifyCatalog(version: version)
     }
     return CatalogReloadRequest.Response(

@@ -196,6 +196,13 @@ public final class Server {
         session.closeAfterOwed()
       }
       hosted.reloadCatalog = { [unowned self] trigger in _ = self.reloadCatalog(trigger: trigger) }
+      if let store = hosted.store as? HostedStore {
+        hosted.catalogs = HostedCatalogs(store: store, hosted: hosted, loop: loop, logger: logger) {
+          [unowned self] catalog, digest, trigger in
+          self.applyCatalog(CatalogReport(catalog: catalog, diagnostics: [], files: []), digest: digest, trigger: trigger)
+            .applied
+        }
+      }
       hosted.sessionsOfAccount = { [unowned self] account in
         // Sessions already closing are not counted again (a deletion closes them once, whichever of PostgreSQL's
         // notification and the commit's answer comes first).

@@ -16,6 +16,7 @@ enum Handlers {
     registerCatalog(&table)
     registerMeasuring(&table)
     registerHosted(&table)
+    registerCatalogs(&table)
     for type in Messages.requests {
       precondition(table[type.method] != nil, "no handler for \(type.method)")
     }

@@ -173,6 +173,7 @@ extension HostedService {
     case .deleted(let account):
       _ = dropDeleted(account)
     case .catalog(let version):
+      if catalogs?.noticed(version) == true { return }
       guard version != catalog.version else { return }
       reloadCatalog("another node reloaded it")
       if catalog.version != version {

@@ -193,6 +193,7 @@ extension HostedService {
     case .admin:
       // The admin token does not expire: the session does, --admin-session-max after it signed in.
       if previous == nil { expiries.set(session.id, System.wallClockSeconds() + configuration.adminSessionMax) }
+      if previous == nil { catalogs?.record("admin.signIn", app: nil) }
     }
     return nil
   }

@@ -118,6 +118,8 @@ final class HostedService {
   var closeSession: (Session, ResponseError) -> Void = { _, _ in }
   /// Reload the catalog file (another node reloaded its catalog).
   var reloadCatalog: (String) -> Void = { _ in }
+  /// Catalogs published through the admin API and the audit log (PostgreSQL only; #48).
+  var catalogs: HostedCatalogs?
   /// The sessions signed in to an account and not already closing, from the server's sessions.
   var sessionsOfAccount: (String) -> [Session] = { _ in [] }
 
@@ -210,6 +212,7 @@ final class HostedService {
   }
 
   func stop() {
+    catalogs?.stop()
     housekeeping?.close()
     timeTimer?.close()
     store.stop()
