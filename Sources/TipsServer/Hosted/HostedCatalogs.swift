@@ -37,6 +37,9 @@ final class HostedCatalogs {
   private var checkAgain = false
   private var applyingDue = false
   private var timer: (any LoopTimer)?
+  private var ticks = 0
+  /// Whether the current versions were read once since the node started.
+  private var settled = false
 
   init(
     store: HostedStore, hosted: HostedService, loop: any EventLoop, logger: Logger,
@@ -48,7 +51,12 @@ final class HostedCatalogs {
     self.apply = apply
     let tick = loop.makeTimer()
     tick.keepsLoopAlive = false
-    tick.start(afterMilliseconds: 200, repeatEvery: 1_000) { [unowned self] in self.tick() }
+    // Every 250 ms until the first read of the current versions (a node starting serves its file until then), then
+    // every second.
+    tick.start(afterMilliseconds: 50, repeatEvery: 250) { [unowned self] in
+      self.ticks += 1
+      if !self.settled || self.ticks % 4 == 0 { self.tick() }
+    }
     timer = tick
   }
 
@@ -105,6 +113,7 @@ final class HostedCatalogs {
           self.check()
         }
       }
+      if case .success = result { self.settled = true }
       switch result {
       case .failure(let error):
         self.logger.warning("catalogs: cannot read the current catalog", [("app", app), ("error", error.message)])
