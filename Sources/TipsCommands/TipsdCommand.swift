@@ -9,7 +9,8 @@ public enum TipsdCommand {
     [
       ServeCommand.self, CallCommand.self, TokenCommand.self, TestCommand.self, LintCommand.self,
       StringsExportCommand.self, StringsImportCommand.self, LspCommand.self, MetricsCommand.self, InspectCommand.self,
-      ReportCommand.self, SyncStatusCommand.self,
+      ReportCommand.self, SyncStatusCommand.self, CatalogPublishCommand.self, CatalogDiffCommand.self,
+      CatalogRollbackCommand.self, CatalogScheduleCommand.self, CatalogHistoryCommand.self,
     ]
   }
 

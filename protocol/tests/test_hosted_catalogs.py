@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import time
 
 import pytest
 
-from harness import TIMEOUT
+from harness import TIMEOUT, tipsd_bin
 from hosted import ADMIN_TOKEN, Hosted, RpcError, Session
 from pgcluster import PostgresError
 
@@ -249,4 +250,40 @@ def test_account_changes_are_audited_and_the_log_is_append_only(hosted):
         with pytest.raises(PostgresError, match="append-only"):
             hosted.query(sql)
     assert int(hosted.query("SELECT count(*) FROM tipsd.audit WHERE actor = 'mallory'")) == 0
+    node.stop()
+
+
+def test_the_command_line_publishes_diffs_rolls_back_schedules_and_lists(hosted):
+    node = hosted.node("cli-1", catalog=hosted.catalog)
+    daemon = ["--socket", node.socket_path, "--token-file", str(node.token_file)]
+
+    def tipsd(*words: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [tipsd_bin(), "catalog", *words, *daemon], capture_output=True, text=True, timeout=TIMEOUT
+        )
+
+    bad = hosted.directory / "bad.json"
+    bad.write_text(json.dumps(BAD))
+    refused = tipsd("publish", str(bad), "--note", "broken")
+    assert refused.returncode == 1 and "lint error" in refused.stderr and "error: " in refused.stderr
+
+    good = hosted.directory / "good.json"
+    good.write_text(json.dumps({"tips": [{"id": TIP, "title": "From the command line"}]}))
+    dry = tipsd("publish", str(good), "--dry-run")
+    assert dry.returncode == 0 and json.loads(dry.stdout)["dryRun"] is True
+    assert tipsd("publish", str(good.with_name("catalog.json")), "--note", "the file's").returncode == 0
+    before = json.loads(tipsd("history").stdout)
+    published = tipsd("publish", str(good), "--note", "cli")
+    assert published.returncode == 0, published.stderr
+    version = json.loads(published.stdout)["version"]
+    history = json.loads(tipsd("history").stdout)
+    assert history["current"] == version and len(history["versions"]) == len(before["versions"]) + 1
+    assert history["versions"][0]["note"] == "cli"
+    diff = json.loads(tipsd("diff", str(version - 1), str(version)).stdout)
+    assert diff["to"] == version and diff["changed"][0]["id"] == TIP
+    assert json.loads(tipsd("rollback", str(version - 1)).stdout) == {"version": version - 1}
+    scheduled = json.loads(tipsd("schedule", str(version), "+3600").stdout)
+    assert scheduled["version"] == version and scheduled["at"] > time.time() + 3000
+    missing = tipsd("rollback", "999")
+    assert missing.returncode == 1 and "no catalog version 999" in missing.stderr
     node.stop()
