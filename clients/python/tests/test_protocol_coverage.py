@@ -105,6 +105,12 @@ WRAPPERS = {
         )
     ),
     "accounts/delete": lambda c, s: _hosted_only(c.accounts_delete("alice")),
+    "catalogs/publish": lambda c, s: _hosted_only(c.catalogs_publish("default", {"tips": []}, note="coverage")),
+    "catalogs/diff": lambda c, s: _hosted_only(c.catalogs_diff("default", 1, 2)),
+    "catalogs/rollback": lambda c, s: _hosted_only(c.catalogs_rollback("default", 1)),
+    "catalogs/schedule": lambda c, s: _hosted_only(c.catalogs_schedule("default", 1, 2_000_000_000)),
+    "catalogs/history": lambda c, s: _hosted_only(c.catalogs_history("default")),
+    "audit/list": lambda c, s: _hosted_only(c.audit_list(limit=10)),
     "analytics/subscribe": _analytics,
     "analytics/unsubscribe": lambda c, s: s["analytics"].close(),
     "analytics/read": lambda c, s: c.analytics_read(after=0, limit=10),

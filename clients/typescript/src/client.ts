@@ -46,6 +46,10 @@ import {
   SignIn,
   AccountsListParams,
   AccountPage,
+  AuditPage,
+  CatalogDiffResult,
+  CatalogHistoryResult,
+  CatalogPublishResult,
   SyncPullParams,
   SyncPullResult,
   SyncPushParams,
@@ -101,6 +105,12 @@ const ACCOUNT_FREE: ReadonlySet<string> = new Set([
   "accounts/import",
   "accounts/delete",
   "catalog/reload",
+  "catalogs/publish",
+  "catalogs/diff",
+  "catalogs/rollback",
+  "catalogs/schedule",
+  "catalogs/history",
+  "audit/list",
   "sync/status",
 ]);
 
@@ -580,6 +590,40 @@ export class TipsClient<S extends boolean = false> {
   /** `accounts/delete` (hosted mode, admin): erases an account everywhere and closes its sessions. */
   accountsDelete(account: string): Promise<Outcome<S, AccountsDeleteResult>> {
     return this.request("accounts/delete", { account });
+  }
+
+  /** `catalogs/publish` (hosted mode, admin): lints a catalog and publishes it as the app's next version. */
+  catalogsPublish(
+    app: string, catalog: Record<string, unknown>, options: { note?: string; dryRun?: boolean } = {},
+  ): Promise<Outcome<S, CatalogPublishResult>> {
+    return this.request("catalogs/publish", { app, catalog, ...options });
+  }
+
+  /** `catalogs/diff` (hosted mode, admin): what changed between two published versions. */
+  catalogsDiff(app: string, from: number, to: number): Promise<Outcome<S, CatalogDiffResult>> {
+    return this.request("catalogs/diff", { app, from, to });
+  }
+
+  /** `catalogs/rollback` (hosted mode, admin): makes a published version current again. */
+  catalogsRollback(app: string, version: number): Promise<Outcome<S, { version: number }>> {
+    return this.request("catalogs/rollback", { app, version });
+  }
+
+  /** `catalogs/schedule` (hosted mode, admin): publishes a stored version at `at` (seconds since the epoch). */
+  catalogsSchedule(
+    app: string, version: number, at: number,
+  ): Promise<Outcome<S, { schedule: number; version: number; at: number }>> {
+    return this.request("catalogs/schedule", { app, version, at });
+  }
+
+  /** `catalogs/history` (hosted mode, admin): the app's published versions, newest first. */
+  catalogsHistory(app: string): Promise<Outcome<S, CatalogHistoryResult>> {
+    return this.request("catalogs/history", { app });
+  }
+
+  /** `audit/list` (hosted mode, admin): the audit log, oldest first, a page at a time. */
+  auditList(params: { app?: string; after?: number; limit?: number } = {}): Promise<Outcome<S, AuditPage>> {
+    return this.request("audit/list", params);
   }
 
   /** `metrics/get`: seed 000's metrics per tip and variant, with their sample sizes (all tips and all history by default). */

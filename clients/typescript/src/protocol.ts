@@ -509,6 +509,53 @@ export interface AccountPage {
   /** Pass as `after` for the next page; null on the last. */
   next: string | null;
 }
+/** `catalogs/publish`'s result (hosted mode, admin). */
+export interface CatalogPublishResult {
+  /** The version stored; null on a dry run. */
+  version: number | null;
+  digest: string;
+  dryRun: boolean;
+  /** Dry run: accounts resident on the answering node, and those with a tip whose shouldDisplay would change. */
+  residentAccounts?: number;
+  changedAccounts?: number;
+  diff?: CatalogChanges;
+}
+/** What changed between two catalogs. */
+export interface CatalogChanges {
+  added: string[];
+  removed: string[];
+  changed: { id: string; rules: boolean; copy: boolean; variants: boolean; other: boolean }[];
+  others: string[];
+  displayFrequency: boolean;
+}
+/** `catalogs/diff`'s result. */
+export interface CatalogDiffResult extends CatalogChanges {
+  from: number;
+  to: number;
+}
+/** `catalogs/history`'s result. */
+export interface CatalogHistoryResult {
+  app: string;
+  current: number | null;
+  versions: { version: number; digest: string; note: string; actor: string; createdAt: number }[];
+}
+/** One entry of the audit log (`audit/list`). */
+export interface AuditEntry {
+  id: number;
+  /** Seconds since the epoch. */
+  at: number;
+  actor: string;
+  action: string;
+  app: string | null;
+  before: string | null;
+  after: string | null;
+  detail: Record<string, unknown>;
+}
+/** `audit/list`'s page: pass `next` as `after` for the next page (null on the last). */
+export interface AuditPage {
+  entries: AuditEntry[];
+  next: number | null;
+}
 /** A goal or app-closed donation the history recorded (`AccountExport.donations`). */
 export interface RecordedDonation {
   cursor: number;
@@ -938,6 +985,18 @@ export interface MethodMap {
   "accounts/export": { params: { account: string }; result: AccountExport };
   "accounts/import": { params: { account: string; export: AccountExport }; result: AccountsImportResult };
   "accounts/delete": { params: { account: string }; result: AccountsDeleteResult };
+  "catalogs/publish": {
+    params: { app: string; catalog: Record<string, unknown>; note?: string | null; dryRun?: boolean | null };
+    result: CatalogPublishResult;
+  };
+  "catalogs/diff": { params: { app: string; from: number; to: number }; result: CatalogDiffResult };
+  "catalogs/rollback": { params: { app: string; version: number }; result: { version: number } };
+  "catalogs/schedule": {
+    params: { app: string; version: number; at: number };
+    result: { schedule: number; version: number; at: number };
+  };
+  "catalogs/history": { params: { app: string }; result: CatalogHistoryResult };
+  "audit/list": { params: { app?: string | null; after?: number | null; limit?: number | null }; result: AuditPage };
   "testing/showAllTips": { params: void; result: null };
   "testing/hideAllTips": { params: void; result: null };
   "testing/clear": { params: void; result: null };

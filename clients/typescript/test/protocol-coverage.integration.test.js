@@ -92,6 +92,12 @@ const WRAPPERS = {
   "accounts/import": (c) => hostedOnly(
     c.accountsImport("bob", { account: "alice", exportedAt: 0, state: { version: 1, cursor: 0 }, history: [] })),
   "accounts/delete": (c) => hostedOnly(c.accountsDelete("alice")),
+  "catalogs/publish": (c) => hostedOnly(c.catalogsPublish("default", { tips: [] }, { note: "coverage" })),
+  "catalogs/diff": (c) => hostedOnly(c.catalogsDiff("default", 1, 2)),
+  "catalogs/rollback": (c) => hostedOnly(c.catalogsRollback("default", 1)),
+  "catalogs/schedule": (c) => hostedOnly(c.catalogsSchedule("default", 1, 2_000_000_000)),
+  "catalogs/history": (c) => hostedOnly(c.catalogsHistory("default")),
+  "audit/list": (c) => hostedOnly(c.auditList({ limit: 10 })),
   "analytics/subscribe": async (c, s) => {
     const events = [];
     s.offAnalytics = c.onAnalyticsEvent((event) => events.push(event), { after: 0 });

@@ -382,6 +382,47 @@ class Calls(Connection):
         """``accounts/delete`` (hosted mode, admin): erases an account everywhere and closes its sessions."""
         return await self.request("accounts/delete", {"account": account})
 
+    async def catalogs_publish(
+        self, app: str, catalog: Mapping[str, Any], note: str | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """``catalogs/publish`` (hosted mode, admin): lints ``catalog`` and publishes it as the app's next version
+        (``dry_run``: stores nothing, reports the diff and the resident accounts whose tips would change)."""
+        params: dict[str, Any] = {"app": app, "catalog": dict(catalog)}
+        if note is not None:
+            params["note"] = note
+        if dry_run:
+            params["dryRun"] = True
+        return await self.request("catalogs/publish", params)
+
+    async def catalogs_diff(self, app: str, from_version: int, to_version: int) -> dict[str, Any]:
+        """``catalogs/diff`` (hosted mode, admin): what changed between two published versions."""
+        return await self.request("catalogs/diff", {"app": app, "from": from_version, "to": to_version})
+
+    async def catalogs_rollback(self, app: str, version: int) -> dict[str, Any]:
+        """``catalogs/rollback`` (hosted mode, admin): makes a published version current again."""
+        return await self.request("catalogs/rollback", {"app": app, "version": version})
+
+    async def catalogs_schedule(self, app: str, version: int, at: float | int | _dt.datetime) -> dict[str, Any]:
+        """``catalogs/schedule`` (hosted mode, admin): publishes a stored version at ``at``."""
+        return await self.request("catalogs/schedule", {"app": app, "version": version, "at": _timestamp(at)})
+
+    async def catalogs_history(self, app: str) -> dict[str, Any]:
+        """``catalogs/history`` (hosted mode, admin): the app's published versions, newest first."""
+        return await self.request("catalogs/history", {"app": app})
+
+    async def audit_list(
+        self, app: str | None = None, after: int | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """``audit/list`` (hosted mode, admin): the audit log's entries after ``after``, oldest first."""
+        params: dict[str, Any] = {}
+        if app is not None:
+            params["app"] = app
+        if after is not None:
+            params["after"] = after
+        if limit is not None:
+            params["limit"] = limit
+        return await self.request("audit/list", params)
+
     # ------------------------------------------------------------------ clock
 
     async def clock(self) -> ClockNow:

@@ -61,6 +61,12 @@ ACCOUNT_FREE = frozenset(
         "accounts/import",
         "accounts/delete",
         "catalog/reload",
+        "catalogs/publish",
+        "catalogs/diff",
+        "catalogs/rollback",
+        "catalogs/schedule",
+        "catalogs/history",
+        "audit/list",
         "sync/status",
     }
 )
