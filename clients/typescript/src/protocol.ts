@@ -509,6 +509,19 @@ export interface AccountPage {
   /** Pass as `after` for the next page; null on the last. */
   next: string | null;
 }
+/** `catalogs/publish` (hosted mode, admin). */
+export interface CatalogsPublishParams {
+  app: string;
+  catalog: Record<string, unknown>;
+  note?: string | null;
+  dryRun?: boolean | null;
+}
+/** `catalogs/schedule`'s result. */
+export interface CatalogScheduleResult {
+  schedule: number;
+  version: number;
+  at: number;
+}
 /** `catalogs/publish`'s result (hosted mode, admin). */
 export interface CatalogPublishResult {
   /** The version stored; null on a dry run. */
@@ -985,16 +998,10 @@ export interface MethodMap {
   "accounts/export": { params: { account: string }; result: AccountExport };
   "accounts/import": { params: { account: string; export: AccountExport }; result: AccountsImportResult };
   "accounts/delete": { params: { account: string }; result: AccountsDeleteResult };
-  "catalogs/publish": {
-    params: { app: string; catalog: Record<string, unknown>; note?: string | null; dryRun?: boolean | null };
-    result: CatalogPublishResult;
-  };
+  "catalogs/publish": { params: CatalogsPublishParams; result: CatalogPublishResult };
   "catalogs/diff": { params: { app: string; from: number; to: number }; result: CatalogDiffResult };
   "catalogs/rollback": { params: { app: string; version: number }; result: { version: number } };
-  "catalogs/schedule": {
-    params: { app: string; version: number; at: number };
-    result: { schedule: number; version: number; at: number };
-  };
+  "catalogs/schedule": { params: { app: string; version: number; at: number }; result: CatalogScheduleResult };
   "catalogs/history": { params: { app: string }; result: CatalogHistoryResult };
   "audit/list": { params: { app?: string | null; after?: number | null; limit?: number | null }; result: AuditPage };
   "testing/showAllTips": { params: void; result: null };
