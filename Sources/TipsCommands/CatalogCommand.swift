@@ -61,7 +61,8 @@ struct CatalogTarget {
 struct CatalogPublishCommand: Command {
   static let name = "catalog publish"
   static let abstract = "hosted: lint a catalog file and publish it to every node (catalogs/publish)"
-  static let usage = "tipsd catalog publish FILE [--app ID] [--note TEXT] [--dry-run] [--socket PATH] [--token-file FILE]"
+  static let usage =
+    "tipsd catalog publish FILE [--app ID] [--note TEXT] [--dry-run] [--socket PATH] [--token-file FILE]"
   static let discussion = """
     Sign in with the node's admin token (--token-file). A catalog with lint errors is refused and nothing changes;
     the errors are listed. --dry-run stores nothing and reports how many resident accounts would see a tip's

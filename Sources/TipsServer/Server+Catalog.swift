@@ -12,7 +12,8 @@ extension Server {
     guard let catalogService else { return CatalogReloadRequest.Response(applied: false) }
     if let refusal = services.hosted?.catalogs?.fileReloadRefusal {
       return CatalogReloadRequest.Response(
-        applied: false, diagnostics: [["severity": "error", "file": .string(catalogService.path), "message": .string(refusal)]])
+        applied: false,
+        diagnostics: [["severity": "error", "file": .string(catalogService.path), "message": .string(refusal)]])
     }
     return applyCatalog(catalogService.load(), digest: nil, trigger: trigger)
   }

@@ -199,8 +199,10 @@ public final class Server {
       if let store = hosted.store as? HostedStore {
         hosted.catalogs = HostedCatalogs(store: store, hosted: hosted, loop: loop, logger: logger) {
           [unowned self] catalog, digest, trigger in
-          self.applyCatalog(CatalogReport(catalog: catalog, diagnostics: [], files: []), digest: digest, trigger: trigger)
-            .applied
+          self.applyCatalog(
+            CatalogReport(catalog: catalog, diagnostics: [], files: []), digest: digest, trigger: trigger
+          )
+          .applied
         }
       }
       hosted.sessionsOfAccount = { [unowned self] account in

@@ -59,7 +59,9 @@ extension Handlers {
       let hosted: HostedService
       do throws(ResponseError) { hosted = try admin(context) } catch { return reply(.failure(error)) }
       hosted.export(request.account) { result in
-        if case .success = result { hosted.catalogs?.record("account.export", detail: ["account": .string(request.account)]) }
+        if case .success = result {
+          hosted.catalogs?.record("account.export", detail: ["account": .string(request.account)])
+        }
         reply(result)
       }
     }
@@ -68,7 +70,9 @@ extension Handlers {
       let hosted: HostedService
       do throws(ResponseError) { hosted = try admin(context) } catch { return reply(.failure(error)) }
       hosted.importAccount(request.account, from: request.export) { result in
-        if case .success = result { hosted.catalogs?.record("account.import", detail: ["account": .string(request.account)]) }
+        if case .success = result {
+          hosted.catalogs?.record("account.import", detail: ["account": .string(request.account)])
+        }
         reply(result.map { AccountsImportRequest.Response(account: request.account, history: $0) })
       }
     }
