@@ -37,6 +37,15 @@ public struct AuditEntry: Sendable, Equatable {
   }
 }
 
+extension AuditEntry {
+  /// An admin's change of one account (`account.import`, `account.delete`), for the change's own batch.
+  static func accountChange(_ action: String, _ account: String) -> PGStatement {
+    .query(
+      "SELECT tipsd.audit_append('admin', $1, 'default', NULL, NULL, json_build_object('account', $2::text)::text)",
+      [action, account])
+  }
+}
+
 /// A published catalog version as PostgreSQL keeps it (`tipsd.catalog_versions`).
 public struct CatalogVersion: Sendable, Equatable {
   public var app: String

@@ -258,6 +258,7 @@ public final class HostedStore: HostedStorage {
       .query("DELETE FROM tipsd.snapshots WHERE account = $1", [account]),
       .query("DELETE FROM tipsd.accounts WHERE account = $1", [account]),
       .query("SELECT pg_notify($1, $2)", [PGSchema.fleetChannel, "deleted " + account]),
+      AuditEntry.accountChange("account.delete", account),
     ]) { completion($0.map { _ in () }) }
   }
 
@@ -367,6 +368,7 @@ public final class HostedStore: HostedStorage {
       .query("INSERT INTO tipsd.accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING", [account]),
       .query(
         "INSERT INTO tipsd.snapshots (account, cursor, state) VALUES ($1, 0, $2)", [account, snapshot.json.jsonString]),
+      AuditEntry.accountChange("account.import", account),
     ]
     for chunk in history {
       statements.append(

@@ -239,6 +239,11 @@ def test_account_changes_are_audited_and_the_log_is_append_only(hosted):
                 break
             assert time.monotonic() < deadline, f"not audited: {wanted}"
             await asyncio.sleep(0.1)
+        # Import and delete are recorded in their own transaction: a refused import (erin holds state now) leaves none.
+        with pytest.raises(RpcError):
+            await admin.call("accounts/import", {"account": "erin", "export": exported})
+        imports = [e for e in await audit(admin) if e["action"] == "account.import"]
+        assert [e["detail"] for e in imports] == [{"account": "erin"}]
         ids = [e["id"] for e in entries]
         assert ids == sorted(ids) and len(set(ids)) == len(ids)
         page = await admin.call("audit/list", {"after": ids[0], "limit": 1})

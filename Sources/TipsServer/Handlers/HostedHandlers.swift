@@ -70,9 +70,6 @@ extension Handlers {
       let hosted: HostedService
       do throws(ResponseError) { hosted = try admin(context) } catch { return reply(.failure(error)) }
       hosted.importAccount(request.account, from: request.export) { result in
-        if case .success = result {
-          hosted.catalogs?.record("account.import", detail: ["account": .string(request.account)])
-        }
         reply(result.map { AccountsImportRequest.Response(account: request.account, history: $0) })
       }
     }
@@ -85,7 +82,6 @@ extension Handlers {
       hosted.deleteAccount(request.account) { result in
         switch result {
         case .success(let closed):
-          hosted.catalogs?.record("account.delete", detail: ["account": .string(request.account)])
           reply(.success(AccountsDeleteRequest.Response(account: request.account, closedSessions: closed)))
         case .failure(let error):
           reply(.failure(.unavailable(method: AccountsDeleteRequest.method, retryAfter: 1, error.message)))
