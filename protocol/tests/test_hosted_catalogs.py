@@ -292,3 +292,27 @@ def test_the_command_line_publishes_diffs_rolls_back_schedules_and_lists(hosted)
     missing = tipsd("rollback", "999")
     assert missing.returncode == 1 and "no catalog version 999" in missing.stderr
     node.stop()
+
+
+def test_a_version_made_current_without_a_notification_is_picked_up_by_the_periodic_check(hosted):
+    node = hosted.node("net-1", catalog=hosted.catalog)
+
+    async def body():
+        admin = await Session.open(node.socket_path, ADMIN_TOKEN)
+        published = await admin.call("catalogs/publish", {"app": "default", "catalog": SHOWN, "note": "base"})
+        stored = json.dumps({"tips": [{"id": TIP, "title": "Behind the fleet's back"}]})
+        # Made current in PostgreSQL with no NOTIFY: as if the node's listener had been away when it happened.
+        hosted.query(
+            "INSERT INTO tipsd.catalog_versions (app, version, catalog, digest, note, actor) "
+            f"VALUES ('default', {published['version'] + 1}, '{stored}', 'feedfacefeedface', 'quiet', 'test'); "
+            f"UPDATE tipsd.catalog_current SET version = {published['version'] + 1} WHERE app = 'default'"
+        )
+        await until(lambda: node.health()["hosted"]["catalog"] == "feedfacefeedface", "the periodic check's switch")
+        user = await Session.open(node.socket_path, hosted.token("frank"))
+        status = await user.call("tips/status", {"ids": [TIP]})
+        assert status["tips"][0]["tip"]["title"] == "Behind the fleet's back"
+        await user.close()
+        await admin.close()
+
+    asyncio.run(body())
+    node.stop()
