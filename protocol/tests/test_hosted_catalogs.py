@@ -300,7 +300,7 @@ def test_a_version_made_current_without_a_notification_is_picked_up_by_the_perio
     async def body():
         admin = await Session.open(node.socket_path, ADMIN_TOKEN)
         published = await admin.call("catalogs/publish", {"app": "default", "catalog": SHOWN, "note": "base"})
-        stored = json.dumps({"tips": [{"id": TIP, "title": "Behind the fleet's back"}]})
+        stored = json.dumps({"tips": [{"id": TIP, "title": "Behind the fleet\u2019s back"}]})
         # Made current in PostgreSQL with no NOTIFY: as if the node's listener had been away when it happened.
         hosted.query(
             "INSERT INTO tipsd.catalog_versions (app, version, catalog, digest, note, actor) "
@@ -310,7 +310,7 @@ def test_a_version_made_current_without_a_notification_is_picked_up_by_the_perio
         await until(lambda: node.health()["hosted"]["catalog"] == "feedfacefeedface", "the periodic check's switch")
         user = await Session.open(node.socket_path, hosted.token("frank"))
         status = await user.call("tips/status", {"ids": [TIP]})
-        assert status["tips"][0]["tip"]["title"] == "Behind the fleet's back"
+        assert status["tips"][0]["tip"]["title"] == "Behind the fleet\u2019s back"
         await user.close()
         await admin.close()
 
