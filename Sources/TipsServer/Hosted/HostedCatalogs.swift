@@ -14,7 +14,7 @@ import TipsTransport
 /// as a net for a notification missed while the listener was away, every second. The same tick applies the schedules
 /// that fell due (`tipsd.catalog_apply_due`: each claimed and marked applied in one transaction, so exactly once,
 /// by whichever node gets it first — a schedule survives restarts and failover because it is a row). A version is
-/// applied through the catalog reload's path (``Server/applyCatalog(_:version:trigger:)``): every resident account is
+/// applied through the catalog reload's path (``Server/applyCatalog(_:digest:trigger:)``): every resident account is
 /// re-evaluated and its observers told of every tip that starts or stops displaying.
 final class HostedCatalogs {
   /// The apps this deployment serves (until apps per deployment arrive, one: `default`).
@@ -206,14 +206,17 @@ final class HostedCatalogs {
     }
   }
 
-  /// How many resident accounts this node holds, and of those how many would see some tip's `shouldDisplay`
+  /// How many accounts this node holds loaded, and of those how many would see some tip's `shouldDisplay`
   /// change under `next`: each account's merged state loaded on a fresh engine with the catalog in force and on one
   /// with `next`, and their tips compared.
   func dryRun(_ next: Catalog) -> (resident: Int, changed: Int) {
     var changed = 0
+    var resident = 0
     let current = hosted.catalog.current
     for (account, tenant) in hosted.tenants {
+      // An account still loading has no merged state yet: it loads with whatever catalog is in force then.
       guard let model = tenant.model else { continue }
+      resident += 1
       let snapshot = AccountSnapshot(model: model)
       func displays(_ catalog: Catalog) -> [String: Bool]? {
         let engine = Engine(clock: hosted.clock, configuration: EngineConfiguration(canonicalDonationOrder: true))
@@ -234,7 +237,7 @@ final class HostedCatalogs {
       let ids = Set(before.keys).union(after.keys)
       if ids.contains(where: { (before[$0] ?? false) != (after[$0] ?? false) }) { changed += 1 }
     }
-    return (hosted.tenants.count, changed)
+    return (resident, changed)
   }
 
   func rollback(
