@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from harness import TIMEOUT, tipsd_bin
+from harness import TIMEOUT, Contract, tipsd_bin
 from hosted import ADMIN_TOKEN, Hosted, RpcError, Session
 from pgcluster import PostgresError
 
@@ -38,6 +38,20 @@ def hosted(tmp_path_factory):
     world.catalog = catalog
     yield world
     world.close()
+
+
+CONTRACT = Contract()
+
+
+async def call(session: Session, method: str, params: dict | None = None):
+    """A request whose result (or error code) is checked against protocol/openrpc.json."""
+    try:
+        result = await session.call(method, params)
+    except RpcError as error:
+        assert error.code in CONTRACT.error_codes(method), f"{method}: error {error.code} is not documented"
+        raise
+    CONTRACT.result_validator(method).validate(result)
+    return result
 
 
 async def until(condition, what: str) -> None:
@@ -65,7 +79,7 @@ async def observe(session: Session) -> bool:
 async def audit(admin: Session) -> list[dict]:
     entries, after = [], None
     while True:
-        page = await admin.call("audit/list", {"after": after, "limit": 100})
+        page = await call(admin, "audit/list", {"after": after, "limit": 100})
         entries += page["entries"]
         if page["next"] is None:
             return entries
@@ -87,38 +101,38 @@ def test_publish_reaches_every_node_bad_catalog_changes_nothing_and_rollback(hos
 
         # A bad catalog: refused with its lint errors; nothing stored, nothing recorded, nobody told.
         with pytest.raises(RpcError) as refused:
-            await admin.call("catalogs/publish", {"app": "default", "catalog": BAD, "note": "broken"})
+            await call(admin, "catalogs/publish", {"app": "default", "catalog": BAD, "note": "broken"})
         assert refused.value.code == -32602
         diagnostics = refused.value.data["diagnostics"]
         assert diagnostics and all(d["severity"] in ("error", "warning") for d in diagnostics)
         assert any(d["severity"] == "error" for d in diagnostics)
-        history = await admin.call("catalogs/history", {"app": "default"})
+        history = await call(admin, "catalogs/history", {"app": "default"})
         assert history == {"app": "default", "current": None, "versions": []}
         assert hosted.query("SELECT count(*) FROM tipsd.catalog_versions").strip() == "0"
         assert not [e for e in await audit(admin) if e["action"].startswith("catalog.")]
 
         # An unknown app is refused precisely.
         with pytest.raises(RpcError) as unknown:
-            await admin.call("catalogs/publish", {"app": "nope", "catalog": HIDDEN})
+            await call(admin, "catalogs/publish", {"app": "nope", "catalog": HIDDEN})
         assert unknown.value.code == -32602 and '"nope"' in unknown.value.message
 
         # A user may not publish.
         with pytest.raises(RpcError) as forbidden:
-            await users[0].call("catalogs/publish", {"app": "default", "catalog": HIDDEN})
+            await call(users[0], "catalogs/publish", {"app": "default", "catalog": HIDDEN})
         assert forbidden.value.code == -32014
 
         # Dry run: both accounts resident on their nodes; on node one, ann's tip would stop displaying.
-        dry = await admin.call("catalogs/publish", {"app": "default", "catalog": HIDDEN, "dryRun": True})
+        dry = await call(admin, "catalogs/publish", {"app": "default", "catalog": HIDDEN, "dryRun": True})
         assert dry["dryRun"] is True and dry["version"] is None
         assert dry["residentAccounts"] == 1 and dry["changedAccounts"] == 1
         assert dry["diff"]["changed"] == [{"id": TIP, "rules": True, "copy": False, "variants": False, "other": False}]
         assert hosted.query("SELECT count(*) FROM tipsd.catalog_versions").strip() == "0"
-        same = await admin.call("catalogs/publish", {"app": "default", "catalog": FILE_CATALOG, "dryRun": True})
+        same = await call(admin, "catalogs/publish", {"app": "default", "catalog": FILE_CATALOG, "dryRun": True})
         assert same["changedAccounts"] == 0
 
         # Publish: every node switches, and its observers are told, within a few seconds.
         started = time.monotonic()
-        published = await admin.call("catalogs/publish", {"app": "default", "catalog": HIDDEN, "note": "hide it"})
+        published = await call(admin, "catalogs/publish", {"app": "default", "catalog": HIDDEN, "note": "hide it"})
         assert published["version"] == 1 and published["dryRun"] is False
         await until(lambda: all(displays(u) == [False] for u in users), "both nodes' observers told of the publish")
         elapsed = time.monotonic() - started
@@ -127,20 +141,20 @@ def test_publish_reaches_every_node_bad_catalog_changes_nothing_and_rollback(hos
             assert node.health()["hosted"]["catalog"] == published["digest"]
 
         # A second version, then back to the first: observers follow both.
-        shown = await admin.call("catalogs/publish", {"app": "default", "catalog": SHOWN, "note": "show it"})
+        shown = await call(admin, "catalogs/publish", {"app": "default", "catalog": SHOWN, "note": "show it"})
         assert shown["version"] == 2
         await until(lambda: all(displays(u) == [False, True] for u in users), "observers told of version 2")
-        rolled = await admin.call("catalogs/rollback", {"app": "default", "version": 1})
+        rolled = await call(admin, "catalogs/rollback", {"app": "default", "version": 1})
         assert rolled == {"version": 1}
         await until(lambda: all(displays(u) == [False, True, False] for u in users), "observers told of the rollback")
         with pytest.raises(RpcError) as missing:
-            await admin.call("catalogs/rollback", {"app": "default", "version": 9})
+            await call(admin, "catalogs/rollback", {"app": "default", "version": 9})
         assert missing.value.code == -32602
 
-        diff = await admin.call("catalogs/diff", {"app": "default", "from": 1, "to": 2})
+        diff = await call(admin, "catalogs/diff", {"app": "default", "from": 1, "to": 2})
         assert diff["from"] == 1 and diff["to"] == 2 and diff["added"] == [] and diff["removed"] == []
         assert diff["changed"] == [{"id": TIP, "rules": True, "copy": True, "variants": False, "other": False}]
-        history = await admin.call("catalogs/history", {"app": "default"})
+        history = await call(admin, "catalogs/history", {"app": "default"})
         assert history["current"] == 1
         assert [(v["version"], v["note"], v["actor"]) for v in history["versions"]] == [
             (2, "show it", "admin"),
@@ -172,15 +186,15 @@ def test_a_scheduled_publish_survives_a_node_restart_and_applies_once(hosted):
 
     async def body():
         admin = await Session.open(one.socket_path, ADMIN_TOKEN)
-        before = (await admin.call("catalogs/history", {"app": "default"}))["current"]
-        target = await admin.call("catalogs/publish", {"app": "default", "catalog": SHOWN, "note": "target"})
+        before = (await call(admin, "catalogs/history", {"app": "default"}))["current"]
+        target = await call(admin, "catalogs/publish", {"app": "default", "catalog": SHOWN, "note": "target"})
         version = target["version"]
-        back = await admin.call("catalogs/publish", {"app": "default", "catalog": HIDDEN, "note": "for now"})
+        back = await call(admin, "catalogs/publish", {"app": "default", "catalog": HIDDEN, "note": "for now"})
         at = time.time() + 4
-        scheduled = await admin.call("catalogs/schedule", {"app": "default", "version": version, "at": at})
+        scheduled = await call(admin, "catalogs/schedule", {"app": "default", "version": version, "at": at})
         assert scheduled["version"] == version and scheduled["schedule"] >= 1
         with pytest.raises(RpcError) as missing:
-            await admin.call("catalogs/schedule", {"app": "default", "version": 99, "at": at})
+            await call(admin, "catalogs/schedule", {"app": "default", "version": 99, "at": at})
         assert missing.value.code == -32602
         await admin.close()
         assert before != version
@@ -246,7 +260,7 @@ def test_account_changes_are_audited_and_the_log_is_append_only(hosted):
         assert [e["detail"] for e in imports] == [{"account": "erin"}]
         ids = [e["id"] for e in entries]
         assert ids == sorted(ids) and len(set(ids)) == len(ids)
-        page = await admin.call("audit/list", {"after": ids[0], "limit": 1})
+        page = await call(admin, "audit/list", {"after": ids[0], "limit": 1})
         assert [e["id"] for e in page["entries"]] == [ids[1]] and page["next"] == ids[1]
         await admin.close()
 
@@ -299,7 +313,7 @@ def test_a_version_made_current_without_a_notification_is_picked_up_by_the_perio
 
     async def body():
         admin = await Session.open(node.socket_path, ADMIN_TOKEN)
-        published = await admin.call("catalogs/publish", {"app": "default", "catalog": SHOWN, "note": "base"})
+        published = await call(admin, "catalogs/publish", {"app": "default", "catalog": SHOWN, "note": "base"})
         stored = json.dumps({"tips": [{"id": TIP, "title": "Behind the fleet\u2019s back"}]})
         # Made current in PostgreSQL with no NOTIFY: as if the node's listener had been away when it happened.
         hosted.query(
