@@ -90,13 +90,19 @@
 /// cursors). Devices and one-user daemons pushing through `tipsd.push` still notify in their transaction. During a
 /// rolling upgrade a node of version 10 keeps notifying inside its commits; both kinds of node hear each other.
 ///
+/// Version 12 adds `tipsd.commit_set` (#47, `PGSchema+CommitSet.swift`): a hosted node's turn in one call of fixed
+/// shape whatever its number of accounts — keys in one insert, the accounts' rows locked in account order and bumped
+/// in one update, operations and history chunks in one insert each — where `tipsd.commit` (kept for turns with
+/// devices' pushes and for the one-account-at-a-time fallback) ran a PL/pgSQL call per account, a loop per
+/// operation and a call per history chunk. No table changes; nodes of version 11 and 12 share a database.
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 11
+  package static let version = 12
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -211,6 +217,9 @@ public enum PGSchema {
       END IF;
       IF (SELECT version FROM tipsd.schema_version) < 11 THEN
         UPDATE tipsd.schema_version SET version = 11;
+      END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 12 THEN
+        UPDATE tipsd.schema_version SET version = 12;
       END IF;
       IF migrating THEN
     \(functions)
@@ -462,6 +471,7 @@ public enum PGSchema {
           erased := coalesce(erased, false);
         END
         $commit$;
+    \(commitSetFunction)
         CREATE OR REPLACE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
         BEGIN
           IF EXISTS (SELECT 1 FROM tipsd.ops WHERE account = p_account)
