@@ -1,6 +1,6 @@
 public import TipsSync
 
-/// One entry of the audit log (`tipsd.audit`, schema 12): who changed what, when, in which app, the digests before
+/// One entry of the audit log (`tipsd.audit`, schema 13): who changed what, when, in which app, the digests before
 /// and after, and a JSON detail.
 public struct AuditEntry: Sendable, Equatable {
   public var id: Int64
@@ -59,7 +59,7 @@ public struct CatalogVersion: Sendable, Equatable {
   public var createdAt: Double
 }
 
-/// Catalogs published through the admin API and the audit log (schema 12). Every change is one batch — one
+/// Catalogs published through the admin API and the audit log (schema 13). Every change is one batch — one
 /// transaction — with its audit entry and its notification to the fleet (`catalog published APP`).
 extension HostedStore {
   /// Publishes `catalog` (already linted) as the app's next version and makes it current; answers the version.

@@ -1,10 +1,12 @@
 import TipsJSON
+import TipsRecords
 import TipsSync
 
-// The group commit (#42): each account's part of a turn is one statement (`tipsd.commit`), so one account can never
-// fail another's. An idempotency key another node committed first refuses that account's part only (answered with the
-// first reply); a statement PostgreSQL refuses (which rolls the whole transaction back) makes the node commit each
-// account in its own transaction, so only the failing account's part is lost.
+// The group commit (#42): a turn's accounts in one set-based call (`tipsd.commit_set`, schema 12), or one statement
+// an account (`tipsd.commit`) when devices pushed through the node; either way one account can never fail another's.
+// An idempotency key another node committed first refuses that account's part only (answered with the first reply);
+// a statement PostgreSQL refuses (which rolls the whole transaction back) makes the node commit each account in its
+// own transaction, so only the failing account's part is lost.
 
 extension HostedStore {
   /// Commits every account's changes in one transaction, accounts in sorted order (two nodes committing overlapping
@@ -20,30 +22,100 @@ extension HostedStore {
       completion(.success([:]))
       return
     }
-    let statements = sorted.map(statement)
     // Once PostgreSQL answered, the commit's notifications go out in a transaction of their own (schema 11).
     let completion: (Result<[String: Committed], HostedError>) -> Void = { [weak self] result in
       if case .success(let answers) = result { self?.publish(sorted, answers) }
       completion(result)
     }
+    // Schema 12: the turn's accounts in one set-based call, unless a device pushed through the node (its clash check
+    // is `tipsd.commit`'s). (The writer migrated the database to 12 before it prepared the call.)
+    let setBased = sorted.count > 1 && !sorted.contains { $0.devices.contains { !$0.operations.isEmpty } }
+    let statements = setBased ? [setStatement(sorted)] : sorted.map(statement)
     writer.send(statements) { [weak self] result in
       switch result {
       case .success(let results):
         var answers: [String: Committed] = [:]
-        for (index, change) in sorted.enumerated() {
-          answers[change.account] = Self.answer(index < results.count ? results[index].rows : [], change)
+        if setBased {
+          self?.commitCounts.setBased += 1
+          // One row an account, in the order sent: its name, then `tipsd.commit`'s columns.
+          let rows = results.first?.rows ?? []
+          for (index, change) in sorted.enumerated() {
+            let row = index < rows.count && rows[index].first == change.account ? [Array(rows[index].dropFirst())] : []
+            answers[change.account] = Self.answer(row, change)
+          }
+        } else {
+          for (index, change) in sorted.enumerated() {
+            answers[change.account] = Self.answer(index < results.count ? results[index].rows : [], change)
+          }
         }
         completion(.success(answers))
       case .failure(let error) where error.rolledBack && sorted.count == 1:
         completion(.success([sorted[0].account: Self.refusal(error)]))
       case .failure(let error) where error.rolledBack:
-        // One account's statement failed and PostgreSQL rolled everything back: each account again, alone.
+        // A statement failed and PostgreSQL rolled everything back: each account again, alone, through
+        // `tipsd.commit` — only the failing account's part is lost.
         guard let self else { return completion(.failure(error)) }
-        self.commitEach(sorted, statements, completion: completion)
+        self.commitCounts.eachAfterFailure += 1
+        self.commitEach(sorted, sorted.map(self.statement), completion: completion)
       case .failure(let error):
         completion(.failure(error))
       }
     }
+  }
+
+  /// `tipsd.commit_set`'s call for a turn's accounts (sorted): each account's operations, history chunks and
+  /// idempotent replies (keys in order, each once) as consecutive items of flat arrays, counted per account.
+  private func setStatement(_ sorted: [AccountChanges]) -> PGStatement {
+    var opCounts: [Int64] = []
+    var seqs: [Int64] = []
+    var ops: [String] = []
+    var chunkCounts: [Int64] = []
+    var counts: [Int64] = []
+    var firstAts: [Double] = []
+    var lastAts: [Double] = []
+    var entries: [String] = []
+    var keyCounts: [Int64] = []
+    var keys: [String] = []
+    var replies: [String] = []
+    var ats: [Double] = []
+    for change in sorted {
+      opCounts.append(Int64(change.operations.count))
+      for operation in change.operations {
+        seqs.append(operation.seq)
+        ops.append(operation.payload)
+      }
+      chunkCounts.append(Int64(change.history.count))
+      for chunk in change.history {
+        counts.append(Int64(chunk.count))
+        firstAts.append(chunk.firstAt)
+        lastAts.append(chunk.lastAt)
+        entries.append(Hex.bytea(chunk.bytes))
+      }
+      let kept = Self.orderedReplies(change.replies)
+      keyCounts.append(Int64(kept.count))
+      for reply in kept {
+        keys.append(reply.key)
+        replies.append(String(decoding: reply.result, as: UTF8.self))
+        ats.append(reply.at)
+      }
+    }
+    return .prepared(
+      Statement.commitSet,
+      [
+        PGSchema.textArray(sorted.map(\.account)), configuration.node, PGSchema.integerArray(opCounts),
+        PGSchema.integerArray(seqs), PGSchema.textArray(ops), PGSchema.integerArray(chunkCounts),
+        PGSchema.integerArray(counts), Self.doubleArray(firstAts), Self.doubleArray(lastAts),
+        PGSchema.textArray(entries), PGSchema.integerArray(keyCounts), PGSchema.textArray(keys),
+        PGSchema.textArray(replies), Self.doubleArray(ats),
+      ])
+  }
+
+  /// An account's idempotent replies as stored: each key once (its first reply), keys in order (two nodes inserting
+  /// the same keys of one account never wait for each other in a cycle).
+  static func orderedReplies(_ replies: [IdempotentReply]) -> [IdempotentReply] {
+    var seen: Set<String> = []
+    return replies.filter { seen.insert($0.key).inserted }
+      .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
   }
 
   /// Each account's statement in its own transaction (pipelined: one round trip); an account whose statement fails
@@ -104,11 +176,8 @@ extension HostedStore {
 
   /// `tipsd.commit`'s call for one account's changes.
   private func statement(_ change: AccountChanges) -> PGStatement {
-    // Keys in order: two nodes inserting the same keys of one account never wait for each other in a cycle.
-    // Each key once (its first reply): `tipsd.commit` counts the keys it inserted.
-    var seen: Set<String> = []
-    let replies = change.replies.filter { seen.insert($0.key).inserted }
-      .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    // Each key once, in order (`tipsd.commit` counts the keys it inserted).
+    let replies = Self.orderedReplies(change.replies)
     let devices = change.devices.filter { !$0.operations.isEmpty }
     return .prepared(
       Statement.commit,

@@ -138,6 +138,9 @@ public final class HostedStore: HostedStorage {
   /// The backend a lost writer connection left behind, which may still commit what it was sent (a partition that
   /// heals after the node gave up on the connection forwards it): loads end it first (``fenceSQL``).
   var fence: Backend?
+  /// Turns committed account by account because their one transaction failed (a statement PostgreSQL refused for
+  /// one account), and turns committed in one set-based call (`tipsd.commit_set`), since start.
+  public internal(set) var commitCounts = (eachAfterFailure: 0, setBased: 0)
   private let listener: PGLink
   /// A fleet notification arrived.
   public var onNotice: ((Notice) -> Void)?
@@ -160,7 +163,10 @@ public final class HostedStore: HostedStorage {
     writer = link(
       "writer",
       .pipelined(
-        prepare: [(Statement.commit, PGSchema.commit), (Statement.history, Self.appendHistory)],
+        prepare: [
+          (Statement.commit, PGSchema.commit), (Statement.commitSet, PGSchema.commitSet),
+          (Statement.history, Self.appendHistory),
+        ],
         // Its commits do not notify (schema 11): ``publish(_:_:)`` does, once each is answered, off their lock.
         setup: ["SELECT set_config('tipsd.defer_notify', 'on', false)", Self.backendIdentity]))
     reader = link(
@@ -438,6 +444,7 @@ public final class HostedStore: HostedStorage {
     static let pull = "tipsd_pull"
     static let readHistory = "tipsd_read_history"
     static let commit = "tipsd_commit"
+    static let commitSet = "tipsd_commit_set"
   }
 
   static let appendHistory =

@@ -63,6 +63,8 @@ import TipsTransport
     }
     #expect(answers["bob"] == HostedStore.Committed(lastCursor: 2, historyFirst: [1]))
     #expect(answers["alice"] == HostedStore.Committed(lastCursor: 1, historyFirst: [1, 3]))
+    // Both accounts in one set-based call (schema 12), which nothing made fail.
+    #expect(harness.store.commitCounts == (0, 1))
     #expect(harness.spin { harness.notices.count >= 2 })
     #expect(Set(harness.notices) == [.operations(account: "alice", cursor: 1), .operations(account: "bob", cursor: 2)])
 
@@ -193,6 +195,8 @@ import TipsTransport
     #expect(mixed["a"]?.lastCursor == 1 && mixed["a"]?.refused == nil)
     #expect(mixed["c"]?.lastCursor == 1 && mixed["c"]?.refused == nil)
     #expect(mixed["b"]?.refused != nil)
+    // The set-based call failed as a whole; each account was then committed alone.
+    #expect(harness.store.commitCounts == (1, 0))
     #expect(try postgres.query("SELECT account FROM tipsd.ops ORDER BY account") == "a\nc\n")
     #expect(try postgres.query("SELECT account, reply FROM tipsd.idempotency") == "a|1\n")
 
@@ -254,6 +258,8 @@ import TipsTransport
         ], completion: completion)
     }
     #expect(lost["alice"]?.refused != nil)
+    // Refused inside the set-based call, which stored bob's part: no fallback.
+    #expect(second.store.commitCounts == (0, 1))
     #expect(lost["alice"]?.firstReplies == ["k": Array("\"first\"".utf8)])
     #expect(lost["bob"]?.refused == nil && lost["bob"]?.lastCursor == 1)
     // Nothing of alice's part on node-b: no operation, no history, not even its new key j.

@@ -7,7 +7,7 @@ import TipsProtocol
 import TipsSystem
 import TipsTransport
 
-/// Catalogs published through the admin API (#48), kept in PostgreSQL (schema 12), and the audit log.
+/// Catalogs published through the admin API (#48), kept in PostgreSQL (schema 13), and the audit log.
 ///
 /// Each node serves its app's current published version once there is one (until then, the `--catalog` file): it
 /// reads it when PostgreSQL notifies the fleet (`catalog published APP`, sent in the publish's own transaction) and,

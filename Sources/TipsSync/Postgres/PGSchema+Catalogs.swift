@@ -1,7 +1,7 @@
-/// Version 12's catalogs and audit log (see ``PGSchema``'s notes): the tables, created once, and the functions,
+/// Version 13's catalogs and audit log (see ``PGSchema``'s notes): the tables, created once, and the functions,
 /// replaced by every migration.
 extension PGSchema {
-  /// The tables version 12 adds.
+  /// The tables version 13 adds.
   static let catalogTables = """
         CREATE TABLE tipsd.catalog_versions (
           app text NOT NULL,

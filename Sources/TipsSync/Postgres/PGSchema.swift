@@ -90,7 +90,13 @@
 /// cursors). Devices and one-user daemons pushing through `tipsd.push` still notify in their transaction. During a
 /// rolling upgrade a node of version 10 keeps notifying inside its commits; both kinds of node hear each other.
 ///
-/// Version 12 keeps catalogs and the audit log (#48): `tipsd.catalog_versions (app, version, catalog, digest, note,
+/// Version 12 adds `tipsd.commit_set` (#47, `PGSchema+CommitSet.swift`): a hosted node's turn in one call of fixed
+/// shape whatever its number of accounts — keys in one insert, the accounts' rows locked in account order and bumped
+/// in one update, operations and history chunks in one insert each — where `tipsd.commit` (kept for turns with
+/// devices' pushes and for the one-account-at-a-time fallback) ran a PL/pgSQL call per account, a loop per
+/// operation and a call per history chunk. No table changes; nodes of version 11 and 12 share a database.
+///
+/// Version 13 keeps catalogs and the audit log (#48): `tipsd.catalog_versions (app, version, catalog, digest, note,
 /// actor, created_at)` holds every published catalog of an app (versions numbered per app from 1, the catalog's JSON
 /// text and its digest), `tipsd.catalog_current (app, version)` the version each app serves, and
 /// `tipsd.catalog_schedules (id, app, version, at, actor, applied_at)` publishes to come. `tipsd.catalog_publish`,
@@ -106,7 +112,7 @@
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 12
+  package static let version = 13
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -223,8 +229,11 @@ public enum PGSchema {
         UPDATE tipsd.schema_version SET version = 11;
       END IF;
       IF (SELECT version FROM tipsd.schema_version) < 12 THEN
-    \(catalogTables)
         UPDATE tipsd.schema_version SET version = 12;
+      END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 13 THEN
+    \(catalogTables)
+        UPDATE tipsd.schema_version SET version = 13;
       END IF;
       IF migrating THEN
     \(functions)
@@ -477,6 +486,7 @@ public enum PGSchema {
           erased := coalesce(erased, false);
         END
         $commit$;
+    \(commitSetFunction)
         CREATE OR REPLACE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
         BEGIN
           IF EXISTS (SELECT 1 FROM tipsd.ops WHERE account = p_account)
