@@ -1,5 +1,15 @@
-/// Version 13's catalogs and audit log (see ``PGSchema``'s notes): the tables, created once, and the functions,
-/// replaced by every migration.
+/// Version 13 keeps catalogs and the audit log (#48): `tipsd.catalog_versions (app, version, catalog, digest, note,
+/// actor, created_at)` holds every published catalog of an app (versions numbered per app from 1, the catalog's JSON
+/// text and its digest), `tipsd.catalog_current (app, version)` the version each app serves, and
+/// `tipsd.catalog_schedules (id, app, version, at, actor, applied_at)` publishes to come. `tipsd.catalog_publish`,
+/// `tipsd.catalog_set_current` (a rollback) and `tipsd.catalog_apply_due` (a due schedule, claimed `FOR UPDATE SKIP
+/// LOCKED` and marked applied in the same transaction: once, by whichever node runs it first) take the app's
+/// advisory lock, append their audit entry and notify the fleet (`catalog published APP`) in the change's own
+/// transaction. `tipsd.audit (id, at, actor, action, app, before, after, detail)` is append-only: a trigger refuses
+/// every UPDATE, DELETE and TRUNCATE; `tipsd.audit_append` adds an entry in the caller's transaction.
+///
+/// The tables are created once (``catalogTables``); the functions are replaced by every migration
+/// (``catalogFunctions``).
 extension PGSchema {
   /// The tables version 13 adds.
   static let catalogTables = """

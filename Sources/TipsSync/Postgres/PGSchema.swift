@@ -96,15 +96,8 @@
 /// devices' pushes and for the one-account-at-a-time fallback) ran a PL/pgSQL call per account, a loop per
 /// operation and a call per history chunk. No table changes; nodes of version 11 and 12 share a database.
 ///
-/// Version 13 keeps catalogs and the audit log (#48): `tipsd.catalog_versions (app, version, catalog, digest, note,
-/// actor, created_at)` holds every published catalog of an app (versions numbered per app from 1, the catalog's JSON
-/// text and its digest), `tipsd.catalog_current (app, version)` the version each app serves, and
-/// `tipsd.catalog_schedules (id, app, version, at, actor, applied_at)` publishes to come. `tipsd.catalog_publish`,
-/// `tipsd.catalog_set_current` (a rollback) and `tipsd.catalog_apply_due` (a due schedule, claimed `FOR UPDATE SKIP
-/// LOCKED` and marked applied in the same transaction: once, by whichever node runs it first) take the app's
-/// advisory lock, append their audit entry and notify the fleet (`catalog published APP`) in the change's own
-/// transaction. `tipsd.audit (id, at, actor, action, app, before, after, detail)` is append-only: a trigger refuses
-/// every UPDATE, DELETE and TRUNCATE; `tipsd.audit_append` adds an entry in the caller's transaction.
+/// Version 13 keeps catalogs and the audit log (#48, `PGSchema+Catalogs.swift`): `tipsd.catalog_versions`,
+/// `tipsd.catalog_current`, `tipsd.catalog_schedules` and the append-only `tipsd.audit`, with their functions.
 ///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
