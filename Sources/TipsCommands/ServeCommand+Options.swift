@@ -320,6 +320,13 @@ extension ServeCommand {
       let seconds = try value.positiveNumber(of: "seconds")
       command.hosted.set { $0.postgresTimeout = seconds }
     },
+    .flag(
+      "--set-based-commit",
+      help: """
+        commit a turn's accounts in one set-based call (tipsd.commit_set): less PostgreSQL
+        CPU with one node and large turns, slower with several nodes (off by default)
+        """
+    ) { command in command.hosted.set { $0.setBasedCommit = true } },
     .value(
       "--sign-in-timeout", as: "SECONDS",
       help: "close a connection not signed in within SECONDS of connecting (default 10)"

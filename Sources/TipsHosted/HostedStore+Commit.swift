@@ -27,9 +27,13 @@ extension HostedStore {
       if case .success(let answers) = result { self?.publish(sorted, answers) }
       completion(result)
     }
-    // Schema 12: the turn's accounts in one set-based call, unless a device pushed through the node (its clash check
-    // is `tipsd.commit`'s). (The writer migrated the database to 12 before it prepared the call.)
-    let setBased = sorted.count > 1 && !sorted.contains { $0.devices.contains { !$0.operations.isEmpty } }
+    // Schema 12, with --set-based-commit: a turn of many accounts in one set-based call, unless a device pushed
+    // through the node (its clash check is `tipsd.commit`'s). Off by default: with one node and large turns it
+    // costs PostgreSQL less, but a fleet of two or three nodes commits slower with it (make bench; the cause is not
+    // known yet). (The writer migrated the database to 12 before it prepared the call.)
+    let setBased =
+      configuration.setBasedCommit && sorted.count >= Self.setBasedMinimum
+      && !sorted.contains { $0.devices.contains { !$0.operations.isEmpty } }
     let statements = setBased ? [setStatement(sorted)] : sorted.map(statement)
     writer.send(statements) { [weak self] result in
       switch result {
@@ -62,6 +66,9 @@ extension HostedStore {
       }
     }
   }
+
+  /// Accounts in a turn from which it is committed by one set-based call (`tipsd.commit_set`).
+  public static let setBasedMinimum = 2
 
   /// `tipsd.commit_set`'s call for a turn's accounts (sorted): each account's operations, history chunks and
   /// idempotent replies (keys in order, each once) as consecutive items of flat arrays, counted per account.

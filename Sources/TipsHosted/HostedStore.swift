@@ -21,6 +21,8 @@ public final class HostedStore: HostedStorage {
     public var retryMax: Double = 2
     /// Seconds a link waits for an answer before it is declared lost (``PGLink``).
     public var answerTimeout: Double = 15
+    /// Whether a turn of ``HostedStore/setBasedMinimum`` accounts or more goes in one `tipsd.commit_set` call.
+    public var setBasedCommit = false
 
     public init(server: SyncServer, node: String) {
       self.server = server

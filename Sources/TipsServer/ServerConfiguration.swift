@@ -136,6 +136,10 @@ public struct HostedConfiguration: Sendable {
   /// `--postgres-timeout SECONDS`: a PostgreSQL link whose oldest batch waited this long is declared lost (what was
   /// in flight fails: -32016; it connects again), so no request waits on PostgreSQL without end.
   public var postgresTimeout: Double = 15
+  /// `--set-based-commit`: a turn of many accounts committed by one set-based call (`tipsd.commit_set`, schema 12).
+  /// Off by default: it costs PostgreSQL less CPU with one node and large turns, and the fleet more with several
+  /// nodes (docs/benchmarks.md).
+  public var setBasedCommit = false
   /// `--sign-in-timeout SECONDS`: a connection not signed in this long after it connected is closed.
   public var signInTimeout: Double = 10
   /// `--sign-in-failures N`: failed signature checks a second the node spends on at most (bursts of twice as many);

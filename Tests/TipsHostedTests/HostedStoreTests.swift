@@ -17,11 +17,14 @@ import TipsTransport
     let store: HostedStore
     var notices: [HostedStore.Notice] = []
 
-    init(postgres: PostgresServer, node: String = "node-a") throws {
+    /// `setBased`: turns of several accounts go in one `tipsd.commit_set` call (`--set-based-commit`; the hosted
+    /// protocol suites run the default, one `tipsd.commit` an account).
+    init(postgres: PostgresServer, node: String = "node-a", setBased: Bool = true) throws {
       self.postgres = postgres
+      var configuration = HostedStore.Configuration(server: try SyncServer(postgres.url), node: node)
+      configuration.setBasedCommit = setBased
       store = HostedStore(
-        loop: loop, configuration: HostedStore.Configuration(server: try SyncServer(postgres.url), node: node),
-        logger: Logger(level: .error, handler: DiscardingLogHandler()))
+        loop: loop, configuration: configuration, logger: Logger(level: .error, handler: DiscardingLogHandler()))
       store.onNotice = { [unowned self] in self.notices.append($0) }
       store.start()
     }
@@ -219,6 +222,27 @@ import TipsTransport
         [HostedStore.AccountChanges(account: "a", operations: [(2, "{}")], history: [])], completion: completion)
     }
     #expect(answers["a"]?.lastCursor == 2)
+  }
+
+  /// Without --set-based-commit (the default) a turn's accounts go one `tipsd.commit` call each, in one transaction,
+  /// with the same answers.
+  @Test func theDefaultCommitsEachAccountByItsOwnCall() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    let harness = try Harness(postgres: postgres, setBased: false)
+    defer { harness.store.stop() }
+    #expect(harness.spin { harness.store.isWritable })
+    let chunk = HostedStore.HistoryChunk(count: 2, firstAt: 10, lastAt: 11, bytes: [1])
+    let answers = try harness.await { completion in
+      harness.store.commit(
+        [
+          HostedStore.AccountChanges(account: "bob", operations: [(1, "{}"), (2, "{}")], history: [chunk]),
+          HostedStore.AccountChanges(account: "alice", operations: [(5, "{}")], history: [chunk, chunk]),
+        ], completion: completion)
+    }
+    #expect(answers["bob"] == HostedStore.Committed(lastCursor: 2, historyFirst: [1]))
+    #expect(answers["alice"] == HostedStore.Committed(lastCursor: 1, historyFirst: [1, 3]))
+    #expect(harness.store.commitCounts == (0, 0))
   }
 
   /// An idempotency key another node committed first refuses only that account's part of this node's commit, with

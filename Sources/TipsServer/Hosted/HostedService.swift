@@ -172,6 +172,7 @@ final class HostedService {
       }
       var storeConfiguration = HostedStore.Configuration(server: server, node: configuration.node)
       storeConfiguration.answerTimeout = configuration.postgresTimeout
+      storeConfiguration.setBasedCommit = configuration.setBasedCommit
       store = HostedStore(loop: loop, configuration: storeConfiguration, logger: logger)
     }
     node = HostedNode(capacity: configuration.maxResidentAccounts)
