@@ -127,3 +127,103 @@ private final class DigestNode {
     #expect(theirs.contains { $0.hasPrefix("state lifetime node-b e2=") })
   }
 }
+
+extension AccountDigestTests {
+  /// Seed 112's divergence (#44), deterministically: a node invalidates a tip; later it resets the tip's eligibility,
+  /// and that commit is given up on (its answer never came); the node reads the account again — the reset is not
+  /// there — and then the old backend commits it after all (a given-up writer's late commit; a killed node's commit
+  /// landing after its restart read the account). Every other node pulls the reset: available. The node itself must
+  /// too: its reload's `since` (the first seq of its own it skips when pulled back) was taken from the engine's clock
+  /// held at the account's last stored instant — below the reset's seq — so it skipped the reset as already applied,
+  /// and stayed invalidated for good while PostgreSQL and the other nodes said available.
+  @Test func aNodesOwnOperationStoredAfterItsReloadIsMergedThere() throws {
+    let log = DigestLog()
+    let start = 1_700_000_000.0
+    let node = try DigestNode(name: "node-a", clock: VirtualClock(now: start), log: log)
+    let other = try DigestNode(name: "node-b", clock: VirtualClock(now: start), log: log)
+    node.local(try node.engine.invalidate("count.tip", reason: .tipClosed))
+    node.push(log)
+    other.pull(log)
+    node.clock.advance(by: 1)
+    node.local(try node.engine.resetEligibility("count.tip"))
+    let unanswered = node.model.outboxBatch(.max)
+    #expect(unanswered.count == 1)
+    node.clock.advance(by: 3)  // --postgres-timeout: given up on
+    try node.reload(log)
+    #expect(node.engine.record(forKey: "count.tip").invalidationReason == .tipClosed)
+    _ = log.push(device: "node-a", unanswered)  // committed after all
+    node.pull(log)
+    other.pull(log)
+    other.clock.advance(by: 4)
+    let fresh = try DigestNode(name: "node-c", clock: other.clock, log: log)
+    #expect(fresh.engine.record(forKey: "count.tip").invalidationReason == nil)
+    #expect(other.engine.record(forKey: "count.tip").invalidationReason == nil)
+    #expect(
+      node.engine.record(forKey: "count.tip").invalidationReason == nil,
+      "node-a skipped its own reset, stored after it read the account again")
+    #expect(node.digest == fresh.digest)
+    #expect(node.model.cursor == fresh.model.cursor)
+  }
+
+  /// Three nodes serving one account's budget tip with the drill's mix (displays, invalidations, resets), commits,
+  /// pulls, failed commits (the outbox lost, the account read again), restarts and late commits (an operation stored
+  /// after its node read the account again); once quiet, every node agrees with the account loaded afresh.
+  @Test(arguments: 1...60)
+  func aFleetWithLateCommitsConverges(seed: UInt64) throws {
+    var random = SeededRandom(seed: seed)
+    let log = DigestLog()
+    let start = 1_700_000_000.0
+    let nodes = try (0..<3).map {
+      try DigestNode(name: "node\($0)", clock: VirtualClock(now: start + Double($0) * 0.01), log: log)
+    }
+    var trail: [String] = []
+    for _ in 0..<200 {
+      let index = Int.random(in: 0..<3, using: &random)
+      let node = nodes[index]
+      switch Int.random(in: 0..<100, using: &random) {
+      case 0..<15:
+        node.local(try node.engine.recordDisplay("variant.tip", duration: 1))
+        trail.append("node\(index) display")
+      case 15..<25:
+        node.local(try node.engine.invalidate("variant.tip", reason: .tipClosed))
+        trail.append("node\(index) invalidate")
+      case 25..<35:
+        node.local(try node.engine.resetEligibility("variant.tip"))
+        trail.append("node\(index) reset")
+      case 35..<60:
+        node.push(log)
+        trail.append("node\(index) commit")
+      case 60..<80:
+        node.pull(log)
+        trail.append("node\(index) pull")
+      case 80..<85:
+        try node.reload(log)
+        trail.append("node\(index) failed commit, read again")
+      case 85..<88:
+        node.push(log)
+        try node.reload(log)
+        trail.append("node\(index) restart")
+      case 88..<92:
+        let unanswered = node.model.outboxBatch(.max)
+        node.clock.advance(by: 0.01)
+        try node.reload(log)
+        _ = log.push(device: node.name, unanswered)
+        trail.append("node\(index) read again, then its \(unanswered.count) operations committed late")
+      default:
+        let step = Double(Int.random(in: 1..<50, using: &random)) / 100
+        for each in nodes { each.clock.advance(by: step) }
+      }
+    }
+    for _ in 0..<5 {
+      for node in nodes { node.push(log) }
+      for node in nodes { node.pull(log) }
+    }
+    let fresh = try DigestNode(name: "fresh", clock: nodes[0].clock, log: log)
+    for (index, node) in nodes.enumerated() {
+      let (ours, theirs) = node.digest.difference(from: fresh.digest)
+      #expect(
+        ours.isEmpty && theirs.isEmpty,
+        "seed \(seed) node\(index): only here \(ours), only in PostgreSQL \(theirs); last steps \(trail.suffix(20))")
+    }
+  }
+}
