@@ -136,6 +136,45 @@ def test_an_account_left_behind_by_a_notice_never_heard_pulls_and_is_counted(hos
     assert "stayed behind PostgreSQL" in log and "behind" in log
 
 
+def test_a_nodes_own_operation_stored_unannounced_is_announced_when_it_reads_the_account(hosted):
+    """A commit stored whose answer never came (a broken link, a killed node) is never announced: notifications go
+    out after the answer (schema 11). The node whose operation it is announces it when it next reads the account — so
+    another node holding the account catches up at once, not a repair round (and its grace) later."""
+    first = hosted.node("announce-a", extra=["--repair-interval", "1"])
+    second = hosted.node("announce-b", extra=["--repair-interval", "1"])
+    event = "search.opened"
+
+    async def lifetime(session: Session) -> int:
+        state = await session.call("inspect/state", {})
+        return next((e["lifetime"] for e in state["events"] if e["id"] == event), 0)
+
+    async def body():
+        watcher = await Session.open(second.socket_path, hosted.token("unheard"))
+        await watcher.call("events/donate", {"id": event})
+        assert await lifetime(watcher) == 1
+        # announce-a's donation, stored as a lost answer leaves it: in tipsd.ops, with no notification.
+        hosted.query(
+            "WITH donated AS (SELECT * FROM tipsd.ops WHERE account = 'unheard' AND op LIKE '%\"donation\"%' "
+            "ORDER BY cursor DESC LIMIT 1) "
+            "INSERT INTO tipsd.ops (account, cursor, device, seq, op) "
+            "SELECT account, (SELECT max(cursor) + 1 FROM tipsd.ops WHERE account = 'unheard'), 'announce-a', seq, op "
+            "FROM donated"
+        )
+        hosted.query("UPDATE tipsd.accounts SET last_cursor = last_cursor + 1 WHERE account = 'unheard'")
+        # announce-a reads the account (its next request for it) and finds its own operation last.
+        user = await Session.open(first.socket_path, hosted.token("unheard"))
+        assert await lifetime(user) == 2
+        deadline = asyncio.get_running_loop().time() + 8  # well within the net's grace (15 s)
+        while await lifetime(watcher) != 2:
+            assert asyncio.get_running_loop().time() < deadline, "announce-b never heard of announce-a's operation"
+            await asyncio.sleep(0.1)
+        assert metric(second, "tipsd_hosted_repairs_total") == 0
+        await user.close()
+        await watcher.close()
+
+    asyncio.run(body())
+
+
 def test_the_net_is_off_with_interval_zero(hosted):
     node = hosted.node("repair-off", extra=["--repair-interval", "0"])
 

@@ -8,8 +8,9 @@ import TipsSystem
 // same cursor — its merge model's state and what its engine shows of it (``AccountDigest``); an account that differs
 // is read again, counted (`tipsd_hosted_repairs_total`) and logged with what differed. An account PostgreSQL holds
 // more of is not compared (others wrote since: their notice brings a pull); one still behind what PostgreSQL held a
-// round earlier, having pulled nothing since, missed that notice (lost with the committing node's link after its
-// commit was answered, schema 11): it pulls, and that is counted as a repair too. The net should stay idle — the fault
+// while earlier, having pulled nothing since, missed that notice (a commit's notice goes out after its answer, schema
+// 11: a commit stored whose answer was lost is announced only when its node reads the account again, or never if the
+// node died): it pulls, and that is counted as a repair too. The net should stay idle — the fault
 // drill asserts it repaired nothing: a difference is a change this node holds that PostgreSQL never stored, or one
 // stored that this node never merged (seed 112's kind).
 
@@ -100,19 +101,24 @@ extension HostedService {
     return true
   }
 
+  /// How long a node may stay behind PostgreSQL's cursor with no notice before the net pulls for it: longer than a
+  /// committing node takes to come back from a fault and announce a commit whose answer it lost (``announceIfUnheard``).
+  static let behindGrace: Double = 15
+
   /// PostgreSQL holds operations of the account past the node's cursor (`last`). Normal while their notice is on its
-  /// way; but a node still behind what PostgreSQL held at the previous check — no pull since (its cursor would be past
-  /// it), none waiting for its backoff, its LISTEN link seen up at every second since (a catch-up would have pulled) —
-  /// never heard that notice: it pulls now (once the check ends), counted as a repair.
+  /// way; but a node still behind what PostgreSQL held `behindGrace` seconds (and a round) ago — no pull since (its
+  /// cursor would be past it), none waiting for its backoff, its LISTEN link seen up at every second since (a catch-up
+  /// would have pulled) — never heard that notice: it pulls now (once the check ends), counted as a repair.
   func behind(_ account: String, model: SyncModel, last: Int64) {
     guard last > model.cursor else {
       repair.behind[account] = nil
       return
     }
-    let seen = repair.behind[account]
-    repair.behind[account] = (last, loopSeconds)
-    guard let seen, model.cursor < seen.cursor, repair.listenerDown < seen.at, store.isListening, !catchUpDue,
-      node.pullRetry(of: account) == nil
+    guard let seen = repair.behind[account], model.cursor < seen.cursor, repair.listenerDown < seen.at else {
+      repair.behind[account] = (last, loopSeconds)
+      return
+    }
+    guard loopSeconds - seen.at >= Self.behindGrace, store.isListening, !catchUpDue, node.pullRetry(of: account) == nil
     else { return }
     repair.behind[account] = nil
     repair.checks += 1
@@ -121,9 +127,17 @@ extension HostedService {
       "hosted: an account stayed behind PostgreSQL with no notice heard; pulling",
       [
         ("account", account), ("cursor", String(model.cursor)), ("postgres", String(last)),
-        ("behindSince", String(seen.cursor)),
+        ("behindSince", String(seen.cursor)), ("seconds", String(Int(loopSeconds - seen.at))),
       ])
     _ = node.othersWrote(account)  // busy while checked: the pull starts once the check ends
+  }
+
+  /// The account was read and its last stored operation is this node's own: stored by a commit whose answer never
+  /// came (or by this node's previous life), it may never have been announced — announced now (one notification; a
+  /// node already past it ignores it).
+  func announceIfUnheard(_ account: String, _ stored: HostedStore.StoredAccount) {
+    guard let last = stored.operations.last, last.device == configuration.node else { return }
+    (store as? HostedStore)?.announce(account: account, cursor: last.cursor)
   }
 }
 
