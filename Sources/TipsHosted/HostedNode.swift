@@ -29,10 +29,10 @@ public struct HostedNode: Sendable {
   public enum Action: Sendable, Equatable {
     /// Read the account from PostgreSQL (``HostedNode/loaded(_:success:reason:now:)`` when done).
     case load(String)
-    /// The account is idle again: run the requests that waited for it.
-    case resume(String)
-    /// Loading failed: answer the requests that waited with an error.
-    case failWaiters(String)
+    /// The account is idle again: run the requests of these sessions, which waited for it (in the order they came).
+    case resume(String, sessions: [UInt64])
+    /// Loading failed: answer the requests of these sessions, which waited for it, with the failure.
+    case failWaiters(String, sessions: [UInt64])
     /// Read what others stored after the account's cursor (``HostedNode/pulled(_:success:now:)`` when done).
     case pull(String)
     /// Drop the account's engine from memory.
@@ -80,6 +80,10 @@ public struct HostedNode: Sendable {
   private var pullRetries = DeadlineQueue<String>()
   /// The accounts in phase ``Phase/orphaned``.
   private var orphans: Set<String> = []
+  /// The sessions whose next request waits for each account (``wait(_:on:)``), in arrival order, and the account each
+  /// waits for — apart from the entries, as the session counts: a waiter outlives an erasure that reopens the account.
+  private var waiters: [String: [UInt64]] = [:]
+  private var waitingOn: [UInt64: String] = [:]
   /// The latest instant an event brought (the loop's seconds).
   public private(set) var now: Double = 0
 
@@ -102,6 +106,12 @@ public struct HostedNode: Sendable {
   /// Sessions signed in to `account` on this node.
   public func sessions(of account: String) -> Int { sessionCounts[account] ?? 0 }
 
+  /// The sessions waiting for `account`, in arrival order.
+  public func waiters(of account: String) -> [UInt64] { waiters[account] ?? [] }
+
+  /// The account `session` waits for, if any.
+  public func account(awaitedBy session: UInt64) -> String? { waitingOn[session] }
+
   /// Why an orphaned account's last read failed.
   public func failure(of account: String) -> String? { entries[account]?.failure }
 
@@ -112,7 +122,7 @@ public struct HostedNode: Sendable {
 
   /// A request (or a new session) needs `account`: loads it when absent, or orphaned once its backoff has passed.
   /// The caller runs the request only if the account is then ``Phase/idle``, refuses it when still
-  /// ``Phase/orphaned`` (``failure(of:)`` says why), else parks it until ``Action/resume(_:)``.
+  /// ``Phase/orphaned`` (``failure(of:)`` says why), else parks it (``wait(_:on:)``) until ``Action/resume(_:sessions:)``.
   public mutating func need(_ account: String, now: Double? = nil) -> [Action] {
     if let now { self.now = max(self.now, now) }
     guard var entry = entries[account] else {
@@ -166,7 +176,7 @@ public struct HostedNode: Sendable {
       orphans.insert(account)
       if sessions(of: account) == 0 { list(account, &entry) }
       entries[account] = entry
-      return [.failWaiters(account)] + evictions()
+      return [.failWaiters(account, sessions: takeWaiters(of: account))] + evictions()
     }
     entry.phase = .idle
     entry.failure = nil
@@ -289,6 +299,28 @@ public struct HostedNode: Sendable {
     entries[account] = entry
   }
 
+  /// `session`'s next request waits for `account` (not idle when ``need(_:now:)`` was asked): it is resumed or failed
+  /// by the action that ends the wait, exactly once, unless the session goes first (``sessionGone(_:)``).
+  public mutating func wait(_ session: UInt64, on account: String) {
+    guard waitingOn[session] == nil else { return }
+    waitingOn[session] = account
+    waiters[account, default: []].append(session)
+  }
+
+  /// The session closed: it waits for nothing any more.
+  public mutating func sessionGone(_ session: UInt64) {
+    guard let account = waitingOn.removeValue(forKey: session) else { return }
+    waiters[account]?.removeAll { $0 == session }
+    if waiters[account]?.isEmpty == true { waiters[account] = nil }
+  }
+
+  /// The sessions waiting for `account`, no longer waiting (an erasure answers or re-parks them itself).
+  public mutating func takeWaiters(of account: String) -> [UInt64] {
+    guard let sessions = waiters.removeValue(forKey: account) else { return [] }
+    for session in sessions { waitingOn[session] = nil }
+    return sessions
+  }
+
   public mutating func sessionClosed(_ account: String) -> [Action] {
     guard let count = sessionCounts[account], count > 0 else { return [] }
     sessionCounts[account] = count > 1 ? count - 1 : nil
@@ -324,7 +356,7 @@ public struct HostedNode: Sendable {
     }
     if sessions(of: account) == 0 && !entry.listed { list(account, &entry) }
     entries[account] = entry
-    return [.resume(account)]
+    return [.resume(account, sessions: takeWaiters(of: account))]
   }
 
   /// Evicts the oldest evictable accounts while more than `capacity` are held — never `sparing`, the account whose
@@ -334,7 +366,7 @@ public struct HostedNode: Sendable {
     var candidate = oldest
     while entries.count > capacity, let account = candidate, var entry = entries[account] {
       candidate = entry.next
-      guard account != sparing else { continue }
+      guard account != sparing, waiters[account] == nil else { continue }
       unlist(account, &entry)
       entries[account] = nil
       orphans.remove(account)

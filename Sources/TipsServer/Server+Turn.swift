@@ -8,8 +8,8 @@ import TipsStore
 import TipsSystem
 public import TipsTransport
 
-// The end of a loop turn: the turn's writes committed in one transaction (one-user) or handed to hosted mode's
-// group commit, then every session's staged output released.
+// The end of a loop turn: the turn's writes committed by the mode's TurnCommitter (one-user: one datastore
+// transaction; hosted: PostgreSQL's group commit), then every session's staged output released.
 
 extension Server {
   // MARK: - End of turn
@@ -20,64 +20,23 @@ extension Server {
     loop.requestEndOfTurn()
   }
 
-  /// The one end-of-turn path: commit the turn's writes once, then hand every connection's staged output to its
-  /// stream, resume connections whose output drained, and re-arm the time-driven timer.
+  /// The one end-of-turn path: the mode's ``TurnCommitter`` commits the turn's writes once, then every connection's
+  /// staged output that does not wait for an asynchronous commit is handed to its stream, connections whose output
+  /// drained resume, and the committer re-arms what runs with time.
   func endOfTurn() {
     endOfTurnRequested = false
-    if let hosted = services.hosted {
-      hostedEndOfTurn(hosted)
-      return
-    }
-    guard let local else { return }
-    local.sync?.beforeCommit()
-    let committed = services.turn.commit(replies: local.idempotency.takeStaged())
-    if !committed { restoreFromDatastore() }
-    if services.turn.changed {
-      services.turn.changed = false
-      for (session, note) in local.subscriptions.inspectNotifications() {
-        services.stage(.notification(note), on: session)
-      }
-    }
-    if local.subscriptions.hasCatchingUp && services.pumpAnalytics() { requestEndOfTurn() }
-    local.sync?.afterCommit(committed)
+    let (committed, dirty, held) = services.committer.commitTurn()
     var resumed: [Session] = []
-    for session in services.turn.takeDirty() {
+    for session in dirty where sessions[session.id] != nil && !held.contains(ObjectIdentifier(session)) {
+      // Hosted: its output waits for an earlier commit still in flight.
+      guard session.awaitingBatch == nil else { continue }
       if flush(session, committed: committed) { resumed.append(session) }
-      if session.outbound.hasWork && sessions[session.id] != nil { services.turn.markDirty(session) }
+      if session.outbound.hasWork { services.turn.markDirty(session) }
     }
     // Requests left in the framer of a client whose output drained are handled now; their replies go out after the
     // next commit (processBufferedInput requests another end of turn when it stages anything).
     for session in resumed where sessions[session.id] != nil { processBufferedInput(session) }
-    // The tips the restore moved back are notified now, after the failed turn's output (an analytics event staged
-    // with it would have been dropped).
-    if !committed { for step in engine.advanceTimeInSteps() { services.record(step, in: local) } }
-    if !stopping { timeDriver?.reschedule() }
-  }
-
-  /// Hosted mode's end of turn: every touched account's changes go to PostgreSQL in one transaction; the output of
-  /// the sessions it concerns waits for it (``HostedService``'s commit releases it), the others' is handed over now.
-  func hostedEndOfTurn(_ hosted: HostedService) {
-    if services.turn.changed {
-      services.turn.changed = false
-      let changed = services.turn.changedTenants
-      services.turn.changedTenants.removeAll(keepingCapacity: true)
-      for tenant in changed where tenant.changed {
-        tenant.changed = false
-        for (session, note) in tenant.subscriptions.inspectNotifications() {
-          services.stage(.notification(note), on: session)
-        }
-      }
-    }
-    let dirty = services.turn.takeDirty()
-    let held = hosted.commitTurn(dirty: dirty)
-    var resumed: [Session] = []
-    for session in dirty where sessions[session.id] != nil && !held.contains(ObjectIdentifier(session)) {
-      guard session.awaitingBatch == nil else { continue }
-      if flush(session, committed: true) { resumed.append(session) }
-      if session.outbound.hasWork { services.turn.markDirty(session) }
-    }
-    for session in resumed where sessions[session.id] != nil { processBufferedInput(session) }
-    if !stopping { hosted.afterTurn() }
+    services.committer.afterTurn(committed: committed, stopping: stopping)
   }
 
   /// After a failed commit, the engine's durable state, the history recorder's memory (the newest cursor, each

@@ -182,6 +182,7 @@ public final class Server {
         configuration: hostedConfiguration, services: services, loop: loop, logger: logger, catalog: catalogService,
         clock: engineClock)
       services.hosted = hosted
+      services.committer = hosted
       hosted.signInLimiter = (connectionLimiter, { [unowned self] in Double(self.loop.now) / 1000 })
       hosted.release = { [unowned self] sessions, success, firstReplies in
         for session in sessions where self.sessions[session.id] != nil {
@@ -201,6 +202,7 @@ public final class Server {
         self.sessions.values.filter { $0.principal?.account == account && !$0.outbound.closing }
       }
     } else {
+      services.committer = LocalCommitter(server: self, services: services)
       let tenant = services.makeLocalTenant(engine: engine, history: history)
       do {
         tenant.idempotency.load(

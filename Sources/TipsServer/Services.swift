@@ -21,6 +21,13 @@ final class Services {
   private(set) var local: Tenant?
   /// Hosted mode (`--hosted`): every account's state in PostgreSQL.
   var hosted: HostedService?
+  /// How the turn's writes become durable: the datastore's transaction (``LocalCommitter``) or hosted mode's group
+  /// commit (``HostedService``). Set by the server as it starts serving one or the other.
+  var committer: any TurnCommitter {
+    get { committerStorage! }
+    set { committerStorage = newValue }
+  }
+  private var committerStorage: (any TurnCommitter)?
   /// Asks the loop to run the end of turn soon (work staged outside an I/O callback must not wait for one). Set by
   /// the server once it exists; called for every request, so `@exclusivity(unchecked)` (loop thread only).
   @exclusivity(unchecked) var requestEndOfTurn: () -> Void = {}
@@ -58,10 +65,10 @@ final class Services {
     recordMerged(mutation, in: tenant, history: leading)
     guard !mutation.writes.isEmpty else { return }
     if let sync = tenant.sync { sync.recordedLocal(mutation) }
-    if let model = tenant.model, let hosted {
+    if let model = tenant.model {
       let effects = model.recordLocal(mutation.writes, wallNow: System.wallClockSeconds())
       for merged in effects.mutations { recordMerged(merged, in: tenant) }
-      hosted.touched(tenant)
+      committer.stagedOperations(of: tenant)
     }
   }
 
@@ -70,40 +77,7 @@ final class Services {
   func recordMerged(_ mutation: Mutation, in tenant: Tenant, history leading: [HistoryEvent] = []) {
     let engine = tenant.engine
     let subscriptions = tenant.subscriptions
-    if let hosted {
-      // A hosted account's writes are its operations (made by ``record(_:in:history:)``): PostgreSQL, not the
-      // datastore, stores them. The request is durable all the same.
-      if !mutation.writes.isEmpty {
-        turn.noteStaged(mutation.writes.count)
-        hosted.touched(tenant)
-      }
-      if !mutation.changes.isEmpty && !tenant.changed {
-        tenant.changed = true
-        turn.changedTenants.append(tenant)
-      }
-      if tenant.history.enabled,
-        let streamed = tenant.history.record(
-          mutation, leading: leading, now: { engine.clock.now() }, into: tenant, counters: counters),
-        !streamed.isEmpty
-      {
-        // Their cursors are PostgreSQL's, given at the commit: the analytics stream is fed then.
-        hosted.streamAfterCommit(streamed, of: tenant)
-      }
-      if !tenant.pendingHistory.isEmpty { hosted.touched(tenant) }
-    } else {
-      turn.stage(mutation.writes)
-      if !mutation.changes.isEmpty { turn.changed = true }
-      if tenant.history.enabled {
-        if let streamed = tenant.history.record(
-          mutation, leading: leading, now: { engine.clock.now() }, into: turn, counters: counters),
-          !streamed.isEmpty && subscriptions.hasAnalyticsSubscribers
-        {
-          for (session, note) in subscriptions.analyticsNotifications(for: streamed[...]) {
-            stage(.notification(note), on: session)
-          }
-        }
-      }
-    }
+    committer.stage(mutation, leading: leading, in: tenant)
     // Debug lines only when asked for: their metadata would otherwise be built on every request.
     let debugging = logger.level <= .debug
     if debugging && !mutation.changes.isEmpty {
@@ -122,8 +96,7 @@ final class Services {
   /// A change's reply was remembered under its idempotency key: it is stored with the turn's commit, and the request
   /// is acknowledged only after it.
   func recordedIdempotentReply(in tenant: Tenant) {
-    turn.noteStaged()
-    hosted?.touched(tenant)
+    committer.stagedReply(in: tenant)
   }
 
   /// Stages output for a connection, to be handed over after this turn's commit.

@@ -78,7 +78,7 @@ import TipsTestSupport
     var twice = driver
     twice.parked["a0", default: []].append(7)
     twice.releasedWaiters.insert(7)
-    twice.perform([.resume("a0")])
+    twice.perform([.resume("a0", sessions: [7])])
     #expect(twice.problems.contains { $0.contains("released twice") })
 
     // A notice no pull followed.
@@ -121,8 +121,8 @@ struct HostedNodeDriver {
   var fresh: Set<String> = []
   // The books.
   var sessions: [String: Int] = [:]
-  var parked: [String: [Int]] = [:]
-  var releasedWaiters: Set<Int> = []
+  var parked: [String: [UInt64]] = [:]
+  var releasedWaiters: Set<UInt64> = []
   var released = 0
   var nextWaiter = 0
   /// Accounts whose requests ran this turn (committed at its end).
@@ -173,7 +173,8 @@ struct HostedNodeDriver {
       released += 1  // refused at once, with the failure
     } else {
       nextWaiter += 1
-      parked[account, default: []].append(nextWaiter)
+      node.wait(UInt64(nextWaiter), on: account)
+      parked[account, default: []].append(UInt64(nextWaiter))
     }
   }
 
@@ -265,8 +266,7 @@ struct HostedNodeDriver {
   mutating func erase(_ account: String) {
     trace.append("erased \(account)")
     let actions = node.deleted(account)
-    for waiter in parked[account] ?? [] { release(waiter) }
-    parked[account] = nil
+    released(node.takeWaiters(of: account), waiting: account)
     touched.remove(account)
     dirty.remove(account)
     noticed.remove(account)
@@ -296,13 +296,11 @@ struct HostedNodeDriver {
         loads.insert(account)
         fresh.insert(account)
         noticed.remove(account)
-      case .resume(let account):
+      case .resume(let account, let sessions):
         if node.phase(of: account) != .idle { problems.append("\(account) resumed while not idle") }
-        for waiter in parked[account] ?? [] { release(waiter) }
-        parked[account] = nil
-      case .failWaiters(let account):
-        for waiter in parked[account] ?? [] { release(waiter) }
-        parked[account] = nil
+        released(sessions, waiting: account)
+      case .failWaiters(let account, let sessions):
+        released(sessions, waiting: account)
       case .pull(let account):
         if pulls.contains(account) { problems.append("\(account) pulled twice at once") }
         pulls.insert(account)
@@ -322,7 +320,17 @@ struct HostedNodeDriver {
     }
   }
 
-  mutating func release(_ waiter: Int) {
+  /// The node released these sessions from waiting for `account`: each once, exactly the ones the books say wait.
+  mutating func released(_ sessions: [UInt64], waiting account: String) {
+    let waiting = parked[account] ?? []
+    if Set(sessions) != Set(waiting) {
+      problems.append("\(account) released \(sessions), the books say \(waiting) wait")
+    }
+    for waiter in sessions { release(waiter) }
+    parked[account] = nil
+  }
+
+  mutating func release(_ waiter: UInt64) {
     if releasedWaiters.contains(waiter) { problems.append("waiter \(waiter) released twice") }
     releasedWaiters.insert(waiter)
     released += 1
@@ -331,6 +339,10 @@ struct HostedNodeDriver {
   // MARK: Invariants
 
   mutating func check() {
+    for account in accounts where node.waiters(of: account) != (parked[account] ?? []) {
+      let books = parked[account, default: []]
+      problems.append("\(account): the node's waiters \(node.waiters(of: account)), the books' \(books)")
+    }
     for (account, waiters) in parked where !waiters.isEmpty {
       switch node.phase(of: account) {
       case .idle?: problems.append("\(account) is idle with waiters left parked")

@@ -8,7 +8,7 @@ import Testing
     #expect(node.need("alice") == [.load("alice")])
     #expect(node.need("alice") == [] && node.need("alice") == [])
     #expect(node.phase(of: "alice") == .loading && !node.isIdle("alice"))
-    #expect(node.loaded("alice", success: true) == [.resume("alice")])
+    #expect(node.loaded("alice", success: true) == [.resume("alice", sessions: [])])
     #expect(node.isIdle("alice"))
     #expect(node.need("alice") == [])
   }
@@ -18,7 +18,8 @@ import Testing
   @Test func aFailedLoadOrphansTheAccountAndTheNextRequestAfterItsBackoffTriesAgain() {
     var node = HostedNode(capacity: 10)
     _ = node.need("alice", now: 100)
-    #expect(node.loaded("alice", success: false, reason: "reader down", now: 100) == [.failWaiters("alice")])
+    let failed = node.loaded("alice", success: false, reason: "reader down", now: 100)
+    #expect(failed == [.failWaiters("alice", sessions: [])])
     #expect(node.phase(of: "alice") == .orphaned && node.failure(of: "alice") == "reader down")
     #expect(node.need("alice", now: 100.5) == [] && node.phase(of: "alice") == .orphaned)
     #expect(node.need("alice", now: 101) == [.load("alice")])
@@ -27,7 +28,7 @@ import Testing
     // The second failure in a row waits 2 s.
     #expect(node.need("alice", now: 102.5) == [])
     #expect(node.need("alice", now: 103) == [.load("alice")])
-    #expect(node.loaded("alice", success: true, now: 103) == [.resume("alice")])
+    #expect(node.loaded("alice", success: true, now: 103) == [.resume("alice", sessions: [])])
     #expect(node.failure(of: "alice") == nil)
     // A success starts the backoff over.
     node.committing("alice")
@@ -65,19 +66,42 @@ import Testing
     _ = node.need("alice", now: 0)
     _ = node.loaded("alice", success: true, now: 0)
     #expect(node.othersWrote("alice") == [.pull("alice")])
-    #expect(node.pulled("alice", success: false, now: 5) == [.resume("alice")])
+    #expect(node.pulled("alice", success: false, now: 5) == [.resume("alice", sessions: [])])
     #expect(node.pullRetry(of: "alice") == 6)
     #expect(node.tick(now: 5.5, readable: true) == [])
     #expect(node.tick(now: 6, readable: true) == [.pull("alice")])
-    #expect(node.pulled("alice", success: false, now: 6) == [.resume("alice")])
+    #expect(node.pulled("alice", success: false, now: 6) == [.resume("alice", sessions: [])])
     #expect(node.pullRetry(of: "alice") == 8)
     // A notice before the retry pulls at once, and the retry is dropped.
     #expect(node.othersWrote("alice") == [.pull("alice")])
     #expect(node.pullRetry(of: "alice") == nil)
-    #expect(node.pulled("alice", success: true, now: 7) == [.resume("alice")])
+    #expect(node.pulled("alice", success: true, now: 7) == [.resume("alice", sessions: [])])
     #expect(node.othersWrote("alice") == [.pull("alice")])
     _ = node.pulled("alice", success: false, now: 9)
     #expect(node.pullRetry(of: "alice") == 10)
+  }
+
+  /// The sessions waiting for an account are the machine's: released by the action that ends the wait, in the order
+  /// they came, each once; a closed session is forgotten; an erasure takes them (to answer or re-park them).
+  @Test func waitersAreReleasedOnceInOrderByTheActionThatEndsTheWait() {
+    var node = HostedNode(capacity: 10)
+    _ = node.need("alice")
+    node.wait(3, on: "alice")
+    node.wait(1, on: "alice")
+    node.wait(2, on: "alice")
+    node.wait(3, on: "alice")  // already waiting: once
+    node.sessionGone(1)
+    #expect(node.waiters(of: "alice") == [3, 2] && node.account(awaitedBy: 2) == "alice")
+    #expect(node.loaded("alice", success: true) == [.resume("alice", sessions: [3, 2])])
+    #expect(node.waiters(of: "alice").isEmpty && node.account(awaitedBy: 3) == nil)
+    node.committing("alice")
+    node.wait(4, on: "alice")
+    _ = node.committed("alice", success: false)
+    #expect(node.loaded("alice", success: false, reason: "down") == [.failWaiters("alice", sessions: [4])])
+    _ = node.need("bob")
+    node.wait(5, on: "bob")
+    #expect(node.deleted("bob") == [.evict("bob")])
+    #expect(node.takeWaiters(of: "bob") == [5] && node.takeWaiters(of: "bob").isEmpty)
   }
 
   @Test func requestsWaitWhileCommittingAndAFailedCommitReloads() {
@@ -86,13 +110,13 @@ import Testing
     _ = node.loaded("alice", success: true)
     node.committing("alice")
     #expect(!node.isIdle("alice"))
-    #expect(node.committed("alice", success: true) == [.resume("alice")])
+    #expect(node.committed("alice", success: true) == [.resume("alice", sessions: [])])
     node.committing("alice")
     #expect(node.committed("alice", success: false) == [.load("alice")])
     #expect(node.phase(of: "alice") == .reloading)
     // Nothing runs until the reload: a late commit or pull result is ignored.
     #expect(node.committed("alice", success: true) == [] && node.pulled("alice") == [])
-    #expect(node.loaded("alice", success: true) == [.resume("alice")])
+    #expect(node.loaded("alice", success: true) == [.resume("alice", sessions: [])])
   }
 
   @Test func othersWritesArePulledWhenTheAccountIsIdle() {
@@ -102,13 +126,13 @@ import Testing
     #expect(node.othersWrote("alice") == [])
     #expect(node.loaded("alice", success: true) == [.pull("alice")])
     #expect(node.phase(of: "alice") == .busy)
-    #expect(node.pulled("alice") == [.resume("alice")])
+    #expect(node.pulled("alice") == [.resume("alice", sessions: [])])
     #expect(node.othersWrote("alice") == [.pull("alice")])
     // Notices during the pull or a commit are remembered: one more pull once idle.
     #expect(node.othersWrote("alice") == [])
     #expect(node.pulled("alice") == [.pull("alice")])
     // A pull that failed merged nothing: the waiting requests run on the engine as it is, and the pull is retried.
-    #expect(node.pulled("alice", success: false) == [.resume("alice")])
+    #expect(node.pulled("alice", success: false) == [.resume("alice", sessions: [])])
     #expect(node.isIdle("alice"))
     #expect(node.othersWrote("nobody") == [])
   }
@@ -126,7 +150,7 @@ import Testing
     #expect(node.phase(of: "alice") == .busy)
     #expect(node.committed("alice", success: false) == [.load("alice")])
     #expect(node.phase(of: "alice") == .reloading)
-    #expect(node.loaded("alice", success: true) == [.resume("alice")])
+    #expect(node.loaded("alice", success: true) == [.resume("alice", sessions: [])])
     // The other order, and two commits: idle only once every one is answered; a success does not hide a failure.
     #expect(node.othersWrote("alice") == [.pull("alice")])
     node.committing("alice")
@@ -135,11 +159,11 @@ import Testing
     #expect(node.committed("alice", success: true) == [])
     #expect(node.phase(of: "alice") == .busy)
     #expect(node.pulled("alice") == [.load("alice")])
-    #expect(node.loaded("alice", success: true) == [.resume("alice")])
+    #expect(node.loaded("alice", success: true) == [.resume("alice", sessions: [])])
     node.committing("alice")
     #expect(node.othersWrote("alice") == [])
     #expect(node.committed("alice", success: true) == [.pull("alice")])
-    #expect(node.pulled("alice") == [.resume("alice")])
+    #expect(node.pulled("alice") == [.resume("alice", sessions: [])])
   }
 
   /// Issue #34's drill (seed 100): a pull's merge queued an operation of the node's just as a failed commit's reload
@@ -153,7 +177,7 @@ import Testing
     #expect(node.committed("alice", success: false) == [.load("alice")])
     node.committing("alice")
     #expect(node.phase(of: "alice") == .reloading)
-    #expect(node.loaded("alice", success: true) == [.resume("alice")])
+    #expect(node.loaded("alice", success: true) == [.resume("alice", sessions: [])])
     #expect(node.isIdle("alice"))
   }
 
@@ -167,7 +191,7 @@ import Testing
     #expect(node.othersWrote("alice") == [.pull("alice")])
     #expect(node.pulledBehindRetention("alice") == [.load("alice")])
     #expect(node.phase(of: "alice") == .reloading)
-    #expect(node.loaded("alice", success: true) == [.resume("alice")])
+    #expect(node.loaded("alice", success: true) == [.resume("alice", sessions: [])])
     #expect(node.othersWrote("alice") == [.pull("alice")])
     node.committing("alice")
     #expect(node.pulledBehindRetention("alice") == [])
@@ -187,18 +211,18 @@ import Testing
     _ = node.need("b")  // b is now the most recently used
     _ = node.need("d")
     // d's load pushes the count past the capacity: c is the oldest without a session (a has one, b was used).
-    #expect(node.loaded("d", success: true) == [.resume("d"), .evict("c")])
+    #expect(node.loaded("d", success: true) == [.resume("d", sessions: []), .evict("c")])
     _ = node.need("e")
-    #expect(node.loaded("e", success: true) == [.resume("e"), .evict("b")])
+    #expect(node.loaded("e", success: true) == [.resume("e", sessions: []), .evict("b")])
     // An account with a session stays; a busy one too. Past capacity with nothing evictable: nothing is dropped.
     node.committing("d")
     _ = node.need("f")
-    #expect(node.loaded("f", success: true) == [.resume("f"), .evict("e")])
+    #expect(node.loaded("f", success: true) == [.resume("f", sessions: []), .evict("e")])
     #expect(Set(node.accounts) == ["a", "d", "f"])
     node.sessionOpened("f")
     _ = node.need("g")
     // g is loaded for requests waiting on it: it is not evicted the moment they can run, even past capacity.
-    #expect(node.loaded("g", success: true) == [.resume("g")])
+    #expect(node.loaded("g", success: true) == [.resume("g", sessions: [])])
     #expect(node.count == 4)
     // The session closing makes a evictable: the oldest evictable goes (g, listed before a).
     #expect(node.sessionClosed("a") == [.evict("g")])
@@ -229,12 +253,12 @@ import Testing
     node.changed("alice")
     #expect(node.evictable == 0)
     #expect(node.need("bob") == [.load("bob")])
-    #expect(node.loaded("bob", success: true) == [.resume("bob")])
+    #expect(node.loaded("bob", success: true) == [.resume("bob", sessions: [])])
     #expect(node.phase(of: "alice") == .idle)
     node.committing("alice")
     // The turn ended: alice is being committed (busy), so the account past capacity that goes is bob.
     #expect(node.turnEnded("alice") == [.evict("bob")])
-    #expect(node.committed("alice", success: true) == [.resume("alice")])
+    #expect(node.committed("alice", success: true) == [.resume("alice", sessions: [])])
     #expect(node.phase(of: "alice") == .idle && node.evictable == 1)
   }
 

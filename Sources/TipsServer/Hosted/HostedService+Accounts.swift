@@ -21,8 +21,8 @@ extension HostedService {
     for action in actions {
       switch action {
       case .load(let account): load(account)
-      case .resume(let account): resumeParked(account)
-      case .failWaiters(let account): failParked(account)
+      case .resume(let account, let sessions): resumeParked(account, sessions)
+      case .failWaiters(let account, let sessions): failParked(account, sessions)
       case .pull(let account): pull(account)
       case .evict(let account): evict(account)
       }
@@ -132,19 +132,23 @@ extension HostedService {
     updateTime(of: account)
   }
 
-  func resumeParked(_ account: String) {
+  /// The sessions `node` released from waiting for `account` (``HostedNode/wait(_:on:)``), signed in and still
+  /// parked on it.
+  func parkedSessions(_ ids: [UInt64], on account: String) -> [Session] {
+    ids.compactMap { sessionsByID[$0] }.filter { $0.parkedOn == account }
+  }
+
+  func resumeParked(_ account: String, _ ids: [UInt64]) {
     updateTime(of: account)
-    guard let waiting = parked.removeValue(forKey: account) else { return }
-    for session in waiting where session.parkedOn == account {
+    for session in parkedSessions(ids, on: account) {
       session.parkedOn = nil
       services.resumeInput(session)
     }
   }
 
-  func failParked(_ account: String, reason: String? = nil) {
-    guard let waiting = parked.removeValue(forKey: account) else { return }
+  func failParked(_ account: String, _ ids: [UInt64], reason: String? = nil) {
     let reason = reason ?? node.failure(of: account) ?? "the account could not be read"
-    for session in waiting where session.parkedOn == account {
+    for session in parkedSessions(ids, on: account) {
       session.parkedOn = nil
       session.failParked = .unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)")
       services.resumeInput(session)
@@ -288,17 +292,15 @@ extension HostedService {
     let sessions = closeSessionsOlderThanErasure(of: account)
     if !sessions.isEmpty, deleting[account] != nil { deleting[account, default: 0] += sessions.count }
     perform(node.deleted(account))
-    if let waiting = parked.removeValue(forKey: account) {
-      for session in waiting where session.parkedOn == account {
-        if let issuedAt = session.principal?.issuedAt, erasure(of: account, issuedAt: issuedAt) == nil {
-          parked[account, default: []].append(session)
-          reopen(account, issuedAt: issuedAt)
-          continue
-        }
-        session.parkedOn = nil
-        session.failParked = Self.deletedRefusal(account, for: session)
-        services.resumeInput(session)
+    for session in parkedSessions(node.takeWaiters(of: account), on: account) {
+      if let issuedAt = session.principal?.issuedAt, erasure(of: account, issuedAt: issuedAt) == nil {
+        node.wait(session.id, on: account)
+        reopen(account, issuedAt: issuedAt)
+        continue
       }
+      session.parkedOn = nil
+      session.failParked = Self.deletedRefusal(account, for: session)
+      services.resumeInput(session)
     }
     return sessions.count
   }
@@ -341,7 +343,7 @@ extension HostedService {
         _ = self.dropDeleted(account)
         self.erasedRead = false
       case .failure(let error):
-        self.failParked(account, reason: error.message)
+        self.failParked(account, self.node.takeWaiters(of: account), reason: error.message)
       }
     }
   }

@@ -15,6 +15,64 @@ import TipsTransport
 // transaction at the end of a loop turn; replies released when PostgreSQL answers. One account's part that
 // PostgreSQL refuses (a key another node committed first, a failing statement) is that account's loss alone (#42).
 
+extension HostedService: TurnCommitter {
+  // MARK: - The turn committer
+
+  /// A hosted account's writes are its operations (made by ``Services/record(_:in:history:)``): PostgreSQL, not the
+  /// datastore, stores them; the request is durable all the same. Its history entries get PostgreSQL's cursors at the
+  /// commit, which feeds the analytics stream then.
+  func stage(_ mutation: Mutation, leading: [HistoryEvent], in tenant: Tenant) {
+    let turn = services.turn
+    if !mutation.writes.isEmpty {
+      turn.noteStaged(mutation.writes.count)
+      touched(tenant)
+    }
+    if !mutation.changes.isEmpty && !tenant.changed {
+      tenant.changed = true
+      turn.changedTenants.append(tenant)
+    }
+    let engine = tenant.engine
+    if tenant.history.enabled,
+      let streamed = tenant.history.record(
+        mutation, leading: leading, now: { engine.clock.now() }, into: tenant, counters: services.counters),
+      !streamed.isEmpty
+    {
+      streamAfterCommit(streamed, of: tenant)
+    }
+    if !tenant.pendingHistory.isEmpty { touched(tenant) }
+  }
+
+  func stagedOperations(of tenant: Tenant) { touched(tenant) }
+
+  func stagedReply(in tenant: Tenant) {
+    services.turn.noteStaged()
+    touched(tenant)
+  }
+
+  /// Inspectors of the accounts whose tips changed are told, then every touched account's changes go to PostgreSQL
+  /// in one transaction; the output of the sessions it concerns waits for it (``committed`` releases it).
+  func commitTurn() -> (committed: Bool, dirty: [Session], held: Set<ObjectIdentifier>) {
+    let turn = services.turn
+    if turn.changed {
+      turn.changed = false
+      let changed = turn.changedTenants
+      turn.changedTenants.removeAll(keepingCapacity: true)
+      for tenant in changed where tenant.changed {
+        tenant.changed = false
+        for (session, note) in tenant.subscriptions.inspectNotifications() {
+          services.stage(.notification(note), on: session)
+        }
+      }
+    }
+    let dirty = turn.takeDirty()
+    return (true, dirty, commitTurn(dirty: dirty))
+  }
+
+  func afterTurn(committed: Bool, stopping: Bool) {
+    if !stopping { afterTurn() }
+  }
+}
+
 extension HostedService {
   // MARK: - Committing
 

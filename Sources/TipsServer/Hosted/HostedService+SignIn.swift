@@ -224,7 +224,7 @@ extension HostedService {
     sessionsByID[session.id] = nil
     expiries.set(session.id, nil)
     signInDeadlines.set(session.id, nil)
-    if let account = session.parkedOn { parked[account]?.removeAll { $0 === session } }
+    node.sessionGone(session.id)
     for account in session.subscribedAccounts { tenants[account]?.subscriptions.removeAll(of: session) }
     if let account = session.principal?.account { perform(node.sessionClosed(account)) }
   }
@@ -265,7 +265,7 @@ extension HostedService {
       // Read once its tombstone lets it be (``reopen(_:issuedAt:)``): the session waits for that.
       reopen(account, issuedAt: issuedAt)
       session.parkedOn = account
-      parked[account, default: []].append(session)
+      node.wait(session.id, on: account)
       return .wait
     }
     perform(node.need(account, now: loopSeconds))
@@ -277,7 +277,7 @@ extension HostedService {
       return .refused(.unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)"))
     }
     session.parkedOn = account
-    parked[account, default: []].append(session)
+    node.wait(session.id, on: account)
     return .wait
   }
 

@@ -53,8 +53,6 @@ final class HostedService {
   var readingErased = false
   var node: HostedNode
   var tenants: [String: Tenant] = [:]
-  /// Sessions waiting for an account to be idle, by account.
-  var parked: [String: [Session]] = [:]
   /// Accounts with changes or history entries to commit at the end of this turn.
   var touchedThisTurn: [Tenant] = []
   var limiter: RateLimiter
