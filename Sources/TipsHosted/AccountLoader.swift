@@ -103,6 +103,12 @@ public enum AccountLoader {
     let (model, skipped) = try load(
       account: account, device: device, engine: engine, snapshot: snapshot, operations: operations, wallNow: wallNow,
       decoded: decoded)
+    // The node's own operations from now on start past `since`; those before it, pulled back, are merged as others'
+    // are. The held clock put `since` just past the account's last stored instant — below what this node name issued
+    // after it and had not stored when it was read: an answer given up on (whose backend may still commit) or a
+    // previous life's commit landing after this load. Pulled back, such an operation would be skipped as already
+    // applied, while every other node merges it: this node apart for good (seed 112, #44). Past now, it is merged.
+    model.since = max(model.since, model.clock.next(physicalSeconds: clock.now()).rawValue)
     return Loaded(engine: engine, model: model, skipped: skipped, clock: held)
   }
 

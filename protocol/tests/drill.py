@@ -16,8 +16,9 @@ directly, and PostgreSQL's `tipsd.idempotency` and `tipsd.ops`:
 - nodes that disagree on an account, observers whose last `shouldDisplay` is not the account's final state within
   5 s of the last fault healed (or of the last change acknowledged after it), nodes that died on their own;
 - **repairs** (issue #44): every node runs the repair net (`--repair-interval 2`), which compares each resident
-  account with PostgreSQL at the same cursor and reads it again when they differ; any repair is a problem (a
-  divergence the drill's own checks might not have caught, or caught only after the net hid it);
+  account with PostgreSQL at the same cursor (the merge model's rows and what the engine shows) and reads it again
+  when they differ, and pulls an account left behind PostgreSQL by a notice it never heard; any repair is a problem
+  (a divergence the drill's own checks might not have caught, or caught only after the net hid it);
 - **key_hits** (issue #43): changers drop some replies on purpose (every changer its first donation's, then about one
   change in seven) and resend the change with its key, half the time on a new connection: each resend must hit the
   stored key and get the same reply, and a node that applied it again shows as doubled — so every seed tests
@@ -950,7 +951,11 @@ class Drill:
                 if node.proc.poll() is not None:
                     self.problems.append(f"node{index + 1} died on its own (exit {node.proc.returncode})")
                 log = node.log_text()
-                repaired = [line for line in log.splitlines() if "differed from PostgreSQL" in line]
+                repaired = [
+                    line
+                    for line in log.splitlines()
+                    if "differed from PostgreSQL" in line or "stayed behind PostgreSQL" in line
+                ]
                 figures["repairs"] += len(repaired)
                 self.problems += [f"node{index + 1} repaired an account: {line[:400]}" for line in repaired[:3]]
                 for marker in ("Fatal error", "fatal error", "Assertion failed", "Segmentation"):

@@ -48,6 +48,7 @@ extension HostedService {
         }
         do {
           try self.install(account, from: stored)
+          self.announceIfUnheard(account, stored)
           self.perform(self.node.loaded(account, success: true))
         } catch {
           // Orphaned (``HostedNode``): its tenant, if it had one, keeps the engine as it was and its sessions'
