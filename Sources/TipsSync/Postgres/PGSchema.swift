@@ -90,13 +90,21 @@
 /// cursors). Devices and one-user daemons pushing through `tipsd.push` still notify in their transaction. During a
 /// rolling upgrade a node of version 10 keeps notifying inside its commits; both kinds of node hear each other.
 ///
+/// Version 12 adds webhooks' durable outbox (#48; ``webhookTables``): `tipsd.webhook_endpoints` (an app's URL, the event
+/// types it takes, its `whsec_` secret, when and why it was disabled), `tipsd.webhook_events (id, app, type, payload,
+/// created_at)` — the signed body, written by `tipsd.webhook_enqueue` in the change's own transaction together with a
+/// `tipsd.webhook_deliveries (endpoint, event, attempts, next_at, last_result, delivered_at)` row per subscribed
+/// endpoint — `tipsd.webhook_lease`, the one row naming the node that delivers until it expires (renewed while it
+/// lives; another node takes it over once it lapsed), and `tipsd.webhook_once (app, type, key)`, which makes an
+/// event such as `experiment.decided` enqueued once per key ever (`tipsd.webhook_enqueue_once`).
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 11
+  package static let version = 12
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -212,8 +220,13 @@ public enum PGSchema {
       IF (SELECT version FROM tipsd.schema_version) < 11 THEN
         UPDATE tipsd.schema_version SET version = 11;
       END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 12 THEN
+    \(webhookTables)
+        UPDATE tipsd.schema_version SET version = 12;
+      END IF;
       IF migrating THEN
     \(functions)
+    \(webhookFunctions)
       END IF;
     END
     $migrate$;
