@@ -230,7 +230,7 @@ def test_bad_urls_and_secrets_are_refused_and_users_may_not_call(hosted, node):
     for reply in refusals + [bad_secret, bad_event]:
         assert reply["error"]["code"] == -32602, reply
     assert "loopback" in refusals[0]["error"]["message"]
-    assert forbidden["error"]["code"] == -32012, forbidden
+    assert forbidden["error"]["code"] == -32014, forbidden
     assert listed == {"webhooks": []}
 
 
