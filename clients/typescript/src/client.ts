@@ -100,6 +100,11 @@ const ACCOUNT_FREE: ReadonlySet<string> = new Set([
   "accounts/export",
   "accounts/import",
   "accounts/delete",
+  "webhooks/create",
+  "webhooks/delete",
+  "webhooks/list",
+  "webhooks/replay",
+  "webhooks/test",
   "catalog/reload",
   "sync/status",
 ]);

@@ -60,6 +60,11 @@ ACCOUNT_FREE = frozenset(
         "accounts/export",
         "accounts/import",
         "accounts/delete",
+        "webhooks/create",
+        "webhooks/delete",
+        "webhooks/list",
+        "webhooks/replay",
+        "webhooks/test",
         "catalog/reload",
         "sync/status",
     }
