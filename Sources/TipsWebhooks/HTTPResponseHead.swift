@@ -26,7 +26,10 @@ public struct HTTPResponseHead: Sendable {
     let scanFrom = max(0, buffer.count - 3)
     buffer.append(contentsOf: bytes.prefix(Self.limit + 4 - buffer.count))
     guard let end = Self.blankLine(in: buffer, from: scanFrom) else {
-      if buffer.count > Self.limit { state = .malformed("the response's head is longer than \(Self.limit) bytes") }
+      // Full: a blank line found later would end past the limit.
+      if buffer.count >= Self.limit + 4 {
+        state = .malformed("the response's head is longer than \(Self.limit) bytes")
+      }
       return state
     }
     guard end <= Self.limit else {
