@@ -2,6 +2,7 @@ import Glibc
 import TipsHosted
 import TipsJSON
 import TipsLogging
+import TipsMetrics
 import TipsProtocol
 import TipsSystem
 import TipsTransport
@@ -148,7 +149,62 @@ final class WebhookDeliverer {
   }
 }
 
+/// An experiment's webhook event: `experiment.srm` or `experiment.decided`, sent once per key ever.
+struct ExperimentEvent: Equatable {
+  var type: String
+  /// `tip/experiment` (`lift`, or `variant:control`).
+  var key: String
+  var data: JSONValue
+
+  /// The crossings a fleet report shows: each comparison of a tip (its variants against the control, its exposed arms
+  /// against the holdout) whose sample-ratio check is flagged (`experiment.srm`), and each whose always-valid
+  /// interval excludes 0 (`experiment.decided`).
+  static func crossings(in report: MetricsReport) -> [ExperimentEvent] {
+    var events: [ExperimentEvent] = []
+    func add(tip: String, experiment: String, srm: SampleRatio?, interval: Interval?, difference: Double?) {
+      let key = "\(tip)/\(experiment)"
+      var data: JSONObject = ["app": .string("default"), "tip": .string(tip), "experiment": .string(experiment)]
+      if let srm, srm.flagged {
+        data["pValue"] = .double(srm.pValue)
+        events.append(ExperimentEvent(type: "experiment.srm", key: key, data: .object(data)))
+      }
+      if let interval, interval.low > 0 || interval.high < 0 {
+        var decided: JSONObject = ["app": .string("default"), "tip": .string(tip), "experiment": .string(experiment)]
+        decided["low"] = .double(interval.low)
+        decided["high"] = .double(interval.high)
+        if let difference { decided["difference"] = .double(difference) }
+        events.append(ExperimentEvent(type: "experiment.decided", key: key, data: .object(decided)))
+      }
+    }
+    for tip in report.tips {
+      for comparison in tip.comparisons {
+        add(
+          tip: tip.tipID, experiment: "\(comparison.variant):\(comparison.against)", srm: comparison.srm,
+          interval: comparison.estimate.alwaysValid, difference: comparison.estimate.difference)
+      }
+      if let lift = tip.lift {
+        add(tip: tip.tipID, experiment: "lift", srm: lift.srm, interval: lift.interval, difference: lift.difference)
+      }
+    }
+    return events
+  }
+}
+
 extension HostedService {
+  /// Enqueues the experiment events a fleet report shows, each once ever per (app, tip, experiment) —
+  /// PostgreSQL's `tipsd.webhook_once` keeps the first — when `metrics/get` computes the fleet's statistics.
+  func noticeExperiments(_ report: MetricsReport) {
+    guard let store = store as? HostedStore else { return }
+    for event in ExperimentEvent.crossings(in: report) {
+      store.enqueueWebhookEvent(once: event.key, app: "default", type: event.type, data: event.data.jsonString) {
+        [logger] result in
+        if case .failure(let error) = result {
+          logger.warning("webhooks: an experiment event was not enqueued", [("error", error.message)])
+        }
+      }
+    }
+  }
+
   /// The PostgreSQL store, for a webhooks method (a node over memory has no outbox).
   func webhookStore(_ method: String) throws(ResponseError) -> HostedStore {
     guard let store = store as? HostedStore else {
