@@ -286,3 +286,28 @@ def test_a_node_killed_mid_delivery_loses_nothing(receiver):
         assert delivered == 4
     finally:
         world.close()
+
+
+def test_an_event_enqueued_once_per_key_is_delivered_once(hosted, node, receiver):
+    """experiment.srm and experiment.decided go through tipsd.webhook_enqueue_once: the first crossing of a key is
+    delivered, every later one is not (the dedupe row is in PostgreSQL, so it holds across nodes and restarts)."""
+    data = json.dumps({"app": "default", "tip": "t", "experiment": "lift", "pValue": 1e-9})
+    enqueue = f"SELECT tipsd.webhook_enqueue_once('default', 'experiment.srm', 't/lift', '{data}')"
+
+    async def body():
+        session = await admin(node)
+        endpoint = await session.call(
+            "webhooks/create", {"app": "default", "url": receiver.url, "events": ["experiment.srm"]}
+        )
+        receiver.secret = endpoint["secret"]
+        answers = [hosted.query(enqueue).strip() for _ in range(3)]
+        wait_for(lambda: len(receiver.ids()) >= 1, "the srm event")
+        await asyncio.sleep(1)
+        await session.call("webhooks/delete", {"app": "default", "id": endpoint["id"]})
+        await session.close()
+        return answers
+
+    answers = asyncio.run(body())
+    assert answers[0] != "" and answers[1:] == ["", ""], answers
+    assert receiver.ids() == [f"evt_{answers[0]}"]
+    assert receiver.deliveries[0][1]["data"]["tip"] == "t"
