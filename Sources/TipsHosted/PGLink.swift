@@ -6,8 +6,9 @@ import TipsTransport
 /// One PostgreSQL connection a hosted node keeps up on its loop: it connects (host names resolved off the loop),
 /// creates or migrates the `tipsd` schema, enters pipeline mode and prepares its statements — or, for the listener,
 /// `LISTEN`s on the fleet's channel — and when the connection fails or is lost it fails what was in flight and
-/// connects again after a backoff (``Backoff``: 0.1 s doubling to `retryMax`). libpq picks the server: with a
-/// multi-host URL and `target_session_attrs=read-write`, the primary, whichever it is now.
+/// connects again after a backoff (``Backoff``: 0.1 s doubling to `retryMax`). Its life is ``LinkStateMachine``'s
+/// (a device's sync pump runs the same machine); this class performs the machine's actions with libpq. libpq picks
+/// the server: with a multi-host URL and `target_session_attrs=read-write`, the primary, whichever it is now.
 ///
 /// **No answer waits without end.** A link whose oldest batch has waited `answerTimeout` seconds (a server that
 /// died without closing the connection, a cut or black-holed network, a COMMIT held by a synchronous standby that is
@@ -46,13 +47,17 @@ final class PGLink {
 
   private var connection: PGConnection?
   private var retryTimer: (any LoopTimer)?
-  private var backoff: Backoff
+  /// The connection's life (connect, migrate, prepare or listen, ready, backoff): the state machine a device's sync
+  /// pump runs too; this class performs its actions.
+  private var machine: LinkStateMachine
+  /// Which connection attempt is current (a late answer to an older one is ignored).
   private var attempt = 0
-  private var warned = false
 
+  /// The state last reported (``onStateChange``): updated once the machine's actions are performed, so what waited
+  /// on a lost connection is failed while the link still reads as it was.
   private(set) var state = State.down
   /// The last connection or statement error (password scrubbed).
-  private(set) var lastError: String?
+  var lastError: String? { machine.lastError }
   /// The state changed (ready or not).
   var onStateChange: ((State) -> Void)?
   /// The connection is being given up: called before what waited on it is failed.
@@ -75,27 +80,34 @@ final class PGLink {
     self.server = server
     self.role = role
     self.connectTimeout = connectTimeout
-    backoff = Backoff(first: min(0.1, retryMax), cap: retryMax)
+    machine = LinkStateMachine(
+      retryMax: retryMax,
+      voice: LinkStateMachine.Voice(
+        unreachable: { line in
+          .init(.warning, "hosted: PostgreSQL unreachable; retrying", [("connection", name), ("error", line)])
+        },
+        stillUnreachable: { _ in nil },
+        ready: { afterFailure in
+          afterFailure ? .init(.info, "hosted: PostgreSQL reachable again", [("connection", name)]) : nil
+        },
+        incompatible: { reason in
+          .init(.error, "hosted: PostgreSQL's schema is too new; not serving", [("reason", reason)])
+        }))
     self.answerTimeout = answerTimeout
     self.logger = logger
   }
 
   var isReady: Bool { state == .ready }
 
-  func start() {
-    guard state == .down else { return }
-    connect()
-  }
+  func start() { perform(machine.start()) }
 
   func stop() {
-    state = .stopped
     attempt += 1
     retryTimer?.close()
     retryTimer = nil
     watchdog?.close()
     watchdog = nil
-    connection?.close()
-    connection = nil
+    perform(machine.stop())
   }
 
   /// Sends a batch (one transaction); fails at once when the link is not ready.
@@ -122,18 +134,71 @@ final class PGLink {
   /// synchronous standby that is away grows it.
   var oldestInFlightAge: Double? { sentAt.first.map { System.monotonicSeconds() - $0 } }
 
+  // MARK: Performing the machine's actions
+
+  private func perform(_ actions: [LinkStateMachine.Action]) {
+    for action in actions {
+      switch action {
+      case .connect: connect()
+      case .migrate: migrate()
+      case .prepare: prepare()
+      case .closeConnection: closeConnection()
+      case .retry(let delay):
+        let timer = retryTimer ?? loop.makeTimer()
+        timer.keepsLoopAlive = false
+        retryTimer = timer
+        timer.start(afterMilliseconds: UInt64(delay * 1000)) { [weak self] in
+          guard let self else { return }
+          self.perform(self.machine.retryDue())
+        }
+      case .log(let line):
+        logger.log(line.level, line.message, line.metadata.map { ($0.key, $0.value) })
+      }
+    }
+    let now: State =
+      switch machine.phase {
+      case .disconnected: .down
+      case .connecting, .migrating, .preparing: .connecting
+      case .ready: .ready
+      case .incompatible: .incompatible
+      case .stopped: .stopped
+      }
+    if now == .ready && watchdog == nil {
+      sinceKeepalive = 0
+      let timer = loop.makeTimer()
+      timer.keepsLoopAlive = false
+      timer.start(afterMilliseconds: 1_000, repeatEvery: 1_000) { [unowned self] in self.watch() }
+      watchdog = timer
+    }
+    guard state != now else { return }
+    state = now
+    // Stopping is the owner's doing: it is not told.
+    if now != .stopped { onStateChange?(now) }
+  }
+
+  /// A failure on the current connection (or attempt): scrubbed of the password, one line.
+  private func failed(_ message: String) { perform(machine.failed(server.scrub(message))) }
+
+  private func closeConnection() {
+    guard let closing = connection else { return }
+    // Given up after a failure (not stopped, not refused for its schema): the owner learns it before what waited
+    // on the connection fails.
+    if machine.phase == .disconnected { onLosing?() }
+    connection = nil
+    closing.close()
+    sentAt = []
+  }
+
   // MARK: Connecting
 
   private func connect() {
-    guard state != .stopped && state != .incompatible else { return }
-    setState(.connecting)
     attempt += 1
     let current = attempt
     PGConnector.make(
       loop: loop, server: server, applicationName: applicationName, connectTimeout: connectTimeout,
-      isCurrent: { [weak self] in self.map { current == $0.attempt && $0.state == .connecting } ?? false }
+      isCurrent: { [weak self] in self.map { current == $0.attempt && $0.machine.phase == .connecting } ?? false }
     ) { [weak self] result in
-      guard let self else { return }
+      guard let self, current == self.attempt else { return }
       switch result {
       case .success(let connection): self.open(connection)
       case .failure(let error): self.failed(error.message)
@@ -143,8 +208,11 @@ final class PGLink {
 
   private func open(_ connection: PGConnection) {
     self.connection = connection
-    connection.onReady = { [unowned self] in self.migrate() }
-    connection.onFailure = { [unowned self] message in self.lost(message) }
+    connection.onReady = { [unowned self] in self.perform(self.machine.connected()) }
+    connection.onFailure = { [unowned self] message in
+      guard self.connection === connection else { return }
+      self.failed(message)
+    }
     connection.onNotification = { [unowned self] channel, payload in self.onNotification?(channel, payload) }
     connection.start()
   }
@@ -153,20 +221,10 @@ final class PGLink {
     connection?.send(PGSchema.migrate) { [unowned self] result in
       switch result {
       case .failure(let error):
-        self.lost("cannot create or migrate the tipsd schema: \(error.message)")
+        self.failed("cannot create or migrate the tipsd schema: \(error.message)")
       case .success(let results):
         let version = results.last { !$0.rows.isEmpty }?.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0
-        guard version <= PGSchema.version else {
-          self.lastError =
-            "the database's tipsd schema is version \(version), newer than this tipsd understands "
-            + "(\(PGSchema.version))"
-          self.logger.error("hosted: PostgreSQL's schema is too new; not serving", [("reason", self.lastError ?? "")])
-          self.connection?.close()
-          self.connection = nil
-          self.setState(.incompatible)
-          return
-        }
-        self.prepare()
+        self.perform(self.machine.migrated(version: version, supported: PGSchema.version))
       }
     }
   }
@@ -177,57 +235,40 @@ final class PGLink {
     case .listener(let channels):
       connection.send(channels.map { "LISTEN \($0);" }.joined(separator: " ")) { [unowned self] result in
         if case .failure(let error) = result {
-          self.lost("cannot LISTEN: \(error.message)")
+          self.failed("cannot LISTEN: \(error.message)")
           return
         }
-        self.connected()
+        self.perform(self.machine.prepared())
       }
     case .pipelined(let statements, let setup):
       guard connection.enterPipelineMode() else {
-        lost("cannot enter pipeline mode")
+        failed("cannot enter pipeline mode")
         return
       }
       guard !statements.isEmpty || !setup.isEmpty else {
-        connected()
+        perform(machine.prepared())
         return
       }
       let batch = setup.map { PGStatement.query($0) } + statements.map { .prepare($0.name, $0.sql) }
       connection.sendBatch(batch) { [unowned self] result in
         switch result {
         case .failure(let error):
-          self.lost("cannot prepare statements: \(error.message)")
+          self.failed("cannot prepare statements: \(error.message)")
           return
         case .success(let results):
           self.onSetup?(Array(results.prefix(setup.count)))
         }
-        self.connected()
+        self.perform(self.machine.prepared())
       }
     }
-  }
-
-  private func connected() {
-    backoff.succeeded()
-    lastError = nil
-    if warned { logger.info("hosted: PostgreSQL reachable again", [("connection", name)]) }
-    warned = false
-    sinceKeepalive = 0
-    if watchdog == nil {
-      let timer = loop.makeTimer()
-      timer.keepsLoopAlive = false
-      timer.start(afterMilliseconds: 1_000, repeatEvery: 1_000) { [unowned self] in self.watch() }
-      watchdog = timer
-    }
-    setState(.ready)
   }
 
   /// Once a second while connected: a link whose oldest batch waited `answerTimeout` is lost; the listener's
   /// keepalive goes out every `answerTimeout / 3`.
   private func watch() {
     guard state == .ready, let connection else { return }
-    if let age = oldestInFlightAge, age >= answerTimeout {
-      lost("PostgreSQL did not answer within \(Int(answerTimeout)) s; connecting again")
-      return
-    }
+    let actions = machine.waited(oldestInFlightAge, timeout: answerTimeout)
+    guard actions.isEmpty else { return perform(actions) }
     guard case .listener = role else { return }
     sinceKeepalive += 1
     guard sinceKeepalive >= max(1, answerTimeout / 3) else { return }
@@ -236,39 +277,5 @@ final class PGLink {
     connection.send("SELECT 1") { [weak self] _ in
       if let self, !self.sentAt.isEmpty { self.sentAt.removeFirst() }
     }
-  }
-
-  // MARK: Failures
-
-  private func lost(_ message: String) {
-    guard let failed = connection else { return }
-    onLosing?()
-    connection = nil
-    failed.close()
-    sentAt = []
-    self.failed(message)
-  }
-
-  private func failed(_ message: String) {
-    guard state != .stopped && state != .incompatible else { return }
-    let scrubbed = server.scrub(message).split(whereSeparator: \.isNewline)
-      .map { $0.drop { $0 == " " || $0 == "\t" } }.joined(separator: " ")
-    lastError = scrubbed
-    if !warned {
-      warned = true
-      logger.warning("hosted: PostgreSQL unreachable; retrying", [("connection", name), ("error", scrubbed)])
-    }
-    setState(.down)
-    let delay = backoff.failed()
-    let timer = retryTimer ?? loop.makeTimer()
-    timer.keepsLoopAlive = false
-    retryTimer = timer
-    timer.start(afterMilliseconds: UInt64(delay * 1000)) { [weak self] in self?.connect() }
-  }
-
-  private func setState(_ new: State) {
-    guard state != new else { return }
-    state = new
-    onStateChange?(new)
   }
 }

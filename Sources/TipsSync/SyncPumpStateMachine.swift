@@ -43,22 +43,7 @@ public struct SyncPumpStateMachine: Sendable {
     case log(LogLine)
   }
 
-  public struct LogLine: Sendable, Equatable {
-    public var level: LogLevel
-    public var message: String
-    public var metadata: [Pair]
-
-    public struct Pair: Sendable, Equatable {
-      public var key: String
-      public var value: String
-    }
-
-    init(_ level: LogLevel, _ message: String, _ metadata: [(String, String)]) {
-      self.level = level
-      self.message = message
-      self.metadata = metadata.map { Pair(key: $0.0, value: $0.1) }
-    }
-  }
+  public typealias LogLine = LinkStateMachine.LogLine
 
   /// The server (password redacted) and account, for log lines.
   let server: String
@@ -66,19 +51,25 @@ public struct SyncPumpStateMachine: Sendable {
   /// Rows per pull: a full page means more may wait.
   let pullBatch: Int
 
-  public private(set) var phase = Phase.disconnected
+  /// The connection's life: connect, migrate, `LISTEN`, back off (``LinkStateMachine``, as a hosted node's links).
+  private var link: LinkStateMachine
+  public var phase: Phase {
+    switch link.phase {
+    case .disconnected: .disconnected
+    case .connecting, .migrating, .preparing: .connecting
+    case .ready: .connected
+    case .incompatible: .incompatible
+    case .stopped: .stopped
+    }
+  }
   /// A statement is in flight.
   public private(set) var busy = false
   /// A pull is owed (after a (re)connect, a `NOTIFY`, a full page).
   public private(set) var pullNeeded = false
-  /// The wait before the next attempt after a failure.
-  private var backoff: Backoff
   /// The next backoff.
-  public var retryDelay: Double { backoff.next }
-  /// Whether the unreachable warning was logged since the last connection (later failures log at debug).
-  private var warned = false
+  public var retryDelay: Double { link.retryDelay }
   /// The last connection or statement error, cleared on reconnect.
-  public private(set) var lastError: String?
+  public var lastError: String? { link.lastError }
 
   /// What log lines call the other side: "PostgreSQL", or "the hosted node".
   let peer: String
@@ -89,61 +80,45 @@ public struct SyncPumpStateMachine: Sendable {
     self.server = server
     self.account = account
     self.pullBatch = pullBatch
-    backoff = Backoff(first: min(0.1, retryMax), cap: retryMax)
     self.peer = peer
+    link = LinkStateMachine(
+      retryMax: retryMax,
+      voice: LinkStateMachine.Voice(
+        unreachable: { line in
+          LogLine(
+            .warning, "sync: \(peer) unreachable; serving locally and retrying", [("server", server), ("error", line)])
+        },
+        stillUnreachable: { line in LogLine(.debug, "sync: still unreachable", [("error", line)]) },
+        ready: { _ in LogLine(.info, "sync connected", [("server", server), ("account", account)]) },
+        incompatible: { reason in LogLine(.error, "sync disabled", [("reason", reason + "; not syncing")]) }))
   }
 
   // MARK: Events
 
-  public mutating func start() -> [Action] {
-    guard phase == .disconnected else { return [] }
-    phase = .connecting
-    return [.connect]
-  }
+  public mutating func start() -> [Action] { map(link.start()) }
 
   public mutating func stop() -> [Action] {
-    guard phase != .stopped else { return [] }
-    phase = .stopped
     busy = false
-    return [.closeConnection]
+    return map(link.stop())
   }
 
   /// The backoff ended.
-  public mutating func retryDue() -> [Action] {
-    guard phase == .disconnected else { return [] }
-    phase = .connecting
-    return [.connect]
-  }
+  public mutating func retryDue() -> [Action] { map(link.retryDue()) }
 
   /// The connection is open: check the schema.
-  public mutating func connected() -> [Action] {
-    guard phase == .connecting else { return [] }
-    return [.run(.migrate)]
-  }
+  public mutating func connected() -> [Action] { map(link.connected()) }
 
   /// The schema is at `version`.
   public mutating func migrated(version: Int, supported: Int) -> [Action] {
-    guard phase == .connecting else { return [] }
-    guard version <= supported else {
-      phase = .incompatible
-      let reason =
-        "the database's tipsd schema is version \(version), newer than this tipsd understands (\(supported)); not syncing"
-      lastError = reason
-      return [.closeConnection, .log(LogLine(.error, "sync disabled", [("reason", reason)]))]
-    }
-    return [.run(.listen)]
+    map(link.migrated(version: version, supported: supported))
   }
 
   /// `LISTEN` succeeded: connected. Catch up first (`NOTIFY`s sent while away are gone).
   public mutating func listening(outboxHasWork: Bool) -> [Action] {
-    guard phase == .connecting else { return [] }
-    phase = .connected
-    backoff.succeeded()
-    lastError = nil
-    warned = false
+    guard link.phase == .preparing else { return [] }
+    let actions = map(link.prepared())
     pullNeeded = true
-    return [.log(LogLine(.info, "sync connected", [("server", server), ("account", account)]))]
-      + next(outboxHasWork: outboxHasWork)
+    return actions + next(outboxHasWork: outboxHasWork)
   }
 
   /// A `NOTIFY` on the account's channel.
@@ -175,32 +150,29 @@ public struct SyncPumpStateMachine: Sendable {
 
   /// The connection could not be made or was lost (`message` already scrubbed of the password).
   public mutating func connectionFailed(_ message: String) -> [Action] {
-    guard phase == .connecting || phase == .connected else { return [] }
-    phase = .disconnected
-    busy = false
-    // One line: libpq's messages continue on tab-indented lines.
-    let line = message.split(whereSeparator: \.isNewline).map { $0.drop { $0 == " " || $0 == "\t" } }
-      .joined(separator: " ")
-    lastError = line
-    var actions: [Action] = [.closeConnection]
-    if !warned {
-      warned = true
-      actions.append(
-        .log(
-          LogLine(
-            .warning, "sync: \(peer) unreachable; serving locally and retrying",
-            [("server", server), ("error", line)])))
-    } else {
-      actions.append(.log(LogLine(.debug, "sync: still unreachable", [("error", line)])))
+    let actions = link.failed(message)
+    if !actions.isEmpty { busy = false }
+    return map(actions)
+  }
+
+  /// The link's actions as the pump's.
+  private func map(_ actions: [LinkStateMachine.Action]) -> [Action] {
+    actions.map {
+      switch $0 {
+      case .connect: .connect
+      case .migrate: .run(.migrate)
+      case .prepare: .run(.listen)
+      case .closeConnection: .closeConnection
+      case .retry(let seconds): .retry(afterSeconds: seconds)
+      case .log(let line): .log(line)
+      }
     }
-    actions.append(.retry(afterSeconds: backoff.failed()))
-    return actions
   }
 
   // MARK: The next statement
 
   private mutating func next(outboxHasWork: Bool) -> [Action] {
-    guard phase == .connected, !busy else { return [] }
+    guard link.phase == .ready, !busy else { return [] }
     if pullNeeded {
       pullNeeded = false
       busy = true
