@@ -14,9 +14,10 @@ BENCH_APT_PACKAGES := redis-server postgresql-contrib
 # translate-toolkit: protocol/tests/test_xliff.py reads tipsd's XLIFF with it and writes XLIFF for tipsd to import.
 # pyjwt[crypto]: TipsAuthTests' tokens are minted by PyJWT (Tests/TipsAuthTests/Fixtures/mint_tokens.py), not by tipsd.
 # websockets: make bench's fleet load generator (scripts/bench-fleet).
+# standardwebhooks: protocol/tests/test_hosted_webhooks.py's receiver verifies tipsd's webhook signatures with it.
 # numpy: the statistics simulation (protocol/tests/stats_simulation.py: make stats, and test_statistics.py) draws its
 # simulated accounts with it.
-PIP_PACKAGES := pytest jsonschema prometheus-client 'pyjwt[crypto]' translate-toolkit websockets numpy
+PIP_PACKAGES := pytest jsonschema prometheus-client 'pyjwt[crypto]' translate-toolkit websockets numpy standardwebhooks
 BIN_DEBUG := .build/debug/tipsd
 BIN_RELEASE := .build/release/tipsd
 # The daemon's default socket, so `tipsd call` and `tipsd token` find it without --socket.
@@ -73,7 +74,7 @@ bench-deps:
 	fi
 
 deps-pip:
-	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client, jwt, cryptography, translate.storage.xliff, websockets, numpy" \
+	@$(PYTHON) -c "import pytest, jsonschema, prometheus_client, jwt, cryptography, translate.storage.xliff, websockets, numpy, standardwebhooks" \
 	  2>/dev/null \
 	  || $(PYTHON) -m pip install -q $(PIP_PACKAGES)
 
@@ -153,6 +154,7 @@ bench: deps-apt deps-pip bench-deps
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-retention
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-hosted
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-noisy
+	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-webhooks
 
 ## stats: issues #38 and #46's simulation at full size — 400 simulated experiments per scenario (null, +3 points) of
 ## 7,000 accounts enrolling over 14 days, pooled by TipsMetrics (tipsd-metrics-pool, release build) and looked at

@@ -185,13 +185,19 @@ let package = Package(
       name: "TipsAuthTests", dependencies: ["TipsAuth", "TipsJSON", "TipsSystem", "TipsTestSupport", "COpenSSL"],
       exclude: ["Fixtures"], swiftSettings: swiftSettings),
 
+    // MARK: TipsWebhooks — Standard Webhooks signing (OpenSSL), URLs, backoff, and an HTTP/1.1 POST on the loop
+    .target(
+      name: "TipsWebhooks", dependencies: ["COpenSSL", "TipsTransport"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "TipsWebhooksTests", dependencies: ["TipsWebhooks", "TipsTransport"], swiftSettings: swiftSettings),
+
     // MARK: TipsServer — the daemon: wires engine, store, sync, protocol, framing and transport
     .target(
       name: "TipsServer",
       dependencies: [
         "TipsEngine", "TipsCatalog", "TipsStore", "TipsSync", "TipsProtocol", "TipsFraming", "TipsTransport",
         "TipsJSON",
-        "TipsSystem", "TipsMetrics", "TipsLogging", "TipsHosted", "TipsAuth",
+        "TipsSystem", "TipsMetrics", "TipsLogging", "TipsHosted", "TipsAuth", "TipsWebhooks",
       ],
       swiftSettings: swiftSettings
     ),

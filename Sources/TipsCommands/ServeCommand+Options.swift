@@ -447,6 +447,22 @@ extension ServeCommand {
       guard seconds >= 0 else { throw value.invalid("must be 0 (off) or a positive number of seconds") }
       command.hosted.set { $0.repairInterval = seconds }
     },
+    .value(
+      "--webhook-retry-first", as: "SECONDS",
+      help: "the longest wait before a failed webhook's first retry; later waits double up to an hour (5)"
+    ) { command, value throws(UsageError) in
+      let seconds = try value.number()
+      guard seconds > 0 else { throw value.invalid("must be a positive number of seconds") }
+      command.hosted.set { $0.webhookRetryFirst = seconds }
+    },
+    .value(
+      "--webhook-lease", as: "SECONDS",
+      help: "how long the node delivering webhooks holds the fleet's lease unrenewed; another takes over after (10)"
+    ) { command, value throws(UsageError) in
+      let seconds = try value.number()
+      guard seconds >= 1 else { throw value.invalid("must be at least 1 second") }
+      command.hosted.set { $0.webhookLease = seconds }
+    },
 
     .section("HTTP AND WEBSOCKET (off unless --listen is given)"),
     .value(

@@ -62,6 +62,11 @@ public enum Messages {
     SuppressRequest.self,
     UnobserveRequest.self,
     UnregisterTipsRequest.self,
+    WebhooksCreateRequest.self,
+    WebhooksDeleteRequest.self,
+    WebhooksListRequest.self,
+    WebhooksReplayRequest.self,
+    WebhooksTestRequest.self,
   ]
 
   /// Notifications a client sends, byte-wise sorted.

@@ -100,7 +100,8 @@ extension Server {
         hostedLinks: services.hosted.map { hosted in Link.allCases.map { ($0.rawValue, hosted.isUp($0)) } } ?? [],
         signInThrottled: services.hosted?.signInCounts.throttled,
         signInFailures: services.hosted?.signInCounts.failures,
-        repairChecks: services.hosted?.repairCounts.checks, repairs: services.hosted?.repairCounts.repairs
+        repairChecks: services.hosted?.repairCounts.checks, repairs: services.hosted?.repairCounts.repairs,
+        webhookResults: services.hosted?.webhooks?.results, webhookLag: services.hosted?.webhooks?.lag
       ))
   }
 

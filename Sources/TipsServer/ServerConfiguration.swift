@@ -130,6 +130,12 @@ public struct HostedConfiguration: Sendable {
   /// the same cursor, and read again when they differ (`tipsd_hosted_repairs_total`; a net that should stay idle);
   /// 0 turns it off.
   public var repairInterval: Double = 300
+  /// `--webhook-retry-first SECONDS`: the longest wait before a failed webhook delivery's first retry (5; each
+  /// later wait doubles, with jitter, up to an hour; an endpoint undelivered for a day is disabled).
+  public var webhookRetryFirst: Double = 5
+  /// `--webhook-lease SECONDS`: how long the node delivering webhooks holds the fleet's lease without renewing it
+  /// (10): another node takes over this long after it died.
+  public var webhookLease: Double = 10
   /// `--ops-device-days N`: a device that synced within N days keeps the operations it has not read yet; one silent
   /// longer reads the account's snapshot when it comes back (the operations before the snapshot are pruned).
   public var opsDeviceDays: Double = 30

@@ -99,6 +99,9 @@ final class ServerCounters {
     /// Hosted mode: accounts checked against PostgreSQL, and those found apart and read again (the repair net).
     var repairChecks: Int?
     var repairs: Int?
+    /// Webhook delivery attempts by result, and the oldest undelivered event's age (hosted over PostgreSQL).
+    var webhookResults: [String: Int]?
+    var webhookLag: Double?
   }
 
   func render(_ gauges: Gauges) -> String {
@@ -205,6 +208,19 @@ final class ServerCounters {
         "tipsd_hosted_repairs_total", "counter",
         "Hosted mode: accounts whose state on this node differed from PostgreSQL's and were read again (should be 0).")
       sample("tipsd_hosted_repairs_total", [], String(repairs))
+    }
+    if let results = gauges.webhookResults, let lag = gauges.webhookLag {
+      family(
+        "tipsd_webhook_deliveries_total", "counter",
+        "Hosted mode: webhook delivery attempts this node made, by result (delivered: a 2xx; failed: retried later; "
+          + "disabled: the endpoint was given up on).")
+      for result in ["delivered", "disabled", "failed"] {
+        sample("tipsd_webhook_deliveries_total", [("result", result)], String(results[result] ?? 0))
+      }
+      family(
+        "tipsd_webhook_lag_seconds", "gauge",
+        "Hosted mode: seconds the oldest undelivered webhook event has waited (as last read by the delivering node).")
+      sample("tipsd_webhook_lag_seconds", [], Self.number(lag))
     }
     if let throttled = gauges.signInThrottled, let failures = gauges.signInFailures {
       family(

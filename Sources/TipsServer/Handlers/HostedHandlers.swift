@@ -24,6 +24,7 @@ extension Handlers {
   /// Hosted mode's methods: signing in again, and the admin's account methods. A daemon serving one user's state
   /// (not `--hosted`) has no accounts.
   static func registerHosted(_ table: inout HandlerTable) {
+    registerWebhooks(&table)
     /// The new token must name the same account; the session then ends at its expiry instead.
     table.on(AuthRefreshRequest.self) { request, context throws(ResponseError) in
       let hosted = try hosted(context)

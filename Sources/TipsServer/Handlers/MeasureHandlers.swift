@@ -115,7 +115,11 @@ extension Handlers {
         let hosted: HostedService
         do throws(ResponseError) { hosted = try admin(context) } catch { return reply(.failure(error)) }
         let statistics = context.services.configuration.metrics(request).statistics
-        hosted.fleetMetrics(request) { reply($0.map { MetricsGetRequest.Response(report: $0.applying(statistics)) }) }
+        hosted.fleetMetrics(request) { result in
+          let report = result.map { $0.applying(statistics) }
+          if case .success(let report) = report { hosted.noticeExperiments(report) }  // webhooks (#48)
+          reply(report.map { MetricsGetRequest.Response(report: $0) })
+        }
         return
       }
       if let hosted = context.services.hosted {

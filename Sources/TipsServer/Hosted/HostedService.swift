@@ -136,6 +136,8 @@ final class HostedService {
   /// The per-peer limiter and its clock: failed sign-ins are charged to the peer's connection rate, and a peer over
   /// its rate is refused (`tooManyAttempts`) without its token being verified. Set by the server.
   var signInLimiter: (limiter: ConnectionLimiter, now: () -> Double)?
+  /// Delivers webhooks while this node holds the lease (PostgreSQL only; `HostedService+Webhooks.swift`).
+  var webhooks: WebhookDeliverer?
 
   init(
     configuration: HostedConfiguration, services: Services, loop: any EventLoop, logger: Logger,
@@ -173,7 +175,11 @@ final class HostedService {
       var storeConfiguration = HostedStore.Configuration(server: server, node: configuration.node)
       storeConfiguration.answerTimeout = configuration.postgresTimeout
       storeConfiguration.setBasedCommit = configuration.setBasedCommit
-      store = HostedStore(loop: loop, configuration: storeConfiguration, logger: logger)
+      let postgres = HostedStore(loop: loop, configuration: storeConfiguration, logger: logger)
+      store = postgres
+      webhooks = WebhookDeliverer(
+        store: postgres, loop: loop, logger: logger, node: configuration.node,
+        retryFirst: configuration.webhookRetryFirst, leaseSeconds: configuration.webhookLease)
     }
     node = HostedNode(capacity: configuration.maxResidentAccounts)
     limiter = RateLimiter(rate: configuration.accountRate)
@@ -206,6 +212,7 @@ final class HostedService {
 
   func start() {
     store.start()
+    webhooks?.start()
     let tick = loop.makeTimer()
     tick.keepsLoopAlive = false
     tick.start(afterMilliseconds: 1_000, repeatEvery: 1_000) { [unowned self] in self.everySecond() }
@@ -216,6 +223,7 @@ final class HostedService {
     catalogs?.stop()
     housekeeping?.close()
     timeTimer?.close()
+    webhooks?.stop()
     store.stop()
   }
 

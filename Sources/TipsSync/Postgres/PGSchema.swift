@@ -99,13 +99,15 @@
 /// Version 13 keeps catalogs and the audit log (#48, `PGSchema+Catalogs.swift`): `tipsd.catalog_versions`,
 /// `tipsd.catalog_current`, `tipsd.catalog_schedules` and the append-only `tipsd.audit`, with their functions.
 ///
+/// Version 14 adds webhooks' durable outbox (#48, `PGSchema+Webhooks.swift`).
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 13
+  package static let version = 14
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -228,8 +230,13 @@ public enum PGSchema {
     \(catalogTables)
         UPDATE tipsd.schema_version SET version = 13;
       END IF;
+      IF (SELECT version FROM tipsd.schema_version) < 14 THEN
+    \(webhookTables)
+        UPDATE tipsd.schema_version SET version = 14;
+      END IF;
       IF migrating THEN
     \(functions)
+    \(webhookFunctions)
       END IF;
     END
     $migrate$;

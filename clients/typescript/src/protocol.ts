@@ -594,6 +594,41 @@ export interface AccountsImportResult {
   /** History entries imported. */
   history: number;
 }
+/** `webhooks/*` (hosted mode, admin): an app's webhook endpoints (docs/webhooks.md). */
+export type WebhookEventType =
+  | "account.deleted"
+  | "catalog.published"
+  | "catalog.rolledBack"
+  | "experiment.decided"
+  | "experiment.srm";
+export interface WebhooksCreateParams {
+  app: string;
+  /** https://, or http:// to the loopback interface only. */
+  url: string;
+  events: WebhookEventType[];
+  /** `whsec_` + base64 of 24 to 64 bytes; generated when absent. */
+  secret?: string | null;
+}
+export interface WebhooksCreateResult {
+  id: number;
+  app: string;
+  url: string;
+  events: string[];
+  /** The signing secret: answered here only. */
+  secret: string;
+}
+export interface WebhookEndpoint {
+  id: number;
+  app: string;
+  url: string;
+  events: string[];
+  createdAt: number;
+  disabledAt: number | null;
+  disabledReason: string | null;
+  pending: number;
+  lastResult: string | null;
+}
+
 export interface AccountsDeleteResult {
   account: string;
   /** Sessions of the account this node closed (other nodes close theirs when PostgreSQL notifies them). */
@@ -1004,6 +1039,11 @@ export interface MethodMap {
   "catalogs/schedule": { params: { app: string; version: number; at: number }; result: CatalogScheduleResult };
   "catalogs/history": { params: { app: string }; result: CatalogHistoryResult };
   "audit/list": { params: { app?: string | null; after?: number | null; limit?: number | null }; result: AuditPage };
+  "webhooks/create": { params: WebhooksCreateParams; result: WebhooksCreateResult };
+  "webhooks/list": { params: { app?: string | null } | void; result: { webhooks: WebhookEndpoint[] } };
+  "webhooks/delete": { params: { app: string; id: number }; result: { id: number; deleted: boolean } };
+  "webhooks/test": { params: { app: string; id: number }; result: { event: number } };
+  "webhooks/replay": { params: { app: string; after: number }; result: { queued: number } };
   "testing/showAllTips": { params: void; result: null };
   "testing/hideAllTips": { params: void; result: null };
   "testing/clear": { params: void; result: null };

@@ -69,6 +69,11 @@ METHODS = (
     "tips/suppress",
     "tips/unobserve",
     "tips/unregister",
+    "webhooks/create",
+    "webhooks/delete",
+    "webhooks/list",
+    "webhooks/replay",
+    "webhooks/test",
 )
 
 #: Notifications a client may send.
