@@ -69,7 +69,13 @@ extension HostedStore {
   ) {
     writer.send([
       .query(
-        "SELECT tipsd.catalog_publish($1, $2, $3, $4, $5)", [app, catalog, digest, note, actor])
+        "SELECT tipsd.catalog_publish($1, $2, $3, $4, $5)", [app, catalog, digest, note, actor]),
+      // `catalog.published` to the app's webhooks, in the publish's own transaction (its outbox: #48).
+      .query(
+        """
+        SELECT tipsd.webhook_enqueue($1, 'catalog.published', json_build_object('app', $1::text, 'version',
+          (SELECT version FROM tipsd.catalog_current WHERE app = $1), 'digest', $2::text)::text, NULL)
+        """, [app, digest]),
     ]) { result in
       completion(result.map { Int($0.first?.rows.first?.first.flatMap { $0 } ?? "") ?? 0 })
     }
@@ -82,7 +88,13 @@ extension HostedStore {
     writer.send([
       .query(
         "SELECT tipsd.catalog_set_current($1, $2::integer, $3, 'catalog.rollback', json_build_object('version', $2::integer)::text)",
-        [app, String(version), actor])
+        [app, String(version), actor]),
+      // `catalog.rolledBack` to the app's webhooks, in the rollback's own transaction.
+      .query(
+        """
+        SELECT tipsd.webhook_enqueue($1, 'catalog.rolledBack',
+          json_build_object('app', $1::text, 'version', $2::integer)::text, NULL)
+        """, [app, String(version)]),
     ]) { completion($0.map { _ in () }) }
   }
 

@@ -28,7 +28,8 @@ final class HostedCatalogs {
   /// Makes a linted catalog the one in force on this node (the catalog reload's path); false when it failed.
   let apply: (Catalog, _ digest: String, _ trigger: String) -> Bool
   /// Called once a publish or a rollback committed: `(app, type, data)`, type `catalog.published` or
-  /// `catalog.rolledBack`. A no-op until the webhooks' outbox fills it in.
+  /// `catalog.rolledBack`. (Their webhook events are not sent from here: the publish's and the rollback's own
+  /// transactions enqueue them in the outbox, `HostedStore+Catalogs.swift`, so none is lost with the node.)
   var onCatalogEvent: (String, String, JSONObject) -> Void = { _, _, _ in }
 
   /// The published version this node serves, per app (none: the `--catalog` file).

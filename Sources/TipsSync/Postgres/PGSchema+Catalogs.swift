@@ -127,6 +127,9 @@ extension PGSchema {
           LOOP
             PERFORM tipsd.catalog_set_current(s.app, s.version, s.actor, 'catalog.scheduledPublish',
               json_build_object('version', s.version, 'schedule', s.id)::text);
+            -- The app's webhooks hear it as a publish, in the same transaction (#48's outbox).
+            PERFORM tipsd.webhook_enqueue(s.app, 'catalog.published',
+              json_build_object('app', s.app, 'version', s.version, 'schedule', s.id)::text, NULL);
             UPDATE tipsd.catalog_schedules SET applied_at = now() WHERE id = s.id;
             applied := applied + 1;
           END LOOP;

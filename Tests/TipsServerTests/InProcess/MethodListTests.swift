@@ -47,8 +47,9 @@ import TipsProtocol
       requests { $0.isChange } == [
         "events/donate", "tips/displayed", "tips/invalidate", "tips/performAction", "tips/resetEligibility",
         "parameters/set", "tips/setVariant", "datastore/reset", "accounts/import", "accounts/delete", "sync/push",
-        // Catalogs' changes (#48): refused at once while PostgreSQL cannot commit.
-        "catalogs/publish", "catalogs/rollback", "catalogs/schedule",
+        // Catalogs' and webhooks' changes (#48): refused at once while PostgreSQL cannot commit.
+        "catalogs/publish", "catalogs/rollback", "catalogs/schedule", "webhooks/create", "webhooks/delete",
+        "webhooks/replay", "webhooks/test",
       ])
     #expect(
       requests { $0.syncs } == [
