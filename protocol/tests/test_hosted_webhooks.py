@@ -311,3 +311,34 @@ def test_an_event_enqueued_once_per_key_is_delivered_once(hosted, node, receiver
     assert answers[0] != "" and answers[1:] == ["", ""], answers
     assert receiver.ids() == [f"evt_{answers[0]}"]
     assert receiver.deliveries[0][1]["data"]["tip"] == "t"
+
+
+def test_catalog_publish_and_rollback_are_delivered_from_their_own_transactions(node, receiver):
+    """`catalog.published` and `catalog.rolledBack` are enqueued by the publish's and the rollback's own transactions
+    (the outbox): each reaches the app's endpoint once, signed, with the version it made current."""
+
+    async def body():
+        session = await admin(node)
+        endpoint = await session.call(
+            "webhooks/create",
+            {"app": "default", "url": receiver.url, "events": ["catalog.published", "catalog.rolledBack"]},
+        )
+        receiver.secret = endpoint["secret"]
+        catalog = {"tips": [{"id": "welcome.tour", "title": "Welcome"}]}
+        first = await session.call("catalogs/publish", {"app": "default", "catalog": catalog, "note": "one"})
+        catalog["tips"][0]["title"] = "Welcome back"
+        second = await session.call("catalogs/publish", {"app": "default", "catalog": catalog, "note": "two"})
+        await session.call("catalogs/rollback", {"app": "default", "version": first["version"]})
+        wait_for(lambda: len(receiver.ids()) >= 3, "three catalog events")
+        await session.call("webhooks/delete", {"app": "default", "id": endpoint["id"]})
+        await session.close()
+        return first["version"], second["version"]
+
+    first, second = asyncio.run(body())
+    events = [(payload["type"], payload["data"]["version"]) for _, payload in receiver.deliveries]
+    assert events == [
+        ("catalog.published", first),
+        ("catalog.published", second),
+        ("catalog.rolledBack", first),
+    ], events
+    assert len(set(receiver.ids())) == 3
