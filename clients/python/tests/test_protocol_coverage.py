@@ -111,6 +111,13 @@ WRAPPERS = {
     "catalogs/schedule": lambda c, s: _hosted_only(c.catalogs_schedule("default", 1, 2_000_000_000)),
     "catalogs/history": lambda c, s: _hosted_only(c.catalogs_history("default")),
     "audit/list": lambda c, s: _hosted_only(c.audit_list(limit=10)),
+    "webhooks/create": lambda c, s: _hosted_only(
+        c.webhooks_create("default", "https://hooks.invalid/tipsd", ["catalog.published"])
+    ),
+    "webhooks/list": lambda c, s: _hosted_only(c.webhooks_list()),
+    "webhooks/delete": lambda c, s: _hosted_only(c.webhooks_delete("default", 1)),
+    "webhooks/test": lambda c, s: _hosted_only(c.webhooks_test("default", 1)),
+    "webhooks/replay": lambda c, s: _hosted_only(c.webhooks_replay("default", 0)),
     "analytics/subscribe": _analytics,
     "analytics/unsubscribe": lambda c, s: s["analytics"].close(),
     "analytics/read": lambda c, s: c.analytics_read(after=0, limit=10),

@@ -47,6 +47,9 @@ import {
   AccountsListParams,
   AccountPage,
   AuditPage,
+  WebhookEndpoint,
+  WebhooksCreateParams,
+  WebhooksCreateResult,
   CatalogDiffResult,
   CatalogHistoryResult,
   CatalogPublishResult,
@@ -629,6 +632,31 @@ export class TipsClient<S extends boolean = false> {
   /** `audit/list` (hosted mode, admin): the audit log, oldest first, a page at a time. */
   auditList(params: { app?: string; after?: number; limit?: number } = {}): Promise<Outcome<S, AuditPage>> {
     return this.request("audit/list", params);
+  }
+
+  /** `webhooks/create` (hosted mode, admin): an endpoint for some of an app's events; answers its signing secret once. */
+  webhooksCreate(params: WebhooksCreateParams): Promise<Outcome<S, WebhooksCreateResult>> {
+    return this.request("webhooks/create", params);
+  }
+
+  /** `webhooks/list` (hosted mode, admin): the endpoints (of one app, or all), with their delivery state. */
+  webhooksList(app?: string): Promise<Outcome<S, { webhooks: WebhookEndpoint[] }>> {
+    return this.request("webhooks/list", app === undefined ? {} : { app });
+  }
+
+  /** `webhooks/delete` (hosted mode, admin): removes an endpoint and what it had left to deliver. */
+  webhooksDelete(app: string, id: number): Promise<Outcome<S, { id: number; deleted: boolean }>> {
+    return this.request("webhooks/delete", { app, id });
+  }
+
+  /** `webhooks/test` (hosted mode, admin): enqueues a `webhook.test` event for one endpoint. */
+  webhooksTest(app: string, id: number): Promise<Outcome<S, { event: number }>> {
+    return this.request("webhooks/test", { app, id });
+  }
+
+  /** `webhooks/replay` (hosted mode, admin): delivers the app's events after `after` again, under their own ids. */
+  webhooksReplay(app: string, after: number): Promise<Outcome<S, { queued: number }>> {
+    return this.request("webhooks/replay", { app, after });
   }
 
   /** `metrics/get`: seed 000's metrics per tip and variant, with their sample sizes (all tips and all history by default). */

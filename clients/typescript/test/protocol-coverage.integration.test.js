@@ -98,6 +98,12 @@ const WRAPPERS = {
   "catalogs/schedule": (c) => hostedOnly(c.catalogsSchedule("default", 1, 2_000_000_000)),
   "catalogs/history": (c) => hostedOnly(c.catalogsHistory("default")),
   "audit/list": (c) => hostedOnly(c.auditList({ limit: 10 })),
+  "webhooks/create": (c) =>
+    hostedOnly(c.webhooksCreate({ app: "default", url: "https://hooks.invalid/tipsd", events: ["catalog.published"] })),
+  "webhooks/list": (c) => hostedOnly(c.webhooksList()),
+  "webhooks/delete": (c) => hostedOnly(c.webhooksDelete("default", 1)),
+  "webhooks/test": (c) => hostedOnly(c.webhooksTest("default", 1)),
+  "webhooks/replay": (c) => hostedOnly(c.webhooksReplay("default", 0)),
   "analytics/subscribe": async (c, s) => {
     const events = [];
     s.offAnalytics = c.onAnalyticsEvent((event) => events.push(event), { after: 0 });

@@ -423,6 +423,31 @@ class Calls(Connection):
             params["limit"] = limit
         return await self.request("audit/list", params)
 
+    async def webhooks_create(self, app: str, url: str, events: list[str], secret: str | None = None) -> dict[str, Any]:
+        """``webhooks/create`` (hosted mode, admin): an endpoint for ``events`` of ``app``; answers its id and its
+        ``whsec_`` signing secret (generated when ``secret`` is None), the only time the secret is sent."""
+        params: dict[str, Any] = {"app": app, "url": url, "events": list(events)}
+        if secret is not None:
+            params["secret"] = secret
+        return await self.request("webhooks/create", params)
+
+    async def webhooks_list(self, app: str | None = None) -> dict[str, Any]:
+        """``webhooks/list`` (hosted mode, admin): the endpoints (of ``app``, or all), with their delivery state."""
+        return await self.request("webhooks/list", {} if app is None else {"app": app})
+
+    async def webhooks_delete(self, app: str, endpoint: int) -> dict[str, Any]:
+        """``webhooks/delete`` (hosted mode, admin): removes an endpoint and what it had left to deliver."""
+        return await self.request("webhooks/delete", {"app": app, "id": endpoint})
+
+    async def webhooks_test(self, app: str, endpoint: int) -> dict[str, Any]:
+        """``webhooks/test`` (hosted mode, admin): enqueues a ``webhook.test`` event for one endpoint."""
+        return await self.request("webhooks/test", {"app": app, "id": endpoint})
+
+    async def webhooks_replay(self, app: str, after: int) -> dict[str, Any]:
+        """``webhooks/replay`` (hosted mode, admin): delivers the app's events after event ``after`` again, under
+        their own ids."""
+        return await self.request("webhooks/replay", {"app": app, "after": after})
+
     # ------------------------------------------------------------------ clock
 
     async def clock(self) -> ClockNow:
