@@ -194,7 +194,7 @@ struct Dispatcher {
       let bytes = try call(method, id: id, params: params, on: session, target: target)
       // Durable when it staged writes: then its success may only leave after the turn's commit succeeds.
       let durable = services.turn.writesStaged > writesBefore
-      if durable && services.hosted != nil { session.heldForCommit = true }
+      if durable && services.hosted != nil { session.commitHold = .held }
       return StagedReply.Part(id: id, bytes: bytes, durable: durable)
     } catch {
       return StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false)
@@ -307,7 +307,7 @@ struct Dispatcher {
       reply(StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false))
       return
     }
-    session.pendingAsync += 1
+    session.beginAsync()
     let services = services
     entry.runAsync?(id, context.params, context.context) { result in
       counters.requestAnswered(
@@ -317,10 +317,10 @@ struct Dispatcher {
       case .success(let encoded): bytes = encoded
       case .failure(let error): bytes = OutgoingMessage.encodeError(id: id, error: error)
       }
-      session.pendingAsync -= 1
+      let last = session.endAsync()
       reply(StagedReply.Part(id: id, bytes: bytes, durable: false))
       services.markDirty(session)
-      if session.pendingAsync == 0 { services.resumeInput(session) }
+      if last { services.resumeInput(session) }
     }
   }
 
@@ -402,12 +402,8 @@ struct Dispatcher {
   /// Where a message runs, decided as it is dispatched; nil when its account is not idle (the session was parked on
   /// it). A message whose account could not be read while it waited is refused.
   private func admit(_ message: IncomingMessage, on session: Session, _ hosted: HostedService) -> Target? {
-    let chargedAlready = session.keyLookedUp
-    session.keyLookedUp = false
-    if let failure = session.failParked {
-      session.failParked = nil
-      return .refused(failure)
-    }
+    let (refusal, chargedAlready) = session.takeReleased()
+    if let refusal { return .refused(refusal) }
     let method: String
     let params: JSONValue?
     switch message {

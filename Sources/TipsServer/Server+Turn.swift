@@ -29,7 +29,7 @@ extension Server {
     var resumed: [Session] = []
     for session in dirty where sessions[session.id] != nil && !held.contains(ObjectIdentifier(session)) {
       // Hosted: its output waits for an earlier commit still in flight.
-      guard session.awaitingBatch == nil else { continue }
+      guard !session.commitHold.isAwaiting else { continue }
       if flush(session, committed: committed) { resumed.append(session) }
       if session.outbound.hasWork { services.turn.markDirty(session) }
     }

@@ -47,20 +47,10 @@ final class Session {
   /// mode: loading, committing or catching up), or its replies wait for asynchronous answers. Input is not read
   /// further meanwhile.
   @exclusivity(unchecked) var frame: PendingFrame?
-  /// The account the frame's next message waits for.
-  @exclusivity(unchecked) var parkedOn: String?
-  /// The waiting message is answered with this error instead of run (its account could not be read).
-  var failParked: ResponseError?
-  /// The waiting message waited for its idempotency key to be looked up in PostgreSQL: its account's request rate
-  /// was charged for it already.
-  var keyLookedUp = false
-  /// Its output waits for this commit (hosted mode: a change is acknowledged once PostgreSQL committed it).
-  @exclusivity(unchecked) var awaitingBatch: UInt64?
-  /// Something staged this turn announces or acknowledges a change (held until the turn's commit).
-  var heldForCommit = false
-  /// Replies being worked out asynchronously (a PostgreSQL read); input waits until they are staged, so replies
-  /// keep their order.
-  @exclusivity(unchecked) var pendingAsync = 0
+  /// Why its input is not read further now, if it is not (see ``Waiting``).
+  @exclusivity(unchecked) var waiting = Waiting.no
+  /// Whether its output waits for a hosted commit (see ``CommitHold``).
+  @exclusivity(unchecked) var commitHold = CommitHold.none
   /// Accounts it holds subscriptions in (an admin may hold them in several).
   var subscribedAccounts: Set<String> = []
   /// Its sign-in attempts (hosted mode's per-connection limits).
@@ -69,7 +59,7 @@ final class Session {
   var rateHold: (any LoopTimer)?
 
   /// Whether requests must wait before the next message is handled.
-  var isWaiting: Bool { parkedOn != nil || awaitingBatch != nil || pendingAsync > 0 }
+  var isWaiting: Bool { waiting.holdsInput || commitHold.isAwaiting }
 
   /// Whole messages from a stream that delivers them (WebSocket), waiting to be handled; the framer is unused then.
   @exclusivity(unchecked) private var messages: [[UInt8]] = []

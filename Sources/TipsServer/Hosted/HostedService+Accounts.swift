@@ -135,13 +135,13 @@ extension HostedService {
   /// The sessions `node` released from waiting for `account` (``HostedNode/wait(_:on:)``), signed in and still
   /// parked on it.
   func parkedSessions(_ ids: [UInt64], on account: String) -> [Session] {
-    ids.compactMap { sessionsByID[$0] }.filter { $0.parkedOn == account }
+    ids.compactMap { sessionsByID[$0] }.filter { $0.waiting.account == account }
   }
 
   func resumeParked(_ account: String, _ ids: [UInt64]) {
     updateTime(of: account)
     for session in parkedSessions(ids, on: account) {
-      session.parkedOn = nil
+      session.release(from: account)
       services.resumeInput(session)
     }
   }
@@ -149,8 +149,7 @@ extension HostedService {
   func failParked(_ account: String, _ ids: [UInt64], reason: String? = nil) {
     let reason = reason ?? node.failure(of: account) ?? "the account could not be read"
     for session in parkedSessions(ids, on: account) {
-      session.parkedOn = nil
-      session.failParked = .unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)")
+      session.release(from: account, refusal: .unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)"))
       services.resumeInput(session)
     }
   }
@@ -299,8 +298,7 @@ extension HostedService {
         reopen(account, issuedAt: issuedAt)
         continue
       }
-      session.parkedOn = nil
-      session.failParked = Self.deletedRefusal(account, for: session)
+      session.release(from: account, refusal: Self.deletedRefusal(account, for: session))
       services.resumeInput(session)
     }
     return sessions.count

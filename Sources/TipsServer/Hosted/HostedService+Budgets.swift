@@ -180,7 +180,7 @@ extension HostedService {
     let timer = loop.makeTimer()
     timer.keepsLoopAlive = false
     session.rateHold = timer
-    session.pendingAsync += 1
+    session.beginAsync()
     session.stream.stopReading()
     let milliseconds = UInt64((min(max(seconds, 0.001), 1) * 1000).rounded(.up))
     timer.start(afterMilliseconds: milliseconds, repeatEvery: 0) { [weak self, weak session] in
@@ -193,10 +193,10 @@ extension HostedService {
     guard let timer = session.rateHold else { return }
     timer.close()
     session.rateHold = nil
-    session.pendingAsync -= 1
+    let last = session.endAsync()
     guard !session.isGone, !session.outbound.closing else { return }
     // Output back-pressure may hold reading too: the outbound state machine resumes it once the client drains.
     if !session.outbound.inputPaused { session.stream.startReading() }
-    if session.pendingAsync == 0 { services.resumeInput(session) }
+    if last { services.resumeInput(session) }
   }
 }

@@ -160,8 +160,8 @@ extension HostedService {
     streamedThisTurn.removeAll()
     for tenant in touched { if let account = tenant.account { perform(node.turnEnded(account)) } }
     var held: Set<ObjectIdentifier> = []
-    for session in dirty where session.heldForCommit {
-      session.heldForCommit = false
+    for session in dirty where session.commitHold == .held {
+      session.commitHold = .none
       guard !changes.isEmpty else { continue }
       held.insert(ObjectIdentifier(session))
       batch.sessions.append(session)
@@ -169,7 +169,7 @@ extension HostedService {
     guard !changes.isEmpty else { return held }
     nextBatch += 1
     let id = nextBatch
-    for session in batch.sessions { session.awaitingBatch = id }
+    for session in batch.sessions { session.commitHold = .awaiting(id) }
     batches[id] = batch
     store.commit(changes) { [weak self] result in self?.committed(id, result) }
     return held
@@ -261,7 +261,7 @@ extension HostedService {
         reply(.failure(.unauthorized(reason: "deleted", "the account was deleted")))
       }
     }
-    for session in batch.sessions where session.awaitingBatch == id { session.awaitingBatch = nil }
+    for session in batch.sessions where session.commitHold == .awaiting(id) { session.commitHold = .none }
     if erasedNow.isEmpty && refused.isEmpty {
       release(batch.sessions, success, [:])
     } else {

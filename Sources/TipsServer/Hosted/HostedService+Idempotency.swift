@@ -15,20 +15,19 @@ extension HostedService {
     guard case .object(let object)? = params, case .string(let key)? = object["idempotencyKey"], !key.isEmpty,
       key.utf8.count <= IdempotencyMemory.maxKeyBytes, !tenant.idempotency.isKnown(key)
     else { return false }
-    session.parkedOn = account
-    session.keyLookedUp = true
+    session.park(on: account, keyCharged: true)
     let since = System.wallClockSeconds() - services.configuration.idempotencyWindow
     store.reply(of: account, key: key, since: since) { [weak self, weak session] result in
       guard let self else { return }
+      var refusal: ResponseError?
       switch result {
       case .success(let stored):
         self.tenants[account]?.idempotency.checked(key, stored: stored)
       case .failure(let error):
-        session?.failParked = .unavailable(
+        refusal = .unavailable(
           method: "request", retryAfter: 1, "PostgreSQL: cannot look the idempotency key up (\(error.message))")
       }
-      guard let session, session.parkedOn == account else { return }
-      session.parkedOn = nil
+      guard let session, session.release(from: account, refusal: refusal) else { return }
       self.services.resumeInput(session)
     }
     return true

@@ -265,7 +265,7 @@ extension HostedService {
     if awaitsReopening(account), let issuedAt = session.principal?.issuedAt {
       // Read once its tombstone lets it be (``reopen(_:issuedAt:)``): the session waits for that.
       reopen(account, issuedAt: issuedAt)
-      session.parkedOn = account
+      session.park(on: account)
       node.wait(session.id, on: account)
       return .wait
     }
@@ -277,7 +277,7 @@ extension HostedService {
       let reason = node.failure(of: account) ?? "the account could not be read"
       return .refused(.unavailable(method: "request", retryAfter: 1, "PostgreSQL: \(reason)"))
     }
-    session.parkedOn = account
+    session.park(on: account)
     node.wait(session.id, on: account)
     return .wait
   }
