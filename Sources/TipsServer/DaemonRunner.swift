@@ -64,7 +64,7 @@ public enum DaemonRunner {
     if configuration.catalogPath != nil {
       do {
         let hangup = try loop.onSignal(SIGHUP) { [unowned server] in
-          server.services.hosted?.reloadKeys()
+          server.services.mode.reloadKeys()
           server.reloadCatalog(trigger: "SIGHUP")
         }
         hangup.keepsLoopAlive = false
@@ -155,19 +155,7 @@ public enum DaemonRunner {
   ) throws(ServerError) -> WebListener? {
     let web = configuration.web
     guard web.isEnabled else { return nil }
-    let token: String
-    if configuration.hosted != nil {
-      // Hosted: the admin token guards /metrics, and exists only when --token-file is given (the hosted service
-      // reads it, and again on SIGHUP). Without one, /metrics answers no one: its token is made here and never
-      // written anywhere.
-      token = server.services.hosted?.adminTokenForListener ?? TokenFile.generate()
-    } else {
-      let tokenFile = web.tokenFile ?? "token"
-      let (existing, created) = try TokenFile.ensure(tokenFile)
-      token = existing
-      // The token itself is never logged: only where it is.
-      logger.info(created ? "created a token" : "using the token", [("token_file", tokenFile)])
-    }
+    let token = try server.services.mode.listenerToken(web, logger: logger)
     let tls = web.tlsCertificate.flatMap { certificate in web.tlsKey.map { (certificate: certificate, key: $0) } }
     WebListener.libraryLog = { isError, line in
       if isError { logger.error("libwebsockets: \(line)") } else { logger.warning("libwebsockets: \(line)") }
@@ -197,14 +185,7 @@ public enum DaemonRunner {
     listener.onConnection = { [unowned server] stream in
       server.accept(stream, transport: "websocket", identity: stream.identity, peer: stream.peer, counted: true)
     }
-    if let hosted = server.services.hosted {
-      listener.authenticate = { [unowned hosted] token in
-        switch hosted.authenticate(token) {
-        case .success(let principal): return .success(principal)
-        case .failure(let error): return .failure(UpgradeRefusal(status: 401, reason: error.message))
-        }
-      }
-    }
+    listener.authenticate = server.services.mode.upgradeAuthenticator
     let started = System.wallClockSeconds()
     let secure = tls != nil
     listener.onRequest = { [unowned server] request in
@@ -230,24 +211,7 @@ enum Health {
       "uptimeSeconds": .double((uptime * 1000).rounded() / 1000),
       "connections": .object(connections),
     ]
-    if let hosted = server.services.hosted {
-      // Hosted: still serving while PostgreSQL is away (reads and observations from memory; changes are refused
-      // with -32016), but said: "connected" once every link is up — commits, reads, and the fleet's channel (without
-      // it other nodes' changes are not heard until the catch-up that follows its return).
-      let connected = Link.allCases.allSatisfy(hosted.isUp)
-      var links: JSONObject = [:]
-      for link in Link.allCases { links[link.rawValue] = .string(hosted.isUp(link) ? "up" : "down") }
-      body["status"] = connected ? "ok" : "degraded"
-      body["hosted"] = .object([
-        "node": .string(hosted.configuration.node),
-        "postgres": .string(connected ? "connected" : hosted.store.isIncompatible ? "incompatible" : "unavailable"),
-        "links": .object(links),
-        "residentAccounts": .int(Int64(hosted.residentAccounts)),
-        "commitsInFlight": .int(Int64(hosted.commitsInFlight)),
-        "oldestCommitSeconds": hosted.store.oldestCommitAge.map { .double(($0 * 1000).rounded() / 1000) } ?? .null,
-        "catalog": .string(server.catalogVersion ?? ""),
-      ])
-    }
+    server.services.mode.health(&body, catalogVersion: server.catalogVersion)
     return HTTPResponse(
       status: 200, body: JSONValue.object(body).serialized() + [0x0A], headers: [("Cache-Control", "no-store")])
   }

@@ -53,7 +53,7 @@ struct Dispatcher {
     // request goes on from them, with no message to build; anything else is parsed in full. The outcome is
     // ``IncomingPayload/decode(_:)``'s either way.
     if let plain = PlainRequest.scanParts(bytes) {
-      if plain.hasID && services.hosted == nil {
+      if plain.hasID && !services.mode.routesByAccount {
         handleRequest(id: plain.id, method: plain.method, params: plain.params, on: session)
         return true
       }
@@ -64,7 +64,7 @@ struct Dispatcher {
       return continueFrame(PendingFrame(messages: [message], isBatch: false), on: session)
     }
     switch IncomingPayload.decodeParsingFully(bytes) {
-    case .single(.request(let id, let method, let params)) where services.hosted == nil:
+    case .single(.request(let id, let method, let params)) where !services.mode.routesByAccount:
       handleRequest(id: id, method: method, params: params, on: session)
       return true
     case .single(let message):
@@ -100,8 +100,9 @@ struct Dispatcher {
     session.frame = frame
     while frame.hasMoreToDispatch {
       var target: Target?
-      if let hosted = services.hosted {
-        guard let admitted = admit(frame.messages[frame.next], on: session, hosted) else {
+      let mode = services.mode
+      if mode.routesByAccount {
+        guard let admitted = mode.admit(frame.messages[frame.next], on: session, table: table) else {
           // Replies that acknowledge changes wait for this turn's commit: the session must be in it.
           if frame.holdsDurableReply { services.markDirty(session) }
           return false
@@ -194,7 +195,7 @@ struct Dispatcher {
       let bytes = try call(method, id: id, params: params, on: session, target: target)
       // Durable when it staged writes: then its success may only leave after the turn's commit succeeds.
       let durable = services.turn.writesStaged > writesBefore
-      if durable && services.hosted != nil { session.commitHold = .held }
+      if durable && services.mode.acknowledgesAfterCommit { session.commitHold = .held }
       return StagedReply.Part(id: id, bytes: bytes, durable: durable)
     } catch {
       return StagedReply.Part(id: id, bytes: OutgoingMessage.encodeError(id: id, error: error), durable: false)
@@ -278,7 +279,7 @@ struct Dispatcher {
       return
     }
     tenant.idempotency.ran(key)
-    if let hosted = services.hosted, let refusal = hosted.idempotencyQuota(tenant, method: context.method) {
+    if let refusal = services.mode.idempotencyRefusal(tenant, method: context.method) {
       throw refusal
     }
     let start = writer.bytes.count
@@ -337,34 +338,12 @@ struct Dispatcher {
       break
     }
     guard entry != nil else { throw .methodNotFound(method) }
-    guard services.hosted != nil else {
+    let mode = services.mode
+    guard mode.routesByAccount else {
       return (RequestContext(session: session, services: services, tenant: services.local, method: method), params)
     }
     let traits = Messages.traits(of: method)
-    if traits.isChange, let hosted = services.hosted, !hosted.store.isWritable {
-      // Refused before the engine changes: a node never holds a change PostgreSQL did not take, and reads keep
-      // being served from memory while it is away (failing over to a standby, say).
-      throw .unavailable(
-        method: method, retryAfter: 1,
-        "PostgreSQL is unavailable (\(hosted.store.lastError ?? "reconnecting")); changes are refused until it is back")
-    }
-    if method == DiscoverRequest.method, let refusal = services.hosted?.admitDiscover(session) { throw refusal }
-    if traits.hosted == .testingOnly, !services.configuration.allowTesting {
-      // A user choosing their own A/B variant would spoil the experiment for everyone reading it.
-      throw .testingDisabled(method: method)
-    }
-    if traits.hosted == .definitionsFromCatalog {
-      throw .forbidden(
-        method: method,
-        "in hosted mode the catalog defines tips, groups, parameters and events for every account (reload it with "
-          + "catalog/reload or SIGHUP)")
-    }
-    if traits.hosted == .deviceOnly {
-      throw .forbidden(
-        method: method,
-        "a suppression is about one device's screen, and a hosted node serves every device of the account: "
-          + "suppress in the app (skip drawing tips) instead")
-    }
+    if let refusal = mode.refusal(of: method, traits: traits, on: session) { throw refusal }
     var params = params
     if session.principal?.isAdmin == true, traits.scope != .accountFree, case .object(var object)? = params,
       object["account"] != nil
@@ -381,9 +360,7 @@ struct Dispatcher {
       }
       return (RequestContext(session: session, services: services, tenant: nil, method: method), params)
     case .tenant(let tenant):
-      if traits.isChange, let hosted = services.hosted,
-        let refusal = hosted.changeBudget(tenant, method: method, session: session)
-      {
+      if traits.isChange, let refusal = mode.changeRefusal(tenant, method: method, on: session) {
         throw refusal
       }
       return (RequestContext(session: session, services: services, tenant: tenant, method: method), params)
@@ -394,62 +371,6 @@ struct Dispatcher {
       return (RequestContext(session: session, services: services, fleet: true, method: method), params)
     case .refused(let error):
       throw error
-    }
-  }
-
-  // MARK: Hosted mode: which accounts a frame acts on
-
-  /// Where a message runs, decided as it is dispatched; nil when its account is not idle (the session was parked on
-  /// it). A message whose account could not be read while it waited is refused.
-  private func admit(_ message: IncomingMessage, on session: Session, _ hosted: HostedService) -> Target? {
-    let (refusal, chargedAlready) = session.takeReleased()
-    if let refusal { return .refused(refusal) }
-    let method: String
-    let params: JSONValue?
-    switch message {
-    case .request(_, let name, let given), .notification(let name, let given):
-      method = name
-      params = given
-    case .invalid, .response:
-      return Target.none
-    }
-    // Unknown methods, sessions not running and account-free methods: the gate and the handler decide.
-    guard session.lifecycle == .running, Messages.traits(of: method).scope != .accountFree, table.entry(method) != nil
-    else {
-      return Target.none
-    }
-    var named: String?
-    if case .object(let object)? = params, let value = object["account"] {
-      guard case .string(let text) = value else {
-        return .refused(.invalidParams("\(method): params.account must be a string"))
-      }
-      named = text
-    }
-    // An admin's analytics and metrics without an account are the whole fleet's.
-    if named == nil, session.principal?.isAdmin == true, Messages.traits(of: method).scope == .fleetWide {
-      return .fleet
-    }
-    switch hosted.account(for: session, named: named, method: method) {
-    case .failure(let error):
-      return .refused(error)
-    case .success(let account):
-      switch hosted.ready(account, for: session) {
-      case .wait:
-        return nil
-      case .refused(let error):
-        return .refused(error)
-      case .ready(let tenant):
-        if !chargedAlready, let refusal = hosted.admitRate(account, session: session) {
-          return .refused(refusal)
-        }
-        // A change whose idempotency key this node does not know: PostgreSQL is asked first (#42).
-        if table.entry(method)?.acceptsIdempotencyKey == true,
-          hosted.mustLookUpKey(params, in: tenant, account: account, for: session)
-        {
-          return nil
-        }
-        return .tenant(tenant)
-      }
     }
   }
 }

@@ -10,7 +10,7 @@ extension Server {
   @discardableResult
   func reloadCatalog(trigger: String) -> CatalogReloadRequest.Response {
     guard let catalogService else { return CatalogReloadRequest.Response(applied: false) }
-    if let refusal = services.hosted?.catalogs?.fileReloadRefusal {
+    if let refusal = services.mode.catalogFileRefusal {
       return CatalogReloadRequest.Response(
         applied: false,
         diagnostics: [["severity": "error", "file": .string(catalogService.path), "message": .string(refusal)]])
@@ -31,19 +31,8 @@ extension Server {
     }
     let applied: (Mutation, CatalogService.Summary)
     do {
-      if let hosted = services.hosted {
-        // Every resident account's engine follows the catalog; accounts loaded later register the new one.
-        let old = catalogService.current
-        for tenant in hosted.tenants.values {
-          let (mutation, _) = try catalogService.change(tenant.engine, from: old, to: next)
-          services.record(mutation, in: tenant)
-          tenant.history.refreshTrackedEvents(tenant.engine)
-          hosted.updateTime(of: tenant.account ?? "")
-        }
-        applied = try catalogService.apply(next, to: engine, digest: digest)
-      } else {
-        applied = try catalogService.apply(next, to: engine, digest: digest)
-      }
+      try services.mode.catalogChanging(catalogService, from: catalogService.current, to: next)
+      applied = try catalogService.apply(next, to: engine, digest: digest)
     } catch {
       logger.error("catalog reload failed part-way", [("trigger", trigger), ("error", "\(error)")])
       return CatalogReloadRequest.Response(
@@ -53,18 +42,9 @@ extension Server {
         ])
     }
     let (mutation, summary) = applied
-    if let local {
-      services.record(mutation, in: local)
-      local.history.refreshTrackedEvents(engine)
-    }
+    services.mode.catalogChanged(mutation, version: catalogService.version, digest: digest, trigger: trigger)
     services.requestEndOfTurn()
     logger.info("catalog reloaded", [("trigger", trigger)] + summary.logMetadata)
-    // Hosted: every node of the fleet reloads its catalog too (unless this reload came from another node's).
-    if let hosted = services.hosted, digest == nil, let version = catalogService.version,
-      trigger != "another node reloaded it"
-    {
-      hosted.store.notifyCatalog(version: version)
-    }
     return CatalogReloadRequest.Response(
       applied: true, added: summary.added, removed: summary.removed, changed: summary.changed,
       unchanged: summary.unchanged, diagnostics: diagnostics)

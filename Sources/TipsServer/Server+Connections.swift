@@ -52,11 +52,7 @@ extension Server {
     session.releasesPeer = !counted
     sessions[session.id] = session
     counters.connectionsAccepted[transport, default: 0] += 1
-    if let hosted = services.hosted {
-      // Signed in by the WebSocket upgrade's token, or to sign in within --sign-in-timeout.
-      if let principal = identity as? Principal { _ = hosted.signedIn(session, as: principal) }
-      hosted.accepted(session)
-    }
+    services.mode.connected(session, identity: identity)
     stream.onData = { [unowned self, unowned session] bytes in self.received(bytes, on: session) }
     stream.onClose = { [unowned self, unowned session] reason in self.closed(session, reason: reason) }
     stream.startReading()
@@ -91,25 +87,18 @@ extension Server {
 
   /// `GET /metrics`: the server's counters in the Prometheus text format.
   public func prometheusText() -> String {
-    counters.render(
-      ServerCounters.Gauges(
-        connections: connectionsByTransport, subscriptions: subscriptionCounts,
-        datastoreBytes: services.hosted == nil ? try? store.sizeBytes() : nil,
-        historyCursor: local?.history.lastCursor ?? 0,
-        uptimeSeconds: Double(loop.now - startedAt) / 1000, version: TipsdVersion.server,
-        hostedLinks: services.hosted.map { hosted in Link.allCases.map { ($0.rawValue, hosted.isUp($0)) } } ?? [],
-        signInThrottled: services.hosted?.signInCounts.throttled,
-        signInFailures: services.hosted?.signInCounts.failures,
-        repairChecks: services.hosted?.repairCounts.checks, repairs: services.hosted?.repairCounts.repairs,
-        webhookResults: services.hosted?.webhooks?.results, webhookLag: services.hosted?.webhooks?.lag
-      ))
+    var gauges = ServerCounters.Gauges(
+      connections: connectionsByTransport, subscriptions: subscriptionCounts, datastoreBytes: nil,
+      historyCursor: local?.history.lastCursor ?? 0,
+      uptimeSeconds: Double(loop.now - startedAt) / 1000, version: TipsdVersion.server)
+    services.mode.gauges(&gauges)
+    return counters.render(gauges)
   }
 
   /// Open subscriptions by kind, over every tenant.
   var subscriptionCounts: [String: Int] {
-    if let local { return local.subscriptions.countsByKind }
     var counts: [String: Int] = [:]
-    for tenant in services.hosted?.tenants.values ?? [:].values {
+    for tenant in services.mode.residentTenants {
       for (kind, count) in tenant.subscriptions.countsByKind { counts[kind, default: 0] += count }
     }
     return counts
@@ -126,8 +115,7 @@ extension Server {
     session.isGone = true
     logger.debug("client disconnected", [("connection", String(session.id)), ("reason", "\(reason)")])
     if let peer = session.peer, session.releasesPeer { connectionLimiter.release(peer) }
-    local?.subscriptions.removeAll(of: session)
-    services.hosted?.closed(session)
+    services.mode.closed(session)
     sessions[session.id] = nil
     services.turn.forget(session)
     if session.isPrimary { beginStop() }
@@ -136,7 +124,7 @@ extension Server {
 
   func received(_ bytes: UnsafeRawBufferPointer, on session: Session) {
     guard !session.outbound.closing else { return }
-    services.hosted?.chargeInput(bytes.count, on: session)
+    services.mode.chargeInput(bytes.count, on: session)
     // A late time-driven wake-up is applied before the request it would have preceded.
     timeDriver?.catchUp()
     // A whole message (WebSocket) with nothing queued before it: handled in place, from the transport's buffer, with

@@ -76,20 +76,14 @@ extension Server {
   func flush(
     _ session: Session, committed: Bool, firstReplies: [(id: RequestID?, result: [UInt8])] = []
   ) -> Bool {
-    let path = store.path
-    let hosted = services.hosted != nil
     func failure(_ id: RequestID?) -> [UInt8] {
       // Hosted: the request's idempotency key was committed first by another node: its reply is the answer.
       if let first = firstReplies.first(where: { $0.id == id }) {
         return OutgoingMessage.encodeResult(id: id) { $0.writeRaw(first.result) }
       }
-      // Hosted: PostgreSQL did not commit it (or the outcome is unknown: the connection broke); the account is read
-      // again before its next request, so a retry sees whether it was stored.
-      return OutgoingMessage.encodeError(
-        id: id,
-        error: hosted
-          ? .unavailable(method: "request", retryAfter: 1, "PostgreSQL did not confirm the commit")
-          : .datastoreFailure(path: path))
+      // Not committed (hosted: or the outcome is unknown — the account is read again before its next request, so a
+      // retry sees whether it was stored).
+      return OutgoingMessage.encodeError(id: id, error: services.mode.uncommittedError)
     }
     // A batch still collecting replies (waiting for an account or a read) keeps those acknowledging this commit.
     session.frame?.commitFinished(success: committed, failure: failure)

@@ -182,7 +182,7 @@ public final class Server {
         configuration: hostedConfiguration, services: services, loop: loop, logger: logger, catalog: catalogService,
         clock: engineClock)
       services.hosted = hosted
-      services.committer = hosted
+      services.mode = hosted
       hosted.signInLimiter = (connectionLimiter, { [unowned self] in Double(self.loop.now) / 1000 })
       hosted.release = { [unowned self] sessions, success, firstReplies in
         for session in sessions where self.sessions[session.id] != nil {
@@ -211,7 +211,7 @@ public final class Server {
         self.sessions.values.filter { $0.principal?.account == account && !$0.outbound.closing }
       }
     } else {
-      services.committer = LocalCommitter(server: self, services: services)
+      services.mode = LocalCommitter(server: self, services: services)
       let tenant = services.makeLocalTenant(engine: engine, history: history)
       do {
         tenant.idempotency.load(
@@ -261,12 +261,11 @@ public final class Server {
     tick.keepsLoopAlive = false
     tick.start(afterMilliseconds: 1_000, repeatEvery: 1_000) { [unowned self] in
       self.checkPartialMessages()
-      self.pruneHistoryIfDue()
+      self.services.mode.housekeep()
     }
     housekeeping = tick
-    pruneHistoryIfDue()
-    local?.sync?.start(loop: loop)
-    services.hosted?.start()
+    services.mode.housekeep()
+    services.mode.start()
     requestEndOfTurn()
   }
 
@@ -277,8 +276,6 @@ public final class Server {
   func pruneHistoryIfDue() {
     let now = engine.clock.now()
     guard abs(now - lastPrune) >= 3_600 else { return }
-    // Hosted: the hosted service prunes PostgreSQL's history (in bounded statements, hourly).
-    guard services.hosted == nil else { return }
     guard let history = local?.history else { return }
     pruneIdempotentReplies()
     guard history.enabled || lastPrune == -.infinity else { return }
@@ -325,8 +322,7 @@ public final class Server {
     finished = true
     local?.sync?.beforeCommit()
     _ = services.turn.commit(replies: local?.idempotency.takeStaged() ?? [])
-    local?.sync?.stop()
-    services.hosted?.stop()
+    services.mode.stop()
     timeDriver?.close()
     housekeeping?.close()
     for session in sessions.values where !session.stream.isClosed {

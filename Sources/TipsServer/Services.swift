@@ -21,13 +21,16 @@ final class Services {
   private(set) var local: Tenant?
   /// Hosted mode (`--hosted`): every account's state in PostgreSQL.
   var hosted: HostedService?
-  /// How the turn's writes become durable: the datastore's transaction (``LocalCommitter``) or hosted mode's group
-  /// commit (``HostedService``). Set by the server as it starts serving one or the other.
-  var committer: any TurnCommitter {
-    get { committerStorage! }
-    set { committerStorage = newValue }
+  /// Whom the daemon serves — one user's state (``LocalCommitter``) or many accounts (``HostedService``) — and so how
+  /// requests are routed and the turn's writes become durable. Set by the server as it starts serving one or the
+  /// other; the only place the two modes part.
+  var mode: any ServingMode {
+    get { modeStorage! }
+    set { modeStorage = newValue }
   }
-  private var committerStorage: (any TurnCommitter)?
+  private var modeStorage: (any ServingMode)?
+  /// How the turn's writes become durable (the mode's commit).
+  var committer: any TurnCommitter { mode }
   /// Asks the loop to run the end of turn soon (work staged outside an I/O callback must not wait for one). Set by
   /// the server once it exists; called for every request, so `@exclusivity(unchecked)` (loop thread only).
   @exclusivity(unchecked) var requestEndOfTurn: () -> Void = {}

@@ -73,12 +73,8 @@ extension Handlers {
             + "catalog's events (the daemon runs with --strict-events)",
           data: ["id": .string(request.id)])
       }
-      if let hosted = services.hosted, let refusal = hosted.donationQuota(context.tenant, method: DonateRequest.method)
-      {
-        throw refusal
-      }
-      if let hosted = services.hosted,
-        let refusal = hosted.infoBudget(request.info, method: DonateRequest.method, charging: context.session)
+      if let refusal = services.mode.donationRefusal(
+        context.tenant, info: request.info, method: DonateRequest.method, on: context.session)
       {
         throw refusal
       }

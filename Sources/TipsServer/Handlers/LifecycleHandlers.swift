@@ -13,25 +13,7 @@ extension Handlers {
       }
       session.locale = request.locale
       let services = context.services
-      var signIn: SignIn?
-      if let hosted = services.hosted {
-        // Hosted: the session signs in here, unless its connection's token already did; variants follow the account.
-        if let token = request.authToken {
-          switch hosted.signInAttempt(token, on: session, refresh: false) {
-          case .success(let principal): if let refusal = hosted.signedIn(session, as: principal) { throw refusal }
-          case .failure(let error): throw error
-          }
-        }
-        guard let principal = session.principal else {
-          throw .unauthorized(
-            reason: "missing",
-            "initialize: sign in with params.auth.token (the app's JWT, or the admin token) or present the token on the "
-              + "connection")
-        }
-        signIn = hosted.signIn(of: principal)
-      } else if let installID = request.installID, services.configuration.installID == nil {
-        context.record(try context.engine { engine throws(EngineError) in try engine.setInstallID(installID) })
-      }
+      let signIn = try services.mode.initialize(request, context)
       session.lifecycle = .running
       services.logger.debug("client initialized", [("connection", String(session.id)), ("client", request.clientName)])
       return InitializeRequest.Response(

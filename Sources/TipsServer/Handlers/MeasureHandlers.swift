@@ -30,23 +30,19 @@ extension Handlers {
       }
       let tenant = context.tenant!
       let head = tenant.history.lastCursor
-      if let hosted = context.services.hosted {
-        hosted.bounds(of: tenant) { bounds in
+      let mode = context.services.mode
+      mode.historyBounds(of: tenant) { bounds in
+        switch bounds {
+        case .failure(let error):
+          reply(.failure(error))
+        case .success(let bounds):
           let id = tenant.subscriptions.subscribeAnalytics(session: context.session, after: request.after, head: head)
-          context.session.subscribedAccounts.insert(tenant.account ?? "")
-          let response = AnalyticsSubscribeRequest.Response(subscription: id, head: head, oldest: bounds?.oldestCursor)
+          if let account = tenant.account { context.session.subscribedAccounts.insert(account) }
+          let response = AnalyticsSubscribeRequest.Response(subscription: id, head: head, oldest: bounds.oldestCursor)
           guard let after = request.after else { return reply(.success(response)) }
-          hosted.replayAnalytics(of: tenant, to: id, after: after) { result in reply(result.map { response }) }
+          mode.replayAnalytics(of: tenant, to: id, after: after) { result in reply(result.map { response }) }
         }
-        return
       }
-      reply(
-        Result { () throws(ResponseError) in
-          let bounds = try historyBounds(context)
-          let id = tenant.subscriptions.subscribeAnalytics(session: context.session, after: request.after, head: head)
-          if request.after != nil { context.services.requestEndOfTurn() }
-          return AnalyticsSubscribeRequest.Response(subscription: id, head: head, oldest: bounds.oldestCursor)
-        })
     }
 
     table.on(AnalyticsUnsubscribeRequest.self) { request, context throws(ResponseError) in
@@ -75,37 +71,20 @@ extension Handlers {
         }
         return
       }
-      if let hosted = context.services.hosted {
-        let tenant = context.tenant!
-        hosted.history(
-          of: tenant.account ?? "", after: request.after, limit: request.limit, wanted: { $0.kind.isStreamed }
-        ) {
-          result in
-          hosted.bounds(of: tenant) { bounds in
-            reply(
-              result.map { events in
+      let tenant = context.tenant!
+      let mode = context.services.mode
+      mode.readHistory(.streamed(after: request.after, limit: request.limit), of: tenant) { result in
+        mode.historyBounds(of: tenant) { bounds in
+          reply(
+            result.flatMap { events in
+              bounds.map { bounds in
                 AnalyticsReadRequest.Response(
                   events: events.map { AnalyticsEventInfo($0) }, next: events.last?.cursor ?? request.after,
-                  head: tenant.history.lastCursor, oldest: bounds?.oldestCursor)
-              })
-          }
+                  head: bounds.newestCursor, oldest: bounds.oldestCursor)
+              }
+            })
         }
-        return
       }
-      reply(
-        Result { () throws(ResponseError) in
-          let store = context.services.store
-          let events: [HistoryEvent]
-          do {
-            events = try store.history(after: request.after, limit: request.limit)
-          } catch {
-            throw .datastoreFailure(path: store.path)
-          }
-          let bounds = try historyBounds(context)
-          return AnalyticsReadRequest.Response(
-            events: events.map { AnalyticsEventInfo($0) }, next: events.last?.cursor ?? request.after,
-            head: bounds.newestCursor, oldest: bounds.oldestCursor)
-        })
     }
 
     table.onAsync(MetricsGetRequest.self) { request, context, reply in
@@ -122,88 +101,43 @@ extension Handlers {
         }
         return
       }
-      if let hosted = context.services.hosted {
-        let tenant: Tenant = context.tenant
-        let tips: [MetricsTip]
-        do throws(ResponseError) {
-          tips = try metricsTips(request, engine: tenant.engine)
-        } catch {
-          return reply(.failure(error))
-        }
-        let kinds = HistoryBatch.metricKinds
-        hosted.history(of: tenant.account ?? "", after: 0, limit: nil, wanted: { kinds & (1 << $0.kind.code) != 0 }) {
-          result in
-          hosted.bounds(of: tenant) { bounds in
-            reply(
-              result.map { history in
+      let tenant: Tenant = context.tenant
+      let tips: [MetricsTip]
+      do throws(ResponseError) {
+        tips = try metricsTips(request, engine: tenant.engine)
+      } catch {
+        return reply(.failure(error))
+      }
+      let mode = context.services.mode
+      mode.readHistory(.metrics, of: tenant) { result in
+        mode.historyBounds(of: tenant) { bounds in
+          reply(
+            result.flatMap { history in
+              bounds.map { bounds in
                 MetricsGetRequest.Response(
                   report: Metrics.compute(
                     history: history, tips: tips, configuration: context.services.configuration.metrics(request),
                     since: request.since, until: request.until, now: tenant.engine.clock.now(),
-                    historyStart: bounds?.oldestAt))
-              })
-          }
+                    historyStart: bounds.oldestAt))
+              }
+            })
         }
-        return
       }
-      reply(
-        Result { () throws(ResponseError) in MetricsGetRequest.Response(report: try metricsReport(request, context)) })
     }
 
     table.onAsync(InspectStateRequest.self) { request, context, reply in
-      func answer(_ bounds: HistoryBounds?) {
+      context.services.mode.historyBounds(of: context.tenant) { bounds in
         reply(
           Result { () throws(ResponseError) in
-            let known: HistoryBounds
-            if let bounds { known = bounds } else { known = try historyBounds(context) }
-            var state = try inspectState(context, bounds: known)
+            var state = try inspectState(context, bounds: try bounds.get())
             if request.watch {
               state.subscription = context.tenant.subscriptions.watchInspect(session: context.session)
-              context.session.subscribedAccounts.insert(context.tenant.account ?? "")
+              if let account = context.tenant.account { context.session.subscribedAccounts.insert(account) }
             }
             return InspectStateRequest.Response(state: state)
           })
       }
-      if let hosted = context.services.hosted {
-        hosted.bounds(of: context.tenant) { bounds in
-          answer(
-            HistoryBounds(
-              oldestCursor: bounds?.oldestCursor, newestCursor: context.tenant.history.lastCursor,
-              oldestAt: bounds?.oldestAt))
-        }
-      } else {
-        answer(nil)
-      }
     }
-  }
-
-  static func historyBounds(_ context: RequestContext) throws(ResponseError) -> HistoryBounds {
-    do {
-      return try context.services.store.historyBounds()
-    } catch {
-      throw .datastoreFailure(path: context.services.store.path)
-    }
-  }
-
-  /// The metrics of the requested (default: every registered) tips.
-  static func metricsReport(_ request: MetricsGetRequest, _ context: RequestContext) throws(ResponseError)
-    -> MetricsReport
-  {
-    let engine = context.engine
-    let tips = try metricsTips(request, engine: engine)
-    let store = context.services.store
-    let history: [HistoryEvent]
-    let bounds: HistoryBounds
-    do {
-      history = try store.historyForMetrics()
-      bounds = try store.historyBounds()
-    } catch {
-      throw .datastoreFailure(path: store.path)
-    }
-    return Metrics.compute(
-      history: history, tips: tips, configuration: context.services.configuration.metrics(request),
-      since: request.since,
-      until: request.until, now: engine.clock.now(), historyStart: bounds.oldestAt)
   }
 
   /// The tips `metrics/get` reports on (default: every registered tip).

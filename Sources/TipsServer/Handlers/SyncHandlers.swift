@@ -5,8 +5,8 @@ extension Handlers {
   static func registerSync(_ table: inout HandlerTable) {
     /// Hosted: the admin's only (PostgreSQL's host, database and role are the operator's business, not a user's).
     table.on(SyncStatusRequest.self) { _, context throws(ResponseError) in
-      if context.services.hosted != nil { return try admin(context).syncStatus() }
-      return context.services.local?.sync?.status() ?? .disabled
+      if let refusal = context.services.mode.operatorRefusal(context) { throw refusal }
+      return context.services.mode.syncStatus()
     }
 
     /// Hosted: a device daemon's operations (`tipsd serve --sync wss://…`), into the session's own account (an
