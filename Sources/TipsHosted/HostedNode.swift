@@ -20,6 +20,9 @@ import TipsSync
 ///   while it has sessions; without sessions it is dropped there. One phase, so an account is never both resident and
 ///   orphaned.
 ///
+/// It also keeps the erased accounts' tombstones and reopenings (``erasures``) and the accounts due for compaction
+/// (``compactions``): `HostedNode+Erasures.swift`.
+///
 /// Eviction: past `capacity` resident accounts, the least recently used idle accounts without sessions are dropped
 /// (their state is all in PostgreSQL). Accounts with sessions are never evicted; the node may then hold more than
 /// `capacity`.
@@ -86,6 +89,10 @@ public struct HostedNode: Sendable {
   private var waitingOn: [UInt64: String] = [:]
   /// The latest instant an event brought (the loop's seconds).
   public private(set) var now: Double = 0
+  /// Erased accounts' tombstones and reopenings (`HostedNode+Erasures.swift`).
+  public internal(set) var erasures = Erasures()
+  /// Accounts due for a new snapshot, and the compaction round running (`HostedNode+Erasures.swift`).
+  public internal(set) var compactions = Compactions()
 
   public init(capacity: Int) {
     precondition(capacity > 0)
@@ -333,6 +340,7 @@ public struct HostedNode: Sendable {
   /// The account was erased: it is dropped whatever it was doing (the caller closes its sessions).
   public mutating func deleted(_ account: String) -> [Action] {
     pullRetries.set(account, nil)
+    compactions.forget(account)
     guard var entry = entries[account] else { return [] }
     unlist(account, &entry)
     entries[account] = nil

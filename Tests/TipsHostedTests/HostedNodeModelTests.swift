@@ -48,6 +48,7 @@ import TipsTestSupport
         return
       }
       #expect(driver.released > 0 && driver.commitsStarted > 0 && driver.pullsStarted > 0, "seed \(seed)")
+      #expect(driver.compacted > 0 && driver.reopened > 0, "seed \(seed): erasures and compactions exercised")
     }
     print("HostedNodeModelTests: seeds \(Self.seeds.first!)… (\(Self.seeds.count)), \(Self.steps) steps each")
   }
@@ -102,6 +103,36 @@ import TipsTestSupport
     evicted.commits["a0", default: 0] += 1
     evicted.perform([.evict("a0")])
     #expect(evicted.problems.contains { $0.contains("evicted while") })
+
+    // A tombstone the node does not keep (a token it lets through is refused by the books).
+    var tombstone = driver
+    tombstone.tombstoneBooks["a5"] = Tombstone(erasedAt: tombstone.wall, until: tombstone.wall + 10, reopened: false)
+    tombstone.check()
+    #expect(tombstone.problems.contains { $0.contains("a5: a token issued at") })
+
+    // An erased account read before it was started again.
+    var read = driver
+    read.node.learnErasure("a3", erasedAt: read.wall, until: read.wall + 10)
+    read.tombstoneBooks["a3"] = Tombstone(erasedAt: read.wall, until: read.wall + 10, reopened: false)
+    read.perform([.load("a3")])
+    #expect(read.problems.contains { $0.contains("read while its tombstone") })
+
+    // Two reopenings of one account at once.
+    var reopen = read
+    _ = reopen.requestWaitsForReopening("a3")
+    reopen.reopenings.remove("a3")
+    _ = reopen.requestWaitsForReopening("a3")
+    #expect(reopen.problems.contains { $0.contains("reopening started") })
+
+    // An account compacted that did not grow, and one that grew never compacted.
+    var compaction = driver
+    compaction.node.grew("a2", last: 100, snapshotCursor: 0, threshold: HostedNodeDriver.compactionThreshold)
+    compaction.compactionEvent()
+    #expect(compaction.problems.contains { $0.contains("a2 compacted though") })
+    var never = driver
+    never.grown["a1"] = 50
+    never.drainChecks()
+    #expect(never.problems.contains { $0.contains("never compacted") })
   }
 }
 
@@ -133,6 +164,18 @@ struct HostedNodeDriver {
   var noticed: Set<String> = []
   var commitsStarted = 0
   var pullsStarted = 0
+  // Erasures and compactions (HostedNodeModelTests+Erasures.swift).
+  /// The wall clock's seconds (tombstones' instants).
+  var wall = 1_000.0
+  var tombstoneBooks: [String: Tombstone] = [:]
+  var reopenings: Set<String> = []
+  var cursors: [String: Int64] = [:]
+  var snapshots: [String: Int64] = [:]
+  /// Accounts grown past the compaction threshold, not compacted since: their newest cursor.
+  var grown: [String: Int64] = [:]
+  var compacting: [String]?
+  var compacted = 0
+  var reopened = 0
   var problems: [String] = []
   var trace: [String] = []
 
@@ -156,6 +199,8 @@ struct HostedNodeDriver {
     case 88..<90: channelRegained()
     case 90..<95: openOrClose(pick())
     case 95..<96: erase(pick())
+    case 96..<98: erasureEvent()
+    case 98..<99: compactionEvent()
     default: endTurn()
     }
     check()
@@ -165,6 +210,7 @@ struct HostedNodeDriver {
 
   mutating func request(_ account: String) {
     trace.append("request \(account) (\(String(describing: node.phase(of: account))))")
+    if requestWaitsForReopening(account) { return }
     perform(node.need(account, now: clock))
     if node.isIdle(account) {
       touched.insert(account)
@@ -213,6 +259,7 @@ struct HostedNodeDriver {
     commits[account, default: 0] -= 1
     if commits[account] == 0 { commits[account] = nil }
     if !success { dirty.insert(account) }
+    if success { grew(account) }
     perform(node.committed(account, success: success))
   }
 
@@ -265,6 +312,7 @@ struct HostedNodeDriver {
   /// An admin erased the account: it is dropped, its sessions closed (their waiters answered with the closing).
   mutating func erase(_ account: String) {
     trace.append("erased \(account)")
+    learnErasure(account)
     let actions = node.deleted(account)
     released(node.takeWaiters(of: account), waiting: account)
     touched.remove(account)
@@ -292,6 +340,9 @@ struct HostedNodeDriver {
       switch action {
       case .load(let account):
         if loads.contains(account) { problems.append("\(account) read twice at once") }
+        if node.erasures.awaitsReopening(account, now: wall) {
+          problems.append("\(account) read while its tombstone keeps it from being read")
+        }
         if commits[account, default: 0] > 0 { problems.append("\(account) read while a commit of it is in flight") }
         loads.insert(account)
         fresh.insert(account)
@@ -346,7 +397,8 @@ struct HostedNodeDriver {
     for (account, waiters) in parked where !waiters.isEmpty {
       switch node.phase(of: account) {
       case .idle?: problems.append("\(account) is idle with waiters left parked")
-      case nil: problems.append("\(account) is not resident with waiters left parked")
+      case nil where !reopenings.contains(account):
+        problems.append("\(account) is not resident with waiters left parked")
       case .orphaned?: problems.append("\(account) is orphaned with waiters left parked")
       default: break
       }
@@ -357,6 +409,7 @@ struct HostedNodeDriver {
     for account in pulls where node.phase(of: account) != .busy {
       problems.append("\(account) is pulling but \(String(describing: node.phase(of: account)))")
     }
+    checkErasures()
   }
 
   /// Finishes everything in flight, successfully, until nothing is left; then what must eventually happen has.
@@ -381,6 +434,10 @@ struct HostedNodeDriver {
       }) {
         clock += 30
         tick(readable: true)
+      } else if let account = reopenings.sorted().first {
+        finishReopening(account, .reopened)
+      } else if compacting != nil || !grown.isEmpty {
+        compactionEvent()
       } else if touched.isEmpty {
         break
       }
@@ -402,5 +459,6 @@ struct HostedNodeDriver {
     for account in dirty where node.phase(of: account) != nil && node.phase(of: account) != .orphaned {
       problems.append("\(account) resident after a failed commit, never read again")
     }
+    for account in grown.keys.sorted() { problems.append("\(account) grew past the threshold, never compacted") }
   }
 }

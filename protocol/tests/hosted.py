@@ -223,6 +223,10 @@ class Session:
     def send(self, method: str, params: dict | None = None) -> asyncio.Future:
         request_id = next(self._ids)
         future = asyncio.get_event_loop().create_future()
+        if self.closed.is_set():
+            # The daemon closed the connection already (a session it signed out, say): nothing will answer.
+            future.set_exception(ConnectionError("closed"))
+            return future
         self.pending[request_id] = future
         message = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:

@@ -42,7 +42,7 @@ extension HostedService {
         if let tombstone = stored.tombstone {
           // Started again after an erasure (on another node, perhaps before this one read the tombstones): the
           // sessions of tokens issued before the erasure are closed, the others go on.
-          self.learnTombstone(
+          self.node.learnErasure(
             account, erasedAt: tombstone.erasedAt, until: tombstone.until, reopened: tombstone.reopened)
           self.closeSessionsOlderThanErasure(of: account)
         }
@@ -288,7 +288,7 @@ extension HostedService {
   /// issued after the erasure, which start the account again (``reopen(_:issuedAt:)``).
   func dropDeleted(_ account: String, erasedAt: Double? = nil) -> Int {
     let laid = erasedAt ?? System.wallClockSeconds()
-    learnTombstone(account, erasedAt: laid, until: laid + configuration.erasureDays * 86_400, reopened: false)
+    node.learnErasure(account, erasedAt: laid, until: laid + configuration.erasureDays * 86_400)
     let sessions = closeSessionsOlderThanErasure(of: account)
     if !sessions.isEmpty, deleting[account] != nil { deleting[account, default: 0] += sessions.count }
     perform(node.deleted(account))
@@ -314,43 +314,31 @@ extension HostedService {
     return sessions
   }
 
-  /// Keeps the newest tombstone known for `account`.
-  func learnTombstone(_ account: String, erasedAt: Double, until: Double, reopened: Bool) {
-    guard let known = erased[account], known.erasedAt > erasedAt else {
-      erased[account] = Tombstone(
-        erasedAt: erasedAt, until: max(until, erased[account]?.until ?? 0), reopened: reopened)
-      return
-    }
-    erased[account]?.until = max(known.until, until)
-  }
-
   /// Starts an erased account again for a session whose token was issued after the erasure (`issuedAt`): its
   /// tombstone in PostgreSQL is marked reopened (it keeps refusing older tokens), then the account is read — empty —
   /// and the sessions parked on it go on. Refused sessions are told why.
   func reopen(_ account: String, issuedAt: Double) {
-    guard reopening.insert(account).inserted else { return }
+    guard node.startReopening(account) else { return }
     store.reopenAccount(account, issuedAt: issuedAt) { [weak self] result in
       guard let self else { return }
-      self.reopening.remove(account)
       switch result {
       case .success(true):
-        self.erased[account]?.reopened = true
         self.logger.info("hosted: an erased account is started again by a newer token", [("account", account)])
-        self.perform(self.node.need(account))
+        self.perform(self.node.reopenAnswered(account, .reopened))
       case .success(false):
         // Erased again since the token was issued (on another node): its tombstone is read again.
+        self.perform(self.node.reopenAnswered(account, .erasedAgain))
         _ = self.dropDeleted(account)
-        self.erasedRead = false
       case .failure(let error):
         self.failParked(account, self.node.takeWaiters(of: account), reason: error.message)
+        self.perform(self.node.reopenAnswered(account, .failed))
       }
     }
   }
 
   /// Whether `account`'s standing tombstone still keeps it from being read (not reopened yet).
   func awaitsReopening(_ account: String) -> Bool {
-    guard let tombstone = erased[account], tombstone.until > System.wallClockSeconds() else { return false }
-    return !tombstone.reopened
+    node.erasures.awaitsReopening(account, now: System.wallClockSeconds())
   }
 
   /// How a request for an erased account is refused: a user's session is being closed (-32013 `deleted`); an admin

@@ -219,10 +219,10 @@ extension HostedService {
             reply(.success(max(last, answer?.lastCursor ?? 0)))
           }
         }
-        if let last = [answer?.lastCursor, answer?.devicesLastCursor].compactMap({ $0 }).max(),
-          last - tenant.snapshotCursor > Int64(configuration.compactionThreshold)
-        {
-          compactionDue[account] = last
+        if let last = [answer?.lastCursor, answer?.devicesLastCursor].compactMap({ $0 }).max() {
+          node.grew(
+            account, last: last, snapshotCursor: tenant.snapshotCursor,
+            threshold: Int64(configuration.compactionThreshold))
         }
         if let first = answer?.historyFirst.first, let count = batch.historyCounts[account], count > 0 {
           let provisionalLast = tenant.history.lastCursor

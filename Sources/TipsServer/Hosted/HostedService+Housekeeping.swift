@@ -86,8 +86,8 @@ extension HostedService {
     signInGuard.tidy(now: now)
     perform(node.tick(now: loopSeconds, readable: store.isReadable))
     repairTick()
-    erased = erased.filter { $0.value.until > now }
-    if !erasedRead && !readingErased && store.isReadable { readErased() }
+    node.expireErasures(wallNow: now)
+    if store.isReadable { readErased() }
     compact()
     if writable && !pruning {
       untilHistoryPrune -= 1
@@ -100,15 +100,13 @@ extension HostedService {
 
   /// Reads the standing tombstones once PostgreSQL can be read (then deletion notices keep the copy).
   func readErased() {
-    readingErased = true
+    guard node.startReadingErasures() else { return }
     store.erasedAccounts { [weak self] result in
       guard let self else { return }
-      self.readingErased = false
-      guard case .success(let rows) = result else { return }
-      self.erasedRead = true
-      for row in rows {
-        self.learnTombstone(row.account, erasedAt: row.erasedAt, until: row.until, reopened: row.reopened)
-      }
+      self.node.erasuresRead(
+        try? result.get().map {
+          ($0.account, Tombstone(erasedAt: $0.erasedAt, until: $0.until, reopened: $0.reopened))
+        })
     }
   }
 
@@ -192,23 +190,18 @@ extension HostedService {
   /// two nodes writing one at once agree, and an older one never replaces a newer one. Operations before a snapshot
   /// are then pruned (``pruneOperations(of:)``), but for those a device still has to read.
   func compact() {
-    guard !compacting, writable, !compactionDue.isEmpty else { return }
-    let threshold = Int64(configuration.compactionThreshold)
-    var accounts: [String] = []
-    for (account, last) in compactionDue.sorted(by: { $0.key < $1.key }) where accounts.count < Self.compactionBatch {
-      compactionDue[account] = nil
-      // Compacted since (by this node) far enough: nothing to do yet.
-      if let tenant = tenants[account], last - tenant.snapshotCursor <= threshold { continue }
-      accounts.append(account)
-    }
+    guard writable else { return }
+    // Compacted since (by this node) far enough: skipped.
+    let accounts = node.startCompaction(
+      limit: Self.compactionBatch, threshold: Int64(configuration.compactionThreshold),
+      snapshotCursor: { [tenants] in tenants[$0]?.snapshotCursor })
     guard !accounts.isEmpty else { return }
-    compacting = true
     compact(accounts[...], written: 0)
   }
 
   func compact(_ accounts: ArraySlice<String>, written: Int) {
     guard let account = accounts.first else {
-      compacting = false
+      node.compactionFinished()
       if written > 0 { logger.debug("hosted: snapshots written", [("accounts", String(written))]) }
       return
     }

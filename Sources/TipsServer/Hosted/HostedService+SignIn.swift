@@ -147,8 +147,7 @@ extension HostedService {
   /// Refused while the account's tombstone stands for a token issued before the erasure (`iat` not after it), or
   /// one without `iat` (nothing says it is newer).
   func erasure(of account: String, issuedAt: Double?) -> ResponseError? {
-    guard let tombstone = erased[account], tombstone.until > System.wallClockSeconds() else { return nil }
-    if let issuedAt, issuedAt > tombstone.erasedAt { return nil }
+    guard node.erasures.refuses(account, issuedAt: issuedAt, now: System.wallClockSeconds()) else { return nil }
     return .unauthorized(
       reason: "deleted",
       "the account was deleted; a token issued before the deletion (or one without iat) is refused while its "

@@ -43,14 +43,6 @@ final class HostedService {
   var signInGuard: SignInGuard
   /// Sessions not signed in yet, by id, and when they must be (`--sign-in-timeout`; the loop's seconds).
   var signInDeadlines = DeadlineQueue<UInt64>()
-  /// Erased accounts whose tombstone stands: tokens issued before the erasure are refused at sign-in and admission
-  /// until it falls. PostgreSQL's `tipsd.erased` is the authority (loads and commits check it); this is its copy, read
-  /// at start and kept by deletion notices.
-  var erased: [String: Tombstone] = [:]
-  /// Erased accounts being started again by a token issued after the erasure (``reopen(_:issuedAt:)``).
-  var reopening: Set<String> = []
-  var erasedRead = false
-  var readingErased = false
   var node: HostedNode
   var tenants: [String: Tenant] = [:]
   /// Accounts with changes or history entries to commit at the end of this turn.
@@ -68,12 +60,8 @@ final class HostedService {
   var timeTimer: (any LoopTimer)?
   var timeTimerAt: Double?
   var housekeeping: (any LoopTimer)?
-  /// Accounts this node committed to with more than `--compaction-threshold` operations after their snapshot, and
-  /// whether the compactor is working.
-  var compactionDue: [String: Int64] = [:]
   /// Accounts an admin is deleting through this node: the sessions closed meanwhile (by PostgreSQL's notification).
   var deleting: [String: Int] = [:]
-  var compacting = false
   /// Seconds until the housekeeping next deletes history older than `--history-days` (at the first tick PostgreSQL
   /// accepts changes, then hourly), and whether it is deleting.
   var untilHistoryPrune = 0
@@ -267,12 +255,4 @@ final class HostedService {
   var residentAccounts: Int { tenants.count }
   var commitsInFlight: Int { batches.count }
   func isResident(_ account: String) -> Bool { tenants[account] != nil }
-}
-
-/// An erased account's tombstone, as a node keeps it: tokens issued at or before `erasedAt` (or without `iat`) are
-/// refused until `until`; `reopened` once a token issued after the erasure started the account again.
-struct Tombstone: Equatable {
-  var erasedAt: Double
-  var until: Double
-  var reopened: Bool
 }
