@@ -64,20 +64,29 @@ extension HostedStore {
 
   // MARK: Endpoints
 
+  ///
+  /// Every change to the endpoints is audited in its own statement (`actor`: who asked): one statement, so the entry
+  /// and the change are stored together or not at all, and a refused change (no such endpoint) records nothing.
   public func createWebhook(
-    app: String, url: String, events: [String], secret: String,
+    app: String, url: String, events: [String], secret: String, actor: String,
     completion: @escaping (Result<WebhookEndpoint, HostedError>) -> Void
   ) {
     writer.send([
       .query(
         """
-        INSERT INTO tipsd.webhook_endpoints (app, url, events, secret) VALUES ($1, $2, $3::text[], $4)
-        RETURNING id, extract(epoch FROM created_at)::double precision
-        """, [app, url, Self.textArray(events), secret])
+        WITH e AS (
+          INSERT INTO tipsd.webhook_endpoints (app, url, events, secret) VALUES ($1, $2, $3::text[], $4)
+          RETURNING id, created_at
+        )
+        SELECT e.id, extract(epoch FROM e.created_at)::double precision,
+          tipsd.audit_append($5, 'webhook.create', $1, NULL, NULL,
+            json_build_object('id', e.id, 'url', $2::text, 'events', $3::text[])::text)
+        FROM e
+        """, [app, url, Self.textArray(events), secret, actor])
     ]) { result in
       completion(
         result.flatMap { results in
-          guard let row = results.first?.rows.first, row.count == 2, let id = row[0].flatMap({ Int64($0) }) else {
+          guard let row = results.first?.rows.first, row.count >= 2, let id = row[0].flatMap({ Int64($0) }) else {
             return .failure(HostedError("PostgreSQL answered no endpoint id"))
           }
           return .success(
@@ -117,9 +126,17 @@ extension HostedStore {
   }
 
   /// Deletes an endpoint of `app` and its deliveries; whether there was one.
-  public func deleteWebhook(app: String, id: Int64, completion: @escaping (Result<Bool, HostedError>) -> Void) {
+  public func deleteWebhook(
+    app: String, id: Int64, actor: String, completion: @escaping (Result<Bool, HostedError>) -> Void
+  ) {
     writer.send([
-      .query("DELETE FROM tipsd.webhook_endpoints WHERE app = $1 AND id = $2::bigint RETURNING id", [app, "\(id)"])
+      .query(
+        """
+        WITH d AS (DELETE FROM tipsd.webhook_endpoints WHERE app = $1 AND id = $2::bigint RETURNING id, url)
+        SELECT d.id, tipsd.audit_append($3, 'webhook.delete', $1, NULL, NULL,
+          json_build_object('id', d.id, 'url', d.url)::text)
+        FROM d
+        """, [app, "\(id)", actor])
     ]) { result in
       completion(result.map { ($0.first?.rows.count ?? 0) > 0 })
     }
@@ -127,14 +144,19 @@ extension HostedStore {
 
   /// Enqueues a `webhook.test` event for one endpoint of `app`; its id, or nil when there is no such endpoint.
   public func testWebhook(
-    app: String, id: Int64, data: String, completion: @escaping (Result<Int64?, HostedError>) -> Void
+    app: String, id: Int64, data: String, actor: String, completion: @escaping (Result<Int64?, HostedError>) -> Void
   ) {
     writer.send([
       .query(
         """
-        SELECT CASE WHEN EXISTS (SELECT 1 FROM tipsd.webhook_endpoints WHERE app = $1 AND id = $4::bigint)
-          THEN tipsd.webhook_enqueue($1, $2, $3, $4::bigint) END
-        """, [app, "webhook.test", data, "\(id)"])
+        WITH t AS (
+          SELECT tipsd.webhook_enqueue($1, $2, $3, $4::bigint) AS event
+          WHERE EXISTS (SELECT 1 FROM tipsd.webhook_endpoints WHERE app = $1 AND id = $4::bigint)
+        )
+        SELECT t.event, tipsd.audit_append($5, 'webhook.test', $1, NULL, NULL,
+          json_build_object('id', $4::bigint, 'event', t.event)::text)
+        FROM t
+        """, [app, "webhook.test", data, "\(id)", actor])
     ]) { result in
       completion(result.map { $0.first?.rows.first?.first.flatMap { $0 }.flatMap { Int64($0) } })
     }
@@ -142,7 +164,9 @@ extension HostedStore {
 
   /// Delivers again every event of `app` after `after` to each of the app's enabled endpoints subscribed to it (an
   /// event already delivered goes out again under the same webhook id); how many deliveries were queued.
-  public func replayWebhooks(app: String, after: Int64, completion: @escaping (Result<Int, HostedError>) -> Void) {
+  public func replayWebhooks(
+    app: String, after: Int64, actor: String, completion: @escaping (Result<Int, HostedError>) -> Void
+  ) {
     writer.send([
       .query(
         """
@@ -156,9 +180,11 @@ extension HostedStore {
           ON CONFLICT (endpoint, event) DO UPDATE
             SET delivered_at = NULL, attempts = 0, next_at = now(), last_result = NULL
           RETURNING 1
-        )
-        SELECT count(*) FROM queued
-        """, [app, "\(after)"])
+        ), n AS (SELECT count(*) AS queued FROM queued)
+        SELECT n.queued, tipsd.audit_append($3, 'webhook.replay', $1, NULL, NULL,
+          json_build_object('after', $2::bigint, 'queued', n.queued)::text)
+        FROM n
+        """, [app, "\(after)", actor])
     ]) { result in
       completion(result.map { $0.first?.rows.first?.first.flatMap { $0 }.flatMap { Int($0) } ?? 0 })
     }
@@ -252,11 +278,18 @@ extension HostedStore {
         """, ["\(endpoint)", "\(event)", text, delivered ? "true" : "false", "\(retryIn)"])
     ]
     if let disable {
+      // Audited with the disabling, by tipsd itself (no one asked).
       statements.append(
         .query(
           """
-          UPDATE tipsd.webhook_endpoints SET disabled_at = now(), disabled_reason = $2
-          WHERE id = $1::bigint AND disabled_at IS NULL
+          WITH d AS (
+            UPDATE tipsd.webhook_endpoints SET disabled_at = now(), disabled_reason = $2
+            WHERE id = $1::bigint AND disabled_at IS NULL
+            RETURNING id, app, url
+          )
+          SELECT tipsd.audit_append('tipsd', 'webhook.disable', d.app, NULL, NULL,
+            json_build_object('id', d.id, 'url', d.url, 'reason', $2::text)::text)
+          FROM d
           """, ["\(endpoint)", disable]))
     }
     writer.send(statements) { completion($0.map { _ in () }) }

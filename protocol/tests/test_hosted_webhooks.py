@@ -342,3 +342,51 @@ def test_catalog_publish_and_rollback_are_delivered_from_their_own_transactions(
         ("catalog.rolledBack", first),
     ], events
     assert len(set(receiver.ids())) == 3
+
+
+def test_every_change_to_the_endpoints_is_audited_with_it(hosted, node, receiver):
+    """webhooks/create, test, replay and delete each append their audit entry in their own statement (actor admin);
+    a refused change (no such endpoint) appends none; an endpoint tipsd disables is audited as tipsd's."""
+
+    async def body():
+        session = await admin(node)
+        start = (await session.call("audit/list", {"limit": 1000}))["entries"]
+        after = start[-1]["id"] if start else 0
+        endpoint = await create(session, receiver)
+        await session.call("webhooks/test", {"app": "default", "id": endpoint["id"]})
+        wait_for(lambda: len(receiver.ids()) >= 1, "the test delivery")
+        await session.call("webhooks/replay", {"app": "default", "after": 0})
+        missing = await session.send("webhooks/delete", {"app": "default", "id": endpoint["id"] + 1000})
+        await session.call("webhooks/delete", {"app": "default", "id": endpoint["id"]})
+        # An endpoint whose stored URL no longer parses is given up on at its next delivery: disabled, by tipsd.
+        broken = await create(session, receiver)
+        hosted.query(f"UPDATE tipsd.webhook_endpoints SET url = 'ftp://x' WHERE id = {broken['id']}")
+        await session.call("accounts/delete", {"account": "audited-webhooks"})
+
+        async def disabled():
+            listed = await session.call("webhooks/list", {"app": "default"})
+            return [e for e in listed["webhooks"] if e["id"] == broken["id"] and e["disabledAt"] is not None]
+
+        deadline = time.monotonic() + TIMEOUT
+        while not await disabled():
+            assert time.monotonic() < deadline, "the broken endpoint was not disabled"
+            await asyncio.sleep(0.05)
+        entries = (await session.call("audit/list", {"after": after, "limit": 1000}))["entries"]
+        await session.call("webhooks/delete", {"app": "default", "id": broken["id"]})
+        await session.close()
+        return endpoint, broken, missing, entries
+
+    endpoint, broken, missing, entries = asyncio.run(body())
+    assert missing.get("result", {}).get("deleted") is False, missing
+    hooks = [(e["action"], e["actor"], e["detail"].get("id")) for e in entries if e["action"].startswith("webhook.")]
+    assert hooks == [
+        ("webhook.create", "admin", endpoint["id"]),
+        ("webhook.test", "admin", endpoint["id"]),
+        ("webhook.replay", "admin", None),
+        ("webhook.delete", "admin", endpoint["id"]),
+        ("webhook.create", "admin", broken["id"]),
+        ("webhook.disable", "tipsd", broken["id"]),
+    ], hooks
+    replay = next(e for e in entries if e["action"] == "webhook.replay")
+    assert replay["detail"]["after"] == 0 and replay["detail"]["queued"] >= 1, replay
+    assert all(e["app"] == "default" for e in entries if e["action"].startswith("webhook.")), entries

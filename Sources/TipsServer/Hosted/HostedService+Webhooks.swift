@@ -133,7 +133,7 @@ final class WebhookDeliverer {
     }
     results[delivered ? "delivered" : disable == nil ? "failed" : "disabled", default: 0] += 1
     if let disable {
-      // The catalogs helper's audit log is not on this branch: the disabling is logged (and kept on the endpoint).
+      // Logged here, and audited (`webhook.disable`) with the disabling in PostgreSQL.
       logger.warning(
         "webhooks: endpoint disabled", [("endpoint", String(due.endpoint)), ("reason", disable)])
     }
@@ -235,7 +235,10 @@ extension Handlers {
       } else {
         secret = WebhookSecret.generate()
       }
-      store.createWebhook(app: request.app, url: request.url, events: request.events, secret: secret.description) {
+      store.createWebhook(
+        app: request.app, url: request.url, events: request.events, secret: secret.description,
+        actor: HostedCatalogs.adminActor
+      ) {
         reply(
           $0.map {
             WebhooksCreateRequest.Response(
@@ -268,7 +271,7 @@ extension Handlers {
       do throws(ResponseError) { store = try admin(context).webhookStore(context.method) } catch {
         return reply(.failure(error))
       }
-      store.deleteWebhook(app: request.app, id: request.id) {
+      store.deleteWebhook(app: request.app, id: request.id, actor: HostedCatalogs.adminActor) {
         reply(
           $0.map { WebhooksDeleteRequest.Response(id: request.id, deleted: $0) }
             .mapError { .unavailable(method: WebhooksDeleteRequest.method, retryAfter: 1, $0.message) })
@@ -281,7 +284,7 @@ extension Handlers {
         return reply(.failure(error))
       }
       let data = JSONValue.object(["endpoint": .int(request.id)]).jsonString
-      store.testWebhook(app: request.app, id: request.id, data: data) { result in
+      store.testWebhook(app: request.app, id: request.id, data: data, actor: HostedCatalogs.adminActor) { result in
         switch result {
         case .success(let event?): reply(.success(WebhooksTestRequest.Response(event: event)))
         case .success(nil):
@@ -297,7 +300,7 @@ extension Handlers {
       do throws(ResponseError) { store = try admin(context).webhookStore(context.method) } catch {
         return reply(.failure(error))
       }
-      store.replayWebhooks(app: request.app, after: request.after) {
+      store.replayWebhooks(app: request.app, after: request.after, actor: HostedCatalogs.adminActor) {
         reply(
           $0.map { WebhooksReplayRequest.Response(queued: $0) }
             .mapError { .unavailable(method: WebhooksReplayRequest.method, retryAfter: 1, $0.message) })
