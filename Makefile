@@ -155,6 +155,7 @@ bench: deps-apt deps-pip bench-deps
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-hosted
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-noisy
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-webhooks
+	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-catalogs
 
 ## stats: issues #38 and #46's simulation at full size — 400 simulated experiments per scenario (null, +3 points) of
 ## 7,000 accounts enrolling over 14 days, pooled by TipsMetrics (tipsd-metrics-pool, release build) and looked at
