@@ -265,6 +265,15 @@ extension ServeCommand {
       command.hosted.node = node
     },
     .value(
+      "--apps", as: "FILE",
+      help: """
+        the deployment's other apps (#48), JSON: {"apps": [{"id", "jwtSecretFile" | "jwks",
+        "jwtAudience", "jwtIssuer"?, "catalog", "accountRate"?, "accountMax…"?}]}; a
+        session names one with initialize's app or the WebSocket path /apps/ID (the
+        --catalog and --jwt-* flags are the app default); re-read on SIGHUP
+        """
+    ) { command, value in command.hosted.set { $0.appsFile = value.text } },
+    .value(
       "--jwt-secret-file", as: "FILE",
       help: """
         HS256/HS384/HS512 secret (the file's bytes, one trailing newline dropped):

@@ -80,7 +80,7 @@ extension LocalCommitter: ServingMode {
     logger.info(created ? "created a token" : "using the token", [("token_file", tokenFile)])
     return existing
   }
-  var upgradeAuthenticator: ((String) -> Result<any Sendable, UpgradeRefusal>)? { nil }
+  var upgradeAuthenticator: ((String, String?) -> Result<any Sendable, UpgradeRefusal>)? { nil }
   func reloadKeys() {}
   func health(_ body: inout JSONObject, catalogVersion: String?) {}
 

@@ -161,6 +161,9 @@ public struct HostedConfiguration: Sendable {
   public var adminSessionMax: Double = 12 * 3600
   /// `--token-file PATH`, when given: the admin token (re-read on SIGHUP). nil: no admin token on this node.
   public var adminTokenFile: String?
+  /// `--apps FILE`: the deployment's apps beside `default` (#48: each with its sign-in, catalog and budgets; re-read
+  /// on SIGHUP). See ``HostedApp``.
+  public var appsFile: String?
 
   public init(server: String, node: String) {
     self.server = server

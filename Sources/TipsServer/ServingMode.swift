@@ -65,7 +65,7 @@ protocol ServingMode: TurnCommitter {
   /// The token that guards the HTTP listener's own routes (`/metrics`, the inspector).
   func listenerToken(_ web: WebConfiguration, logger: Logger) throws(ServerError) -> String
   /// Verifies the token a WebSocket upgrade presents (hosted mode); nil when upgrades carry no sign-in.
-  var upgradeAuthenticator: ((String) -> Result<any Sendable, UpgradeRefusal>)? { get }
+  var upgradeAuthenticator: ((String, String?) -> Result<any Sendable, UpgradeRefusal>)? { get }
   /// SIGHUP: the mode's own files read again (hosted mode: the JWT secret, JWKS and admin token files).
   func reloadKeys()
   /// `GET /healthz`: the mode's part of the body (hosted mode: PostgreSQL's links, the status degraded without them).

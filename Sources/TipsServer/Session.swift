@@ -43,6 +43,8 @@ final class Session {
 
   /// Who the session is signed in as (hosted mode); nil until it signs in.
   var principal: Principal?
+  /// The app it signs in to (hosted mode, #48): `initialize`'s `app`, or its WebSocket path's; `default` else.
+  var app = "default"
   /// The frame (a message or a batch) being worked through: its next message waits for an account to be idle (hosted
   /// mode: loading, committing or catching up), or its replies wait for asynchronous answers. Input is not read
   /// further meanwhile.

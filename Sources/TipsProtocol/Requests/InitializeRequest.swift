@@ -6,7 +6,7 @@ public struct InitializeRequest: EncodableRequest, Hashable {
   public static let traits: MethodTraits = .accountFree
   public static let params: [ParamSpec] = [
     .required("protocolVersion"), .required("clientInfo"), .optional("locale"), .optional("installId"),
-    .optional("auth"),
+    .optional("auth"), .optional("app"),
   ]
   /// Newer clients may send members this daemon does not know.
   public static let acceptsUnknownParams = true
@@ -24,11 +24,14 @@ public struct InitializeRequest: EncodableRequest, Hashable {
   public var installID: String?
   /// Hosted mode: `auth.token`, the app's JWT (or the admin token) — how a Unix-socket or stdio client signs in.
   public var authToken: String?
+  /// Hosted mode: the app the session signs in to (#48; its token must verify against that app's keys); nil:
+  /// `default`, or the WebSocket path's (`/apps/<id>`).
+  public var app: String?
 
   /// A client's handshake; it speaks this build's protocol (``ProtocolVersion/current``) unless told otherwise.
   public init(
     protocolVersion: String = ProtocolVersion.current, clientName: String, clientVersion: String? = nil,
-    locale: String? = nil, installID: String? = nil, authToken: String? = nil
+    locale: String? = nil, installID: String? = nil, authToken: String? = nil, app: String? = nil
   ) {
     self.protocolVersion = protocolVersion
     self.clientName = clientName
@@ -36,6 +39,7 @@ public struct InitializeRequest: EncodableRequest, Hashable {
     self.locale = locale
     self.installID = installID
     self.authToken = authToken
+    self.app = app
   }
 
   /// The params every client sends: the one place a handshake is written.
@@ -46,6 +50,7 @@ public struct InitializeRequest: EncodableRequest, Hashable {
     if let locale { params["locale"] = .string(locale) }
     if let installID { params["installId"] = .string(installID) }
     if let authToken { params["auth"] = ["token": .string(authToken)] }
+    if let app { params["app"] = .string(app) }
     return .object(params)
   }
 
@@ -60,6 +65,7 @@ public struct InitializeRequest: EncodableRequest, Hashable {
       guard case .string(let token)? = auth["token"] else { throw p.invalid("auth", "must be {\"token\": string}") }
       authToken = token
     }
+    app = try p.optionalString("app")
   }
 
   /// The major version, which must equal the daemon's.

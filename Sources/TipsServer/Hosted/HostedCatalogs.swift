@@ -17,8 +17,6 @@ import TipsTransport
 /// applied through the catalog reload's path (``Server/applyCatalog(_:digest:trigger:)``): every resident account is
 /// re-evaluated and its observers told of every tip that starts or stops displaying.
 final class HostedCatalogs {
-  /// The apps this deployment serves (until apps per deployment arrive, one: `default`).
-  static let apps = ["default"]
   /// Who an admin's change is recorded as: the admin token has no name of its own.
   static let adminActor = "admin"
 
@@ -104,33 +102,43 @@ final class HostedCatalogs {
       return
     }
     checking = true
-    let app = "default"
-    store.currentCatalog(app: app, unless: applied[app]) { [weak self] result in
-      guard let self else { return }
-      defer {
-        self.checking = false
-        if self.checkAgain {
-          self.checkAgain = false
-          self.check()
+    let apps = hosted.appIDs
+    var left = apps.count
+    for app in apps {
+      store.currentCatalog(app: app, unless: applied[app]) { [weak self] result in
+        guard let self else { return }
+        left -= 1
+        defer {
+          if left == 0 {
+            self.checking = false
+            if self.checkAgain {
+              self.checkAgain = false
+              self.check()
+            }
+          }
         }
-      }
-      if case .success = result { self.settled = true }
-      switch result {
-      case .failure(let error):
-        self.logger.warning("catalogs: cannot read the current catalog", [("app", app), ("error", error.message)])
-      case .success(nil):
-        return
-      case .success(let stored?):
-        let report = CatalogLoader.check(bytes: Array((stored.catalog ?? "").utf8), file: "\(app)@\(stored.version)")
-        guard let catalog = report.catalog else {
-          self.logger.error(
-            "catalogs: the current catalog does not load here; the one in force keeps serving",
-            [("app", app), ("version", String(stored.version)), ("errors", String(report.errors.count))])
-          self.applied[app] = stored.version
+        if case .success = result, left == 0 { self.settled = true }
+        switch result {
+        case .failure(let error):
+          self.logger.warning("catalogs: cannot read the current catalog", [("app", app), ("error", error.message)])
+        case .success(nil):
           return
-        }
-        if self.apply(catalog, stored.digest, "catalog version \(stored.version) published") {
-          self.applied[app] = stored.version
+        case .success(let stored?):
+          let report = CatalogLoader.check(
+            bytes: Array((stored.catalog ?? "").utf8), file: "\(app)@\(stored.version)")
+          guard let catalog = report.catalog else {
+            self.logger.error(
+              "catalogs: the current catalog does not load here; the one in force keeps serving",
+              [("app", app), ("version", String(stored.version)), ("errors", String(report.errors.count))])
+            self.applied[app] = stored.version
+            return
+          }
+          let trigger = "catalog version \(stored.version) published"
+          let done =
+            app == AccountKey.defaultApp
+            ? self.apply(catalog, stored.digest, trigger)
+            : self.hosted.applyAppCatalog(app, catalog, digest: stored.digest, trigger: trigger)
+          if done { self.applied[app] = stored.version }
         }
       }
     }
@@ -138,10 +146,11 @@ final class HostedCatalogs {
 
   // MARK: Admin methods
 
-  static func checkApp(_ app: String, method: String) throws(ResponseError) {
-    guard apps.contains(app) else {
+  func checkApp(_ app: String, method: String) throws(ResponseError) {
+    guard hosted.serves(app) else {
       throw .invalidParams(
-        "\(method): params.app: unknown app \"\(app)\" (this deployment serves: \(apps.joined(separator: ", ")))")
+        "\(method): params.app: unknown app \"\(app)\" (this deployment serves: "
+          + "\(hosted.appIDs.joined(separator: ", ")))")
     }
   }
 
@@ -173,15 +182,15 @@ final class HostedCatalogs {
     let catalog: Catalog
     let bytes: [UInt8]
     do throws(ResponseError) {
-      try Self.checkApp(request.app, method: method)
+      try checkApp(request.app, method: method)
       (catalog, bytes) = try Self.lint(request.catalog, method: method)
     } catch {
       return reply(.failure(error))
     }
     let digest = Self.digest(bytes)
     if request.dryRun {
-      let (resident, changed) = dryRun(catalog)
-      let diff = CatalogDiff(from: hosted.catalog.current, to: catalog)
+      let (resident, changed) = dryRun(catalog, app: request.app)
+      let diff = CatalogDiff(from: hosted.catalog(ofApp: request.app).current, to: catalog)
       return reply(
         .success(
           .init(value: [
@@ -210,11 +219,11 @@ final class HostedCatalogs {
   /// How many accounts this node holds loaded, and of those how many would see some tip's `shouldDisplay`
   /// change under `next`: each account's merged state loaded on a fresh engine with the catalog in force and on one
   /// with `next`, and their tips compared.
-  func dryRun(_ next: Catalog) -> (resident: Int, changed: Int) {
+  func dryRun(_ next: Catalog, app: String) -> (resident: Int, changed: Int) {
     var changed = 0
     var resident = 0
-    let current = hosted.catalog.current
-    for (account, tenant) in hosted.tenants {
+    let current = hosted.catalog(ofApp: app).current
+    for (account, tenant) in hosted.tenants where AccountKey.app(of: account) == app {
       // An account still loading has no merged state yet: it loads with whatever catalog is in force then.
       guard let model = tenant.model else { continue }
       resident += 1
@@ -246,7 +255,7 @@ final class HostedCatalogs {
     reply: @escaping (Result<CatalogsRollbackRequest.Response, ResponseError>) -> Void
   ) {
     let method = CatalogsRollbackRequest.method
-    do throws(ResponseError) { try Self.checkApp(request.app, method: method) } catch { return reply(.failure(error)) }
+    do throws(ResponseError) { try checkApp(request.app, method: method) } catch { return reply(.failure(error)) }
     store.setCurrentCatalog(app: request.app, version: request.version, actor: Self.adminActor) { [weak self] result in
       switch result {
       case .failure(let error):
@@ -265,7 +274,7 @@ final class HostedCatalogs {
     reply: @escaping (Result<CatalogsScheduleRequest.Response, ResponseError>) -> Void
   ) {
     let method = CatalogsScheduleRequest.method
-    do throws(ResponseError) { try Self.checkApp(request.app, method: method) } catch { return reply(.failure(error)) }
+    do throws(ResponseError) { try checkApp(request.app, method: method) } catch { return reply(.failure(error)) }
     store.scheduleCatalog(app: request.app, version: request.version, at: request.at, actor: Self.adminActor) {
       result in
       switch result {
@@ -285,7 +294,7 @@ final class HostedCatalogs {
     reply: @escaping (Result<CatalogsHistoryRequest.Response, ResponseError>) -> Void
   ) {
     let method = CatalogsHistoryRequest.method
-    do throws(ResponseError) { try Self.checkApp(request.app, method: method) } catch { return reply(.failure(error)) }
+    do throws(ResponseError) { try checkApp(request.app, method: method) } catch { return reply(.failure(error)) }
     store.catalogVersions(app: request.app) { result in
       reply(
         result.map { listing in
@@ -308,7 +317,7 @@ final class HostedCatalogs {
     _ request: CatalogsDiffRequest, reply: @escaping (Result<CatalogsDiffRequest.Response, ResponseError>) -> Void
   ) {
     let method = CatalogsDiffRequest.method
-    do throws(ResponseError) { try Self.checkApp(request.app, method: method) } catch { return reply(.failure(error)) }
+    do throws(ResponseError) { try checkApp(request.app, method: method) } catch { return reply(.failure(error)) }
     store.catalogVersions(app: request.app, versions: [request.from, request.to]) { result in
       switch result {
       case .failure(let error): reply(.failure(.unavailable(method: method, retryAfter: 1, error.message)))

@@ -73,7 +73,7 @@ extension HostedService {
       clock: clock ?? self.clock,
       configuration: EngineConfiguration(canonicalDonationOrder: true, definitionShelf: Self.definitionShelf))
     _ = try engine.setInstallID(account)
-    _ = try catalog.current.register(in: engine)
+    _ = try catalog(ofAccount: account).current.register(in: engine)
     return engine
   }
 

@@ -28,7 +28,7 @@ extension HostedService {
   func changeBudget(_ tenant: Tenant, method: String, session: Session) -> ResponseError? {
     guard session.principal?.isAdmin != true, method != ResetDatastoreRequest.method else { return nil }
     if let refusal = stateBudget(tenant, adding: 0, method: method) { return refusal }
-    let limit = configuration.accountMaxHistoryRows
+    let limit = appOverrides(of: tenant.account ?? "")?.accountMaxHistoryRows ?? configuration.accountMaxHistoryRows
     let now = System.wallClockSeconds()
     let day = Int((now / 86_400).rounded(.down))
     guard tenant.historyDay == day, tenant.historyRowsToday >= limit else { return nil }
@@ -41,7 +41,7 @@ extension HostedService {
   /// Whether the account's state may grow by about `adding` bytes: refused when its measured state plus `adding`
   /// passes `--account-max-state-bytes` (with nothing to add, when it is there already).
   func stateBudget(_ tenant: Tenant, adding: Int, method: String) -> ResponseError? {
-    let limit = configuration.accountMaxStateBytes
+    let limit = appOverrides(of: tenant.account ?? "")?.accountMaxStateBytes ?? configuration.accountMaxStateBytes
     func within() -> Bool { adding == 0 ? tenant.stateBytes < limit : tenant.stateBytes + adding <= limit }
     if within() { return nil }
     if tenant.stateBytesGrew {
@@ -113,9 +113,9 @@ extension HostedService {
   /// A push of `operations` operations counts each against `--account-rate` (the request itself took one).
   func pushRate(_ account: String, operations: Int, session: Session, method: String) -> ResponseError? {
     guard session.principal?.isAdmin != true, operations > 1 else { return nil }
-    guard let wait = limiter.take(account, now: clock.now(), cost: Double(operations - 1)) else { return nil }
+    guard let wait = takeRate(account, cost: Double(operations - 1)) else { return nil }
     holdInput(session, seconds: wait)
-    let rate = Int(configuration.accountRate)
+    let rate = Int(rate(of: account))
     return quotaRefusal(
       method: method, quota: "rate", limit: rate, retryAfter: wait,
       "more than \(rate) operations a second for this account (--account-rate; each operation of a push counts)")
@@ -152,7 +152,7 @@ extension HostedService {
 
   /// A user's session signing in to `account` on this node: at most `--account-max-sessions` at once.
   func sessionBudget(_ account: String, method: String) -> ResponseError? {
-    let limit = configuration.accountMaxSessions
+    let limit = appOverrides(of: account)?.accountMaxSessions ?? configuration.accountMaxSessions
     let open = sessionsOfAccount(account).count
     guard open >= limit else { return nil }
     return quotaRefusal(

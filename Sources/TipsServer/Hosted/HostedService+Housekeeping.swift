@@ -81,6 +81,7 @@ extension HostedService {
           "not signed in within \(Self.seconds(configuration.signInTimeout)) s of connecting (--sign-in-timeout)"))
     }
     limiter.forgetFull(now: clock.now())
+    for runtime in apps.values { runtime.limiter?.forgetFull(now: clock.now()) }
     discoverLimiter.forgetFull(now: clock.now())
     inputLimiter.forgetFull(now: clock.now())
     signInGuard.tidy(now: now)

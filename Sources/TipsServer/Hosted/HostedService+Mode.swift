@@ -17,6 +17,7 @@ extension HostedService: ServingMode {
   func housekeep() {}
 
   func connected(_ session: Session, identity: Any?) {
+    if let stream = session.stream as? WebSocketStream, let app = Self.app(ofPath: stream.path) { session.app = app }
     // Signed in by the WebSocket upgrade's token, or to sign in within --sign-in-timeout.
     if let principal = identity as? Principal { _ = signedIn(session, as: principal) }
     accepted(session)
@@ -25,6 +26,19 @@ extension HostedService: ServingMode {
   /// The session signs in here, unless its connection's token already did; variants follow the account.
   func initialize(_ request: InitializeRequest, _ context: RequestContext) throws(ResponseError) -> SignIn? {
     let session = context.session
+    if let app = request.app {
+      guard serves(app) else {
+        throw .invalidParams(
+          "initialize: params.app: no app \"\(app)\" here (this deployment serves \(appIDs.joined(separator: ", ")))",
+          data: ["path": "params.app"])
+      }
+      guard session.principal == nil || app == session.app else {
+        throw .invalidParams(
+          "initialize: params.app: the connection signed in to app \(session.app) (its WebSocket path or token); a "
+            + "connection serves one app", data: ["path": "params.app"])
+      }
+      session.app = app
+    }
     if let token = request.authToken {
       switch signInAttempt(token, on: session, refresh: false) {
       case .success(let principal): if let refusal = signedIn(session, as: principal) { throw refusal }
@@ -124,9 +138,12 @@ extension HostedService: ServingMode {
     adminTokenForListener ?? TokenFile.generate()
   }
 
-  var upgradeAuthenticator: ((String) -> Result<any Sendable, UpgradeRefusal>)? {
-    { [unowned self] token in
-      switch self.authenticate(token) {
+  /// The token verified with the keys of the app the path names (`/apps/<id>`; any other path: `default`).
+  var upgradeAuthenticator: ((String, String?) -> Result<any Sendable, UpgradeRefusal>)? {
+    { [unowned self] token, path in
+      let app = Self.app(ofPath: path) ?? AccountKey.defaultApp
+      guard self.serves(app) else { return .failure(UpgradeRefusal(status: 404, reason: "no app \(app) here")) }
+      switch self.authenticate(token, app: app) {
       case .success(let principal): return .success(principal)
       case .failure(let error): return .failure(UpgradeRefusal(status: 401, reason: error.message))
       }
@@ -155,7 +172,8 @@ extension HostedService: ServingMode {
   var catalogFileRefusal: String? { catalogs?.fileReloadRefusal }
 
   func catalogChanging(_ catalog: CatalogService, from old: Catalog, to next: Catalog) throws {
-    for tenant in tenants.values {
+    // The file of `--catalog` is the app default's: the other apps' accounts keep theirs.
+    for tenant in tenants(of: AccountKey.defaultApp) {
       let (mutation, _) = try catalog.change(tenant.engine, from: old, to: next)
       services.record(mutation, in: tenant)
       tenant.history.refreshTrackedEvents(tenant.engine)

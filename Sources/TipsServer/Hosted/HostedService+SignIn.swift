@@ -40,10 +40,10 @@ extension HostedService {
   /// failures charged to the peer and a peer over its rate refused before any signature is checked (when per-peer
   /// limits are on: a node behind a balancer sees one peer and has them off).
   func authenticate(
-    _ token: String, peer: String?, connectionFailed: Bool
+    _ token: String, app: String, peer: String?, connectionFailed: Bool
   ) -> (result: Result<Principal, ResponseError>, failure: SignInFailure?) {
     guard let peer, let (limiter, now) = signInLimiter, limiter.limits.ratePerPeer > 0 else {
-      return authenticating(token, connectionFailed: connectionFailed)
+      return authenticating(token, app: app, connectionFailed: connectionFailed)
     }
     if let wait = limiter.retryAfter(peer, now: now()) {
       let refusal = ConnectionRefusal.rate(limit: limiter.limits.ratePerPeer, retryAfter: wait)
@@ -52,14 +52,14 @@ extension HostedService {
         .heldBack
       )
     }
-    let outcome = authenticating(token, connectionFailed: connectionFailed)
+    let outcome = authenticating(token, app: app, connectionFailed: connectionFailed)
     if let failure = outcome.failure, failure != .heldBack { limiter.charge(peer, now: now()) }
     return outcome
   }
 
   /// Who `token` signs in on a connection that has not failed a signature check (the WebSocket upgrade's token).
-  func authenticate(_ token: String) -> Result<Principal, ResponseError> {
-    authenticating(token, connectionFailed: false).result
+  func authenticate(_ token: String, app: String = AccountKey.defaultApp) -> Result<Principal, ResponseError> {
+    authenticating(token, app: app, connectionFailed: false).result
   }
 
   /// Who `token` signs in: the admin, or a user whose account is its `sub` — at a bounded cost whatever arrives. Its
@@ -68,16 +68,21 @@ extension HostedService {
   /// signature — on a connection that already failed one — only within the node's budget of failed checks
   /// (``SignInGuard``). The `sub` a token claims is never charged: a forgery naming someone costs its sender only. A
   /// token issued before its account was erased is refused while the tombstone stands.
+  ///
+  /// `app`'s keys verify it (#48), and the account it signs in is keyed by (app, sub) (``AccountKey``): a token of
+  /// one app never signs in to another, even one remembered (the memory is keyed by app and token).
   func authenticating(
-    _ token: String, connectionFailed: Bool
+    _ token: String, app: String, connectionFailed: Bool
   ) -> (result: Result<Principal, ResponseError>, failure: SignInFailure?) {
+    let verifier = verifier(of: app)
     let maxBytes = verifier.maxTokenBytes
     guard token.utf8.count <= maxBytes else {
       return (.failure(.unauthorized(reason: "tooLarge", "the token is longer than \(maxBytes) bytes")), .refused)
     }
     if let adminToken, AccessPolicy.constantTimeEqual(token, adminToken) { return (.success(.admin), nil) }
     let now = System.wallClockSeconds()
-    if let known = signInGuard.remembered(token, now: now) {
+    let remembered = app == AccountKey.defaultApp ? token : app + "\u{0}" + token
+    if let known = signInGuard.remembered(remembered, now: now) {
       if let refusal = erasure(of: known.subject, issuedAt: known.issuedAt) { return (.failure(refusal), .refused) }
       return (.success(.user(known)), nil)
     }
@@ -93,10 +98,10 @@ extension HostedService {
     switch result {
     case .success(let verified):
       let entry = SignInGuard.Remembered(
-        subject: verified.subject, expiresAt: verified.expiresAt, acceptedUntil: verified.acceptedUntil,
-        issuedAt: verified.issuedAt)
-      signInGuard.succeeded(token, entry, now: now)
-      if let refusal = erasure(of: verified.subject, issuedAt: verified.issuedAt) {
+        subject: AccountKey.compose(app: app, subject: verified.subject), expiresAt: verified.expiresAt,
+        acceptedUntil: verified.acceptedUntil, issuedAt: verified.issuedAt)
+      signInGuard.succeeded(remembered, entry, now: now)
+      if let refusal = erasure(of: entry.subject, issuedAt: verified.issuedAt) {
         return (.failure(refusal), .refused)
       }
       return (.success(.user(entry)), nil)
@@ -127,7 +132,7 @@ extension HostedService {
           retryAfter: wait))
     }
     let (result, failure) = authenticate(
-      token, peer: session.peer, connectionFailed: session.signIn.badSignatures > 0)
+      token, app: session.app, peer: session.peer, connectionFailed: session.signIn.badSignatures > 0)
     guard let failure, failure != .heldBack else { return result }
     if failure == .badSignature { session.signIn.badSignatures += 1 }
     session.signIn.failures += 1
@@ -211,7 +216,9 @@ extension HostedService {
   func signIn(of principal: Principal) -> SignIn {
     switch principal {
     case .admin: SignIn(account: nil, admin: true, expiresAt: nil)
-    case .user(let account, let expiresAt, _, _): SignIn(account: account, admin: false, expiresAt: expiresAt)
+    case .user(let account, let expiresAt, _, _):
+      // The sub its user knows (the node keys another app's account by app and sub: ``AccountKey``).
+      SignIn(account: AccountKey.subject(of: account), admin: false, expiresAt: expiresAt)
     }
   }
 
@@ -243,8 +250,10 @@ extension HostedService {
       guard let named else {
         return .failure(.invalidParams("\(method): params.account: an admin session names the account it acts on"))
       }
-      guard Subject.problem(named) == nil else {
-        return .failure(.invalidParams("\(method): params.account: not an account id"))
+      guard AccountKey.problem(named) == nil, serves(AccountKey.app(of: named)) else {
+        return .failure(
+          .invalidParams("\(method): params.account: not an account id (sub, or APP/sub for an app other than default)")
+        )
       }
       // An admin acts on an erased account once a user's newer token has started it again.
       if awaitsReopening(named) { return .failure(Self.deletedRefusal(named, for: session)) }
@@ -292,11 +301,12 @@ extension HostedService {
   /// The account's request rate (`--account-rate`), for a user's request; nil when within it.
   func admitRate(_ account: String, session: Session) -> ResponseError? {
     guard session.principal?.isAdmin != true else { return nil }
-    guard let wait = limiter.take(account, now: clock.now()) else { return nil }
+    guard let wait = takeRate(account) else { return nil }
     holdInput(session, seconds: wait)
+    let rate = Int(rate(of: account))
     return quotaRefusal(
-      method: "request", quota: "rate", limit: Int(configuration.accountRate), retryAfter: wait,
-      "more than \(Int(configuration.accountRate)) requests a second for this account (--account-rate)")
+      method: "request", quota: "rate", limit: rate, retryAfter: wait,
+      "more than \(rate) requests a second for this account (--account-rate)")
   }
 
   /// Whether `rpc.discover` may be answered on `session`: in hosted mode only once signed in, and a user's account
@@ -322,16 +332,17 @@ extension HostedService {
   func donationQuota(_ tenant: Tenant, method: String) -> ResponseError? {
     var kept = 0
     for event in tenant.engine.eventIDs { kept += tenant.engine.donations(event).count }
-    guard kept >= configuration.accountMaxDonations else { return nil }
+    let limit = appOverrides(of: tenant.account ?? "")?.accountMaxDonations ?? configuration.accountMaxDonations
+    guard kept >= limit else { return nil }
     return quotaRefusal(
-      method: method, quota: "donations", limit: configuration.accountMaxDonations, retryAfter: nil,
-      "the account keeps \(kept) donations (--account-max-donations \(configuration.accountMaxDonations))")
+      method: method, quota: "donations", limit: limit, retryAfter: nil,
+      "the account keeps \(kept) donations (--account-max-donations \(limit))")
   }
 
   /// Whether a change with a new idempotency key may run (`--account-max-keys`): every key's reply is kept for
   /// `--idempotency-hours`, in memory and in PostgreSQL, so a client minting keys without end would grow both.
   func idempotencyQuota(_ tenant: Tenant, method: String) -> ResponseError? {
-    let limit = configuration.accountMaxIdempotencyKeys
+    let limit = appOverrides(of: tenant.account ?? "")?.accountMaxKeys ?? configuration.accountMaxIdempotencyKeys
     guard tenant.idempotency.count >= limit else { return nil }
     let window = services.configuration.idempotencyWindow
     let now = System.wallClockSeconds()

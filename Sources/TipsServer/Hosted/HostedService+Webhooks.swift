@@ -222,6 +222,13 @@ extension Handlers {
       do throws(ResponseError) { store = try admin(context).webhookStore(context.method) } catch {
         return reply(.failure(error))
       }
+      guard let hosted = context.services.hosted, hosted.serves(request.app) else {
+        return reply(
+          .failure(
+            .invalidParams(
+              "webhooks/create: params.app: unknown app \"\(request.app)\" (this deployment serves: "
+                + "\(context.services.hosted?.appIDs.joined(separator: ", ") ?? "default"))")))
+      }
       if case .failure(let error) = WebhookURL.parse(request.url) {
         return reply(.failure(.invalidParams("webhooks/create: url: \(error.message)")))
       }

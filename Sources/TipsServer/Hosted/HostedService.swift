@@ -39,6 +39,8 @@ final class HostedService {
   var adminToken: String?
   /// Who tokens sign in: the app's JWTs (``TokenVerifier``), or what the configuration hands in.
   var verifier: any Authenticator
+  /// The apps of `--apps FILE` (#48), by id; the app `default` is the flags' (``verifier``, ``catalog``).
+  var apps: [String: AppRuntime] = [:]
   /// The bounds on what signing in costs (a flood of forged tokens): see ``SignInGuard``.
   var signInGuard: SignInGuard
   /// Sessions not signed in yet, by id, and when they must be (`--sign-in-timeout`; the loop's seconds).
@@ -149,6 +151,10 @@ final class HostedService {
     } catch {
       throw ServerError("--hosted: \(error)")
     }
+    if let file = configuration.appsFile {
+      apps = try Self.loadApps(
+        file, configuration: configuration, messagesDirectory: services.configuration.messagesDirectory)
+    }
     if configuration.server == HostedConfiguration.memory {
       let memory = MemoryHostedStore(loop: loop)
       memory.nodeName = configuration.node
@@ -217,6 +223,7 @@ final class HostedService {
 
   /// Reads the JWT secret and JWKS files and the admin token again (SIGHUP); a broken file keeps what is in force.
   func reloadKeys() {
+    reloadApps()
     do {
       guard configuration.authenticator == nil else { throw ServerError("the authenticator was handed in") }
       if let file = configuration.jwtSecretFile { try TokenFile.checkPrivate(file, what: "the JWT secret file") }

@@ -68,9 +68,12 @@ public final class WebListener {
   /// token is let through: the client signs in inside `initialize`. When set, the Host and Origin checks are not
   /// made: a hosted node is a public service behind its own name, and its sessions are authorized by the token they
   /// present, never by where a page comes from (no cookie or ambient access a foreign page could borrow).
-  public var authenticate: ((String) -> Result<any Sendable, UpgradeRefusal>)?
+  /// Called with the token and the upgrade's path (hosted mode's apps: `/apps/<id>`).
+  public var authenticate: ((_ token: String, _ path: String?) -> Result<any Sendable, UpgradeRefusal>)?
   /// Who each upgrade signed in as, from ``authenticate``, until its connection is established.
   private var identities: [UInt: any Sendable] = [:]
+  /// Each upgrade's path (``WebSocketStream/path``), until its connection is established.
+  private var paths: [UInt: String] = [:]
 
   /// Per-peer limits by IP address, checked as each TCP connection is accepted (before libwebsockets does any work
   /// for it): a refused peer gets `429 Too Many Requests` and is closed. Shared with the server (set before the loop
@@ -288,6 +291,7 @@ public final class WebListener {
     case LWS_CALLBACK_ESTABLISHED:
       let stream = WebSocketStream(wsi: wsi, listener: self)
       stream.identity = identities.removeValue(forKey: UInt(bitPattern: wsi))
+      stream.path = paths.removeValue(forKey: UInt(bitPattern: wsi))
       stream.peer = peers[UInt(bitPattern: wsi)]
       user?.storeBytes(of: Unmanaged.passRetained(stream).toOpaque(), as: UnsafeMutableRawPointer.self)
       streams[UInt(bitPattern: wsi)] = stream
@@ -317,6 +321,7 @@ public final class WebListener {
       guard let user, let raw = user.load(as: UnsafeMutableRawPointer?.self) else {
         // An upgrade signed in but never established.
         identities[UInt(bitPattern: wsi)] = nil
+        paths[UInt(bitPattern: wsi)] = nil
         return lws_callback_http_dummy(wsi, reason, user, input, length)
       }
       user.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
@@ -388,6 +393,8 @@ public final class WebListener {
   /// The Host, Origin and token checks, before the WebSocket handshake completes.
   private func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
     guard let listener = listenAddress(of: wsi) else { return -1 }
+    let path = header(wsi, WSI_TOKEN_GET_URI)
+    if let path { paths[UInt(bitPattern: wsi)] = path }
     if let authenticate {
       var refusal: UpgradeRefusal?
       switch AccessPolicy.hostedCredential(
@@ -404,7 +411,7 @@ public final class WebListener {
             status: 429, reason: ConnectionRefusal.rate(limit: limiter.limits.ratePerPeer, retryAfter: wait).description
           )
         } else {
-          switch authenticate(token) {
+          switch authenticate(token, path) {
           case .success(let identity): identities[UInt(bitPattern: wsi)] = identity
           case .failure(let refused):
             refusal = refused
@@ -419,6 +426,7 @@ public final class WebListener {
           warning: false, "refused a WebSocket upgrade",
           [("status", String(refusal.status)), ("reason", refusal.reason)])
         writeRaw(wsi, Self.rawResponse(.error(refusal.status, refusal.reason)))
+        paths[UInt(bitPattern: wsi)] = nil
         return 1
       }
       return 0
@@ -436,6 +444,7 @@ public final class WebListener {
       // libwebsockets would write an HTTP/1.0 status line here (the version is only known after this callback);
       // strict clients refuse anything but HTTP/1.1, so the whole response is written by hand.
       writeRaw(wsi, Self.rawResponse(.error(status, reason)))
+      paths[UInt(bitPattern: wsi)] = nil
       return 1
     }
     return 0

@@ -27,6 +27,8 @@ public final class WebSocketStream: ByteStream {
   public let listenAddress: ListenAddress?
   /// Who the upgrade's token signed in as (hosted mode's ``WebListener/authenticate``); nil without one.
   public internal(set) var identity: (any Sendable)?
+  /// The path its upgrade asked for (`/`, or hosted mode's `/apps/<id>`).
+  public internal(set) var path: String?
   /// The peer its TCP connection counts against (`ip:ADDRESS`), when the listener has a limiter.
   public internal(set) var peer: String?
 
