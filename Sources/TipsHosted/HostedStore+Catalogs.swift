@@ -39,10 +39,11 @@ public struct AuditEntry: Sendable, Equatable {
 
 extension AuditEntry {
   /// An admin's change of one account (`account.import`, `account.delete`), for the change's own batch.
+  /// Recorded under the account's app, with the `sub` its app knows it by.
   static func accountChange(_ action: String, _ account: String) -> PGStatement {
     .query(
-      "SELECT tipsd.audit_append('admin', $1, 'default', NULL, NULL, json_build_object('account', $2::text)::text)",
-      [action, account])
+      "SELECT tipsd.audit_append('admin', $1, $3, NULL, NULL, json_build_object('account', $2::text)::text)",
+      [action, AccountKey.subject(of: account), AccountKey.app(of: account)])
   }
 }
 

@@ -44,9 +44,11 @@ extension HostedStore {
     .query(PGSchema.webhookEnqueueOnce, [app, type, key, data])
   }
 
-  /// `account.deleted`'s data.
+  /// `account.deleted`'s data: the account's app and the `sub` its app knows it by.
   static func accountDeletedData(_ account: String) -> String {
-    JSONValue.object(["app": .string("default"), "account": .string(account)]).jsonString
+    JSONValue.object([
+      "app": .string(AccountKey.app(of: account)), "account": .string(AccountKey.subject(of: account)),
+    ]).jsonString
   }
 
   /// Sends a transaction of one webhook event alone (an event whose change is not in PostgreSQL).

@@ -267,7 +267,8 @@ public final class HostedStore: HostedStorage {
       .query("DELETE FROM tipsd.accounts WHERE account = $1", [account]),
       .query("SELECT pg_notify($1, $2)", [PGSchema.fleetChannel, "deleted " + account]),
       AuditEntry.accountChange("account.delete", account),
-      Self.webhookEvent(app: "default", type: "account.deleted", data: Self.accountDeletedData(account)),
+      Self.webhookEvent(
+        app: AccountKey.app(of: account), type: "account.deleted", data: Self.accountDeletedData(account)),
     ]) { completion($0.map { _ in () }) }
   }
 

@@ -142,10 +142,15 @@ def test_the_admin_names_another_apps_account_and_its_budgets_hold(world):
         error = await refused(world.one.socket_path, b_token(world, "carol"), app="b")
         await second.close()
         await user.close()
+        # Erasing b's carol is audited under app b, by the sub app b knows; default's carol is untouched.
+        await admin.call("accounts/delete", {"account": "b/carol"})
+        entries = (await admin.call("audit/list", {"app": "b", "limit": 1000}))["entries"]
         await admin.close()
-        return state, bad.value, error
+        return state, bad.value, error, entries
 
-    state, bad, error = asyncio.run(body())
+    state, bad, error, entries = asyncio.run(body())
+    deleted = [e for e in entries if e["action"] == "account.delete"]
+    assert [(e["app"], e["detail"]["account"]) for e in deleted] == [("b", "carol")], entries
     assert {e["id"]: e["count"] for e in state["events"]}.get("b.opened") == 1, state
     assert bad.code == -32602, bad
     assert error.code == -32015 and error.data["quota"] == "sessions" and error.data["limit"] == 2, error

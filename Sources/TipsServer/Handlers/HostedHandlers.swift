@@ -1,3 +1,4 @@
+import TipsHosted
 import TipsProtocol
 
 extension Handlers {
@@ -61,7 +62,9 @@ extension Handlers {
       do throws(ResponseError) { hosted = try admin(context) } catch { return reply(.failure(error)) }
       hosted.export(request.account) { result in
         if case .success = result {
-          hosted.catalogs?.record("account.export", detail: ["account": .string(request.account)])
+          hosted.catalogs?.record(
+            "account.export", app: AccountKey.app(of: request.account),
+            detail: ["account": .string(AccountKey.subject(of: request.account))])
         }
         reply(result)
       }
