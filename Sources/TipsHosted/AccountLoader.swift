@@ -1,21 +1,8 @@
 public import TipsEngine
-import TipsRecords
+public import TipsRecords
 public import TipsSync
 
-/// One `tipsd.ops` row as read back: its cursor, the device or node that made it, its sequence number and payload.
-public struct StoredOperation: Sendable, Equatable {
-  public var cursor: Int64
-  public var device: String
-  public var seq: Int64
-  public var payload: String
-
-  public init(cursor: Int64, device: String, seq: Int64, payload: String) {
-    self.cursor = cursor
-    self.device = device
-    self.seq = seq
-    self.payload = payload
-  }
-
+extension OperationRow {
   /// The decoded operation; nil for a kind this build does not understand.
   public var operation: SyncOperation? { SyncOperation(device: device, seq: seq, payload: payload) }
 }
@@ -35,7 +22,7 @@ public enum AccountLoader {
   /// definition says `"sync": "local"` is stored with it too — that setting keeps a device daemon's record on its
   /// device, and device daemons of the account ignore operations of such tips.
   public static func load(
-    account: String, device: String, engine: Engine, snapshot: AccountSnapshot?, operations: [StoredOperation],
+    account: String, device: String, engine: Engine, snapshot: AccountSnapshot?, operations: [OperationRow],
     wallNow: Double, decides: Bool = true, isSynced: @escaping (String) -> Bool = { _ in true },
     decoded: [SyncOperation?]? = nil
   ) throws(HostedError) -> (model: SyncModel, skipped: Int) {
@@ -94,7 +81,7 @@ public enum AccountLoader {
   /// account — at its own instants, not at the load.
   public static func loadAsOfLastInstant(
     account: String, device: String, clock: any EngineClock, snapshot: AccountSnapshot?,
-    operations: [StoredOperation], wallNow: Double, makeEngine: (any EngineClock) throws -> Engine
+    operations: [OperationRow], wallNow: Double, makeEngine: (any EngineClock) throws -> Engine
   ) throws -> Loaded {
     let decoded = operations.map(\.operation)
     let held = HeldClock(clock)
@@ -115,7 +102,7 @@ public enum AccountLoader {
   /// The snapshot of `account` after `operations` (stored after `snapshot`): a pure function of what PostgreSQL holds,
   /// computed on `engine`, a fresh engine with the catalog registered.
   public static func snapshot(
-    account: String, engine: Engine, snapshot: AccountSnapshot?, operations: [StoredOperation],
+    account: String, engine: Engine, snapshot: AccountSnapshot?, operations: [OperationRow],
     isSynced: @escaping (String) -> Bool = { _ in true }
   ) throws(HostedError) -> AccountSnapshot {
     let (model, _) = try load(

@@ -77,13 +77,13 @@ public protocol HostedStorage: AnyObject {
   /// when some after `cursor` were pruned (read the account again).
   func pull(
     _ account: String, after cursor: Int64, limit: Int,
-    completion: @escaping (Result<[StoredOperation], HostedError>) -> Void)
+    completion: @escaping (Result<[OperationRow], HostedError>) -> Void)
   /// A device's pull (`sync/pull`): registers its cursor, then the operations after `cursor` (at most `limit`), or
   /// the account's snapshot when `cursor` is behind the operations kept; ``HostedError/deviceLimit`` for a device new
   /// to an account that syncs `maxDevices` already, none of them silent longer than `deviceDays`.
   func pullAsDevice(
     _ account: String, device: String, after cursor: Int64, limit: Int, maxDevices: Int, deviceDays: Double,
-    completion: @escaping (Result<HostedStore.DevicePull, HostedError>) -> Void)
+    completion: @escaping (Result<PulledOperations, HostedError>) -> Void)
   /// The account's idempotent replies made at or after `since`.
   func replies(
     of account: String, since: Double, completion: @escaping (Result<[IdempotentReply], HostedError>) -> Void)

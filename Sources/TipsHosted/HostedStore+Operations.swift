@@ -1,3 +1,4 @@
+public import TipsRecords
 import TipsSync
 
 // A hosted node's reads of an account's operations: its own catch-up (`pull`), a device's (`pullAsDevice`, for
@@ -6,35 +7,28 @@ extension HostedStore {
   /// One device's operations pushed through a node: stored under the device's id, idempotent by (device, seq).
   public struct DeviceOperations: Sendable {
     public var device: String
-    public var operations: [(seq: Int64, payload: String)]
+    public var operations: [PendingOperation]
 
-    public init(device: String, operations: [(seq: Int64, payload: String)]) {
+    public init(device: String, operations: [PendingOperation]) {
       self.device = device
       self.operations = operations
     }
   }
 
-  /// What a device's pull read: operations, or the account's snapshot when the device is behind what is kept.
-  public enum DevicePull: Sendable {
-    case operations([StoredOperation])
-    /// The snapshot's JSON and its cursor.
-    case snapshot(state: String, cursor: Int64)
-  }
-
   /// The operations of `account` after `cursor`, at most `limit`, in cursor order.
   public func pull(
     _ account: String, after cursor: Int64, limit: Int,
-    completion: @escaping (Result<[StoredOperation], HostedError>) -> Void
+    completion: @escaping (Result<[OperationRow], HostedError>) -> Void
   ) {
     reader.send([.prepared(Statement.pull, [account, String(cursor), String(limit)])]) { result in
       completion(
         result.flatMap { results in
-          var operations: [StoredOperation] = []
+          var operations: [OperationRow] = []
           for row in results.first?.rows ?? [] {
             guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }) else { continue }
             if cursor == -1 { return .failure(.behindRetention) }
             guard let device = row[1], let seq = row[2].flatMap({ Int64($0) }), let payload = row[3] else { continue }
-            operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
+            operations.append(OperationRow(cursor: cursor, device: device, seq: seq, payload: payload))
           }
           return .success(operations)
         })
@@ -47,7 +41,7 @@ extension HostedStore {
   /// one was silent longer than `deviceDays` (it is replaced).
   public func pullAsDevice(
     _ account: String, device: String, after cursor: Int64, limit: Int, maxDevices: Int, deviceDays: Double,
-    completion: @escaping (Result<DevicePull, HostedError>) -> Void
+    completion: @escaping (Result<PulledOperations, HostedError>) -> Void
   ) {
     let parameters = [account, device, String(cursor), String(limit), String(maxDevices), "\(deviceDays)"]
     writer.send([.query(PGSchema.pullAsCappedDevice, parameters)]) { result in
@@ -56,16 +50,16 @@ extension HostedStore {
       }
       completion(
         result.map { results in
-          var operations: [StoredOperation] = []
+          var operations: [OperationRow] = []
           for row in results.first?.rows ?? [] {
             guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let seq = row[2].flatMap({ Int64($0) }),
               let payload = row[3]
             else { continue }
             if seq == -1 { return .snapshot(state: payload, cursor: cursor) }
             guard let device = row[1] else { continue }
-            operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
+            operations.append(OperationRow(cursor: cursor, device: device, seq: seq, payload: payload))
           }
-          return .operations(operations)
+          return .rows(operations)
         })
     }
   }

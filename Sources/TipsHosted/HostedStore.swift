@@ -43,7 +43,7 @@ public final class HostedStore: HostedStorage {
   /// An account as PostgreSQL holds it: its snapshot, the operations after it, its history's last cursor.
   public struct StoredAccount: Sendable {
     public var snapshot: AccountSnapshot?
-    public var operations: [StoredOperation]
+    public var operations: [OperationRow]
     public var historyCursor: Int64
     /// Whether PostgreSQL knows the account at all.
     public var exists: Bool
@@ -58,7 +58,7 @@ public final class HostedStore: HostedStorage {
   /// One account's part of a commit: its operations (as its outbox holds them) and its history chunks.
   public struct AccountChanges: Sendable {
     public var account: String
-    public var operations: [(seq: Int64, payload: String)]
+    public var operations: [PendingOperation]
     public var history: [HistoryChunk]
     /// Replies to changes made with an idempotency key, stored with them.
     public var replies: [IdempotentReply]
@@ -66,7 +66,7 @@ public final class HostedStore: HostedStorage {
     public var devices: [DeviceOperations]
 
     public init(
-      account: String, operations: [(seq: Int64, payload: String)], history: [HistoryChunk],
+      account: String, operations: [PendingOperation], history: [HistoryChunk],
       replies: [IdempotentReply] = [], devices: [DeviceOperations] = []
     ) {
       self.account = account
@@ -310,7 +310,7 @@ public final class HostedStore: HostedStorage {
               }
             case "1":
               guard let device = row[2], let seq = row[3].flatMap({ Int64($0) }), let payload = row[4] else { continue }
-              stored.operations.append(StoredOperation(cursor: cursor, device: device, seq: seq, payload: payload))
+              stored.operations.append(OperationRow(cursor: cursor, device: device, seq: seq, payload: payload))
             case "3":
               let reopened = cursor == 1
               stored.erased = !reopened

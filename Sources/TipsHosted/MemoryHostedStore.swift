@@ -42,7 +42,7 @@ public final class MemoryHostedStore: HostedStorage {
   private struct Account {
     var lastCursor: Int64 = 0
     var historyCursor: Int64 = 0
-    var operations: [StoredOperation] = []
+    var operations: [OperationRow] = []
     /// Operations up to this cursor were pruned (``pruneOperations(of:deviceDays:keep:limit:completion:)``).
     var floor: Int64 = 0
     var identities: Set<String> = []
@@ -176,26 +176,28 @@ public final class MemoryHostedStore: HostedStorage {
         }
         var stored = self.accounts[account] ?? Account()
         var added = 0
-        for (seq, payload) in change.operations {
+        for operation in change.operations {
+          let (seq, payload) = (operation.seq, operation.payload)
           let identity = "\(self.nodeName)\u{1F}\(seq)"
           guard !stored.identities.contains(identity) else { continue }
           stored.identities.insert(identity)
           stored.lastCursor += 1
           added += 1
           stored.operations.append(
-            StoredOperation(cursor: stored.lastCursor, device: self.nodeName, seq: seq, payload: payload))
+            OperationRow(cursor: stored.lastCursor, device: self.nodeName, seq: seq, payload: payload))
         }
         let nodeAdded = added
         var devicesLast: Int64?
         for device in change.devices where !device.operations.isEmpty {
-          for (seq, payload) in device.operations {
+          for operation in device.operations {
+            let (seq, payload) = (operation.seq, operation.payload)
             let identity = "\(device.device)\u{1F}\(seq)"
             guard !stored.identities.contains(identity) else { continue }
             stored.identities.insert(identity)
             stored.lastCursor += 1
             added += 1
             stored.operations.append(
-              StoredOperation(cursor: stored.lastCursor, device: device.device, seq: seq, payload: payload))
+              OperationRow(cursor: stored.lastCursor, device: device.device, seq: seq, payload: payload))
           }
           devicesLast = stored.lastCursor
         }
@@ -348,7 +350,7 @@ public final class MemoryHostedStore: HostedStorage {
 
   public func pull(
     _ account: String, after cursor: Int64, limit: Int,
-    completion: @escaping (Result<[StoredOperation], HostedError>) -> Void
+    completion: @escaping (Result<[OperationRow], HostedError>) -> Void
   ) {
     answer(completion) { [weak self] in
       guard let stored = self?.accounts[account] else { return .success([]) }
@@ -359,14 +361,14 @@ public final class MemoryHostedStore: HostedStorage {
 
   public func pullAsDevice(
     _ account: String, device: String, after cursor: Int64, limit: Int, maxDevices: Int, deviceDays: Double,
-    completion: @escaping (Result<HostedStore.DevicePull, HostedError>) -> Void
+    completion: @escaping (Result<PulledOperations, HostedError>) -> Void
   ) {
     answer(completion) { [weak self] in
-      guard let stored = self?.accounts[account] else { return .success(.operations([])) }
+      guard let stored = self?.accounts[account] else { return .success(.rows([])) }
       if stored.floor > cursor, let snapshot = stored.snapshot {
         return .success(.snapshot(state: snapshot.json.jsonString, cursor: snapshot.cursor))
       }
-      return .success(.operations(Array(stored.operations.filter { $0.cursor > cursor }.prefix(max(0, limit)))))
+      return .success(.rows(Array(stored.operations.filter { $0.cursor > cursor }.prefix(max(0, limit)))))
     }
   }
 

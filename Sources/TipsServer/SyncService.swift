@@ -3,6 +3,7 @@ import TipsEngine
 import TipsHosted
 import TipsJSON
 import TipsProtocol
+import TipsRecords
 import TipsStore
 import TipsSync
 import TipsSystem
@@ -216,13 +217,13 @@ final class SyncService: SyncPumpDelegate {
 
   // MARK: SyncPumpDelegate
 
-  func outboxBatch(_ limit: Int) -> [(seq: Int64, payload: String)] {
+  func outboxBatch(_ limit: Int) -> [PendingOperation] {
     model.outboxBatch(limit).filter { $0.seq <= committedThrough }
   }
 
   var cursor: Int64 { model.cursor }
 
-  func received(_ rows: [SyncPump.Row]) {
+  func received(_ rows: [OperationRow]) {
     guard let last = rows.last else { return }
     let operations = rows.map { SyncOperation(device: $0.device, seq: $0.seq, payload: $0.payload) }
     let skipped = operations.filter { $0 == nil }.count

@@ -1,5 +1,6 @@
 import TipsEngine
 import TipsProtocol
+import TipsRecords
 import TipsStore
 import TipsSync
 
@@ -108,6 +109,6 @@ final class SubscriptionIDs {
 /// One `sync/push`: a device's checked operations and its reply (the account's last cursor once committed).
 struct DevicePush {
   var device: String
-  var operations: [(seq: Int64, payload: String)]
+  var operations: [PendingOperation]
   var reply: (Result<Int64, ResponseError>) -> Void
 }

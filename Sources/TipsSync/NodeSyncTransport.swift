@@ -1,6 +1,7 @@
 import Foundation
 public import TipsJSON
 public import TipsProtocol
+public import TipsRecords
 public import TipsTransport
 
 /// Where a device's token comes from (`--sync-token-command CMD` or `--sync-token-file F`): read before every
@@ -340,8 +341,9 @@ public final class NodeSyncTransport: SyncTransport {
     done(.success(()))
   }
 
-  public func pull(after cursor: Int64, limit: Int, _ done: @escaping (Result<SyncPulled, SyncTransportError>) -> Void)
-  {
+  public func pull(
+    after cursor: Int64, limit: Int, _ done: @escaping (Result<PulledOperations, SyncTransportError>) -> Void
+  ) {
     let request = SyncPullRequest(device: device, after: cursor, limit: limit)
     self.request(SyncPullRequest.method, request.encodedParams) { result in
       done(result.flatMap { Self.pulled($0) })
@@ -349,7 +351,7 @@ public final class NodeSyncTransport: SyncTransport {
   }
 
   /// A `sync/pull` result as rows or a snapshot.
-  public static func pulled(_ value: JSONValue) -> Result<SyncPulled, SyncTransportError> {
+  public static func pulled(_ value: JSONValue) -> Result<PulledOperations, SyncTransportError> {
     let response: SyncPullRequest.Response
     do throws(ResultDecodingError) {
       response = try SyncPullRequest.Response(from: ResultReader(value, path: "result"))
@@ -362,15 +364,16 @@ public final class NodeSyncTransport: SyncTransport {
     return .success(
       .rows(
         response.operations.map {
-          SyncPump.Row(cursor: $0.cursor, device: $0.device, seq: $0.seq, payload: JSONValue.object($0.op).jsonString)
+          OperationRow(cursor: $0.cursor, device: $0.device, seq: $0.seq, payload: JSONValue.object($0.op).jsonString)
         }))
   }
 
   public func push(
-    _ batch: [(seq: Int64, payload: String)], _ done: @escaping (Result<Void, SyncTransportError>) -> Void
+    _ batch: [PendingOperation], _ done: @escaping (Result<Void, SyncTransportError>) -> Void
   ) {
     var ops: [SyncPushRequest.Operation] = []
-    for (seq, payload) in batch {
+    for operation in batch {
+      let (seq, payload) = (operation.seq, operation.payload)
       guard case .object(let op)? = try? JSONParser.parse(payload) else {
         return done(.failure(SyncTransportError("push: the outbox's operation \(seq) is not a JSON object")))
       }

@@ -215,9 +215,9 @@ public final class SyncModel {
   /// When the oldest queued operation was queued (wall clock), if any.
   public var oldestQueued: Double? { outbox.oldestCreated }
 
-  /// The oldest queued operations, at most `limit`: (seq, payload).
-  public func outboxBatch(_ limit: Int) -> [(seq: Int64, payload: String)] {
-    outbox.first(limit).map { ($0.operation.seq, $0.payload) }
+  /// The oldest queued operations, at most `limit`.
+  public func outboxBatch(_ limit: Int) -> [PendingOperation] {
+    outbox.first(limit).map { PendingOperation(seq: $0.operation.seq, payload: $0.payload) }
   }
 
   /// PostgreSQL committed these operations: they leave the outbox.

@@ -1,15 +1,16 @@
 public import TipsLogging
+public import TipsRecords
 public import TipsTransport
 
 /// What the pump asks of the daemon: queued operations, the cursor, and places to put what it pulled and what
 /// the server committed. Loop thread only.
 public protocol SyncPumpDelegate: AnyObject {
   /// The oldest operations queued *and committed locally*, at most `limit`: (seq, payload).
-  func outboxBatch(_ limit: Int) -> [(seq: Int64, payload: String)]
+  func outboxBatch(_ limit: Int) -> [PendingOperation]
   /// The last cursor applied.
   var cursor: Int64 { get }
   /// Rows pulled from `tipsd.ops` (cursor order), to merge.
-  func received(_ rows: [SyncPump.Row])
+  func received(_ rows: [OperationRow])
   /// The device's cursor is behind the operations PostgreSQL keeps: the account's snapshot (`tipsd.snapshots.state`,
   /// as of `cursor`) to merge instead; the pull goes on from `cursor`. False: it could not be merged (the pump waits
   /// for the next notification or reconnect rather than reading it again at once).
@@ -48,21 +49,6 @@ public final class SyncPump {
     case connecting, connected, disconnected, stopped
     /// The database's `tipsd` schema is newer than this build: nothing is synced.
     case incompatible
-  }
-
-  /// One row of `tipsd.ops`.
-  public struct Row: Sendable {
-    public var cursor: Int64
-    public var device: String
-    public var seq: Int64
-    public var payload: String
-
-    public init(cursor: Int64, device: String, seq: Int64, payload: String) {
-      self.cursor = cursor
-      self.device = device
-      self.seq = seq
-      self.payload = payload
-    }
   }
 
   let configuration: Configuration
@@ -199,7 +185,7 @@ public final class SyncPump {
       guard let delegate else { return }
       transport.pull(
         after: delegate.cursor, limit: configuration.pullBatch,
-        step("catch-up") { [unowned self] (pulled: SyncPulled) in
+        step("catch-up") { [unowned self] (pulled: PulledOperations) in
           self.lastPullAt = self.wallClock()
           switch pulled {
           case .snapshot(let state, let cursor):

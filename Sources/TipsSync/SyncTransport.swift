@@ -1,3 +1,4 @@
+public import TipsRecords
 public import TipsTransport
 
 /// What a ``SyncPump`` runs its steps over: PostgreSQL (``PGSyncTransport``, `--sync postgresql://…`, trusted
@@ -20,9 +21,9 @@ public protocol SyncTransport: AnyObject {
   func listen(_ done: @escaping (Result<Void, SyncTransportError>) -> Void)
   /// The operations after `cursor`, at most `limit`, or the account's snapshot when `cursor` is behind what is kept;
   /// the device's cursor is registered.
-  func pull(after cursor: Int64, limit: Int, _ done: @escaping (Result<SyncPulled, SyncTransportError>) -> Void)
+  func pull(after cursor: Int64, limit: Int, _ done: @escaping (Result<PulledOperations, SyncTransportError>) -> Void)
   /// Stores the device's operations (idempotent by seq); done once committed.
-  func push(_ batch: [(seq: Int64, payload: String)], _ done: @escaping (Result<Void, SyncTransportError>) -> Void)
+  func push(_ batch: [PendingOperation], _ done: @escaping (Result<Void, SyncTransportError>) -> Void)
 }
 
 /// A transport's connection events.
@@ -39,13 +40,6 @@ public struct SyncTransportEvents {
     self.failed = failed
     self.changed = changed
   }
-}
-
-/// What a pull read.
-public enum SyncPulled: Sendable {
-  case rows([SyncPump.Row])
-  /// The account's snapshot (`AccountSnapshot`'s JSON) as of `cursor`: the device was behind what is kept.
-  case snapshot(state: String, cursor: Int64)
 }
 
 /// A step failed (no secret in the message): the pump gives the connection up and connects again.

@@ -1,18 +1,20 @@
 import Testing
 import TipsEngine
 import TipsJSON
+import TipsRecords
 import TipsSync
 
 @testable import TipsHosted
 
 /// `tipsd.ops`, simulated: cursors in commit order, one copy per (device, seq).
 private final class DigestLog {
-  var rows: [StoredOperation] = []
+  var rows: [OperationRow] = []
   var keys: Set<String> = []
 
-  func push(device: String, _ batch: [(seq: Int64, payload: String)]) -> Int64 {
-    for (seq, payload) in batch where keys.insert("\(device)/\(seq)").inserted {
-      rows.append(StoredOperation(cursor: Int64(rows.count + 1), device: device, seq: seq, payload: payload))
+  func push(device: String, _ batch: [PendingOperation]) -> Int64 {
+    for operation in batch where keys.insert("\(device)/\(operation.seq)").inserted {
+      let (seq, payload) = (operation.seq, operation.payload)
+      rows.append(OperationRow(cursor: Int64(rows.count + 1), device: device, seq: seq, payload: payload))
     }
     return Int64(rows.count)
   }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TipsEngine
 import TipsJSON
+import TipsRecords
 import TipsSync
 
 @testable import TipsHosted
@@ -57,13 +58,14 @@ enum HostedFixture {
 
 /// PostgreSQL's `tipsd.ops`, simulated: cursors in insertion order, one copy per (device, seq).
 private final class SimulatedLog {
-  var rows: [StoredOperation] = []
+  var rows: [OperationRow] = []
   var keys: Set<String> = []
 
   /// Appends what is new of a batch; returns the account's last cursor (what `tipsd.push` returns).
-  func push(device: String, _ batch: [(seq: Int64, payload: String)]) -> Int64 {
-    for (seq, payload) in batch where keys.insert("\(device)/\(seq)").inserted {
-      rows.append(StoredOperation(cursor: Int64(rows.count + 1), device: device, seq: seq, payload: payload))
+  func push(device: String, _ batch: [PendingOperation]) -> Int64 {
+    for operation in batch where keys.insert("\(device)/\(operation.seq)").inserted {
+      let (seq, payload) = (operation.seq, operation.payload)
+      rows.append(OperationRow(cursor: Int64(rows.count + 1), device: device, seq: seq, payload: payload))
     }
     return Int64(rows.count)
   }

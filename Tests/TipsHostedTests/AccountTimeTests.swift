@@ -1,6 +1,7 @@
 import Testing
 import TipsEngine
 import TipsJSON
+import TipsRecords
 import TipsSync
 
 @testable import TipsHosted
@@ -32,7 +33,7 @@ import TipsSync
   }
 
   /// What a node stored for the account: the held-out assignment and an `e` donation at `start`, as operations.
-  static func storedOperations() throws -> [StoredOperation] {
+  static func storedOperations() throws -> [OperationRow] {
     let clock = VirtualClock(now: start)
     let loaded = try AccountLoader.loadAsOfLastInstant(
       account: "alice", device: "node-a", clock: clock, snapshot: nil, operations: [], wallNow: start,
@@ -42,7 +43,7 @@ import TipsSync
     _ = loaded.model.recordLocal(try loaded.engine.donate("e").mutation.writes, wallNow: start)
     #expect(loaded.engine.snapshot().exposures.isEmpty)
     return loaded.model.outboxBatch(.max).enumerated().map { index, operation in
-      StoredOperation(cursor: Int64(index + 1), device: "node-a", seq: operation.seq, payload: operation.payload)
+      OperationRow(cursor: Int64(index + 1), device: "node-a", seq: operation.seq, payload: operation.payload)
     }
   }
 

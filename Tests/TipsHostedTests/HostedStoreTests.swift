@@ -60,8 +60,12 @@ import TipsTransport
       harness.store.commit(
         [
           HostedStore.AccountChanges(
-            account: "bob", operations: [(1, #"{"a":1}"#), (2, #"{"b":"x\"y"}"#)], history: [chunk]),
-          HostedStore.AccountChanges(account: "alice", operations: [(5, "{}")], history: [chunk, chunk]),
+            account: "bob",
+            operations: [
+              PendingOperation(seq: 1, payload: #"{"a":1}"#), PendingOperation(seq: 2, payload: #"{"b":"x\"y"}"#),
+            ], history: [chunk]),
+          HostedStore.AccountChanges(
+            account: "alice", operations: [PendingOperation(seq: 5, payload: "{}")], history: [chunk, chunk]),
         ], completion: completion)
     }
     #expect(answers["bob"] == HostedStore.Committed(lastCursor: 2, historyFirst: [1]))
@@ -74,7 +78,12 @@ import TipsTransport
     // A repeated push stores nothing twice.
     let again = try harness.await { completion in
       harness.store.commit(
-        [HostedStore.AccountChanges(account: "bob", operations: [(2, #"{"b":"x\"y"}"#), (3, "{}")], history: [])],
+        [
+          HostedStore.AccountChanges(
+            account: "bob",
+            operations: [PendingOperation(seq: 2, payload: #"{"b":"x\"y"}"#), PendingOperation(seq: 3, payload: "{}")],
+            history: [])
+        ],
         completion: completion)
     }
     #expect(again["bob"]?.lastCursor == 3)
@@ -134,15 +143,20 @@ import TipsTransport
     let chunk = HostedStore.HistoryChunk(count: 1, firstAt: 10, lastAt: 10, bytes: [1])
     _ = try harness.await { completion in
       harness.store.commit(
-        [HostedStore.AccountChanges(account: "eve", operations: [(1, "{}")], history: [chunk])],
+        [
+          HostedStore.AccountChanges(
+            account: "eve", operations: [PendingOperation(seq: 1, payload: "{}")], history: [chunk])
+        ],
         completion: completion)
     }
     try harness.await { harness.store.deleteAccount("eve", erasureDays: 30, completion: $0) }
     let late = try harness.await { completion in
       harness.store.commit(
         [
-          HostedStore.AccountChanges(account: "eve", operations: [(2, "{}")], history: [chunk]),
-          HostedStore.AccountChanges(account: "zoe", operations: [(1, "{}")], history: []),
+          HostedStore.AccountChanges(
+            account: "eve", operations: [PendingOperation(seq: 2, payload: "{}")], history: [chunk]),
+          HostedStore.AccountChanges(
+            account: "zoe", operations: [PendingOperation(seq: 1, payload: "{}")], history: []),
         ], completion: completion)
     }
     #expect(late["eve"] == HostedStore.Committed(lastCursor: -1, historyFirst: [-1]))
@@ -187,12 +201,12 @@ import TipsTransport
       harness.store.commit(
         [
           HostedStore.AccountChanges(
-            account: "a", operations: [(1, "{}")], history: [],
+            account: "a", operations: [PendingOperation(seq: 1, payload: "{}")], history: [],
             replies: [IdempotentReply(key: "k", result: Array("1".utf8), at: 1)]),
           HostedStore.AccountChanges(
-            account: "b", operations: [(1, "bad\u{0}payload")], history: [],
+            account: "b", operations: [PendingOperation(seq: 1, payload: "bad\u{0}payload")], history: [],
             replies: [IdempotentReply(key: "k", result: Array("2".utf8), at: 1)]),
-          HostedStore.AccountChanges(account: "c", operations: [(1, "{}")], history: []),
+          HostedStore.AccountChanges(account: "c", operations: [PendingOperation(seq: 1, payload: "{}")], history: []),
         ], completion: completion)
     }
     #expect(mixed["a"]?.lastCursor == 1 && mixed["a"]?.refused == nil)
@@ -206,7 +220,9 @@ import TipsTransport
     try postgres.stop()
     #expect(harness.spin { !harness.store.isWritable })
     var refused: Result<[String: HostedStore.Committed], HostedError>?
-    harness.store.commit([HostedStore.AccountChanges(account: "a", operations: [(1, "{}")], history: [])]) {
+    harness.store.commit([
+      HostedStore.AccountChanges(account: "a", operations: [PendingOperation(seq: 1, payload: "{}")], history: [])
+    ]) {
       refused = $0
     }
     #expect(harness.spin { refused != nil })
@@ -219,7 +235,8 @@ import TipsTransport
     #expect(harness.spin { harness.store.isWritable })
     let answers = try harness.await { completion in
       harness.store.commit(
-        [HostedStore.AccountChanges(account: "a", operations: [(2, "{}")], history: [])], completion: completion)
+        [HostedStore.AccountChanges(account: "a", operations: [PendingOperation(seq: 2, payload: "{}")], history: [])],
+        completion: completion)
     }
     #expect(answers["a"]?.lastCursor == 2)
   }
@@ -236,8 +253,12 @@ import TipsTransport
     let answers = try harness.await { completion in
       harness.store.commit(
         [
-          HostedStore.AccountChanges(account: "bob", operations: [(1, "{}"), (2, "{}")], history: [chunk]),
-          HostedStore.AccountChanges(account: "alice", operations: [(5, "{}")], history: [chunk, chunk]),
+          HostedStore.AccountChanges(
+            account: "bob",
+            operations: [PendingOperation(seq: 1, payload: "{}"), PendingOperation(seq: 2, payload: "{}")],
+            history: [chunk]),
+          HostedStore.AccountChanges(
+            account: "alice", operations: [PendingOperation(seq: 5, payload: "{}")], history: [chunk, chunk]),
         ], completion: completion)
     }
     #expect(answers["bob"] == HostedStore.Committed(lastCursor: 2, historyFirst: [1]))
@@ -265,7 +286,8 @@ import TipsTransport
       first.store.commit(
         [
           HostedStore.AccountChanges(
-            account: "alice", operations: [(1, "{}")], history: [], replies: [reply("k", "\"first\"")])
+            account: "alice", operations: [PendingOperation(seq: 1, payload: "{}")], history: [],
+            replies: [reply("k", "\"first\"")])
         ], completion: completion)
     }
     #expect(won["alice"]?.refused == nil)
@@ -274,11 +296,12 @@ import TipsTransport
       second.store.commit(
         [
           HostedStore.AccountChanges(
-            account: "alice", operations: [(1, "{}")],
+            account: "alice", operations: [PendingOperation(seq: 1, payload: "{}")],
             history: [HostedStore.HistoryChunk(count: 1, firstAt: 1, lastAt: 1, bytes: [1])],
             replies: [reply("j", "\"new\""), reply("k", "\"second\"")]),
           HostedStore.AccountChanges(
-            account: "bob", operations: [(1, "{}")], history: [], replies: [reply("k", "\"bob\"")]),
+            account: "bob", operations: [PendingOperation(seq: 1, payload: "{}")], history: [],
+            replies: [reply("k", "\"bob\"")]),
         ], completion: completion)
     }
     #expect(lost["alice"]?.refused != nil)
@@ -368,7 +391,8 @@ import TipsTransport
       harness.store.commit(
         [
           HostedStore.AccountChanges(account: "zed", operations: [], history: [chunk(2)]),
-          HostedStore.AccountChanges(account: "amy", operations: [(1, "{}")], history: [chunk(1)]),
+          HostedStore.AccountChanges(
+            account: "amy", operations: [PendingOperation(seq: 1, payload: "{}")], history: [chunk(1)]),
         ], completion: completion)
     }
     _ = try harness.await { completion in
@@ -493,7 +517,7 @@ import TipsTransport
 /// `tipsd.commit`'s answer read into a ``HostedStore/Committed`` (no PostgreSQL needed).
 @Suite struct CommitAnswerTests {
   let change = HostedStore.AccountChanges(
-    account: "a", operations: [(1, "{}")],
+    account: "a", operations: [PendingOperation(seq: 1, payload: "{}")],
     history: [
       HostedStore.HistoryChunk(count: 1, firstAt: 1, lastAt: 1, bytes: [1]),
       HostedStore.HistoryChunk(count: 2, firstAt: 1, lastAt: 1, bytes: [1]),
@@ -516,9 +540,11 @@ import TipsTransport
     let pushes = HostedStore.AccountChanges(
       account: "a", operations: [], history: [],
       devices: [
-        HostedStore.DeviceOperations(device: "device:a", operations: [(1, "{}")]),
+        HostedStore.DeviceOperations(device: "device:a", operations: [PendingOperation(seq: 1, payload: "{}")]),
         HostedStore.DeviceOperations(device: "device:b", operations: []),
-        HostedStore.DeviceOperations(device: "device:c", operations: [(3, "{}"), (4, "{}")]),
+        HostedStore.DeviceOperations(
+          device: "device:c",
+          operations: [PendingOperation(seq: 3, payload: "{}"), PendingOperation(seq: 4, payload: "{}")]),
       ])
     let answer = HostedStore.answer([[nil, nil, "9", "f", nil, "{0,4}"]], pushes)
     #expect(answer.devicesLastCursor == 9 && answer.deviceClashes == [2: 4] && answer.refused == nil)

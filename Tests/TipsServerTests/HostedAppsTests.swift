@@ -1,4 +1,5 @@
 import Testing
+import TipsHosted
 
 @testable import TipsServer
 

@@ -86,7 +86,8 @@ private struct SimulatedServer {
   mutating func push(_ device: SimulatedDevice, max: Int) throws {
     let batch = device.model.outboxBatch(max)
     guard !batch.isEmpty else { return }
-    for (seq, payload) in batch where keys.insert("\(device.id)/\(seq)").inserted {
+    for operation in batch where keys.insert("\(device.id)/\(operation.seq)").inserted {
+      let (seq, payload) = (operation.seq, operation.payload)
       log.append((device.id, seq, payload))
     }
     try device.commit([], device.model.pushed(batch.map(\.seq)))

@@ -3,6 +3,7 @@ import TipsEmbedded
 import TipsJSON
 import TipsLogging
 import TipsProtocol
+import TipsRecords
 import TipsTransport
 
 @testable import TipsSync
@@ -233,7 +234,7 @@ import TipsTransport
     var closed = 0
     var handshakes: [(Result<(version: Int, supported: Int), SyncTransportError>) -> Void] = []
     var listens: [(Result<Void, SyncTransportError>) -> Void] = []
-    var pulls: [(after: Int64, done: (Result<SyncPulled, SyncTransportError>) -> Void)] = []
+    var pulls: [(after: Int64, done: (Result<PulledOperations, SyncTransportError>) -> Void)] = []
     var pushes: [(batch: [Int64], done: (Result<Void, SyncTransportError>) -> Void)] = []
 
     func open(_ events: SyncTransportEvents) {
@@ -245,10 +246,11 @@ import TipsTransport
       handshakes.append(done)
     }
     func listen(_ done: @escaping (Result<Void, SyncTransportError>) -> Void) { listens.append(done) }
-    func pull(after cursor: Int64, limit: Int, _ done: @escaping (Result<SyncPulled, SyncTransportError>) -> Void) {
+    func pull(after cursor: Int64, limit: Int, _ done: @escaping (Result<PulledOperations, SyncTransportError>) -> Void)
+    {
       pulls.append((cursor, done))
     }
-    func push(_ batch: [(seq: Int64, payload: String)], _ done: @escaping (Result<Void, SyncTransportError>) -> Void) {
+    func push(_ batch: [PendingOperation], _ done: @escaping (Result<Void, SyncTransportError>) -> Void) {
       pushes.append((batch.map(\.seq), done))
     }
   }
@@ -260,8 +262,10 @@ import TipsTransport
     var snapshots: [Int64] = []
     var committedSeqs: [Int64] = []
 
-    func outboxBatch(_ limit: Int) -> [(seq: Int64, payload: String)] { outbox.prefix(limit).map { ($0, "{}") } }
-    func received(_ rows: [SyncPump.Row]) {
+    func outboxBatch(_ limit: Int) -> [PendingOperation] {
+      outbox.prefix(limit).map { PendingOperation(seq: $0, payload: "{}") }
+    }
+    func received(_ rows: [OperationRow]) {
       received.append(rows.map(\.cursor))
       cursor = rows.last?.cursor ?? cursor
     }
@@ -276,8 +280,8 @@ import TipsTransport
     }
   }
 
-  func row(_ cursor: Int64) -> SyncPump.Row {
-    SyncPump.Row(cursor: cursor, device: "node-a", seq: cursor, payload: "{}")
+  func row(_ cursor: Int64) -> OperationRow {
+    OperationRow(cursor: cursor, device: "node-a", seq: cursor, payload: "{}")
   }
 
   @Test func thePumpCatchesUpPushesAndCatchesUpAgainAfterEveryReconnect() {

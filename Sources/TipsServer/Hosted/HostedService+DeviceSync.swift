@@ -2,6 +2,7 @@ import TipsEngine
 import TipsHosted
 import TipsJSON
 import TipsProtocol
+import TipsRecords
 import TipsSync
 import TipsSystem
 
@@ -36,7 +37,7 @@ extension HostedService {
       return reply(.failure(refusal))
     }
     let now = System.wallClockSeconds()
-    var operations: [(seq: Int64, payload: String)] = []
+    var operations: [PendingOperation] = []
     var donations = false
     for (index, item) in request.ops.enumerated() {
       let path = "\(method): params.ops[\(index)].op"
@@ -57,7 +58,7 @@ extension HostedService {
         default:
           break
         }
-        operations.append((operation.seq, operation.payload))
+        operations.append(PendingOperation(seq: operation.seq, payload: operation.payload))
       }
     }
     if donations, let refusal = donationQuota(tenant, method: method) { return reply(.failure(refusal)) }
@@ -100,7 +101,7 @@ extension HostedService {
             .success(
               SyncPullRequest.Response(
                 operations: [], snapshot: snapshot, cursor: cursor, more: true, subscription: subscription)))
-        case .operations(let rows):
+        case .rows(let rows):
           var operations: [SyncPullRequest.Operation] = []
           for row in rows {
             // Every stored payload is tipsd's own JSON; one that is not an object is skipped as a device skips it.

@@ -1,3 +1,4 @@
+public import TipsRecords
 public import TipsTransport
 
 /// The sync pump's transport over PostgreSQL (`--sync postgresql://…`): non-blocking libpq on the loop, the `tipsd`
@@ -84,20 +85,21 @@ public final class PGSyncTransport: SyncTransport {
     send("LISTEN \(channel)", failure: "cannot LISTEN") { done($0.map { _ in () }) }
   }
 
-  public func pull(after cursor: Int64, limit: Int, _ done: @escaping (Result<SyncPulled, SyncTransportError>) -> Void)
-  {
+  public func pull(
+    after cursor: Int64, limit: Int, _ done: @escaping (Result<PulledOperations, SyncTransportError>) -> Void
+  ) {
     let parameters: [String?] = [account, device, String(cursor), String(limit)]
     send(PGSchema.pullAsDevice, parameters: parameters, failure: "catch-up query failed") { result in
       done(
         result.map { results in
-          var rows: [SyncPump.Row] = []
+          var rows: [OperationRow] = []
           for row in results.first?.rows ?? [] {
             guard row.count == 4, let cursor = row[0].flatMap({ Int64($0) }), let seq = row[2].flatMap({ Int64($0) }),
               let payload = row[3]
             else { continue }
             if seq == -1 { return .snapshot(state: payload, cursor: cursor) }
             guard let device = row[1] else { continue }
-            rows.append(SyncPump.Row(cursor: cursor, device: device, seq: seq, payload: payload))
+            rows.append(OperationRow(cursor: cursor, device: device, seq: seq, payload: payload))
           }
           return .rows(rows)
         })
@@ -105,7 +107,7 @@ public final class PGSyncTransport: SyncTransport {
   }
 
   public func push(
-    _ batch: [(seq: Int64, payload: String)], _ done: @escaping (Result<Void, SyncTransportError>) -> Void
+    _ batch: [PendingOperation], _ done: @escaping (Result<Void, SyncTransportError>) -> Void
   ) {
     let parameters: [String?] = [
       account, device, channel, PGSchema.integerArray(batch.map(\.seq)), PGSchema.textArray(batch.map(\.payload)),
