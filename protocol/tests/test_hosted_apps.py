@@ -23,7 +23,11 @@ from hosted import ADMIN_TOKEN, Hosted, RpcError, Session
 INIT = {"protocolVersion": "1.2", "clientInfo": {"name": "apps-test"}}
 # The app default's catalog (the demo catalog, --catalog) has no tip named this; app b's only tip is it.
 B_TIP = "b.only.tip"
-B_CATALOG = {"tips": [{"id": B_TIP, "title": "Only in app b"}], "events": [{"id": "b.opened", "description": "b"}]}
+# …and a tip of the same id as the demo catalog's welcome.tour: another app's experiment, never pooled with default's.
+B_CATALOG = {
+    "tips": [{"id": B_TIP, "title": "Only in app b"}, {"id": "welcome.tour", "title": "b's own tour"}],
+    "events": [{"id": "b.opened", "description": "b"}],
+}
 C_CATALOG = {"tips": [{"id": "c.tip", "title": "Only in app c"}]}
 
 
@@ -109,7 +113,7 @@ def test_the_same_sub_in_two_apps_is_two_accounts_each_with_its_own_catalog(worl
         b, _ = await sign_in(world.two.socket_path, b_token(world, "bob"), app="b")
         a_tips = {tip["id"] for tip in (await a.call("tips/status", {}))["tips"]}
         b_tips = {tip["id"] for tip in (await b.call("tips/status", {}))["tips"]}
-        assert B_TIP in b_tips and B_TIP not in a_tips and b_tips == {B_TIP}, (a_tips, b_tips)
+        assert B_TIP in b_tips and B_TIP not in a_tips and b_tips == {B_TIP, "welcome.tour"}, (a_tips, b_tips)
         for _ in range(3):
             await b.call("events/donate", {"id": "b.opened"})
         await a.call("events/donate", {"id": "search.opened"})
@@ -172,7 +176,7 @@ def test_the_websocket_path_names_the_app(world):
         assert reply["result"]["auth"]["account"] == "dave", reply
         ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tips/status", "params": {}}))
         status = json.loads(ws.recv(timeout=TIMEOUT))
-        assert [tip["id"] for tip in status["result"]["tips"]] == [B_TIP], status
+        assert sorted(tip["id"] for tip in status["result"]["tips"]) == sorted([B_TIP, "welcome.tour"]), status
     # The token in initialize, on the path's app; another app named there is refused.
     with connect(f"{base}/apps/b", subprotocols=["tipsd.v1"]) as ws:
         reply = initialize(ws, {**INIT, "auth": {"token": b_token(world, "dave")}})
@@ -223,3 +227,26 @@ def test_sighup_reads_the_apps_file_again(world):
         return result
 
     assert asyncio.run(still())["auth"]["account"] == "frank"
+
+
+def test_the_fleets_metrics_are_the_app_defaults_alone(world):
+    """An admin's metrics/get without an account pools the app default's accounts: app b's welcome.tour (the same id,
+    b's own tip) is another experiment, and its displays never enter default's figures."""
+
+    async def body():
+        admin = await Session.open(world.one.socket_path, ADMIN_TOKEN)
+        before = await admin.call("metrics/get", {"tips": ["welcome.tour"]})
+        users = []
+        for index in range(3):
+            user, _ = await sign_in(world.two.socket_path, b_token(world, f"metrics-{index}"), app="b")
+            await user.call("tips/displayed", {"id": "welcome.tour"})
+            users.append(user)
+        after = await admin.call("metrics/get", {"tips": ["welcome.tour"]})
+        for user in users:
+            await user.close()
+        await admin.close()
+        return before, after
+
+    before, after = asyncio.run(body())
+    impressions = [report["tips"][0]["overall"]["impressions"] for report in (before, after)]
+    assert after["accounts"] == before["accounts"] and impressions[1] == impressions[0], (before, after)

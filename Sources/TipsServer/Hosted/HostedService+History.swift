@@ -93,7 +93,8 @@ extension HostedService {
         case .failure(let error):
           completion(.failure(.unavailable(method: MetricsGetRequest.method, retryAfter: 1, error.message)))
         case .success(let chunks):
-          for chunk in chunks {
+          // The app default's accounts (its catalog's tips): another app's same tip id is another experiment.
+          for chunk in chunks where AccountKey.app(of: chunk.account) == AccountKey.defaultApp {
             guard let events = HistoryBatch.decode(chunk.bytes, first: chunk.cursor) else {
               let message = "account \(chunk.account): a stored history chunk is unreadable"
               return completion(.failure(ResponseError(code: .internalError, message: message)))
