@@ -13,6 +13,7 @@ of the lifetime) leaves it a second to do so. Every wait is for a condition, bou
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import pathlib
 import sys
@@ -33,7 +34,11 @@ from hosted import ADMIN_TOKEN, Hosted  # noqa: E402
 @pytest.fixture(scope="module")
 def hosted():
     world = Hosted()
-    world.node("py-client", extra=["--jwt-leeway", "0"])
+    # A second app (#48): the same secret file, its own audience and catalog.
+    (world.directory / "b.json").write_text('{"tips": [{"id": "b.tip", "title": "B"}]}')
+    apps = {"apps": [{"id": "b", "jwtSecretFile": "jwt-secret", "jwtAudience": "app-b", "catalog": "b.json"}]}
+    (world.directory / "apps.json").write_text(json.dumps(apps))
+    world.node("py-client", extra=["--jwt-leeway", "0", "--apps", str(world.directory / "apps.json")])
     yield world
     world.close()
 
@@ -92,6 +97,19 @@ def test_unix_socket_signs_in_inside_initialize(hosted):
                 socket_path=node_of(hosted).socket_path, token=hosted.token("py-unix", lifetime=-60)
             )
         assert refused.value.data == {"reason": "expired"}
+
+    run(body)
+
+
+def test_a_client_signs_in_to_another_app(hosted):
+    async def body():
+        token = hosted.issuer.token("py-apps", alg="HS256", audience="app-b", issuer=None)
+        async with TipsClient.connect(socket_path=node_of(hosted).socket_path, token=token, app="b") as client:
+            assert client.auth["account"] == "py-apps"
+            assert [tip["id"] for tip in (await client.status())] == ["b.tip"]
+        # The same token without the app is default's: another audience, refused.
+        with pytest.raises(UnauthorizedError):
+            await TipsClient.connect(socket_path=node_of(hosted).socket_path, token=token)
 
     run(body)
 

@@ -227,6 +227,7 @@ export class ConnectionManager implements CallLink {
     try {
       const params: InitializeParams = { protocolVersion: PROTOCOL_VERSION, clientInfo: this.settings.clientInfo };
       if (this.settings.locale !== undefined) params.locale = this.settings.locale;
+      if (this.settings.app !== undefined) params.app = this.settings.app;
       if (token !== undefined) params.auth = { token };
       init = (await this.withTimeout(conn.request("initialize", params), this.settings.connectTimeoutMs, "initialize")) as InitializeResult;
       if (!init || typeof init !== "object" || majorOf(init.protocolVersion) !== majorOf(PROTOCOL_VERSION)) {

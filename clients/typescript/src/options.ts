@@ -52,6 +52,8 @@ export interface ClientOptions<S extends boolean = boolean> {
   /** Sent in `initialize` (default `{name: "@tipsd/client"}`). */
   clientInfo?: ClientInfo;
   locale?: string;
+  /** Hosted mode with several apps (`tipsd serve --apps`): the app to sign in to, sent in `initialize`. */
+  app?: string;
   /**
    * `false` (default): calls never reject — when the daemon is absent, the connection drops, or a request fails,
    * they resolve to `undefined` and the problem is logged. `true`: calls reject with {@link ConnectionError} or
@@ -141,6 +143,7 @@ export interface Settings {
   restoreRegistrations: boolean;
   clientInfo: ClientInfo;
   locale: string | undefined;
+  app: string | undefined;
   timers: Timers;
   /** Sent in `initialize`'s `auth`. */
   token: TokenSource | undefined;
@@ -174,6 +177,7 @@ export function resolveOptions(options: ClientOptions<boolean>): Settings {
     restoreRegistrations: options.restoreRegistrations ?? true,
     clientInfo: options.clientInfo ?? DEFAULT_CLIENT_INFO,
     locale: options.locale,
+    app: options.app,
     timers: (options as { timers?: Timers }).timers ?? hostTimers,
     token: options.token,
     refreshToken: options.token ?? options.transport.token,

@@ -196,6 +196,8 @@ export interface InitializeParams {
   installId?: string;
   /** Hosted mode: signs the session in with the app's JWT (or the admin token). */
   auth?: { token: string };
+  /** Hosted mode with several apps (`--apps`): the app the session signs in to (default: `default`). */
+  app?: string;
 }
 
 export interface Capabilities {

@@ -63,9 +63,12 @@ class Calls(Connection):
         locale: str | None = None,
         protocol_version: str = PROTOCOL_VERSION,
         auth_token: str | None = None,
+        app: str | None = None,
     ) -> InitializeResult:
         """``initialize`` (done for you by :meth:`connect`). ``auth_token``
-        signs the session in (hosted mode: the app's JWT or the admin token)."""
+        signs the session in (hosted mode: the app's JWT or the admin token);
+        ``app``: the app it signs in to, on a deployment with several
+        (``tipsd serve --apps``)."""
         info: dict[str, Any] = {"name": client_name}
         if client_version is not None:
             info["version"] = client_version
@@ -74,6 +77,8 @@ class Calls(Connection):
             params["locale"] = locale
         if auth_token is not None:
             params["auth"] = {"token": auth_token}
+        if app is not None:
+            params["app"] = app
         result = await self.request("initialize", params)
         self.initialize_result = result if isinstance(result, dict) else {}
         self.auth = self.initialize_result.get("auth")

@@ -56,6 +56,7 @@ class TipsClient(Subscribing, Calls):
         env: Mapping[str, str] | None = None,
         auto_refresh: bool = True,
         account: str | None = None,
+        app: str | None = None,
     ) -> AwaitableContext[TipsClient]:
         """Open a connection and (by default) ``initialize`` it.
 
@@ -79,7 +80,9 @@ class TipsClient(Subscribing, Calls):
         should that fail, the daemon ends the session at expiry and the
         connection closes (``close_reason`` says so: this client does not
         reconnect). ``account`` (admin token): the account every
-        account-scoped request acts on; see also :meth:`acting_as`.
+        account-scoped request acts on; see also :meth:`acting_as`. ``app``: the
+        app to sign in to on a deployment with several (``tipsd serve --apps``;
+        over WebSocket the path ``/apps/<id>`` names it too).
 
         Use as ``client = await TipsClient.connect(...)`` or
         ``async with TipsClient.connect(...) as client:``.
@@ -114,6 +117,7 @@ class TipsClient(Subscribing, Calls):
                         locale=locale,
                         protocol_version=protocol_version,
                         auth_token=auth_token,
+                        app=app,
                     )
                     await (asyncio.wait_for(init, connect_timeout) if connect_timeout else init)
                 except BaseException:
