@@ -181,6 +181,10 @@ def test_the_websocket_path_names_the_app(world):
     with connect(f"{base}/apps/b", subprotocols=["tipsd.v1"]) as ws:
         reply = initialize(ws, {**INIT, "auth": {"token": b_token(world, "dave")}})
         assert reply["result"]["auth"]["account"] == "dave", reply
+    # An unknown app's path without a token at the upgrade: initialize's sign-in is refused (never default's keys).
+    with connect(f"{base}/apps/zz", subprotocols=["tipsd.v1"]) as ws:
+        reply = initialize(ws, {**INIT, "auth": {"token": world.issuer.token("dave")}})
+        assert reply["error"]["code"] == -32602 and "zz" in reply["error"]["message"], reply
     # A default token on b's path is refused at the upgrade; an unknown app's path too.
     for path, token, status in [("/apps/b", world.issuer.token("dave"), 401), ("/apps/zz", b_token(world, "d"), 404)]:
         import websockets
@@ -250,3 +254,40 @@ def test_the_fleets_metrics_are_the_app_defaults_alone(world):
     before, after = asyncio.run(body())
     impressions = [report["tips"][0]["overall"]["impressions"] for report in (before, after)]
     assert after["accounts"] == before["accounts"] and impressions[1] == impressions[0], (before, after)
+
+
+def test_a_catalog_published_for_an_app_reaches_its_observers_only(world):
+    """catalogs/publish {app: "b"} switches app b's accounts on every node (their observers told) and leaves default's
+    catalog as it was; catalogs/history is per app."""
+    hidden = {
+        "tips": [
+            {"id": B_TIP, "title": "Hidden now", "rules": [{"event": "never.happens", "count": {"gte": 1}}]},
+            {"id": "welcome.tour", "title": "b's own tour"},
+        ]
+    }
+
+    async def body():
+        b_user, _ = await sign_in(world.two.socket_path, b_token(world, "grace"), app="b")
+        shown = (await b_user.call("tips/observe", {"ids": [B_TIP]}))["tips"][0]["shouldDisplay"]
+        a_user, _ = await sign_in(world.one.socket_path, world.issuer.token("grace"))
+        a_before = sorted(tip["id"] for tip in (await a_user.call("tips/status", {}))["tips"])
+        admin = await Session.open(world.one.socket_path, ADMIN_TOKEN)
+        published = await admin.call("catalogs/publish", {"app": "b", "catalog": hidden, "note": "hide b's tip"})
+        deadline = time.monotonic() + TIMEOUT
+        while not any(
+            n["method"] == "tips/shouldDisplayChanged" and n["params"]["id"] == B_TIP for n in b_user.notifications
+        ):
+            assert time.monotonic() < deadline, "b's observer was not told of the publish"
+            await asyncio.sleep(0.02)
+        a_after = sorted(tip["id"] for tip in (await a_user.call("tips/status", {}))["tips"])
+        history_b = await admin.call("catalogs/history", {"app": "b"})
+        history_default = await admin.call("catalogs/history", {"app": "default"})
+        for session in (b_user, a_user, admin):
+            await session.close()
+        return shown, published, a_before, a_after, history_b, history_default
+
+    shown, published, a_before, a_after, history_b, history_default = asyncio.run(body())
+    assert shown is True and published["version"] >= 1, published
+    assert a_after == a_before and B_TIP not in a_after, (a_before, a_after)
+    assert history_b["current"] == published["version"] and len(history_b["versions"]) == 1, history_b
+    assert history_default["current"] is None and history_default["versions"] == [], history_default

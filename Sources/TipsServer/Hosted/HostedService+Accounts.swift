@@ -69,6 +69,10 @@ extension HostedService {
 
   /// A fresh engine for `account`: the catalog registered, variants assigned from the account id.
   func makeEngine(account: String, clock: (any EngineClock)? = nil) throws -> Engine {
+    // An app dropped from --apps (SIGHUP) serves no account any more: never its accounts with another's catalog.
+    guard serves(AccountKey.app(of: account)) else {
+      throw ServerError("account \(account): app \(AccountKey.app(of: account)) is no longer served here (--apps)")
+    }
     let engine = Engine(
       clock: clock ?? self.clock,
       configuration: EngineConfiguration(canonicalDonationOrder: true, definitionShelf: Self.definitionShelf))

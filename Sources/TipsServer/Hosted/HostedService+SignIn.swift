@@ -74,6 +74,14 @@ extension HostedService {
   func authenticating(
     _ token: String, app: String, connectionFailed: Bool
   ) -> (result: Result<Principal, ResponseError>, failure: SignInFailure?) {
+    // An app this deployment does not serve (a WebSocket path naming one) signs no one in: its tokens would
+    // otherwise be checked with default's keys into accounts of no app.
+    guard serves(app) else {
+      return (
+        .failure(.invalidParams("no app \"\(app)\" here (this deployment serves \(appIDs.joined(separator: ", ")))")),
+        .refused
+      )
+    }
     let verifier = verifier(of: app)
     let maxBytes = verifier.maxTokenBytes
     guard token.utf8.count <= maxBytes else {
