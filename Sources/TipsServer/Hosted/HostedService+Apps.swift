@@ -93,19 +93,24 @@ extension HostedService {
     tenants.values.filter { AccountKey.app(of: $0.account ?? "") == app }
   }
 
+  /// Brings every resident account of `app` from catalog `old` to `next` (its observers told, its time re-armed); the
+  /// caller adopts `next` once all followed. The one path of a reload, a publish and a SIGHUP, for every app.
+  func moveCatalog(of app: String, with catalog: CatalogService, from old: Catalog, to next: Catalog) throws {
+    for tenant in tenants(of: app) {
+      let (mutation, _) = try catalog.change(tenant.engine, from: old, to: next)
+      services.record(mutation, in: tenant)
+      tenant.history.refreshTrackedEvents(tenant.engine)
+      updateTime(of: tenant.account ?? "")
+    }
+  }
+
   /// Makes `next` the catalog of `app` (not `default`: the server's reload path serves it): every resident account
   /// of the app follows, its observers told. False when it failed part-way (logged).
   @discardableResult
   func applyAppCatalog(_ app: String, _ next: Catalog, digest: String?, trigger: String) -> Bool {
     guard let runtime = apps[app] else { return false }
-    let old = runtime.catalog.current
     do {
-      for tenant in tenants(of: app) {
-        let (mutation, _) = try runtime.catalog.change(tenant.engine, from: old, to: next)
-        services.record(mutation, in: tenant)
-        tenant.history.refreshTrackedEvents(tenant.engine)
-        updateTime(of: tenant.account ?? "")
-      }
+      try moveCatalog(of: app, with: runtime.catalog, from: runtime.catalog.current, to: next)
     } catch {
       logger.error("catalog of an app failed part-way", [("app", app), ("trigger", trigger), ("error", "\(error)")])
       return false

@@ -173,12 +173,7 @@ extension HostedService: ServingMode {
 
   func catalogChanging(_ catalog: CatalogService, from old: Catalog, to next: Catalog) throws {
     // The file of `--catalog` is the app default's: the other apps' accounts keep theirs.
-    for tenant in tenants(of: AccountKey.defaultApp) {
-      let (mutation, _) = try catalog.change(tenant.engine, from: old, to: next)
-      services.record(mutation, in: tenant)
-      tenant.history.refreshTrackedEvents(tenant.engine)
-      updateTime(of: tenant.account ?? "")
-    }
+    try moveCatalog(of: AccountKey.defaultApp, with: catalog, from: old, to: next)
   }
 
   func catalogChanged(_ mutation: Mutation, version: String?, digest: String?, trigger: String) {
