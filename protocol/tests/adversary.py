@@ -505,7 +505,9 @@ class Adversary:
                 model.changed(("display", params["id"]), self.step, acknowledged)
             elif method == "tips/resetEligibility" and isinstance(params.get("id"), str):
                 model.reset([("display", params["id"])], self.step, acknowledged)
-            elif method == "datastore/reset":
+            elif method in ("datastore/reset", "accounts/delete"):
+                # An erasure sent as a notification is never answered: like a reset of unknown timing, it may have
+                # emptied the account at any point of its grace (an answered one also marks the user erased).
                 model.reset(None, self.step, acknowledged)
 
     def setup(self) -> None:
