@@ -173,9 +173,13 @@ public final class HostedStore: HostedStorage {
         setup: ["SELECT set_config('tipsd.defer_notify', 'on', false)", Self.backendIdentity]))
     reader = link(
       "reader",
-      .pipelined(prepare: [
-        (Statement.load, Self.load), (Statement.pull, PGSchema.pullAsNode), (Statement.readHistory, Self.readHistory),
-      ]))
+      .pipelined(
+        prepare: [
+          (Statement.load, Self.load), (Statement.pull, PGSchema.pullAsNode),
+          (Statement.readHistory, Self.readHistory),
+        ],
+        // Before it reads anything: what a restarted primary replayed is on the standby (HostedStore+Durability).
+        setup: [Self.durabilityBarrier]))
     listener = link("listener", .listener(channels: [PGSchema.fleetChannel]))
     writer.onSetup = { [unowned self] results in
       let row = results.last?.rows.first
@@ -283,18 +287,20 @@ public final class HostedStore: HostedStorage {
   /// instant (one statement).
   public func load(_ account: String, completion: @escaping (Result<StoredAccount, HostedError>) -> Void) {
     let fenced = fence
+    let fence = fenceStatements(fenced)
     reader.send(
-      fenceStatements(fenced) + [
+      fence + [
         .prepared(Statement.load, [account]),
-        .query("SELECT key, reply, at FROM tipsd.idempotency WHERE account = $1", [account]),
-      ]
+        .query("SELECT key, reply, at, \(Self.replyBarrier) FROM tipsd.idempotency WHERE account = $1", [account]),
+      ] + (fence.isEmpty ? [] : [.query(Self.durabilityBarrier)])
     ) { [weak self] result in
       if case .success = result { self?.fenced(fenced) }
       completion(
-        result.map { Array($0.suffix(2)) }.flatMap { results -> Result<StoredAccount, HostedError> in
+        result.map { Array($0.dropFirst(fence.count).prefix(2)) }.flatMap {
+          results -> Result<StoredAccount, HostedError> in
           var stored = StoredAccount(snapshot: nil, operations: [], historyCursor: 0, exists: false)
           for row in results.dropFirst().first?.rows ?? [] {
-            guard row.count == 3, let key = row[0], let reply = row[1], let at = row[2].flatMap({ Double($0) })
+            guard row.count == 4, let key = row[0], let reply = row[1], let at = row[2].flatMap({ Double($0) })
             else { continue }
             stored.replies.append(IdempotentReply(key: key, result: Array(reply.utf8), at: at))
           }
@@ -332,13 +338,14 @@ public final class HostedStore: HostedStorage {
   ) {
     reader.send([
       .query(
-        "SELECT key, reply, at FROM tipsd.idempotency WHERE account = $1 AND at >= $2::double precision",
+        "SELECT key, reply, at, \(Self.replyBarrier) FROM tipsd.idempotency WHERE account = $1"
+          + " AND at >= $2::double precision",
         [account, "\(since)"])
     ]) { result in
       completion(
         result.map { results in
           (results.first?.rows ?? []).compactMap { row in
-            guard row.count == 3, let key = row[0], let reply = row[1], let at = row[2].flatMap({ Double($0) })
+            guard row.count == 4, let key = row[0], let reply = row[1], let at = row[2].flatMap({ Double($0) })
             else { return nil }
             return IdempotentReply(key: key, result: Array(reply.utf8), at: at)
           }
@@ -352,12 +359,13 @@ public final class HostedStore: HostedStorage {
   ) {
     reader.send([
       .query(
-        "SELECT reply, at FROM tipsd.idempotency WHERE account = $1 AND key = $2 AND at >= $3::double precision",
+        "SELECT reply, at, \(Self.replyBarrier) FROM tipsd.idempotency WHERE account = $1 AND key = $2"
+          + " AND at >= $3::double precision",
         [account, key, "\(since)"])
     ]) { result in
       completion(
         result.map { results in
-          guard let row = results.first?.rows.first, row.count == 2, let reply = row[0],
+          guard let row = results.first?.rows.first, row.count == 3, let reply = row[0],
             let at = row[1].flatMap({ Double($0) })
           else { return nil }
           return IdempotentReply(key: key, result: Array(reply.utf8), at: at)

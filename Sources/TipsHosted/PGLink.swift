@@ -113,7 +113,11 @@ final class PGLink {
   /// Sends a batch (one transaction); fails at once when the link is not ready.
   func send(_ statements: [PGStatement], completion: @escaping (Result<[PGResult], HostedError>) -> Void) {
     guard state == .ready, let connection else {
-      completion(.failure(HostedError("PostgreSQL is unavailable: \(lastError ?? "not connected yet")")))
+      let why =
+        machine.phase == .preparing
+        ? "connected, still setting the connection up (a reader first waits until the synchronous standby has the "
+          + "primary's WAL)" : lastError ?? "not connected yet"
+      completion(.failure(HostedError("PostgreSQL is unavailable: \(why)")))
       return
     }
     sentAt.append(System.monotonicSeconds())

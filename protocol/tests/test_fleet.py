@@ -11,6 +11,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import time
 
 import pytest
@@ -353,3 +354,152 @@ def test_while_the_synchronous_standby_is_away_commits_wait_and_are_acknowledged
         asyncio.run(body())
     finally:
         world.close()
+
+
+@pytest.mark.parametrize("how", ["restart", "fence"])
+def test_a_change_only_the_primary_holds_is_not_acknowledged_before_the_synchronous_standby_has_it(how):
+    """Chaos seed 194691823: PostgreSQL shows a commit its synchronous standby never received when the primary
+    restarts with the commit waiting for the standby (``restart``: recovery replays it), or when the commit's backend
+    is ended while it waits (``fence``: the node gave the writer's connection up after --postgres-timeout, and its
+    next load ends that backend so the commit cannot land later). A node that read such a commit back — the
+    idempotency key's reply — and acknowledged the client's retry from it lost the change when the standby was
+    promoted. Now a node's reads wait until what they see is on the standby: while the standby is away the retry is
+    refused with -32016, and after the failover it is applied once, on the promoted standby."""
+    world = Fleet(1, node_options=["--postgres-timeout", "2"] if how == "fence" else None)
+    try:
+        node = world.nodes[0]
+        key = "durable-1"
+
+        async def body():
+            session = await Session.open(node.socket_path, world.token("dora"))
+            assert (await session.call("events/donate", {"id": "search.opened"}))["lifetime"] == 1
+            world.standby.stop()
+            pending = session.send("events/donate", {"id": "search.opened", "idempotencyKey": key})
+            deadline = time.monotonic() + TIMEOUT
+            while (node.health()["hosted"]["oldestCommitSeconds"] or 0) < 1:
+                assert time.monotonic() < deadline, node.health()
+                await asyncio.sleep(0.05)
+            if how == "restart":
+                # The primary dies with the commit in its WAL and not on the standby, and starts again.
+                world.postgres.kill()
+            first = await asyncio.wait_for(pending, TIMEOUT)
+            assert first.get("error", {}).get("code") == -32016, first
+            if how == "restart":
+                world.postgres.start()
+            deadline = time.monotonic() + TIMEOUT
+            while key not in world.postgres.query(f"SELECT key FROM tipsd.idempotency WHERE key = '{key}'"):
+                # (fence: the retry's load ends the waiting backend, and its commit shows)
+                assert how == "fence" and time.monotonic() < deadline, "the commit is not on the primary"
+                reply = await session.send("events/donate", {"id": "search.opened", "idempotencyKey": key})
+                assert "error" in reply, f"acknowledged {reply} while the change was on no server"
+                await asyncio.sleep(0.2)
+            # The node reconnects and the client retries: nothing may be acknowledged from the primary's copy alone.
+            acknowledged = []
+            until = time.monotonic() + 6
+            while time.monotonic() < until:
+                reply = await asyncio.wait_for(
+                    session.send("events/donate", {"id": "search.opened", "idempotencyKey": key}), TIMEOUT
+                )
+                if "result" in reply:
+                    acknowledged.append(reply["result"])
+                    break
+                assert reply["error"]["code"] == -32016, reply
+                await asyncio.sleep(0.3)
+            # Failover: the primary dies for good and the standby, which never had the change, is promoted.
+            world.postgres.kill()
+            world.standby.start()
+            world.standby.promote()
+            world.postgres, world.standby = world.standby, None
+            assert acknowledged == [], (
+                f"acknowledged {acknowledged} from a commit only the old primary held: lost by the failover "
+                f"(tipsd.idempotency on the promoted standby: "
+                f"{world.postgres.query(f'SELECT key FROM tipsd.idempotency WHERE key = {key!r}')!r})\n"
+                + node.log_text()[-4000:]
+            )
+            # The retry now commits on the promoted standby: applied once.
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                reply = await asyncio.wait_for(
+                    session.send("events/donate", {"id": "search.opened", "idempotencyKey": key}), TIMEOUT
+                )
+                if "result" in reply:
+                    break
+                assert reply["error"]["code"] == -32016 and time.monotonic() < deadline, reply
+                await asyncio.sleep(0.3)
+            assert reply["result"]["lifetime"] == 2, reply
+            assert key in world.postgres.query(f"SELECT key FROM tipsd.idempotency WHERE key = '{key}'")
+            await session.close()
+
+        asyncio.run(body())
+    finally:
+        world.close()
+
+
+COMMIT_CALLS = {
+    # One account ('acct'), no operations, one key 'k' with reply @: what a node's turn with one keyed change sends.
+    "commit": "SELECT conflicts FROM tipsd.commit('acct', 'sql', 'c', '{}', '{}', '{}', '{}', '{}', '{}', '{k}', "
+    "'{@}', '{1}', '{}', '{}', '{}', '{}')",
+    "commit_set": "SELECT conflicts FROM tipsd.commit_set('{acct}', 'sql', '{0}', '{}', '{}', '{0}', '{}', '{}', "
+    "'{}', '{}', '{1}', '{k}', '{@}', '{1}')",
+}
+
+
+@pytest.mark.parametrize("function", sorted(COMMIT_CALLS))
+def test_a_commit_answering_with_another_transactions_reply_waits_for_the_synchronous_standby(function):
+    """Schema 15: tipsd.commit and tipsd.commit_set answer a key another transaction stored first with its reply, which
+    the node acknowledges. A reply whose commit's wait for the standby was ended (pg_terminate_backend) is visible
+    without being on the standby; a commit that only found it wrote no WAL and so did not wait either. Now it waits
+    until the standby has the reply."""
+    world = Fleet(1)
+    try:
+        primary = world.postgres
+        world.standby.stop()
+        first = COMMIT_CALLS[function].replace("@", "first")
+        # A first transaction stores the key and waits for the standby; its backend is ended: committed locally only.
+        waiting = subprocess.Popen(
+            psql_argv(primary, first), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=primary.root
+        )
+        deadline = time.monotonic() + TIMEOUT
+        while "SyncRep" not in primary.query(
+            "SELECT wait_event FROM pg_stat_activity WHERE query LIKE '%tipsd.commit%' AND pid <> pg_backend_pid()"
+        ):
+            assert time.monotonic() < deadline, "the first commit never waited for the standby"
+            time.sleep(0.05)
+        primary.query("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
+        waiting.wait(TIMEOUT)
+        assert "first" in primary.query("SELECT reply FROM tipsd.idempotency WHERE key = 'k'")
+        # A second commit of the key finds the first reply: it must not answer before the standby has it.
+        second = subprocess.Popen(
+            psql_argv(primary, COMMIT_CALLS[function].replace("@", "second")),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=primary.root,
+        )
+        with pytest.raises(subprocess.TimeoutExpired):
+            second.wait(3)
+        world.standby.start()
+        output, _ = second.communicate(timeout=TIMEOUT)
+        assert "first" in output.decode(), output
+    finally:
+        world.close()
+
+
+def psql_argv(server, sql: str) -> list[str]:
+    argv = [
+        str(server.bin / "psql"),
+        "-X",
+        "-q",
+        "-A",
+        "-t",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(server.port),
+        "-U",
+        "postgres",
+        "-d",
+        "postgres",
+        "-c",
+        sql,
+    ]
+    return ["/usr/sbin/runuser", "-u", "postgres", "--", *argv] if server.as_postgres else argv

@@ -56,6 +56,9 @@ extension PGSchema {
               DELETE FROM tipsd.idempotency d WHERE d.account = c AND d.key = ANY (p_keys)
                 AND d.xmin = (txid_current() % 4294967296)::text::xid;
             END LOOP;
+            IF array_length(clashed, 1) > 0 THEN
+              \(durabilityBarrier)
+            END IF;
           END IF;
           SELECT coalesce(array_agg(p_accounts[i] ORDER BY p_accounts[i]), '{}') INTO ok
             FROM generate_subscripts(p_accounts, 1) AS i

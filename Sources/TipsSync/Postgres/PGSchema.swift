@@ -96,10 +96,8 @@
 /// devices' pushes and for the one-account-at-a-time fallback) ran a PL/pgSQL call per account, a loop per
 /// operation and a call per history chunk. No table changes; nodes of version 11 and 12 share a database.
 ///
-/// Version 13 keeps catalogs and the audit log (#48, `PGSchema+Catalogs.swift`): `tipsd.catalog_versions`,
-/// `tipsd.catalog_current`, `tipsd.catalog_schedules` and the append-only `tipsd.audit`, with their functions.
-///
-/// Version 14 adds webhooks' durable outbox (#48, `PGSchema+Webhooks.swift`).
+/// Version 13 keeps catalogs and the audit log, version 14 webhooks' durable outbox (#48: `PGSchema+Catalogs.swift`,
+/// `PGSchema+Webhooks.swift`); in version 15 a key's first reply is on the standby before a commit answers it.
 ///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
@@ -107,7 +105,7 @@
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 14
+  package static let version = 15
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -234,6 +232,7 @@ public enum PGSchema {
     \(webhookTables)
         UPDATE tipsd.schema_version SET version = 14;
       END IF;
+      UPDATE tipsd.schema_version SET version = 15 WHERE version < 15;
       IF migrating THEN
     \(functions)
     \(webhookFunctions)
@@ -451,6 +450,7 @@ public enum PGSchema {
               DELETE FROM tipsd.idempotency d WHERE d.account = p_account AND d.key = ANY(p_keys)
                 AND d.xmin = (txid_current() % 4294967296)::text::xid;
               conflicts := coalesce(conflicts, '{}'::json);
+              \(durabilityBarrier)
               RETURN;
             END IF;
           END IF;
