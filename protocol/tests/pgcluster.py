@@ -62,10 +62,13 @@ class Server:
     def as_postgres(self) -> bool:
         return os.geteuid() == 0
 
-    def run(self, program: str, *args: str, check: bool = True) -> str:
+    def argv(self, program: str, *args: str) -> list[str]:
+        """The command line that runs one of the server's programs (as the postgres user when we are root)."""
         argv = [str(self.bin / program), *args]
-        if self.as_postgres:
-            argv = ["/usr/sbin/runuser", "-u", "postgres", "--", *argv]
+        return ["/usr/sbin/runuser", "-u", "postgres", "--", *argv] if self.as_postgres else argv
+
+    def run(self, program: str, *args: str, check: bool = True) -> str:
+        argv = self.argv(program, *args)
         # pg_ctl start leaves the server behind holding the program's descriptors: output goes to files, never pipes.
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             status = subprocess.run(argv, cwd=self.root, stdin=subprocess.DEVNULL, stdout=out, stderr=err).returncode
@@ -146,8 +149,11 @@ class Server:
 
     def query(self, sql: str) -> str:
         """Runs SQL with psql; its unaligned, tuples-only output (standard output only)."""
-        return self.run(
-            "psql",
+        return self.run("psql", *self.psql_args(sql))
+
+    def psql_args(self, sql: str) -> list[str]:
+        """psql's arguments that run `sql` here (unaligned, tuples only, stopping at the first error)."""
+        return [
             "-X",
             "-q",
             "-A",
@@ -164,7 +170,7 @@ class Server:
             "ON_ERROR_STOP=1",
             "-c",
             sql,
-        )
+        ]
 
 
 class Cluster:

@@ -457,7 +457,10 @@ def test_a_commit_answering_with_another_transactions_reply_waits_for_the_synchr
         first = COMMIT_CALLS[function].replace("@", "first")
         # A first transaction stores the key and waits for the standby; its backend is ended: committed locally only.
         waiting = subprocess.Popen(
-            psql_argv(primary, first), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=primary.root
+            primary.argv("psql", *primary.psql_args(first)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=primary.root,
         )
         deadline = time.monotonic() + TIMEOUT
         while "SyncRep" not in primary.query(
@@ -470,7 +473,7 @@ def test_a_commit_answering_with_another_transactions_reply_waits_for_the_synchr
         assert "first" in primary.query("SELECT reply FROM tipsd.idempotency WHERE key = 'k'")
         # A second commit of the key finds the first reply: it must not answer before the standby has it.
         second = subprocess.Popen(
-            psql_argv(primary, COMMIT_CALLS[function].replace("@", "second")),
+            primary.argv("psql", *primary.psql_args(COMMIT_CALLS[function].replace("@", "second"))),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=primary.root,
@@ -482,24 +485,3 @@ def test_a_commit_answering_with_another_transactions_reply_waits_for_the_synchr
         assert "first" in output.decode(), output
     finally:
         world.close()
-
-
-def psql_argv(server, sql: str) -> list[str]:
-    argv = [
-        str(server.bin / "psql"),
-        "-X",
-        "-q",
-        "-A",
-        "-t",
-        "-h",
-        "127.0.0.1",
-        "-p",
-        str(server.port),
-        "-U",
-        "postgres",
-        "-d",
-        "postgres",
-        "-c",
-        sql,
-    ]
-    return ["/usr/sbin/runuser", "-u", "postgres", "--", *argv] if server.as_postgres else argv
