@@ -287,16 +287,16 @@ public final class HostedStore: HostedStorage {
   /// instant (one statement).
   public func load(_ account: String, completion: @escaping (Result<StoredAccount, HostedError>) -> Void) {
     let fenced = fence
-    let fence = fenceStatements(fenced)
+    let fencing = fenceStatements(fenced)
     reader.send(
-      fence + [
+      fencing + [
         .prepared(Statement.load, [account]),
         .query("SELECT key, reply, at, \(Self.replyBarrier) FROM tipsd.idempotency WHERE account = $1", [account]),
-      ] + (fence.isEmpty ? [] : [.query(Self.durabilityBarrier)])
+      ] + (fencing.isEmpty ? [] : [.query(Self.durabilityBarrier)])
     ) { [weak self] result in
       if case .success = result { self?.fenced(fenced) }
       completion(
-        result.map { Array($0.dropFirst(fence.count).prefix(2)) }.flatMap {
+        result.map { Array($0.dropFirst(fencing.count).prefix(2)) }.flatMap {
           results -> Result<StoredAccount, HostedError> in
           var stored = StoredAccount(snapshot: nil, operations: [], historyCursor: 0, exists: false)
           for row in results.dropFirst().first?.rows ?? [] {
