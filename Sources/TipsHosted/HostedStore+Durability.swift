@@ -1,3 +1,4 @@
+import TipsRecords
 import TipsSync
 
 // What a node reads from PostgreSQL may become an acknowledgement (an idempotency key's reply answers a retry; an
@@ -28,4 +29,14 @@ extension HostedStore {
 
   /// A select-list column that writes the barrier's message once, when the statement returns its first row.
   static let replyBarrier = "(SELECT pg_logical_emit_message(true, 'tipsd.barrier', '')) IS NOT NULL"
+}
+
+extension HostedStore {
+  /// A row of `SELECT key, reply, at, <replyBarrier> FROM tipsd.idempotency` (a load's and ``replies(of:since:)``'s).
+  static func idempotentReply(_ row: [String?]) -> IdempotentReply? {
+    guard row.count == 4, let key = row[0], let reply = row[1], let at = row[2].flatMap({ Double($0) }) else {
+      return nil
+    }
+    return IdempotentReply(key: key, result: Array(reply.utf8), at: at)
+  }
 }

@@ -299,11 +299,7 @@ public final class HostedStore: HostedStorage {
         result.map { Array($0.dropFirst(fencing.count).prefix(2)) }.flatMap {
           results -> Result<StoredAccount, HostedError> in
           var stored = StoredAccount(snapshot: nil, operations: [], historyCursor: 0, exists: false)
-          for row in results.dropFirst().first?.rows ?? [] {
-            guard row.count == 4, let key = row[0], let reply = row[1], let at = row[2].flatMap({ Double($0) })
-            else { continue }
-            stored.replies.append(IdempotentReply(key: key, result: Array(reply.utf8), at: at))
-          }
+          stored.replies = (results.dropFirst().first?.rows ?? []).compactMap(Self.idempotentReply)
           for row in results.first?.rows ?? [] {
             guard row.count == 5, let kind = row[0], let cursor = row[1].flatMap({ Int64($0) }) else { continue }
             switch kind {
@@ -344,11 +340,7 @@ public final class HostedStore: HostedStorage {
     ]) { result in
       completion(
         result.map { results in
-          (results.first?.rows ?? []).compactMap { row in
-            guard row.count == 4, let key = row[0], let reply = row[1], let at = row[2].flatMap({ Double($0) })
-            else { return nil }
-            return IdempotentReply(key: key, result: Array(reply.utf8), at: at)
-          }
+          (results.first?.rows ?? []).compactMap(Self.idempotentReply)
         })
     }
   }
