@@ -185,6 +185,51 @@ def test_every_event_in_order_after_the_receiver_was_down(node, receiver):
     assert event_ids == sorted(event_ids)
 
 
+def test_every_event_after_the_receiver_was_down_for_a_minute(hosted, receiver):
+    """The issue's own figure, at the production backoff's shape: a receiver down for a full minute (60 s of wall
+    time, every attempt answered 503) gets every event once it is back, once each, in creation order. The node's first
+    retry wait is 1 s here (5 s by default) so the doubling waits reach past the minute in a few attempts; the next
+    attempt after the receiver returns is at most one doubled wait later, so the wait below allows two minutes."""
+    slow = hosted.node("hooks-minute", extra=["--webhook-retry-first", "1", "--webhook-lease", "2"])
+    receiver.mode = "down"
+
+    async def events():
+        session = await admin(slow)
+        endpoint = await create(session, receiver)
+        for index in range(5):
+            await session.call("accounts/delete", {"account": f"minute-{index}"})
+        await session.close()
+        return endpoint
+
+    endpoint = asyncio.run(events())
+    wait_for(lambda: receiver.attempts >= 1, "a first attempt")
+    went_down = time.monotonic()
+    while time.monotonic() - went_down < 60:
+        time.sleep(0.5)
+    attempts_while_down = receiver.attempts
+    receiver.mode = "up"
+    deadline = time.monotonic() + 150
+    while len(receiver.ids()) < 5:
+        assert time.monotonic() < deadline, "timed out waiting for the deliveries after the minute"
+        time.sleep(0.1)
+
+    async def remove():
+        session = await admin(slow)
+        listed = await session.call("webhooks/list", {"app": "default"})
+        await session.call("webhooks/delete", {"app": "default", "id": endpoint["id"]})
+        await session.close()
+        return listed
+
+    listed = asyncio.run(remove())
+    slow.stop()
+    assert attempts_while_down >= 4, attempts_while_down  # it kept retrying through the minute, backing off
+    assert receiver.bad_signatures == 0
+    accounts = [payload["data"]["account"] for _, payload in receiver.deliveries]
+    assert accounts == [f"minute-{i}" for i in range(5)], accounts  # each once, in creation order
+    mine = [hook for hook in listed["webhooks"] if hook["id"] == endpoint["id"]]
+    assert mine and mine[0]["pending"] == 0, listed
+
+
 def test_replay_sends_events_again_under_the_same_ids(node, receiver):
     async def body():
         session = await admin(node)
