@@ -329,6 +329,16 @@ extension ServeCommand {
       let seconds = try value.positiveNumber(of: "seconds")
       command.hosted.set { $0.postgresTimeout = seconds }
     },
+    .value(
+      "--commit-pipeline", as: "N",
+      help: """
+        commit transactions a node has in flight at once; turns made meanwhile wait and go
+        together in the next one (default 1)
+        """
+    ) { command, value throws(UsageError) in
+      let transactions = try value.positiveInteger()
+      command.hosted.set { $0.commitPipeline = transactions }
+    },
     .flag(
       "--set-based-commit",
       help: """

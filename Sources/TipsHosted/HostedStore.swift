@@ -23,6 +23,8 @@ public final class HostedStore: HostedStorage {
     public var answerTimeout: Double = 15
     /// Whether a turn of ``HostedStore/setBasedMinimum`` accounts or more goes in one `tipsd.commit_set` call.
     public var setBasedCommit = false
+    /// Commit transactions the writer has in flight at once; turns committed meanwhile wait and go in one (#47).
+    public var commitPipeline = 1
 
     public init(server: SyncServer, node: String) {
       self.server = server
@@ -143,6 +145,12 @@ public final class HostedStore: HostedStorage {
   /// Turns committed account by account because their one transaction failed (a statement PostgreSQL refused for
   /// one account), and turns committed in one set-based call (`tipsd.commit_set`), since start.
   public internal(set) var commitCounts = (eachAfterFailure: 0, setBased: 0)
+  /// Commits that went in the transaction of an older one waiting with them (``commitPipeline``), since start.
+  public internal(set) var mergedCommits = 0
+  /// Commits waiting for one in flight to be answered (``commit(_:completion:)``), oldest first.
+  var queuedCommits: [QueuedCommit] = []
+  /// Commit transactions sent and not yet answered.
+  var commitTransactionsInFlight = 0
   private let listener: PGLink
   /// A fleet notification arrived.
   public var onNotice: ((Notice) -> Void)?

@@ -142,6 +142,9 @@ public struct HostedConfiguration: Sendable {
   /// `--postgres-timeout SECONDS`: a PostgreSQL link whose oldest batch waited this long is declared lost (what was
   /// in flight fails: -32016; it connects again), so no request waits on PostgreSQL without end.
   public var postgresTimeout: Double = 15
+  /// `--commit-pipeline N`: commit transactions a hosted node has in flight at once; turns made meanwhile go in one
+  /// transaction once one is answered (``HostedStore/Configuration/commitPipeline``).
+  public var commitPipeline = 1
   /// `--set-based-commit`: a turn of many accounts committed by one set-based call (`tipsd.commit_set`, schema 12).
   /// Off by default: it costs PostgreSQL less CPU with one node and large turns, and the fleet more with several
   /// nodes (docs/benchmarks.md).

@@ -169,6 +169,7 @@ final class HostedService {
       var storeConfiguration = HostedStore.Configuration(server: server, node: configuration.node)
       storeConfiguration.answerTimeout = configuration.postgresTimeout
       storeConfiguration.setBasedCommit = configuration.setBasedCommit
+      storeConfiguration.commitPipeline = configuration.commitPipeline
       let postgres = HostedStore(loop: loop, configuration: storeConfiguration, logger: logger)
       store = postgres
       webhooks = WebhookDeliverer(
