@@ -19,10 +19,11 @@ import TipsTransport
 
     /// `setBased`: turns of several accounts go in one `tipsd.commit_set` call (`--set-based-commit`; the hosted
     /// protocol suites run the default, one `tipsd.commit` an account).
-    init(postgres: PostgresServer, node: String = "node-a", setBased: Bool = true) throws {
+    init(postgres: PostgresServer, node: String = "node-a", setBased: Bool = true, pipeline: Int = 1) throws {
       self.postgres = postgres
       var configuration = HostedStore.Configuration(server: try SyncServer(postgres.url), node: node)
       configuration.setBasedCommit = setBased
+      configuration.commitPipeline = pipeline
       store = HostedStore(
         loop: loop, configuration: configuration, logger: Logger(level: .error, handler: DiscardingLogHandler()))
       store.onNotice = { [unowned self] in self.notices.append($0) }
