@@ -56,14 +56,14 @@ import TipsProtocol
           "--compaction-threshold", "40", "--account-rate", "7", "--max-resident-accounts", "9",
           "--account-max-donations", "11", "--node", "n1", "--account-max-keys", "13", "--ops-device-days", "2.5",
           "--postgres-timeout", "4", "--repair-interval", "0.5", "--webhook-retry-first", "0.25",
-          "--webhook-lease", "3",
+          "--webhook-lease", "3", "--commit-pipeline", "4",
         ], environment: [:]
       ).configuration.hosted)
     #expect(parsed.compactionThreshold == 40 && parsed.accountRate == 7 && parsed.maxResidentAccounts == 9)
     #expect(parsed.accountMaxDonations == 11 && parsed.node == "n1")
     #expect(parsed.accountMaxIdempotencyKeys == 13 && parsed.opsDeviceDays == 2.5 && parsed.postgresTimeout == 4)
     #expect(parsed.repairInterval == 0.5)
-    #expect(parsed.webhookRetryFirst == 0.25 && parsed.webhookLease == 3)
+    #expect(parsed.webhookRetryFirst == 0.25 && parsed.webhookLease == 3 && parsed.commitPipeline == 4)
     let refusals: [([String], String)] = [
       (["--compaction-threshold", "40"], "need --hosted URL"),
       (base + ["--compaction-threshold", "0"], "positive integer"),
@@ -74,6 +74,7 @@ import TipsProtocol
       (base + ["--repair-interval", "-1"], "--repair-interval: must be 0 (off)"),
       (base + ["--webhook-retry-first", "0"], "--webhook-retry-first"),
       (base + ["--webhook-lease", "0.5"], "--webhook-lease"),
+      (base + ["--commit-pipeline", "0"], "--commit-pipeline: \"0\" is not a positive integer"),
       (Array(base.prefix(4)), "needs --jwt-secret-file FILE or --jwks FILE"),
       (base + ["--sync", "postgresql://db/tips", "--account", "a"], "do not go together"),
     ]
