@@ -90,9 +90,9 @@ public final class SyncModel {
   }
 
   /// Per event, per device: cumulative donations in this epoch.
-  package var lifetimes: [String: [String: Int]] = [:]
+  package var lifetimes: [String: PerDevice<Int>] = [:]
   /// Per record key, per device: display counter.
-  package var displays: [String: [String: DisplayCounter]] = [:]
+  package var displays: [String: PerDevice<DisplayCounter>] = [:]
   /// Per record key: the newest resetEligibility.
   package var eligibility: [String: HLC] = [:]
   /// Per record key: invalidations newer than its eligibility reset, earliest first.
