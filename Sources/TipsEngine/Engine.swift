@@ -249,7 +249,7 @@ public final class Engine {
   /// Refuses a batch whose tips, with the registered ones it does not replace, follow each other in a cycle.
   func checkFollowCycles(_ tips: [TipDefinition]) throws(EngineError) {
     var edges: [String: [String]] = [:]
-    for case let slot? in slots { edges[slot.id] = slot.dependencies.tips }
+    for case let slot? in slots { edges[slot.id] = slot.definition.followedTips }
     var batch: [String: Int] = [:]
     for (index, tip) in tips.enumerated() {
       edges[tip.id] = tip.followedTips

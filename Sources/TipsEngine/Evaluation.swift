@@ -219,7 +219,6 @@ final class TipSlot {
     ignoresFrequency = box.value.options.ignoresDisplayFrequency
   }
   @exclusivity(unchecked) var rules = RuleProgram()
-  var dependencies = Dependencies()
   /// Ids of the groups that list this tip.
   @exclusivity(unchecked) var groups: [String] = [] {
     didSet { inGroups = !groups.isEmpty }

@@ -130,15 +130,16 @@ extension Engine {
       guard let instant, instant > now else { return }
       next = min(next ?? instant, instant)
     }
-    for key in slot.dependencies.windows { consider(logList[key.event].nextExit(within: key.within, now: now)) }
-    for log in slot.dependencies.events {
+    let dependencies = dependencies(of: slot)
+    for key in dependencies.windows { consider(logList[key.event].nextExit(within: key.within, now: now)) }
+    for log in dependencies.events {
       if let maxAge = log.maxAge { consider(log.nextExit(within: maxAge, now: now)) }
     }
     if slot.sensitive { consider(cooldownEnd(now)) }
     if suppressionActive { consider(suppression?.until) }
     consider(slot.definition.schedule?.nextBoundary(after: now))
     for id in slot.groups { consider(groups[id]?.definition.schedule?.nextBoundary(after: now)) }
-    for follow in slot.dependencies.follows where followWatches[follow] == false {
+    for follow in dependencies.follows where followWatches[follow] == false {
       guard let record = self.slot(follow.tip)?.record, record.invalidationReason != nil else { continue }
       consider((record.invalidatedAt ?? now) + follow.duration)
     }

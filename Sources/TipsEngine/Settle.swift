@@ -9,7 +9,6 @@ extension Engine {
     var program = RuleProgram()
     for rule in slot.definition.rules { compile(rule, into: &program, &dependencies, slot: slot.index) }
     slot.rules = program
-    slot.dependencies = dependencies
     for tip in dependencies.tips { tipDependents[tip, default: []].insertSorted(slot.index) }
     for follow in dependencies.follows { followWatches[follow] = followElapsed(follow, now: now) }
     for log in dependencies.events { log.dependents.insertSorted(slot.index) }
@@ -28,7 +27,7 @@ extension Engine {
 
   /// Removes a slot from the indexes of what its rules read.
   func detach(_ slot: TipSlot) {
-    let dependencies = slot.dependencies
+    let dependencies = dependencies(of: slot)
     for tip in dependencies.tips {
       tipDependents[tip]?.removeSorted(slot.index)
       if tipDependents[tip]?.isEmpty == true { tipDependents[tip] = nil }
@@ -41,8 +40,18 @@ extension Engine {
       watch.dependents.removeSorted(slot.index)
       if watch.dependents.isEmpty { windows[key] = nil }
     }
-    slot.dependencies = Dependencies()
     slot.rules = RuleProgram()
+  }
+
+  /// What a slot's rules read, compiled again from its definition: the same logs, parameters, windows and follows
+  /// as when it was attached (logs and parameters are never removed, and the definition changes only after a detach).
+  /// A slot does not keep them: they are read only to detach and explain, and kept they cost a resident hosted
+  /// account ≈ 80 bytes a tip (#47).
+  func dependencies(of slot: TipSlot) -> Dependencies {
+    var dependencies = Dependencies()
+    var program = RuleProgram()
+    for rule in slot.definition.rules { compile(rule, into: &program, &dependencies, slot: slot.index) }
+    return dependencies
   }
 
   /// Appends a rule's subtree to a program.
