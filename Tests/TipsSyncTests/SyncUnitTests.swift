@@ -42,6 +42,7 @@ import TipsStore
   @Test func arrayLiterals() {
     #expect(PGSchema.textArray([]) == "{}")
     #expect(PGSchema.textArray(["a", "b\"c", "d\\e", "{\"k\": 1}"]) == #"{"a","b\"c","d\\e","{\"k\": 1}"}"#)
+    #expect(PGSchema.textArray(["é\"ü", "🎉\\"]) == #"{"é\"ü","🎉\\"}"#)  // bytes of longer characters kept
     #expect(PGSchema.integerArray([1, -2, 30]) == "{1,-2,30}")
   }
 

@@ -1,18 +1,23 @@
 /// The text forms statements take their arrays in, and the channel an account's pushes notify.
 extension PGSchema {
-  /// A PostgreSQL array literal of texts: `{"a","b\\"c"}`.
+  /// A PostgreSQL array literal of texts: `{"a","b\\"c"}`. Built from the UTF-8 bytes (a quote or backslash byte
+  /// is never part of a longer character there): a hosted commit builds one for every turn's operations, and a
+  /// character at a time it was a tenth of the node's CPU per donation (#47).
   package static func textArray(_ items: [String]) -> String {
-    var literal = "{"
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(items.reduce(2) { $0 + $1.utf8.count + 3 })
+    bytes.append(UInt8(ascii: "{"))
     for (index, item) in items.enumerated() {
-      if index > 0 { literal += "," }
-      literal += "\""
-      for character in item.unicodeScalars {
-        if character == "\"" || character == "\\" { literal += "\\" }
-        literal.unicodeScalars.append(character)
+      if index > 0 { bytes.append(UInt8(ascii: ",")) }
+      bytes.append(UInt8(ascii: "\""))
+      for byte in item.utf8 {
+        if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
+        bytes.append(byte)
       }
-      literal += "\""
+      bytes.append(UInt8(ascii: "\""))
     }
-    return literal + "}"
+    bytes.append(UInt8(ascii: "}"))
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   /// A PostgreSQL array literal of integers: `{1,2}`.
