@@ -306,8 +306,9 @@ import TipsTransport
         ], completion: completion)
     }
     #expect(lost["alice"]?.refused != nil)
-    // Refused inside the set-based call, which stored bob's part: no fallback.
-    #expect(second.store.commitCounts == (0, 1))
+    // The set-based statement fails on a key stored before (#47), and each account is then committed alone
+    // (`tipsd.commit`): alice refused with the first reply, bob stored.
+    #expect(second.store.commitCounts == (1, 0))
     #expect(lost["alice"]?.firstReplies == ["k": Array("\"first\"".utf8)])
     #expect(lost["bob"]?.refused == nil && lost["bob"]?.lastCursor == 1)
     // Nothing of alice's part on node-b: no operation, no history, not even its new key j.

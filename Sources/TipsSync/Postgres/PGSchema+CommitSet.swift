@@ -119,10 +119,75 @@ extension PGSchema {
         $commitset$;
     """
 
-  /// ``commitSetFunction``'s call (the writer prepares it).
+  /// The set-based commit a hosted node prepares (`--set-based-commit`, #47): what ``commitSetFunction`` does for the
+  /// regular turn — no account erased, no key stored before — as one plain statement of data-modifying CTEs, with no
+  /// PL/pgSQL call (the profile of a donate load had PostgreSQL spending most of its CPU in PL/pgSQL and the
+  /// statements it runs one by one). The keys go in one `INSERT … ON CONFLICT DO NOTHING`; the accounts' cursors are
+  /// bumped by one upsert in account order (its row locks taken in that order, so two nodes never wait in a cycle,
+  /// and a new account's row made by it); operations and history chunks in one `INSERT` each. Anything irregular —
+  /// an erased account, a key another transaction stored, an operation's seq stored already — fails the statement
+  /// (the check reads every CTE's outcome before the first row is returned), which rolls the transaction back: the
+  /// node then commits each account alone through `tipsd.commit`, which answers each case precisely (#42). Its rows
+  /// are `tipsd.commit_set`'s: one an account, in the order given. Its parameters are ``commitSetFunction``'s, whose
+  /// function stays for nodes of earlier builds.
   package static let commitSet = """
-    SELECT * FROM tipsd.commit_set($1::text[], $2, $3::integer[], $4::bigint[], $5::text[], $6::integer[],
-      $7::integer[], $8::double precision[], $9::double precision[], $10::bytea[], $11::integer[], $12::text[],
-      $13::text[], $14::double precision[])
+    WITH acc AS (
+      SELECT a.i, a.account, a.ops, a.chunks, a.keys,
+        sum(a.ops) OVER w - a.ops AS op_off, sum(a.chunks) OVER w - a.chunks AS chunk_off,
+        sum(a.keys) OVER w - a.keys AS key_off
+      FROM unnest($1::text[], $3::integer[], $6::integer[], $11::integer[]) WITH ORDINALITY AS a(account, ops, chunks, keys, i)
+      WINDOW w AS (ORDER BY a.i)),
+    wanted AS (
+      SELECT acc.account, ($12::text[])[acc.key_off + j] AS key, ($13::text[])[acc.key_off + j] AS reply,
+        ($14::double precision[])[acc.key_off + j] AS at
+      FROM acc, generate_series(1, acc.keys) AS j),
+    added AS (
+      INSERT INTO tipsd.idempotency (account, key, reply, at)
+        SELECT w.account, w.key, w.reply, w.at FROM wanted w ORDER BY w.account, w.key
+        ON CONFLICT (account, key) DO NOTHING RETURNING 1),
+    chunk AS (
+      SELECT acc.account, j, ($7::integer[])[acc.chunk_off + j] AS count,
+        ($8::double precision[])[acc.chunk_off + j] AS first_at, ($9::double precision[])[acc.chunk_off + j] AS last_at,
+        ($10::bytea[])[acc.chunk_off + j] AS entries,
+        sum(($7::integer[])[acc.chunk_off + j]) OVER (PARTITION BY acc.account ORDER BY j) AS through
+      FROM acc, generate_series(1, acc.chunks) AS j),
+    need AS (
+      SELECT acc.account, acc.ops, acc.op_off,
+        coalesce((SELECT sum(h.count) FROM chunk h WHERE h.account = acc.account), 0)::bigint AS entries
+      FROM acc WHERE acc.ops > 0 OR acc.chunks > 0),
+    bumped AS (
+      INSERT INTO tipsd.accounts AS a (account, last_cursor, history_cursor)
+        SELECT n.account, n.ops, n.entries FROM need n ORDER BY n.account
+        ON CONFLICT (account) DO UPDATE SET last_cursor = a.last_cursor + excluded.last_cursor,
+          history_cursor = a.history_cursor + excluded.history_cursor
+        RETURNING a.account, a.last_cursor, a.history_cursor),
+    based AS (
+      SELECT b.account, b.last_cursor - n.ops AS op_base, b.history_cursor - n.entries AS history_base, n.ops, n.op_off
+      FROM bumped b JOIN need n ON n.account = b.account),
+    stored AS (
+      INSERT INTO tipsd.ops (account, cursor, device, seq, op)
+        SELECT b.account, b.op_base + k, $2, ($4::bigint[])[b.op_off + k], ($5::text[])[b.op_off + k]
+        FROM based b, generate_series(1, b.ops) AS k
+        RETURNING 1),
+    placed AS (
+      INSERT INTO tipsd.history AS h (account, cursor, count, first_at, last_at, entries, arrival)
+        SELECT c.account, b.history_base + c.through - c.count + 1, c.count, c.first_at, c.last_at, c.entries,
+          nextval('tipsd.history_arrival')
+        FROM chunk c JOIN based b ON b.account = c.account ORDER BY c.account, c.j
+        RETURNING h.account, h.cursor),
+    irregular AS (
+      SELECT (SELECT count(*) FROM acc JOIN tipsd.erased e ON e.account = acc.account
+          WHERE e.until > now() AND e.reopened_at IS NULL) AS erased,
+        (SELECT count(*) FROM wanted) - (SELECT count(*) FROM added) AS conflicts,
+        (SELECT count(*) FROM stored) AS stored)
+    SELECT acc.account, CASE WHEN acc.ops > 0 THEN b.op_base + acc.ops END,
+      CASE WHEN acc.chunks > 0 THEN ARRAY(SELECT p.cursor FROM placed p WHERE p.account = acc.account ORDER BY p.cursor)
+      END,
+      NULL::bigint, false, NULL::json, NULL::bigint[]
+    FROM acc LEFT JOIN based b ON b.account = acc.account, irregular r
+    WHERE CASE WHEN r.erased + r.conflicts = 0 THEN r.stored >= 0
+      ELSE ('tipsd: a set-based commit met ' || r.erased || ' erased account(s) and ' || r.conflicts
+        || ' key(s) stored before; each account is committed alone')::boolean END
+    ORDER BY acc.i
     """
 }
