@@ -16,10 +16,10 @@ extension HostedStore {
   /// them to learn what was stored.
   ///
   /// At most ``Configuration/commitPipeline`` commit transactions are in flight; commits made meanwhile wait, and
-  /// when one is answered the waiting ones go in one transaction (as long as no account is in two of them: a later
-  /// commit of an account never passes an earlier one). So a node with many small turns — 64 clients, each with one
-  /// donation in flight — pays PostgreSQL one transaction, one set of statements and one flush to disk and standby
-  /// for all that arrived during the previous commit, not one a turn (#47). A commit that fails with its connection
+  /// when one is answered the waiting ones go in one transaction (an account in several of them has its parts joined
+  /// in the order made). So a node with many small turns — 64 clients, each with one donation in flight — pays
+  /// PostgreSQL one transaction, one set of statements and one flush to disk and standby for all that arrived during
+  /// the previous commit, not one a turn (#47). A commit that fails with its connection
   /// (outcome unknown) fails the waiting ones with it, as it did when they were pipelined behind it on that
   /// connection: none of them was sent, so each caller reads its accounts again as it does for the failed one.
   public func commit(
@@ -39,25 +39,44 @@ extension HostedStore {
     var completion: (Result<[String: Committed], HostedError>) -> Void
   }
 
-  /// Sends the waiting commits while the pipeline has room: each time the longest run of the oldest whose accounts
-  /// are disjoint, in one transaction.
+  /// Sends the waiting commits while the pipeline has room, each time all of them in one transaction: an account in
+  /// several has their parts joined in the order made (its operations, history chunks and replies one after the
+  /// other), and each commit is answered its own part (``part(of:ops:chunks:chunkOffset:laterOps:)``). A commit that
+  /// carries devices' pushes goes alone (their clash check is `tipsd.commit`'s, an account at a time).
   private func sendQueuedCommits() {
     while commitTransactionsInFlight < max(1, configuration.commitPipeline), !queuedCommits.isEmpty {
-      var accounts: Set<String> = []
       var taken = 0
+      var position: [String: Int] = [:]
+      var changes: [AccountChanges] = []
       for queued in queuedCommits {
-        if taken > 0 && queued.changes.contains(where: { accounts.contains($0.account) }) { break }
-        for change in queued.changes { accounts.insert(change.account) }
+        let pushes = queued.changes.contains { $0.devices.contains { !$0.operations.isEmpty } }
+        if taken > 0 && pushes { break }
+        for change in queued.changes {
+          if let at = position[change.account] {
+            changes[at].operations += change.operations
+            changes[at].history += change.history
+            changes[at].replies += change.replies
+            changes[at].devices += change.devices
+          } else {
+            position[change.account] = changes.count
+            changes.append(change)
+          }
+        }
         taken += 1
+        if pushes { break }
       }
       let group = Array(queuedCommits.prefix(taken))
       queuedCommits.removeFirst(taken)
       if taken > 1 { mergedCommits += taken - 1 }
       commitTransactionsInFlight += 1
-      let changes = group.count == 1 ? group[0].changes : group.flatMap(\.changes)
       commitTransaction(changes) { [weak self] result in
         self?.commitTransactionsInFlight -= 1
-        for member in group { member.completion(result) }
+        switch result {
+        case .success(let answers) where group.count > 1:
+          for (member, parts) in zip(group, Self.parts(of: answers, for: group)) { member.completion(.success(parts)) }
+        default:
+          for member in group { member.completion(result) }
+        }
         guard let self else { return }
         if case .failure(let error) = result {
           let waiting = self.queuedCommits
@@ -67,6 +86,41 @@ extension HostedStore {
         self.sendQueuedCommits()
       }
     }
+  }
+
+  /// Each commit of a joined transaction answered for its own part of each account.
+  static func parts(of answers: [String: Committed], for group: [QueuedCommit]) -> [[String: Committed]] {
+    var opsLeft: [String: Int] = [:]
+    for member in group { for change in member.changes { opsLeft[change.account, default: 0] += change.operations.count } }
+    var chunksBefore: [String: Int] = [:]
+    return group.map { member in
+      var parts: [String: Committed] = [:]
+      for change in member.changes {
+        let account = change.account
+        opsLeft[account, default: 0] -= change.operations.count
+        guard let answer = answers[account] else { continue }
+        parts[account] = part(
+          of: answer, ops: change.operations.count, chunks: change.history.count,
+          chunkOffset: chunksBefore[account, default: 0], laterOps: opsLeft[account, default: 0])
+        chunksBefore[account, default: 0] += change.history.count
+      }
+      return parts
+    }
+  }
+
+  /// One commit's part of an account's answer to a joined transaction: its `ops` operations are the ones before the
+  /// `laterOps` of the commits after it, its chunks the `chunks` from `chunkOffset`. A refusal or an erasure is every
+  /// part's.
+  static func part(of answer: Committed, ops: Int, chunks: Int, chunkOffset: Int, laterOps: Int) -> Committed {
+    if answer.erased {
+      return Committed(lastCursor: ops > 0 || chunks == 0 ? -1 : nil, historyFirst: Array(repeating: -1, count: chunks))
+    }
+    if answer.refused != nil { return answer }
+    var part = Committed(lastCursor: nil, historyFirst: [])
+    if ops > 0, let last = answer.lastCursor { part.lastCursor = last - Int64(laterOps) }
+    let end = min(chunkOffset + chunks, answer.historyFirst.count)
+    if chunkOffset < end { part.historyFirst = Array(answer.historyFirst[chunkOffset..<end]) }
+    return part
   }
 
   /// One transaction of `changes` (accounts distinct).

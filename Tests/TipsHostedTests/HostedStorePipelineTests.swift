@@ -4,14 +4,14 @@ import TipsTestSupport
 
 @testable import TipsHosted
 
-/// `--commit-pipeline` (#47): commits made while one is in flight wait and go together in one transaction, and a
-/// later commit of an account never passes an earlier one.
+/// `--commit-pipeline` (#47): commits made while one is in flight wait and go together in one transaction, an
+/// account in several of them with its parts joined in the order made, and each commit answered for its own part.
 @Suite struct HostedStorePipelineTests {
   typealias Harness = HostedStoreTests.Harness
 
-  /// Four commits made back to back, the writer ready: A (alice) goes at once; B (bob) and C (alice again) wait and
-  /// go together once A is answered (C's alice is after A's, which is answered); D (bob again) would pass B inside one
-  /// transaction, so it waits for the next. Every account's cursors come out in the order its commits were made.
+  /// Four commits made back to back, the writer ready: A (alice) goes at once; B (bob), C (alice again) and D (bob
+  /// again) wait and go together once A is answered, bob's two parts joined. Every account's cursors come out in the
+  /// order its commits were made, and each commit is answered its own.
   @Test(arguments: [true, false]) func waitingCommitsGoTogetherInOrder(setBased: Bool) throws {
     let postgres = try PostgresServer()
     defer { postgres.destroy() }
@@ -41,8 +41,8 @@ import TipsTestSupport
     #expect(harness.spin { answered.count == 4 })
     #expect(answered.map(\.0) == ["A", "B", "C", "D"])
     #expect(answered.map { $0.1?.lastCursor } == [1, 1, 2, 2])
-    // B and C in one transaction; D after it.
-    #expect(harness.store.mergedCommits == 1)
+    // B, C and D in one transaction.
+    #expect(harness.store.mergedCommits == 2)
     #expect(harness.store.commitTransactionsInFlight == 0)
     let rows = try harness.postgres.query(
       "SELECT string_agg(account || ':' || cursor || ':' || seq, ' ' ORDER BY account, cursor) FROM tipsd.ops")
@@ -69,5 +69,48 @@ import TipsTestSupport
     #expect(harness.store.queuedCommits.count == 1)
     #expect(harness.spin { answered == 3 })
     #expect(harness.store.mergedCommits == 0)
+  }
+}
+
+/// How a joined transaction's answer is shared out between the commits in it.
+@Suite struct CommitPartsTests {
+  typealias Committed = HostedStore.Committed
+
+  func commit(_ account: String, ops: Int, chunks: Int) -> HostedStore.QueuedCommit {
+    let chunk = HostedStore.HistoryChunk(count: 1, firstAt: 1, lastAt: 1, bytes: [1])
+    return HostedStore.QueuedCommit(
+      changes: [
+        HostedStore.AccountChanges(
+          account: account, operations: (0..<ops).map { PendingOperation(seq: Int64($0 + 1), payload: "{}") },
+          history: Array(repeating: chunk, count: chunks))
+      ], completion: { _ in })
+  }
+
+  @Test func eachCommitGetsItsOperationsAndChunks() {
+    // alice: 2 ops and 1 chunk, then 0 ops and 2 chunks, then 3 ops and none; the transaction stored cursors 11..15
+    // and chunks at 7, 8, 9.
+    let group = [
+      commit("alice", ops: 2, chunks: 1), commit("alice", ops: 0, chunks: 2), commit("alice", ops: 3, chunks: 0),
+    ]
+    let parts = HostedStore.parts(of: ["alice": Committed(lastCursor: 15, historyFirst: [7, 8, 9])], for: group)
+    #expect(
+      parts.map { $0["alice"] } == [
+        Committed(lastCursor: 12, historyFirst: [7]), Committed(lastCursor: nil, historyFirst: [8, 9]),
+        Committed(lastCursor: 15, historyFirst: []),
+      ])
+  }
+
+  @Test func aRefusalOrAnErasureIsEveryParts() {
+    let group = [commit("bob", ops: 1, chunks: 1), commit("bob", ops: 0, chunks: 1)]
+    var refused = Committed(lastCursor: nil, historyFirst: [])
+    refused.refused = "idempotency key k was used on another node first"
+    refused.firstReplies = ["k": [1]]
+    #expect(HostedStore.parts(of: ["bob": refused], for: group).map { $0["bob"] } == [refused, refused])
+    let erased = HostedStore.parts(of: ["bob": Committed(lastCursor: -1, historyFirst: [-1, -1])], for: group)
+    #expect(
+      erased.map { $0["bob"] } == [
+        Committed(lastCursor: -1, historyFirst: [-1]), Committed(lastCursor: nil, historyFirst: [-1]),
+      ])
+    #expect(erased.allSatisfy { $0["bob"]?.erased == true })
   }
 }
