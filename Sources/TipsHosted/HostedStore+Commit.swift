@@ -264,6 +264,15 @@ extension HostedStore {
   func publish(_ changes: [AccountChanges], _ answers: [String: Committed]) {
     var channels: [String] = []
     var payloads: [String] = []
+    // The fleet's notices of the commit go in as few notifications as fit, a line an account: every node's listener
+    // receives and PostgreSQL delivers each fleet notification once per node (#47).
+    var fleet = ""
+    func sendFleet() {
+      guard !fleet.isEmpty else { return }
+      channels.append(PGSchema.fleetChannel)
+      payloads.append(fleet)
+      fleet = ""
+    }
     for change in changes where !change.operations.isEmpty || change.devices.contains(where: { !$0.operations.isEmpty })
     {
       guard let answer = answers[change.account], answer.refused == nil, !answer.erased else { continue }
@@ -271,9 +280,13 @@ extension HostedStore {
       guard cursor > 0 else { continue }
       channels.append(PGSchema.channel(account: change.account))
       payloads.append(String(cursor))
-      channels.append(PGSchema.fleetChannel)
-      payloads.append("\(cursor) \(change.account)")
+      let line = "\(cursor) \(change.account)"
+      if fleet.utf8.count + line.utf8.count + 1 > Self.fleetPayloadBytes || line.utf8.contains(UInt8(ascii: "\n")) {
+        sendFleet()
+      }
+      fleet += fleet.isEmpty ? line : "\n" + line
     }
+    sendFleet()
     guard !channels.isEmpty else { return }
     writer.send([
       .query("SELECT set_config('synchronous_commit', 'off', true)"),
@@ -282,6 +295,9 @@ extension HostedStore {
         [PGSchema.textArray(channels), PGSchema.textArray(payloads)]),
     ]) { _ in }
   }
+
+  /// The most a fleet notification's payload holds (PostgreSQL refuses 8,000 bytes or more).
+  static let fleetPayloadBytes = 7_900
 
   private static func refusal(_ error: HostedError) -> Committed {
     Committed(lastCursor: nil, historyFirst: [], refused: "PostgreSQL refused the account's changes: \(error.message)")

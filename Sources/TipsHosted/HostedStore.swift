@@ -208,8 +208,8 @@ public final class HostedStore: HostedStorage {
     reader.onStateChange = { [unowned self] state in self.onLinkChange?(.reader, state == .ready) }
     listener.onStateChange = { [unowned self] state in self.onLinkChange?(.listener, state == .ready) }
     listener.onNotification = { [unowned self] channel, payload in
-      guard channel == PGSchema.fleetChannel, let notice = Self.notice(payload) else { return }
-      self.onNotice?(notice)
+      guard channel == PGSchema.fleetChannel else { return }
+      for notice in Self.notices(payload) { self.onNotice?(notice) }
     }
   }
 
@@ -484,6 +484,12 @@ public final class HostedStore: HostedStorage {
     """
 
   /// Reads a fleet notification's payload: `cursor account`, `deleted account` or `catalog version`.
+  /// A fleet notification's notices: one a line (a commit's accounts go in one notification, ``publish(_:_:)``).
+  static func notices(_ payload: String) -> [Notice] {
+    guard payload.utf8.contains(UInt8(ascii: "\n")) else { return notice(payload).map { [$0] } ?? [] }
+    return payload.split(separator: "\n").compactMap { notice(String($0)) }
+  }
+
   static func notice(_ payload: String) -> Notice? {
     guard let space = payload.firstIndex(of: " ") else { return nil }
     let head = payload[..<space]
