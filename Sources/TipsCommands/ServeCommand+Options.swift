@@ -340,11 +340,15 @@ extension ServeCommand {
       command.hosted.set { $0.commitPipeline = transactions }
     },
     .flag(
-      "--set-based-commit",
+      "--commit-per-account",
       help: """
-        commit a turn's accounts in one set-based call (tipsd.commit_set): less PostgreSQL
-        CPU with one node and large turns, slower with several nodes (off by default)
+        commit a turn with one tipsd.commit call an account, as before 2026-12, instead of
+        one set-based statement for all (the default: a third of PostgreSQL's CPU a donation)
         """
+    ) { command in command.hosted.set { $0.setBasedCommit = false } },
+    .flag(
+      "--set-based-commit",
+      help: "one set-based statement for a turn's accounts (the default; kept for old command lines)"
     ) { command in command.hosted.set { $0.setBasedCommit = true } },
     .value(
       "--sign-in-timeout", as: "SECONDS",

@@ -133,10 +133,8 @@ extension HostedStore {
       if case .success(let answers) = result { self?.publish(sorted, answers) }
       completion(result)
     }
-    // Schema 12, with --set-based-commit: a turn of many accounts in one set-based call, unless a device pushed
-    // through the node (its clash check is `tipsd.commit`'s). Off by default: with one node and large turns it
-    // costs PostgreSQL less, but a fleet of two or three nodes commits slower with it (make bench; the cause is not
-    // known yet). (The writer migrated the database to 12 before it prepared the call.)
+    // By default a turn of many accounts goes in one set-based statement (``PGSchema/commitSet``), unless a device
+    // pushed through the node (its clash check is `tipsd.commit`'s); `--commit-per-account` turns it off.
     let setBased =
       configuration.setBasedCommit && sorted.count >= Self.setBasedMinimum
       && !sorted.contains { $0.devices.contains { !$0.operations.isEmpty } }

@@ -22,7 +22,7 @@ public final class HostedStore: HostedStorage {
     /// Seconds a link waits for an answer before it is declared lost (``PGLink``).
     public var answerTimeout: Double = 15
     /// Whether a turn of ``HostedStore/setBasedMinimum`` accounts or more goes in one `tipsd.commit_set` call.
-    public var setBasedCommit = false
+    public var setBasedCommit = true
     /// Commit transactions the writer has in flight at once; turns committed meanwhile wait and go in one (#47).
     public var commitPipeline = 1
 

@@ -145,10 +145,10 @@ public struct HostedConfiguration: Sendable {
   /// `--commit-pipeline N`: commit transactions a hosted node has in flight at once; turns made meanwhile go in one
   /// transaction once one is answered (``HostedStore/Configuration/commitPipeline``).
   public var commitPipeline = 1
-  /// `--set-based-commit`: a turn of many accounts committed by one set-based call (`tipsd.commit_set`, schema 12).
-  /// Off by default: it costs PostgreSQL less CPU with one node and large turns, and the fleet more with several
-  /// nodes (docs/benchmarks.md).
-  public var setBasedCommit = false
+  /// A turn of many accounts committed by one set-based statement (``PGSchema/commitSet``); `--commit-per-account`
+  /// turns it off (one `tipsd.commit` call an account). On by default since it cost PostgreSQL a third of the CPU a
+  /// donation and carried the fleet further with 1, 2 and 3 nodes (docs/benchmarks.md, #47).
+  public var setBasedCommit = true
   /// `--sign-in-timeout SECONDS`: a connection not signed in this long after it connected is closed.
   public var signInTimeout: Double = 10
   /// `--sign-in-failures N`: failed signature checks a second the node spends on at most (bursts of twice as many);

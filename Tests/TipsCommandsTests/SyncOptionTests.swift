@@ -64,6 +64,9 @@ import TipsProtocol
     #expect(parsed.accountMaxIdempotencyKeys == 13 && parsed.opsDeviceDays == 2.5 && parsed.postgresTimeout == 4)
     #expect(parsed.repairInterval == 0.5)
     #expect(parsed.webhookRetryFirst == 0.25 && parsed.webhookLease == 3 && parsed.commitPipeline == 4)
+    #expect(parsed.setBasedCommit)  // the default
+    let perAccount = try ServeCommand(parsing: base + ["--commit-per-account"], environment: [:]).configuration.hosted
+    #expect(perAccount?.setBasedCommit == false)
     let refusals: [([String], String)] = [
       (["--compaction-threshold", "40"], "need --hosted URL"),
       (base + ["--compaction-threshold", "0"], "positive integer"),

@@ -17,8 +17,8 @@ import TipsTransport
     let store: HostedStore
     var notices: [HostedStore.Notice] = []
 
-    /// `setBased`: turns of several accounts go in one `tipsd.commit_set` call (`--set-based-commit`; the hosted
-    /// protocol suites run the default, one `tipsd.commit` an account).
+    /// `setBased`: turns of several accounts go in one set-based statement (the default, which the protocol suites
+    /// run too); false: one `tipsd.commit` call an account (`--commit-per-account`).
     init(postgres: PostgresServer, node: String = "node-a", setBased: Bool = true, pipeline: Int = 1) throws {
       self.postgres = postgres
       var configuration = HostedStore.Configuration(server: try SyncServer(postgres.url), node: node)
@@ -242,8 +242,8 @@ import TipsTransport
     #expect(answers["a"]?.lastCursor == 2)
   }
 
-  /// Without --set-based-commit (the default) a turn's accounts go one `tipsd.commit` call each, in one transaction,
-  /// with the same answers.
+  /// With --commit-per-account a turn's accounts go one `tipsd.commit` call each, in one transaction, with the same
+  /// answers.
   @Test func theDefaultCommitsEachAccountByItsOwnCall() throws {
     let postgres = try PostgresServer()
     defer { postgres.destroy() }
