@@ -178,7 +178,12 @@ public final class HostedStore: HostedStorage {
           (Statement.history, Self.appendHistory),
         ],
         // Its commits do not notify (schema 11): ``publish(_:_:)`` does, once each is answered, off their lock.
-        setup: ["SELECT set_config('tipsd.defer_notify', 'on', false)", Self.backendIdentity]))
+        // Generic plans: PostgreSQL planned the set-based statement afresh for each commit (a custom plan for its
+        // array parameters), a cost a commit that grew with the nodes sharing the load (#47's fleet figure).
+        setup: [
+          "SELECT set_config('tipsd.defer_notify', 'on', false)", "SET plan_cache_mode = force_generic_plan",
+          Self.backendIdentity,
+        ]))
     reader = link(
       "reader",
       .pipelined(
