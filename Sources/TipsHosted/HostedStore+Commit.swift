@@ -2,11 +2,12 @@ import TipsJSON
 import TipsRecords
 import TipsSync
 
-// The group commit (#42): a turn's accounts in one set-based call (`tipsd.commit_set`, schema 12), or one statement
-// an account (`tipsd.commit`) when devices pushed through the node; either way one account can never fail another's.
-// An idempotency key another node committed first refuses that account's part only (answered with the first reply);
-// a statement PostgreSQL refuses (which rolls the whole transaction back) makes the node commit each account in its
-// own transaction, so only the failing account's part is lost.
+// The group commit (#42, #47): the waiting turns' accounts in one set-based statement (``PGSchema/commitSet``), or
+// one `tipsd.commit` call an account when devices pushed through the node (or with `--commit-per-account`); either
+// way one account can never fail another's. The set-based statement fails on anything irregular and a
+// `tipsd.commit` call refuses an account whose idempotency key another node committed first (answered with the first
+// reply); a statement PostgreSQL refuses (which rolls the whole transaction back) makes the node commit each account
+// in its own transaction, so only the failing account's part is lost.
 
 extension HostedStore {
   /// Commits every account's changes in one transaction, accounts in sorted order (two nodes committing overlapping

@@ -5,8 +5,9 @@ public import TipsSync
 public import TipsTransport
 
 /// Where a hosted node keeps every account's state: PostgreSQL, through three connections on the node's loop —
-/// a writer (each loop turn's changes of every account in one pipelined transaction, one statement per account), a reader (account loads,
-/// catch-ups, history, admin reads; pipelined, so loads never wait for each other) and a listener on the fleet's one
+/// a writer (the loop turns' changes of every account in one transaction and one set-based statement, turns that end
+/// while a commit is in flight joined in the next), a reader (account loads, catch-ups, history, admin reads;
+/// pipelined, so loads never wait for each other) and a listener on the fleet's one
 /// `NOTIFY` channel. Nothing here blocks; every call completes on the loop.
 ///
 /// The tables are the sync schema's (`PGSchema`, version 3): an account's operations in `tipsd.ops` (a hosted node is
