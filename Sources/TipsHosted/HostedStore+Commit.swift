@@ -92,7 +92,9 @@ extension HostedStore {
   /// Each commit of a joined transaction answered for its own part of each account.
   static func parts(of answers: [String: Committed], for group: [QueuedCommit]) -> [[String: Committed]] {
     var opsLeft: [String: Int] = [:]
-    for member in group { for change in member.changes { opsLeft[change.account, default: 0] += change.operations.count } }
+    for member in group {
+      for change in member.changes { opsLeft[change.account, default: 0] += change.operations.count }
+    }
     var chunksBefore: [String: Int] = [:]
     return group.map { member in
       var parts: [String: Committed] = [:]

@@ -515,7 +515,9 @@ import TipsTransport
     #expect(HostedStore.notice("42") == nil && HostedStore.notice("x alice") == nil && HostedStore.notice("7 ") == nil)
     // A commit's accounts in one notification, a line each; a bad line is skipped, not the others.
     #expect(
-      HostedStore.notices("3 a\nx b\n5 c") == [.operations(account: "a", cursor: 3), .operations(account: "c", cursor: 5)])
+      HostedStore.notices("3 a\nx b\n5 c") == [
+        .operations(account: "a", cursor: 3), .operations(account: "c", cursor: 5),
+      ])
     #expect(HostedStore.notices("deleted bob") == [.deleted(account: "bob")] && HostedStore.notices("") == [])
   }
 }
