@@ -96,6 +96,10 @@ extension Engine {
   /// Stored donations of an event.
   public func donationCount(_ eventID: String) -> Int { logs[eventID]?.count ?? 0 }
 
+  /// Stored donations of every event (counted, not copied: a hosted node checks its per-account budget on every
+  /// donation).
+  public var storedDonationCount: Int { logList.reduce(0) { $0 + $1.count } }
+
   /// Donations of an event over the app's life (since the last datastore reset).
   public func lifetimeCount(_ eventID: String) -> Int { logs[eventID]?.lifetime ?? 0 }
 

@@ -27,6 +27,9 @@ struct DonationStorageTests {
 
   func check(_ h: Harness, _ kept: [Donation], lifetime: Int, sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(h.engine.donations("e") == kept, sourceLocation: sourceLocation)
+    // Every event's stored donations, counted without copying them (a hosted account's budget check).
+    let stored = h.engine.eventIDs.reduce(0) { $0 + h.engine.donations($1).count }
+    #expect(h.engine.storedDonationCount == stored && stored >= kept.count, sourceLocation: sourceLocation)
     #expect(h.engine.lifetimeCount("e") == lifetime, sourceLocation: sourceLocation)
     for (id, shows) in Self.expected(kept, lifetime: lifetime, now: h.clock.now()) {
       #expect(h.shows(id) == shows, "\(id)", sourceLocation: sourceLocation)

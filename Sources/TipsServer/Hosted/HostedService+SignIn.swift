@@ -338,8 +338,7 @@ extension HostedService {
 
   /// Whether an account may keep one more donation (`--account-max-donations`).
   func donationQuota(_ tenant: Tenant, method: String) -> ResponseError? {
-    var kept = 0
-    for event in tenant.engine.eventIDs { kept += tenant.engine.donations(event).count }
+    let kept = tenant.engine.storedDonationCount
     let limit = appOverrides(of: tenant.account ?? "")?.accountMaxDonations ?? configuration.accountMaxDonations
     guard kept >= limit else { return nil }
     return quotaRefusal(
