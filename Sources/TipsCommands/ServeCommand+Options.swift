@@ -342,8 +342,8 @@ extension ServeCommand {
     .flag(
       "--commit-per-account",
       help: """
-        commit a turn with one tipsd.commit call an account, as before 2026-12, instead of
-        one set-based statement for all (the default: a third of PostgreSQL's CPU a donation)
+        commit a turn with one tipsd.commit call an account instead of one set-based
+        statement for all of them (the default, at a third of PostgreSQL's CPU a donation)
         """
     ) { command in command.hosted.set { $0.setBasedCommit = false } },
     .flag(
