@@ -84,9 +84,22 @@ extension HostedStore {
           self.queuedCommits.removeAll()
           for member in waiting { member.completion(.failure(error)) }
         }
-        self.sendQueuedCommits()
+        self.sendQueuedCommitsAtEndOfTurn()
       }
     }
+  }
+
+  /// The waiting commits go at the end of this loop turn, not at once: the requests this turn still handles (their
+  /// bytes arrived with the answer) join them in one transaction instead of waiting a round trip for the next.
+  /// The handler is installed on the first answer, so it runs after the server's own end of turn, whose commit
+  /// (``commit(_:completion:)``) sends them itself when the turn changed something.
+  private func sendQueuedCommitsAtEndOfTurn() {
+    guard !queuedCommits.isEmpty else { return }
+    if !sendsAtEndOfTurn {
+      sendsAtEndOfTurn = true
+      loop.afterEachTurn { [weak self] in self?.sendQueuedCommits() }
+    }
+    loop.requestEndOfTurn()
   }
 
   /// Each commit of a joined transaction answered for its own part of each account.
@@ -288,12 +301,7 @@ extension HostedStore {
     }
     sendFleet()
     guard !channels.isEmpty else { return }
-    writer.send([
-      .query("SELECT set_config('synchronous_commit', 'off', true)"),
-      .query(
-        "SELECT count(pg_notify(c, p)) FROM unnest($1::text[], $2::text[]) AS n(c, p)",
-        [PGSchema.textArray(channels), PGSchema.textArray(payloads)]),
-    ]) { _ in }
+    writer.send([.prepared(Statement.publish, [PGSchema.textArray(channels), PGSchema.textArray(payloads)])]) { _ in }
   }
 
   /// The most a fleet notification's payload holds (PostgreSQL refuses 8,000 bytes or more).

@@ -152,6 +152,10 @@ public final class HostedStore: HostedStorage {
   var queuedCommits: [QueuedCommit] = []
   /// Commit transactions sent and not yet answered.
   var commitTransactionsInFlight = 0
+  /// The node's loop: a commit answered sends the waiting ones at the end of its turn (``commit(_:completion:)``).
+  let loop: any EventLoop
+  /// The end-of-turn handler that sends waiting commits is installed (on the first answer, so after the server's own).
+  var sendsAtEndOfTurn = false
   private let listener: PGLink
   /// A fleet notification arrived.
   public var onNotice: ((Notice) -> Void)?
@@ -165,6 +169,7 @@ public final class HostedStore: HostedStorage {
     logger: Logger
   ) {
     self.configuration = configuration
+    self.loop = loop
     let link = { (name: String, role: PGLink.Role) in
       PGLink(
         name: name, loop: loop, server: configuration.server, role: role,
@@ -176,7 +181,7 @@ public final class HostedStore: HostedStorage {
       .pipelined(
         prepare: [
           (Statement.commit, PGSchema.commit), (Statement.commitSet, PGSchema.commitSet),
-          (Statement.history, Self.appendHistory),
+          (Statement.history, Self.appendHistory), (Statement.publish, Self.publish),
         ],
         // Its commits do not notify (schema 11): ``publish(_:_:)`` does, once each is answered, off their lock.
         // Generic plans: PostgreSQL planned the set-based statement afresh for each commit (a custom plan for its
@@ -463,7 +468,16 @@ public final class HostedStore: HostedStorage {
     static let readHistory = "tipsd_read_history"
     static let commit = "tipsd_commit"
     static let commitSet = "tipsd_commit_set"
+    static let publish = "tipsd_publish"
   }
+
+  /// `$1` channels, `$2` payloads: a commit's notifications (``publish(_:_:)``), in a transaction of their own that
+  /// does not wait for the flush to disk and standby (`synchronous_commit` off for it alone; when in the statement it
+  /// is set does not matter, it is read at the commit). One prepared statement: parsed and planned once a connection.
+  static let publish = """
+    SELECT set_config('synchronous_commit', 'off', true),
+      (SELECT count(pg_notify(n.c, n.p)) FROM unnest($1::text[], $2::text[]) AS n(c, p))
+    """
 
   static let appendHistory =
     "SELECT tipsd.append_history($1, $2::integer, $3::double precision, $4::double precision, $5::bytea)"
