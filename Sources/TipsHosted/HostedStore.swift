@@ -270,31 +270,6 @@ public final class HostedStore: HostedStorage {
     ]) { completion($0.map { _ in () }) }
   }
 
-  /// Erases every row of `account` in one transaction, leaves its tombstone for `erasureDays` (until then nothing
-  /// is stored for it again: pushes and history appends in flight are dropped, sign-ins and loads refused) and
-  /// notifies the fleet (every node drops it from memory and closes its sessions).
-  public func deleteAccount(
-    _ account: String, erasureDays: Double, completion: @escaping (Result<Void, HostedError>) -> Void
-  ) {
-    writer.send([
-      .query(
-        """
-        INSERT INTO tipsd.erased (account, until) VALUES ($1, now() + $2::double precision * interval '1 day')
-        ON CONFLICT (account) DO UPDATE SET erased_at = now(), until = excluded.until, reopened_at = NULL
-        """, [account, "\(erasureDays)"]),
-      .query("DELETE FROM tipsd.ops WHERE account = $1", [account]),
-      .query("DELETE FROM tipsd.idempotency WHERE account = $1", [account]),
-      .query("DELETE FROM tipsd.devices WHERE account = $1", [account]),
-      .query("DELETE FROM tipsd.history WHERE account = $1", [account]),
-      .query("DELETE FROM tipsd.snapshots WHERE account = $1", [account]),
-      .query("DELETE FROM tipsd.accounts WHERE account = $1", [account]),
-      .query("SELECT pg_notify($1, $2)", [PGSchema.fleetChannel, "deleted " + account]),
-      AuditEntry.accountChange("account.delete", account),
-      Self.webhookEvent(
-        app: AccountKey.app(of: account), type: "account.deleted", data: Self.accountDeletedData(account)),
-    ]) { completion($0.map { _ in () }) }
-  }
-
   /// Tells every node that the catalog was reloaded (they reload theirs, reporting its version in `/healthz`).
   public func notifyCatalog(version: String) {
     writer.send([.query("SELECT pg_notify($1, $2)", [PGSchema.fleetChannel, "catalog " + version])]) { _ in }
@@ -394,7 +369,9 @@ public final class HostedStore: HostedStorage {
     var statements: [PGStatement] = [
       .query("SELECT tipsd.assert_empty($1)", [account]),
       .query("DELETE FROM tipsd.erased WHERE account = $1", [account]),
-      .query("INSERT INTO tipsd.accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING", [account]),
+      .query(
+        "INSERT INTO tipsd.accounts (account) VALUES ($1) ON CONFLICT (account) DO UPDATE SET erased = false", [account]
+      ),
       .query(
         "INSERT INTO tipsd.snapshots (account, cursor, state) VALUES ($1, 0, $2)", [account, snapshot.json.jsonString]),
       AuditEntry.accountChange("account.import", account),
@@ -430,22 +407,16 @@ public final class HostedStore: HostedStorage {
     }
   }
 
-  /// Deletes tombstones that have fallen; returns how many.
-  public func pruneErased(completion: @escaping (Result<Int, HostedError>) -> Void) {
-    writer.send([
-      .query("WITH gone AS (DELETE FROM tipsd.erased WHERE until <= now() RETURNING 1) SELECT count(*) FROM gone")
-    ]) { result in
-      completion(result.map { Int($0.first?.rows.first?.first.flatMap { $0 } ?? "0") ?? 0 })
-    }
-  }
-
   /// Accounts in id order after `after`, at most `limit`, with their last operation cursor.
   public func listAccounts(
     after: String?, limit: Int, completion: @escaping (Result<[(account: String, cursor: Int64)], HostedError>) -> Void
   ) {
     reader.send([
       .query(
-        "SELECT account, last_cursor FROM tipsd.accounts WHERE $1::text IS NULL OR account > $1 ORDER BY account LIMIT $2::integer",
+        """
+        SELECT account, last_cursor FROM tipsd.accounts WHERE ($1::text IS NULL OR account > $1) AND NOT erased
+        ORDER BY account LIMIT $2::integer
+        """,
         [after, String(limit)])
     ]) { result in
       completion(
@@ -490,7 +461,7 @@ public final class HostedStore: HostedStorage {
     SELECT 1, o.cursor, o.device, o.seq, o.op FROM tipsd.ops o
       WHERE o.account = $1 AND o.cursor > coalesce((SELECT cursor FROM tipsd.snapshots WHERE account = $1), 0)
     UNION ALL
-    SELECT 2, a.history_cursor, NULL, NULL, NULL FROM tipsd.accounts a WHERE a.account = $1
+    SELECT 2, a.history_cursor, NULL, NULL, NULL FROM tipsd.accounts a WHERE a.account = $1 AND NOT a.erased
     UNION ALL
     SELECT 3, (e.reopened_at IS NOT NULL)::int, extract(epoch FROM e.until)::text, NULL,
       extract(epoch FROM e.erased_at)::text FROM tipsd.erased e WHERE e.account = $1 AND e.until > now()

@@ -126,9 +126,13 @@ import TipsTransport
     harness.notices = []
     try harness.await { harness.store.deleteAccount("bob", erasureDays: 30, completion: $0) }
     #expect(harness.spin { harness.notices.contains(.deleted(account: "bob")) })
-    for table in ["ops", "history", "snapshots", "accounts"] {
+    for table in ["ops", "history", "snapshots"] {
       #expect(try postgres.query("SELECT count(*) FROM tipsd.\(table) WHERE account = 'bob'") == "0\n", "\(table)")
     }
+    // Its row is marked (schema 16), and no listing names it.
+    #expect(try postgres.query("SELECT erased FROM tipsd.accounts WHERE account = 'bob'") == "t\n")
+    let left = try harness.await { harness.store.listAccounts(after: nil, limit: 10, completion: $0) }
+    #expect(left.map(\.account) == ["alice"])
     #expect(try postgres.query("SELECT count(*) FROM tipsd.ops WHERE account = 'alice'") == "1\n")
   }
 
@@ -164,9 +168,14 @@ import TipsTransport
     #expect(late["eve"]?.erased == true)
     // The other account of the same commit is stored as usual.
     #expect(late["zoe"]?.lastCursor == 1 && late["zoe"]?.erased == false)
-    for table in ["ops", "history", "accounts"] {
+    for table in ["ops", "history", "idempotency"] {
       #expect(try postgres.query("SELECT count(*) FROM tipsd.\(table) WHERE account = 'eve'") == "0\n", "\(table)")
     }
+    // Its row stays while the tombstone stands, marked erased with its cursors at 0 (schema 16), and no listing
+    // names it.
+    #expect(try postgres.query("SELECT erased, last_cursor FROM tipsd.accounts WHERE account = 'eve'") == "t|0\n")
+    let listed = try harness.await { harness.store.listAccounts(after: nil, limit: 10, completion: $0) }
+    #expect(listed.map(\.account) == ["zoe"])
     // A device syncing straight to PostgreSQL pushes nothing either.
     #expect(try postgres.query("SELECT tipsd.push('eve', 'phone', 'c', '{9}'::bigint[], '{\"{}\"}'::text[])") == "-1\n")
     let loaded = try harness.await { harness.store.load("eve", completion: $0) }
@@ -181,11 +190,14 @@ import TipsTransport
         completion: $0)
     }
     #expect(try harness.await { harness.store.load("eve", completion: $0) }.erased == false)
+    #expect(try postgres.query("SELECT erased FROM tipsd.accounts WHERE account = 'eve'") == "f\n")
 
     try harness.await { harness.store.deleteAccount("zoe", erasureDays: 30, completion: $0) }
     try postgres.query("UPDATE tipsd.erased SET until = now() - interval '1 second' WHERE account = 'zoe'")
     #expect(try harness.await { harness.store.pruneErased(completion: $0) } == 1)
     #expect(try postgres.query("SELECT count(*) FROM tipsd.erased") == "0\n")
+    // The fallen tombstone's marked row went with it.
+    #expect(try postgres.query("SELECT count(*) FROM tipsd.accounts WHERE account = 'zoe'") == "0\n")
   }
 
   /// One account's failing statement loses that account's part alone (#42): the other accounts of the commit are

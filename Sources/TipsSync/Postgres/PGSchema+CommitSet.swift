@@ -124,8 +124,10 @@ extension PGSchema {
   /// PL/pgSQL call (the profile of a donate load had PostgreSQL spending most of its CPU in PL/pgSQL and the
   /// statements it runs one by one). The keys go in one `INSERT … ON CONFLICT DO NOTHING`; the accounts' cursors are
   /// bumped by one upsert in account order (its row locks taken in that order, so two nodes never wait in a cycle,
-  /// and a new account's row made by it); operations and history chunks in one `INSERT` each. Anything irregular —
-  /// an erased account, a key another transaction stored, an operation's seq stored already — fails the statement
+  /// and a new account's row made by it; an account with replies alone is locked too); operations and history chunks
+  /// in one `INSERT` each. Anything irregular — an erased account (its tombstone in the statement's snapshot, or the
+  /// erasure's mark on its row's newest version: schema 16, ``erasureMark``), a key another transaction stored, an
+  /// operation's seq stored already — fails the statement
   /// (the check reads every CTE's outcome before the first row is returned), which rolls the transaction back: the
   /// node then commits each account alone through `tipsd.commit`, which answers each case precisely (#42). Its rows
   /// are `tipsd.commit_set`'s: one an account, in the order given. Its parameters are ``commitSetFunction``'s, whose
@@ -154,12 +156,13 @@ extension PGSchema {
     need AS (
       SELECT acc.account, acc.ops, acc.op_off,
         coalesce((SELECT sum(h.count) FROM chunk h WHERE h.account = acc.account), 0)::bigint AS entries
-      FROM acc WHERE acc.ops > 0 OR acc.chunks > 0),
+      FROM acc WHERE acc.ops > 0 OR acc.chunks > 0 OR acc.keys > 0),
     bumped AS (
       INSERT INTO tipsd.accounts AS a (account, last_cursor, history_cursor)
         SELECT n.account, n.ops, n.entries FROM need n ORDER BY n.account
         ON CONFLICT (account) DO UPDATE SET last_cursor = a.last_cursor + excluded.last_cursor,
           history_cursor = a.history_cursor + excluded.history_cursor
+        WHERE NOT a.erased
         RETURNING a.account, a.last_cursor, a.history_cursor),
     based AS (
       SELECT b.account, b.last_cursor - n.ops AS op_base, b.history_cursor - n.entries AS history_base, n.ops, n.op_off
@@ -179,14 +182,15 @@ extension PGSchema {
       SELECT (SELECT count(*) FROM acc JOIN tipsd.erased e ON e.account = acc.account
           WHERE e.until > now() AND e.reopened_at IS NULL) AS erased,
         (SELECT count(*) FROM wanted) - (SELECT count(*) FROM added) AS conflicts,
+        (SELECT count(*) FROM need) - (SELECT count(*) FROM bumped) AS marked,
         (SELECT count(*) FROM stored) AS stored)
     SELECT acc.account, CASE WHEN acc.ops > 0 THEN b.op_base + acc.ops END,
       CASE WHEN acc.chunks > 0 THEN ARRAY(SELECT p.cursor FROM placed p WHERE p.account = acc.account ORDER BY p.cursor)
       END,
       NULL::bigint, false, NULL::json, NULL::bigint[]
     FROM acc LEFT JOIN based b ON b.account = acc.account, irregular r
-    WHERE CASE WHEN r.erased + r.conflicts = 0 THEN r.stored >= 0
-      ELSE ('tipsd: a set-based commit met ' || r.erased || ' erased account(s) and ' || r.conflicts
+    WHERE CASE WHEN r.erased + r.conflicts + r.marked = 0 THEN r.stored >= 0
+      ELSE ('tipsd: a set-based commit met ' || (r.erased + r.marked) || ' erased account(s) and ' || r.conflicts
         || ' key(s) stored before; each account is committed alone')::boolean END
     ORDER BY acc.i
     """

@@ -99,13 +99,16 @@
 /// Version 13 keeps catalogs and the audit log, version 14 webhooks' durable outbox (#48: `PGSchema+Catalogs.swift`,
 /// `PGSchema+Webhooks.swift`); in version 15 a key's first reply is on the standby before a commit answers it.
 ///
+/// Version 16 makes an erasure final against commits racing it: the account's row is marked, not deleted
+/// (`tipsd.accounts.erased`, ``erasureMark`` in `PGSchema+Erasure.swift`).
+///
 /// The tables are migrated step by step (each version's `IF … < N` block); the functions are code, not data: a
 /// migration replaces them with the current definitions (``functions``), once, whatever version it started from.
 ///
 /// Many accounts share one database; every query names its account.
 public enum PGSchema {
   /// The schema version this build writes.
-  package static let version = 15
+  package static let version = 16
 
   /// The channel every push notifies with `cursor account` (and `deleted account` when an account is erased).
   public static let fleetChannel = "tipsd_fleet"
@@ -233,6 +236,10 @@ public enum PGSchema {
         UPDATE tipsd.schema_version SET version = 14;
       END IF;
       UPDATE tipsd.schema_version SET version = 15 WHERE version < 15;
+      IF (SELECT version FROM tipsd.schema_version) < 16 THEN
+    \(erasureMark)
+        UPDATE tipsd.schema_version SET version = 16;
+      END IF;
       IF migrating THEN
     \(functions)
     \(webhookFunctions)
@@ -254,6 +261,7 @@ public enum PGSchema {
           RETURNS bigint LANGUAGE plpgsql AS $push$
         DECLARE
           last bigint;
+          gone boolean;
           added integer := 0;
           i integer;
         BEGIN
@@ -261,7 +269,11 @@ public enum PGSchema {
             RETURN -1;
           END IF;
           INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
-          SELECT last_cursor INTO last FROM tipsd.accounts WHERE account = p_account FOR UPDATE;
+          -- The row's newest version, once locked: an erasure that committed meanwhile left its mark (schema 16).
+          SELECT a.last_cursor, a.erased INTO last, gone FROM tipsd.accounts a WHERE a.account = p_account FOR UPDATE;
+          IF gone THEN
+            RETURN -1;
+          END IF;
           FOR i IN 1 .. coalesce(array_length(p_seqs, 1), 0) LOOP
             INSERT INTO tipsd.ops (account, cursor, device, seq, op)
               VALUES (p_account, last + 1, p_device, p_seqs[i], p_ops[i])
@@ -291,8 +303,11 @@ public enum PGSchema {
             RETURN -1;
           END IF;
           INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
-          UPDATE tipsd.accounts SET history_cursor = history_cursor + p_count WHERE account = p_account
+          UPDATE tipsd.accounts SET history_cursor = history_cursor + p_count WHERE account = p_account AND NOT erased
             RETURNING history_cursor - p_count + 1 INTO first;
+          IF first IS NULL THEN
+            RETURN -1;
+          END IF;
           INSERT INTO tipsd.history (account, cursor, count, first_at, last_at, entries, arrival)
             VALUES (p_account, first, p_count, p_first_at, p_last_at, p_entries, nextval('tipsd.history_arrival'));
           RETURN first;
@@ -408,84 +423,7 @@ public enum PGSchema {
           RETURN head;
         END
         $sequence$;
-        DROP FUNCTION IF EXISTS tipsd.commit(text, text, text, bigint[], text[], integer[], double precision[],
-          double precision[], bytea[], text[], text[], double precision[], text[], integer[], bigint[], text[]);
-        CREATE OR REPLACE FUNCTION tipsd.commit(
-          p_account text, p_node text, p_channel text, p_seqs bigint[], p_ops text[], p_counts integer[],
-          p_first_ats double precision[], p_last_ats double precision[], p_entries bytea[], p_keys text[],
-          p_replies text[], p_ats double precision[], p_devices text[], p_device_sizes integer[],
-          p_device_seqs bigint[], p_device_ops text[],
-          OUT last_cursor bigint, OUT history_firsts bigint[], OUT devices_last bigint, OUT erased boolean,
-          OUT conflicts json, OUT device_clashes bigint[])
-          LANGUAGE plpgsql AS $commit$
-        DECLARE
-          added integer;
-          clash bigint;
-          i integer;
-          start integer := 1;
-          size integer;
-        BEGIN
-          erased := false;
-          IF coalesce(array_length(p_keys, 1), 0) > 0 THEN
-            -- (Without keys, the erasure check is tipsd.push's and tipsd.append_history's: -1.)
-            -- tipsd.is_erased, inlined (a SQL function called from PL/pgSQL is not).
-            erased := EXISTS (SELECT 1 FROM tipsd.erased e
-              WHERE e.account = p_account AND e.until > now() AND e.reopened_at IS NULL);
-            IF erased THEN
-              RETURN;
-            END IF;
-            IF array_length(p_keys, 1) = 1 THEN
-              INSERT INTO tipsd.idempotency (account, key, reply, at) VALUES (p_account, p_keys[1], p_replies[1], p_ats[1])
-                ON CONFLICT (account, key) DO NOTHING;
-            ELSE
-              INSERT INTO tipsd.idempotency (account, key, reply, at)
-                SELECT p_account, u.k, u.r, u.a FROM unnest(p_keys, p_replies, p_ats) AS u(k, r, a) ORDER BY u.k
-                ON CONFLICT (account, key) DO NOTHING;
-            END IF;
-            GET DIAGNOSTICS added = ROW_COUNT;
-            IF added <> array_length(p_keys, 1) THEN
-              -- Rare: a key another transaction committed. This call's own rows (this transaction's) are taken back.
-              SELECT json_object_agg(s.key, s.reply) INTO conflicts FROM tipsd.idempotency s
-                WHERE s.account = p_account AND s.key = ANY(p_keys) AND s.xmin <> (txid_current() % 4294967296)::text::xid;
-              DELETE FROM tipsd.idempotency d WHERE d.account = p_account AND d.key = ANY(p_keys)
-                AND d.xmin = (txid_current() % 4294967296)::text::xid;
-              conflicts := coalesce(conflicts, '{}'::json);
-              \(durabilityBarrier)
-              RETURN;
-            END IF;
-          END IF;
-          IF coalesce(array_length(p_seqs, 1), 0) > 0 THEN
-            last_cursor := tipsd.push(p_account, p_node, p_channel, p_seqs, p_ops);
-          END IF;
-          FOR i IN 1 .. coalesce(array_length(p_counts, 1), 0) LOOP
-            history_firsts := history_firsts
-              || tipsd.append_history(p_account, p_counts[i], p_first_ats[i], p_last_ats[i], p_entries[i]);
-          END LOOP;
-          IF coalesce(array_length(p_devices, 1), 0) > 0 AND NOT EXISTS (SELECT 1 FROM tipsd.erased e
-            WHERE e.account = p_account AND e.until > now() AND e.reopened_at IS NULL)
-          THEN
-            -- The account's row lock before the comparison: another node's push of the same seqs is committed (and
-            -- seen by the next statement) or waits for this one.
-            INSERT INTO tipsd.accounts (account) VALUES (p_account) ON CONFLICT (account) DO NOTHING;
-            PERFORM 1 FROM tipsd.accounts WHERE account = p_account FOR UPDATE;
-          END IF;
-          FOR i IN 1 .. coalesce(array_length(p_devices, 1), 0) LOOP
-            size := p_device_sizes[i];
-            SELECT min(u.s) INTO clash
-              FROM unnest(p_device_seqs[start:start + size - 1], p_device_ops[start:start + size - 1]) AS u(s, o)
-              JOIN tipsd.ops x ON x.account = p_account AND x.device = p_devices[i] AND x.seq = u.s
-              WHERE x.op <> u.o AND x.op::jsonb <> u.o::jsonb;
-            IF clash IS NULL THEN
-              devices_last := tipsd.push(p_account, p_devices[i], p_channel, p_device_seqs[start:start + size - 1],
-                p_device_ops[start:start + size - 1]);
-            END IF;
-            device_clashes := device_clashes || coalesce(clash, 0);
-            start := start + size;
-          END LOOP;
-          erased := last_cursor = -1 OR devices_last = -1 OR -1 = ANY(coalesce(history_firsts, '{}'));
-          erased := coalesce(erased, false);
-        END
-        $commit$;
+    \(commitFunction)
     \(commitSetFunction)
         CREATE OR REPLACE FUNCTION tipsd.assert_empty(p_account text) RETURNS void LANGUAGE plpgsql AS $empty$
         BEGIN

@@ -1,0 +1,201 @@
+import Foundation
+import Testing
+import TipsRecords
+import TipsTestSupport
+
+@testable import TipsHosted
+
+/// An erasure racing another node's commit of the same account (schema 16): whichever began first, once both ended
+/// nothing of the account is left but its tombstone and its marked row. Two stores share a real PostgreSQL; a `psql`
+/// session holding a lock stops one of them at the point where the other then runs into it, so each interleaving
+/// happens every time, not by chance.
+@Suite struct HostedStoreErasureRaceTests {
+  typealias Harness = HostedStoreTests.Harness
+
+  final class Race {
+    let postgres: PostgresServer
+    /// The node whose admin erases the account.
+    let eraser: Harness
+    /// Another node, committing the account's changes.
+    let committer: Harness
+
+    init() throws {
+      postgres = try PostgresServer()
+      eraser = try Harness(postgres: postgres, node: "node-a")
+      committer = try Harness(postgres: postgres, node: "node-b")
+    }
+
+    func stop() {
+      eraser.store.stop()
+      committer.store.stop()
+      postgres.destroy()
+    }
+
+    /// Runs both nodes' loops until `condition` holds.
+    @discardableResult
+    func spin(until condition: () -> Bool) -> Bool {
+      waitUntil {
+        for harness in [eraser, committer] {
+          harness.loop.run()
+          harness.loop.advance(by: 5)
+        }
+        return condition()
+      }
+    }
+
+    /// Backends waiting for a lock.
+    func waiting() -> Int {
+      Int((try? postgres.query("SELECT count(*) FROM pg_locks WHERE NOT granted"))?.trimmingLastNewline ?? "") ?? 0
+    }
+
+    func count(_ table: String) throws -> String {
+      try postgres.query("SELECT count(*) FROM tipsd.\(table) WHERE account = 'eve'")
+    }
+
+    func commitEve(seq: Int64, answer: @escaping (HostedStore.Committed?) -> Void) {
+      let chunk = HostedStore.HistoryChunk(count: 1, firstAt: 10, lastAt: 10, bytes: [UInt8(seq)])
+      committer.store.commit(
+        [
+          HostedStore.AccountChanges(
+            account: "eve", operations: [PendingOperation(seq: seq, payload: "{}")], history: [chunk],
+            replies: [IdempotentReply(key: "k\(seq)", result: Array("{}".utf8), at: 1)]),
+          HostedStore.AccountChanges(
+            account: "zoe-\(seq)", operations: [PendingOperation(seq: 1, payload: "{}")], history: []),
+        ]
+      ) { result in answer((try? result.get())?["eve"]) }
+    }
+
+    /// Every row of eve's is gone but the tombstone and the marked account row.
+    func expectErased() throws {
+      for table in ["ops", "history", "idempotency", "snapshots", "devices"] {
+        #expect(try count(table) == "0\n", "tipsd.\(table) keeps rows of the erased account")
+      }
+      #expect(try postgres.query("SELECT erased, last_cursor FROM tipsd.accounts WHERE account = 'eve'") == "t|0\n")
+      let loaded = try eraser.await { eraser.store.load("eve", completion: $0) }
+      #expect(loaded.erased && loaded.operations.isEmpty)
+    }
+  }
+
+  /// The erasure holds the account's row (it is stopped at its deletion of the operations); another node's commit
+  /// of the account then waits for it, and stores nothing once the erasure committed: its statement saw no tombstone,
+  /// but the row's newest version carries the mark. The other account of that commit is stored as usual.
+  @Test func aCommitWaitingForAnErasureStoresNothing() throws {
+    let race = try Race()
+    defer { race.stop() }
+    #expect(race.spin { race.eraser.store.isWritable && race.committer.store.isWritable })
+    var first: HostedStore.Committed?
+    race.commitEve(seq: 1) { first = $0 }
+    #expect(race.spin { first != nil })
+    #expect(first?.lastCursor == 1)
+
+    let holder = try race.postgres.session("BEGIN; SELECT 1 FROM tipsd.ops WHERE account = 'eve' FOR UPDATE;")
+    defer { holder.release() }
+    #expect(
+      waitUntil {
+        (try? race.postgres.query("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"))
+          == "1\n"
+      })
+    var erased: Result<Void, HostedError>?
+    race.eraser.store.deleteAccount("eve", erasureDays: 30) { erased = $0 }
+    #expect(race.spin { race.waiting() == 1 })
+    var late: HostedStore.Committed?
+    var lateAnswered = false
+    race.commitEve(seq: 2) {
+      late = $0
+      lateAnswered = true
+    }
+    // The commit waits for the erasure (before schema 16 it went through at once, storing operation 2 for good).
+    #expect(race.spin { race.waiting() == 2 || lateAnswered })
+    #expect(!lateAnswered)
+    holder.release()
+    #expect(race.spin { erased != nil && lateAnswered })
+    #expect((try? erased?.get()) != nil)
+    #expect(late?.erased == true)
+    #expect(late?.lastCursor == -1)
+    try race.expectErased()
+    #expect(try race.postgres.query("SELECT last_cursor FROM tipsd.accounts WHERE account = 'zoe-2'") == "1\n")
+  }
+
+  /// Another node's commit holds the account's row (it is stopped at its insert of an operation whose key a held
+  /// transaction took); the erasure then waits for it, and deletes what it stored once it committed.
+  @Test func anErasureWaitingForACommitErasesWhatItStored() throws {
+    let race = try Race()
+    defer { race.stop() }
+    #expect(race.spin { race.eraser.store.isWritable && race.committer.store.isWritable })
+    var first: HostedStore.Committed?
+    race.commitEve(seq: 1) { first = $0 }
+    #expect(race.spin { first != nil })
+    #expect(first?.lastCursor == 1)
+
+    // The next commit's operation will be eve's cursor 2: a held transaction takes that key first.
+    let holder = try race.postgres.session(
+      "BEGIN; INSERT INTO tipsd.ops (account, cursor, device, seq, op) VALUES ('eve', 2, 'held', 1, '{}');")
+    defer { holder.release() }
+    #expect(
+      waitUntil {
+        (try? race.postgres.query("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"))
+          == "1\n"
+      })
+    var late: HostedStore.Committed?
+    var lateAnswered = false
+    race.commitEve(seq: 2) {
+      late = $0
+      lateAnswered = true
+    }
+    #expect(race.spin { race.waiting() == 1 })
+    var erased: Result<Void, HostedError>?
+    race.eraser.store.deleteAccount("eve", erasureDays: 30) { erased = $0 }
+    // The erasure waits for the commit holding eve's row (before schema 16 it deleted the operations it could see
+    // and waited only at the end, for the row itself).
+    #expect(race.spin { race.waiting() == 2 || erased != nil })
+    #expect(erased == nil)
+    holder.release()
+    #expect(race.spin { erased != nil && lateAnswered })
+    #expect((try? erased?.get()) != nil)
+    // The commit was stored before the erasure took the row, and the erasure took it away.
+    #expect(late?.lastCursor == 2)
+    try race.expectErased()
+  }
+
+  /// After the erasure a commit of the account through `tipsd.commit` (the fallback, devices' pushes) finds the mark
+  /// too, and takes back the replies it inserted; a user who signs in again with a token issued later reopens the
+  /// account, which clears the mark: the account stores again from cursor 1.
+  @Test func theMarkHoldsForEachAccountCommitsAndAReopeningClearsIt() throws {
+    let race = try Race()
+    defer { race.stop() }
+    #expect(race.spin { race.eraser.store.isWritable && race.committer.store.isWritable })
+    try race.eraser.await { race.eraser.store.deleteAccount("eve", erasureDays: 30, completion: $0) }
+    // A commit whose tombstone check ran before the erasure committed: only the row's mark can stop it.
+    #expect(
+      try race.postgres.query(
+        """
+        SELECT erased, last_cursor FROM tipsd.commit('eve', 'node-b', 'c', '{5}', '{"{}"}', '{1}', '{1}', '{1}',
+          '{"\\\\x01"}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')
+        """) == "t|\n")
+    try race.postgres.query("UPDATE tipsd.erased SET reopened_at = now()")
+    // The tombstone reopened by hand, the mark still on the row: the row decides.
+    #expect(
+      try race.postgres.query(
+        """
+        SELECT erased FROM tipsd.commit('eve', 'node-b', 'c', '{}', '{}', '{}', '{}', '{}', '{}', '{k}', '{"{}"}',
+          '{1}', '{}', '{}', '{}', '{}')
+        """) == "t\n")
+    #expect(try race.count("idempotency") == "0\n")
+    #expect(try race.count("ops") == "0\n")
+    try race.postgres.query("UPDATE tipsd.erased SET reopened_at = NULL")
+
+    let reopened = try race.eraser.await {
+      race.eraser.store.reopenAccount("eve", issuedAt: Date().timeIntervalSince1970 + 5, completion: $0)
+    }
+    #expect(reopened)
+    #expect(try race.postgres.query("SELECT erased FROM tipsd.accounts WHERE account = 'eve'") == "f\n")
+    var again: HostedStore.Committed?
+    race.commitEve(seq: 3) { again = $0 }
+    #expect(race.spin { again != nil })
+    #expect(again?.lastCursor == 1 && again?.erased == false)
+  }
+}
+
+extension String {
+  fileprivate var trimmingLastNewline: String { hasSuffix("\n") ? String(dropLast()) : self }
+}
