@@ -42,6 +42,9 @@ public struct TokenVerifier: Sendable {
     public var leeway: Double
     /// The longest token looked at, in bytes (default 8 KiB; typical tokens are under 1.5 KiB).
     public var maxTokenBytes: Int
+    /// Who holds these keys, as a refusal for a missing kind names it: "this server" (the flags' keys, the default
+    /// app's) or an app of `--apps` (`app "web"`), with where its secret and its JWKS would be set.
+    public var owner = KeyOwner.server
 
     /// The default leeway, in seconds.
     public static let defaultLeeway: Double = 30
@@ -59,6 +62,23 @@ public struct TokenVerifier: Sendable {
       self.issuer = issuer
       self.leeway = leeway
       self.maxTokenBytes = maxTokenBytes
+    }
+  }
+
+  /// Whose keys a verifier holds, for its refusals: a token of a kind it has no key for says where that key is set.
+  public struct KeyOwner: Sendable, Equatable {
+    /// "this server", `app "web"`.
+    public var name: String
+    /// Where its HMAC secret and its JWKS are set.
+    public var secretSetting: String
+    public var jwksSetting: String
+
+    /// The flags' keys (the default app's).
+    public static let server = KeyOwner(name: "this server", secretSetting: "--jwt-secret-file", jwksSetting: "--jwks")
+
+    /// An app of `--apps`: its entry's members.
+    public static func app(_ id: String) -> KeyOwner {
+      KeyOwner(name: "app \"\(id)\"", secretSetting: "its jwtSecretFile in --apps", jwksSetting: "its jwks in --apps")
     }
   }
 
@@ -86,12 +106,14 @@ public struct TokenVerifier: Sendable {
   /// SIGHUP. Loading errors name the file, the key and the member.
   public static func load(
     secretFile: String? = nil, jwksFile: String? = nil, audiences: [String] = [], issuer: String? = nil,
-    leeway: Double = Configuration.defaultLeeway
+    leeway: Double = Configuration.defaultLeeway, owner: KeyOwner = .server
   ) throws(AuthConfigurationError) -> TokenVerifier {
     let secrets = try secretFile.map { path throws(AuthConfigurationError) in [try HMACSecret.load(file: path)] } ?? []
     let keySet = try jwksFile.map { path throws(AuthConfigurationError) in try JSONWebKeySet.load(file: path) }
-    return try TokenVerifier(
-      Configuration(secrets: secrets, keySet: keySet, audiences: audiences, issuer: issuer, leeway: leeway))
+    var configuration = Configuration(
+      secrets: secrets, keySet: keySet, audiences: audiences, issuer: issuer, leeway: leeway)
+    configuration.owner = owner
+    return try TokenVerifier(configuration)
   }
 
   /// Called with a token's claims once everything but its signature has been checked, before any cryptography: it
@@ -187,8 +209,10 @@ public struct TokenVerifier: Sendable {
   private func selectKey(for algorithm: JWTAlgorithm, header: JSONObject) throws(AuthError) -> SignatureCheck {
     if algorithm.family == .hmac {
       guard !configuration.secrets.isEmpty else {
+        let owner = configuration.owner
         throw AuthError(
-          .unsupportedAlgorithm, "\(algorithm) tokens need an HMAC secret and this server has none (--jwt-secret-file)")
+          .unsupportedAlgorithm,
+          "\(algorithm) tokens need an HMAC secret and \(owner.name) has none (\(owner.secretSetting))")
       }
       let secrets = configuration.secrets.filter { $0.algorithms.contains(algorithm) }
       guard !secrets.isEmpty else {
@@ -197,7 +221,9 @@ public struct TokenVerifier: Sendable {
       return .hmac(secrets, algorithm)
     }
     guard let keySet = configuration.keySet else {
-      throw AuthError(.unsupportedAlgorithm, "\(algorithm) tokens need a JWKS and this server has none (--jwks)")
+      let owner = configuration.owner
+      throw AuthError(
+        .unsupportedAlgorithm, "\(algorithm) tokens need a JWKS and \(owner.name) has none (\(owner.jwksSetting))")
     }
     guard let kidValue = header["kid"] else {
       throw AuthError(.unknownKey, "the header has no kid: an \(algorithm) token must name its key")

@@ -63,6 +63,18 @@ import TipsAuth
     #expect(Self.verifier.verify(String(repeating: "A", count: 8192), now: 0).errorCode == .malformed)
   }
 
+  /// An app of `--apps` without the key a token's kind needs says which app, and where that key is set (the flags'
+  /// names would send its operator to the default app's keys).
+  @Test func aKindOfTokenAnAppHasNoKeyForNamesTheApp() throws {
+    var configuration = Self.verifier.configuration
+    configuration.owner = .app("web")
+    let web = try TokenVerifier(configuration)
+    #expect(
+      web.verify("\(Self.part(#"{"alg":"RS256","kid":"k"}"#)).\(Self.payload).\(Self.signature)", now: 1_700_000_000)
+        == .failure(
+          AuthError(.unsupportedAlgorithm, #"RS256 tokens need a JWKS and app "web" has none (its jwks in --apps)"#)))
+  }
+
   @Test func configurationsThatMakeNoSenseAreRefused() throws {
     let secret = try HMACSecret(bytes: Array("a shared secret of thirty-two bytes".utf8))
     let cases: [(TokenVerifier.Configuration, String)] = [

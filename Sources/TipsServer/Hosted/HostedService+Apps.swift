@@ -41,7 +41,7 @@ extension HostedService {
         }
         verifier = try TokenVerifier.load(
           secretFile: app.jwtSecretFile, jwksFile: app.jwksFile, audiences: app.audiences, issuer: app.issuer,
-          leeway: configuration.leeway)
+          leeway: configuration.leeway, owner: .app(app.id))
       } catch {
         throw ServerError("--apps \(file): app \(app.id): \(error)")
       }
