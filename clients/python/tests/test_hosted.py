@@ -233,7 +233,9 @@ def test_an_admin_acts_on_named_accounts_and_uses_the_accounts_wrappers(hosted):
             await client.close()
 
     run(body)
-    assert hosted.query("SELECT count(*) FROM tipsd.accounts WHERE account = 'py-grace-copy'") == "0\n"
+    # Nothing of it is left but its row, marked erased while the tombstone stands (schema 16).
+    assert hosted.query("SELECT count(*) FROM tipsd.snapshots WHERE account = 'py-grace-copy'") == "0\n"
+    assert hosted.query("SELECT erased FROM tipsd.accounts WHERE account = 'py-grace-copy'") == "t\n"
 
 
 def test_the_blocking_client_acts_as_an_account_too(hosted):

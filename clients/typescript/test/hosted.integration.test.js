@@ -208,7 +208,9 @@ test("admin: forAccount acts on a user's account (calls and observations); accou
   assert.deepEqual(imported, { account: "ts-grace-copy", history: exported.history.length + exported.donations.length });
   assert.deepEqual(await admin.forAccount("ts-grace-copy").status(), await grace.status());
   assert.deepEqual(await admin.accountsDelete("ts-grace-copy"), { account: "ts-grace-copy", closedSessions: 0 });
-  assert.equal(await h.sql("SELECT count(*) FROM tipsd.accounts WHERE account = 'ts-grace-copy'"), "0\n");
+  // Nothing of it is left but its row, marked erased while the tombstone stands (schema 16).
+  assert.equal(await h.sql("SELECT count(*) FROM tipsd.snapshots WHERE account = 'ts-grace-copy'"), "0\n");
+  assert.equal(await h.sql("SELECT erased FROM tipsd.accounts WHERE account = 'ts-grace-copy'"), "t\n");
   // A user's session may not call them.
   await assert.rejects(user.accountsList(), (error) => error.code === -32014);
 });
