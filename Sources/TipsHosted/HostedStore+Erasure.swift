@@ -35,12 +35,15 @@ extension HostedStore {
 
   /// Deletes tombstones that have fallen; returns how many.
   public func pruneErased(completion: @escaping (Result<Int, HostedError>) -> Void) {
-    // A fallen tombstone's marked row goes with it (schema 16); a reopened account's mark was cleared already.
+    // A fallen tombstone's marked row goes with it, and whatever a racing write left (schema 16, PGSchema.sweep); a
+    // reopened account's mark was cleared already.
     writer.send([
       .query(
         """
         WITH gone AS (DELETE FROM tipsd.erased WHERE until <= now() RETURNING account),
-        unmarked AS (DELETE FROM tipsd.accounts a USING gone g WHERE a.account = g.account AND a.erased RETURNING 1)
+        unmarked AS (
+          DELETE FROM tipsd.accounts a USING gone g WHERE a.account = g.account AND a.erased RETURNING a.account),
+        \(PGSchema.sweep("unmarked"))
         SELECT count(*) FROM gone
         """)
     ]) { result in
@@ -49,8 +52,8 @@ extension HostedStore {
   }
 
   /// Marks the tombstone of `account` reopened when it was laid before `issuedAt` (a token's `iat`), clearing the
-  /// erasure's mark on its row (schema 16) in the same statement: pushes, history and loads store and read the
-  /// account again, while the tombstone keeps refusing tokens issued before the
+  /// erasure's mark on its row in the same statement and deleting anything a write racing the erasure left
+  /// (schema 16, ``PGSchema/sweep(_:)``): pushes, history and loads store and read the account again, empty, while the tombstone keeps refusing tokens issued before the
   /// erasure until it falls. Answers false when a standing tombstone was laid at or after `issuedAt` (nothing
   /// changed); true when the account may be stored (reopened now or before, or no tombstone stands).
   public func reopenAccount(
@@ -62,8 +65,12 @@ extension HostedStore {
         WITH reopened AS (
           UPDATE tipsd.erased SET reopened_at = now()
           WHERE account = $1 AND reopened_at IS NULL AND erased_at < to_timestamp($2::double precision)
-          RETURNING account)
-        UPDATE tipsd.accounts a SET erased = false FROM reopened r WHERE a.account = r.account AND a.erased
+          RETURNING account),
+        unmarked AS (
+          UPDATE tipsd.accounts a SET erased = false, last_cursor = 0, history_cursor = 0, ops_floor = 0
+          FROM reopened r WHERE a.account = r.account AND a.erased RETURNING a.account),
+        \(PGSchema.sweep("unmarked"))
+        SELECT count(*) FROM unmarked
         """, [account, "\(issuedAt)"]),
       .query(
         "SELECT count(*) FROM tipsd.erased WHERE account = $1 AND until > now() AND reopened_at IS NULL", [account]),

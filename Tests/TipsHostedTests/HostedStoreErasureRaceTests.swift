@@ -159,7 +159,8 @@ import TipsTestSupport
 
   /// After the erasure a commit of the account through `tipsd.commit` (the fallback, devices' pushes) finds the mark
   /// too, and takes back the replies it inserted; a user who signs in again with a token issued later reopens the
-  /// account, which clears the mark: the account stores again from cursor 1.
+  /// account, which clears the mark and deletes whatever a write that never met it left: the account stores again,
+  /// empty, from cursor 1. A fallen tombstone sweeps the same way.
   @Test func theMarkHoldsForEachAccountCommitsAndAReopeningClearsIt() throws {
     let race = try Race()
     defer { race.stop() }
@@ -184,15 +185,41 @@ import TipsTestSupport
     #expect(try race.count("ops") == "0\n")
     try race.postgres.query("UPDATE tipsd.erased SET reopened_at = NULL")
 
+    // What a write that never met the mark leaves (a node of an earlier build racing the erasure, a device's pull):
+    // the account started again never sees it — the reopening deletes it with the mark.
+    try race.postgres.query(
+      """
+      INSERT INTO tipsd.ops (account, cursor, device, seq, op) VALUES ('eve', 7, 'old-node', 7, '{}');
+      INSERT INTO tipsd.devices (account, device, cursor) VALUES ('eve', 'phone', 7);
+      UPDATE tipsd.accounts SET last_cursor = 7 WHERE account = 'eve'
+      """)
     let reopened = try race.eraser.await {
       race.eraser.store.reopenAccount("eve", issuedAt: Date().timeIntervalSince1970 + 5, completion: $0)
     }
     #expect(reopened)
-    #expect(try race.postgres.query("SELECT erased FROM tipsd.accounts WHERE account = 'eve'") == "f\n")
+    #expect(try race.postgres.query("SELECT erased, last_cursor FROM tipsd.accounts WHERE account = 'eve'") == "f|0\n")
+    for table in ["ops", "devices", "idempotency", "history"] {
+      #expect(try race.count(table) == "0\n", "tipsd.\(table) keeps rows of the erased era")
+    }
+    let loaded = try race.eraser.await { race.eraser.store.load("eve", completion: $0) }
+    #expect(!loaded.erased && loaded.operations.isEmpty)
     var again: HostedStore.Committed?
     race.commitEve(seq: 3) { again = $0 }
     #expect(race.spin { again != nil })
     #expect(again?.lastCursor == 1 && again?.erased == false)
+
+    // A tombstone that falls takes its marked row and any such leftover with it.
+    try race.eraser.await { race.eraser.store.deleteAccount("zoe-3", erasureDays: 30, completion: $0) }
+    try race.postgres.query(
+      """
+      INSERT INTO tipsd.ops (account, cursor, device, seq, op) VALUES ('zoe-3', 9, 'old-node', 9, '{}');
+      UPDATE tipsd.erased SET until = now() - interval '1 second' WHERE account = 'zoe-3'
+      """)
+    #expect(try race.eraser.await { race.eraser.store.pruneErased(completion: $0) } == 1)
+    for table in ["accounts", "ops", "erased"] {
+      let left = try race.postgres.query("SELECT count(*) FROM tipsd.\(table) WHERE account = 'zoe-3'")
+      #expect(left == "0\n", "tipsd.\(table)")
+    }
   }
 }
 

@@ -16,8 +16,9 @@ extension PGSchema {
   /// finds the mark on the row's newest version, whatever its snapshot — the set-based statement's upsert does not
   /// bump a marked row (which fails the statement: the node commits each account alone), `tipsd.push`,
   /// `tipsd.append_history` and `tipsd.commit` answer erased (`tipsd.commit` taking back the replies it inserted).
-  /// A reopened tombstone, an import and a fallen tombstone clear the mark (the last deletes the row). An account
-  /// erased before this version has its marked row made by the migration while its tombstone stands.
+  /// A reopened tombstone, an import and a fallen tombstone clear the mark (the last deletes the row); the first and
+  /// the last delete anything stored meanwhile by a write that never met the mark (``sweep(_:)``). An account erased
+  /// before this version has its marked row made by the migration while its tombstone stands.
   static let erasureMark = """
         ALTER TABLE tipsd.accounts ADD COLUMN erased boolean NOT NULL DEFAULT false;
         INSERT INTO tipsd.accounts (account, erased)
@@ -30,4 +31,14 @@ extension PGSchema {
     INSERT INTO tipsd.accounts AS a (account, erased) VALUES ($1, true)
     ON CONFLICT (account) DO UPDATE SET erased = true, last_cursor = 0, history_cursor = 0, ops_floor = 0
     """
+
+  /// Data-modifying CTEs deleting every row the accounts of CTE `accounts` (its column `account`) have in the account
+  /// tables: what their erasure deleted, and anything a write racing it stored afterwards without meeting the mark
+  /// (a node of an earlier build, a device's pull). A reopening and a fallen tombstone run it for the marked rows
+  /// they clear, so such a row can never come back to the account started again.
+  package static func sweep(_ accounts: String) -> String {
+    ["ops", "history", "idempotency", "devices", "snapshots"].map { table in
+      "swept_\(table) AS (DELETE FROM tipsd.\(table) t USING \(accounts) s WHERE t.account = s.account)"
+    }.joined(separator: ",\n")
+  }
 }
