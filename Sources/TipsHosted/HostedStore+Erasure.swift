@@ -53,9 +53,10 @@ extension HostedStore {
 
   /// Marks the tombstone of `account` reopened when it was laid before `issuedAt` (a token's `iat`), clearing the
   /// erasure's mark on its row in the same statement and deleting anything a write racing the erasure left
-  /// (schema 16, ``PGSchema/sweep(_:)``): pushes, history and loads store and read the account again, empty, while the tombstone keeps refusing tokens issued before the
-  /// erasure until it falls. Answers false when a standing tombstone was laid at or after `issuedAt` (nothing
-  /// changed); true when the account may be stored (reopened now or before, or no tombstone stands).
+  /// (schema 16, ``PGSchema/sweep(_:)``): pushes, history and loads store and read the account again, empty, while
+  /// the tombstone keeps refusing tokens issued before the erasure until it falls. Answers false when a standing
+  /// tombstone was laid at or after `issuedAt` (nothing changed); true when the account may be stored (reopened now
+  /// or before, or no tombstone stands).
   public func reopenAccount(
     _ account: String, issuedAt: Double, completion: @escaping (Result<Bool, HostedError>) -> Void
   ) {
