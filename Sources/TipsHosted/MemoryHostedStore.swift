@@ -134,9 +134,13 @@ public final class MemoryHostedStore: HostedStorage {
     return until > System.wallClockSeconds()
   }
 
+  /// Fleet notices are lost on the way (as a listener's broken connection loses them): what a node does must not
+  /// depend on hearing them.
+  public var losesNotices = false
+
   private func notify(_ notice: HostedStore.Notice) {
     later { [weak self] in
-      guard let self, self.isListening else { return }
+      guard let self, self.isListening, !self.losesNotices else { return }
       self.onNotice?(notice)
     }
   }

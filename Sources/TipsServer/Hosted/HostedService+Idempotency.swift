@@ -23,6 +23,10 @@ extension HostedService {
       switch result {
       case .success(let stored):
         self.tenants[account]?.idempotency.checked(key, stored: stored)
+        // Another node committed the key, and with it a change this node may not hold yet: its fleet notice can come
+        // after the client, answered, sends its next request, which would then run on a state without that change
+        // (a count one short). The account catches up first: this request and the next wait for the pull.
+        if stored != nil { self.perform(self.node.othersWrote(account)) }
       case .failure(let error):
         refusal = .unavailable(
           method: "request", retryAfter: 1, "PostgreSQL: cannot look the idempotency key up (\(error.message))")
