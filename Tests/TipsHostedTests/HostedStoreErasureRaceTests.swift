@@ -43,6 +43,30 @@ import TipsTestSupport
       }
     }
 
+    /// Both nodes' writers are connected.
+    func ready() {
+      #expect(spin { eraser.store.isWritable && committer.store.isWritable })
+    }
+
+    /// Both nodes ready, and eve's first operation stored (cursor 1) by the committing node.
+    func storeEve() {
+      ready()
+      var first: HostedStore.Committed?
+      commitEve(seq: 1) { first = $0 }
+      #expect(spin { first != nil })
+      #expect(first?.lastCursor == 1)
+    }
+
+    /// A `psql` session holding what `sql` locks in an open transaction, once it ran.
+    func hold(_ sql: String) throws -> PostgresServer.Session {
+      let holder = try postgres.session("BEGIN; " + sql)
+      #expect(
+        waitUntil {
+          (try? postgres.query("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'")) == "1\n"
+        })
+      return holder
+    }
+
     /// Backends waiting for a lock.
     func waiting() -> Int {
       Int((try? postgres.query("SELECT count(*) FROM pg_locks WHERE NOT granted"))?.trimmingLastNewline ?? "") ?? 0
@@ -82,19 +106,10 @@ import TipsTestSupport
   @Test func aCommitWaitingForAnErasureStoresNothing() throws {
     let race = try Race()
     defer { race.stop() }
-    #expect(race.spin { race.eraser.store.isWritable && race.committer.store.isWritable })
-    var first: HostedStore.Committed?
-    race.commitEve(seq: 1) { first = $0 }
-    #expect(race.spin { first != nil })
-    #expect(first?.lastCursor == 1)
+    race.storeEve()
 
-    let holder = try race.postgres.session("BEGIN; SELECT 1 FROM tipsd.ops WHERE account = 'eve' FOR UPDATE;")
+    let holder = try race.hold("SELECT 1 FROM tipsd.ops WHERE account = 'eve' FOR UPDATE;")
     defer { holder.release() }
-    #expect(
-      waitUntil {
-        (try? race.postgres.query("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"))
-          == "1\n"
-      })
     var erased: Result<Void, HostedError>?
     race.eraser.store.deleteAccount("eve", erasureDays: 30) { erased = $0 }
     #expect(race.spin { race.waiting() == 1 })
@@ -121,21 +136,12 @@ import TipsTestSupport
   @Test func anErasureWaitingForACommitErasesWhatItStored() throws {
     let race = try Race()
     defer { race.stop() }
-    #expect(race.spin { race.eraser.store.isWritable && race.committer.store.isWritable })
-    var first: HostedStore.Committed?
-    race.commitEve(seq: 1) { first = $0 }
-    #expect(race.spin { first != nil })
-    #expect(first?.lastCursor == 1)
+    race.storeEve()
 
     // The next commit's operation will be eve's cursor 2: a held transaction takes that key first.
-    let holder = try race.postgres.session(
-      "BEGIN; INSERT INTO tipsd.ops (account, cursor, device, seq, op) VALUES ('eve', 2, 'held', 1, '{}');")
+    let holder = try race.hold(
+      "INSERT INTO tipsd.ops (account, cursor, device, seq, op) VALUES ('eve', 2, 'held', 1, '{}');")
     defer { holder.release() }
-    #expect(
-      waitUntil {
-        (try? race.postgres.query("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"))
-          == "1\n"
-      })
     var late: HostedStore.Committed?
     var lateAnswered = false
     race.commitEve(seq: 2) {
@@ -164,7 +170,7 @@ import TipsTestSupport
   @Test func theMarkHoldsForEachAccountCommitsAndAReopeningClearsIt() throws {
     let race = try Race()
     defer { race.stop() }
-    #expect(race.spin { race.eraser.store.isWritable && race.committer.store.isWritable })
+    race.ready()
     try race.eraser.await { race.eraser.store.deleteAccount("eve", erasureDays: 30, completion: $0) }
     // A commit whose tombstone check ran before the erasure committed: only the row's mark can stop it.
     #expect(
