@@ -9,11 +9,14 @@ extension HostedStore {
   /// Tells the fleet and the account's devices where `account` stands (`cursor`), as ``publish(_:_:)`` does after a
   /// commit: a node behind it pulls from its own cursor; one already there ignores it.
   public func announce(account: String, cursor: Int64) {
+    // The commit's own notifications' statement (``Statement/publish``): the same two, in a transaction of their own.
     writer.send([
-      .query("SELECT set_config('synchronous_commit', 'off', true)"),
-      .query(
-        "SELECT pg_notify($1, $2), pg_notify($3, $4)",
-        [PGSchema.channel(account: account), String(cursor), PGSchema.fleetChannel, "\(cursor) \(account)"]),
+      .prepared(
+        Statement.publish,
+        [
+          PGSchema.textArray([PGSchema.channel(account: account), PGSchema.fleetChannel]),
+          PGSchema.textArray([String(cursor), "\(cursor) \(account)"]),
+        ])
     ]) { _ in }
   }
 }
