@@ -13,9 +13,9 @@ extension HostedStore {
     writer.send([
       .prepared(
         Statement.publish,
-        [
-          PGSchema.textArray([PGSchema.channel(account: account), PGSchema.fleetChannel]),
-          PGSchema.textArray([String(cursor), "\(cursor) \(account)"]),
+        values: [
+          .binary(PGBinary.textArray([PGSchema.channel(account: account), PGSchema.fleetChannel])),
+          .binary(PGBinary.textArray([String(cursor), "\(cursor) \(account)"])),
         ])
     ]) { _ in }
   }

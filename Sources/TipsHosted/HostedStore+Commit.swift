@@ -191,7 +191,8 @@ extension HostedStore {
   public static let setBasedMinimum = 2
 
   /// `tipsd.commit_set`'s call for a turn's accounts (sorted): each account's operations, history chunks and
-  /// idempotent replies (keys in order, each once) as consecutive items of flat arrays, counted per account.
+  /// idempotent replies (keys in order, each once) as consecutive items of flat arrays, counted per account. The
+  /// arrays go in binary (``PGBinary``): no escaping here, no parsing there.
   private func setStatement(_ sorted: [AccountChanges]) -> PGStatement {
     var opCounts: [Int64] = []
     var seqs: [Int64] = []
@@ -200,11 +201,14 @@ extension HostedStore {
     var counts: [Int64] = []
     var firstAts: [Double] = []
     var lastAts: [Double] = []
-    var entries: [String] = []
+    var entries: [[UInt8]] = []
     var keyCounts: [Int64] = []
     var keys: [String] = []
     var replies: [String] = []
     var ats: [Double] = []
+    opCounts.reserveCapacity(sorted.count)
+    chunkCounts.reserveCapacity(sorted.count)
+    keyCounts.reserveCapacity(sorted.count)
     for change in sorted {
       opCounts.append(Int64(change.operations.count))
       for operation in change.operations {
@@ -216,7 +220,7 @@ extension HostedStore {
         counts.append(Int64(chunk.count))
         firstAts.append(chunk.firstAt)
         lastAts.append(chunk.lastAt)
-        entries.append(Hex.bytea(chunk.bytes))
+        entries.append(chunk.bytes)
       }
       let kept = Self.orderedReplies(change.replies)
       keyCounts.append(Int64(kept.count))
@@ -228,12 +232,13 @@ extension HostedStore {
     }
     return .prepared(
       Statement.commitSet,
-      [
-        PGSchema.textArray(sorted.map(\.account)), configuration.node, PGSchema.integerArray(opCounts),
-        PGSchema.integerArray(seqs), PGSchema.textArray(ops), PGSchema.integerArray(chunkCounts),
-        PGSchema.integerArray(counts), Self.doubleArray(firstAts), Self.doubleArray(lastAts),
-        PGSchema.textArray(entries), PGSchema.integerArray(keyCounts), PGSchema.textArray(keys),
-        PGSchema.textArray(replies), Self.doubleArray(ats),
+      values: [
+        .binary(PGBinary.textArray(sorted.map(\.account))), .text(configuration.node),
+        .binary(PGBinary.int4Array(opCounts)), .binary(PGBinary.int8Array(seqs)), .binary(PGBinary.textArray(ops)),
+        .binary(PGBinary.int4Array(chunkCounts)), .binary(PGBinary.int4Array(counts)),
+        .binary(PGBinary.float8Array(firstAts)), .binary(PGBinary.float8Array(lastAts)),
+        .binary(PGBinary.byteaArray(entries)), .binary(PGBinary.int4Array(keyCounts)),
+        .binary(PGBinary.textArray(keys)), .binary(PGBinary.textArray(replies)), .binary(PGBinary.float8Array(ats)),
       ])
   }
 
@@ -301,7 +306,10 @@ extension HostedStore {
     }
     sendFleet()
     guard !channels.isEmpty else { return }
-    writer.send([.prepared(Statement.publish, [PGSchema.textArray(channels), PGSchema.textArray(payloads)])]) { _ in }
+    writer.send([
+      .prepared(
+        Statement.publish, values: [.binary(PGBinary.textArray(channels)), .binary(PGBinary.textArray(payloads))])
+    ]) { _ in }
   }
 
   /// The most a fleet notification's payload holds (PostgreSQL refuses 8,000 bytes or more).

@@ -113,3 +113,52 @@ import TipsTransport
     #expect(late.allSatisfy { if case .failure = $0 { true } else { false } })
   }
 }
+
+/// Binary parameters (``PGBinary``): arrays of each element type a commit sends, read back by PostgreSQL as the same
+/// values their text forms give — quotes, backslashes, braces, commas, multi-byte text, empty strings and arrays,
+/// raw bytes, extreme integers and doubles — mixed with text parameters in one prepared statement.
+@Suite struct PGBinaryTests {
+  @Test func arraysInBinaryReadAsTheirTextForms() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    let loop = EmbeddedEventLoop()
+    func spin(until condition: () -> Bool) -> Bool {
+      waitUntil {
+        loop.run()
+        return condition()
+      }
+    }
+    let connection = PGConnection(loop: loop, keywords: ["dbname"], values: [postgres.url], connectTimeout: 30)
+    var ready = false
+    connection.onReady = { ready = true }
+    connection.start()
+    #expect(spin { ready })
+    #expect(connection.enterPipelineMode())
+    let texts = ["plain", "quote \" backslash \\ {brace}, comma", "", "é ünï 🎉", "NULL"]
+    let bytes: [[UInt8]] = [[0, 1, 2, 255], [], Array("\\x00".utf8)]
+    let bigs: [Int64] = [0, -1, Int64.max, Int64.min, 42]
+    let ints: [Int64] = [0, -7, 2_147_483_647, -2_147_483_648]
+    let doubles = [0, -1.5, 1_733_000_000.123456, Double.greatestFiniteMagnitude, 5e-324]
+    let sql = """
+      SELECT $1::text[] = $2::text[], $3::bytea[] = ARRAY['\\x000102ff', '\\x', '\\x5c783030']::bytea[],
+        $4::bigint[] = $5::bigint[], $6::integer[] = $7::integer[], $8::double precision[] = $9::double precision[],
+        cardinality($10::text[]), $11, array_length($1::text[], 1)
+      """
+    var result: Result<[PGResult], PGError>?
+    connection.sendBatch([
+      .prepare("binary_arrays", sql),
+      .prepared(
+        "binary_arrays",
+        values: [
+          .binary(PGBinary.textArray(texts)), .text(PGSchema.textArray(texts)), .binary(PGBinary.byteaArray(bytes)),
+          .binary(PGBinary.int8Array(bigs)), .text(PGSchema.integerArray(bigs)), .binary(PGBinary.int4Array(ints)),
+          .text(PGSchema.integerArray(ints)), .binary(PGBinary.float8Array(doubles)),
+          .text("{" + doubles.map { "\($0)" }.joined(separator: ",") + "}"), .binary(PGBinary.textArray([])),
+          .text("text beside"),
+        ]),
+    ]) { result = $0 }
+    #expect(spin { result != nil })
+    let rows = try result?.get().last?.rows
+    #expect(rows == [["t", "t", "t", "t", "t", "0", "text beside", "5"]])
+  }
+}

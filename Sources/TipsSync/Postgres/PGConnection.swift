@@ -20,7 +20,7 @@ package struct PGError: Error, CustomStringConvertible {
 }
 
 /// One statement of a pipelined batch (``PGConnection/sendBatch(_:completion:)``), its parameters bound as text
-/// (`nil`: SQL NULL).
+/// (`nil`: SQL NULL) or, where ``binary`` holds them, in PostgreSQL's binary format (``PGBinary``).
 package struct PGStatement {
   package enum Kind {
     /// Parse, bind and run `sql`.
@@ -31,8 +31,17 @@ package struct PGStatement {
     case prepare(name: String, sql: String)
   }
 
+  /// A parameter: text (`nil`: SQL NULL), or bytes in the binary format of the parameter's type.
+  package enum Value {
+    case text(String?)
+    case binary([UInt8])
+  }
+
   package var kind: Kind
+  /// Each parameter's text (`nil`: SQL NULL, or bound from ``binary``).
   package var parameters: [String?]
+  /// The parameters bound in binary, by position (most statements have none).
+  package var binary: [Int: [UInt8]] = [:]
 
   package static func query(_ sql: String, _ parameters: [String?] = []) -> PGStatement {
     PGStatement(kind: .query(sql), parameters: parameters)
@@ -40,6 +49,21 @@ package struct PGStatement {
 
   package static func prepared(_ name: String, _ parameters: [String?]) -> PGStatement {
     PGStatement(kind: .prepared(name), parameters: parameters)
+  }
+
+  /// The statement prepared as `name`, some of its parameters in binary: arrays of many items (a commit's
+  /// operations, say) are neither escaped by the node nor parsed by PostgreSQL's `array_in`.
+  package static func prepared(_ name: String, values: [Value]) -> PGStatement {
+    var statement = PGStatement(kind: .prepared(name), parameters: [])
+    for (index, value) in values.enumerated() {
+      switch value {
+      case .text(let text): statement.parameters.append(text)
+      case .binary(let bytes):
+        statement.parameters.append(nil)
+        statement.binary[index] = bytes
+      }
+    }
+    return statement
   }
 
   package static func prepare(_ name: String, _ sql: String) -> PGStatement {
@@ -180,6 +204,10 @@ package final class PGConnection {
       case .query(let sql):
         sent = withOptionalCStrings(statement.parameters) { pointers in
           PQsendQueryParams(connection, sql, Int32(statement.parameters.count), nil, pointers, nil, nil, 0)
+        }
+      case .prepared(let name) where !statement.binary.isEmpty:
+        sent = withParameters(statement) { values, lengths, formats in
+          PQsendQueryPrepared(connection, name, Int32(statement.parameters.count), values, lengths, formats, 0)
         }
       case .prepared(let name):
         sent = withOptionalCStrings(statement.parameters) { pointers in

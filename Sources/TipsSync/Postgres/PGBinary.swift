@@ -1,0 +1,128 @@
+import CLibPQ
+import Glibc
+
+/// Parameters in PostgreSQL's binary format (its types' send/receive functions), for the arrays a hosted commit
+/// sends (#47): a commit's operations, history chunks and replies as text arrays cost the node their escaping (and
+/// hex for bytes) and PostgreSQL `array_in`'s parsing of every item; in binary each item is its length and its bytes.
+///
+/// An array is `ndim` (1, or 0 when empty), a has-nulls flag (0), its element type's OID, then for its one dimension
+/// the item count and the lower bound (1), then each item as a length and its bytes; every integer big-endian.
+package enum PGBinary {
+  /// OIDs of the element types (`pg_type`).
+  package enum Element: UInt32 {
+    case bytea = 17
+    case int8 = 20
+    case int4 = 23
+    case text = 25
+    case float8 = 701
+  }
+
+  /// `text[]`: each item's UTF-8.
+  package static func textArray(_ items: [String]) -> [UInt8] {
+    var bytes = header(.text, count: items.count, capacity: items.reduce(0) { $0 + $1.utf8.count + 4 })
+    for item in items {
+      append(Int32(item.utf8.count), to: &bytes)
+      bytes.append(contentsOf: item.utf8)
+    }
+    return bytes
+  }
+
+  /// `bytea[]`: each item's bytes.
+  package static func byteaArray(_ items: [[UInt8]]) -> [UInt8] {
+    var bytes = header(.bytea, count: items.count, capacity: items.reduce(0) { $0 + $1.count + 4 })
+    for item in items {
+      append(Int32(item.count), to: &bytes)
+      bytes.append(contentsOf: item)
+    }
+    return bytes
+  }
+
+  /// `integer[]` (int4): each item must fit 32 bits.
+  package static func int4Array(_ items: [Int64]) -> [UInt8] {
+    var bytes = header(.int4, count: items.count, capacity: items.count * 8)
+    for item in items {
+      append(Int32(4), to: &bytes)
+      append(Int32(truncatingIfNeeded: item), to: &bytes)
+    }
+    return bytes
+  }
+
+  /// `bigint[]` (int8).
+  package static func int8Array(_ items: [Int64]) -> [UInt8] {
+    var bytes = header(.int8, count: items.count, capacity: items.count * 12)
+    for item in items {
+      append(Int32(8), to: &bytes)
+      append(UInt64(bitPattern: item), to: &bytes)
+    }
+    return bytes
+  }
+
+  /// `double precision[]` (float8): each item's IEEE 754 bits.
+  package static func float8Array(_ items: [Double]) -> [UInt8] {
+    var bytes = header(.float8, count: items.count, capacity: items.count * 12)
+    for item in items {
+      append(Int32(8), to: &bytes)
+      append(item.bitPattern, to: &bytes)
+    }
+    return bytes
+  }
+
+  private static func header(_ element: Element, count: Int, capacity: Int) -> [UInt8] {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(20 + capacity)
+    append(Int32(count == 0 ? 0 : 1), to: &bytes)
+    append(Int32(0), to: &bytes)
+    append(element.rawValue, to: &bytes)
+    guard count > 0 else { return bytes }
+    append(Int32(count), to: &bytes)
+    append(Int32(1), to: &bytes)
+    return bytes
+  }
+
+  private static func append(_ value: Int32, to bytes: inout [UInt8]) {
+    append(UInt32(bitPattern: value), to: &bytes)
+  }
+
+  private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
+    withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+  }
+}
+
+/// `statement`'s parameters as libpq takes them: each value's pointer, its length and its format (0 text, 1 binary).
+func withParameters<R>(
+  _ statement: PGStatement,
+  _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> R
+) -> R {
+  var lengths: [Int32] = []
+  var formats: [Int32] = []
+  let pointers: [UnsafePointer<CChar>?] = statement.parameters.enumerated().map { index, text in
+    if let bytes = statement.binary[index] {
+      lengths.append(Int32(bytes.count))
+      formats.append(1)
+      let copy = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, bytes.count))
+      bytes.withUnsafeBufferPointer { source in
+        if let base = source.baseAddress {
+          UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: bytes.count)
+        }
+      }
+      return UnsafePointer(copy)
+    }
+    lengths.append(0)
+    formats.append(0)
+    return text.map { UnsafePointer(strdup($0)) } ?? nil
+  }
+  defer {
+    for (index, pointer) in pointers.enumerated() {
+      if statement.binary[index] != nil {
+        UnsafeMutablePointer(mutating: pointer)?.deallocate()
+      } else {
+        free(UnsafeMutablePointer(mutating: pointer))
+      }
+    }
+  }
+  return pointers.withUnsafeBufferPointer { values in
+    lengths.withUnsafeBufferPointer { lengths in
+      formats.withUnsafeBufferPointer { formats in body(values.baseAddress, lengths.baseAddress, formats.baseAddress) }
+    }
+  }
+}
