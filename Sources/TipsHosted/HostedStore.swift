@@ -474,21 +474,35 @@ public final class HostedStore: HostedStorage {
     ORDER BY cursor LIMIT $3::integer
     """
 
-  /// Reads a fleet notification's payload: `cursor account`, `deleted account` or `catalog version`.
   /// A fleet notification's notices: one a line (a commit's accounts go in one notification, ``publish(_:_:)``).
+  /// Read as bytes: every node parses every commit's notification of the fleet, its own included (#47).
   static func notices(_ payload: String) -> [Notice] {
-    guard payload.utf8.contains(UInt8(ascii: "\n")) else { return notice(payload).map { [$0] } ?? [] }
-    return payload.split(separator: "\n").compactMap { notice(String($0)) }
+    var payload = payload
+    return payload.withUTF8 { bytes in
+      var notices: [Notice] = []
+      var start = 0
+      while start < bytes.count {
+        let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+        if let notice = notice(UnsafeBufferPointer(rebasing: bytes[start..<end])) { notices.append(notice) }
+        start = end + 1
+      }
+      return notices
+    }
   }
 
+  /// Reads a fleet notification's line: `cursor account`, `deleted account` or `catalog version`.
   static func notice(_ payload: String) -> Notice? {
-    guard let space = payload.firstIndex(of: " ") else { return nil }
-    let head = payload[..<space]
-    let account = String(payload[payload.index(after: space)...])
-    guard !account.isEmpty else { return nil }
-    if head == "deleted" { return .deleted(account: account) }
-    if head == "catalog" { return .catalog(version: account) }
-    guard let cursor = Int64(head) else { return nil }
+    var payload = payload
+    return payload.withUTF8 { notice($0) }
+  }
+
+  private static func notice(_ line: UnsafeBufferPointer<UInt8>) -> Notice? {
+    guard let space = line.firstIndex(of: UInt8(ascii: " ")), space + 1 < line.count else { return nil }
+    let head = UnsafeBufferPointer(rebasing: line[..<space])
+    let account = String(decoding: UnsafeBufferPointer(rebasing: line[(space + 1)...]), as: UTF8.self)
+    if head.elementsEqual("deleted".utf8) { return .deleted(account: account) }
+    if head.elementsEqual("catalog".utf8) { return .catalog(version: account) }
+    guard let cursor = Int64(String(decoding: head, as: UTF8.self)) else { return nil }
     return .operations(account: account, cursor: cursor)
   }
 }

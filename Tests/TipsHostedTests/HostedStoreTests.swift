@@ -531,6 +531,11 @@ import TipsTransport
         .operations(account: "a", cursor: 3), .operations(account: "c", cursor: 5),
       ])
     #expect(HostedStore.notices("deleted bob") == [.deleted(account: "bob")] && HostedStore.notices("") == [])
+    // Read as bytes: multi-byte names, a name holding a space, empty lines and a trailing newline.
+    #expect(
+      HostedStore.notices("12 zoë/ünï\n\n4 a b\ncatalog v2\n") == [
+        .operations(account: "zoë/ünï", cursor: 12), .operations(account: "a b", cursor: 4), .catalog(version: "v2"),
+      ])
   }
 }
 
