@@ -78,9 +78,55 @@ import TipsStore
         epoch: HLC(rawValue: 7), body: body)
       let decoded = try #require(SyncOperation(device: "d", seq: operation.seq, payload: operation.payload))
       #expect(decoded == operation)
+      // Written straight to bytes (#47), byte for byte what the stored payloads always were.
+      #expect(operation.payload == Self.objectPayload(operation))
     }
+    let donation = SyncOperation(
+      device: "d", seq: 1, hlc: HLC(rawValue: 5), epoch: .zero,
+      body: .donation(event: "e", at: 2, info: ["k": "v"], lifetime: 3))
+    #expect(
+      donation.payload == #"{"hlc":5,"epoch":0,"kind":"donation","event":"e","at":2.0,"info":{"k":"v"},"lifetime":3}"#)
     #expect(SyncOperation(device: "d", seq: 1, payload: #"{"hlc":1,"epoch":0,"kind":"fromTheFuture"}"#) == nil)
     #expect(SyncOperation(device: "d", seq: 1, payload: "not json") == nil)
+  }
+
+  /// The payload as a `JSONObject` built member by member, as `SyncOperation.payload` made it before #47.
+  static func objectPayload(_ operation: SyncOperation) -> String {
+    var object: JSONObject = [
+      "hlc": .int(operation.hlc.rawValue), "epoch": .int(operation.epoch.rawValue), "kind": .string(operation.kind),
+    ]
+    switch operation.body {
+    case .reset: break
+    case .donation(let event, let at, let info, let lifetime):
+      object["event"] = .string(event)
+      object["at"] = .double(at)
+      if let info { object["info"] = .object(info) }
+      object["lifetime"] = .int(Int64(lifetime))
+    case .display(let key, let generation, let count, let duration, let first, let last):
+      object["key"] = .string(key)
+      object["generation"] = .int(generation.rawValue)
+      object["count"] = .int(Int64(count))
+      object["duration"] = .double(duration)
+      if let first { object["first"] = .double(first) }
+      if let last { object["last"] = .double(last) }
+    case .invalidate(let key, let reason, let at):
+      object["key"] = .string(key)
+      object["reason"] = .string(reason.rawValue)
+      object["at"] = .double(at)
+    case .resetEligibility(let key): object["key"] = .string(key)
+    case .parameter(let id, let value):
+      object["id"] = .string(id)
+      object["value"] = value
+    case .variant(let tip, let variant):
+      object["tip"] = .string(tip)
+      object["variant"] = .string(variant)
+    case .cooldown(let at): object["at"] = .double(at)
+    case .exposure(let tip, let variant, let since):
+      object["tip"] = .string(tip)
+      object["variant"] = .string(variant)
+      object["since"] = since.map { .double($0) } ?? .null
+    }
+    return JSONValue.object(object).jsonString
   }
 }
 
