@@ -67,6 +67,10 @@ public struct HostedNode: Sendable {
     var previous: String?
     var next: String?
     var listed = false
+
+    /// Runs `body` on the entry where it is stored (`entries[account]?.update { … }`: one hash of the account, no
+    /// copy); `body` must not touch `entries`.
+    mutating func update<R>(_ body: (inout Entry) -> R) -> R { body(&self) }
   }
 
   /// Sessions signed in to each account on this node, counted from the first — apart from the entries, so the count
@@ -145,11 +149,12 @@ public struct HostedNode: Sendable {
       entries[account] = entry
       return [.load(account)]
     }
+    // Stored back only when moved in the eviction list (an account with sessions is not in it).
     if entry.listed {
       unlist(account, &entry)
       if entry.phase == .idle && sessions(of: account) == 0 { list(account, &entry) }
+      entries[account] = entry
     }
-    entries[account] = entry
     return []
   }
 
@@ -209,10 +214,13 @@ public struct HostedNode: Sendable {
   /// A commit finished; on failure the account is read again from PostgreSQL — once nothing else is in flight for
   /// it (a pull that ends first does not make it idle, and the failure is not forgotten).
   public mutating func committed(_ account: String, success: Bool) -> [Action] {
-    guard var entry = entries[account], entry.phase == .busy, entry.commits > 0 else { return [] }
-    entry.commits -= 1
-    if !success { entry.reloadDue = true }
-    entries[account] = entry
+    let counted = entries[account]?.update { entry in
+      guard entry.phase == .busy, entry.commits > 0 else { return false }
+      entry.commits -= 1
+      if !success { entry.reloadDue = true }
+      return true
+    }
+    guard counted == true else { return [] }
     return nothingInFlight(account)
   }
 
@@ -286,16 +294,21 @@ public struct HostedNode: Sendable {
   /// A commit or pull of a busy account finished: once none is left in flight it is idle again — or read again, when
   /// a commit failed.
   private mutating func nothingInFlight(_ account: String) -> [Action] {
-    guard var entry = entries[account], entry.commits == 0, !entry.pulling else { return [] }
-    if entry.reloadDue {
-      entry.reloadDue = false
-      entry.phase = .reloading
-      entries[account] = entry
-      return [.load(account)]
+    let next = entries[account]?.update { entry -> Phase? in
+      guard entry.commits == 0, !entry.pulling else { return nil }
+      if entry.reloadDue {
+        entry.reloadDue = false
+        entry.phase = .reloading
+      } else {
+        entry.phase = .idle
+      }
+      return entry.phase
     }
-    entry.phase = .idle
-    entries[account] = entry
-    return settle(account) + evictions(sparing: account)
+    switch next {
+    case .reloading: return [.load(account)]
+    case .idle: return settle(account) + evictions(sparing: account)
+    default: return []
+    }
   }
 
   /// A session signed in to `account` (resident or not yet): the account is not evicted while it has sessions.
@@ -362,8 +375,11 @@ public struct HostedNode: Sendable {
       pullRetries.set(account, nil)
       return [.pull(account)]
     }
-    if sessions(of: account) == 0 && !entry.listed { list(account, &entry) }
-    entries[account] = entry
+    // Stored back only when listed now (an account with sessions, the usual case, is left as it is).
+    if sessions(of: account) == 0 && !entry.listed {
+      list(account, &entry)
+      entries[account] = entry
+    }
     return [.resume(account, sessions: takeWaiters(of: account))]
   }
 

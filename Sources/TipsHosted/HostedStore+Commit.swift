@@ -281,35 +281,36 @@ extension HostedStore {
   /// connection is what a listener that was away already handles: the next notification of the account, or a
   /// catch-up, pulls from its cursor.
   func publish(_ changes: [AccountChanges], _ answers: [String: Committed]) {
-    var channels: [String] = []
-    var payloads: [String] = []
+    // Built as the statement's binary arrays directly: every commit makes a notification an account.
+    var channels = PGBinary.TextArrayWriter()
+    var payloads = PGBinary.TextArrayWriter()
     // The fleet's notices of the commit go in as few notifications as fit, a line an account (an account name never
     // holds a newline: TipsAuth's `Subject`, which admins' account names are held to as well): every node's listener
     // receives and PostgreSQL delivers each fleet notification once per node (#47).
-    var fleet = ""
+    var fleet: [UInt8] = []
     func sendFleet() {
       guard !fleet.isEmpty else { return }
-      channels.append(PGSchema.fleetChannel)
+      channels.append(PGSchema.fleetChannel.utf8)
       payloads.append(fleet)
-      fleet = ""
+      fleet.removeAll(keepingCapacity: true)
     }
     for change in changes where !change.operations.isEmpty || change.devices.contains(where: { !$0.operations.isEmpty })
     {
       guard let answer = answers[change.account], answer.refused == nil, !answer.erased else { continue }
       let cursor = max(answer.lastCursor ?? 0, answer.devicesLastCursor ?? 0)
       guard cursor > 0 else { continue }
-      channels.append(PGSchema.channel(account: change.account))
-      payloads.append(String(cursor))
-      let line = "\(cursor) \(change.account)"
-      if fleet.utf8.count + line.utf8.count + 1 > Self.fleetPayloadBytes { sendFleet() }
-      fleet += fleet.isEmpty ? line : "\n" + line
+      channels.appendItem { PGSchema.appendChannel(account: change.account, to: &$0) }
+      let digits = Array(String(cursor).utf8)
+      payloads.append(digits)
+      if fleet.count + digits.count + change.account.utf8.count + 2 > Self.fleetPayloadBytes { sendFleet() }
+      if !fleet.isEmpty { fleet.append(UInt8(ascii: "\n")) }
+      fleet.append(contentsOf: digits)
+      fleet.append(UInt8(ascii: " "))
+      fleet.append(contentsOf: change.account.utf8)
     }
     sendFleet()
-    guard !channels.isEmpty else { return }
-    writer.send([
-      .prepared(
-        Statement.publish, values: [.binary(PGBinary.textArray(channels)), .binary(PGBinary.textArray(payloads))])
-    ]) { _ in }
+    guard channels.count > 0 else { return }
+    writer.send([.prepared(Statement.publish, values: [.binary(channels.bytes), .binary(payloads.bytes)])]) { _ in }
   }
 
   /// The most a fleet notification's payload holds (PostgreSQL refuses 8,000 bytes or more).

@@ -9,6 +9,17 @@ public struct RateLimiter: Sendable {
   struct Bucket {
     var tokens: Double
     var at: Double
+
+    /// ``RateLimiter/take(_:now:cost:)`` on this bucket.
+    mutating func take(now: Double, cost: Double, rate: Double, burst: Double) -> Double? {
+      tokens = min(burst, tokens + max(0, now - at) * rate)
+      at = now
+      let needed = min(max(0, cost), max(1, burst / 2))
+      // (A hair of tolerance: 0.1 s at 10/s refills 0.9999999999999943 tokens in floating point.)
+      guard tokens >= needed - 1e-9 else { return (needed - tokens) / rate }
+      tokens = cost <= 1 ? max(0, tokens - cost) : tokens - cost
+      return nil
+    }
   }
 
   /// `rate` requests a second on average, bursts of up to `burst` (default: two seconds' worth, at least 1).
@@ -22,18 +33,10 @@ public struct RateLimiter: Sendable {
   /// it would be. A cost above half the burst is allowed from a bucket at least half full and leaves it in debt
   /// (refilled before anything more is allowed), so the average stays `rate` tokens a second whatever each costs.
   public mutating func take(_ account: String, now: Double, cost: Double = 1) -> Double? {
-    var bucket = buckets[account] ?? Bucket(tokens: burst, at: now)
-    bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * rate)
-    bucket.at = now
-    let needed = min(max(0, cost), max(1, burst / 2))
-    // (A hair of tolerance: 0.1 s at 10/s refills 0.9999999999999943 tokens in floating point.)
-    guard bucket.tokens >= needed - 1e-9 else {
-      buckets[account] = bucket
-      return (needed - bucket.tokens) / rate
-    }
-    bucket.tokens = cost <= 1 ? max(0, bucket.tokens - cost) : bucket.tokens - cost
-    buckets[account] = bucket
-    return nil
+    // The bucket is updated in place: one hash of the key a request, not a lookup and a store.
+    let (rate, burst) = (self.rate, self.burst)
+    return buckets[account, default: Bucket(tokens: burst, at: now)].take(
+      now: now, cost: cost, rate: rate, burst: burst)
   }
 
   /// Forgets buckets that have refilled completely by `now` (the limiter's memory stays proportional to the accounts

@@ -52,6 +52,21 @@ import TipsStore
     #expect(channel.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
     #expect(channel != PGSchema.channel(account: "bob"))
     #expect(channel == PGSchema.channel(account: "alice@example.com; DROP TABLE x"))
+    // FNV-1a (64-bit) in 16 hex digits, leading zeros kept: the names devices syncing through PostgreSQL LISTEN on.
+    #expect(PGSchema.channel(account: "bob") == "tipsd_004d4419134a0a54")
+    #expect(PGSchema.channel(account: "") == "tipsd_cbf29ce484222325")
+  }
+
+  /// ``PGBinary/TextArrayWriter`` writes what ``PGBinary/textArray(_:)`` does, item by item.
+  @Test func textArrayWriterMatchesTheArray() {
+    let items = ["plain", "", "é ünï 🎉", "quote \" and \\"]
+    var writer = PGBinary.TextArrayWriter()
+    writer.append(items[0].utf8)
+    writer.appendItem { $0.append(contentsOf: items[1].utf8) }
+    writer.appendItem { $0.append(contentsOf: items[2].utf8) }
+    writer.append(Array(items[3].utf8))
+    #expect(writer.count == 4 && writer.bytes == PGBinary.textArray(items))
+    #expect(PGBinary.TextArrayWriter().bytes == PGBinary.textArray([]))
   }
 }
 

@@ -189,11 +189,12 @@ extension HostedService {
     switch result {
     case .success(let answers):
       for account in batch.accounts {
-        if answers[account]?.erased == true {
+        let answer = answers[account]
+        if answer?.erased == true {
           erasedNow.append(account)
           continue
         }
-        if let answer = answers[account], let reason = answer.refused {
+        if let answer, let reason = answer.refused {
           refused.insert(account)
           refusedAlone(account, reason: reason, answer: answer, batch: batch, into: &firstReplies)
           continue
@@ -204,7 +205,6 @@ extension HostedService {
         }
         let pushed = batch.pushed[account] ?? []
         _ = model.pushed(pushed)
-        let answer = answers[account]
         if let last = answer?.lastCursor, !model.advanceCursorAfterPush(pushed: pushed.count, lastCursor: last) {
           _ = node.othersWrote(account)
         }

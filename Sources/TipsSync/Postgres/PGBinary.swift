@@ -67,7 +67,41 @@ package enum PGBinary {
     return bytes
   }
 
-  private static func header(_ element: Element, count: Int, capacity: Int) -> [UInt8] {
+  /// A `text[]` built item by item, each written straight into the array's bytes (no `String` made for it).
+  package struct TextArrayWriter {
+    /// Items so far.
+    package private(set) var count = 0
+    private var items: [UInt8] = []
+
+    package init() {}
+
+    /// Appends an item whose UTF-8 is `item`.
+    package mutating func append(_ item: some Collection<UInt8>) {
+      PGBinary.append(Int32(item.count), to: &items)
+      items.append(contentsOf: item)
+      count += 1
+    }
+
+    /// Appends the item `write` appends to the bytes it is given.
+    package mutating func appendItem(_ write: (inout [UInt8]) -> Void) {
+      let start = items.count
+      items.append(contentsOf: [0, 0, 0, 0])
+      write(&items)
+      withUnsafeBytes(of: UInt32(items.count - start - 4).bigEndian) { length in
+        for (offset, byte) in length.enumerated() { items[start + offset] = byte }
+      }
+      count += 1
+    }
+
+    /// The array in binary.
+    package var bytes: [UInt8] {
+      var bytes = PGBinary.header(.text, count: count, capacity: items.count)
+      bytes.append(contentsOf: items)
+      return bytes
+    }
+  }
+
+  fileprivate static func header(_ element: Element, count: Int, capacity: Int) -> [UInt8] {
     var bytes: [UInt8] = []
     bytes.reserveCapacity(20 + capacity)
     append(Int32(count == 0 ? 0 : 1), to: &bytes)
@@ -79,7 +113,7 @@ package enum PGBinary {
     return bytes
   }
 
-  private static func append(_ value: Int32, to bytes: inout [UInt8]) {
+  fileprivate static func append(_ value: Int32, to bytes: inout [UInt8]) {
     append(UInt32(bitPattern: value), to: &bytes)
   }
 

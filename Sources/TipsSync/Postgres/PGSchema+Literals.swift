@@ -28,9 +28,18 @@ extension PGSchema {
   /// The account's `NOTIFY` channel: `tipsd_` and 16 hex digits of FNV-1a (64-bit) of the account id — an identifier
   /// whatever the id holds; two accounts sharing one only cost a catch-up query that finds nothing.
   package static func channel(account: String) -> String {
+    var bytes: [UInt8] = []
+    appendChannel(account: account, to: &bytes)
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// ``channel(account:)``'s bytes, appended to `bytes` (a commit's notifications are built as bytes).
+  package static func appendChannel(account: String, to bytes: inout [UInt8]) {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
     for byte in account.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-    let hex = String(hash, radix: 16)
-    return "tipsd_" + String(repeating: "0", count: 16 - hex.count) + hex
+    bytes.append(contentsOf: "tipsd_".utf8)
+    for shift in stride(from: 60, through: 0, by: -4) { bytes.append(hexDigits[Int((hash >> UInt64(shift)) & 0xF)]) }
   }
+
+  private static let hexDigits = Array("0123456789abcdef".utf8)
 }
