@@ -9,8 +9,9 @@ PYTHON ?= python3
 APT_PACKAGES := pkg-config libuv1-dev libsqlite3-dev sqlite3 node-typescript libwebsockets-dev libwebsockets-evlib-uv \
   openssl libssl-dev chromium chromium-driver postgresql libpq-dev haproxy
 # make bench's peers: Redis does the same durable work as tipsd's events/donate (serve.redis_ratio); pgbench
-# (postgresql-contrib) writes the rows a hosted donation writes (hosted.pgbench_ratio, scripts/bench-hosted).
-BENCH_APT_PACKAGES := redis-server postgresql-contrib
+# (postgresql-contrib) writes the rows a hosted donation writes (hosted.pgbench_ratio, scripts/bench-hosted); valgrind's
+# callgrind counts the hosted node's instructions a donation (hosted.node_instructions_per_donation).
+BENCH_APT_PACKAGES := redis-server postgresql-contrib valgrind
 # translate-toolkit: protocol/tests/test_xliff.py reads tipsd's XLIFF with it and writes XLIFF for tipsd to import.
 # pyjwt[crypto]: TipsAuthTests' tokens are minted by PyJWT (Tests/TipsAuthTests/Fixtures/mint_tokens.py), not by tipsd.
 # websockets: make bench's fleet load generator (scripts/bench-fleet).
@@ -63,7 +64,8 @@ deps-apt:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-## bench-deps: the bench's peers (redis-server); the bench skips a peer that is missing and says so.
+## bench-deps: the bench's peers (redis-server) and valgrind (hosted.node_instructions_per_donation); the bench
+## skips what is missing and says so.
 bench-deps:
 	@missing=""; for p in $(BENCH_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
