@@ -74,12 +74,19 @@ extension HostedService {
   func catalog(ofApp app: String) -> CatalogService { apps[app]?.catalog ?? catalog }
 
   /// The overrides of the app an account belongs to (nil: the deployment's flags hold).
-  func appOverrides(of account: String) -> HostedApp? { apps[AccountKey.app(of: account)]?.app }
+  func appOverrides(of account: String) -> HostedApp? { appRuntime(of: account)?.app }
+
+  /// The runtime of the app `account` belongs to; nil for the default app and when the deployment has no `--apps`
+  /// (asked several times a request: then neither the key is read nor a name hashed).
+  func appRuntime(of account: String) -> AppRuntime? {
+    guard !apps.isEmpty else { return nil }
+    return apps[AccountKey.app(of: account)]
+  }
 
   /// Takes `cost` from the account's request rate (its app's `accountRate`, else `--account-rate`): nil within it,
   /// else the seconds until it has room.
   func takeRate(_ account: String, cost: Double = 1) -> Double? {
-    if let runtime = apps[AccountKey.app(of: account)], runtime.limiter != nil {
+    if let runtime = appRuntime(of: account), runtime.limiter != nil {
       return runtime.limiter!.take(account, now: clock.now(), cost: cost)
     }
     return limiter.take(account, now: clock.now(), cost: cost)
