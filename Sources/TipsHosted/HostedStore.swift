@@ -181,6 +181,7 @@ public final class HostedStore: HostedStorage {
       .pipelined(
         prepare: [
           (Statement.commit, PGSchema.commit), (Statement.commitSet, PGSchema.commitSet),
+          (Statement.commitSetWithoutKeys, PGSchema.commitSetWithoutKeys),
           (Statement.history, Self.appendHistory), (Statement.publish, Self.publish),
         ],
         // Its commits do not notify (schema 11): ``publish(_:_:)`` does, once each is answered, off their lock.
@@ -439,6 +440,7 @@ public final class HostedStore: HostedStorage {
     static let readHistory = "tipsd_read_history"
     static let commit = "tipsd_commit"
     static let commitSet = "tipsd_commit_set"
+    static let commitSetWithoutKeys = "tipsd_commit_set_nokeys"
     static let publish = "tipsd_publish"
   }
 

@@ -200,6 +200,42 @@ import TipsTransport
     #expect(try postgres.query("SELECT count(*) FROM tipsd.accounts WHERE account = 'zoe'") == "0\n")
   }
 
+  /// A turn without idempotency keys goes through the set-based statement without the keys' CTEs, a turn with keys
+  /// through the full one: both store every account's operations and history, the second its replies too.
+  @Test func setBasedTurnsWithAndWithoutKeysStoreTheSame() throws {
+    let postgres = try PostgresServer()
+    defer { postgres.destroy() }
+    let harness = try Harness(postgres: postgres)
+    defer { harness.store.stop() }
+    #expect(harness.spin { harness.store.isWritable })
+    let chunk = HostedStore.HistoryChunk(count: 1, firstAt: 5, lastAt: 5, bytes: [1, 2, 3])
+    func turn(_ seq: Int64, keys: Bool) throws -> [String: HostedStore.Committed] {
+      try harness.await { completion in
+        harness.store.commit(
+          ["x", "y"].map { account in
+            HostedStore.AccountChanges(
+              account: account, operations: [PendingOperation(seq: seq, payload: "{\"n\":\(seq)}")],
+              history: [chunk],
+              replies: keys ? [IdempotentReply(key: "k\(seq)", result: Array("\"\(account)\"".utf8), at: 1)] : [])
+          }, completion: completion)
+      }
+    }
+    let plain = try turn(1, keys: false)
+    #expect(plain["x"]?.lastCursor == 1 && plain["y"]?.lastCursor == 1 && plain["x"]?.historyFirst == [1])
+    let keyed = try turn(2, keys: true)
+    #expect(keyed["x"]?.lastCursor == 2 && keyed["y"]?.lastCursor == 2 && keyed["y"]?.historyFirst == [2])
+    #expect(harness.store.commitCounts == (0, 2))
+    #expect(
+      try postgres.query("SELECT account, cursor, op FROM tipsd.ops ORDER BY account, cursor")
+        == "x|1|{\"n\":1}\nx|2|{\"n\":2}\ny|1|{\"n\":1}\ny|2|{\"n\":2}\n")
+    #expect(
+      try postgres.query("SELECT account, cursor, encode(entries, 'hex') FROM tipsd.history ORDER BY account, cursor")
+        == "x|1|010203\nx|2|010203\ny|1|010203\ny|2|010203\n")
+    #expect(
+      try postgres.query("SELECT account, key, reply FROM tipsd.idempotency ORDER BY account")
+        == "x|k2|\"x\"\ny|k2|\"y\"\n")
+  }
+
   /// One account's failing statement loses that account's part alone (#42): the other accounts of the commit are
   /// stored; the store keeps working. When PostgreSQL goes away commits fail at once, and the store reconnects by
   /// itself.

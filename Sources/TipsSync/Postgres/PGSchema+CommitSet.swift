@@ -132,22 +132,22 @@ extension PGSchema {
   /// node then commits each account alone through `tipsd.commit`, which answers each case precisely (#42). Its rows
   /// are `tipsd.commit_set`'s: one an account, in the order given. Its parameters are ``commitSetFunction``'s, whose
   /// function stays for nodes of earlier builds.
-  package static let commitSet = """
+  package static let commitSet = commitSetStatement(keys: true)
+
+  /// ``commitSet`` for a turn with no idempotency keys (most turns): the same statement without the keys' two CTEs,
+  /// whose plan nodes PostgreSQL would otherwise set up and run empty each commit; its parameters are ``commitSet``'s
+  /// first eleven.
+  package static let commitSetWithoutKeys = commitSetStatement(keys: false)
+
+  private static func commitSetStatement(keys: Bool) -> String {
+    """
     WITH acc AS (
       SELECT a.i, a.account, a.ops, a.chunks, a.keys,
         sum(a.ops) OVER w - a.ops AS op_off, sum(a.chunks) OVER w - a.chunks AS chunk_off,
         sum(a.keys) OVER w - a.keys AS key_off
       FROM unnest($1::text[], $3::integer[], $6::integer[], $11::integer[]) WITH ORDINALITY AS a(account, ops, chunks, keys, i)
       WINDOW w AS (ORDER BY a.i)),
-    wanted AS (
-      SELECT acc.account, ($12::text[])[acc.key_off + j] AS key, ($13::text[])[acc.key_off + j] AS reply,
-        ($14::double precision[])[acc.key_off + j] AS at
-      FROM acc, generate_series(1, acc.keys) AS j),
-    added AS (
-      INSERT INTO tipsd.idempotency (account, key, reply, at)
-        SELECT w.account, w.key, w.reply, w.at FROM wanted w ORDER BY w.account, w.key
-        ON CONFLICT (account, key) DO NOTHING RETURNING 1),
-    chunk AS (
+    \(keys ? keyCTEs : "")    chunk AS (
       SELECT acc.account, j, ($7::integer[])[acc.chunk_off + j] AS count,
         ($8::double precision[])[acc.chunk_off + j] AS first_at, ($9::double precision[])[acc.chunk_off + j] AS last_at,
         ($10::bytea[])[acc.chunk_off + j] AS entries,
@@ -181,7 +181,7 @@ extension PGSchema {
     irregular AS (
       SELECT (SELECT count(*) FROM acc JOIN tipsd.erased e ON e.account = acc.account
           WHERE e.until > now() AND e.reopened_at IS NULL) AS erased,
-        (SELECT count(*) FROM wanted) - (SELECT count(*) FROM added) AS conflicts,
+        \(keys ? "(SELECT count(*) FROM wanted) - (SELECT count(*) FROM added)" : "0") AS conflicts,
         (SELECT count(*) FROM need) - (SELECT count(*) FROM bumped) AS marked,
         (SELECT count(*) FROM stored) AS stored)
     SELECT acc.account, CASE WHEN acc.ops > 0 THEN b.op_base + acc.ops END,
@@ -193,5 +193,18 @@ extension PGSchema {
       ELSE ('tipsd: a set-based commit met ' || (r.erased + r.marked) || ' erased account(s) and ' || r.conflicts
         || ' key(s) stored before; each account is committed alone')::boolean END
     ORDER BY acc.i
+    """
+  }
+
+  /// The keys' CTEs of ``commitSet``: the replies in one `INSERT … ON CONFLICT DO NOTHING`.
+  private static let keyCTEs = """
+    wanted AS (
+      SELECT acc.account, ($12::text[])[acc.key_off + j] AS key, ($13::text[])[acc.key_off + j] AS reply,
+        ($14::double precision[])[acc.key_off + j] AS at
+      FROM acc, generate_series(1, acc.keys) AS j),
+    added AS (
+      INSERT INTO tipsd.idempotency (account, key, reply, at)
+        SELECT w.account, w.key, w.reply, w.at FROM wanted w ORDER BY w.account, w.key
+        ON CONFLICT (account, key) DO NOTHING RETURNING 1),
     """
 }
