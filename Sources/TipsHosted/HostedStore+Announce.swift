@@ -1,5 +1,3 @@
-import TipsSync
-
 // A commit's notifications go out after PostgreSQL answered it (schema 11): a commit stored whose answer never came
 // (the link broke after COMMIT, the node was killed) is never announced, and every other node holding the account stays
 // behind it until the account's next change. The node that finds its own operation last when it reads the account —
@@ -9,14 +7,6 @@ extension HostedStore {
   /// Tells the fleet and the account's devices where `account` stands (`cursor`), as ``publish(_:_:)`` does after a
   /// commit: a node behind it pulls from its own cursor; one already there ignores it.
   public func announce(account: String, cursor: Int64) {
-    // The commit's own notifications' statement (``Statement/publish``): the same two, in a transaction of their own.
-    writer.send([
-      .prepared(
-        Statement.publish,
-        values: [
-          .binary(PGBinary.textArray([PGSchema.channel(account: account), PGSchema.fleetChannel])),
-          .binary(PGBinary.textArray([String(cursor), "\(cursor) \(account)"])),
-        ])
-    ]) { _ in }
+    notify([(account, cursor)])
   }
 }

@@ -284,11 +284,25 @@ extension HostedStore {
   /// connection is what a listener that was away already handles: the next notification of the account, or a
   /// catch-up, pulls from its cursor.
   func publish(_ changes: [AccountChanges], _ answers: [String: Committed]) {
+    var standings: [(account: String, cursor: Int64)] = []
+    for change in changes where !change.operations.isEmpty || change.devices.contains(where: { !$0.operations.isEmpty })
+    {
+      guard let answer = answers[change.account], answer.refused == nil, !answer.erased else { continue }
+      let cursor = max(answer.lastCursor ?? 0, answer.devicesLastCursor ?? 0)
+      if cursor > 0 { standings.append((change.account, cursor)) }
+    }
+    notify(standings)
+  }
+
+  /// Sends the notifications of where each account now stands: its own channel's (`cursor`) and the fleet's
+  /// (`cursor account`), in one transaction of their own (``Statement/publish``) — ``publish(_:_:)``'s after a
+  /// commit, ``announce(account:cursor:)``'s after a reload.
+  func notify(_ standings: [(account: String, cursor: Int64)]) {
     // Built as the statement's binary arrays directly: every commit makes a notification an account.
     var channels = PGBinary.TextArrayWriter()
     var payloads = PGBinary.TextArrayWriter()
-    // The fleet's notices of the commit go in as few notifications as fit, a line an account (an account name never
-    // holds a newline: TipsAuth's `Subject`, which admins' account names are held to as well): every node's listener
+    // The fleet's notices go in as few notifications as fit, a line an account (an account name never holds a
+    // newline: TipsAuth's `Subject`, which admins' account names are held to as well): every node's listener
     // receives and PostgreSQL delivers each fleet notification once per node (#47).
     var fleet: [UInt8] = []
     func sendFleet() {
@@ -297,19 +311,15 @@ extension HostedStore {
       payloads.append(fleet)
       fleet.removeAll(keepingCapacity: true)
     }
-    for change in changes where !change.operations.isEmpty || change.devices.contains(where: { !$0.operations.isEmpty })
-    {
-      guard let answer = answers[change.account], answer.refused == nil, !answer.erased else { continue }
-      let cursor = max(answer.lastCursor ?? 0, answer.devicesLastCursor ?? 0)
-      guard cursor > 0 else { continue }
-      channels.appendItem { PGSchema.appendChannel(account: change.account, to: &$0) }
+    for (account, cursor) in standings {
+      channels.appendItem { PGSchema.appendChannel(account: account, to: &$0) }
       let digits = Array(String(cursor).utf8)
       payloads.append(digits)
-      if fleet.count + digits.count + change.account.utf8.count + 2 > Self.fleetPayloadBytes { sendFleet() }
+      if fleet.count + digits.count + account.utf8.count + 2 > Self.fleetPayloadBytes { sendFleet() }
       if !fleet.isEmpty { fleet.append(UInt8(ascii: "\n")) }
       fleet.append(contentsOf: digits)
       fleet.append(UInt8(ascii: " "))
-      fleet.append(contentsOf: change.account.utf8)
+      fleet.append(contentsOf: account.utf8)
     }
     sendFleet()
     guard channels.count > 0 else { return }
