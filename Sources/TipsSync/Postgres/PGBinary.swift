@@ -18,18 +18,25 @@ package enum PGBinary {
   }
 
   /// `text[]`: each item's UTF-8.
-  package static func textArray(_ items: [String]) -> [UInt8] {
-    var bytes = header(.text, count: items.count, capacity: items.reduce(0) { $0 + $1.utf8.count + 4 })
-    for item in items {
-      append(Int32(item.utf8.count), to: &bytes)
-      bytes.append(contentsOf: item.utf8)
-    }
-    return bytes
-  }
+  package static func textArray(_ items: [String]) -> [UInt8] { array(.text, items.map(\.utf8)) }
 
   /// `bytea[]`: each item's bytes.
-  package static func byteaArray(_ items: [[UInt8]]) -> [UInt8] {
-    var bytes = header(.bytea, count: items.count, capacity: items.reduce(0) { $0 + $1.count + 4 })
+  package static func byteaArray(_ items: [[UInt8]]) -> [UInt8] { array(.bytea, items) }
+
+  /// `integer[]` (int4): each item must fit 32 bits.
+  package static func int4Array(_ items: [Int64]) -> [UInt8] {
+    array(.int4, items.map { Int32(truncatingIfNeeded: $0) })
+  }
+
+  /// `bigint[]` (int8).
+  package static func int8Array(_ items: [Int64]) -> [UInt8] { array(.int8, items) }
+
+  /// `double precision[]` (float8): each item's IEEE 754 bits.
+  package static func float8Array(_ items: [Double]) -> [UInt8] { array(.float8, items.map(\.bitPattern)) }
+
+  /// An array of variable-length items: each its length, then its bytes.
+  private static func array(_ element: Element, _ items: [some Collection<UInt8>]) -> [UInt8] {
+    var bytes = header(element, count: items.count, capacity: items.reduce(0) { $0 + $1.count + 4 })
     for item in items {
       append(Int32(item.count), to: &bytes)
       bytes.append(contentsOf: item)
@@ -37,32 +44,12 @@ package enum PGBinary {
     return bytes
   }
 
-  /// `integer[]` (int4): each item must fit 32 bits.
-  package static func int4Array(_ items: [Int64]) -> [UInt8] {
-    var bytes = header(.int4, count: items.count, capacity: items.count * 8)
+  /// An array of fixed-width items (`T`'s width is the element type's): each its length, then its bytes.
+  private static func array<T: FixedWidthInteger>(_ element: Element, _ items: [T]) -> [UInt8] {
+    var bytes = header(element, count: items.count, capacity: items.count * (4 + T.bitWidth / 8))
     for item in items {
-      append(Int32(4), to: &bytes)
-      append(Int32(truncatingIfNeeded: item), to: &bytes)
-    }
-    return bytes
-  }
-
-  /// `bigint[]` (int8).
-  package static func int8Array(_ items: [Int64]) -> [UInt8] {
-    var bytes = header(.int8, count: items.count, capacity: items.count * 12)
-    for item in items {
-      append(Int32(8), to: &bytes)
-      append(UInt64(bitPattern: item), to: &bytes)
-    }
-    return bytes
-  }
-
-  /// `double precision[]` (float8): each item's IEEE 754 bits.
-  package static func float8Array(_ items: [Double]) -> [UInt8] {
-    var bytes = header(.float8, count: items.count, capacity: items.count * 12)
-    for item in items {
-      append(Int32(8), to: &bytes)
-      append(item.bitPattern, to: &bytes)
+      append(Int32(T.bitWidth / 8), to: &bytes)
+      append(item, to: &bytes)
     }
     return bytes
   }
