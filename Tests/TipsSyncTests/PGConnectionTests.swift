@@ -56,19 +56,7 @@ import TipsTransport
     let postgres = try PostgresServer()
     defer { postgres.destroy() }
     try postgres.query("CREATE TABLE t (id integer PRIMARY KEY, note text)")
-    let loop = EmbeddedEventLoop()
-    func spin(until condition: () -> Bool) -> Bool {
-      waitUntil {
-        loop.run()
-        return condition()
-      }
-    }
-    let connection = PGConnection(loop: loop, keywords: ["dbname"], values: [postgres.url], connectTimeout: 30)
-    var ready = false
-    connection.onReady = { ready = true }
-    connection.start()
-    #expect(spin { ready })
-    #expect(connection.enterPipelineMode())
+    let (connection, spin) = pipelinedConnection(postgres)
     #expect(connection.isPipelined)
 
     var completions: [(Int, Result<[PGResult], PGError>)] = []
@@ -121,19 +109,7 @@ import TipsTransport
   @Test func arraysInBinaryReadAsTheirTextForms() throws {
     let postgres = try PostgresServer()
     defer { postgres.destroy() }
-    let loop = EmbeddedEventLoop()
-    func spin(until condition: () -> Bool) -> Bool {
-      waitUntil {
-        loop.run()
-        return condition()
-      }
-    }
-    let connection = PGConnection(loop: loop, keywords: ["dbname"], values: [postgres.url], connectTimeout: 30)
-    var ready = false
-    connection.onReady = { ready = true }
-    connection.start()
-    #expect(spin { ready })
-    #expect(connection.enterPipelineMode())
+    let (connection, spin) = pipelinedConnection(postgres)
     let texts = ["plain", "quote \" backslash \\ {brace}, comma", "", "é ünï 🎉", "NULL"]
     let bytes: [[UInt8]] = [[0, 1, 2, 255], [], Array("\\x00".utf8)]
     let bigs: [Int64] = [0, -1, Int64.max, Int64.min, 42]
@@ -161,4 +137,25 @@ import TipsTransport
     let rows = try result?.get().last?.rows
     #expect(rows == [["t", "t", "t", "t", "t", "0", "text beside", "5"]])
   }
+}
+
+/// A connection to `postgres` on an embedded loop, connected and in pipeline mode, and `spin`, which runs the loop
+/// until its condition holds (false when it never does).
+private func pipelinedConnection(
+  _ postgres: PostgresServer, sourceLocation: SourceLocation = #_sourceLocation
+) -> (PGConnection, (() -> Bool) -> Bool) {
+  let loop = EmbeddedEventLoop()
+  let spin = { (condition: () -> Bool) -> Bool in
+    waitUntil {
+      loop.run()
+      return condition()
+    }
+  }
+  let connection = PGConnection(loop: loop, keywords: ["dbname"], values: [postgres.url], connectTimeout: 30)
+  var ready = false
+  connection.onReady = { ready = true }
+  connection.start()
+  #expect(spin { ready }, sourceLocation: sourceLocation)
+  #expect(connection.enterPipelineMode(), sourceLocation: sourceLocation)
+  return (connection, spin)
 }
