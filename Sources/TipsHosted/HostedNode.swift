@@ -42,8 +42,9 @@ public struct HostedNode: Sendable {
     case evict(String)
   }
 
-  struct Entry {
-    var phase: Phase
+  @usableFromInline
+  struct Entry: Sendable {
+    @usableFromInline var phase: Phase
     /// A fleet notification said others stored operations up to this cursor (pull when idle).
     var wantsPull = false
     /// Commits in flight (a turn's commit may start while a pull is reading, and the reverse: the account is busy
@@ -68,17 +69,29 @@ public struct HostedNode: Sendable {
     var next: String?
     var listed = false
 
-    /// Runs `body` on the entry where it is stored (`entries[account]?.update { … }`: one hash of the account, no
-    /// copy); `body` must not touch `entries`.
+    /// Runs `body` on the entry where it is stored (`entries[account]?.update { … }`, `entries.values[slot].update
+    /// { … }`: no copy); `body` must not touch `entries`.
     mutating func update<R>(_ body: (inout Entry) -> R) -> R { body(&self) }
   }
+
+  /// Where an account's entry is stored. An event finds it once and reads and changes the entry there
+  /// (``at(_:_:)``): one hash of the account and no copy of the entry an event, where a copy out and a store back
+  /// cost two hashes and two copies (#47: a donation's events on this machine were an eighth of the node's
+  /// instructions). Valid while no entry is added or removed.
+  private typealias Slot = [String: Entry].Index
+
+  /// Runs `body` on the entry at `slot`, in place; `body` must not touch `entries`.
+  @inline(__always)
+  private mutating func at<R>(_ slot: Slot, _ body: (inout Entry) -> R) -> R { entries.values[slot].update(body) }
 
   /// Sessions signed in to each account on this node, counted from the first — apart from the entries, so the count
   /// holds while the account is not resident (its load failed, or has not started) and is never lost.
   private var sessionCounts: [String: Int] = [:]
   /// Resident accounts above which idle ones without sessions are evicted.
   public let capacity: Int
-  private var entries: [String: Entry] = [:]
+  // Readable inline (``phase(of:)``): the service asks a request's account's phase from its class, where calling an
+  // opaque method copied the whole node (#47).
+  @usableFromInline private(set) var entries: [String: Entry] = [:]
   private var oldest: String?
   private var newest: String?
   /// Accounts in the eviction list.
@@ -106,13 +119,15 @@ public struct HostedNode: Sendable {
   /// Accounts held (in any phase).
   public var count: Int { entries.count }
 
+  @inlinable
   public func phase(of account: String) -> Phase? { entries[account]?.phase }
 
   /// Every account held.
   public var accounts: [String] { Array(entries.keys) }
 
   /// Whether requests for `account` may run now.
-  public func isIdle(_ account: String) -> Bool { entries[account]?.phase == .idle }
+  @inlinable
+  public func isIdle(_ account: String) -> Bool { phase(of: account) == .idle }
 
   /// Sessions signed in to `account` on this node.
   public func sessions(of account: String) -> Int { sessionCounts[account] ?? 0 }
@@ -136,66 +151,75 @@ public struct HostedNode: Sendable {
   /// ``Phase/orphaned`` (``failure(of:)`` says why), else parks it (``wait(_:on:)``) until ``Action/resume(_:sessions:)``.
   public mutating func need(_ account: String, now: Double? = nil) -> [Action] {
     if let now { self.now = max(self.now, now) }
-    guard var entry = entries[account] else {
+    guard let slot = entries.index(forKey: account) else {
       entries[account] = Entry(phase: .loading)
       return [.load(account)]
     }
-    if entry.phase == .orphaned {
-      guard (entry.retryAt ?? 0) <= self.now else { return [] }
-      unlist(account, &entry)
+    let instant = self.now
+    let (phase, listed, due) = at(slot) { ($0.phase, $0.listed, ($0.retryAt ?? 0) <= instant) }
+    if phase == .orphaned {
+      guard due else { return [] }
+      unlist(account, at: slot)
       orphans.remove(account)
-      entry.phase = .reloading
-      entry.retryAt = nil
-      entries[account] = entry
+      at(slot) {
+        $0.phase = .reloading
+        $0.retryAt = nil
+      }
       return [.load(account)]
     }
-    // Stored back only when moved in the eviction list (an account with sessions is not in it).
-    if entry.listed {
-      unlist(account, &entry)
-      if entry.phase == .idle && sessions(of: account) == 0 { list(account, &entry) }
-      entries[account] = entry
+    // Moved to the newest end of the eviction list (an account with sessions is not in it).
+    if listed {
+      unlist(account, at: slot)
+      if phase == .idle && sessions(of: account) == 0 { list(account, at: slot) }
     }
     return []
   }
 
   /// Requests changed `account` this loop turn: it stays resident until ``turnEnded(_:)``.
   public mutating func changed(_ account: String) {
-    guard var entry = entries[account] else { return }
-    unlist(account, &entry)
-    entry.pinned = true
-    entries[account] = entry
+    guard let slot = entries.index(forKey: account) else { return }
+    unlist(account, at: slot)
+    at(slot) { $0.pinned = true }
   }
 
   /// The loop turn in which `account` changed ended: its changes are being committed (``committing(_:)``, called
   /// first) or it had none to commit; it may be evicted again once idle without sessions.
   public mutating func turnEnded(_ account: String) -> [Action] {
-    guard var entry = entries[account], entry.pinned else { return [] }
-    entry.pinned = false
-    if entry.phase == .idle && sessions(of: account) == 0 { list(account, &entry) }
-    entries[account] = entry
+    guard let slot = entries.index(forKey: account) else { return [] }
+    let idle = at(slot) { entry -> Bool? in
+      guard entry.pinned else { return nil }
+      entry.pinned = false
+      return entry.phase == .idle
+    }
+    guard let idle else { return [] }
+    if idle && sessions(of: account) == 0 { list(account, at: slot) }
     return evictions()
   }
 
   /// The load finished. A failed one answers its waiters and orphans the account (``Phase/orphaned``), backing off.
   public mutating func loaded(_ account: String, success: Bool, reason: String? = nil, now: Double? = nil) -> [Action] {
     if let now { self.now = max(self.now, now) }
-    guard var entry = entries[account], entry.phase == .loading || entry.phase == .reloading else { return [] }
+    guard let slot = entries.index(forKey: account), at(slot, { $0.phase == .loading || $0.phase == .reloading })
+    else { return [] }
     guard success else {
-      entry.phase = .orphaned
-      entry.failure = reason ?? "the account could not be read"
-      entry.retryAt = self.now + entry.loadBackoff.failed()
-      entry.wantsPull = false
+      let instant = self.now
+      at(slot) { entry in
+        entry.phase = .orphaned
+        entry.failure = reason ?? "the account could not be read"
+        entry.retryAt = instant + entry.loadBackoff.failed()
+        entry.wantsPull = false
+      }
       orphans.insert(account)
-      if sessions(of: account) == 0 { list(account, &entry) }
-      entries[account] = entry
+      if sessions(of: account) == 0 { list(account, at: slot) }
       return [.failWaiters(account, sessions: takeWaiters(of: account))] + evictions()
     }
-    entry.phase = .idle
-    entry.failure = nil
-    entry.retryAt = nil
-    entry.loadBackoff.succeeded()
-    entries[account] = entry
-    return settle(account) + evictions(sparing: account)
+    at(slot) { entry in
+      entry.phase = .idle
+      entry.failure = nil
+      entry.retryAt = nil
+      entry.loadBackoff.succeeded()
+    }
+    return settle(account, at: slot) + evictions(sparing: account)
   }
 
   /// The account's changes are being committed (its requests wait until ``committed(_:success:)``). A commit may
@@ -204,24 +228,28 @@ public struct HostedNode: Sendable {
   public mutating func committing(_ account: String) {
     // A loading account commits nothing (the load would be ignored once it was busy): the caller skips it; an
     // orphaned one has nothing current to commit.
-    guard var entry = entries[account], entry.phase == .idle || entry.phase == .busy else { return }
-    unlist(account, &entry)
-    entry.phase = .busy
-    entry.commits += 1
-    entries[account] = entry
+    guard let slot = entries.index(forKey: account), at(slot, { $0.phase == .idle || $0.phase == .busy }) else {
+      return
+    }
+    unlist(account, at: slot)
+    at(slot) { entry in
+      entry.phase = .busy
+      entry.commits += 1
+    }
   }
 
   /// A commit finished; on failure the account is read again from PostgreSQL — once nothing else is in flight for
   /// it (a pull that ends first does not make it idle, and the failure is not forgotten).
   public mutating func committed(_ account: String, success: Bool) -> [Action] {
-    let counted = entries[account]?.update { entry in
+    guard let slot = entries.index(forKey: account) else { return [] }
+    let counted = at(slot) { entry in
       guard entry.phase == .busy, entry.commits > 0 else { return false }
       entry.commits -= 1
       if !success { entry.reloadDue = true }
       return true
     }
-    guard counted == true else { return [] }
-    return nothingInFlight(account)
+    guard counted else { return [] }
+    return nothingInFlight(account, at: slot)
   }
 
   /// A read that must see everything stored and nothing new meanwhile (an analytics replay): the account's requests
@@ -231,10 +259,12 @@ public struct HostedNode: Sendable {
   /// Others stored operations for `account` (a fleet notification past its cursor): pull when idle, or once idle.
   public mutating func othersWrote(_ account: String) -> [Action] {
     // An orphaned account's next read reads everything anyway.
-    guard var entry = entries[account], entry.phase != .orphaned else { return [] }
-    entry.wantsPull = true
-    entries[account] = entry
-    return entry.phase == .idle ? settle(account) : []
+    guard let slot = entries.index(forKey: account) else { return [] }
+    let phase = at(slot) { entry -> Phase in
+      if entry.phase != .orphaned { entry.wantsPull = true }
+      return entry.phase
+    }
+    return phase == .idle ? settle(account, at: slot) : []
   }
 
   /// The pull finished: merged, or failed — then nothing was merged, the engine is as it was, and the requests that
@@ -242,16 +272,19 @@ public struct HostedNode: Sendable {
   /// (``tick(now:readable:)``), sooner if a notice comes.
   public mutating func pulled(_ account: String, success: Bool = true, now: Double? = nil) -> [Action] {
     if let now { self.now = max(self.now, now) }
-    guard var entry = entries[account], entry.phase == .busy, entry.pulling else { return [] }
-    entry.pulling = false
-    if success {
-      entry.pullBackoff.succeeded()
-    } else {
+    guard let slot = entries.index(forKey: account), at(slot, { $0.phase == .busy && $0.pulling }) else { return [] }
+    let instant = self.now
+    let retryAt = at(slot) { entry -> Double? in
+      entry.pulling = false
+      guard !success else {
+        entry.pullBackoff.succeeded()
+        return nil
+      }
       entry.wantsPull = false
-      pullRetries.set(account, self.now + entry.pullBackoff.failed())
+      return instant + entry.pullBackoff.failed()
     }
-    entries[account] = entry
-    return nothingInFlight(account)
+    if let retryAt { pullRetries.set(account, retryAt) }
+    return nothingInFlight(account, at: slot)
   }
 
   /// Time passed (the node's housekeeping, every second): pulls whose backoff passed start; orphaned accounts whose
@@ -261,13 +294,14 @@ public struct HostedNode: Sendable {
     var actions: [Action] = []
     for account in pullRetries.popDue(self.now) { actions += othersWrote(account) }
     guard readable else { return actions }
+    let instant = self.now
     for account in orphans.sorted() {
-      guard var entry = entries[account], (entry.retryAt ?? 0) <= self.now else { continue }
+      guard let slot = entries.index(forKey: account), at(slot, { ($0.retryAt ?? 0) <= instant }) else { continue }
       if sessions(of: account) > 0 {
         actions += need(account)
       } else {
-        unlist(account, &entry)
-        entries[account] = nil
+        unlist(account, at: slot)
+        entries.remove(at: slot)
         orphans.remove(account)
         actions.append(.evict(account))
       }
@@ -284,17 +318,20 @@ public struct HostedNode: Sendable {
   /// The pull found the operations after the account's cursor pruned (they are in its snapshot now: #34's retention):
   /// nothing was merged, and the account is read again once nothing else is in flight for it.
   public mutating func pulledBehindRetention(_ account: String) -> [Action] {
-    guard var entry = entries[account], entry.phase == .busy, entry.pulling else { return [] }
-    entry.pulling = false
-    entry.reloadDue = true
-    entries[account] = entry
-    return nothingInFlight(account)
+    guard let slot = entries.index(forKey: account) else { return [] }
+    let was = at(slot) { entry -> Bool in
+      guard entry.phase == .busy, entry.pulling else { return false }
+      entry.pulling = false
+      entry.reloadDue = true
+      return true
+    }
+    return was ? nothingInFlight(account, at: slot) : []
   }
 
   /// A commit or pull of a busy account finished: once none is left in flight it is idle again — or read again, when
   /// a commit failed.
-  private mutating func nothingInFlight(_ account: String) -> [Action] {
-    let next = entries[account]?.update { entry -> Phase? in
+  private mutating func nothingInFlight(_ account: String, at slot: Slot) -> [Action] {
+    let next = at(slot) { entry -> Phase? in
       guard entry.commits == 0, !entry.pulling else { return nil }
       if entry.reloadDue {
         entry.reloadDue = false
@@ -306,7 +343,7 @@ public struct HostedNode: Sendable {
     }
     switch next {
     case .reloading: return [.load(account)]
-    case .idle: return settle(account) + evictions(sparing: account)
+    case .idle: return settle(account, at: slot) + evictions(sparing: account)
     default: return []
     }
   }
@@ -314,9 +351,8 @@ public struct HostedNode: Sendable {
   /// A session signed in to `account` (resident or not yet): the account is not evicted while it has sessions.
   public mutating func sessionOpened(_ account: String) {
     sessionCounts[account, default: 0] += 1
-    guard var entry = entries[account] else { return }
-    unlist(account, &entry)
-    entries[account] = entry
+    guard let slot = entries.index(forKey: account) else { return }
+    unlist(account, at: slot)
   }
 
   /// `session`'s next request waits for `account` (not idle when ``need(_:now:)`` was asked): it is resumed or failed
@@ -344,9 +380,8 @@ public struct HostedNode: Sendable {
   public mutating func sessionClosed(_ account: String) -> [Action] {
     guard let count = sessionCounts[account], count > 0 else { return [] }
     sessionCounts[account] = count > 1 ? count - 1 : nil
-    guard count == 1, var entry = entries[account] else { return [] }
-    if entry.phase == .idle || entry.phase == .orphaned { list(account, &entry) }
-    entries[account] = entry
+    guard count == 1, let slot = entries.index(forKey: account) else { return [] }
+    if at(slot, { $0.phase == .idle || $0.phase == .orphaned }) { list(account, at: slot) }
     return evictions()
   }
 
@@ -354,9 +389,9 @@ public struct HostedNode: Sendable {
   public mutating func deleted(_ account: String) -> [Action] {
     pullRetries.set(account, nil)
     compactions.forget(account)
-    guard var entry = entries[account] else { return [] }
-    unlist(account, &entry)
-    entries[account] = nil
+    guard let slot = entries.index(forKey: account) else { return [] }
+    unlist(account, at: slot)
+    entries.remove(at: slot)
     orphans.remove(account)
     return [.evict(account)]
   }
@@ -364,23 +399,24 @@ public struct HostedNode: Sendable {
   // MARK: Internals
 
   /// An account just became idle: a pull it owes starts (busy again), else its waiters resume.
-  private mutating func settle(_ account: String) -> [Action] {
-    guard var entry = entries[account], entry.phase == .idle else { return [] }
-    if entry.wantsPull {
+  private mutating func settle(_ account: String, at slot: Slot) -> [Action] {
+    let pulls = at(slot) { entry -> Bool? in
+      guard entry.phase == .idle else { return nil }
+      guard entry.wantsPull else { return false }
       entry.wantsPull = false
       entry.phase = .busy
       entry.pulling = true
-      unlist(account, &entry)
-      entries[account] = entry
+      return true
+    }
+    guard let pulls else { return [] }
+    if pulls {
+      unlist(account, at: slot)
       pullRetries.set(account, nil)
       return [.pull(account)]
     }
-    // Stored back only when listed now (an account with sessions, the usual case, is left as it is).
-    if sessions(of: account) == 0 && !entry.listed {
-      list(account, &entry)
-      entries[account] = entry
-    }
-    return [.resume(account, sessions: takeWaiters(of: account))]
+    // Listed (an account with sessions, the usual case, is not).
+    if !at(slot, { $0.listed }) && sessions(of: account) == 0 { list(account, at: slot) }
+    return [.resume(account, sessions: waiters.isEmpty ? [] : takeWaiters(of: account))]
   }
 
   /// Evicts the oldest evictable accounts while more than `capacity` are held — never `sparing`, the account whose
@@ -388,11 +424,11 @@ public struct HostedNode: Sendable {
   private mutating func evictions(sparing: String? = nil) -> [Action] {
     var actions: [Action] = []
     var candidate = oldest
-    while entries.count > capacity, let account = candidate, var entry = entries[account] {
-      candidate = entry.next
+    while entries.count > capacity, let account = candidate, let slot = entries.index(forKey: account) {
+      candidate = at(slot) { $0.next }
       guard account != sparing, waiters[account] == nil else { continue }
-      unlist(account, &entry)
-      entries[account] = nil
+      unlist(account, at: slot)
+      entries.remove(at: slot)
       orphans.remove(account)
       pullRetries.set(account, nil)
       actions.append(.evict(account))
@@ -400,23 +436,35 @@ public struct HostedNode: Sendable {
     return actions
   }
 
-  private mutating func list(_ account: String, _ entry: inout Entry) {
-    guard !entry.listed, !entry.pinned else { return }
-    entry.listed = true
-    entry.previous = newest
-    entry.next = nil
+  /// Puts the account at `slot` at the newest end of the eviction list, unless it is there or pinned.
+  private mutating func list(_ account: String, at slot: Slot) {
+    let newest = self.newest
+    let listed = at(slot) { entry -> Bool in
+      guard !entry.listed, !entry.pinned else { return false }
+      entry.listed = true
+      entry.previous = newest
+      entry.next = nil
+      return true
+    }
+    guard listed else { return }
     if let newest { entries[newest]?.next = account } else { oldest = account }
-    newest = account
+    self.newest = account
     evictable += 1
   }
 
-  private mutating func unlist(_ account: String, _ entry: inout Entry) {
-    guard entry.listed else { return }
-    entry.listed = false
-    if let previous = entry.previous { entries[previous]?.next = entry.next } else { oldest = entry.next }
-    if let next = entry.next { entries[next]?.previous = entry.previous } else { newest = entry.previous }
-    entry.previous = nil
-    entry.next = nil
+  /// Takes the account at `slot` out of the eviction list, if it is in it.
+  private mutating func unlist(_ account: String, at slot: Slot) {
+    let neighbours = at(slot) { entry -> (previous: String?, next: String?)? in
+      guard entry.listed else { return nil }
+      let neighbours = (entry.previous, entry.next)
+      entry.listed = false
+      entry.previous = nil
+      entry.next = nil
+      return neighbours
+    }
+    guard let (previous, next) = neighbours else { return }
+    if let previous { entries[previous]?.next = next } else { oldest = next }
+    if let next { entries[next]?.previous = previous } else { newest = previous }
     evictable -= 1
   }
 }

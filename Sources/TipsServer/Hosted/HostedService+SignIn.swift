@@ -286,8 +286,9 @@ extension HostedService {
       return .wait
     }
     perform(node.need(account, now: loopSeconds))
-    if node.isIdle(account), let tenant = tenants[account] { return .ready(tenant) }
-    if let phase = node.phase(of: account), phase == .orphaned {
+    let phase = node.phase(of: account)
+    if phase == .idle, let tenant = tenants[account] { return .ready(tenant) }
+    if phase == .orphaned {
       // Its load failed before it could wait (PostgreSQL unreachable as the node started, say), or failed lately and
       // is backing off: answered now, not parked on a load that is not coming.
       let reason = node.failure(of: account) ?? "the account could not be read"
