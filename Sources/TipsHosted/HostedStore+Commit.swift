@@ -47,8 +47,11 @@ extension HostedStore {
   private func sendQueuedCommits() {
     while commitTransactionsInFlight < max(1, configuration.commitPipeline), !queuedCommits.isEmpty {
       var taken = 0
-      var position: [String: Int] = [:]
+      // Sized for all that waits (no rehashing as it fills: each commit builds one).
+      let waiting = queuedCommits.reduce(0) { $0 + $1.changes.count }
+      var position = [String: Int](minimumCapacity: waiting)
       var changes: [AccountChanges] = []
+      changes.reserveCapacity(waiting)
       for queued in queuedCommits {
         let pushes = queued.changes.contains { $0.devices.contains { !$0.operations.isEmpty } }
         if taken > 0 && pushes { break }
@@ -158,7 +161,7 @@ extension HostedStore {
     writer.send(statements) { [weak self] result in
       switch result {
       case .success(let results):
-        var answers: [String: Committed] = [:]
+        var answers = [String: Committed](minimumCapacity: sorted.count)
         if setBased {
           self?.commitCounts.setBased += 1
           // One row an account, in the order sent: its name, then `tipsd.commit`'s columns.

@@ -145,16 +145,13 @@ extension HostedService {
         operationBytes: operations.reduce(0) { $0 + $1.payload.utf8.count }
           + pushes.reduce(0) { total, push in push.operations.reduce(total) { $0 + $1.payload.utf8.count } },
         historyRows: chunks.count)
-      if !pushes.isEmpty {
-        batch.deviceReplies[account] = pushes.map(\.reply)
-        batch.devices[account] = pushes.map(\.device)
-      }
-      if !keyed.isEmpty { batch.keyed[account] = keyed }
-      batch.accounts.append(account)
-      batch.pushed[account] = operations.map(\.seq)
-      tenant.seqsInFlight.formUnion(operations.map(\.seq))
-      batch.historyCounts[account] = chunks.reduce(0) { $0 + $1.count }
-      if let streamed = streamedThisTurn.removeValue(forKey: account) { batch.streamed[account] = streamed }
+      let seqs = operations.map(\.seq)
+      batch.members.append(
+        Batch.Member(
+          account: account, pushed: seqs, historyCount: chunks.reduce(0) { $0 + $1.count },
+          streamed: streamedThisTurn.isEmpty ? nil : streamedThisTurn.removeValue(forKey: account),
+          deviceReplies: pushes.map(\.reply), devices: pushes.map(\.device), keyed: keyed))
+      tenant.seqsInFlight.formUnion(seqs)
       node.committing(account)
     }
     streamedThisTurn.removeAll()
@@ -177,44 +174,44 @@ extension HostedService {
 
   func committed(_ id: UInt64, _ result: Result<[String: HostedStore.Committed], HostedError>) {
     guard let batch = batches.removeValue(forKey: id) else { return }
-    for (account, seqs) in batch.pushed where !seqs.isEmpty {
-      tenants[account]?.seqsInFlight.subtract(seqs)
+    for member in batch.members where !member.pushed.isEmpty {
+      tenants[member.account]?.seqsInFlight.subtract(member.pushed)
     }
     var success = true
     /// Accounts erased meanwhile: PostgreSQL stored nothing of this commit for them.
-    var erasedNow: [String] = []
+    var erasedNow: [Batch.Member] = []
     /// Accounts whose part alone PostgreSQL refused (#42): the others were stored.
     var refused: Set<String> = []
     var firstReplies: FirstReplies = [:]
     switch result {
     case .success(let answers):
-      for account in batch.accounts {
+      for member in batch.members {
+        let account = member.account
         let answer = answers[account]
         if answer?.erased == true {
-          erasedNow.append(account)
+          erasedNow.append(member)
           continue
         }
         if let answer, let reason = answer.refused {
           refused.insert(account)
-          refusedAlone(account, reason: reason, answer: answer, batch: batch, into: &firstReplies)
+          refusedAlone(member, reason: reason, answer: answer, into: &firstReplies)
           continue
         }
         guard let tenant = tenants[account], let model = tenant.model else {
           perform(node.committed(account, success: false))
           continue
         }
-        let pushed = batch.pushed[account] ?? []
-        _ = model.pushed(pushed)
-        if let last = answer?.lastCursor, !model.advanceCursorAfterPush(pushed: pushed.count, lastCursor: last) {
+        _ = model.pushed(member.pushed)
+        if let last = answer?.lastCursor, !model.advanceCursorAfterPush(pushed: member.pushed.count, lastCursor: last) {
           _ = node.othersWrote(account)
         }
         // Devices' operations (`sync/push`) come after the node's own: merged by the pull that reads them, the way
         // another node's are (their cursors are PostgreSQL's), then their pushes are answered.
         // A push with another operation stored under one of its seqs (#42) was not stored: refused, never dropped.
         if let last = answer?.devicesLastCursor, last > model.cursor { _ = node.othersWrote(account) }
-        for (index, reply) in (batch.deviceReplies[account] ?? []).enumerated() {
+        for (index, reply) in member.deviceReplies.enumerated() {
           if let seq = answer?.deviceClashes[index] {
-            reply(.failure(deviceClash(batch.devices[account]?[index] ?? "", seq: seq)))
+            reply(.failure(deviceClash(index < member.devices.count ? member.devices[index] : "", seq: seq)))
           } else if let last = answer?.devicesLastCursor {
             reply(.success(max(last, answer?.lastCursor ?? 0)))
           }
@@ -224,11 +221,12 @@ extension HostedService {
             account, last: last, snapshotCursor: tenant.snapshotCursor,
             threshold: Int64(configuration.compactionThreshold))
         }
-        if let first = answer?.historyFirst.first, let count = batch.historyCounts[account], count > 0 {
+        if let first = answer?.historyFirst.first, member.historyCount > 0 {
+          let count = member.historyCount
           let provisionalLast = tenant.history.lastCursor
           let provisionalFirst = provisionalLast - Int64(count) + 1
           tenant.history.committed(lastCursor: first + Int64(count) - 1)
-          if let streamed = batch.streamed[account], tenant.subscriptions.hasAnalyticsSubscribers {
+          if let streamed = member.streamed, tenant.subscriptions.hasAnalyticsSubscribers {
             let moved = streamed.map { entry -> HistoryEvent in
               var entry = entry
               entry.cursor = first + (entry.cursor - provisionalFirst)
@@ -246,20 +244,18 @@ extension HostedService {
       success = false
       logger.warning(
         "hosted: commit failed; the accounts are read again",
-        [("accounts", String(batch.accounts.count)), ("error", error.message)])
-      for account in batch.accounts { perform(node.committed(account, success: false)) }
-      for replies in batch.deviceReplies.values {
-        for reply in replies {
+        [("accounts", String(batch.members.count)), ("error", error.message)])
+      for member in batch.members { perform(node.committed(member.account, success: false)) }
+      for member in batch.members {
+        for reply in member.deviceReplies {
           reply(
             .failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the commit failed: \(error.message)"))
           )
         }
       }
     }
-    for account in erasedNow {
-      for reply in batch.deviceReplies[account] ?? [] {
-        reply(.failure(.unauthorized(reason: "deleted", "the account was deleted")))
-      }
+    for member in erasedNow {
+      for reply in member.deviceReplies { reply(.failure(.unauthorized(reason: "deleted", "the account was deleted"))) }
     }
     for session in batch.sessions where session.commitHold == .awaiting(id) { session.commitHold = .none }
     if erasedNow.isEmpty && refused.isEmpty {
@@ -267,14 +263,14 @@ extension HostedService {
     } else {
       // Their sessions' changes were not stored: not acknowledged (the erased accounts' sessions are being closed).
       // An admin's session may have changed any account of the batch: it is not acknowledged either.
-      let lostAccounts = refused.union(erasedNow)
+      let lostAccounts = refused.union(erasedNow.map(\.account))
       let lost = batch.sessions.filter { session in
         session.principal?.account.map(lostAccounts.contains) ?? (session.principal?.isAdmin == true)
       }
       let lostIDs = Set(lost.map(ObjectIdentifier.init))
       release(batch.sessions.filter { !lostIDs.contains(ObjectIdentifier($0)) }, success, [:])
       release(lost, false, firstReplies)
-      for account in erasedNow { _ = dropDeleted(account) }
+      for member in erasedNow { _ = dropDeleted(member.account) }
     }
     for session in batch.sessions { services.resumeInput(session) }
     services.requestEndOfTurn()
@@ -293,21 +289,21 @@ extension HostedService {
   /// holds the part, is read again; its requests are answered -32016, except those whose idempotency key another
   /// node committed first, which get that first reply (a repeat of a key changes nothing and gets the first reply).
   private func refusedAlone(
-    _ account: String, reason: String, answer: HostedStore.Committed, batch: Batch,
-    into firstReplies: inout FirstReplies
+    _ member: Batch.Member, reason: String, answer: HostedStore.Committed, into firstReplies: inout FirstReplies
   ) {
     logger.info(
       "hosted: an account's part of the commit was not stored; it is read again",
       [
-        ("account", account), ("reason", reason),
+        ("account", member.account), ("reason", reason),
       ])
-    for request in batch.keyed[account] ?? [] {
+    for request in member.keyed {
       guard let result = answer.firstReplies[request.key] else { continue }
       firstReplies[request.session, default: []].append((request.id, result))
     }
-    perform(node.committed(account, success: false))
-    for reply in batch.deviceReplies[account] ?? [] {
+    perform(node.committed(member.account, success: false))
+    for reply in member.deviceReplies {
       reply(.failure(.unavailable(method: SyncPushRequest.method, retryAfter: 1, "the commit failed: \(reason)")))
     }
   }
+
 }

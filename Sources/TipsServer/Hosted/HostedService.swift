@@ -72,20 +72,29 @@ final class HostedService {
   var writable = false
   var everWritable = false
 
-  /// A commit in flight: the accounts in it, what each pushed, and the sessions whose output waits for it.
+  /// A commit in flight: the accounts in it (each with what it carried), and the sessions whose output waits for it.
   struct Batch {
-    var accounts: [String] = []
-    var pushed: [String: [Int64]] = [:]
-    var historyCounts: [String: Int] = [:]
-    var streamed: [String: [HistoryEvent]] = [:]
+    /// In the order committed; an account once. Kept beside the account rather than in maps by account: the commit's
+    /// answer walks them in order, with no lookup of its own (#47).
+    var members: [Member] = []
     var sessions: [Session] = []
-    /// `sync/push` replies, by account, answered once the commit is.
-    var deviceReplies: [String: [(Result<Int64, ResponseError>) -> Void]] = [:]
-    /// Each `sync/push`'s device id, in the order of ``deviceReplies``.
-    var devices: [String: [String]] = [:]
-    /// The requests that made each account's idempotent replies (answered with another node's first reply when it
-    /// committed the key first).
-    var keyed: [String: [IdempotencyMemory.StagedRequest]] = [:]
+
+    struct Member {
+      var account: String
+      /// The seqs of the operations it pushed.
+      var pushed: [Int64]
+      /// History entries its chunks hold.
+      var historyCount: Int
+      /// Its history entries recorded this turn that the analytics stream carries once committed.
+      var streamed: [HistoryEvent]?
+      /// `sync/push` replies, answered once the commit is.
+      var deviceReplies: [(Result<Int64, ResponseError>) -> Void] = []
+      /// Each `sync/push`'s device id, in the order of ``deviceReplies``.
+      var devices: [String] = []
+      /// The requests that made its idempotent replies (answered with another node's first reply when it committed
+      /// the key first).
+      var keyed: [IdempotencyMemory.StagedRequest] = []
+    }
   }
   var batches: [UInt64: Batch] = [:]
   var nextBatch: UInt64 = 0
