@@ -15,6 +15,14 @@ public enum IncomingMessage: Sendable, Equatable {
   /// recovered (`nil` → `"id": null`).
   case invalid(id: RequestID?, error: ResponseError)
 
+  /// The method a request or notification calls; nil for a response or an invalid message.
+  public var method: String? {
+    switch self {
+    case .request(_, let method, _), .notification(let method, _): method
+    case .response, .invalid: nil
+    }
+  }
+
   /// Classifies one decoded JSON value.
   ///
   /// Rules, checked in this order:

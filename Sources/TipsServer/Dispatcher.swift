@@ -102,7 +102,9 @@ struct Dispatcher {
       var target: Target?
       let mode = services.mode
       if mode.routesByAccount {
-        guard let admitted = mode.admit(frame.messages[frame.next], on: session, table: table) else {
+        let message = frame.messages[frame.next]
+        let handler = message.method.flatMap { self.entry(for: $0) }
+        guard let admitted = mode.admit(message, entry: handler, on: session) else {
           // Replies that acknowledge changes wait for this turn's commit: the session must be in it.
           if frame.holdsDurableReply { services.markDirty(session) }
           return false
@@ -337,12 +339,12 @@ struct Dispatcher {
     default:
       break
     }
-    guard entry != nil else { throw .methodNotFound(method) }
+    guard let entry else { throw .methodNotFound(method) }
     let mode = services.mode
     guard mode.routesByAccount else {
       return (RequestContext(session: session, services: services, tenant: services.local, method: method), params)
     }
-    let traits = Messages.traits(of: method)
+    let traits = entry.traits
     if let refusal = mode.refusal(of: method, traits: traits, on: session) { throw refusal }
     var params = params
     if session.principal?.isAdmin == true, traits.scope != .accountFree, case .object(var object)? = params,

@@ -23,6 +23,8 @@ struct HandlerTable: Sendable {
     var runAsync: AsyncRun? = nil
     /// Whether the method changes state and takes an `idempotencyKey` (its ``MethodTraits/isIdempotent``).
     var acceptsIdempotencyKey = false
+    /// The method's traits (``Messages/traits(of:)``), kept here so a request finds them with its handler (#47).
+    var traits = MethodTraits()
   }
 
   private(set) var handlers: [String: Entry] = [:]
@@ -50,6 +52,7 @@ struct HandlerTable: Sendable {
       }
     }
     handlers[R.method]?.acceptsIdempotencyKey = R.traits.isIdempotent
+    handlers[R.method]?.traits = Messages.traits(of: R.method)
   }
 
   /// Registers the handler of `R` that answers through `reply`, at once or later (on the loop). The session reads no
@@ -80,6 +83,7 @@ struct HandlerTable: Sendable {
       run: { _, _, _, _ in .invalidRequest("\(R.method) answers asynchronously") }, slot: methods.count - 1,
       runAsync: run)
     handlers[R.method]?.acceptsIdempotencyKey = R.traits.isIdempotent
+    handlers[R.method]?.traits = Messages.traits(of: R.method)
   }
 
   subscript(method: String) -> Run? { handlers[method]?.run }

@@ -27,7 +27,9 @@ extension LocalCommitter: ServingMode {
     return nil
   }
 
-  func admit(_ message: IncomingMessage, on session: Session, table: HandlerTable) -> Dispatcher.Target? { .none }
+  func admit(_ message: IncomingMessage, entry: HandlerTable.Entry?, on session: Session) -> Dispatcher.Target? {
+    .none
+  }
   func refusal(of method: String, traits: MethodTraits, on session: Session) -> ResponseError? { nil }
   func changeRefusal(_ tenant: Tenant, method: String, on session: Session) -> ResponseError? { nil }
   func idempotencyRefusal(_ tenant: Tenant, method: String) -> ResponseError? { nil }

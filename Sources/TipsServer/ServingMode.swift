@@ -31,9 +31,9 @@ protocol ServingMode: TurnCommitter {
   /// `bytes` of input read on the session (hosted mode charges them to its account's budget).
   func chargeInput(_ bytes: Int, on session: Session)
 
-  /// Where a message of a frame runs; nil when it must wait (its session was parked). Only asked when
-  /// ``routesByAccount``.
-  func admit(_ message: IncomingMessage, on session: Session, table: HandlerTable) -> Dispatcher.Target?
+  /// Where a message of a frame runs; nil when it must wait (its session was parked). `entry` is its method's handler
+  /// (nil: no such method). Only asked when ``routesByAccount``.
+  func admit(_ message: IncomingMessage, entry: HandlerTable.Entry?, on session: Session) -> Dispatcher.Target?
   /// `initialize`'s part of the mode: hosted mode signs the session in (unless its connection's token did) and answers
   /// who it is; the one-user daemon takes the install id the client sends.
   func initialize(_ request: InitializeRequest, _ context: RequestContext) throws(ResponseError) -> SignIn?

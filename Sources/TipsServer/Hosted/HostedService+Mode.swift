@@ -197,7 +197,7 @@ extension HostedService: ServingMode {
 
   /// Where a message runs, decided as it is dispatched; nil when its account is not idle (the session was parked on
   /// it). A message whose account could not be read while it waited is refused.
-  func admit(_ message: IncomingMessage, on session: Session, table: HandlerTable) -> Dispatcher.Target? {
+  func admit(_ message: IncomingMessage, entry: HandlerTable.Entry?, on session: Session) -> Dispatcher.Target? {
     let (refusal, chargedAlready) = session.takeReleased()
     if let refusal { return .refused(refusal) }
     let method: String
@@ -210,8 +210,7 @@ extension HostedService: ServingMode {
       return Dispatcher.Target.none
     }
     // Unknown methods, sessions not running and account-free methods: the gate and the handler decide.
-    guard session.lifecycle == .running, Messages.traits(of: method).scope != .accountFree, table.entry(method) != nil
-    else {
+    guard session.lifecycle == .running, let entry, entry.traits.scope != .accountFree else {
       return Dispatcher.Target.none
     }
     var named: String?
@@ -222,7 +221,7 @@ extension HostedService: ServingMode {
       named = text
     }
     // An admin's analytics and metrics without an account are the whole fleet's.
-    if named == nil, session.principal?.isAdmin == true, Messages.traits(of: method).scope == .fleetWide {
+    if named == nil, session.principal?.isAdmin == true, entry.traits.scope == .fleetWide {
       return .fleet
     }
     switch account(for: session, named: named, method: method) {
@@ -239,7 +238,7 @@ extension HostedService: ServingMode {
           return .refused(refusal)
         }
         // A change whose idempotency key this node does not know: PostgreSQL is asked first (#42).
-        if table.entry(method)?.acceptsIdempotencyKey == true,
+        if entry.acceptsIdempotencyKey,
           mustLookUpKey(params, in: tenant, account: account, for: session)
         {
           return nil
