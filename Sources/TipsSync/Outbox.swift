@@ -119,11 +119,9 @@ struct Outbox {
     if let register = entry.register, registers[register] == seq { registers[register] = nil }
     switch entry.operation.body {
     case .donation(let event, _, _, _):
-      donations[event]?.removeAll { $0 == seq }
-      if donations[event]?.isEmpty == true { donations[event] = nil }
+      Self.remove(seq, under: event, from: &donations)
     case .invalidate(let key, _, _):
-      invalidations[key]?.removeAll { $0 == seq }
-      if invalidations[key]?.isEmpty == true { invalidations[key] = nil }
+      Self.remove(seq, under: key, from: &invalidations)
     default:
       break
     }
@@ -133,5 +131,13 @@ struct Outbox {
       head = 0
     }
     return [.outboxDelete(seq: seq)]
+  }
+
+  /// Takes `seq` out of `key`'s list, and the list out when that empties it: one hash of the key (every committed
+  /// donation comes through here).
+  private static func remove(_ seq: Int64, under key: String, from lists: inout [String: [Int64]]) {
+    guard let index = lists.index(forKey: key) else { return }
+    lists.values[index].removeAll { $0 == seq }
+    if lists.values[index].isEmpty { lists.remove(at: index) }
   }
 }
