@@ -316,11 +316,10 @@ extension HostedStore {
     }
     for (account, cursor) in standings {
       channels.appendItem { PGSchema.appendChannel(account: account, to: &$0) }
-      let digits = Array(String(cursor).utf8)
-      payloads.append(digits)
-      if fleet.count + digits.count + account.utf8.count + 2 > Self.fleetPayloadBytes { sendFleet() }
+      payloads.appendItem { PGSchema.appendDecimal(cursor, to: &$0) }
+      if fleet.count + PGSchema.decimalCount(cursor) + account.utf8.count + 2 > Self.fleetPayloadBytes { sendFleet() }
       if !fleet.isEmpty { fleet.append(UInt8(ascii: "\n")) }
-      fleet.append(contentsOf: digits)
+      PGSchema.appendDecimal(cursor, to: &fleet)
       fleet.append(UInt8(ascii: " "))
       fleet.append(contentsOf: account.utf8)
     }

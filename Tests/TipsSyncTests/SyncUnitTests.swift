@@ -55,6 +55,20 @@ import TipsStore
     // FNV-1a (64-bit) in 16 hex digits, leading zeros kept: the names devices syncing through PostgreSQL LISTEN on.
     #expect(PGSchema.channel(account: "bob") == "tipsd_004d4419134a0a54")
     #expect(PGSchema.channel(account: "") == "tipsd_cbf29ce484222325")
+    // Appended after what the bytes already hold.
+    var bytes = Array("x,".utf8)
+    PGSchema.appendChannel(account: "bob", to: &bytes)
+    #expect(String(decoding: bytes, as: UTF8.self) == "x,tipsd_004d4419134a0a54")
+  }
+
+  /// A commit's notification payloads: cursors in decimal, as `String(_:)` writes them.
+  @Test func decimalsAreWrittenAsStringWritesThem() {
+    for value: Int64 in [0, 7, 9, 10, 99, 100, 12_345, 1_000_000_007, -1, -10, .max, .min] {
+      var bytes = Array("a".utf8)
+      PGSchema.appendDecimal(value, to: &bytes)
+      #expect(String(decoding: bytes, as: UTF8.self) == "a" + String(value))
+      #expect(PGSchema.decimalCount(value) == String(value).utf8.count)
+    }
   }
 
   /// ``PGBinary/TextArrayWriter`` writes what ``PGBinary/textArray(_:)`` does, item by item.
