@@ -39,8 +39,8 @@ public protocol HostedStorage: AnyObject {
 
   // MARK: Writes
 
-  /// Commits every account's changes in one transaction; per account its last operation cursor and each history
-  /// chunk's first cursor (-1 for an account erased meanwhile: nothing of it was stored).
+  /// Commits every account's changes (each account once) in one transaction; per account its last operation cursor
+  /// and each history chunk's first cursor (-1 for an account erased meanwhile: nothing of it was stored).
   func commit(
     _ changes: [HostedStore.AccountChanges],
     completion: @escaping (Result<[String: HostedStore.Committed], HostedError>) -> Void)

@@ -49,21 +49,31 @@ extension HostedStore {
       var taken = 0
       // Sized for all that waits (no rehashing as it fills: each commit builds one).
       let waiting = queuedCommits.reduce(0) { $0 + $1.changes.count }
-      var position = [String: Int](minimumCapacity: waiting)
       var changes: [AccountChanges] = []
       changes.reserveCapacity(waiting)
+      // Where each account is in `changes`, made when a second commit joins the first (a commit's accounts are
+      // distinct: one that goes alone needs none).
+      var position: [String: Int] = [:]
       for queued in queuedCommits {
         let pushes = queued.changes.contains { $0.devices.contains { !$0.operations.isEmpty } }
         if taken > 0 && pushes { break }
-        for change in queued.changes {
-          if let at = position[change.account] {
-            changes[at].operations += change.operations
-            changes[at].history += change.history
-            changes[at].replies += change.replies
-            changes[at].devices += change.devices
-          } else {
-            position[change.account] = changes.count
-            changes.append(change)
+        if taken == 0 {
+          changes = queued.changes
+        } else {
+          if position.isEmpty {
+            position.reserveCapacity(waiting)
+            for (index, change) in changes.enumerated() { position[change.account] = index }
+          }
+          for change in queued.changes {
+            if let at = position[change.account] {
+              changes[at].operations += change.operations
+              changes[at].history += change.history
+              changes[at].replies += change.replies
+              changes[at].devices += change.devices
+            } else {
+              position[change.account] = changes.count
+              changes.append(change)
+            }
           }
         }
         taken += 1
