@@ -34,24 +34,70 @@ package enum PGBinary {
   /// `double precision[]` (float8): each item's IEEE 754 bits.
   package static func float8Array(_ items: [Double]) -> [UInt8] { array(.float8, items.map(\.bitPattern)) }
 
+  // The two writers below size the array once and store each integer in place: appending item by item cost a
+  // capacity check and a generic copy per integer, some 250 instructions an item (#47).
+
   /// An array of variable-length items: each its length, then its bytes.
   private static func array(_ element: Element, _ items: [some Collection<UInt8>]) -> [UInt8] {
-    var bytes = header(element, count: items.count, capacity: items.reduce(0) { $0 + $1.count + 4 })
-    for item in items {
-      append(Int32(item.count), to: &bytes)
-      bytes.append(contentsOf: item)
+    let size = headerSize(count: items.count) + items.reduce(0) { $0 + $1.count + 4 }
+    return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+      let raw = UnsafeMutableRawBufferPointer(buffer)
+      var at = storeHeader(element, count: items.count, in: raw)
+      for item in items {
+        store(UInt32(item.count), at: &at, in: raw)
+        let copied = item.withContiguousStorageIfAvailable { source in
+          if let base = source.baseAddress { (raw.baseAddress! + at).copyMemory(from: base, byteCount: source.count) }
+          return source.count
+        }
+        if let copied {
+          at += copied
+        } else {
+          for byte in item {
+            raw[at] = byte
+            at += 1
+          }
+        }
+      }
+      initialized = at
     }
-    return bytes
   }
 
   /// An array of fixed-width items (`T`'s width is the element type's): each its length, then its bytes.
   private static func array<T: FixedWidthInteger>(_ element: Element, _ items: [T]) -> [UInt8] {
-    var bytes = header(element, count: items.count, capacity: items.count * (4 + T.bitWidth / 8))
-    for item in items {
-      append(Int32(T.bitWidth / 8), to: &bytes)
-      append(item, to: &bytes)
+    let width = T.bitWidth / 8
+    return [UInt8](unsafeUninitializedCapacity: headerSize(count: items.count) + items.count * (4 + width)) {
+      buffer, initialized in
+      let raw = UnsafeMutableRawBufferPointer(buffer)
+      var at = storeHeader(element, count: items.count, in: raw)
+      for item in items {
+        store(UInt32(width), at: &at, in: raw)
+        raw.storeBytes(of: item.bigEndian, toByteOffset: at, as: T.self)
+        at += width
+      }
+      initialized = at
     }
-    return bytes
+  }
+
+  /// The header's bytes: 12, and 8 more for the dimension of an array that has items.
+  private static func headerSize(count: Int) -> Int { count == 0 ? 12 : 20 }
+
+  /// Stores the header at the start of `raw`; returns where the items start.
+  private static func storeHeader(_ element: Element, count: Int, in raw: UnsafeMutableRawBufferPointer) -> Int {
+    var at = 0
+    store(count == 0 ? 0 : 1, at: &at, in: raw)
+    store(0, at: &at, in: raw)
+    store(element.rawValue, at: &at, in: raw)
+    guard count > 0 else { return at }
+    store(UInt32(count), at: &at, in: raw)
+    store(1, at: &at, in: raw)
+    return at
+  }
+
+  /// Stores `value` big-endian at `at`, and moves `at` past it.
+  @inline(__always)
+  private static func store(_ value: UInt32, at: inout Int, in raw: UnsafeMutableRawBufferPointer) {
+    raw.storeBytes(of: value.bigEndian, toByteOffset: at, as: UInt32.self)
+    at += 4
   }
 
   /// A `text[]` built item by item, each written straight into the array's bytes (no `String` made for it).
