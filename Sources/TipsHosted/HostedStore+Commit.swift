@@ -177,7 +177,7 @@ extension HostedStore {
           // One row an account, in the order sent: its name, then `tipsd.commit`'s columns.
           let rows = results.first?.rows ?? []
           for (index, change) in sorted.enumerated() {
-            let row = index < rows.count && rows[index].first == change.account ? [Array(rows[index].dropFirst())] : []
+            let row = index < rows.count && rows[index].first == change.account ? rows[index].dropFirst() : nil
             answers[change.account] = Self.answer(row, change)
           }
         } else {
@@ -371,9 +371,15 @@ extension HostedStore {
   /// One account's answer from `tipsd.commit`'s row `(last_cursor, history_firsts, devices_last, erased,
   /// conflicts, device_clashes)`.
   static func answer(_ rows: [[String?]], _ change: AccountChanges) -> Committed {
+    answer(rows.first?[...], change)
+  }
+
+  /// ``answer(_:_:)`` from the row's columns (a set-based commit's row after its account's name: no copy made).
+  static func answer(_ columns: ArraySlice<String?>?, _ change: AccountChanges) -> Committed {
     var answer = Committed(lastCursor: nil, historyFirst: [])
-    guard let row = rows.first, row.count == 6 else { return answer }
-    if row[3] == "t" {
+    guard let columns, columns.count == 6 else { return answer }
+    let row = { (index: Int) in columns[columns.startIndex + index] }
+    if row(3) == "t" {
       // Erased: -1 wherever something would have been stored.
       let devices = change.devices.contains { !$0.operations.isEmpty }
       answer.lastCursor = !change.operations.isEmpty || (change.history.isEmpty && !devices) ? -1 : nil
@@ -381,7 +387,7 @@ extension HostedStore {
       answer.devicesLastCursor = devices ? -1 : nil
       return answer
     }
-    if let text = row[4] {
+    if let text = row(4) {
       var keys: [String] = []
       if case .object(let conflicts)? = try? JSONParser.parse(text) {
         for (key, reply) in conflicts {
@@ -392,20 +398,50 @@ extension HostedStore {
       answer.refused = "idempotency key \(keys.sorted().joined(separator: ", ")) was used on another node first"
       return answer
     }
-    answer.lastCursor = row[0].flatMap { Int64($0) }
-    answer.historyFirst = Self.integers(row[1])
-    answer.devicesLastCursor = row[2].flatMap { Int64($0) }
+    answer.lastCursor = row(0).flatMap { Int64($0) }
+    answer.historyFirst = Self.integers(row(1))
+    answer.devicesLastCursor = row(2).flatMap { Int64($0) }
+    guard !change.devices.isEmpty else { return answer }
     // One clash per pushed device (the statement leaves out those with no operations), 0 for none.
-    let clashes = Self.integers(row[5])
+    let clashes = Self.integers(row(5))
     let pushed = change.devices.indices.filter { !change.devices[$0].operations.isEmpty }
     for (index, seq) in zip(pushed, clashes) where seq > 0 { answer.deviceClashes[index] = seq }
     return answer
   }
 
-  /// A PostgreSQL `bigint[]` in text form (`{1,2}`; nil: none).
+  /// A PostgreSQL `bigint[]` in text form (`{1,2}`; nil: none); an item that is not an integer (`NULL`) is left
+  /// out. Read byte by byte (every commit reads one an account: #47).
   static func integers(_ text: String?) -> [Int64] {
-    guard let text, text.count > 2 else { return [] }
-    return text.dropFirst().dropLast().split(separator: ",").compactMap { Int64($0) }
+    guard var text, text.utf8.count > 2 else { return [] }
+    return text.withUTF8 { bytes in
+      var values: [Int64] = []
+      var magnitude: UInt64 = 0
+      var negative = false
+      var digits = 0
+      var valid = true
+      for byte in bytes.dropFirst() {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"):
+          let (times, overflow) = magnitude.multipliedReportingOverflow(by: 10)
+          let (sum, carry) = times.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+          if overflow || carry { valid = false }
+          magnitude = sum
+          digits += 1
+        case UInt8(ascii: "-") where digits == 0 && !negative:
+          negative = true
+        case UInt8(ascii: ","), UInt8(ascii: "}"):
+          if valid && digits > 0,
+            let value = negative ? Int64(exactly: 0 - Int128(magnitude)) : Int64(exactly: magnitude)
+          {
+            values.append(value)
+          }
+          (magnitude, negative, digits, valid) = (0, false, 0, true)
+        default:
+          valid = false
+        }
+      }
+      return values
+    }
   }
 
   /// A PostgreSQL array literal of doubles.

@@ -609,5 +609,20 @@ import TipsTransport
       ])
     let answer = HostedStore.answer([[nil, nil, "9", "f", nil, "{0,4}"]], pushes)
     #expect(answer.devicesLastCursor == 9 && answer.deviceClashes == [2: 4] && answer.refused == nil)
+    // A set-based commit's row: the account's name, then the same columns (read in place).
+    let row: [String?] = ["a", nil, nil, "9", "f", nil, "{0,4}"]
+    #expect(HostedStore.answer(row.dropFirst(), pushes) == answer)
+    #expect(HostedStore.answer(nil, pushes) == HostedStore.Committed(lastCursor: nil, historyFirst: []))
+  }
+
+  /// PostgreSQL's `bigint[]` text, read byte by byte: items that are not 64-bit integers are left out.
+  @Test func integerArraysAreRead() {
+    #expect(HostedStore.integers(nil) == [] && HostedStore.integers("{}") == [])
+    #expect(HostedStore.integers("{7}") == [7] && HostedStore.integers("{3,4}") == [3, 4])
+    #expect(
+      HostedStore.integers("{-5,NULL,9223372036854775807,-9223372036854775808,0}")
+        == [-5, Int64.max, Int64.min, 0])
+    #expect(HostedStore.integers("{9223372036854775808,99999999999999999999,1,-9223372036854775809}") == [1])
+    #expect(HostedStore.integers("{1-2,--3,4}") == [4])
   }
 }
