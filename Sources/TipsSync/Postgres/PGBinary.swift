@@ -118,11 +118,10 @@ package enum PGBinary {
     /// Appends the item `write` appends to the bytes it is given.
     package mutating func appendItem(_ write: (inout [UInt8]) -> Void) {
       let start = items.count
-      items.append(contentsOf: [0, 0, 0, 0])
+      items.append(contentsOf: repeatElement(0, count: 4))
       write(&items)
-      withUnsafeBytes(of: UInt32(items.count - start - 4).bigEndian) { length in
-        for (offset, byte) in length.enumerated() { items[start + offset] = byte }
-      }
+      let length = UInt32(items.count - start - 4)
+      items.withUnsafeMutableBytes { $0.storeBytes(of: length.bigEndian, toByteOffset: start, as: UInt32.self) }
       count += 1
     }
 

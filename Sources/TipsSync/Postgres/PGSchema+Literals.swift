@@ -37,28 +37,36 @@ extension PGSchema {
   package static func appendChannel(account: String, to bytes: inout [UInt8]) {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
     for byte in account.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-    // Written in place, 22 bytes at once (a commit writes one an account: #47).
-    let start = bytes.count
-    bytes.append(contentsOf: repeatElement(0, count: 22))
-    bytes.withUnsafeMutableBufferPointer { buffer in
-      for (offset, byte) in "tipsd_".utf8.enumerated() { buffer[start + offset] = byte }
+    // Written in a buffer on the stack and appended at once (a commit writes one an account: #47).
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 22) { buffer in
+      channelPrefix.withUTF8Buffer { prefix in
+        for index in 0..<6 { buffer[index] = prefix[index] }
+      }
       for digit in 0..<16 {
         let nibble = UInt8(truncatingIfNeeded: hash >> UInt64(60 - 4 * digit)) & 0xF
-        buffer[start + 6 + digit] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+        buffer[6 + digit] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
       }
+      bytes.append(contentsOf: UnsafeBufferPointer(buffer))
     }
   }
 
+  /// `tipsd_`, the start of every account's channel name.
+  private static let channelPrefix: StaticString = "tipsd_"
+
   /// `value` in decimal (ASCII), appended to `bytes`.
   package static func appendDecimal(_ value: Int64, to bytes: inout [UInt8]) {
-    if value < 0 { bytes.append(UInt8(ascii: "-")) }
-    var magnitude = value.magnitude
-    let start = bytes.count
-    repeat {
-      bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-      magnitude /= 10
-    } while magnitude > 0
-    bytes[start...].reverse()
+    let count = decimalCount(value)
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
+      var magnitude = value.magnitude
+      var at = count
+      repeat {
+        at -= 1
+        buffer[at] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
+        magnitude /= 10
+      } while magnitude > 0
+      if value < 0 { buffer[0] = UInt8(ascii: "-") }
+      bytes.append(contentsOf: UnsafeBufferPointer(buffer))
+    }
   }
 
   /// How many bytes ``appendDecimal(_:to:)`` appends for `value`.
