@@ -50,7 +50,7 @@ extension SyncModel {
   /// Hosted: brings a fresh engine (the catalog registered, no state) to the merged state the model was loaded with
   /// — `donations` are the snapshot's kept donations per event — through the same merge calls as a pull.
   public func applyLoadedState(donations: [String: [Donation]]) -> SyncEffects {
-    var effects = SyncEffects()
+    var effects = makeEffects()
     for event in Set(donations.keys).union(lifetimes.keys).sorted() {
       let total = lifetimes[event]?.values.reduce(0, +) ?? 0
       effects.mutations.append(engine.mergeDonations(donations[event] ?? [], lifetime: total, intoEvent: event))

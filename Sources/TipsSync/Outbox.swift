@@ -51,17 +51,17 @@ struct Outbox {
     return result
   }
 
-  /// Queues an operation (restoring one from the store when `restoring`), returning the writes that mirror it and
-  /// the supersessions it caused. `donationLimit` is the event's history bound.
+  /// Queues an operation (restoring one from the store when `restoring`), adding to `writes` the writes that mirror
+  /// it and the supersessions it caused. `donationLimit` is the event's history bound.
   mutating func add(
-    _ operation: SyncOperation, created: Double, donationLimit: (String) -> Int, restoring: Bool = false
-  ) -> [SyncWrite] {
-    var writes: [SyncWrite] = []
+    _ operation: SyncOperation, created: Double, donationLimit: (String) -> Int, restoring: Bool = false,
+    into writes: inout SyncEffects
+  ) {
     let seq = operation.seq
     var register: String?
     switch operation.body {
     case .reset:
-      for old in Array(entries.keys) { writes += remove(old) }
+      for old in Array(entries.keys) { remove(old, into: &writes) }
     case .display(let key, _, _, _, _, _):
       register = "display\u{1E}" + key
     case .parameter(let id, _):
@@ -74,19 +74,19 @@ struct Outbox {
       register = "exposure\u{1E}" + tip
     case .resetEligibility(let key):
       register = "eligibility\u{1E}" + key
-      for old in invalidations[key] ?? [] { writes += remove(old) }
-      if let display = registers["display\u{1E}" + key] { writes += remove(display) }
+      for old in invalidations[key] ?? [] { remove(old, into: &writes) }
+      if let display = registers["display\u{1E}" + key] { remove(display, into: &writes) }
     case .invalidate(let key, _, _):
       invalidations[key, default: []].append(seq)
     case .donation(let event, _, _, _):
       donations[event, default: []].append(seq)
     }
-    if let register, let old = registers[register] { writes += remove(old) }
+    if let register, let old = registers[register] { remove(old, into: &writes) }
     if let register { registers[register] = seq }
     let payload = operation.payload
     entries[seq] = Entry(operation: operation, payload: payload, created: created, register: register)
     order.append(seq)
-    if !restoring { writes.append(.outboxAppend(seq: seq, created: created, op: payload)) }
+    if !restoring { writes.write(.outboxAppend(seq: seq, created: created, op: payload)) }
     if case .donation(let event, _, _, _) = operation.body {
       let limit = donationLimit(event)
       // The newest queued donation carries the highest cumulative count: when it is also the oldest in history
@@ -95,10 +95,9 @@ struct Outbox {
       while let queued = donations[event], queued.count > limit {
         let oldest = oldestDonation(queued)
         guard oldest != queued.last else { break }
-        writes += remove(oldest)
+        remove(oldest, into: &writes)
       }
     }
-    return writes
   }
 
   /// The queued donation that comes first in history order.
@@ -113,9 +112,10 @@ struct Outbox {
     return oldest
   }
 
-  /// Removes an operation (committed by PostgreSQL, or superseded); nothing when it is not queued.
-  mutating func remove(_ seq: Int64) -> [SyncWrite] {
-    guard let entry = entries.removeValue(forKey: seq) else { return [] }
+  /// Removes an operation (committed by PostgreSQL, or superseded), adding the write that mirrors it to `writes`;
+  /// nothing when it is not queued.
+  mutating func remove(_ seq: Int64, into writes: inout SyncEffects) {
+    guard let entry = entries.removeValue(forKey: seq) else { return }
     if let register = entry.register, registers[register] == seq { registers[register] = nil }
     switch entry.operation.body {
     case .donation(let event, _, _, _):
@@ -130,7 +130,7 @@ struct Outbox {
       order.removeFirst(head)
       head = 0
     }
-    return [.outboxDelete(seq: seq)]
+    writes.write(.outboxDelete(seq: seq))
   }
 
   /// Takes `seq` out of `key`'s list, and the list out when that empties it: one hash of the key (every committed

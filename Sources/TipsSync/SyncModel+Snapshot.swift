@@ -16,14 +16,14 @@ extension SyncModel {
     rows: [SyncStateRow], meta: [String: String], donations: [String: [Donation]], cursor newCursor: Int64,
     wallNow: Double
   ) -> SyncEffects {
-    var effects = SyncEffects()
+    var effects = makeEffects()
     if let clock = meta[MetaKey.clock].flatMap({ Int64($0) }) { self.clock.observe(HLC(rawValue: clock)) }
     let snapshotEpoch = HLC(rawValue: meta[MetaKey.epoch].flatMap { Int64($0) } ?? 0)
     if snapshotEpoch > epoch { remoteReset(snapshotEpoch, &effects) }
     if snapshotEpoch == epoch { join(rows: rows, donations: donations, &effects) }
     if newCursor > cursor {
       cursor = newCursor
-      effects.writes.append(.meta(key: MetaKey.cursor, value: String(newCursor)))
+      effects.write(.meta(key: MetaKey.cursor, value: String(newCursor)))
     }
     metaDirty = true
     return effects

@@ -43,7 +43,7 @@ extension SyncModel {
     // a device's datastore is replaced under the same id (PostgreSQL would refuse a repeated (device, seq)).
     let hlc = given ?? clock.next(physicalSeconds: engine.clock.now())
     let operation = SyncOperation(device: device, seq: hlc.rawValue, hlc: hlc, epoch: epoch, body: body)
-    effects.writes += outbox.add(operation, created: wallNow, donationLimit: { [engine] in engine.donationLimit($0) })
+    outbox.add(operation, created: wallNow, donationLimit: { [engine] in engine.donationLimit($0) }, into: &effects)
   }
 
   func startEpoch(_ hlc: HLC, _ effects: inout SyncEffects) {
@@ -56,15 +56,15 @@ extension SyncModel {
     // A reset keeps variant assignments (as the engine does) and ends the cooldown and the exposures.
     cooldown = nil
     exposures = [:]
-    effects.writes.append(.clearState)
+    effects.write(.clearState)
     for (tip, register) in variants.sorted(by: { $0.key < $1.key }) {
-      effects.writes.append(.state(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
+      effects.write(.state(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
     }
   }
 
   func raiseEligibility(_ key: String, to hlc: HLC, _ effects: inout SyncEffects) {
     eligibility[key] = hlc
-    effects.writes.append(.state(kind: Kind.eligibility, device: "", key: key, value: String(hlc.rawValue)))
+    effects.write(.state(kind: Kind.eligibility, device: "", key: key, value: String(hlc.rawValue)))
     if let list = invalidations[key] {
       let kept = list.filter { $0.hlc > hlc }
       if kept != list { setInvalidations(key, kept, &effects) }
@@ -72,7 +72,7 @@ extension SyncModel {
     if let counters = displays[key] {
       for (from, counter) in counters where counter.generation < hlc {
         displays[key]?[from] = nil
-        effects.writes.append(.state(kind: Kind.display, device: from, key: key, value: nil))
+        effects.write(.state(kind: Kind.display, device: from, key: key, value: nil))
       }
     }
   }
@@ -87,33 +87,33 @@ extension SyncModel {
 
   private func setInvalidations(_ key: String, _ list: [Invalidation], _ effects: inout SyncEffects) {
     invalidations[key] = list.isEmpty ? nil : list
-    effects.writes.append(
+    effects.write(
       .state(kind: Kind.invalidations, device: "", key: key, value: list.isEmpty ? nil : Self.encode(list)))
   }
 
   func setLifetime(_ event: String, _ from: String, _ count: Int, _ effects: inout SyncEffects) {
     lifetimes[event, default: [:]][from] = count
-    effects.writes.append(.state(kind: Kind.lifetime, device: from, key: event, value: String(count)))
+    effects.write(.state(kind: Kind.lifetime, device: from, key: event, value: String(count)))
   }
 
   func setDisplay(_ key: String, _ from: String, _ counter: DisplayCounter, _ effects: inout SyncEffects) {
     displays[key, default: [:]][from] = counter
-    effects.writes.append(.state(kind: Kind.display, device: from, key: key, value: Self.encode(counter)))
+    effects.write(.state(kind: Kind.display, device: from, key: key, value: Self.encode(counter)))
   }
 
   func setParameter(_ id: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
     parameters[id] = register
-    effects.writes.append(.state(kind: Kind.parameter, device: "", key: id, value: Self.encode(register)))
+    effects.write(.state(kind: Kind.parameter, device: "", key: id, value: Self.encode(register)))
   }
 
   func setVariant(_ tip: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
     variants[tip] = register
-    effects.writes.append(.state(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
+    effects.write(.state(kind: Kind.variant, device: "", key: tip, value: Self.encode(register)))
   }
 
   func setExposure(_ tip: String, _ register: ParameterRegister, _ effects: inout SyncEffects) {
     exposures[tip] = register
-    effects.writes.append(.state(kind: Kind.exposure, device: "", key: tip, value: Self.encode(register)))
+    effects.write(.state(kind: Kind.exposure, device: "", key: tip, value: Self.encode(register)))
   }
 
   /// The engine adopts the exposure's instant (``Engine/applySyncedExposure(_:variant:since:)``).
@@ -128,20 +128,23 @@ extension SyncModel {
 
   func setCooldown(_ at: Double, _ effects: inout SyncEffects) {
     cooldown = at
-    effects.writes.append(.state(kind: Kind.cooldown, device: "", key: "", value: JSONValue.double(at).jsonString))
+    effects.write(.state(kind: Kind.cooldown, device: "", key: "", value: JSONValue.double(at).jsonString))
   }
+
+  /// A step's effects: they keep writes unless the model is a hosted account's (``SyncEffects/keepsWrites``).
+  package func makeEffects() -> SyncEffects { SyncEffects(keepsWrites: role != .hosted) }
 
   /// Appends the clock and epoch to a step's writes.
   func finishMeta(_ effects: inout SyncEffects) {
-    effects.writes.append(.meta(key: MetaKey.clock, value: String(clock.last.rawValue)))
-    effects.writes.append(.meta(key: MetaKey.epoch, value: String(epoch.rawValue)))
+    effects.write(.meta(key: MetaKey.clock, value: String(clock.last.rawValue)))
+    effects.write(.meta(key: MetaKey.epoch, value: String(epoch.rawValue)))
     metaDirty = false
   }
 
   /// The clock and epoch, when they changed since last asked: written once per commit rather than once per change.
   public func takeMetaWrites() -> [SyncWrite] {
     guard metaDirty else { return [] }
-    var effects = SyncEffects()
+    var effects = makeEffects()
     finishMeta(&effects)
     return effects.writes
   }

@@ -6,11 +6,24 @@ public import TipsRecords
 /// sync layer's own writes for the same transaction.
 public struct SyncEffects: Sendable {
   public var mutations: [Mutation] = []
-  public var writes: [SyncWrite] = []
+  /// The writes that mirror the step in the device's datastore (``write(_:)``).
+  public private(set) var writes: [SyncWrite] = []
+  /// Whether writes are kept: not for a hosted account's model (``SyncModel/Role/hosted``), whose state is
+  /// PostgreSQL's (its operations go there from the outbox, its state as snapshots) — building them cost a hosted
+  /// donation a few thousand instructions, and they were thrown away (#47).
+  package let keepsWrites: Bool
 
-  public init() {}
+  public init() { keepsWrites = true }
+
+  package init(keepsWrites: Bool) { self.keepsWrites = keepsWrites }
 
   public var isEmpty: Bool { mutations.isEmpty && writes.isEmpty }
+
+  /// Adds a write, unless writes are not kept (then `write` is not even built).
+  @inline(__always)
+  package mutating func write(_ write: @autoclosure () -> SyncWrite) {
+    if keepsWrites { writes.append(write()) }
+  }
 }
 
 /// The merge model: what every device of the account contributed, and the merged value of each synced piece of state,
@@ -147,7 +160,8 @@ public final class SyncModel {
     for row in snapshot.state { load(row) }
     for row in snapshot.outbox {
       guard let operation = SyncOperation(device: self.device, seq: row.seq, payload: row.op) else { continue }
-      _ = outbox.add(operation, created: row.created, donationLimit: { _ in .max }, restoring: true)
+      var restored = SyncEffects(keepsWrites: false)
+      outbox.add(operation, created: row.created, donationLimit: { _ in .max }, restoring: true, into: &restored)
     }
     bootstrapped = meta[MetaKey.device] == nil
   }
@@ -156,11 +170,11 @@ public final class SyncModel {
   /// parameters) queued as this device's contribution. Empty otherwise.
   public func bootstrap(wallNow: Double) -> SyncEffects {
     guard bootstrapped else { return SyncEffects() }
-    var effects = SyncEffects()
-    effects.writes.append(.meta(key: MetaKey.device, value: device))
-    effects.writes.append(.meta(key: MetaKey.account, value: account))
+    var effects = makeEffects()
+    effects.write(.meta(key: MetaKey.device, value: device))
+    effects.write(.meta(key: MetaKey.account, value: account))
     since = clock.next(physicalSeconds: engine.clock.now()).rawValue
-    effects.writes.append(.meta(key: MetaKey.since, value: String(since)))
+    effects.write(.meta(key: MetaKey.since, value: String(since)))
     for event in engine.eventIDs.sorted() {
       let kept = engine.donations(event)
       let lifetime = engine.lifetimeCount(event)
@@ -222,8 +236,8 @@ public final class SyncModel {
 
   /// PostgreSQL committed these operations: they leave the outbox.
   public func pushed(_ seqs: [Int64]) -> SyncEffects {
-    var effects = SyncEffects()
-    for seq in seqs { effects.writes += outbox.remove(seq) }
+    var effects = makeEffects()
+    for seq in seqs { outbox.remove(seq, into: &effects) }
     return effects
   }
 
@@ -233,7 +247,7 @@ public final class SyncModel {
   /// to the merged value where this device's view was not the whole story (a display while another device's counts
   /// are known, an earlier invalidation elsewhere).
   public func recordLocal(_ writes: [StateWrite], wallNow: Double) -> SyncEffects {
-    var effects = SyncEffects()
+    var effects = makeEffects()
     var touched: [String] = []
     for write in writes {
       switch write {
@@ -331,7 +345,7 @@ public final class SyncModel {
   /// Merges operations pulled from PostgreSQL (in cursor order; this device's own are skipped) and brings the engine
   /// to the merged values. `cursor` is the last row's cursor.
   public func applyRemote(_ operations: [SyncOperation?], cursor newCursor: Int64, wallNow: Double) -> SyncEffects {
-    var effects = SyncEffects()
+    var effects = makeEffects()
     var donations: [String: [Donation]] = [:]
     var events: Set<String> = []
     var keys: Set<String> = []
@@ -427,7 +441,7 @@ public final class SyncModel {
     for tip in exposureTips.sorted() { applyExposure(tip, &effects) }
     if newCursor > cursor {
       cursor = newCursor
-      effects.writes.append(.meta(key: MetaKey.cursor, value: String(newCursor)))
+      effects.write(.meta(key: MetaKey.cursor, value: String(newCursor)))
     }
     metaDirty = true
     return effects

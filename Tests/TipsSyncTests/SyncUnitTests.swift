@@ -167,46 +167,86 @@ import TipsStore
   @Test func newerRegistersSupersedeQueuedOnes() {
     var outbox = Outbox()
     let limit: (String) -> Int = { _ in 2 }
-    _ = outbox.add(
+    _ = outbox.adding(
       operation(1, .display(key: "t", generation: .zero, count: 1, duration: 1, first: 1, last: 1)), created: 0,
       donationLimit: limit)
-    _ = outbox.add(operation(2, .parameter(id: "p", value: 1)), created: 0, donationLimit: limit)
-    _ = outbox.add(operation(3, .invalidate(key: "t", reason: .tipClosed, at: 3)), created: 0, donationLimit: limit)
-    let writes = outbox.add(
+    _ = outbox.adding(operation(2, .parameter(id: "p", value: 1)), created: 0, donationLimit: limit)
+    _ = outbox.adding(operation(3, .invalidate(key: "t", reason: .tipClosed, at: 3)), created: 0, donationLimit: limit)
+    let writes = outbox.adding(
       operation(4, .display(key: "t", generation: .zero, count: 2, duration: 2, first: 1, last: 4)), created: 0,
       donationLimit: limit)
     #expect(writes.contains(.outboxDelete(seq: 1)))
     #expect(outbox.first(10).map(\.operation.seq) == [2, 3, 4])
-    _ = outbox.add(operation(5, .parameter(id: "p", value: 2)), created: 0, donationLimit: limit)
+    _ = outbox.adding(operation(5, .parameter(id: "p", value: 2)), created: 0, donationLimit: limit)
     #expect(outbox.first(10).map(\.operation.seq) == [3, 4, 5])
     // A resetEligibility voids the record's queued invalidations and display counter.
-    _ = outbox.add(operation(6, .resetEligibility(key: "t")), created: 0, donationLimit: limit)
+    _ = outbox.adding(operation(6, .resetEligibility(key: "t")), created: 0, donationLimit: limit)
     #expect(outbox.first(10).map(\.operation.seq) == [5, 6])
     // An event keeps at most its history's bound of queued donations: the oldest goes (its count lives on).
     for seq in Int64(7)...9 {
-      _ = outbox.add(
+      _ = outbox.adding(
         operation(seq, .donation(event: "e", at: Double(seq), info: nil, lifetime: Int(seq))), created: 0,
         donationLimit: limit)
     }
     #expect(outbox.first(10).map(\.operation.seq) == [5, 6, 8, 9])
-    #expect(outbox.remove(8) == [.outboxDelete(seq: 8)] && outbox.remove(9) == [.outboxDelete(seq: 9)])
+    #expect(outbox.removing(8) == [.outboxDelete(seq: 8)] && outbox.removing(9) == [.outboxDelete(seq: 9)])
     // Donations tied at one instant sort by their info (none first): the newest queued one can be the oldest in
     // history order, and it stays — one over the bound — because only it carries the highest cumulative count.
     let tied: [(Int64, JSONObject?)] = [(21, ["a": 1]), (22, ["b": 1]), (23, nil)]
     for (seq, info) in tied {
-      _ = outbox.add(
+      _ = outbox.adding(
         operation(seq, .donation(event: "e", at: 20, info: info, lifetime: Int(seq))), created: 0, donationLimit: limit)
     }
     #expect(outbox.first(10).map(\.operation.seq) == [5, 6, 21, 22, 23])
     // A newer donation carries the count on: the queue is back within the bound, keeping the history's newest two.
-    _ = outbox.add(
+    _ = outbox.adding(
       operation(24, .donation(event: "e", at: 21, info: nil, lifetime: 24)), created: 0, donationLimit: limit)
     #expect(outbox.first(10).map(\.operation.seq) == [5, 6, 22, 24])
     // A datastore reset supersedes everything queued before it.
-    _ = outbox.add(operation(10, .reset), created: 0, donationLimit: limit)
+    _ = outbox.adding(operation(10, .reset), created: 0, donationLimit: limit)
     #expect(outbox.first(10).map(\.operation.seq) == [10])
-    #expect(outbox.remove(10) == [.outboxDelete(seq: 10)])
-    #expect(outbox.remove(10) == [])
+    #expect(outbox.removing(10) == [.outboxDelete(seq: 10)])
+    #expect(outbox.removing(10) == [])
     #expect(outbox.count == 0 && outbox.oldestCreated == nil)
+  }
+
+  /// A hosted account's model keeps no datastore writes (its state is PostgreSQL's); a device's keeps them. Both
+  /// queue the same operation.
+  @Test func aHostedModelKeepsNoWrites() throws {
+    for role in [SyncModel.Role.device, .hosted] {
+      let engine = Engine(clock: VirtualClock(now: 1_000))
+      _ = try engine.setDonationLimit("e", 5)
+      let model = try SyncModel(
+        engine: engine, snapshot: SyncSnapshot(), account: "acct", device: "me", outboxLimit: 100, role: role)
+      let effects = model.recordLocal(try engine.donate("e", info: nil).mutation.writes, wallNow: 1_000)
+      #expect(model.outboxCount == 1)
+      let seq = try #require(model.outboxBatch(.max).first?.seq)
+      let pushed = model.pushed([seq])
+      #expect(model.outboxCount == 0)
+      if role == .hosted {
+        #expect(effects.writes.isEmpty && pushed.writes.isEmpty)
+      } else {
+        #expect(effects.writes.contains { if case .outboxAppend(seq, _, _) = $0 { true } else { false } })
+        #expect(pushed.writes == [.outboxDelete(seq: seq)])
+      }
+    }
+  }
+}
+
+extension Outbox {
+  /// ``add(_:created:donationLimit:restoring:into:)``'s writes.
+  fileprivate mutating func adding(_ operation: SyncOperation, created: Double, donationLimit: (String) -> Int)
+    -> [SyncWrite]
+  {
+    var effects = SyncEffects()
+    add(operation, created: created, donationLimit: donationLimit, into: &effects)
+    return effects.writes
+  }
+
+  /// ``remove(_:into:)``'s writes.
+  fileprivate mutating func removing(_ seq: Int64) -> [SyncWrite] {
+    var effects = SyncEffects()
+    remove(seq, into: &effects)
+    return effects.writes
   }
 }
