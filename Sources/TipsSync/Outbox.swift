@@ -41,11 +41,15 @@ struct Outbox {
   }
 
   /// The oldest `limit` operations.
-  func first(_ limit: Int) -> [Entry] {
-    var result: [Entry] = []
+  func first(_ limit: Int) -> [Entry] { first(limit) { $0 } }
+
+  /// The oldest `limit` operations, each as `transform` makes it from its entry (read in place: a hosted turn takes
+  /// its seq and payload, not a copy of the whole entry).
+  func first<T>(_ limit: Int, _ transform: (borrowing Entry) -> T) -> [T] {
+    var result: [T] = []
     var index = head
     while index < order.count && result.count < limit {
-      if let entry = entries[order[index]] { result.append(entry) }
+      if let slot = entries.index(forKey: order[index]) { result.append(transform(entries.values[slot])) }
       index += 1
     }
     return result

@@ -231,7 +231,7 @@ public final class SyncModel {
 
   /// The oldest queued operations, at most `limit`.
   public func outboxBatch(_ limit: Int) -> [PendingOperation] {
-    outbox.first(limit).map { PendingOperation(seq: $0.operation.seq, payload: $0.payload) }
+    outbox.first(limit) { PendingOperation(seq: $0.operation.seq, payload: $0.payload) }
   }
 
   /// PostgreSQL committed these operations: they leave the outbox.
