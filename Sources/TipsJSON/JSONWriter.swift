@@ -110,7 +110,8 @@ public struct JSONWriter: Sendable {
       return
     }
     beforeValue()
-    bytes.append(contentsOf: value.description.utf8)
+    var text = value.description
+    text.withUTF8 { bytes.append(contentsOf: $0) }  // one copy (appending the UTF8View went byte by byte)
   }
 
   /// Writes a string literal, escaping `"`, `\` and control characters;
@@ -163,11 +164,21 @@ public struct JSONWriter: Sendable {
   /// Writes an object key given as a literal that needs no escaping (printable ASCII without `"` or `\`), without
   /// checking each byte as ``key(_:)`` does.
   public mutating func key(literal: StaticString) {
-    if needsComma { bytes.append(UInt8(ascii: ",")) }
-    bytes.append(UInt8(ascii: "\""))
-    appendLiteral(literal)
-    bytes.append(UInt8(ascii: "\""))
-    bytes.append(UInt8(ascii: ":"))
+    // Composed on the stack and appended at once: one capacity check instead of five.
+    let count = literal.utf8CodeUnitCount
+    let comma = needsComma
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count + 4) { buffer in
+      var at = 0
+      if comma {
+        buffer[0] = UInt8(ascii: ",")
+        at = 1
+      }
+      buffer[at] = UInt8(ascii: "\"")
+      UnsafeMutableRawPointer(buffer.baseAddress! + at + 1).copyMemory(from: literal.utf8Start, byteCount: count)
+      buffer[at + 1 + count] = UInt8(ascii: "\"")
+      buffer[at + 2 + count] = UInt8(ascii: ":")
+      bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<(at + 3 + count)]))
+    }
     needsComma = false
   }
 
