@@ -1,3 +1,4 @@
+import Glibc
 import TipsJSON
 import TipsRecords
 import TipsSync
@@ -156,7 +157,7 @@ extension HostedStore {
   private func commitTransaction(
     _ changes: [AccountChanges], completion: @escaping (Result<[String: Committed], HostedError>) -> Void
   ) {
-    let sorted = changes.sorted { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }
+    let sorted = changes.sorted { Self.precedes($0.account, $1.account) }
     // Once PostgreSQL answered, the commit's notifications go out in a transaction of their own (schema 11).
     let completion: (Result<[String: Committed], HostedError>) -> Void = { [weak self] result in
       if case .success(let answers) = result { self?.publish(sorted, answers) }
@@ -196,6 +197,23 @@ extension HostedStore {
         self.commitEach(sorted, sorted.map(self.statement), completion: completion)
       case .failure(let error):
         completion(.failure(error))
+      }
+    }
+  }
+
+  /// Whether `a`'s UTF-8 comes before `b`'s byte by byte: the order every node sorts a transaction's accounts in, so
+  /// their rows are locked in one order. Compared with `memcmp` (the generic comparison cost a commit some 900
+  /// instructions a donation: #47).
+  static func precedes(_ a: String, _ b: String) -> Bool {
+    var (a, b) = (a, b)
+    return a.withUTF8 { x in
+      b.withUTF8 { y in
+        let common = min(x.count, y.count)
+        if common > 0, let left = x.baseAddress, let right = y.baseAddress {
+          let order = memcmp(left, right, common)
+          if order != 0 { return order < 0 }
+        }
+        return x.count < y.count
       }
     }
   }

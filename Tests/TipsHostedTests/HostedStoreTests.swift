@@ -615,6 +615,16 @@ import TipsTransport
     #expect(HostedStore.answer(nil, pushes) == HostedStore.Committed(lastCursor: nil, historyFirst: []))
   }
 
+  /// A transaction's accounts are sorted by their UTF-8 bytes (the lock order every node shares).
+  @Test func accountsSortByTheirBytes() {
+    let names = ["b", "a", "", "ab", "a\u{0}", "é", "e", "z", "ä", "🎉", "Z", "app/x", "app-x", "abc", "ab"]
+    for a in names {
+      for b in names {
+        #expect(HostedStore.precedes(a, b) == a.utf8.lexicographicallyPrecedes(b.utf8), "\(a) \(b)")
+      }
+    }
+  }
+
   /// PostgreSQL's `bigint[]` text, read byte by byte: items that are not 64-bit integers are left out.
   @Test func integerArraysAreRead() {
     #expect(HostedStore.integers(nil) == [] && HostedStore.integers("{}") == [])
