@@ -174,9 +174,6 @@ extension HostedService {
 
   func committed(_ id: UInt64, _ result: Result<[String: HostedStore.Committed], HostedError>) {
     guard let batch = batches.removeValue(forKey: id) else { return }
-    for member in batch.members where !member.pushed.isEmpty {
-      tenants[member.account]?.seqsInFlight.subtract(member.pushed)
-    }
     var success = true
     /// Accounts erased meanwhile: PostgreSQL stored nothing of this commit for them.
     var erasedNow: [Batch.Member] = []
@@ -187,6 +184,9 @@ extension HostedService {
     case .success(let answers):
       for member in batch.members {
         let account = member.account
+        // Looked up once: no member's tenant changes while the batch is answered (busy accounts are not evicted).
+        let tenant = tenants[account]
+        if !member.pushed.isEmpty { tenant?.seqsInFlight.subtract(member.pushed) }
         let answer = answers[account]
         if answer?.erased == true {
           erasedNow.append(member)
@@ -197,7 +197,7 @@ extension HostedService {
           refusedAlone(member, reason: reason, answer: answer, into: &firstReplies)
           continue
         }
-        guard let tenant = tenants[account], let model = tenant.model else {
+        guard let tenant, let model = tenant.model else {
           perform(node.committed(account, success: false))
           continue
         }
@@ -242,6 +242,9 @@ extension HostedService {
       }
     case .failure(let error):
       success = false
+      for member in batch.members where !member.pushed.isEmpty {
+        tenants[member.account]?.seqsInFlight.subtract(member.pushed)
+      }
       logger.warning(
         "hosted: commit failed; the accounts are read again",
         [("accounts", String(batch.members.count)), ("error", error.message)])

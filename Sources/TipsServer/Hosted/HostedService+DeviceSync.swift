@@ -136,7 +136,8 @@ extension HostedService {
   /// The account's operations moved (any node's commit, a device's push through any node): its pulling sessions
   /// are told.
   func syncChanged(_ account: String, cursor: Int64) {
-    guard let ids = syncWatchersByAccount[account] else { return }
+    // Most nodes have no watcher at all: no hash of the account for every fleet notice then.
+    guard !syncWatchersByAccount.isEmpty, let ids = syncWatchersByAccount[account] else { return }
     for id in ids {
       guard let watcher = syncWatchers[id], watcher.account == account, !watcher.session.isGone else { continue }
       let note = SyncChangedNotification(subscription: watcher.id, cursor: cursor)
