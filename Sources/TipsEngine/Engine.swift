@@ -37,11 +37,14 @@ public final class Engine {
   public let clock: any EngineClock
   public let configuration: EngineConfiguration
 
+  // The properties a donation's path reads and changes many times are `@exclusivity(unchecked)`, as the engine's
+  // hottest are: the runtime's access checks were 7 % of a hosted donation's instructions (#47). Only the loop's
+  // thread touches them, and no access to one stays open across a call that could reach it again.
   // Tips
   var slots: [TipSlot?] = []
   /// `slots` again, unretained, for the hot loops of `settle` (the slots array owns them).
   @exclusivity(unchecked) var slotRefs: [Unmanaged<TipSlot>?] = []
-  var slotIndex: [String: Int] = [:]
+  @exclusivity(unchecked) var slotIndex: [String: Int] = [:]
   /// Durable records of tips that are not registered (restored before registration, or unregistered).
   var orphanRecords: [String: TipRecord] = [:]
   /// The variant each tip with variants shows (see `Engine+Variants`), and the install id they are hashed from.
@@ -49,16 +52,16 @@ public final class Engine {
   var installID: String?
 
   // Events and parameters
-  var logs: [String: EventLog] = [:]
-  var logList: [EventLog] = []
+  @exclusivity(unchecked) var logs: [String: EventLog] = [:]
+  @exclusivity(unchecked) var logList: [EventLog] = []
   /// The log ``eventLog(_:)`` returned last: donations come in runs of one event, and comparing two ids costs far
   /// less than hashing one. Never stale: an id's log, once made, is never replaced or removed.
   @exclusivity(unchecked) private var lastLog: EventLog?
   var parameters: [String: ParameterSlot] = [:]
-  var windows: [WindowKey: WindowWatch] = [:]
+  @exclusivity(unchecked) var windows: [WindowKey: WindowWatch] = [:]
 
   // Groups
-  var groups: [String: GroupState] = [:]
+  @exclusivity(unchecked) var groups: [String: GroupState] = [:]
   var groupsByTip: [String: [String]] = [:]
   var nextGroupPosition = 0
 
@@ -67,7 +70,7 @@ public final class Engine {
   var cooldownStartedAt: Timestamp?
   /// Whether the cooldown was gating when the sensitive tips were last brought up to date.
   var cooldownGate = false
-  var sensitive: Set<Int> = []
+  @exclusivity(unchecked) var sensitive: Set<Int> = []
 
   // Testing overrides
   var showAll = false { didSet { updateOverridesActive() } }
@@ -80,15 +83,15 @@ public final class Engine {
 
   // Schedules and donation ages: the slots with a schedule and the logs with a maximum age, so that time-driven
   // work costs nothing per tip or event without them.
-  var scheduledSlots: Set<Int> = []
-  var agedLogs: [EventLog] = []
+  @exclusivity(unchecked) var scheduledSlots: Set<Int> = []
+  @exclusivity(unchecked) var agedLogs: [EventLog] = []
 
   // Tips that follow tips: the tips whose rules read each tip's record, and each `for` watch's last value.
   var tipDependents: [String: [Int]] = [:]
-  var followWatches: [FollowKey: Bool] = [:]
+  @exclusivity(unchecked) var followWatches: [FollowKey: Bool] = [:]
 
   // Suppression and holdouts
-  var suppression: Suppression?
+  @exclusivity(unchecked) var suppression: Suppression?
   /// `suppression` is in force (cached: read for every tip evaluated).
   @exclusivity(unchecked) var suppressionActive = false
   /// Open counterfactual exposures by record key, with the instant each began.
@@ -97,7 +100,7 @@ public final class Engine {
   var holdoutSlots: Set<Int> = []
 
   // Time bookkeeping
-  var lastNow: Timestamp = -.infinity
+  @exclusivity(unchecked) var lastNow: Timestamp = -.infinity
   /// The instant the current mutation read from the clock.
   @exclusivity(unchecked) var mutationNow: Timestamp = -.infinity
   /// Before this instant every cached evaluation is fresh: nothing time-driven is pending (see `Engine+Saturation`).
@@ -107,7 +110,7 @@ public final class Engine {
   var timeWentBack = false
   /// The instant through which time-driven changes are applied: ``advanceTimeInSteps()`` steps from here to each
   /// later instant ``nextChangeTime()`` announces.
-  var timeSettled: Timestamp
+  @exclusivity(unchecked) var timeSettled: Timestamp
   /// Changes found by `restore`, delivered with the next mutation.
   @exclusivity(unchecked) var deferredChanges: [Change] = []
   /// Writes found by `restore` (aged donations trimmed, exposures closed), delivered first with the next mutation.

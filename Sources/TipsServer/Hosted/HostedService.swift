@@ -39,26 +39,29 @@ final class HostedService {
   var adminToken: String?
   /// Who tokens sign in: the app's JWTs (``TokenVerifier``), or what the configuration hands in.
   var verifier: any Authenticator
+  // The properties a donation's path reads and changes many times are `@exclusivity(unchecked)`, as the engine's
+  // hottest are: the runtime's access checks were 7 % of a hosted donation's instructions (#47). Only the loop's
+  // thread touches them, and no access to one stays open across a call that could reach it again.
   /// The apps of `--apps FILE` (#48), by id; the app `default` is the flags' (``verifier``, ``catalog``).
-  var apps: [String: AppRuntime] = [:]
+  @exclusivity(unchecked) var apps: [String: AppRuntime] = [:]
   /// The bounds on what signing in costs (a flood of forged tokens): see ``SignInGuard``.
   var signInGuard: SignInGuard
   /// Sessions not signed in yet, by id, and when they must be (`--sign-in-timeout`; the loop's seconds).
   var signInDeadlines = DeadlineQueue<UInt64>()
-  var node: HostedNode
-  var tenants: [String: Tenant] = [:]
+  @exclusivity(unchecked) var node: HostedNode
+  @exclusivity(unchecked) var tenants: [String: Tenant] = [:]
   /// Accounts with changes or history entries to commit at the end of this turn.
-  var touchedThisTurn: [Tenant] = []
-  var limiter: RateLimiter
+  @exclusivity(unchecked) var touchedThisTurn: [Tenant] = []
+  @exclusivity(unchecked) var limiter: RateLimiter
   /// `rpc.discover`'s ration per account (its reply is the whole OpenRPC document, a thousand times its request).
   var discoverLimiter = RateLimiter(rate: HostedService.discoverRate, burst: 3)
   /// Bytes an account's sessions send, in KiB (`--account-input-rate`).
   var inputLimiter: RateLimiter
   /// When each resident account's engine next changes with time.
-  var timeQueue = DeadlineQueue<String>()
+  @exclusivity(unchecked) var timeQueue = DeadlineQueue<String>()
   /// When each signed-in user session's token stops being accepted, by session id.
   var expiries = DeadlineQueue<UInt64>()
-  var sessionsByID: [UInt64: Session] = [:]
+  @exclusivity(unchecked) var sessionsByID: [UInt64: Session] = [:]
   var timeTimer: (any LoopTimer)?
   var timeTimerAt: Double?
   var housekeeping: (any LoopTimer)?
@@ -96,14 +99,14 @@ final class HostedService {
       var keyed: [IdempotencyMemory.StagedRequest] = []
     }
   }
-  var batches: [UInt64: Batch] = [:]
-  var nextBatch: UInt64 = 0
+  @exclusivity(unchecked) var batches: [UInt64: Batch] = [:]
+  @exclusivity(unchecked) var nextBatch: UInt64 = 0
   /// History entries recorded this turn that the analytics stream carries once committed, by account.
-  var streamedThisTurn: [String: [HistoryEvent]] = [:]
+  @exclusivity(unchecked) var streamedThisTurn: [String: [HistoryEvent]] = [:]
   /// Sessions that pulled (`sync/pull`), told when their account moves (`sync/changed`): by session id, and the
   /// session ids of each account.
   var syncWatchers: [UInt64: SyncWatcher] = [:]
-  var syncWatchersByAccount: [String: Set<UInt64>] = [:]
+  @exclusivity(unchecked) var syncWatchersByAccount: [String: Set<UInt64>] = [:]
 
   // Hooks into the server.
   /// Hand the output of these sessions over: their commit succeeded (true) or failed — then each durable reply is
