@@ -98,7 +98,10 @@ extension Engine {
 
   /// Stored donations of every event (counted, not copied: a hosted node checks its per-account budget on every
   /// donation).
-  public var storedDonationCount: Int { logList.reduce(0) { $0 + $1.count } }
+  public var storedDonationCount: Int {
+    assert(donationTally.stored == logList.reduce(0) { $0 + $1.count }, "the donation tally drifted from the logs")
+    return donationTally.stored
+  }
 
   /// Donations of an event over the app's life (since the last datastore reset).
   public func lifetimeCount(_ eventID: String) -> Int { logs[eventID]?.lifetime ?? 0 }

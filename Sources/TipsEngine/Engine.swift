@@ -54,6 +54,8 @@ public final class Engine {
   // Events and parameters
   @exclusivity(unchecked) var logs: [String: EventLog] = [:]
   @exclusivity(unchecked) var logList: [EventLog] = []
+  /// Donations stored over `logList`, kept by the logs as they change (``storedDonationCount``).
+  let donationTally = DonationTally()
   /// The log ``eventLog(_:)`` returned last: donations come in runs of one event, and comparing two ids costs far
   /// less than hashing one. Never stale: an id's log, once made, is never replaced or removed.
   @exclusivity(unchecked) private var lastLog: EventLog?
@@ -442,7 +444,7 @@ public final class Engine {
       lastLog = log
       return log
     }
-    let log = EventLog(id: id, number: logList.count)
+    let log = EventLog(id: id, number: logList.count, tally: donationTally)
     logs[id] = log
     logList.append(log)
     lastLog = log

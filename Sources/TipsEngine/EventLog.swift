@@ -40,9 +40,13 @@ final class EventLog {
   @exclusivity(unchecked) private var memo: [FilterKey: Int] = [:]
   @exclusivity(unchecked) private var memoNow: Timestamp = -.infinity
 
-  init(id: String, number: Int) {
+  /// The engine's count of stored donations over every log, kept as each log changes (``Engine/storedDonationCount``).
+  private let tally: DonationTally
+
+  init(id: String, number: Int, tally: DonationTally) {
     self.id = id
     self.number = number
+    self.tally = tally
   }
 
   /// Number of stored donations.
@@ -72,6 +76,7 @@ final class EventLog {
       infos.insert(donation.info, at: index)
     }
     times.insert(donation.at, at: index)
+    tally.stored += 1
   }
 
   /// Adds a donation (counting it in the lifetime count) and trims to `limit` (keeping the newest). Returns whether it
@@ -111,6 +116,7 @@ final class EventLog {
     guard excess > 0 else { return false }
     head += excess
     firstSeq += excess
+    tally.stored -= excess
     if !memo.isEmpty { memo.removeAll(keepingCapacity: true) }
     if head >= 64 && head * 2 >= times.count {
       times.removeFirst(head)
@@ -124,6 +130,7 @@ final class EventLog {
 
   /// Drops every donation (sequence numbers keep growing) and the lifetime count.
   func removeAll() {
+    tally.stored -= count
     firstSeq += count
     times.removeAll()
     infos.removeAll()
@@ -280,4 +287,10 @@ extension Array where Element == Int {
     }
     return low
   }
+}
+
+/// Donations stored over every event log of an engine, counted as each log stores and drops them: a hosted node asks
+/// before every donation (`--account-max-donations`), and summing the logs read every event's log each time (#47).
+final class DonationTally {
+  @exclusivity(unchecked) var stored = 0
 }

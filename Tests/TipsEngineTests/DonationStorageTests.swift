@@ -90,6 +90,40 @@ struct DonationStorageTests {
     check(h, kept, lifetime: 4)
   }
 
+  /// ``Engine/storedDonationCount`` is a tally the logs keep as they store and drop donations: it must match their
+  /// contents through every path that changes them.
+  @Test("the stored-donation tally follows donations, limits, merges, resets and restores")
+  func storedTally() throws {
+    let h = Harness()
+    try h.register(Self.tips[0], Self.tips[2])
+    func expectTally(_ engine: Engine, sourceLocation: SourceLocation = #_sourceLocation) {
+      let stored = engine.eventIDs.reduce(0) { $0 + engine.donations($1).count }
+      #expect(engine.storedDonationCount == stored, sourceLocation: sourceLocation)
+    }
+    for i in 0..<30 {
+      h.donate(i % 2 == 0 ? "e" : "f", i % 3 == 0 ? ["region": "north"] : nil)
+      h.advance(10)
+    }
+    expectTally(h.engine)
+    #expect(h.engine.storedDonationCount == 30)
+    h.apply(try h.engine.setDonationLimit("e", 4))  // trims e's 15 to 4
+    expectTally(h.engine)
+    #expect(h.engine.storedDonationCount == 19)
+    let merged = (0..<6).map { Donation(at: Double($0), info: nil) }
+    h.apply(h.engine.mergeDonations(merged, lifetime: 40, intoEvent: "f"))
+    expectTally(h.engine)
+    h.apply(h.engine.mergeDonations(merged, lifetime: 40, intoEvent: "g"))  // a new event's log
+    expectTally(h.engine)
+    let second = Harness()
+    try second.register(Self.tips[0], Self.tips[2])
+    second.engine.restore(h.engine.snapshot())
+    expectTally(second.engine)
+    #expect(second.engine.storedDonationCount == h.engine.storedDonationCount)
+    h.apply(h.engine.reset())
+    expectTally(h.engine)
+    #expect(h.engine.storedDonationCount == 0)
+  }
+
   @Test("a snapshot of mixed donations restores to the same answers")
   func restored() throws {
     let first = Harness()
