@@ -110,9 +110,7 @@ package enum PGBinary {
 
     /// Appends an item whose UTF-8 is `item`.
     package mutating func append(_ item: some Collection<UInt8>) {
-      PGBinary.append(Int32(item.count), to: &items)
-      items.append(contentsOf: item)
-      count += 1
+      appendItem { $0.append(contentsOf: item) }
     }
 
     /// Appends the item `write` appends to the bytes it is given.
@@ -127,30 +125,15 @@ package enum PGBinary {
 
     /// The array in binary.
     package var bytes: [UInt8] {
-      var bytes = PGBinary.header(.text, count: count, capacity: items.count)
-      bytes.append(contentsOf: items)
-      return bytes
+      [UInt8](unsafeUninitializedCapacity: PGBinary.headerSize(count: count) + items.count) { buffer, initialized in
+        let raw = UnsafeMutableRawBufferPointer(buffer)
+        let at = PGBinary.storeHeader(.text, count: count, in: raw)
+        items.withUnsafeBytes { source in
+          if let base = source.baseAddress { (raw.baseAddress! + at).copyMemory(from: base, byteCount: source.count) }
+        }
+        initialized = at + items.count
+      }
     }
-  }
-
-  fileprivate static func header(_ element: Element, count: Int, capacity: Int) -> [UInt8] {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(20 + capacity)
-    append(Int32(count == 0 ? 0 : 1), to: &bytes)
-    append(Int32(0), to: &bytes)
-    append(element.rawValue, to: &bytes)
-    guard count > 0 else { return bytes }
-    append(Int32(count), to: &bytes)
-    append(Int32(1), to: &bytes)
-    return bytes
-  }
-
-  fileprivate static func append(_ value: Int32, to bytes: inout [UInt8]) {
-    append(UInt32(bitPattern: value), to: &bytes)
-  }
-
-  private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
-    withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
   }
 }
 
