@@ -48,12 +48,9 @@ extension HostedStore {
   private func sendQueuedCommits() {
     while commitTransactionsInFlight < max(1, configuration.commitPipeline), !queuedCommits.isEmpty {
       var taken = 0
-      // Sized for all that waits (no rehashing as it fills: each commit builds one).
-      let waiting = queuedCommits.reduce(0) { $0 + $1.changes.count }
       var changes: [AccountChanges] = []
-      changes.reserveCapacity(waiting)
       // Where each account is in `changes`, made when a second commit joins the first (a commit's accounts are
-      // distinct: one that goes alone needs none).
+      // distinct: one that goes alone needs none), sized then for all that waits.
       var position: [String: Int] = [:]
       for queued in queuedCommits {
         let pushes = queued.changes.contains { $0.devices.contains { !$0.operations.isEmpty } }
@@ -62,7 +59,9 @@ extension HostedStore {
           changes = queued.changes
         } else {
           if position.isEmpty {
+            let waiting = queuedCommits.reduce(0) { $0 + $1.changes.count }
             position.reserveCapacity(waiting)
+            changes.reserveCapacity(waiting)
             for (index, change) in changes.enumerated() { position[change.account] = index }
           }
           for change in queued.changes {
