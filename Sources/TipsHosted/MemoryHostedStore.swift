@@ -162,7 +162,7 @@ public final class MemoryHostedStore: HostedStorage {
         return .failure(HostedError("the commit failed (MemoryHostedStore.failNextCommits)"))
       }
       var answers: [String: HostedStore.Committed] = [:]
-      for change in changes.sorted(by: { $0.account.utf8.lexicographicallyPrecedes($1.account.utf8) }) {
+      for change in changes.sorted(by: { HostedStore.precedes($0.account, $1.account) }) {  // HostedStore's order
         let account = change.account
         // A key committed before refuses this account's part only, answered with the first reply (`tipsd.commit`).
         let first = change.replies.compactMap { self.accounts[account]?.replies[$0.key] }
