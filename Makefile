@@ -149,6 +149,7 @@ bench: deps-apt deps-pip bench-deps
 	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
 	gcc -O2 -o .build/bench/uv_durable_floor Benchmarks/baseline/uv_durable_floor.c $$(pkg-config --cflags --libs libuv sqlite3)
 	gcc -O2 -o .build/bench/hosted_load Benchmarks/baseline/hosted_load.c
+	gcc -O2 -o .build/bench/hosted_node_floor Benchmarks/baseline/hosted_node_floor.c $$(pkg-config --cflags --libs libuv libpq)
 	.build/release/tipsd-bench $(BENCH)
 	TIPSD_BIN=.build/release/tipsd scripts/bench-transcripts
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-fleet
