@@ -93,7 +93,7 @@ run: release
 	$(BIN_RELEASE) serve --socket "$(SOCKET)" --listen "$(LISTEN)" --catalog catalog/demo.json --allow-testing \
 	  --app-closed-event app.backgrounded
 
-test: deps lint-format check-structure test-swift test-clients test-protocol fuzz-smoke
+test: deps lint-format check-structure test-swift test-clients test-protocol fuzz-smoke bench-baselines
 
 ## check-structure: the modules' dependencies against scripts/layers.txt, Swift files' sizes (550 lines; the ones
 ## still over in scripts/oversized.txt may not grow) and the documentation's relative links and anchors (#35).
@@ -143,13 +143,19 @@ test-clients:
 test-protocol:
 	@if [ -x protocol/run-tests ]; then protocol/run-tests; else echo "protocol: no suites yet"; fi
 
-bench: deps-apt deps-pip bench-deps
-	$(SWIFT) build -c release $(SWIFT_FLAGS)
+## bench-baselines (in make test, so a floor that stops compiling is noticed): the bench's C baselines and load
+## generator, warnings as errors, into .build/bench.
+.PHONY: bench-baselines
+bench-baselines: deps-apt
 	@mkdir -p .build/bench
-	gcc -O2 -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
-	gcc -O2 -o .build/bench/uv_durable_floor Benchmarks/baseline/uv_durable_floor.c $$(pkg-config --cflags --libs libuv sqlite3)
-	gcc -O2 -o .build/bench/hosted_load Benchmarks/baseline/hosted_load.c
-	gcc -O2 -o .build/bench/hosted_node_floor Benchmarks/baseline/hosted_node_floor.c $$(pkg-config --cflags --libs libuv libpq)
+	gcc -O2 -Wall -Wextra -Werror -o .build/bench/uv_fixed_reply Benchmarks/baseline/uv_fixed_reply.c $$(pkg-config --cflags --libs libuv)
+	gcc -O2 -Wall -Wextra -Werror -o .build/bench/uv_durable_floor Benchmarks/baseline/uv_durable_floor.c $$(pkg-config --cflags --libs libuv sqlite3)
+	gcc -O2 -Wall -Wextra -Werror -o .build/bench/hosted_load Benchmarks/baseline/hosted_load.c
+	gcc -O2 -Wall -Wextra -Werror -o .build/bench/hosted_node_floor Benchmarks/baseline/hosted_node_floor.c $$(pkg-config --cflags --libs libuv libpq)
+	@echo "bench-baselines: 4 compiled"
+
+bench: deps-apt deps-pip bench-deps bench-baselines
+	$(SWIFT) build -c release $(SWIFT_FLAGS)
 	.build/release/tipsd-bench $(BENCH)
 	TIPSD_BIN=.build/release/tipsd scripts/bench-transcripts
 	TIPSD_BIN=$(CURDIR)/.build/release/tipsd $(PYTHON) scripts/bench-fleet
