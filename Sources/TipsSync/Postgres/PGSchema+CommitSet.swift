@@ -131,7 +131,9 @@ extension PGSchema {
   /// (the check reads every CTE's outcome before the first row is returned), which rolls the transaction back: the
   /// node then commits each account alone through `tipsd.commit`, which answers each case precisely (#42). Its rows
   /// are `tipsd.commit_set`'s: one an account, in the order given. Its parameters are ``commitSetFunction``'s, whose
-  /// function stays for nodes of earlier builds.
+  /// function stays for nodes of earlier builds. An account's entries and its chunks' cursors are gathered by
+  /// `GROUP BY`, not by a subquery run for each account: that scanned the CTE once an account, quadratic in the
+  /// commit's accounts (a third of PostgreSQL's CPU for a commit of 240 accounts, `docs/benchmarks.md`).
   package static let commitSet = commitSetStatement(keys: true)
 
   /// ``commitSet`` for a turn with no idempotency keys (most turns): the same statement without the keys' two CTEs,
@@ -154,9 +156,10 @@ extension PGSchema {
         sum(($7::integer[])[acc.chunk_off + j]) OVER (PARTITION BY acc.account ORDER BY j) AS through
       FROM acc, generate_series(1, acc.chunks) AS j),
     need AS (
-      SELECT acc.account, acc.ops, acc.op_off,
-        coalesce((SELECT sum(h.count) FROM chunk h WHERE h.account = acc.account), 0)::bigint AS entries
-      FROM acc WHERE acc.ops > 0 OR acc.chunks > 0 OR acc.keys > 0),
+      SELECT acc.account, acc.ops, acc.op_off, coalesce(h.entries, 0)::bigint AS entries
+      FROM acc LEFT JOIN (SELECT c.account, sum(c.count) AS entries FROM chunk c GROUP BY c.account) h
+        ON h.account = acc.account
+      WHERE acc.ops > 0 OR acc.chunks > 0 OR acc.keys > 0),
     bumped AS (
       INSERT INTO tipsd.accounts AS a (account, last_cursor, history_cursor)
         SELECT n.account, n.ops, n.entries FROM need n ORDER BY n.account
@@ -185,10 +188,12 @@ extension PGSchema {
         (SELECT count(*) FROM need) - (SELECT count(*) FROM bumped) AS marked,
         (SELECT count(*) FROM stored) AS stored)
     SELECT acc.account, CASE WHEN acc.ops > 0 THEN b.op_base + acc.ops END,
-      CASE WHEN acc.chunks > 0 THEN ARRAY(SELECT p.cursor FROM placed p WHERE p.account = acc.account ORDER BY p.cursor)
-      END,
+      CASE WHEN acc.chunks > 0 THEN coalesce(p.cursors, '{}') END,
       NULL::bigint, false, NULL::json, NULL::bigint[]
-    FROM acc LEFT JOIN based b ON b.account = acc.account, irregular r
+    FROM acc LEFT JOIN based b ON b.account = acc.account
+      LEFT JOIN (SELECT account, array_agg(cursor ORDER BY cursor) AS cursors FROM placed GROUP BY account) p
+        ON p.account = acc.account,
+      irregular r
     WHERE CASE WHEN r.erased + r.conflicts + r.marked = 0 THEN r.stored >= 0
       ELSE ('tipsd: a set-based commit met ' || (r.erased + r.marked) || ' erased account(s) and ' || r.conflicts
         || ' key(s) stored before; each account is committed alone')::boolean END
