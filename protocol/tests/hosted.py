@@ -12,6 +12,7 @@ import json
 import os
 import pathlib
 import secrets
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -158,9 +159,11 @@ class Hosted:
         return self.postgres.query(sql)
 
     def close(self) -> None:
+        """Stops the nodes and PostgreSQL, and removes the directory (tokens' keys, the admin token, node logs)."""
         for node in self.nodes:
             node.stop()
         self.cluster.destroy()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class RpcError(Exception):
