@@ -21,18 +21,14 @@
 #include <arpa/inet.h>
 #include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <uv.h>
+
+#include "uv_baseline.h"
 
 typedef struct conn {
   uv_pipe_t pipe;
   char account[32];
   size_t account_len;
-  char *in; /* an incomplete line carried over between reads */
-  size_t in_len, in_cap;
+  baseline_line_t in; /* an incomplete line carried over between reads */
   char *out; /* replies waiting for their commit */
   size_t out_len, out_cap;
   long long batched; /* its donations in the next commit (0: not in it) */
@@ -83,17 +79,8 @@ static void die(const char *what) {
   exit(1);
 }
 
-static void grow(char **data, size_t *cap, size_t need) {
-  if (need <= *cap) return;
-  size_t cap2 = *cap ? *cap : 4096;
-  while (cap2 < need) cap2 *= 2;
-  *data = realloc(*data, cap2);
-  if (!*data) die("realloc");
-  *cap = cap2;
-}
-
 static void append(buffer_t *b, const void *data, size_t len) {
-  grow(&b->data, &b->cap, b->len + len);
+  baseline_grow(&b->data, &b->cap, b->len + len);
   memcpy(b->data + b->len, data, len);
   b->len += len;
 }
@@ -136,21 +123,13 @@ static void push(conns_t *list, conn_t *c) {
 
 static void on_close(uv_handle_t *handle) {
   conn_t *c = (conn_t *)handle;
-  free(c->in);
+  free(c->in.data);
   free(c->out);
   free(c);
 }
 
-static void alloc_buffer(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
-  (void)handle;
-  (void)suggested;
-  static char slab[65536];
-  buf->base = slab;
-  buf->len = sizeof(slab);
-}
-
 static void reply(conn_t *c, const char *id, size_t id_len, const char *result) {
-  grow(&c->out, &c->out_cap, c->out_len + id_len + strlen(result) + 64);
+  baseline_grow(&c->out, &c->out_cap, c->out_len + id_len + strlen(result) + 64);
   char *o = c->out + c->out_len;
   memcpy(o, "{\"jsonrpc\":\"2.0\",\"id\":", 22);
   o += 22;
@@ -176,7 +155,8 @@ static void flush_replies(conn_t *c) {
 }
 
 /* One request line: the id's raw JSON text and the method; a donation is staged for the next commit. */
-static void handle_line(conn_t *c, const char *line, size_t len) {
+static void handle_line(void *context, const char *line, size_t len) {
+  conn_t *c = context;
   static const char key[] = "\"id\":";
   const char *id = "null";
   size_t id_len = 4;
@@ -218,24 +198,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     if (!c->batched && !c->committing) uv_close((uv_handle_t *)stream, on_close);
     return;
   }
-  const char *p = buf->base, *end = buf->base + nread;
-  if (c->in_len) { /* finish the carried-over line */
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    size_t part = nl ? (size_t)(nl - p) : (size_t)nread;
-    grow(&c->in, &c->in_cap, c->in_len + part);
-    memcpy(c->in + c->in_len, p, part);
-    c->in_len += part;
-    if (!nl) return;
-    handle_line(c, c->in, c->in_len);
-    c->in_len = 0;
-    p = nl + 1;
-  }
-  for (const char *nl; (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1) handle_line(c, p, (size_t)(nl - p));
-  if (p < end) {
-    grow(&c->in, &c->in_cap, (size_t)(end - p));
-    memcpy(c->in, p, (size_t)(end - p));
-    c->in_len = (size_t)(end - p);
-  }
+  baseline_feed_lines(&c->in, buf->base, (size_t)nread, handle_line, c);
 }
 
 static void on_pg(uv_poll_t *handle, int status, int events);
@@ -320,7 +283,7 @@ static void on_connection(uv_stream_t *server, int status) {
   if (!c) die("calloc");
   uv_pipe_init(server->loop, &c->pipe, 0);
   if (uv_accept(server, (uv_stream_t *)&c->pipe) == 0) {
-    uv_read_start((uv_stream_t *)&c->pipe, alloc_buffer, on_read);
+    uv_read_start((uv_stream_t *)&c->pipe, baseline_alloc_slab, on_read);
   } else {
     uv_close((uv_handle_t *)&c->pipe, on_close);
   }
@@ -344,13 +307,6 @@ int main(int argc, char **argv) {
   uv_check_start(&check, on_check);
   uv_unref((uv_handle_t *)&check);
   uv_pipe_t server;
-  uv_pipe_init(loop, &server, 0);
-  unlink(argv[1]);
-  int rc = uv_pipe_bind(&server, argv[1]);
-  if (rc == 0) rc = uv_listen((uv_stream_t *)&server, 1024, on_connection);
-  if (rc != 0) {
-    fprintf(stderr, "%s: %s\n", argv[1], uv_strerror(rc));
-    return 1;
-  }
+  if (baseline_listen_unix(loop, &server, argv[1], 1024, on_connection) != 0) return 1;
   return uv_run(loop, UV_RUN_DEFAULT);
 }

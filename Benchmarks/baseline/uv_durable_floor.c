@@ -10,17 +10,13 @@
  */
 #include <sqlite3.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include <uv.h>
+
+#include "uv_baseline.h"
 
 typedef struct conn {
   uv_pipe_t pipe;
-  char *in;  /* an incomplete line carried over between reads */
-  size_t in_len, in_cap;
+  baseline_line_t in; /* an incomplete line carried over between reads */
   char *out; /* replies staged this turn, written after COMMIT */
   size_t out_len, out_cap;
   int dirty;
@@ -47,17 +43,9 @@ static void die(const char *what) {
   exit(1);
 }
 
-static void grow(char **buf, size_t *cap, size_t need) {
-  if (need <= *cap) return;
-  size_t cap2 = *cap ? *cap : 4096;
-  while (cap2 < need) cap2 *= 2;
-  *buf = realloc(*buf, cap2);
-  *cap = cap2;
-}
-
 static void on_close(uv_handle_t *handle) {
   conn_t *c = (conn_t *)handle;
-  free(c->in);
+  free(c->in.data);
   free(c->out);
   free(c);
 }
@@ -69,16 +57,9 @@ static void on_write(uv_write_t *req, int status) {
   free(w);
 }
 
-static void alloc_buffer(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
-  (void)handle;
-  (void)suggested;
-  static char slab[65536];
-  buf->base = slab;
-  buf->len = sizeof(slab);
-}
-
 /* One request line: the id's raw JSON text (a number or a string), 8 bytes appended to the row, a reply staged. */
-static void handle_line(conn_t *c, const char *line, size_t len) {
+static void handle_line(void *context, const char *line, size_t len) {
+  conn_t *c = context;
   static const char key[] = "\"id\":";
   const char *id = NULL;
   size_t id_len = 0;
@@ -106,11 +87,11 @@ static void handle_line(conn_t *c, const char *line, size_t len) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   double at = (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-  grow((char **)&row, &row_cap, row_len + 8);
+  baseline_grow((char **)&row, &row_cap, row_len + 8);
   memcpy(row + row_len, &at, 8);
   row_len += 8;
   lifetime++;
-  grow(&c->out, &c->out_cap, c->out_len + id_len + 96);
+  baseline_grow(&c->out, &c->out_cap, c->out_len + id_len + 96);
   char *o = c->out + c->out_len;
   memcpy(o, "{\"jsonrpc\":\"2.0\",\"id\":", 22);
   o += 22;
@@ -133,33 +114,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     if (!c->dirty) uv_close((uv_handle_t *)stream, on_close);
     return;
   }
-  const char *p = buf->base;
-  const char *end = buf->base + nread;
-  if (c->in_len) { /* finish the carried-over line */
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl) {
-      grow(&c->in, &c->in_cap, c->in_len + (size_t)nread);
-      memcpy(c->in + c->in_len, p, (size_t)nread);
-      c->in_len += (size_t)nread;
-      return;
-    }
-    grow(&c->in, &c->in_cap, c->in_len + (size_t)(nl - p));
-    memcpy(c->in + c->in_len, p, (size_t)(nl - p));
-    handle_line(c, c->in, c->in_len + (size_t)(nl - p));
-    c->in_len = 0;
-    p = nl + 1;
-  }
-  for (;;) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl) break;
-    handle_line(c, p, (size_t)(nl - p));
-    p = nl + 1;
-  }
-  if (p < end) {
-    grow(&c->in, &c->in_cap, (size_t)(end - p));
-    memcpy(c->in, p, (size_t)(end - p));
-    c->in_len = (size_t)(end - p);
-  }
+  baseline_feed_lines(&c->in, buf->base, (size_t)nread, handle_line, c);
 }
 
 static void step(sqlite3_stmt *stmt, const char *what) {
@@ -205,7 +160,7 @@ static void on_connection(uv_stream_t *server, int status) {
   conn_t *c = calloc(1, sizeof(conn_t));
   uv_pipe_init(server->loop, &c->pipe, 0);
   if (uv_accept(server, (uv_stream_t *)&c->pipe) == 0) {
-    uv_read_start((uv_stream_t *)&c->pipe, alloc_buffer, on_read);
+    uv_read_start((uv_stream_t *)&c->pipe, baseline_alloc_slab, on_read);
   } else {
     uv_close((uv_handle_t *)&c->pipe, on_close);
   }
@@ -240,13 +195,6 @@ int main(int argc, char **argv) {
   uv_check_start(&check, on_check);
   uv_unref((uv_handle_t *)&check);
   uv_pipe_t server;
-  uv_pipe_init(loop, &server, 0);
-  unlink(argv[1]);
-  int rc = uv_pipe_bind(&server, argv[1]);
-  if (rc == 0) rc = uv_listen((uv_stream_t *)&server, 128, on_connection);
-  if (rc != 0) {
-    fprintf(stderr, "%s: %s\n", argv[1], uv_strerror(rc));
-    return 1;
-  }
+  if (baseline_listen_unix(loop, &server, argv[1], 128, on_connection) != 0) return 1;
   return uv_run(loop, UV_RUN_DEFAULT);
 }

@@ -8,12 +8,9 @@
  * With TCP_PORT it also listens on 127.0.0.1:TCP_PORT with the same handlers (make bench's connection flood on
  * TCP: the peer to tipsd's --listen, which floods there while a healthy client stays on the Unix socket).
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 #include <sys/socket.h>
-#include <uv.h>
+
+#include "uv_baseline.h"
 
 static const char REPLY[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"count\":1}}\n";
 
@@ -29,14 +26,6 @@ static void on_write(uv_write_t *req, int status) {
   write_req_t *w = (write_req_t *)req;
   free(w->data);
   free(w);
-}
-
-static void alloc_buffer(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
-  (void)handle;
-  static char slab[65536];
-  (void)suggested;
-  buf->base = slab;
-  buf->len = sizeof(slab);
 }
 
 static void on_read(uv_stream_t *client, ssize_t nread, const uv_buf_t *buf) {
@@ -67,7 +56,7 @@ static void on_connection(uv_stream_t *server, int status) {
     uv_pipe_init(server->loop, (uv_pipe_t *)client, 0);
   }
   if (uv_accept(server, (uv_stream_t *)client) == 0) {
-    uv_read_start((uv_stream_t *)client, alloc_buffer, on_read);
+    uv_read_start((uv_stream_t *)client, baseline_alloc_slab, on_read);
   } else {
     uv_close((uv_handle_t *)client, on_close);
   }
@@ -80,20 +69,13 @@ int main(int argc, char **argv) {
   }
   uv_loop_t *loop = uv_default_loop();
   uv_pipe_t server;
-  uv_pipe_init(loop, &server, 0);
-  unlink(argv[1]);
-  int rc = uv_pipe_bind(&server, argv[1]);
-  if (rc == 0) rc = uv_listen((uv_stream_t *)&server, 128, on_connection);
-  if (rc != 0) {
-    fprintf(stderr, "%s: %s\n", argv[1], uv_strerror(rc));
-    return 1;
-  }
+  if (baseline_listen_unix(loop, &server, argv[1], 128, on_connection) != 0) return 1;
   uv_tcp_t tcp;
   if (argc == 3) {
     struct sockaddr_in address;
     uv_tcp_init(loop, &tcp);
     uv_ip4_addr("127.0.0.1", atoi(argv[2]), &address);
-    rc = uv_tcp_bind(&tcp, (const struct sockaddr *)&address, 0);
+    int rc = uv_tcp_bind(&tcp, (const struct sockaddr *)&address, 0);
     /* The backlog libwebsockets gives tipsd's --listen socket (SOMAXCONN, 4096 here): under a connection flood both
        servers then face the same queue; with 128 the kernel drops the flood's SYNs and the baseline sees a trickle. */
     if (rc == 0) rc = uv_listen((uv_stream_t *)&tcp, SOMAXCONN, on_connection);
